@@ -1,0 +1,67 @@
+# kubectl-tao: the two commands a newcomer needs are `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+PREFIX ?= $(HOME)/.local
+export KUBECTL_TAO_CACHE ?= $(HOME)/.cache/kubectl-tao
+PROVIDER ?= local
+
+.PHONY: help venv test-deps lint unit bats e2e test demo cluster cluster-build cluster-down bench install clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+venv: $(VENV)/.installed ## Create the virtualenv with the package and its test tools
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+test-deps: venv ## Install bats and its helpers (Debian packages) when missing
+	scripts/install-test-deps
+
+lint: venv ## ruff and shellcheck
+	$(BIN)/ruff check .
+	$(BIN)/shellcheck -x $$(grep -lE '^#!/usr/bin/env (ba)?sh' scripts/* templates/k8s/*.sh 2>/dev/null)
+
+unit: venv ## Unit tests only (no cluster)
+	$(BIN)/pytest tests/unit -q
+
+bats: test-deps ## Shell-level tests of the scripts and the plugin
+	PATH="$(CURDIR)/$(BIN):$$PATH" bats tests/bats
+
+cluster-build: ## Build (or reuse) the local control plane binaries
+	scripts/build-local-cluster
+
+cluster: venv ## Start the local control plane (PROVIDER=kind for kind)
+	scripts/local-cluster up --provider $(PROVIDER)
+
+cluster-down: ## Stop the local control plane and remove its data
+	scripts/local-cluster down
+
+e2e: venv cluster-build ## End-to-end tests against the local control plane
+	$(BIN)/pytest tests/e2e -q
+
+test: test-deps lint cluster-build ## Everything: ruff, shellcheck, bats, unit, e2e and reliability tests
+	PATH="$(CURDIR)/$(BIN):$$PATH" bats tests/bats
+	$(BIN)/pytest tests
+
+demo: venv cluster-build ## Start the local cluster and run a job end to end
+	scripts/demo
+
+bench: venv ## Benchmarks against the running local cluster (run `make cluster` first)
+	$(PY) bench/run.py
+
+install: venv ## Put kubectl-tao (and its completion helper) on PATH under $(PREFIX)/bin
+	mkdir -p $(PREFIX)/bin
+	ln -sf $(CURDIR)/kubectl-tao $(PREFIX)/bin/kubectl-tao
+	@if [ -e scripts/kubectl_complete-tao ]; then ln -sf $(CURDIR)/scripts/kubectl_complete-tao $(PREFIX)/bin/kubectl_complete-tao; fi
+	@echo "installed $(PREFIX)/bin/kubectl-tao; make sure $(PREFIX)/bin is on PATH, then run: kubectl tao --help"
+
+clean: ## Remove the virtualenv and caches of this checkout (not the Go build cache)
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

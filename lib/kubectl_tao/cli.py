@@ -1,0 +1,124 @@
+"""The typer app: wires the verbs and the global flags, maps errors to exit codes. No logic of its own."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import click
+import typer
+
+from .commands.common import GLOBAL_FLAGS_HELP, cluster_params, set_root_options
+from .errors import EXIT_FAILURE, EXIT_USAGE, TaoError
+
+# One module per verb under commands/; each exposes register(app). Order is the order in --help.
+VERB_MODULES = (
+    "preflight",
+    "fit",
+    "submit",
+    "status",
+    "logs",
+    "cancel",
+    "list_",
+    "explain",
+    "render",
+    "lint",
+    "record",
+    "probe",
+    "secret",
+    "completion",
+    "version",
+)
+
+app = typer.Typer(
+    name="kubectl tao",
+    help=(
+        "Run NVIDIA TAO and PyTorch-style GPU container jobs on Kubernetes with kubectl: single-pod Jobs "
+        "for one node, Indexed Jobs plus a headless Service for several.\n\n" + GLOBAL_FLAGS_HELP
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+
+
+def _root(**kwargs: str | None) -> None:
+    set_root_options(**kwargs)
+
+
+_root.__signature__ = __import__("inspect").Signature(cluster_params())  # type: ignore[attr-defined]
+_root.__annotations__ = {p.name: str | None for p in cluster_params()}
+app.callback()(_root)
+
+
+def _register_all() -> None:
+    for name in VERB_MODULES:
+        try:
+            module = importlib.import_module(f".commands.{name}", __package__)
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.endswith(f"commands.{name}"):
+                continue  # verb not built yet
+            raise
+        module.register(app)
+
+
+_register_all()
+
+
+def _prog_name() -> str:
+    base = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "kubectl-tao"
+    return "kubectl tao" if base.startswith("kubectl-tao") or base == "__main__.py" else base
+
+
+def _crash_log() -> Path:
+    root = os.environ.get("TAO_STATE_DIR") or str(Path.home() / ".tao")
+    return Path(root) / "kubectl-tao-crash.log"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (see errors.py)."""
+    try:
+        result = app(args=argv, prog_name=_prog_name(), standalone_mode=False)
+    except TaoError as exc:
+        sys.stderr.write(f"error: {exc.message}\n")
+        return exc.exit_code
+    except click.exceptions.NoArgsIsHelpError as exc:
+        sys.stdout.write(exc.ctx.get_help() + "\n" if exc.ctx else "")
+        return 0
+    except click.exceptions.UsageError as exc:
+        where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+        sys.stderr.write(f"error: {exc.format_message()}{where}\n")
+        return EXIT_USAGE
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        sys.stderr.write("error: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug: short message on the terminal, the traceback in a file
+        log = _crash_log()
+        try:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            from .redact import redact_text
+
+            log.write_text(redact_text(traceback.format_exc()), encoding="utf-8")
+            where = f"; details in {log}"
+        except OSError:
+            where = ""
+        sys.stderr.write(f"error: internal error ({type(exc).__name__}){where}\n")
+        return EXIT_FAILURE
+    return result if isinstance(result, int) else 0
+
+
+def run() -> None:
+    raise SystemExit(main())
+
+
+if __name__ == "__main__":
+    run()

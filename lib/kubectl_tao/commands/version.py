@@ -1,0 +1,38 @@
+"""`kubectl tao version`: the plugin's version; with --server, the API server's too."""
+
+from __future__ import annotations
+
+import typer
+
+from .common import OutputOption, session, with_cluster_flags
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(
+        "version",
+        epilog="\b\nExamples:\n  kubectl tao version\n  kubectl tao version --server -o json",
+    )
+    @with_cluster_flags
+    def version(
+        server: bool = typer.Option(False, "--server", help="Also ask the API server for its version."),
+        output: str = OutputOption,
+    ) -> None:
+        """Print the kubectl-tao version (and the cluster's with --server)."""
+        from .. import __version__
+        from ..output import check_format, dump_json, dump_yaml, emit
+
+        fmt = check_format(output, ("table", "json", "yaml"))
+        data: dict[str, str] = {"clientVersion": __version__}
+        if server:
+            from ..gates import parse_server_version
+
+            raw = session().kubectl().json(["version"], namespaced=False)
+            data["serverVersion"] = parse_server_version(raw).text
+        if fmt == "json":
+            emit(dump_json(data))
+        elif fmt == "yaml":
+            emit(dump_yaml(data))
+        else:
+            emit(f"kubectl-tao {data['clientVersion']}\n")
+            if server:
+                emit(f"server {data['serverVersion']}\n")
