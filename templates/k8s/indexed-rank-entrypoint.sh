@@ -1,0 +1,36 @@
+#!/bin/sh
+# kubectl-tao entrypoint of one rank of a multi-node (Indexed Job) run. POSIX sh.
+#
+# Called as: sh -c "<this script>" kubectl-tao BARRIER LAUNCHER ARG...
+#   BARRIER   the text of rendezvous-barrier.sh, run when RENDEZVOUS_TIMEOUT is not 0
+#   LAUNCHER  tao:      ARG is the user's command, run with sh -c
+#             torchrun: ARG... is the training script and its arguments, passed to torchrun
+# The rendezvous variables (NODE_RANK, NNODES, NPROC_PER_NODE, MASTER_ADDR, MASTER_PORT, ...) come
+# from the pod's environment; nothing here is built from user text.
+set -eu
+
+barrier=$1
+launcher=$2
+shift 2
+
+# HOSTNAME (the pod name) is set in the environment of every Kubernetes container.
+# shellcheck disable=SC3028
+echo "kubectl-tao: rank ${NODE_RANK:?NODE_RANK is not set} of ${NNODES:?NNODES is not set} on node ${NODE_NAME:-unknown} (pod ${HOSTNAME:-unknown}); master ${MASTER_ADDR:?}:${MASTER_PORT:?}"
+
+if [ "${RENDEZVOUS_TIMEOUT:-0}" != "0" ]; then
+    sh -c "$barrier" rendezvous-barrier || exit $?
+fi
+
+case "$launcher" in
+    tao)
+        exec sh -c "$1" tao
+        ;;
+    torchrun)
+        exec torchrun --nnodes="$NNODES" --nproc-per-node="${NPROC_PER_NODE:?}" --node-rank="$NODE_RANK" \
+            --master-addr="$MASTER_ADDR" --master-port="$MASTER_PORT" "$@"
+        ;;
+    *)
+        echo "kubectl-tao: unknown launcher '$launcher' (expected tao or torchrun)" >&2
+        exit 2
+        ;;
+esac

@@ -1,0 +1,69 @@
+#!/bin/sh
+# kubectl-tao storage tier C, main container: run the user's command, then upload the results. POSIX sh.
+#
+# Called as: sh -c "<this script>" kubectl-tao COMMAND [EXCLUDE...]
+#   COMMAND   the user's own command, run with sh -c (the only shell text that comes from the user)
+#   EXCLUDE   extra `aws s3 cp --exclude` patterns; `.tao/*` is always excluded
+# Uploads $TAO_RESULTS_ROOT/ to $TAO_UPLOAD_URI whatever the command's outcome, then exits with the
+# command's exit code, or 89 when the command succeeded but the upload failed.
+set -u
+
+EXIT_UPLOAD_FAILED=89
+
+command_text=$1
+shift
+results=${TAO_RESULTS_ROOT:?TAO_RESULTS_ROOT is not set}
+destination=${TAO_UPLOAD_URI:?TAO_UPLOAD_URI is not set}
+tools="${TAO_WORKSPACE:?TAO_WORKSPACE is not set}/.kubectl-tao"
+mkdir -p "$results"
+
+if [ -z "${AWS_ACCESS_KEY_ID:-}" ] && [ -n "${ACCESS_KEY:-}" ]; then export AWS_ACCESS_KEY_ID="$ACCESS_KEY"; fi
+if [ -z "${AWS_SECRET_ACCESS_KEY:-}" ] && [ -n "${SECRET_KEY:-}" ]; then export AWS_SECRET_ACCESS_KEY="$SECRET_KEY"; fi
+if [ -z "${AWS_ENDPOINT_URL:-}" ] && [ -n "${S3_ENDPOINT_URL:-}" ]; then export AWS_ENDPOINT_URL="$S3_ENDPOINT_URL"; fi
+if [ -z "${AWS_DEFAULT_REGION:-}" ] && [ -n "${CLOUD_REGION:-}" ]; then export AWS_DEFAULT_REGION="$CLOUD_REGION"; fi
+
+# Run the command as a child so a TERM from `kubectl tao cancel` reaches it, and its status is kept.
+sh -c "$command_text" tao &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null || :' TERM INT HUP
+status=0
+wait "$child" || status=$?
+while kill -0 "$child" 2>/dev/null; do
+    status=0
+    wait "$child" || status=$?
+done
+trap - TERM INT HUP
+
+for pattern in "$@"; do
+    set -- "$@" --exclude "$pattern"
+    shift
+done
+
+aws_cli=""
+if command -v aws >/dev/null 2>&1; then
+    aws_cli=aws
+else
+    for candidate in "$tools/aws-cli/dist/aws" "$tools/aws-cli/bin/aws"; do
+        if [ -x "$candidate" ]; then
+            aws_cli=$candidate
+            break
+        fi
+    done
+fi
+
+echo "kubectl-tao: command exited $status; uploading $results/ to $destination"
+upload=0
+if [ -z "$aws_cli" ]; then
+    echo "kubectl-tao: no aws CLI in this image and none left by fetch-inputs" >&2
+    upload=1
+else
+    "$aws_cli" s3 cp --recursive --only-show-errors --exclude '.tao/*' "$@" "$results/" "$destination" || upload=$?
+fi
+
+if [ "$upload" -ne 0 ]; then
+    echo "kubectl-tao: upload of $results/ to $destination failed (exit $upload)" >&2
+    if [ "$status" -eq 0 ]; then
+        exit "$EXIT_UPLOAD_FAILED"
+    fi
+fi
+exit "$status"

@@ -1,0 +1,84 @@
+"""templates.py: JSON-encoded marker substitution."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kubectl_tao import templates
+from kubectl_tao.errors import TaoError, UsageError
+
+TEMPLATE = 'kind: "Demo"\nvalue: @@VALUE@@\nlist: [@@ITEM@@, "fixed"]\n'
+
+
+def test_fill_writes_json_values():
+    text = templates.fill(TEMPLATE, {"VALUE": {"a": [1, None, True]}, "ITEM": "x"})
+    assert text == 'kind: "Demo"\nvalue: {"a": [1, null, true]}\nlist: ["x", "fixed"]\n'
+
+
+def test_fill_refuses_an_unresolved_marker():
+    with pytest.raises(TaoError, match="template has unresolved markers: ITEM"):
+        templates.fill(TEMPLATE, {"VALUE": 1})
+
+
+def test_fill_refuses_an_unused_value():
+    with pytest.raises(TaoError, match="template has no marker for values: EXTRA"):
+        templates.fill(TEMPLATE, {"VALUE": 1, "ITEM": 2, "EXTRA": 3})
+
+
+def test_a_value_that_looks_like_a_marker_is_not_substituted_again():
+    text = templates.fill(TEMPLATE, {"VALUE": "@@ITEM@@", "ITEM": "x"})
+    assert templates.parse_documents(text) == [{"kind": "Demo", "value": "@@ITEM@@", "list": ["x", "fixed"]}]
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(),
+        lambda c: st.lists(c) | st.dictionaries(st.text(), c),
+        max_leaves=20,
+    )
+)
+def test_any_json_value_parses_back_identically_in_yaml_1_1_and_1_2(value):
+    text = templates.fill(TEMPLATE, {"VALUE": value, "ITEM": "x"})
+    assert yaml.safe_load(text)["value"] == value
+    (document,) = templates.parse_documents(text)
+    if value is None:  # a null marker removes its key
+        assert set(document) == {"kind", "list"}
+    else:
+        assert document["value"] == templates.prune_nulls(value)
+        assert set(document) == {"kind", "value", "list"}
+
+
+def test_dumps_escapes_characters_yaml_would_change():
+    assert templates.dumps("a\u2028b\x85c\x7fd\ufeff") == '"a\\u2028b\\u0085c\\u007fd\\ufeff"'
+    assert templates.dumps("\U0001f680é") == '"\U0001f680é"'
+
+
+def test_prune_nulls_drops_null_keys_at_every_depth():
+    assert templates.prune_nulls({"a": None, "b": {"c": None, "d": [{"e": None, "f": 1}]}}) == {"b": {"d": [{"f": 1}]}}
+
+
+def test_load_template_reads_the_checkout_and_refuses_paths():
+    assert "@@JOB_NAME@@" in templates.load_template("single-pod-job.yaml.tmpl")
+    with pytest.raises(UsageError, match="must be a file name inside templates/k8s"):
+        templates.load_template("../x")
+    with pytest.raises(TaoError, match="cannot read template"):
+        templates.load_template("missing.tmpl")
+
+
+def test_parse_documents_refuses_non_mappings_and_bad_yaml():
+    with pytest.raises(TaoError, match="must contain only mappings"):
+        templates.parse_documents("- a\n")
+    with pytest.raises(TaoError, match="is not valid YAML"):
+        templates.parse_documents("a: [\n")
+
+
+@pytest.mark.parametrize("name", ["single-pod-job.yaml.tmpl", "indexed-job.yaml.tmpl", "action-job.yaml.tmpl"])
+def test_every_marker_sits_in_a_value_position(name):
+    import re
+
+    for line in templates.load_template(name).splitlines():
+        if "@@" in line and not line.lstrip().startswith("#"):
+            assert re.fullmatch(r"\s*(- )?[A-Za-z][\w./-]*: @@[A-Z_]+@@", line), line
