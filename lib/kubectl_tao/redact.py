@@ -1,0 +1,412 @@
+"""Credential detection and redaction of free text and JSON-like data.
+
+Two families of rules:
+
+* **named** rules: a credential-like *name* (``HF_TOKEN``, ``--password``, ``"secret":``) bound to a
+  literal value.  A value that is only a reference (``$VAR``, ``${VAR}``, ``$(VAR)``, ``stdin``,
+  ``/dev/stdin``, an empty string, a ``<placeholder>``, ``***REDACTED***``) is not a credential.
+* **format** rules: a value that is a credential whatever it is called (AWS access key ids, private
+  key blocks, JWTs, vendor token prefixes, presigned-URL signatures, URL passwords, Authorization
+  headers, and base64 blobs whose decoded text holds any of these).
+
+``find_in_text`` reports where (line, kind, name, rule) and never the value; ``redact_text`` replaces
+each value with ``***REDACTED***`` and keeps the name.  Only the standard library is imported.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import itertools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+REDACTED = "***REDACTED***"
+
+# --------------------------------------------------------------------------------------------------
+# Credential-like names
+# --------------------------------------------------------------------------------------------------
+
+# A name containing one of these words (whole words, any case) is credential-like.
+_CRED_WORDS = frozenset(
+    {
+        "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE", "TOKEN", "CREDENTIAL",
+        "CREDENTIALS", "APIKEY", "ACCESSKEY", "SECRETKEY", "PRIVATEKEY", "NGCKEY",
+    }
+)
+# ... or one of these word pairs, anywhere in the name (so AWS_ACCESS_KEY_ID is credential-like).
+_CRED_PAIRS = frozenset({("API", "KEY"), ("ACCESS", "KEY"), ("NGC", "KEY"), ("PRIVATE", "KEY")})
+# ... or ends with one of these words (DB_PASS, BASIC_AUTH, SSH_KEY).
+_CRED_LAST_WORDS = frozenset({"PASS", "KEY"})
+# A trailing KEY after one of these words names a lookup key, not a credential (PARTITION_KEY).
+_NOT_SECRET_KEY_PREFIX = frozenset(
+    {
+        "PUBLIC", "PARTITION", "SORT", "CACHE", "PRIMARY", "FOREIGN", "ROUTING", "LOOKUP", "SHARD",
+        "HASH", "GROUP", "MAP", "DICT", "METRIC", "LABEL", "TARGET", "INPUT", "OUTPUT", "OBJECT", "S3",
+        "BUCKET", "PREFIX", "IDEMPOTENCY", "DEDUP", "SPEC", "CONFIG", "SEARCH", "INDEX", "HOT", "TOPOLOGY",
+    }
+)
+# A name ending with one of these words refers to a credential without holding it
+# (PASSWORD_FILE=/run/secrets/pw, SECRET_NAME=tao-creds, secretKeyRef, MAX_TOKEN_LENGTH).
+_REFERENCE_SUFFIXES = frozenset(
+    {
+        "FILE", "FILES", "PATH", "DIR", "NAME", "NAMES", "REF", "MOUNT", "TYPE", "LENGTH", "LEN", "SIZE",
+        "COUNT", "LIMIT", "TTL", "EXPIRY", "EXPIRES", "ENABLED", "DISABLED", "MODE", "ENV", "VAR", "URL",
+        "URI", "ENDPOINT", "HOST", "PORT", "REGION", "HEADER", "PROVIDER", "SOURCE", "KIND", "FORMAT",
+        "SCOPE", "SCOPES", "AUDIENCE", "ISSUER", "ALGORITHM", "VERSION", "STDIN",
+    }
+)
+_WORD_RE = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
+
+
+def name_words(name: str) -> list[str]:
+    """Split an identifier into upper-case words: ``awsSecretAccessKey`` -> AWS SECRET ACCESS KEY."""
+    return [w.upper() for w in _WORD_RE.findall(name)]
+
+
+def is_credential_name(name: str) -> bool:
+    """True when ``name`` names a credential (whole words, any case, any separator).
+
+    ``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_ACCESS_KEY_ID``, ``NGC_KEY``, ``apiKey``, ``DB_PASS``
+    and ``SSH_KEY`` are; ``TOKENIZERS_PARALLELISM``, ``NUM_KEY_FRAMES``, ``MAX_NEW_TOKENS``,
+    ``PASSWORD_FILE``, ``SECRET_NAME``, ``secretKeyRef`` and ``PARTITION_KEY`` are not.
+    """
+    words = name_words(name)
+    if not words or words[-1] in _REFERENCE_SUFFIXES:
+        return False
+    if any(w in _CRED_WORDS for w in words):
+        return True
+    if any(pair in _CRED_PAIRS for pair in itertools.pairwise(words)):
+        return True
+    last = words[-1]
+    if last == "AUTH":
+        return True  # "auth" (docker config), BASIC_AUTH
+    if last in _CRED_LAST_WORDS and len(words) > 1:  # DB_PASS, SSH_KEY; not a bare KEY or PASS
+        return last != "KEY" or words[-2] not in _NOT_SECRET_KEY_PREFIX
+    return False
+
+
+# --------------------------------------------------------------------------------------------------
+# Values that are references or placeholders, not credentials
+# --------------------------------------------------------------------------------------------------
+
+_REFERENCE_RE = re.compile(r"(?:\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*)+")
+_PLACEHOLDER_RE = re.compile(
+    r"<[^<>]*>|\[[^\[\]]*\]|\*+|x{3,}|X{3,}|\.{3}|…|@@[A-Z0-9_]+@@|\{\{.*\}\}"
+    r"|(?:%[-#0-9.]*[a-zA-Z]|\\[ntr])+|\**\s*REDACTED\s*\**",
+    re.IGNORECASE,
+)
+_HARMLESS_WORDS = frozenset(
+    {"", "-", "stdin", "/dev/stdin", "true", "false", "yes", "no", "none", "null", "nil", "on", "off",
+     "0", "1"}
+)
+_PATH_VALUE_RE = re.compile(r"[~.]?/[\w.@/+:-]*")
+
+
+def is_placeholder(value: str) -> bool:
+    """True for values that are not literal credentials: references, placeholders, paths, booleans."""
+    v = _unquote(value.strip()).strip()
+    if v.lower() in _HARMLESS_WORDS:
+        return True
+    return bool(
+        _REFERENCE_RE.fullmatch(v) or _PLACEHOLDER_RE.fullmatch(v) or _PATH_VALUE_RE.fullmatch(v)
+    )
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    if value.startswith("\\\"") and value.endswith("\\\""):  # an escaped quote inside a JSON string
+        return value[2:-2]
+    return value
+
+
+# --------------------------------------------------------------------------------------------------
+# Findings and hits
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One credential found: where and what kind; never the value.
+
+    ``line`` is 1-based (0 when the input carried no line information); ``name`` is the variable,
+    flag or key name when the rule has one, ``col N`` otherwise, or ``<doc#>/<field.path>`` for
+    manifests; ``rule`` names the rule that fired.
+    """
+
+    line: int
+    kind: str
+    name: str
+    rule: str
+    source: str = ""
+
+    def format(self, source: str | None = None) -> str:
+        src = source if source is not None else (self.source or "-")
+        return f"{src}:{self.line}: {self.kind}: {self.name} ({self.rule})"
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+@dataclass(frozen=True)
+class _Hit:
+    start: int  # span of the value to redact
+    end: int
+    kind: str
+    name: str  # "" when the rule has no name: reported as the column
+    rule: str
+
+
+# --------------------------------------------------------------------------------------------------
+# Rules
+# --------------------------------------------------------------------------------------------------
+
+_PRIVATE_KEY_RE = re.compile(
+    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    re.DOTALL,
+)
+
+# (kind, regex); group 1 (or the whole match) is the credential.
+_TOKEN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("aws-access-key-id", re.compile(r"(?<![A-Za-z0-9])((?:AKIA|ASIA)[A-Z0-9]{16})(?![A-Za-z0-9])")),
+    ("jwt", re.compile(r"(?<![A-Za-z0-9_-])(eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})")),
+    ("ngc-api-key", re.compile(r"(?<![A-Za-z0-9_-])(nvapi-[A-Za-z0-9_-]{20,})")),
+    ("hf-token", re.compile(r"(?<![A-Za-z0-9_-])(hf_[A-Za-z0-9]{30,})(?![A-Za-z0-9_])")),
+    (
+        "github-token",
+        re.compile(r"(?<![A-Za-z0-9_-])(gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+    ),
+    ("slack-token", re.compile(r"(?<![A-Za-z0-9_-])(xox[abposr]-[A-Za-z0-9-]{10,})")),
+    (
+        "sk-api-key",
+        re.compile(r"(?<![A-Za-z0-9_-])(sk-(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,})"),
+    ),
+)
+
+_PRESIGNED_RE = re.compile(
+    r"[?&]((?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|X-Goog-Signature|X-Goog-Credential))"
+    r"=([^&\s\"'<>]+)",
+    re.IGNORECASE,
+)
+_URL_USERINFO_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@?#\"']*:([^\s/@?#\"']+)@")
+_AUTH_HEADER_RE = re.compile(
+    r"\b((?:Proxy-)?Authorization)\s*[:=]\s*[\"']?(?:Bearer|Basic|Token|Digest|Bot)\s+([^\s\"',;]+)",
+    re.IGNORECASE,
+)
+_BEARER_RE = re.compile(r"\bBearer\s+([A-Za-z0-9._~+/-]{16,}=*)")
+# A shell word: quoted, or a run of $(...), ${...} and plain characters.
+_SUBST = r"\$\([^)\n]*\)|\$\{[^}\n]*\}"
+_WORD = r"\"[^\"\n]*\"|'[^'\n]*'|(?:" + _SUBST + r"|[^\s\"';&|`])+"
+_FLAG_WORDS = r"password|passwd|passphrase|token|api-key|apikey|secret|access-key|secret-key|client-secret"
+_FLAG_RE = re.compile(
+    r"(?<![\w-])(--(?:[a-z0-9]+-)*(?:" + _FLAG_WORDS + r"))(?:=|\s+)(" + _WORD + ")",
+    re.IGNORECASE,
+)
+FLAG_ONLY_RE = re.compile(r"--(?:[a-z0-9]+-)*(?:" + _FLAG_WORDS + r")", re.IGNORECASE)
+_FROM_LITERAL_RE = re.compile(r"--from-literal[= ]([A-Za-z0-9._-]+)=(\"[^\"]*\"|'[^']*'|[^\s\"']*)")
+# NAME=VALUE (export X=.., docker -e X=.., sbatch --export=A=..,B=.., env-files, k=v lists).
+_ASSIGN_RE = re.compile(
+    r"(?<![\w$.\-/])([A-Za-z_][A-Za-z0-9_]*)="
+    r"(\"[^\"\n]*\"|'[^'\n]*'|(?:" + _SUBST + r"|[^\s,;&|'\"`]|,(?![A-Za-z_][A-Za-z0-9_]*=))*)"
+)
+# "key": "value" inside JSON text (also with escaped quotes, as JSON embedded in a string).
+_JSON_KEY_RE = re.compile(r"(\\?\")([A-Za-z_][A-Za-z0-9_.-]*)\1\s*:\s*\1((?:[^\"\\]|\\[^\"])*)\1")
+# name: value (YAML/HTTP-header style); only for redaction, too loose for linting prose.
+_COLON_RE = re.compile(
+    r"(?m)^[ \t-]*[\"']?([A-Za-z_][A-Za-z0-9_.-]*)[\"']?[ \t]*:[ \t]+([^\s#][^\n]*?)[ \t]*$"
+)
+_BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/=_-])([A-Za-z0-9+/_-]{20,}={0,2})(?![A-Za-z0-9+/=_-])")
+_HEX_RE = re.compile(r"[0-9a-fA-F]+")
+
+
+def _strip_quotes_span(text: str, start: int, end: int) -> tuple[int, int]:
+    if end - start >= 2 and text[start] == text[end - 1] and text[start] in "'\"":
+        return start + 1, end - 1
+    return start, end
+
+
+def _scan_format(text: str) -> Iterable[_Hit]:
+    for m in _PRIVATE_KEY_RE.finditer(text):
+        yield _Hit(m.start(), m.end(), "private-key", "", "private-key-block")
+    for kind, rx in _TOKEN_RULES:
+        for m in rx.finditer(text):
+            yield _Hit(m.start(1), m.end(1), kind, "", "token-format")
+    for m in _PRESIGNED_RE.finditer(text):
+        if not is_placeholder(m.group(2)):
+            yield _Hit(m.start(2), m.end(2), "presigned-url", m.group(1), "presigned-url")
+    for m in _URL_USERINFO_RE.finditer(text):
+        if not is_placeholder(m.group(1)):
+            yield _Hit(m.start(1), m.end(1), "url-password", "", "url-userinfo")
+    for m in _AUTH_HEADER_RE.finditer(text):
+        if not is_placeholder(m.group(2)):
+            yield _Hit(m.start(2), m.end(2), "auth-header", m.group(1), "authorization-header")
+    for m in _BEARER_RE.finditer(text):
+        tok = m.group(1)
+        if any(c.isdigit() for c in tok) and not is_placeholder(tok):
+            yield _Hit(m.start(1), m.end(1), "auth-header", "Bearer", "bearer-token")
+
+
+def _scan_named(text: str, *, loose: bool) -> Iterable[_Hit]:
+    for m in _FLAG_RE.finditer(text):
+        val = m.group(2)
+        if not val.startswith("-") and not is_placeholder(val):
+            s, e = _strip_quotes_span(text, m.start(2), m.end(2))
+            yield _Hit(s, e, "credential", m.group(1), "flag-literal")
+    for m in _FROM_LITERAL_RE.finditer(text):
+        if not is_placeholder(m.group(2)):
+            s, e = _strip_quotes_span(text, m.start(2), m.end(2))
+            yield _Hit(s, e, "credential", "--from-literal", "from-literal")
+    for m in _ASSIGN_RE.finditer(text):
+        if is_credential_name(m.group(1)) and not is_placeholder(m.group(2)):
+            s, e = _strip_quotes_span(text, m.start(2), m.end(2))
+            if e > s:
+                yield _Hit(s, e, "credential", m.group(1), "assignment")
+    for m in _JSON_KEY_RE.finditer(text):
+        if is_credential_name(m.group(2)) and not is_placeholder(m.group(3)):
+            yield _Hit(m.start(3), m.end(3), "credential", m.group(2), "json-key")
+    if loose:
+        for m in _COLON_RE.finditer(text):
+            if is_credential_name(m.group(1)) and not is_placeholder(m.group(2)):
+                s, e = _strip_quotes_span(text, m.start(2), m.end(2))
+                yield _Hit(s, e, "credential", m.group(1), "key-value")
+
+
+def _decode_base64(blob: str) -> str | None:
+    """The decoded text of a base64 / base64url blob when it is mostly printable text, else None."""
+    if _HEX_RE.fullmatch(blob):
+        return None  # digests (sha256 hex) are never credentials by format
+    padded = blob.rstrip("=")
+    padded += "=" * (-len(padded) % 4)
+    try:
+        raw = base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+        decoded = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    if not decoded:
+        return None
+    printable = sum(ch.isprintable() or ch in "\n\r\t" for ch in decoded)
+    return decoded if printable / len(decoded) >= 0.95 else None
+
+
+def _scan_base64(text: str, depth: int) -> Iterable[_Hit]:
+    for m in _BASE64_RE.finditer(text):
+        decoded = _decode_base64(m.group(1))
+        if decoded is not None and _hits(decoded, loose=False, depth=depth + 1):
+            yield _Hit(m.start(1), m.end(1), "base64-credential", "", "base64")
+
+
+def _hits(text: str, *, loose: bool, depth: int = 0) -> list[_Hit]:
+    """All hits ordered by position.  Where hits overlap, the first rule (named rules before format
+    rules before base64) names the finding and the redacted span is the union of the spans."""
+    candidates: list[_Hit] = list(_scan_named(text, loose=loose))
+    candidates += _scan_format(text)
+    if depth < 2:
+        candidates += _scan_base64(text, depth)
+    order = sorted(
+        (h.start, priority, h) for priority, h in enumerate(candidates) if h.end > h.start
+    )
+    merged: list[tuple[int, _Hit]] = []  # (priority of the hit that names the group, group)
+    for _, priority, hit in order:
+        if merged and hit.start < merged[-1][1].end:
+            best, group = merged[-1]
+            named = group if best <= priority else hit
+            merged[-1] = (
+                min(best, priority),
+                _Hit(group.start, max(group.end, hit.end), named.kind, named.name, named.rule),
+            )
+        else:
+            merged.append((priority, hit))
+    return [hit for _, hit in merged]
+
+
+def _line_starts(text: str) -> list[int]:
+    return [0] + [m.end() for m in re.finditer("\n", text)]
+
+
+def _line_col(starts: list[int], offset: int) -> tuple[int, int]:
+    line = bisect.bisect_right(starts, offset)
+    return line, offset - starts[line - 1] + 1
+
+
+# --------------------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------------------
+
+
+def find_in_text(text: str, *, source: str = "") -> list[Finding]:
+    """Credentials in ``text``: one Finding per value, with line and kind, never the value."""
+    findings = []
+    starts = _line_starts(text)
+    for hit in _hits(text, loose=False):
+        line, col = _line_col(starts, hit.start)
+        findings.append(Finding(line, hit.kind, hit.name or f"col {col}", hit.rule, source))
+    return findings
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every credential value replaced by ``***REDACTED***`` (names are kept).
+
+    Redaction is looser than linting: ``name: value`` lines with a credential-like name are also
+    redacted, because hiding a harmless value costs nothing.
+    """
+    if not text:
+        return text
+    out: list[str] = []
+    pos = 0
+    for hit in _hits(text, loose=True):
+        out.append(text[pos : hit.start])
+        out.append(REDACTED)
+        pos = hit.end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def redact_obj(obj: object) -> object:
+    """A copy of JSON-like ``obj`` with credentials redacted.
+
+    Strings go through ``redact_text``; a literal string under a credential-like key, the ``value`` of
+    a ``{name: <credential-like>, value: ...}`` pair, and every value under ``data``/``stringData`` of
+    a ``kind: Secret`` object are replaced whole.
+    """
+    if isinstance(obj, str):
+        return redact_text(obj)
+    if isinstance(obj, list | tuple):
+        return [redact_obj(v) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    secret = obj.get("kind") == "Secret"
+    pair_name = obj.get("name") if isinstance(obj.get("value"), str) else None
+    out: dict[object, object] = {}
+    for key, value in obj.items():
+        if secret and key in ("data", "stringData") and isinstance(value, dict):
+            out[key] = {k: REDACTED for k in value}
+        elif isinstance(value, str) and not is_placeholder(value) and (
+            (isinstance(key, str) and is_credential_name(key))
+            or (key == "value" and isinstance(pair_name, str) and is_credential_name(pair_name))
+        ):
+            out[key] = REDACTED
+        else:
+            out[key] = redact_obj(value)
+    return out
+
+
+def scrub_argv(argv: Iterable[str]) -> list[str]:
+    """``argv`` safe to show: each word redacted, and the word after a bare credential flag
+    (``--password VALUE``, ``--token VALUE``) replaced when it is a literal."""
+    words = list(argv)
+    out: list[str] = []
+    for i, word in enumerate(words):
+        prev = words[i - 1] if i else ""
+        if (
+            i
+            and FLAG_ONLY_RE.fullmatch(prev)
+            and not word.startswith("-")
+            and not is_placeholder(word)
+        ):
+            out.append(REDACTED)
+        else:
+            out.append(redact_text(word))
+    return out
