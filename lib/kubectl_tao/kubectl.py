@@ -19,6 +19,7 @@ from .errors import ClusterUnreachableError, KubectlError, TaoError, UsageError
 _UNREACHABLE_MARKERS = (
     "unable to connect to the server",
     "connection refused",
+    "was refused",
     "connection reset by peer",
     "no such host",
     "i/o timeout",
@@ -121,7 +122,7 @@ class Kubectl:
             import sh
 
             try:
-                self._command = sh.Command(self.binary).bake(_tty_out=False, _err_to_out=False)
+                self._command = sh.Command(self.binary).bake(_tty_out=False, _err_to_out=False, _return_cmd=True)
             except sh.CommandNotFound as exc:
                 raise ClusterUnreachableError(
                     f"kubectl not found on PATH ({self.binary}); install kubectl or set KUBECTL_TAO_KUBECTL"
@@ -242,8 +243,12 @@ class Kubectl:
             "rc": rc,
             "pid": os.getpid(),
         }
-        with open(target, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry) + "\n")
+        try:  # tracing is for benchmarks and tests: it must never break a verb
+            os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+            with open(target, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(entry) + "\n")
+        except OSError:
+            pass
 
 
 def run_host_check(script: str, args: list[str], timeout: float = 60.0) -> tuple[int, str]:
@@ -254,8 +259,8 @@ def run_host_check(script: str, args: list[str], timeout: float = 60.0) -> tuple
     import sh
 
     try:
-        proc = sh.Command("bash").bake(_tty_out=False)(script, *args, _ok_code=list(range(256)), _timeout=timeout,
-                                                       _err_to_out=True)
+        bash = sh.Command("bash").bake(_tty_out=False, _return_cmd=True, _err_to_out=True)
+        proc = bash(script, *args, _ok_code=list(range(256)), _timeout=timeout)
     except sh.TimeoutException:
         return 124, f"{script} timed out after {timeout:.0f}s"
     except sh.CommandNotFound:

@@ -485,7 +485,8 @@ def warnings_for(spec: JobSpec) -> list[str]:
         )
         if spec.env_secret is None:
             found.append(
-                "storage tier C without --env-secret: S3 access relies on the node's or service account's AWS identity"
+                "storage tier C without a credential Secret (--env-file/--env, or --env-secret for render_job): "
+                "S3 access relies on the node's or service account's AWS identity (IRSA / workload identity)"
             )
     if spec.gpus == 0:
         found.append("gpus=0: a lifecycle-only run; GPU scheduling is not exercised")

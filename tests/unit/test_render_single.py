@@ -272,7 +272,7 @@ def test_tier_c_without_inputs_still_prepares_the_workspace():
 def test_tier_c_warns_that_the_gpu_is_held_during_the_download():
     warnings = render.warnings_for(tier_c())
     assert any("holds its nvidia.com/gpu while fetch-inputs downloads" in w for w in warnings)
-    assert any("without --env-secret" in w for w in render.warnings_for(tier_c(env_secret=None)))
+    assert any("without a credential Secret" in w for w in render.warnings_for(tier_c(env_secret=None)))
 
 
 def test_tier_a_gets_no_tier_c_warning():

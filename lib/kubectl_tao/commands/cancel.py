@@ -1,0 +1,56 @@
+"""`kubectl tao cancel JOB`."""
+
+from __future__ import annotations
+
+import typer
+
+from .common import OutputOption, record_store, session, with_cluster_flags
+
+EPILOG = """\b
+Examples:
+  kubectl tao cancel dino-train-3f9a1c
+  kubectl tao cancel dino-train-3f9a1c --wait=false
+
+\b
+Deletes the Job with a UID precondition and foreground cascade (its pods first), its headless Service and its
+credential Secret, then marks the record CANCELED. Cancelling twice is fine; a finished job is refused."""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("cancel", epilog=EPILOG)
+    @with_cluster_flags
+    def cancel(
+        job: str = typer.Argument(..., help="Record id (see `kubectl tao list`)."),
+        wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait until pods, Service and Secret are gone."),
+        timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for the objects to go."),
+        force: bool = typer.Option(False, "--force", help="Skip the cluster and UID pins."),
+        output: str = OutputOption,
+    ) -> int:
+        """Stop a job: delete its Job, Service and Secret, and mark its record CANCELED."""
+        from .. import tracking
+        from ..cancel import cancel as run_cancel
+        from ..output import check_format, dump_json, dump_yaml, emit, info
+
+        fmt = check_format(output, ("table", "json", "yaml", "name"))
+        sess = session()
+        store = record_store()
+        tracked = tracking.load(store, job)
+        result = run_cancel(
+            sess.kubectl(), store, tracked, server=sess.target().server, force=force, wait=wait, timeout=timeout
+        )
+        if fmt == "json":
+            emit(dump_json(result.to_dict()))
+        elif fmt == "yaml":
+            emit(dump_yaml(result.to_dict()))
+        elif fmt == "name":
+            emit(f"job/{result.record_id}\n")
+        elif result.already:
+            emit(f"job {result.record_id} was already canceled\n")
+        else:
+            for name in result.deleted:
+                info(f"deleted {name}")
+            emit(f"job {result.record_id} canceled\n")
+        if result.leftovers:
+            info("warning: still present: " + ", ".join(result.leftovers))
+            return 1
+        return 0

@@ -1,0 +1,64 @@
+"""`kubectl tao explain JOB`: why a job is pending or failed, with the evidence and a fix."""
+
+from __future__ import annotations
+
+import typer
+
+from .common import OutputOption, record_store, session, with_cluster_flags
+
+EPILOG = """\b
+Examples:
+  kubectl tao explain dino-train-3f9a1c
+  kubectl tao explain dino-train-3f9a1c -o json
+
+\b
+Reads the Job, its pods and their events (two kubectl calls at once; a third, nodes, when the scheduler
+refused a pod) and names each cause with the cluster's own words as evidence and what to do. A Job deleted
+by its TTL is explained from the history its record captured. Container logs are not read: see
+`kubectl tao logs JOB`. Exit codes: 0 nothing wrong found, 1 findings printed (or an error)."""
+
+
+def _text(explanation: object) -> str:
+    from ..explaining import Explanation
+
+    assert isinstance(explanation, Explanation)
+    e = explanation
+    where = f" ({e.namespace}/{e.job})" if e.namespace and e.job else ""
+    why = f" - {e.reason}" if e.reason else ""
+    lines = [f"job {e.id}{where}: {e.state}{why}"]
+    if not e.findings:
+        lines.append(f"nothing wrong found ({e.message})" if e.message else "nothing wrong found")
+    for number, finding in enumerate(e.findings, start=1):
+        lines.append(f"{number}. {finding.cause}")
+        if finding.evidence:
+            lines.append(f"   evidence: {finding.evidence}")
+        lines.append(f"   fix: {finding.fix}")
+    return "\n".join(lines) + "\n"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("explain", epilog=EPILOG)
+    @with_cluster_flags
+    def explain(
+        job: str = typer.Argument(..., help="Record id (see `kubectl tao list`)."),
+        output: str = OutputOption,
+        force: bool = typer.Option(False, "--force", help="Look even if kubectl points at another cluster or Job UID."),
+    ) -> int:
+        """Explain why a job is pending or failed: cause, evidence, fix."""
+        from .. import tracking
+        from ..explaining import explain_job
+        from ..output import check_format, dump_json, dump_yaml, emit, info
+
+        fmt = check_format(output, ("table", "json", "yaml"))
+        sess = session()
+        tracked = tracking.load(record_store(), job)
+        result = explain_job(sess.kubectl(), tracked, server=sess.target().server, force=force)
+        if fmt == "json":
+            emit(dump_json(result.to_dict()))
+        elif fmt == "yaml":
+            emit(dump_yaml(result.to_dict()))
+        else:
+            for note in result.notes:
+                info(f"note: {note}")
+            emit(_text(result))
+        return 1 if result.findings else 0

@@ -1,0 +1,81 @@
+"""`kubectl tao fit --gpus G --nodes N`: will the job fit now, later, or never?"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .common import OutputOption, session, with_cluster_flags
+
+EPILOG = """\b
+Examples:
+  # One node with 8 GPUs
+  kubectl tao fit --gpus 8
+  # Two ranks of 8 GPUs on A100 nodes, for scripts
+  kubectl tao fit --gpus 8 --nodes 2 --gpu-product NVIDIA-A100-SXM4-80GB -o json
+  # Nodes tainted dedicated=ml:NoSchedule
+  kubectl tao fit --gpus 4 --toleration dedicated=ml:NoSchedule --node-selector pool=gpu
+
+\b
+Each rank is one pod that must land whole on one node; ranks go to distinct nodes. The taint
+nvidia.com/gpu:NoSchedule is tolerated for GPU jobs, as submit does. When the namespace has a Kueue
+LocalQueue (--queue, else one named "default", else the only one), its ClusterQueue quota counts too.
+Exit codes: 0 fits now, 1 must queue (nodes busy or quota in use), 4 can never fit this cluster."""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("fit", epilog=EPILOG)
+    @with_cluster_flags
+    def fit(
+        gpus: int = typer.Option(..., "--gpus", min=0, help="nvidia.com/gpu per node (per rank)."),
+        nodes: int = typer.Option(1, "--nodes", min=1, help="Nodes (ranks), each on its own node."),
+        gpu_product: str = typer.Option(None, "--gpu-product", help="Only nodes labelled nvidia.com/gpu.product=P."),
+        node_selector: Annotated[
+            list[str] | None, typer.Option("--node-selector", help="KEY=VALUE node label the pods require (repeat).")
+        ] = None,
+        toleration: Annotated[
+            list[str] | None, typer.Option("--toleration", help="KEY[=VALUE][:EFFECT] taint to tolerate (repeat).")
+        ] = None,
+        queue: str = typer.Option(None, "--queue", help="Kueue LocalQueue whose quota to check."),
+        output: str = OutputOption,
+    ) -> int:
+        """Say whether a job of G GPUs x N nodes fits now, must queue, or never fits."""
+        from .. import fitting
+        from ..errors import EXIT_FAILURE, EXIT_NEVER_FITS, EXIT_OK, UsageError
+        from ..output import check_format, dump_json, dump_yaml, emit, info
+        from ..plan import GPU_TOLERATION
+        from ..render import _check_toleration, parse_key_values, parse_toleration
+
+        fmt = check_format(output, ("table", "json", "yaml"))
+        selector = parse_key_values(node_selector, "--node-selector")
+        tolerations = []
+        for index, text in enumerate(toleration or []):
+            try:
+                item = parse_toleration(text)
+                _check_toleration(item, index)
+            except UsageError as exc:
+                raise UsageError(f"--toleration {text!r}: {exc.message}; use KEY[=VALUE][:EFFECT]") from None
+            tolerations.append(item)
+        if gpus > 0:
+            tolerations.append(dict(GPU_TOLERATION))
+        sess = session()
+        report = fitting.check(
+            sess.kubectl(),
+            sess.namespace(),
+            gpus,
+            nodes,
+            node_selector=selector,
+            tolerations=tolerations,
+            gpu_product=gpu_product,
+            queue=queue,
+        )
+        if fmt == "json":
+            emit(dump_json(report.to_dict()))
+        elif fmt == "yaml":
+            emit(dump_yaml(report.to_dict()))
+        else:
+            for note in report.notes:
+                info(f"note: {note}")
+            emit(report.verdict.message + "\n")
+        return {"fits": EXIT_OK, "queue": EXIT_FAILURE}.get(report.verdict.verdict, EXIT_NEVER_FITS)

@@ -1,0 +1,60 @@
+"""`kubectl tao lint FILE... [-]`: the secret linter over manifests, scripts and env-files."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .common import with_cluster_flags
+
+EPILOG = """\b
+Examples:
+  # A manifest before you apply it
+  kubectl tao lint job.yaml
+  # What render would apply
+  kubectl tao render --image IMG --command CMD --pvc data | kubectl tao lint -
+  # Several files; exit 1 when any of them holds a credential
+  kubectl tao lint k8s/*.yaml scripts/train.sh .env
+
+\b
+Manifests (YAML or JSON, several documents) are checked field by field, anything else line by line.
+Findings go to stderr as `SOURCE:LINE: KIND: PLACE (RULE)` and never show the value.
+Exit codes: 0 clean, 1 findings, 2 a file cannot be read."""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("lint", epilog=EPILOG)
+    @with_cluster_flags
+    def lint(
+        files: Annotated[list[str], typer.Argument(help="Files to check; '-' reads stdin (once).", metavar="FILE...")],
+    ) -> int:
+        """Refuse manifests, scripts and env-files that carry an inline credential."""
+        import sys
+        from pathlib import Path
+
+        from ..errors import UsageError
+        from ..lint import FIX_HINT, lint_manifest_text
+        from ..output import info
+
+        if files.count("-") > 1:
+            raise UsageError("FILE: '-' (stdin) may be given only once")
+        sources: list[tuple[str, str]] = []
+        for name in files:  # read everything first: an unreadable file is a usage error, before any finding
+            if name == "-":
+                sources.append(("<stdin>", sys.stdin.buffer.read().decode("utf-8", errors="replace")))
+                continue
+            try:
+                data = Path(name).read_bytes()
+            except OSError as exc:
+                raise UsageError(f"FILE: cannot read {name}: {exc.strerror or exc}; check the path") from None
+            sources.append((name, data.decode("utf-8", errors="replace")))
+        total = 0
+        for source, text in sources:
+            for finding in lint_manifest_text(text, source):
+                info(finding.format())
+                total += 1
+        if total:
+            info(f"error: {total} inline credential(s) found; {FIX_HINT}")
+            return 1
+        return 0

@@ -1,0 +1,73 @@
+"""`kubectl tao logs JOB`."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from .common import record_store, session, with_cluster_flags
+
+EPILOG = """\b
+Examples:
+  kubectl tao logs dino-train-3f9a1c
+  kubectl tao logs dino-train-3f9a1c -f
+  kubectl tao logs dino-train-3f9a1c --rank 1 --tail 100
+
+\b
+Multi-node jobs print every rank, each line prefixed with [rank K]. Once the Job is gone (TTL), the last lines
+captured into the record when the job ended are shown instead."""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("logs", epilog=EPILOG)
+    @with_cluster_flags
+    def logs(
+        job: str = typer.Argument(..., help="Record id (see `kubectl tao list`)."),
+        tail: int = typer.Option(None, "--tail", help="Lines from the end of each rank's log (default: all)."),
+        follow: bool = typer.Option(False, "--follow", "-f", help="Stream new lines."),
+        rank: int = typer.Option(None, "--rank", help="Only this rank (JOB_COMPLETION_INDEX)."),
+        force: bool = typer.Option(False, "--force", help="Skip the cluster and UID pins."),
+    ) -> int:
+        """Print the logs of every rank of a job."""
+        from .. import tracking
+        from ..errors import UsageError
+        from ..logs import from_history, kubectl_args, rewrite
+        from ..output import info
+
+        if tail is not None and tail < 0:
+            raise UsageError("--tail must be >= 0")
+        if rank is not None and rank < 0:
+            raise UsageError("--rank must be >= 0")
+        sess = session()
+        kc = sess.kubectl()
+        store = record_store()
+        tracked = tracking.load(store, job)
+        tracking.check_pin(tracked, sess.target().server, force=force)
+        nodes = int(tracked.extra.get("nodes") or 1)
+        if rank is not None and rank >= nodes:
+            raise UsageError(f"--rank {rank}: job {tracked.id} has ranks 0..{nodes - 1}")
+        multi = nodes > 1
+        live_job, pods = tracking.fetch(kc, tracked) if tracked.job_name else (None, [])
+        tracking.check_uid(tracked, live_job, force=force)
+        if not pods:
+            history = tracked.extra.get("history")
+            if live_job is not None and not history:
+                info(f"job {tracked.id}: no pod has started yet")
+                return 0
+            info(f"job {tracked.id}: the Job is gone; showing the log tail captured when it ended")
+            from_history(history, rank=rank, multi=multi)
+            return 0
+        args = kubectl_args(
+            tracked.namespace or "default", tracked.job_name or "", tail=tail, follow=follow, rank=rank, nodes=nodes
+        )
+        if follow and not multi:
+            kc.exec([a for a in args if a != "--prefix"], namespaced=False)
+        lines = (
+            kc.stream(args, namespaced=False) if follow else iter(kc.run(args, namespaced=False).stdout.splitlines())
+        )
+        for line in rewrite(lines, tracked.job_name or "", multi):
+            sys.stdout.write(line + "\n")
+            if follow:
+                sys.stdout.flush()
+        return 0

@@ -1,0 +1,49 @@
+"""`kubectl tao preflight`."""
+
+from __future__ import annotations
+
+import typer
+
+from .common import OutputOption, session, with_cluster_flags
+
+EPILOG = """\b
+Examples:
+  kubectl tao preflight
+  kubectl tao preflight --gpus 8 --nodes 2
+  TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1 kubectl tao preflight --pvc tao-data
+
+\b
+Each check prints OK, WARN or MISSING with the fix. Exit 0 only when nothing is MISSING. Set
+TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1 on managed GPU nodes (EKS/GKE/AKS node images, GPU Operator policy)."""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("preflight", epilog=EPILOG)
+    @with_cluster_flags
+    def preflight(
+        gpus: int = typer.Option(0, "--gpus", min=0, help="GPUs per node the job will ask for."),
+        nodes: int = typer.Option(1, "--nodes", min=1, help="Nodes (ranks) the job will use."),
+        pvc: str = typer.Option(None, "--pvc", help="PersistentVolumeClaim the job mounts (tier A)."),
+        credentials: bool = typer.Option(False, "--credentials", help="Also check you may create Secrets."),
+        gpu_product: str = typer.Option(None, "--gpu-product", help="Required nvidia.com/gpu.product label."),
+        output: str = OutputOption,
+    ) -> int:
+        """Check that this machine and cluster can run TAO jobs."""
+        from ..output import check_format, dump_json, dump_yaml, emit
+        from ..preflight import MISSING, cluster_checks, host_runtime_check, kubectl_check
+
+        fmt = check_format(output, ("table", "json", "yaml"))
+        sess = session()
+        kc = sess.kubectl()
+        checks = [host_runtime_check(), kubectl_check(kc.binary)]
+        if checks[-1].status != MISSING:
+            checks += cluster_checks(
+                kc, sess.namespace(), gpus=gpus, nodes=nodes, pvc=pvc, need_secrets=credentials, gpu_product=gpu_product
+            )
+        if fmt == "json":
+            emit(dump_json({"checks": [c.to_dict() for c in checks]}))
+        elif fmt == "yaml":
+            emit(dump_yaml({"checks": [c.to_dict() for c in checks]}))
+        else:
+            emit("".join(c.line() + "\n" for c in checks))
+        return 1 if any(c.status == MISSING for c in checks) else 0

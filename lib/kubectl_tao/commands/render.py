@@ -1,0 +1,52 @@
+"""`kubectl tao render`: print the manifests submit would apply, touching no cluster."""
+
+from __future__ import annotations
+
+import typer
+
+from .common import OutputOption, session, with_cluster_flags
+from .jobflags import with_job_flags
+
+EPILOG = """\b
+Examples:
+  kubectl tao render --image nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt --gpus 8 --pvc tao-data \\
+      --command "dino train -e /workspace/specs/train.yaml"
+  kubectl tao render ... --nodes 2 --launcher torchrun -o json
+  kubectl tao render --action-request req.json --staging-map staged.json --pvc tao-data --results-dir /workspace/out
+
+\b
+The same flags as submit; the record id is a preview (submit mints the real one). Equivalent to
+`submit --dry-run=client`. Credentials are not read: the Secret name appears, never values."""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("render", epilog=EPILOG)
+    @with_cluster_flags
+    @with_job_flags
+    def render(job: dict, output: str = OutputOption) -> int:
+        """Print the Kubernetes manifests for a job without contacting the cluster."""
+        from .. import plan as planning
+        from ..output import check_format, emit, info
+        from ..render import to_json, to_yaml
+        from ..submit import execute
+
+        fmt = check_format(output, ("table", "yaml", "json"))
+        sess = session()
+        namespace = sess.options.namespace or "default"
+        # Only the names matter here: the manifest references the Secret by name, values stay out of it.
+        names = planning.read_credentials(job.get("env_file"), job.get("env"))
+        placeholders = dict.fromkeys(names, "placeholder")
+        the_plan = planning.build(job, namespace, placeholders)
+        outcome = execute(
+            sess.kubectl(),
+            the_plan,
+            namespace=namespace,
+            target_server="",
+            target_context="",
+            dry_run="client",
+            store_factory=lambda: None,
+        )
+        for warning in outcome.warnings:
+            info(f"warning: {warning}")
+        emit(to_json(outcome.objects) if fmt == "json" else to_yaml(outcome.objects))
+        return 0

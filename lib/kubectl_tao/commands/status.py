@@ -1,0 +1,64 @@
+"""`kubectl tao status JOB`."""
+
+from __future__ import annotations
+
+import typer
+
+from .common import NoHeadersOption, OutputOption, record_store, session, with_cluster_flags
+
+EPILOG = """\b
+Examples:
+  # One job's state, with the reason when it is not running
+  kubectl tao status dino-train-3f9a1c
+  # Follow it until it ends; give up on a pod Pending for 5 minutes
+  kubectl tao status dino-train-3f9a1c --watch --pending-timeout 300
+  # For scripts
+  kubectl tao status dino-train-3f9a1c -o json
+
+\b
+States: PENDING, RUNNING, COMPLETE, ERROR (with ERR_INFRA / ERR_PROGRAM), CANCELED, UNKNOWN (the Job is gone;
+the record keeps its history). Exit 0 when the state was read; with --watch, 0 only for COMPLETE."""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("status", epilog=EPILOG)
+    @with_cluster_flags
+    def status(
+        job: str = typer.Argument(..., help="Record id printed by submit (see `kubectl tao list`)."),
+        output: str = OutputOption,
+        no_headers: bool = NoHeadersOption,
+        watch: bool = typer.Option(False, "--watch", "-w", help="Stream state changes until the job ends."),
+        timeout: float = typer.Option(None, "--timeout", help="With --watch: stop waiting after SECONDS."),
+        pending_timeout: float = typer.Option(
+            None, "--pending-timeout", help="With --watch: cancel and fail the job when Pending for SECONDS."
+        ),
+        image_pull_timeout: float = typer.Option(
+            None,
+            "--image-pull-timeout",
+            help="With --watch: cancel and fail the job when its image pull fails for SECONDS.",
+        ),
+        force: bool = typer.Option(False, "--force", help="Look even if kubectl points at another cluster or Job UID."),
+    ) -> int:
+        """Show a job's state (PENDING/RUNNING/COMPLETE/ERROR/UNKNOWN) and why."""
+        from .. import present, tracking
+
+        sess = session()
+        store = record_store()
+        tracked = tracking.load(store, job)
+        target = sess.target()
+        if watch:
+            from ..watch import Watchdogs
+            from ..watch import watch as run_watch
+
+            obs = run_watch(
+                sess.kubectl(),
+                store,
+                tracked,
+                server=target.server,
+                dogs=Watchdogs(pending_timeout, image_pull_timeout, timeout),
+            )
+            present.show([obs], output, no_headers, ranks=True)
+            return 0 if obs.state == "COMPLETE" else 1
+        obs = tracking.observe(sess.kubectl(), store, tracked, server=target.server, force=force)
+        present.show([obs], output, no_headers, ranks=True)
+        return 0

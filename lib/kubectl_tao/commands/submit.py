@@ -1,0 +1,128 @@
+"""`kubectl tao submit`."""
+
+from __future__ import annotations
+
+import typer
+
+from .common import OutputOption, record_store, session, with_cluster_flags
+from .jobflags import with_job_flags
+
+EPILOG = """\b
+Examples:
+  # One node, 8 GPUs, data and results on a bound PVC (storage tier A)
+  kubectl tao submit --image nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt --network-arch dino --action train \\
+      --gpus 8 --pvc tao-data --command "dino train -e /workspace/specs/train.yaml" --image-pull-secret ngc
+  # Two nodes x 8 GPUs: an Indexed Job plus a headless Service, rendezvous env set for each rank
+  kubectl tao submit --image nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt --network-arch dino --action train \\
+      --gpus 8 --nodes 2 --pvc tao-data --command "dino train -e /workspace/specs/train.yaml" --wait
+  # Credentials go into a per-job Secret through stdin, never into the manifest or argv
+  kubectl tao submit ... --env-file .env          # or: --env HF_TOKEN (taken from your environment)
+  # See what would be applied, checked by the API server, without creating anything
+  kubectl tao submit ... --dry-run=server -o yaml
+
+\b
+Order: fit gate (GPUs x nodes, per node), version gate (multi-node), PVC/Secret checks, open the record,
+render, secret lint, create --dry-run=server, create, mark RUNNING. A failure after the record opens marks it
+ERROR and removes what was created. Exit codes: 0 ok, 1 gate/job failure, 2 bad input, 3 cluster unreachable,
+4 the job can never fit this cluster."""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("submit", epilog=EPILOG)
+    @with_cluster_flags
+    @with_job_flags
+    def submit(
+        job: dict,
+        dry_run: str = typer.Option("none", "--dry-run", help="none (default), client (render only) or server."),
+        wait: bool = typer.Option(False, "--wait", help="Wait until the job ends; exit 0 only if it COMPLETEs."),
+        timeout: float = typer.Option(None, "--timeout", help="With --wait: stop waiting after SECONDS."),
+        pending_timeout: float = typer.Option(
+            None, "--pending-timeout", help="With --wait: cancel and fail the job if Pending for SECONDS."
+        ),
+        image_pull_timeout: float = typer.Option(
+            None,
+            "--image-pull-timeout",
+            help="With --wait: cancel and fail the job if its image pull fails for SECONDS.",
+        ),
+        require_fit_now: bool = typer.Option(
+            False, "--require-fit-now", help="Refuse when the GPUs are not free now (instead of queueing)."
+        ),
+        output: str = OutputOption,
+    ) -> int:
+        """Launch a TAO (or any PyTorch-style) GPU job after every gate passes."""
+        from .. import plan as planning
+        from ..errors import UsageError
+        from ..output import check_format, dump_json, dump_yaml, emit, info
+        from ..submit import execute
+
+        fmt = check_format(output, ("table", "json", "yaml", "name"))
+        if dry_run not in ("none", "client", "server"):
+            raise UsageError(f"--dry-run={dry_run!r}: use none, client or server")
+        if (timeout or pending_timeout or image_pull_timeout) and not wait:
+            raise UsageError("--timeout/--pending-timeout/--image-pull-timeout need --wait")
+        sess = session()
+        namespace = sess.namespace()
+        creds = planning.read_credentials(job.get("env_file"), job.get("env"))
+        the_plan = planning.build(job, namespace, creds)
+        the_plan.require_fit_now = require_fit_now
+        target = sess.target()
+        store_box: list = []
+
+        def store():
+            if not store_box:
+                store_box.append(record_store())
+            return store_box[0]
+
+        if dry_run == "none":
+            store()  # a bad TAO_STATE_DIR is bad input: refuse before any cluster call
+        outcome = execute(
+            sess.kubectl(),
+            the_plan,
+            namespace=namespace,
+            target_server=target.server,
+            target_context=target.context,
+            dry_run=dry_run,
+            store_factory=store,
+            on_progress=info,
+        )
+        if dry_run != "none":
+            from ..render import to_json, to_yaml
+
+            for warning in outcome.warnings if dry_run == "client" else []:
+                info(f"warning: {warning}")
+            emit(to_json(outcome.objects) if fmt == "json" else to_yaml(outcome.objects))
+            return 0
+        if keep := job.get("keep_until_captured"):
+            store().update_extra(outcome.record_id, keep_until_captured=keep, ttl_seconds=int(job["ttl_seconds"]))
+        if fmt == "name":
+            emit(f"job/{outcome.record_id}\n")
+        elif fmt in ("json", "yaml"):
+            data = {
+                "id": outcome.record_id,
+                "job": f"{namespace}/{outcome.job_name}",
+                "uid": outcome.job_uid,
+                "fit": outcome.fit,
+                "warnings": outcome.warnings,
+            }
+            emit(dump_json(data) if fmt == "json" else dump_yaml(data))
+        else:
+            emit(f"{outcome.record_id}\n")
+            info(
+                f"submitted job {outcome.record_id} as {namespace}/{outcome.job_name}; follow it with "
+                f"`kubectl tao status {outcome.record_id} --watch`"
+            )
+        if not wait:
+            return 0
+        from .. import tracking
+        from ..watch import Watchdogs, watch
+
+        tracked = tracking.load(store(), outcome.record_id)
+        obs = watch(
+            sess.kubectl(),
+            store(),
+            tracked,
+            server=target.server,
+            dogs=Watchdogs(pending_timeout, image_pull_timeout, timeout),
+        )
+        info(f"job {outcome.record_id} ended {obs.state}" + (f": {obs.message}" if obs.message else ""))
+        return 0 if obs.state == "COMPLETE" else 1

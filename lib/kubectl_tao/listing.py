@@ -1,0 +1,81 @@
+"""`list`: every record, newest first, with live state from one kubectl call whatever the record count.
+
+All kubectl-tao Jobs and pods carry `app.kubernetes.io/managed-by=kubectl-tao`, so one cluster-wide
+`get jobs,pods -l ...` serves every record. Without cluster-wide list permission it falls back to one call per
+namespace that holds records (still independent of the number of records).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from .errors import KubectlError
+from .kubectl import Kubectl
+from .tracking import JOB_LABEL, Observation, Tracked, _from_record, observe
+
+SELECTOR = "app.kubernetes.io/managed-by=kubectl-tao"
+
+
+def live_objects(kc: Kubectl, namespaces: set[str]) -> dict[tuple[str, str], tuple[dict | None, list[dict]]]:
+    try:
+        data = kc.json(["get", "jobs,pods", "--all-namespaces", "-l", SELECTOR], namespaced=False)
+        items = (data or {}).get("items", [])
+    except KubectlError as exc:
+        if exc.reason != "Forbidden":
+            raise
+        items = []
+        for ns in sorted(namespaces):
+            part = kc.json(["get", "jobs,pods", "-n", ns, "-l", SELECTOR], namespaced=False)
+            items += (part or {}).get("items", [])
+    index: dict[tuple[str, str], tuple[dict | None, list[dict]]] = {}
+    for item in items:
+        meta = item.get("metadata", {})
+        name = (meta.get("labels") or {}).get(JOB_LABEL)
+        if not name:
+            continue
+        key = (meta.get("namespace", ""), name)
+        job, pods = index.get(key, (None, []))
+        if item.get("kind") == "Job" and meta.get("name") == name:
+            job = item
+        elif item.get("kind") == "Pod":
+            pods = [*pods, item]
+        index[key] = (job, pods)
+    return index
+
+
+def observe_all(kc: Kubectl, store: Any, server: str, *, live: bool = True) -> list[Observation]:
+    records = store.list()
+    extras = {r["id"]: (store.get_extra(r["id"]) or {}) for r in records}
+    tracked = [Tracked(r, extras[r["id"]]) for r in records]
+    here = [t for t in tracked if not t.extra.get("api_server") or t.extra.get("api_server") == server]
+    need_live = live and any(not t.terminal and t.job_name for t in here)
+    index = live_objects(kc, {t.namespace for t in here if t.namespace}) if need_live else {}
+    out: list[Observation] = []
+    for t in tracked:
+        if t not in here:
+            out.append(_from_record(t, [f"submitted to another cluster ({t.extra.get('api_server')})"]))
+        elif t.terminal or not t.job_name or not need_live:
+            out.append(_from_record(t, []))
+        else:
+            job, pods = index.get((t.namespace or "", t.job_name), (None, []))
+            out.append(observe(kc, store, t, server=server, job=job, pods=pods, fetched=True))
+    return out
+
+
+def age(timestamp: str | None, now: datetime | None = None) -> str:
+    """kubectl-style age: 45s, 12m, 5h, 3d."""
+    if not timestamp:
+        return "<unknown>"
+    try:
+        then = datetime.strptime(timestamp.replace("Z", "+0000")[:19] + "+0000", "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError:
+        return "<unknown>"
+    seconds = int(((now or datetime.now(UTC)) - then).total_seconds())
+    if seconds < 120:
+        return f"{max(seconds, 0)}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    if seconds < 172800:
+        return f"{seconds // 3600}h"
+    return f"{seconds // 86400}d"

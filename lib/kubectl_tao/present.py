@@ -1,0 +1,75 @@
+"""How observations of jobs are shown: the kubectl-style table, wide columns, rank tables, names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .listing import age
+from .output import check_format, dump_json, dump_yaml, emit, table
+from .tracking import Observation
+
+HEADERS = ["NAME", "STATE", "GPUS", "NODES", "AGE", "REASON"]
+WIDE = ["NAMESPACE", "JOB", "IMAGE", "RESULTS"]
+
+
+def row(obs: Observation, wide: bool) -> list[Any]:
+    extra = obs.tracked.extra
+    reason = obs.reason or ("" if obs.state in ("RUNNING", "COMPLETE") else obs.message)
+    cells: list[Any] = [
+        obs.tracked.id,
+        obs.state,
+        extra.get("gpus", "-"),
+        extra.get("nodes", "-"),
+        age(obs.tracked.record.get("submitted_at")),
+        (reason or "")[:80],
+    ]
+    if wide:
+        cells += [
+            obs.tracked.namespace or "-",
+            obs.tracked.job_name or "-",
+            obs.tracked.record.get("image", "-"),
+            obs.tracked.record.get("results_dir", "-"),
+        ]
+    return cells
+
+
+def rank_rows(obs: Observation) -> list[list[Any]]:
+    ranks = (obs.live or {}).get("ranks") or (obs.tracked.extra.get("history") or {}).get("ranks") or []
+    return [
+        [
+            r.get("rank"),
+            r.get("pod"),
+            r.get("node") or "-",
+            r.get("phase") or "-",
+            "-" if r.get("exit_code") is None else r.get("exit_code"),
+            r.get("reason") or "",
+        ]
+        for r in ranks
+    ]
+
+
+def show(observations: list[Observation], output: str, no_headers: bool, *, ranks: bool = False) -> None:
+    fmt = check_format(output)
+    if fmt == "json":
+        data: Any = [o.to_dict() for o in observations]
+        emit(dump_json(data[0] if ranks and len(data) == 1 else {"items": data}))
+    elif fmt == "yaml":
+        data = [o.to_dict() for o in observations]
+        emit(dump_yaml(data[0] if ranks and len(data) == 1 else {"items": data}))
+    elif fmt == "name":
+        emit("".join(f"job/{o.tracked.id}\n" for o in observations))
+    else:
+        wide = fmt == "wide"
+        emit(table([row(o, wide) for o in observations], HEADERS + (WIDE if wide else []), no_headers=no_headers))
+        if ranks:
+            for obs in observations:
+                if obs.message and obs.state not in ("RUNNING", "COMPLETE"):
+                    emit(f"\nMessage: {obs.message}\n")
+                rows = rank_rows(obs)
+                if rows and (len(rows) > 1 or obs.state == "ERROR" or wide):
+                    emit("\n" + table(rows, ["RANK", "POD", "NODE", "PHASE", "EXIT", "REASON"]))
+                first = (obs.live or {}).get("first_failed_rank")
+                if first is not None:
+                    emit(f"\nFirst failed rank: {first}\n")
+                for note in obs.notes:
+                    emit(f"Note: {note}\n")

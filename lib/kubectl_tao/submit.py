@@ -1,0 +1,430 @@
+"""`submit`: gates, record, Secret, render, lint, server dry-run, create, pin, mark RUNNING.
+
+Order (each step only after the previous one passed):
+  1. local validation of every flag and file (bad input: exit 2, nothing touched);
+  2. gates, read-only and run at once: fit verdict over nodes and pods, server version (multi-node),
+     referenced PVC / Secrets / keys (names only, never values);
+  3. open the job record (mints the id, binds results_dir) -- "record opened before launch";
+  4. render the manifests for the record's Kubernetes name; lint them for inline credentials;
+  5. `kubectl create --dry-run=server` of the credential Secret (stdin) plus the manifests;
+  6. `kubectl create` of the same stream; owner references so the Secret and Service go with the Job;
+  7. mark the record RUNNING with backend_ref=<namespace>/<job name> and pin cluster, context and UID.
+Any failure after 3 marks the record ERROR with the reason and deletes what this submit created. When the
+API server vanishes while creating, the outcome is unknown: the record is marked UNKNOWN (not terminal) and
+`status`/`cancel` settle it once the server is back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ClusterUnreachableError, GateError, KubectlError, TaoError, UsageError
+from .kubectl import Completed, Kubectl
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+JOB_LABEL = "tao-job"
+PRIVATE_REGISTRIES = ("nvcr.io",)
+
+
+@dataclass
+class Plan:
+    """Everything submit needs, validated locally before any cluster call."""
+
+    record: dict[str, Any]  # platform, image, network_arch, action, storage_tier, results_dir, upload_excludes
+    render: Callable[[str, str, str | None], list[dict[str, Any]]]  # (job_name, record_id, secret) -> objects
+    image: str
+    gpus: int
+    nodes: int
+    credentials: dict[str, str] = field(default_factory=dict)
+    pvc: str | None = None
+    secret_refs: dict[str, list[str]] = field(default_factory=dict)  # existing Secret name -> keys required
+    image_pull_secret: str | None = None
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+    gpu_product: str | None = None
+    min_version: tuple[int, int] | None = None
+    min_version_feature: str = ""
+    warnings: list[str] = field(default_factory=list)
+    require_fit_now: bool = False
+
+
+@dataclass
+class Outcome:
+    record_id: str | None
+    job_name: str
+    namespace: str
+    objects: list[dict[str, Any]]
+    warnings: list[str]
+    fit: dict[str, Any] | None = None
+    job_uid: str | None = None
+    dry_run: str = "none"
+
+
+def secret_object(name: str, namespace: str, labels: dict[str, str], data: dict[str, str]) -> dict[str, Any]:
+    """The per-job credential Secret; it only ever travels to kubectl through stdin."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "type": "Opaque",
+        "stringData": dict(data),
+    }
+
+
+def stream(objects: list[dict[str, Any]]) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+
+
+def _labels(job_name: str) -> dict[str, str]:
+    return {MANAGED_BY: "kubectl-tao", JOB_LABEL: job_name}
+
+
+# ---------------------------------------------------------------- gates
+
+
+def _ref_query(plan: Plan) -> list[str] | None:
+    names = []
+    if plan.pvc:
+        names.append(f"persistentvolumeclaim/{plan.pvc}")
+    names += [f"secret/{name}" for name in sorted(plan.secret_refs)]
+    if plan.image_pull_secret and plan.image_pull_secret not in plan.secret_refs:
+        names.append(f"secret/{plan.image_pull_secret}")
+    if not names:
+        return None
+    # Names and key names only: a go-template never prints a Secret's values.
+    template = (
+        "{{range .items}}{{.kind}} {{.metadata.name}} {{if .status}}{{.status.phase}}{{else}}-{{end}} "
+        '{{range $k, $v := .data}}{{$k}},{{end}}{{"\\n"}}{{end}}'
+    )
+    return ["get", *names, "-o", f"go-template={template}"]
+
+
+def parse_refs(text: str) -> dict[tuple[str, str], tuple[str, set[str]]]:
+    found: dict[tuple[str, str], tuple[str, set[str]]] = {}
+    for line in text.splitlines():
+        parts = line.split(" ")
+        if len(parts) < 3:
+            continue
+        kind, name, phase = parts[0], parts[1], parts[2]
+        keys = {k for k in (parts[3] if len(parts) > 3 else "").split(",") if k}
+        found[(kind, name)] = (phase, keys)
+    return found
+
+
+def check_refs(plan: Plan, namespace: str, result: Completed | TaoError) -> None:
+    if isinstance(result, ClusterUnreachableError):
+        raise result
+    stdout = result.stdout if isinstance(result, Completed) else ""
+    if isinstance(result, KubectlError) and result.reason == "Forbidden":
+        raise GateError(f"cannot read PVCs/Secrets in namespace {namespace}: {result.message}")
+    found = parse_refs(stdout)
+    if plan.pvc:
+        pvc = found.get(("PersistentVolumeClaim", plan.pvc))
+        if pvc is None:
+            raise GateError(
+                f"--pvc: PersistentVolumeClaim {plan.pvc!r} not found in namespace {namespace}; create it "
+                "(storage tier A mounts a Bound claim holding the data) or choose --storage-tier C"
+            )
+        if pvc[0] != "Bound":
+            raise GateError(
+                f"--pvc: PersistentVolumeClaim {plan.pvc!r} is {pvc[0]}, not Bound; the pod would stay "
+                "Pending until it binds (check its StorageClass / PersistentVolume)"
+            )
+    for name, keys in sorted(plan.secret_refs.items()):
+        secret = found.get(("Secret", name))
+        if secret is None:
+            raise GateError(
+                f"Secret {name!r} not found in namespace {namespace}; create it first "
+                "(values from stdin, e.g. `kubectl create secret generic NAME --from-env-file=/dev/stdin`)"
+            )
+        missing = sorted(set(keys) - secret[1])
+        if missing:
+            raise GateError(f"Secret {name!r} lacks key(s) {', '.join(missing)}; add them or drop them")
+    if plan.image_pull_secret and ("Secret", plan.image_pull_secret) not in found:
+        raise GateError(
+            f"--image-pull-secret: Secret {plan.image_pull_secret!r} not found in namespace {namespace}; "
+            f"create it with `kubectl tao secret image-pull {plan.image_pull_secret} --registry <host>`"
+        )
+
+
+def registry_of(image: str) -> str:
+    first = image.split("/", 1)[0]
+    if "/" in image and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return "docker.io"
+
+
+def image_pull_warning(plan: Plan) -> str | None:
+    registry = registry_of(plan.image)
+    if registry in PRIVATE_REGISTRIES and not plan.image_pull_secret:
+        return (
+            f"image {plan.image} is on {registry}, which needs credentials, and no --image-pull-secret was "
+            f"given: the pod may stay in ImagePullBackOff (create one with `kubectl tao secret image-pull "
+            f"NAME --registry {registry}`)"
+        )
+    return None
+
+
+def run_gates(kc: Kubectl, plan: Plan, namespace: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """Read-only checks before anything is created. Returns the fit verdict (as a dict) and warnings."""
+    from . import gates
+
+    calls: dict[str, tuple[list[str], dict[str, Any]]] = {}
+    if plan.gpus > 0 or plan.nodes > 1:
+        calls["capacity"] = (["get", "nodes,pods", "--all-namespaces", "-o", "json"], {"namespaced": False})
+    if plan.min_version:
+        calls["version"] = (["version", "-o", "json"], {"namespaced": False})
+    refs = _ref_query(plan)
+    if refs:
+        calls["refs"] = (refs, {"check": False})
+    results = kc.run_many(calls)
+    for key in ("capacity", "version"):
+        value = results.get(key)
+        if isinstance(value, TaoError):
+            raise value
+    warnings = list(plan.warnings)
+    if "version" in results:
+        version_result = results["version"]
+        assert isinstance(version_result, Completed)
+        version = gates.parse_server_version(json.loads(version_result.stdout))
+        gates.require_version(version, plan.min_version or (1, 28), plan.min_version_feature or "multi-node jobs")
+    if "refs" in results:
+        check_refs(plan, namespace, results["refs"])
+    verdict_dict: dict[str, Any] | None = None
+    if "capacity" in results:
+        capacity = results["capacity"]
+        assert isinstance(capacity, Completed)
+        items = json.loads(capacity.stdout).get("items", [])
+        nodes = {"items": [i for i in items if i.get("kind") == "Node"]}
+        pods = {"items": [i for i in items if i.get("kind") == "Pod"]}
+        verdict = gates.fit(
+            gates.node_gpus(nodes, pods),
+            plan.gpus,
+            plan.nodes,
+            node_selector=plan.node_selector or None,
+            tolerations=plan.tolerations or None,
+            gpu_product=plan.gpu_product,
+            quota=None,
+        )
+        verdict_dict = verdict.to_dict()
+        warnings += gates.capacity_gate(verdict)
+        if plan.require_fit_now and verdict.verdict != "fits":
+            raise GateError(f"{verdict.message} (--require-fit-now)")
+    warning = image_pull_warning(plan)
+    if warning:
+        warnings.append(warning)
+    return verdict_dict, warnings
+
+
+# ---------------------------------------------------------------- apply
+
+
+CREATED_TEMPLATE = 'go-template={{.kind}} {{.metadata.name}} {{.metadata.uid}}{{"\\n"}}'
+
+
+def parse_created(text: str) -> list[dict[str, Any]]:
+    """Kind, name and UID of each created object (the go-template keeps Secret data out of our process)."""
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            out.append({"kind": parts[0], "metadata": {"name": parts[1], "uid": parts[2]}})
+    return out
+
+
+def cleanup(kc: Kubectl, namespace: str, job_name: str) -> list[str]:
+    """Delete every object of this job by label; returns what could not be deleted (for the message)."""
+    selector = f"{JOB_LABEL}={job_name},{MANAGED_BY}=kubectl-tao"
+    result = kc.run(
+        [
+            "delete",
+            "jobs,services,secrets",
+            "-n",
+            namespace,
+            "-l",
+            selector,
+            "--ignore-not-found",
+            "--cascade=foreground",
+            "--wait=false",
+        ],
+        namespaced=False,
+        check=False,
+    )
+    if result.returncode != 0:
+        return [f"cleanup of {namespace}/{job_name} failed: {result.stderr.strip()[:200]}"]
+    return []
+
+
+def execute(
+    kc: Kubectl,
+    plan: Plan,
+    *,
+    namespace: str,
+    target_server: str,
+    target_context: str,
+    dry_run: str,
+    store_factory: Callable[[], Any],
+    on_progress: Callable[[str], None] = lambda _msg: None,
+) -> Outcome:
+    """Run the submit sequence. dry_run: none | client | server."""
+    from .names import kubernetes_job_name, secret_name_for
+
+    if dry_run == "client":
+        return _dry(plan, namespace, None, plan.warnings)
+    verdict, warnings = run_gates(kc, plan, namespace)
+    for warning in warnings:
+        on_progress(f"warning: {warning}")
+    if dry_run == "server":
+        outcome = _dry(plan, namespace, verdict, warnings)
+        kc.run(["create", "--dry-run=server", "-f", "-", "-o", "name"], stdin=stream(_with_secret(plan, outcome)))
+        outcome.dry_run = "server"
+        return outcome
+
+    store = store_factory()
+    record = store.open(**plan.record)
+    record_id = record["id"]
+    job_name = kubernetes_job_name(record_id)
+    secret = secret_name_for(job_name) if plan.credentials else None
+    on_progress(f"record {record_id} opened (Kubernetes name {namespace}/{job_name})")
+    created_any = False
+    try:
+        objects = plan.render(job_name, record_id, secret)
+        _lint(objects)
+        payload = list(objects)
+        if secret:
+            payload.insert(0, secret_object(secret, namespace, _labels(job_name), plan.credentials))
+        store.update_extra(
+            record_id,
+            api_server=target_server,
+            context=target_context,
+            namespace=namespace,
+            job_name=job_name,
+            secret_names=[secret] if secret else [],
+            service_name=job_name if plan.nodes > 1 else None,
+            gpus=plan.gpus,
+            nodes=plan.nodes,
+            submit_phase="dry-run",
+            warnings=warnings,
+        )
+        kc.run(
+            ["create", "--dry-run=server", "-f", "-", "-n", namespace, "-o", "name"],
+            stdin=stream(payload),
+            namespaced=False,
+        )
+        store.update_extra(record_id, submit_phase="creating")
+        created_any = True
+        result = kc.run(
+            ["create", "-f", "-", "-n", namespace, "-o", CREATED_TEMPLATE], stdin=stream(payload), namespaced=False
+        )
+        created = parse_created(result.stdout)
+        job = next((o for o in created if o.get("kind") == "Job"), None)
+        if job is None:
+            raise TaoError("kubectl create returned no Job object; nothing was launched")
+        dependents = [o for o in created if o.get("kind") in ("Secret", "Service")]
+        if dependents:
+            _adopt(kc, job, dependents, namespace)
+        uid = job["metadata"]["uid"]
+        store.update_extra(record_id, job_uid=uid, submit_phase="created")
+        store.mark(
+            record_id,
+            "RUNNING",
+            message=f"applied Job {namespace}/{job_name}",
+            source="agent",
+            backend_ref=f"{namespace}/{job_name}",
+        )
+    except ClusterUnreachableError as exc:
+        if created_any:
+            store.mark(
+                record_id,
+                "UNKNOWN",
+                message=f"API server unreachable while creating; the Job may or may not exist: {exc.message}",
+                source="agent",
+                backend_ref=f"{namespace}/{job_name}",
+            )
+            raise ClusterUnreachableError(
+                f"{exc.message}; record {record_id} is UNKNOWN: run `kubectl tao status {record_id}` when the "
+                "cluster is back (it settles the record and removes leftovers)"
+            ) from None
+        store.mark(record_id, "ERROR", message=f"not launched: {exc.message}", source="agent", err_class="ERR_INFRA")
+        raise
+    except TaoError as exc:
+        leftovers = cleanup(kc, namespace, job_name) if created_any else []
+        note = f" ({'; '.join(leftovers)})" if leftovers else ""
+        store.mark(
+            record_id,
+            "ERROR",
+            message=f"not launched: {exc.message}{note}",
+            source="agent",
+            err_class="ERR_PROGRAM" if isinstance(exc, (UsageError, GateError)) else "ERR_INFRA",
+        )
+        raise type(exc)(f"{exc.message} (record {record_id} marked ERROR; nothing left running)") from None
+    except BaseException as exc:  # a bug or Ctrl-C mid-submit: still leave nothing half-done
+        if created_any:
+            cleanup(kc, namespace, job_name)
+        store.mark(
+            record_id,
+            "ERROR",
+            message=f"not launched: interrupted ({type(exc).__name__})",
+            source="agent",
+            err_class="ERR_INFRA",
+        )
+        raise
+    return Outcome(record_id, job_name, namespace, objects, warnings, verdict, uid, "none")
+
+
+def _adopt(kc: Kubectl, job: dict[str, Any], dependents: list[dict[str, Any]], namespace: str) -> None:
+    """Make the Secret and Service children of the Job (one patch call), so TTL or cancel removes them with it."""
+    meta = job["metadata"]
+    owner = [{"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"]}]
+    targets = [
+        {"apiVersion": "v1", "kind": obj["kind"], "metadata": {"name": obj["metadata"]["name"], "namespace": namespace}}
+        for obj in dependents
+    ]
+    kc.run(
+        ["patch", "-f", "-", "--type=merge", "-p", json.dumps({"metadata": {"ownerReferences": owner}}), "-o", "name"],
+        stdin=stream(targets),
+        namespaced=False,
+    )
+
+
+def _with_secret(plan: Plan, outcome: Outcome) -> list[dict[str, Any]]:
+    objects = list(outcome.objects)
+    if plan.credentials:
+        from .names import secret_name_for
+
+        # A dry run sends placeholder values: the shape is checked, the credentials never leave the host.
+        placeholders = dict.fromkeys(plan.credentials, "dry-run")
+        objects.insert(
+            0,
+            secret_object(
+                secret_name_for(outcome.job_name), outcome.namespace, _labels(outcome.job_name), placeholders
+            ),
+        )
+    return objects
+
+
+def _dry(plan: Plan, namespace: str, verdict: dict[str, Any] | None, warnings: list[str]) -> Outcome:
+    from .names import kubernetes_job_name, secret_name_for
+    from .records import preview_id
+
+    record_id = preview_id(plan.record["network_arch"], plan.record["action"])
+    job_name = kubernetes_job_name(record_id)
+    secret = secret_name_for(job_name) if plan.credentials else None
+    objects = plan.render(job_name, record_id, secret)
+    _lint(objects)
+    return Outcome(None, job_name, namespace, objects, list(warnings), verdict, None, "client")
+
+
+def _lint(objects: list[dict[str, Any]]) -> None:
+    from .lint import lint_documents
+
+    findings = lint_documents(objects, "rendered manifest")
+    if findings:
+        first = findings[0]
+        raise GateError(
+            f"secret lint: the rendered manifest carries an inline credential ({first}); pass credentials "
+            "with --env-file/--env so they go into a Secret"
+        )

@@ -1,0 +1,316 @@
+"""Following a submitted job: find it from its record, refuse the wrong cluster or object, read its live
+state in one kubectl call, write state changes back to the record, and capture its history at the end.
+
+The record is the source of truth once the Job is gone (ttlSecondsAfterFinished deletes it and its logs),
+so at the terminal transition each rank's pod, node, exit code, reason and last log lines are copied into
+the record's sibling file before the record is marked terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from .errors import GateError, KubectlError, UsageError
+from .kubectl import Kubectl
+
+TERMINAL = ("COMPLETE", "ERROR", "CANCELED")
+LOG_TAIL_LINES = 50
+JOB_LABEL = "tao-job"
+
+
+@dataclass
+class Tracked:
+    """A record with what kubectl-tao knows about its Kubernetes objects."""
+
+    record: dict[str, Any]
+    extra: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return str(self.record["id"])
+
+    @property
+    def namespace(self) -> str | None:
+        ns = self.extra.get("namespace")
+        if ns:
+            return str(ns)
+        ref = self.record.get("backend_ref") or ""
+        return ref.split("/", 1)[0] if "/" in ref else None
+
+    @property
+    def job_name(self) -> str | None:
+        name = self.extra.get("job_name")
+        if name:
+            return str(name)
+        ref = self.record.get("backend_ref") or ""
+        return ref.split("/", 1)[1] if "/" in ref else None
+
+    @property
+    def record_state(self) -> str:
+        transitions = self.record.get("transitions") or []
+        return str(self.record.get("terminal_state") or (transitions[-1]["state"] if transitions else "PENDING"))
+
+    @property
+    def terminal(self) -> bool:
+        return self.record.get("terminal_state") in TERMINAL
+
+
+@dataclass
+class Observation:
+    tracked: Tracked
+    state: str  # what to show: live state, or the record's terminal / UNKNOWN state
+    reason: str
+    message: str
+    err_class: str | None
+    live: dict[str, Any] | None  # JobStatus.to_dict() when the Job was found
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        record = self.tracked.record
+        extra = self.tracked.extra
+        return {
+            "id": self.tracked.id,
+            "state": self.state,
+            "reason": self.reason,
+            "message": self.message,
+            "err_class": self.err_class,
+            "namespace": self.tracked.namespace,
+            "job": self.tracked.job_name,
+            "backend_ref": record.get("backend_ref"),
+            "image": record.get("image"),
+            "gpus": extra.get("gpus"),
+            "nodes": extra.get("nodes"),
+            "submitted_at": record.get("submitted_at"),
+            "results_dir": record.get("results_dir"),
+            "live": self.live,
+            "history": extra.get("history"),
+            "notes": self.notes,
+        }
+
+
+def load(store: Any, record_id: str) -> Tracked:
+    record = store.show(record_id)
+    extra = store.get_extra(record_id) or {}
+    return Tracked(record, extra)
+
+
+def check_pin(tracked: Tracked, server: str, *, force: bool = False) -> None:
+    """Refuse to act for a record on a cluster other than the one it was submitted to."""
+    pinned = tracked.extra.get("api_server")
+    if force or not pinned or not server or pinned == server:
+        return
+    raise GateError(
+        f"job {tracked.id} was submitted to {pinned} (context {tracked.extra.get('context') or '?'}), but kubectl "
+        f"now points at {server}; switch with --context/--kubeconfig, or pass --force to look anyway"
+    )
+
+
+def fetch(kc: Kubectl, tracked: Tracked) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The Job and its pods, in one kubectl call (label selector shared by both)."""
+    ns, name = tracked.namespace, tracked.job_name
+    if not ns or not name:
+        return None, []
+    data = kc.json(["get", "jobs,pods", "-n", ns, "-l", f"{JOB_LABEL}={name}"], namespaced=False)
+    items = (data or {}).get("items", [])
+    jobs = [i for i in items if i.get("kind") == "Job" and i["metadata"]["name"] == name]
+    pods = [i for i in items if i.get("kind") == "Pod"]
+    return (jobs[0] if jobs else None), pods
+
+
+def check_uid(tracked: Tracked, job: dict[str, Any] | None, *, force: bool = False) -> None:
+    pinned = tracked.extra.get("job_uid")
+    if job is None or not pinned or force:
+        return
+    uid = job["metadata"].get("uid")
+    if uid != pinned:
+        raise GateError(
+            f"Job {tracked.namespace}/{tracked.job_name} now has UID {uid}, but record {tracked.id} was pinned "
+            f"to UID {pinned}: it is a different Job with the same name; refusing to act on it"
+        )
+
+
+def observe(
+    kc: Kubectl,
+    store: Any,
+    tracked: Tracked,
+    *,
+    server: str,
+    force: bool = False,
+    update: bool = True,
+    job: dict[str, Any] | None = None,
+    pods: list[dict[str, Any]] | None = None,
+    fetched: bool = False,
+) -> Observation:
+    """Live state of a record's Job, written back to the record (state changes only)."""
+    from .status import classify
+
+    check_pin(tracked, server, force=force)
+    if tracked.terminal and tracked.record_state == "CANCELED":
+        return _from_record(tracked, ["canceled; the Job was deleted by `kubectl tao cancel`"])
+    if not tracked.job_name:
+        return _from_record(tracked, ["never launched: the record has no backend_ref"])
+    if not fetched:
+        job, pods = fetch(kc, tracked)
+    check_uid(tracked, job, force=force)
+    pods = pods or []
+    if job is None and tracked.terminal:
+        return _from_record(tracked, ["the Job is gone (ttlSecondsAfterFinished); showing the record"])
+    status = classify(job, pods, [])
+    obs = Observation(tracked, status.state, status.reason, status.message, status.err_class, status.to_dict())
+    if job is None:
+        return _settle_missing(kc, store, tracked, obs, update)
+    if update:
+        _write_back(kc, store, tracked, obs, pods)
+    return obs
+
+
+def _from_record(tracked: Tracked, notes: list[str]) -> Observation:
+    transitions = tracked.record.get("transitions") or []
+    last = transitions[-1] if transitions else {}
+    return Observation(
+        tracked,
+        tracked.record_state,
+        "",
+        str(last.get("message", "")),
+        tracked.record.get("err_class"),
+        None,
+        notes,
+    )
+
+
+def _settle_missing(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, update: bool) -> Observation:
+    """Job not found: either a submit that never finished creating it, or a Job deleted (TTL, by hand)."""
+    phase = tracked.extra.get("submit_phase")
+    if phase in ("dry-run", "creating") and not tracked.extra.get("job_uid"):
+        from .submit import cleanup
+
+        leftovers = cleanup(kc, tracked.namespace or "default", tracked.job_name or "")
+        if update:
+            store.mark(
+                tracked.id,
+                "ERROR",
+                message="submit did not complete: the Job was never created"
+                + (f" ({leftovers[0]})" if leftovers else ""),
+                source="poller",
+                err_class="ERR_INFRA",
+            )
+            tracked.record = store.show(tracked.id)
+        obs.state, obs.reason = "ERROR", "NotLaunched"
+        obs.message = "submit did not complete: the Job was never created; leftovers removed"
+        return obs
+    obs.notes.append("the Job is gone (deleted by hand or by ttlSecondsAfterFinished); the record keeps its history")
+    if update and tracked.record_state != "UNKNOWN":
+        store.mark(tracked.id, "UNKNOWN", message="Job not found (TTL-deleted or removed)", source="poller")
+        tracked.record = store.show(tracked.id)
+    return obs
+
+
+def _write_back(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, pods: list[dict[str, Any]]) -> None:
+    if tracked.terminal:
+        return
+    message = obs.message or obs.reason or obs.state.lower()
+    transitions = tracked.record.get("transitions") or []
+    last = transitions[-1] if transitions else {}
+    if obs.state in ("COMPLETE", "ERROR"):
+        capture_history(kc, store, tracked, obs, pods)
+    elif last.get("state") == obs.state and last.get("message") == message:
+        return
+    store.mark(
+        tracked.id,
+        obs.state,
+        message=message,
+        source="poller",
+        err_class=obs.err_class if obs.state == "ERROR" else None,
+    )
+    tracked.record = store.show(tracked.id)
+
+
+_PREFIX = re.compile(r"^\[pod/(?P<pod>[^/\]]+)/(?P<container>[^\]]+)\] ?(?P<line>.*)$")
+
+
+def split_prefixed_logs(text: str) -> dict[str, list[str]]:
+    """`kubectl logs --prefix` output -> lines per pod."""
+    out: dict[str, list[str]] = {}
+    for raw in text.splitlines():
+        match = _PREFIX.match(raw)
+        if match:
+            out.setdefault(match["pod"], []).append(match["line"])
+    return out
+
+
+def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, pods: list[dict[str, Any]]) -> None:
+    """Per rank: pod, node, exit code, reason and the last log lines, into the record (redacted by the store)."""
+    from .redact import redact_text
+
+    logs: dict[str, list[str]] = {}
+    if pods and tracked.namespace and tracked.job_name:
+        result = kc.run(
+            [
+                "logs",
+                "-n",
+                tracked.namespace,
+                "-l",
+                f"{JOB_LABEL}={tracked.job_name}",
+                "--prefix",
+                f"--tail={LOG_TAIL_LINES}",
+                f"--max-log-requests={max(5, len(pods))}",
+                "-c",
+                "tao",
+            ],
+            namespaced=False,
+            check=False,
+        )
+        logs = split_prefixed_logs(result.stdout)
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ranks = []
+    for rank in (obs.live or {}).get("ranks", []):
+        ranks.append(
+            {
+                "rank": rank.get("rank"),
+                "pod": rank.get("pod"),
+                "node": rank.get("node"),
+                "phase": rank.get("phase"),
+                "exit_code": rank.get("exit_code"),
+                "reason": rank.get("reason"),
+                "log_tail": [redact_text(line) for line in logs.get(str(rank.get("pod")), [])],
+                "captured_at": now,
+            }
+        )
+    history = {
+        "state": obs.state,
+        "reason": obs.reason,
+        "message": redact_text(obs.message),
+        "err_class": obs.err_class,
+        "first_failed_rank": (obs.live or {}).get("first_failed_rank"),
+        "ranks": ranks,
+        "captured_at": now,
+    }
+    store.update_extra(tracked.id, history=history)
+    tracked.extra["history"] = history
+    if tracked.extra.get("keep_until_captured") and tracked.namespace and tracked.job_name:
+        ttl = int(tracked.extra.get("ttl_seconds") or 3600)
+        kc.run(
+            [
+                "patch",
+                "job",
+                tracked.job_name,
+                "-n",
+                tracked.namespace,
+                "--type=merge",
+                "-p",
+                json.dumps({"spec": {"ttlSecondsAfterFinished": ttl}}),
+            ],
+            namespaced=False,
+            check=False,
+        )
+
+
+def require_record(store: Any, record_id: str) -> Tracked:
+    try:
+        return load(store, record_id)
+    except (KubectlError, UsageError):
+        raise
