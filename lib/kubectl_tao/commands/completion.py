@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from .common import with_cluster_flags
+
 EPILOG = """\b
 Examples:
   # bash, this shell only / every shell
@@ -25,6 +27,7 @@ def register(app: typer.Typer) -> None:
         epilog=EPILOG,
         context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
     )
+    @with_cluster_flags
     def completion(
         ctx: typer.Context,
         shell: str = typer.Argument(..., metavar="SHELL", help="bash or zsh."),

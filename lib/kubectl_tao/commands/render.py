@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
 
         fmt = check_format(output, ("table", "yaml", "json"))
         sess = session()
-        namespace = sess.options.namespace or "default"
+        namespace = sess.namespace()
         # Only the names matter here: the manifest references the Secret by name, values stay out of it.
         names = planning.read_credentials(job.get("env_file"), job.get("env"))
         placeholders = dict.fromkeys(names, "placeholder")

@@ -1,0 +1,169 @@
+"""`kubectl tao explain JOB`: fetch what diagnose.explain reads, in as few kubectl calls as possible.
+
+Round trip 1 (two processes at once): the Job and its pods (one call, by label, as tracking.fetch does) and
+the namespace's events (filtered here to the Job and its pods). Round trip 2, only when the scheduler has
+refused a pod: nodes and pods of every namespace, so that "no GPUs anywhere" (the GPU Operator is missing)
+is told from "GPUs busy". A Job that is gone is explained from the history the record captured at its end.
+Nothing here writes to the record: explain only reads.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import status as st
+from .diagnose import Finding
+from .errors import TaoError
+from .kubectl import Completed, Kubectl
+from .tracking import JOB_LABEL, Tracked, check_pin, check_uid
+
+
+@dataclass
+class Explanation:
+    id: str
+    namespace: str | None
+    job: str | None
+    state: str
+    reason: str
+    message: str
+    source: str  # "cluster" (live objects) or "record" (the Job is gone or was never created)
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "namespace": self.namespace,
+            "job": self.job,
+            "state": self.state,
+            "reason": self.reason,
+            "message": self.message,
+            "source": self.source,
+            "findings": [f.to_dict() for f in self.findings],
+            "notes": list(self.notes),
+        }
+
+
+def _last_message(tracked: Tracked) -> str:
+    transitions = tracked.record.get("transitions") or []
+    return str(transitions[-1].get("message", "")) if transitions else ""
+
+
+def _loads(result: Completed) -> Any:
+    try:
+        return json.loads(result.stdout) if result.stdout.strip() else {}
+    except json.JSONDecodeError:
+        raise TaoError("kubectl get returned output that is not JSON") from None
+
+
+def from_history(tracked: Tracked) -> Explanation:
+    """Explain a job whose Job object is gone (or was never created) from what its record kept."""
+    from .diagnose import explain
+
+    rid, ns, name = tracked.id, tracked.namespace, tracked.job_name
+    state = tracked.record_state
+    last = _last_message(tracked)
+    if state == "CANCELED":
+        finding = Finding(
+            "the job was canceled",
+            last or "record state CANCELED",
+            f"nothing to repair; to run it again submit it anew (the record keeps its history: "
+            f"`kubectl tao record show {rid}`)",
+            "canceled",
+        )
+        return Explanation(rid, ns, name, state, "", last, "record", [finding])
+    if not name:
+        finding = Finding(
+            "the job was never launched (the record names no Kubernetes Job)",
+            last or "record state " + state,
+            "read the reason above; fix it and submit again (a record follows one launch)",
+            "not-launched",
+        )
+        return Explanation(rid, ns, name, state, "", last, "record", [finding])
+    history = tracked.extra.get("history") or {}
+    if history.get("state"):
+        status = st.JobStatus(
+            state=str(history["state"]),
+            reason=str(history.get("reason") or ""),
+            message=str(history.get("message") or ""),
+            err_class=history.get("err_class"),
+            total=max(len(history.get("ranks") or []), 1),
+            first_failed_rank=history.get("first_failed_rank"),
+        )
+        note = f"the Job is gone; explained from the history the record captured at {history.get('captured_at')}"
+    elif tracked.terminal:
+        status = st.JobStatus(state=state, reason="", message=last, err_class=tracked.record.get("err_class"))
+        note = "the Job is gone and the record kept no history; explained from the record's last state"
+    else:
+        status = st.job_status(None, [])
+        note = ""
+    found = explain(status, None, [], job=rid, namespace=ns)
+    result = Explanation(rid, ns, name, status.state, status.reason, status.message, "record", found)
+    if note:
+        result.notes.append(note)
+    return result
+
+
+def _needs_nodes(status: st.JobStatus, events: list[Any]) -> bool:
+    if status.state not in (st.PENDING, st.RUNNING):
+        return False
+    if status.reason in ("Unschedulable", "Insufficient nvidia.com/gpu"):
+        return True
+    return any(st.event_fields(event)[2] == "FailedScheduling" for event in events)
+
+
+def explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = False) -> Explanation:
+    """Findings for a record's Job: live when the Job exists, else from the record."""
+    from . import gates
+    from .diagnose import explain
+
+    check_pin(tracked, server, force=force)
+    ns, name = tracked.namespace, tracked.job_name
+    if tracked.record_state == "CANCELED" or not ns or not name:
+        return from_history(tracked)
+    results = kc.run_many(
+        {
+            "objects": (
+                ["get", "jobs,pods", "-n", ns, "-l", f"{JOB_LABEL}={name}", "-o", "json"],
+                {"namespaced": False},
+            ),
+            "events": (["get", "events", "-n", ns, "-o", "json"], {"namespaced": False}),
+        }
+    )
+    objects = results["objects"]
+    if isinstance(objects, TaoError):
+        raise objects
+    assert isinstance(objects, Completed)
+    items = _loads(objects).get("items") or []
+    jobs = [i for i in items if i.get("kind") == "Job" and (i.get("metadata") or {}).get("name") == name]
+    pods = [i for i in items if i.get("kind") == "Pod"]
+    job = jobs[0] if jobs else None
+    check_uid(tracked, job, force=force)
+    if job is None:
+        return from_history(tracked)
+    notes: list[str] = []
+    events_result = results["events"]
+    events: list[Any] = []
+    if isinstance(events_result, TaoError):
+        notes.append(f"events not read ({events_result.message}); findings come from the Job and pods only")
+    else:
+        assert isinstance(events_result, Completed)
+        pod_names = [str((p.get("metadata") or {}).get("name")) for p in pods]
+        events = st.job_events(_loads(events_result), name, pod_names)
+    status = st.job_status(job, pods, events)
+    node_list = None
+    if _needs_nodes(status, events):
+        try:
+            data = kc.json(["get", "nodes,pods", "--all-namespaces"], namespaced=False) or {}
+        except TaoError as exc:
+            notes.append(f"nodes not read ({exc.message}); cannot tell a missing GPU Operator from busy GPUs")
+        else:
+            all_items = data.get("items") or []
+            node_list = gates.node_gpus(
+                {"items": [i for i in all_items if i.get("kind") == "Node"]},
+                {"items": [i for i in all_items if i.get("kind") == "Pod"]},
+            )
+    found = explain(status, events, pods, nodes=node_list, job=tracked.id, namespace=ns)
+    return Explanation(tracked.id, ns, name, status.state, status.reason, status.message, "cluster", found, notes)

@@ -1,0 +1,151 @@
+"""`kubectl tao fit`: gather what gates.fit needs in as few kubectl calls as possible, then ask it.
+
+Round trip 1 (two processes at once): `get nodes,pods --all-namespaces -o json` and
+`get localqueues.kueue.x-k8s.io -n NS -o json`. Round trip 2, only when a LocalQueue is used:
+`get clusterqueues.kueue.x-k8s.io CQ -o json`. A cluster without Kueue answers the LocalQueue call with
+"the server doesn't have a resource type"; that is not an error, it means no quota to check.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import TaoError, UsageError
+from .kubectl import Completed, Kubectl
+
+LOCALQUEUES = "localqueues.kueue.x-k8s.io"
+CLUSTERQUEUES = "clusterqueues.kueue.x-k8s.io"
+_NO_KUEUE_MARKERS = ("doesn't have a resource type", "the server could not find the requested resource")
+
+
+@dataclass
+class FitReport:
+    verdict: Any  # gates.FitVerdict
+    namespace: str
+    local_queue: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.verdict.to_dict()
+        data["namespace"] = self.namespace
+        data["localQueue"] = self.local_queue
+        data["notes"] = list(self.notes)
+        return data
+
+
+def no_kueue(error: TaoError) -> bool:
+    """True when kubectl says the Kueue resource types do not exist on this server."""
+    return any(marker in error.message.lower() for marker in _NO_KUEUE_MARKERS)
+
+
+def pick_local_queue(queues_json: Any, wanted: str | None, namespace: str) -> tuple[Mapping[str, Any] | None, str]:
+    """The LocalQueue whose quota applies, and a note saying why (or '' when there is nothing to say).
+
+    --queue NAME picks that one; without it a queue named "default" (Kueue's default LocalQueue) is used,
+    else the only one in the namespace; several and none named "default" means no quota check."""
+    items = [q for q in (queues_json or {}).get("items") or [] if isinstance(q, Mapping)]
+    by_name = {str((q.get("metadata") or {}).get("name")): q for q in items}
+    if wanted:
+        if wanted not in by_name:
+            listed = ", ".join(sorted(by_name)) or "none"
+            raise UsageError(
+                f"--queue {wanted}: no LocalQueue {wanted!r} in namespace {namespace} (found: {listed}); "
+                f"`kubectl get {LOCALQUEUES} -n {namespace}` lists them"
+            )
+        return by_name[wanted], ""
+    if not items:
+        return None, ""
+    if "default" in by_name:
+        return by_name["default"], f"using LocalQueue default of namespace {namespace}"
+    if len(items) == 1:
+        name = next(iter(by_name))
+        return items[0], f"using LocalQueue {name}, the only one in namespace {namespace}"
+    return None, (
+        f"namespace {namespace} has {len(items)} LocalQueues ({', '.join(sorted(by_name))}); pass --queue NAME "
+        "to check its quota"
+    )
+
+
+def split_capacity(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`get nodes,pods -o json` -> ({"items": nodes}, {"items": pods})."""
+    try:
+        items = (json.loads(text) if text.strip() else {}).get("items") or []
+    except (json.JSONDecodeError, AttributeError):
+        raise TaoError("kubectl get nodes,pods returned output that is not a JSON list") from None
+    return (
+        {"items": [i for i in items if i.get("kind") == "Node"]},
+        {"items": [i for i in items if i.get("kind") == "Pod"]},
+    )
+
+
+def _json(result: Completed, what: str) -> Any:
+    try:
+        return json.loads(result.stdout) if result.stdout.strip() else None
+    except json.JSONDecodeError:
+        raise TaoError(f"kubectl get {what} returned output that is not JSON") from None
+
+
+def check(
+    kc: Kubectl,
+    namespace: str,
+    gpus: int,
+    nodes: int,
+    *,
+    node_selector: Mapping[str, str] | None = None,
+    tolerations: Sequence[Mapping[str, Any]] | None = None,
+    gpu_product: str | None = None,
+    queue: str | None = None,
+) -> FitReport:
+    from . import gates
+
+    calls: dict[str, tuple[list[str], dict[str, Any]]] = {
+        "capacity": (["get", "nodes,pods", "--all-namespaces", "-o", "json"], {"namespaced": False}),
+        "queues": (["get", LOCALQUEUES, "-n", namespace, "-o", "json"], {"namespaced": False}),
+    }
+    results = kc.run_many(calls)
+    capacity = results["capacity"]
+    if isinstance(capacity, TaoError):
+        raise capacity
+    assert isinstance(capacity, Completed)
+    nodes_json, pods_json = split_capacity(capacity.stdout)
+    notes: list[str] = []
+    quota = None
+    local_queue = None
+    queues = results["queues"]
+    if isinstance(queues, TaoError):
+        if no_kueue(queues):
+            if queue:
+                raise UsageError(f"--queue {queue}: this cluster has no Kueue ({LOCALQUEUES} is not a resource); "
+                                 "drop --queue")
+        else:
+            notes.append(f"Kueue quota not checked: cannot list {LOCALQUEUES} in {namespace}: {queues.message}")
+    else:
+        assert isinstance(queues, Completed)
+        chosen, note = pick_local_queue(_json(queues, LOCALQUEUES), queue, namespace)
+        if note:
+            notes.append(note)
+        if chosen is not None:
+            local_queue = str((chosen.get("metadata") or {}).get("name"))
+            cq_name = str((chosen.get("spec") or {}).get("clusterQueue") or "")
+            if not cq_name:
+                notes.append(f"LocalQueue {local_queue} names no ClusterQueue; Kueue quota not checked")
+            else:
+                try:
+                    cq = kc.json(["get", CLUSTERQUEUES, cq_name], namespaced=False)
+                except TaoError as exc:
+                    notes.append(f"Kueue quota not checked: cannot read ClusterQueue {cq_name}: {exc.message}")
+                else:
+                    quota = gates.queue_quota(chosen, cq)
+    verdict = gates.fit(
+        gates.node_gpus(nodes_json, pods_json),
+        gpus,
+        nodes,
+        node_selector=node_selector or None,
+        tolerations=tolerations or None,
+        gpu_product=gpu_product,
+        quota=quota,
+    )
+    return FitReport(verdict, namespace, local_queue, notes)

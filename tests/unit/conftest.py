@@ -1,0 +1,123 @@
+"""Fixtures for driving the CLI in-process with kubectl replaced by recorded answers.
+
+`cli(*argv, stdin=...)` runs `kubectl_tao.cli.main` and returns (exit code, stdout, stderr).
+`fake_kubectl` replaces `Kubectl.run` (every kubectl call goes through it): `.on(*prefix, ...)` says what
+kubectl answers to a call whose arguments start with `prefix`; `.calls` records each call's full argv and
+stdin, so tests can assert what was (and what was never) put on a command line.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubectl_tao.kubectl import Completed, Kubectl
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
+
+KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+current-context: lab
+clusters:
+- name: lab
+  cluster: {server: "https://127.0.0.1:6443"}
+contexts:
+- name: lab
+  context: {cluster: lab, user: lab, namespace: tao-jobs}
+- name: other
+  context: {cluster: lab, user: lab, namespace: other-ns}
+users:
+- name: lab
+  user: {token: placeholder}
+"""
+
+
+def fixture_json(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+
+
+@dataclass
+class Call:
+    argv: list[str]
+    stdin: str | None
+
+
+class FakeKubectl:
+    def __init__(self) -> None:
+        self.rules: list[tuple[tuple[str, ...], Completed]] = []
+        self.calls: list[Call] = []
+
+    def on(self, *prefix: str, stdout: str = "", stderr: str = "", rc: int = 0, data: Any = None) -> None:
+        """Answer calls whose arguments (after the global flags) start with `prefix`; first match wins."""
+        if data is not None:
+            stdout = json.dumps(data)
+        self.rules.append((prefix, Completed(stdout, stderr, rc)))
+
+    def run(self, kc: Kubectl, args: list[str], **kwargs: Any) -> Completed:
+        stdin = kwargs.get("stdin")
+        self.calls.append(Call(kc.argv(list(args), namespaced=kwargs.get("namespaced", True)), stdin))
+        kc.calls += 1
+        missing = Completed("", f"error: the fake kubectl has no answer for {' '.join(args)}", 1)
+        result = next((answer for prefix, answer in self.rules if tuple(args[: len(prefix)]) == prefix), missing)
+        if kwargs.get("check", True) and result.returncode != 0:
+            raise kc.error_for(result.stderr)
+        return result
+
+    def argvs(self) -> list[list[str]]:
+        return [call.argv for call in self.calls]
+
+
+@pytest.fixture
+def tao_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh HOME, TAO_STATE_DIR and kubeconfig (context lab, namespace tao-jobs)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG, encoding="utf-8")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TAO_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    for name in ("TAO_K8S_NAMESPACE", "TAO_K8S_CONTEXT", "KUBECTL_TAO_TRACE"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path
+
+
+@pytest.fixture
+def fake_kubectl(monkeypatch: pytest.MonkeyPatch) -> FakeKubectl:
+    fake = FakeKubectl()
+    monkeypatch.setattr(Kubectl, "run", lambda self, args, **kw: fake.run(self, args, **kw))
+    return fake
+
+
+class _Stdin(io.TextIOWrapper):
+    def isatty(self) -> bool:
+        return False
+
+
+@pytest.fixture
+def cli(
+    tao_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., tuple[int, str, str]]]:
+    from kubectl_tao.cli import main
+    from kubectl_tao.commands.common import reset_session
+
+    monkeypatch.setattr(sys, "argv", ["kubectl-tao"])
+
+    def run(*argv: str, stdin: str = "") -> tuple[int, str, str]:
+        reset_session()
+        capsys.readouterr()
+        monkeypatch.setattr(sys, "stdin", _Stdin(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8"))
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    yield run
+    reset_session()
