@@ -108,7 +108,7 @@ def cancel(
             ],
             namespaced=False,
         )
-        result.deleted += [line.strip() for line in deps.stdout.splitlines() if line.strip()]
+        result.deleted += [line.strip() for line in deps.stdout.splitlines() if "/" in line and " " not in line.strip()]
         if wait:
             result.leftovers = _wait_gone(kc, ns, name, timeout)
     message = "canceled by user"

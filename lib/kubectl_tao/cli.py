@@ -92,7 +92,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except click.exceptions.UsageError as exc:
         where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
-        sys.stderr.write(f"error: {exc.format_message()}{where}\n")
+        message = exc.format_message()
+        head, sep, rest = message.partition(" Did you mean")
+        if sep and sep in rest:  # click and typer both add the same suggestion
+            message = head + sep + rest.split(sep)[0].rstrip()
+        sys.stderr.write(f"error: {message}{where}\n")
         return EXIT_USAGE
     except click.exceptions.Exit as exc:
         return exc.exit_code

@@ -126,8 +126,16 @@ def cluster_checks(
             gpu_nodes = sum(1 for n in node_list if n.allocatable > 0)
             checks.append(Check("gpu-operator", OK, f"{total} nvidia.com/gpu allocatable on {gpu_nodes} node(s)"))
         if gpus > 0 or nodes > 1:
+            from .plan import GPU_TOLERATION
+
             verdict = gates.fit(
-                node_list, gpus, nodes, node_selector=None, tolerations=None, gpu_product=gpu_product, quota=None
+                node_list,
+                gpus,
+                nodes,
+                node_selector=None,
+                tolerations=[GPU_TOLERATION] if gpus > 0 else None,
+                gpu_product=gpu_product,
+                quota=None,
             )
             status = {"fits": OK, "queue": WARN, "never": MISSING}[verdict.verdict]
             checks.append(

@@ -74,7 +74,7 @@ def test_kubeconfig_env_merges_first_file_wins(config_a: Path, tmp_path: Path, m
 def test_invalid_yaml_names_the_flag(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("contexts: [unclosed", encoding="utf-8")
-    with pytest.raises(UsageError, match="--kubeconfig: .* is not valid YAML"):
+    with pytest.raises(UsageError, match=r"--kubeconfig: .* is not valid YAML"):
         resolve(str(bad))
 
 

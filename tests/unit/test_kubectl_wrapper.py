@@ -9,12 +9,18 @@ from kubectl_tao.kubectl import ClusterOptions, Kubectl, classify_stderr, first_
 @pytest.mark.parametrize(
     ("stderr", "reason"),
     [
-        ("The connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?", "Unreachable"),
-        ('Unable to connect to the server: dial tcp: lookup nowhere: no such host', "Unreachable"),
+        (
+            "The connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?",
+            "Unreachable",
+        ),
+        ("Unable to connect to the server: dial tcp: lookup nowhere: no such host", "Unreachable"),
         ('Error from server (NotFound): jobs.batch "x" not found', "NotFound"),
         ('Error from server (AlreadyExists): secrets "s" already exists', "AlreadyExists"),
         ('Error from server (Forbidden): jobs.batch is forbidden: User "u" cannot create resource', "Forbidden"),
-        ("Error from server (Conflict): Operation cannot be fulfilled: Precondition failed: UID in precondition", "Conflict"),
+        (
+            "Error from server (Conflict): Operation cannot be fulfilled: Precondition failed: UID in precondition",
+            "Conflict",
+        ),
         ('error: context "nope" does not exist', "NoContext"),
         ("error: something else entirely", ""),
     ],

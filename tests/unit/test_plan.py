@@ -14,8 +14,12 @@ from kubectl_tao.plan import GPU_TOLERATION, build, read_credentials
 
 def flags(**over: Any) -> dict[str, Any]:
     job = {key: option.default for key, (_, option) in JOB_FLAGS.items()}
-    job.update(image="nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt", command="dino train -e /workspace/spec.yaml",
-               pvc="tao-data", gpus=8)
+    job.update(
+        image="nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt",
+        command="dino train -e /workspace/spec.yaml",
+        pvc="tao-data",
+        gpus=8,
+    )
     job.update(over)
     return job
 
@@ -50,7 +54,9 @@ def test_credentials_become_a_secret_reference_only() -> None:
     job = plan.render("j", "j", "tao-creds-j")[0]
     text = str(job)
     assert "hf_canaryvalue1234567890" not in text
-    assert {"secretRef": {"name": "tao-creds-j", "optional": False}} in job["spec"]["template"]["spec"]["containers"][0]["envFrom"]
+    assert {"secretRef": {"name": "tao-creds-j", "optional": False}} in job["spec"]["template"]["spec"]["containers"][
+        0
+    ]["envFrom"]
 
 
 @pytest.mark.parametrize(
