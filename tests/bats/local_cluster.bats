@@ -1,0 +1,137 @@
+#!/usr/bin/env bats
+# scripts/local-cluster and scripts/build-local-cluster: usage, the kind provider's preflight, and the
+# commands that must work (or fail clearly) when no cluster is up. Nothing here starts a cluster.
+
+bats_require_minimum_version 1.5.0
+
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+LOCAL_CLUSTER="${LOCAL_CLUSTER:-$BATS_TEST_DIRNAME/../../scripts/local-cluster}"
+BUILD_LOCAL_CLUSTER="${BUILD_LOCAL_CLUSTER:-$BATS_TEST_DIRNAME/../../scripts/build-local-cluster}"
+
+setup() {
+  export HOME="$BATS_TEST_TMPDIR/home"
+  export KUBECTL_TAO_CLUSTER_DIR="$BATS_TEST_TMPDIR/cluster"
+  export KUBECTL_TAO_CACHE="$BATS_TEST_TMPDIR/cache"
+  mkdir -p "$HOME" "$BATS_TEST_TMPDIR/stubs"
+  unset PROVIDER KIND DOCKER NUM_GPUS
+  # A docker that is installed but cannot reach a daemon, and a kind that would work.
+  printf '#!/bin/sh\necho "Cannot connect to the Docker daemon" >&2\nexit 1\n' >"$BATS_TEST_TMPDIR/stubs/docker"
+  printf '#!/bin/sh\necho "kind stub called: $*" >>"%s/kind.calls"\n' "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/stubs/kind"
+  chmod +x "$BATS_TEST_TMPDIR/stubs/docker" "$BATS_TEST_TMPDIR/stubs/kind"
+  export PATH="$BATS_TEST_TMPDIR/stubs:$PATH"
+}
+
+@test "no command is a usage error (exit 2, usage on stderr)" {
+  run --separate-stderr "$LOCAL_CLUSTER"
+  assert_failure 2
+  assert_equal "${lines[*]:-}" ""
+  [[ "$stderr" == *"local-cluster: a command is required"* ]]
+  [[ "$stderr" == *"usage: local-cluster"* ]]
+}
+
+@test "unknown command and unknown provider are usage errors" {
+  run "$LOCAL_CLUSTER" start
+  assert_failure 2
+  assert_output --partial "local-cluster: unknown argument: start"
+  run "$LOCAL_CLUSTER" --provider minikube up
+  assert_failure 2
+  assert_output --partial "local-cluster: unknown provider: minikube (local or kind)"
+}
+
+@test "bad node counts are usage errors" {
+  KUBECTL_TAO_GPU_NODES=two run "$LOCAL_CLUSTER" up
+  assert_failure 2
+  assert_output --partial "local-cluster: KUBECTL_TAO_GPU_NODES must be a non-negative integer, got 'two'"
+  KUBECTL_TAO_KWOK_RUN_SECONDS=soon run "$LOCAL_CLUSTER" up
+  assert_failure 2
+  assert_output --partial "KUBECTL_TAO_KWOK_RUN_SECONDS must be a number of seconds"
+}
+
+@test "--help prints usage and the pod annotations" {
+  run "$LOCAL_CLUSTER" --help
+  assert_success
+  assert_output --partial "usage: local-cluster [--provider local|kind] up|down|status|kubeconfig|env"
+  assert_output --partial "kwok.kubectl-tao.io/oom"
+}
+
+@test "kind provider without a working docker fails with a clear one-line message" {
+  run --separate-stderr "$LOCAL_CLUSTER" up --provider kind
+  assert_failure 1
+  assert_equal "$stderr" "local-cluster: the kind provider needs a working Docker ('docker info' failed: docker not available); without Docker use the default provider: scripts/local-cluster up"
+  # Nothing was created and kind was never asked to create a cluster.
+  [ ! -e "$KUBECTL_TAO_CLUSTER_DIR" ]
+  [ ! -e "$BATS_TEST_TMPDIR/kind.calls" ]
+}
+
+@test "PROVIDER=kind selects the kind provider too" {
+  PROVIDER=kind run "$LOCAL_CLUSTER" up
+  assert_failure 1
+  assert_output --partial "needs a working Docker"
+}
+
+@test "kind provider without kind says where to get it" {
+  KIND="$BATS_TEST_TMPDIR/no-such-kind" run "$LOCAL_CLUSTER" --provider=kind up
+  assert_failure 1
+  assert_output --partial "local-cluster: the kind provider needs 'kind' on PATH (https://kind.sigs.k8s.io)"
+}
+
+@test "status, kubeconfig and env fail when no cluster is up; down is a no-op" {
+  run "$LOCAL_CLUSTER" status
+  assert_failure 1
+  assert_output --partial "not running"
+  run "$LOCAL_CLUSTER" kubeconfig
+  assert_failure 1
+  assert_output --partial "local-cluster: no cluster is up"
+  run "$LOCAL_CLUSTER" env
+  assert_failure 1
+  run "$LOCAL_CLUSTER" down
+  assert_success
+  assert_output --partial "not running"
+}
+
+@test "down refuses to remove a directory that is not a cluster data directory" {
+  mkdir -p "$KUBECTL_TAO_CLUSTER_DIR"
+  echo keep >"$KUBECTL_TAO_CLUSTER_DIR/precious.txt"
+  run "$LOCAL_CLUSTER" down
+  assert_failure 1
+  assert_output --partial "does not look like a local-cluster data directory"
+  [ -f "$KUBECTL_TAO_CLUSTER_DIR/precious.txt" ]
+}
+
+@test "kubeconfig and env print the paths of an up cluster" {
+  mkdir -p "$KUBECTL_TAO_CLUSTER_DIR"
+  echo local >"$KUBECTL_TAO_CLUSTER_DIR/provider"
+  touch "$KUBECTL_TAO_CLUSTER_DIR/kubeconfig"
+  run "$LOCAL_CLUSTER" kubeconfig
+  assert_success
+  assert_output "$KUBECTL_TAO_CLUSTER_DIR/kubeconfig"
+  run "$LOCAL_CLUSTER" env
+  assert_success
+  assert_output --partial "export KUBECONFIG=$KUBECTL_TAO_CLUSTER_DIR/kubeconfig; export PATH=$KUBECTL_TAO_CACHE/k8s-v"
+  # The line is meant for eval.
+  eval "$output"
+  assert_equal "$KUBECONFIG" "$KUBECTL_TAO_CLUSTER_DIR/kubeconfig"
+  [[ "$PATH" == "$KUBECTL_TAO_CACHE"/k8s-v*/bin:* ]]
+}
+
+@test "build-local-cluster: usage error on an unknown flag, --check fails on an empty cache" {
+  run "$BUILD_LOCAL_CLUSTER" --bogus
+  assert_failure 2
+  assert_output --partial "build-local-cluster: unknown argument: --bogus"
+  run "$BUILD_LOCAL_CLUSTER" --check
+  assert_failure 1
+  assert_output ""
+}
+
+@test "build-local-cluster: stamps from another recipe do not count as cached" {
+  . "$BATS_TEST_DIRNAME/../../cluster/versions.env"
+  # Stamps with a different recipe do not count as cached.
+  for d in "k8s-$K8S_VERSION" "etcd-$ETCD_VERSION" "kwok-$KWOK_VERSION"; do
+    mkdir -p "$KUBECTL_TAO_CACHE/$d"
+    echo "something else" >"$KUBECTL_TAO_CACHE/$d/.complete"
+  done
+  run "$BUILD_LOCAL_CLUSTER" --check
+  assert_failure 1
+}

@@ -1,0 +1,1 @@
+"""End-to-end tests on the real local control plane (scripts/local-cluster)."""
