@@ -94,10 +94,15 @@ def _ref_query(plan: Plan) -> list[str] | None:
         names.append(f"secret/{plan.image_pull_secret}")
     if not names:
         return None
-    # Names and key names only: a go-template never prints a Secret's values.
+    # Names and key names only: a go-template never prints a Secret's values. One name gets the object
+    # itself back, several a List: the template prints a row for either.
+    row = (
+        "{{.kind}} {{.metadata.name}} {{if .status}}{{.status.phase}}{{else}}-{{end}} "
+        '{{range $k, $v := .data}}{{$k}},{{end}}{{"\\n"}}'
+    )
     template = (
-        "{{range .items}}{{.kind}} {{.metadata.name}} {{if .status}}{{.status.phase}}{{else}}-{{end}} "
-        '{{range $k, $v := .data}}{{$k}},{{end}}{{"\\n"}}{{end}}'
+        f'{{{{define "row"}}}}{row}{{{{end}}}}'
+        '{{if .items}}{{range .items}}{{template "row" .}}{{end}}{{else}}{{template "row" .}}{{end}}'
     )
     return ["get", *names, "-o", f"go-template={template}"]
 
@@ -150,6 +155,18 @@ def check_refs(plan: Plan, namespace: str, result: Completed | TaoError) -> None
         )
 
 
+def check_permission(result: Completed | TaoError, what: str, namespace: str) -> None:
+    """`kubectl auth can-i` answered: refuse with the missing permission named."""
+    if isinstance(result, ClusterUnreachableError):
+        raise result
+    answer = result.stdout.strip().lower() if isinstance(result, Completed) else ""
+    if answer != "yes":
+        raise GateError(
+            f"permission denied: you may not {what} in namespace {namespace} (`kubectl auth can-i {what} -n "
+            f"{namespace}` says {answer or 'no'}); ask a cluster admin for a Role that grants it, or use -n"
+        )
+
+
 def registry_of(image: str) -> str:
     first = image.split("/", 1)[0]
     if "/" in image and ("." in first or ":" in first or first == "localhost"):
@@ -180,12 +197,28 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str) -> tuple[dict[str, Any] |
     refs = _ref_query(plan)
     if refs:
         calls["refs"] = (refs, {"check": False})
+    # Permissions first: a user who may not create Jobs (or the credential Secret) is refused before a record opens.
+    calls["can-jobs"] = (
+        ["auth", "can-i", "create", "jobs.batch", "-n", namespace],
+        {"namespaced": False, "check": False},
+    )
+    if plan.credentials:
+        calls["can-secrets"] = (
+            ["auth", "can-i", "create", "secrets", "-n", namespace],
+            {"namespaced": False, "check": False},
+        )
     results = kc.run_many(calls)
+    warnings = list(plan.warnings)
+    for key, what in (("can-jobs", "create jobs.batch"), ("can-secrets", "create secrets")):
+        if key in results:
+            check_permission(results[key], what, namespace)
     for key in ("capacity", "version"):
         value = results.get(key)
-        if isinstance(value, TaoError):
+        if isinstance(value, KubectlError) and key == "capacity" and value.reason == "Forbidden":
+            warnings.append(f"cannot list nodes and pods ({value.message}); the GPU fit gate was skipped")
+            results.pop(key)
+        elif isinstance(value, TaoError):
             raise value
-    warnings = list(plan.warnings)
     if "version" in results:
         version_result = results["version"]
         assert isinstance(version_result, Completed)
