@@ -23,7 +23,13 @@ setup() {
   mkdir -p "$HOME" "$BATS_TEST_TMPDIR/bin"
   ln -s "$KUBECTL_TAO" "$BATS_TEST_TMPDIR/bin/kubectl-tao"
   ln -s "$COMPLETE_TAO" "$BATS_TEST_TMPDIR/bin/kubectl_complete-tao"
-  export PATH="$BATS_TEST_TMPDIR/bin:$PATH"
+  # Only this test's plugin may be on PATH: another kubectl-tao (a venv console script) would shadow it.
+  local dir clean=""
+  local IFS=:
+  for dir in $PATH; do
+    [ -n "$dir" ] && [ ! -e "$dir/kubectl-tao" ] && clean="${clean:+$clean:}$dir"
+  done
+  export PATH="$BATS_TEST_TMPDIR/bin:$clean"
   # A cluster nobody listens on: port 1 on loopback refuses at once.
   cat >"$KUBECONFIG" <<'EOF'
 apiVersion: v1
