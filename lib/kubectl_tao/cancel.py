@@ -79,6 +79,7 @@ def cancel(
     force: bool = False,
     wait: bool = True,
     timeout: float = 120.0,
+    message: str = "canceled by user",
 ) -> CancelResult:
     check_pin(tracked, server, force=force)
     state = tracked.record_state
@@ -111,7 +112,6 @@ def cancel(
         result.deleted += [line.strip() for line in deps.stdout.splitlines() if "/" in line and " " not in line.strip()]
         if wait:
             result.leftovers = _wait_gone(kc, ns, name, timeout)
-    message = "canceled by user"
     if result.leftovers:
         message += f"; still present after {int(timeout)}s: {', '.join(result.leftovers)}"
     try:

@@ -31,8 +31,9 @@ def read_credentials(
             path = Path(env_file)
             try:
                 data = path.read_bytes()
-            except OSError as exc:
-                raise UsageError(f"--env-file: cannot read {env_file}: {exc.strerror}") from None
+            except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+                reason = exc.strerror if isinstance(exc, OSError) else "the path contains a NUL character"
+                raise UsageError(f"--env-file: cannot read {env_file!r}: {reason}") from None
             source = env_file
         creds.update(parse_env_file(data, source))
     for name in env_names or []:
@@ -86,6 +87,9 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         raise UsageError("--command is required (or --action-request)")
     tier = str(job["storage_tier"]).upper()
     gpus, nodes = int(job["gpus"]), int(job["nodes"])
+    existing_secret = job.get("env_secret")
+    if existing_secret and credentials:
+        raise UsageError("--env-secret names an existing Secret: give it or --env-file/--env, not both")
     node_selector = list(job.get("node_selector") or [])
     if job.get("gpu_product"):
         node_selector.append(f"nvidia.com/gpu.product={job['gpu_product']}")
@@ -151,14 +155,18 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         name=probe_name,
         record_id=probe_id,
         results_dir=spec_results(probe_id),
-        env_secret=secret_name_for(probe_name) if credentials else None,
+        env_secret=existing_secret or (secret_name_for(probe_name) if credentials else None),
         **base,
     )
     warnings = render.warnings_for(spec)
 
     def render_objects(job_name: str, record_id: str, secret: str | None) -> list[dict[str, Any]]:
         final = render.with_overrides(
-            spec, name=job_name, record_id=record_id, results_dir=spec_results(record_id), env_secret=secret
+            spec,
+            name=job_name,
+            record_id=record_id,
+            results_dir=spec_results(record_id),
+            env_secret=existing_secret or secret,
         )
         return render.render(final)
 
@@ -188,6 +196,7 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         nodes=nodes,
         credentials=credentials,
         pvc=job.get("pvc") if tier == "A" else None,
+        secret_refs={existing_secret: []} if existing_secret else {},
         image_pull_secret=job.get("image_pull_secret"),
         node_selector=dict(item.split("=", 1) for item in node_selector),
         tolerations=[t for t in spec.tolerations],

@@ -48,6 +48,20 @@ def rank_rows(obs: Observation) -> list[list[Any]]:
     ]
 
 
+def rank_counts(obs: Observation) -> str:
+    """Multi-node: `Ranks: R running, S succeeded, F failed (of N)` (pods Running now; the Job's own
+    succeeded and failed pod counts, which include ranks the Job controller stopped)."""
+    live = obs.live or {}
+    total = int(live.get("total") or 1)
+    if total < 2:
+        return ""
+    running = sum(1 for r in live.get("ranks") or [] if r.get("phase") == "Running")
+    return (
+        f"Ranks: {running} running, {int(live.get('succeeded') or 0)} succeeded, "
+        f"{int(live.get('failed') or 0)} failed (of {total})"
+    )
+
+
 def show(observations: list[Observation], output: str, no_headers: bool, *, ranks: bool = False) -> None:
     fmt = check_format(output)
     if fmt == "json":
@@ -68,6 +82,9 @@ def show(observations: list[Observation], output: str, no_headers: bool, *, rank
                 rows = rank_rows(obs)
                 if rows and (len(rows) > 1 or obs.state == "ERROR" or wide):
                     emit("\n" + table(rows, ["RANK", "POD", "NODE", "PHASE", "EXIT", "REASON"]))
+                counts = rank_counts(obs)
+                if counts:
+                    emit(f"\n{counts}\n")
                 first = (obs.live or {}).get("first_failed_rank")
                 if first is not None:
                     emit(f"\nFirst failed rank: {first}\n")

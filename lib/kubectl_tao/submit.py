@@ -49,6 +49,7 @@ class Plan:
     min_version_feature: str = ""
     warnings: list[str] = field(default_factory=list)
     require_fit_now: bool = False
+    skip_probe_warning: bool = False  # the NCCL probe itself: no warning about the last probe
 
 
 @dataclass
@@ -185,8 +186,9 @@ def image_pull_warning(plan: Plan) -> str | None:
     return None
 
 
-def run_gates(kc: Kubectl, plan: Plan, namespace: str) -> tuple[dict[str, Any] | None, list[str]]:
-    """Read-only checks before anything is created. Returns the fit verdict (as a dict) and warnings."""
+def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tuple[dict[str, Any] | None, list[str]]:
+    """Read-only checks before anything is created. Returns the fit verdict (as a dict) and warnings
+    (including a cached NCCL probe of this cluster, `server`, that failed or hung, for nodes > 1)."""
     from . import gates
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {}
@@ -224,6 +226,12 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str) -> tuple[dict[str, Any] |
         assert isinstance(version_result, Completed)
         version = gates.parse_server_version(json.loads(version_result.stdout))
         gates.require_version(version, plan.min_version or (1, 28), plan.min_version_feature or "multi-node jobs")
+        if plan.nodes > 1 and server and not plan.skip_probe_warning:
+            from .probe import cached_probe_warning
+
+            probe_warning = cached_probe_warning(server, version.text)
+            if probe_warning:
+                warnings.append(probe_warning)
     if "refs" in results:
         check_refs(plan, namespace, results["refs"])
     verdict_dict: dict[str, Any] | None = None
@@ -301,13 +309,14 @@ def execute(
     dry_run: str,
     store_factory: Callable[[], Any],
     on_progress: Callable[[str], None] = lambda _msg: None,
+    name: str | None = None,
 ) -> Outcome:
     """Run the submit sequence. dry_run: none | client | server."""
     from .names import kubernetes_job_name, secret_name_for
 
     if dry_run == "client":
-        return _dry(plan, namespace, None, plan.warnings)
-    verdict, warnings = run_gates(kc, plan, namespace)
+        return _dry(plan, namespace, None, plan.warnings, name=name)
+    verdict, warnings = run_gates(kc, plan, namespace, target_server)
     for warning in warnings:
         on_progress(f"warning: {warning}")
     if dry_run == "server":
@@ -357,10 +366,12 @@ def execute(
         if job is None:
             raise TaoError("kubectl create returned no Job object; nothing was launched")
         dependents = [o for o in created if o.get("kind") in ("Secret", "Service")]
+        uid = job["metadata"]["uid"]
+        # The Job exists from here on: pin its UID before the next call can fail.
+        store.update_extra(record_id, job_uid=uid, submit_phase="adopting" if dependents else "created")
         if dependents:
             _adopt(kc, job, dependents, namespace)
-        uid = job["metadata"]["uid"]
-        store.update_extra(record_id, job_uid=uid, submit_phase="created")
+            store.update_extra(record_id, submit_phase="created")
         store.mark(
             record_id,
             "RUNNING",
@@ -408,6 +419,41 @@ def execute(
     return Outcome(record_id, job_name, namespace, objects, warnings, verdict, uid, "none")
 
 
+# submit_phase values of a submit that stopped before it finished (the API server went away, Ctrl-C).
+INCOMPLETE_PHASES = ("dry-run", "creating", "adopting")
+
+
+def finish_interrupted(kc: Kubectl, store: Any, record_id: str, namespace: str, job: dict[str, Any]) -> None:
+    """The Job of an interrupted submit exists after all: pin its UID and give its Secret/Service the owner
+    reference the submit could not set, so TTL or cancel removes them with it (no orphan outlives the Job)."""
+    meta = job["metadata"]
+    owner = (meta.get("annotations") or {}).get("kubectl-tao.io/record-id")
+    if owner != record_id:
+        raise GateError(
+            f"Job {namespace}/{meta['name']} belongs to record {owner or '(none)'}, not {record_id}; "
+            "refusing to adopt it"
+        )
+    # Kind, name and owner UIDs only: a go-template keeps Secret data out of this process.
+    template = (
+        '{{range .items}}{{.kind}} {{.metadata.name}} '
+        '{{range .metadata.ownerReferences}}{{.uid}},{{end}}{{"\\n"}}{{end}}'
+    )
+    selector = f"{JOB_LABEL}={meta['name']},{MANAGED_BY}=kubectl-tao"
+    listed = kc.run(
+        ["get", "secrets,services", "-n", namespace, "-l", selector, "-o", f"go-template={template}"],
+        namespaced=False,
+    )
+    orphans = []
+    for line in listed.stdout.splitlines():
+        kind, _, rest = line.partition(" ")
+        name, _, owners = rest.partition(" ")
+        if kind and name and meta["uid"] not in owners.split(","):
+            orphans.append({"kind": kind, "metadata": {"name": name}})
+    if orphans:
+        _adopt(kc, job, orphans, namespace)
+    store.update_extra(record_id, job_uid=meta["uid"], submit_phase="created")
+
+
 def _adopt(kc: Kubectl, job: dict[str, Any], dependents: list[dict[str, Any]], namespace: str) -> None:
     """Make the Secret and Service children of the Job (one patch call), so TTL or cancel removes them with it."""
     meta = job["metadata"]
@@ -439,11 +485,13 @@ def _with_secret(plan: Plan, outcome: Outcome) -> list[dict[str, Any]]:
     return objects
 
 
-def _dry(plan: Plan, namespace: str, verdict: dict[str, Any] | None, warnings: list[str]) -> Outcome:
+def _dry(
+    plan: Plan, namespace: str, verdict: dict[str, Any] | None, warnings: list[str], *, name: str | None = None
+) -> Outcome:
     from .names import kubernetes_job_name, secret_name_for
     from .records import preview_id
 
-    record_id = preview_id(plan.record["network_arch"], plan.record["action"])
+    record_id = name or preview_id(plan.record["network_arch"], plan.record["action"])
     job_name = kubernetes_job_name(record_id)
     secret = secret_name_for(job_name) if plan.credentials else None
     objects = plan.render(job_name, record_id, secret)

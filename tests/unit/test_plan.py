@@ -106,3 +106,16 @@ def test_env_name_and_file_duplicate(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_env_file_from_stdin_maps_legacy_names() -> None:
     creds = read_credentials("-", None, stdin_text="ACCESS_KEY=a\nSECRET_KEY=b\n")
     assert creds == {"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"}
+
+
+def test_existing_env_secret_is_referenced_and_checked() -> None:
+    plan = build(flags(env_secret="team-creds"), "ns", {})
+    job = plan.render("j", "j", None)[0]
+    env_from = job["spec"]["template"]["spec"]["containers"][0]["envFrom"]
+    assert {"secretRef": {"name": "team-creds", "optional": False}} in env_from
+    assert plan.secret_refs == {"team-creds": []}
+
+
+def test_env_secret_and_credentials_are_exclusive() -> None:
+    with pytest.raises(UsageError, match="--env-secret names an existing Secret"):
+        build(flags(env_secret="team-creds"), "ns", {"HF_TOKEN": "x"})

@@ -42,6 +42,8 @@ JOB_FLAGS: dict[str, tuple[Any, Any]] = {
         help="Credential NAME taken from your environment into the Secret (repeat).",
         annotation=list[str] | None,
     ),
+    "env_secret": _opt(None, "--env-secret", help="Existing Secret whose keys become the pod's environment "
+                       "(instead of --env-file/--env)."),
     "image_pull_secret": _opt(None, "--image-pull-secret", help="Existing image-pull Secret for the registry."),
     "ttl_seconds": _opt(3600, "--ttl-seconds", help="ttlSecondsAfterFinished (0..604800).", annotation=int),
     "shm_size": _opt("16Gi", "--shm-size", help="/dev/shm size (memory emptyDir).", annotation=str),

@@ -23,9 +23,14 @@ def register(app: typer.Typer) -> None:
     @app.command("render", epilog=EPILOG)
     @with_cluster_flags
     @with_job_flags
-    def render(job: dict, output: str = OutputOption) -> int:
+    def render(
+        job: dict,
+        name: str = typer.Option(None, "--name", help="Kubernetes Job name (default: a preview record id)."),
+        output: str = OutputOption,
+    ) -> int:
         """Print the Kubernetes manifests for a job without contacting the cluster."""
         from .. import plan as planning
+        from ..names import validate_job_name
         from ..output import check_format, emit, info
         from ..render import to_json, to_yaml
         from ..submit import execute
@@ -45,6 +50,7 @@ def register(app: typer.Typer) -> None:
             target_context="",
             dry_run="client",
             store_factory=lambda: None,
+            name=validate_job_name(name, "--name") if name else None,
         )
         for warning in outcome.warnings:
             info(f"warning: {warning}")

@@ -1,0 +1,55 @@
+"""kubectl-tao NCCL probe: all_reduce across every GPU of every node of an Indexed Job, with a deadline.
+
+Run by `kubectl tao probe nccl` as `torchrun --no-python python3 -c <this text> SIZE_MIB ITERATIONS
+TIMEOUT_S`: the text travels as one argument of the container (never pasted into shell text), and
+torchrun sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT for each process it starts.
+Every process prints what it runs on and whether the sum was right; rank 0 also prints the bus
+bandwidth of the timed calls. Exit 0 when every element of the first reduced tensor of ones equals
+the number of processes, 1 when the sum is wrong; an NCCL error or a process-group timeout ends the
+process with torch's own non-zero exit.
+"""
+
+import datetime
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def main() -> int:
+    size_mib = int(sys.argv[1]) if len(sys.argv) > 1 else 64
+    iterations = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    timeout_s = int(sys.argv[3]) if len(sys.argv) > 3 else 120
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    node = os.environ.get("NODE_NAME", "unknown")
+    torch.cuda.set_device(local_rank)
+    dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=timeout_s))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    version = torch.cuda.nccl.version()  # a tuple such as (2, 21, 5); an int in old releases
+    nccl = ".".join(str(part) for part in version) if isinstance(version, tuple) else str(version)
+    print(f"nccl-probe: rank {rank}/{world} on {node} GPU {local_rank}, torch {torch.__version__}, NCCL {nccl}",
+          flush=True)
+    elements = size_mib * 1024 * 1024 // 4
+    tensor = torch.ones(elements, dtype=torch.float32, device="cuda")
+    dist.all_reduce(tensor)  # the first call also builds the communicator
+    torch.cuda.synchronize()
+    correct = bool(torch.all(tensor == float(world)).item())  # whole numbers: exact in float32
+    started = time.monotonic()
+    for _ in range(iterations):  # timing only: the values are not checked again
+        dist.all_reduce(tensor)
+    torch.cuda.synchronize()
+    seconds = (time.monotonic() - started) / max(iterations, 1)
+    if rank == 0:
+        # bus bandwidth as nccl-tests reports it for all_reduce: algbw * 2 (n - 1) / n
+        bus = size_mib / 1024 / seconds * 2 * (world - 1) / world
+        print(f"nccl-probe: all_reduce of {size_mib} MiB over {world} GPUs: {seconds * 1000:.1f} ms, "
+              f"bus bandwidth {bus:.2f} GiB/s", flush=True)
+    print(f"nccl-probe: rank {rank} result {'ok' if correct else 'WRONG'}", flush=True)
+    dist.destroy_process_group()
+    return 0 if correct else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
