@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
 from .common import OutputOption, session, with_cluster_flags
@@ -31,12 +29,13 @@ def register(app: typer.Typer) -> None:
         gpus: int = typer.Option(..., "--gpus", min=0, help="nvidia.com/gpu per node (per rank)."),
         nodes: int = typer.Option(1, "--nodes", min=1, help="Nodes (ranks), each on its own node."),
         gpu_product: str = typer.Option(None, "--gpu-product", help="Only nodes labelled nvidia.com/gpu.product=P."),
-        node_selector: Annotated[
-            list[str] | None, typer.Option("--node-selector", help="KEY=VALUE node label the pods require (repeat).")
-        ] = None,
-        toleration: Annotated[
-            list[str] | None, typer.Option("--toleration", help="KEY[=VALUE][:EFFECT] taint to tolerate (repeat).")
-        ] = None,
+        # Plain defaults, not Annotated: with_cluster_flags rebuilds the signature and typer would lose the help.
+        node_selector: list[str] | None = typer.Option(
+            None, "--node-selector", help="KEY=VALUE node label the pods require (repeat)."
+        ),
+        toleration: list[str] | None = typer.Option(
+            None, "--toleration", help="KEY[=VALUE][:EFFECT] taint to tolerate (repeat)."
+        ),
         queue: str = typer.Option(None, "--queue", help="Kueue LocalQueue whose quota to check."),
         output: str = OutputOption,
     ) -> int:
