@@ -399,17 +399,22 @@ def event_fields(event: Mapping[str, Any]) -> tuple[str, str, str, str, datetime
     )
 
 
+# What the Job controller appends to a Job's name for its pods: -<5 chars>, or -<index>-<5 chars> (Indexed).
+# One pattern for every Job (list classifies hundreds of Jobs per run; a pattern per Job name costs more).
+_POD_SUFFIX = re.compile(r"-(\d+-)?[a-z0-9]{5}")
+
+
 def job_events(events: Any, job_name: str, pod_names: Iterable[str]) -> list[Mapping[str, Any]]:
     """The events about this Job or its pods (including pods already gone), oldest first."""
     names = set(pod_names)
-    own_pod = re.compile(rf"^{re.escape(job_name)}-(\d+-)?[a-z0-9]{{5}}$")
+    prefix = f"{job_name}-"
     picked = []
     for event in items_of(events):
         kind, name, _, _, _ = event_fields(event)
         if (
             (kind in ("Job", "") and name == job_name)
             or name in names
-            or (kind == "Pod" and own_pod.match(name))
+            or (kind == "Pod" and name.startswith(prefix) and _POD_SUFFIX.fullmatch(name, len(job_name)))
         ):
             picked.append(event)
     epoch = datetime.min

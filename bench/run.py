@@ -1,0 +1,1065 @@
+#!/usr/bin/env python3
+"""kubectl-tao benchmarks against the running local cluster (`make cluster && make bench`).
+
+Measures, each several times (--repeat, default 5), and prints medians, ratios, targets and MET / MISSED:
+
+- submit: `kubectl tao submit` (tier A with a PVC, no --wait) vs the bare kubectl calls it must make for the
+  same manifest (`kubectl get nodes`, `kubectl apply --dry-run=server -f M`, `kubectl apply -f M`) back to back;
+- status: kubectl calls per `status` and its wall time vs one bare `kubectl get job NAME`;
+- list: wall time with 1, 50 and 200 records (jobs really submitted) and the kubectl calls of each;
+- capacity gate: gates.node_gpus + gates.fit over a synthetic 1,000-node / 5,000-pod cluster in-process,
+  `kubectl tao fit` over the same JSON served by a stub kubectl, and (unless --no-big-cluster) `kubectl tao fit`
+  against a separate local API server holding those 1,000 nodes and 5,000 pods, next to the bare kubectl reads;
+- CLI start-up: `--help` and `version` through ./kubectl-tao and the virtualenv's console script, plus a
+  -X importtime check that jsonschema, ruamel.yaml and sh stay out of start-up;
+- per verb: kubectl calls (from the KUBECTL_TAO_TRACE file), wall time, peak memory of the Python process
+  (its VmHWM) and of its largest kubectl child (/usr/bin/time around each kubectl);
+- peers (unless --no-peers): `sky --help` (SkyPilot) and `torchx --help`, each installed from PyPI into its own
+  virtualenv under ~/.cache/kubectl-tao/bench-peers/ (skipped with a note when the install fails).
+
+It uses the cluster in KUBECTL_TAO_CLUSTER_DIR (default: the one `make cluster` starts), works in namespaces
+and a state directory of its own, and removes them at the end. Exit 0 when every measurement ran (missed
+targets are reported, not failed), 2 when the cluster is not up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "lib"))
+
+import benchlib as bl  # noqa: E402
+
+PLUGIN = ROOT / "kubectl-tao"
+CONSOLE_SCRIPT = ROOT / ".venv" / "bin" / "kubectl-tao"
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt"
+STAY_RUNNING = "kwok.kubectl-tao.io/stay-running=true"
+RUN_SECONDS = "kwok.kubectl-tao.io/run-seconds=1"
+HEAVY_MODULES = ("jsonschema", "ruamel", "sh")
+PEERS = (  # (name, PyPI package, command)
+    ("skypilot", "skypilot", "sky"),
+    ("torchx", "torchx", "torchx"),
+)
+PEER_INSTALL_TIMEOUT_S = 300
+MARK_BEGIN = "<!-- bench:begin (bench/run.py --markdown writes between these lines) -->"
+MARK_END = "<!-- bench:end -->"
+
+# Runs a Python entrypoint in-process and writes the peak RSS of that process when it exits (VmHWM of its
+# own memory map; getrusage would also count the memory of whoever started it, and of forked children).
+RSS_WRAPPER = """
+import atexit, os, runpy, sys
+def report():
+    with open("/proc/self/status") as f:
+        peak = next((line.split()[1] for line in f if line.startswith("VmHWM:")), "0")
+    with open(os.environ["BENCH_RSS_OUT"], "w") as f:
+        f.write(peak + "\\n")
+atexit.register(report)
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+class BenchError(Exception):
+    """A measurement could not run (the cluster refused, a command failed): the bench stops and cleans up."""
+
+
+def log(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------------------------- cluster
+
+
+def _versions() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in (ROOT / "cluster" / "versions.env").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, value = line.split("=", 1)
+            out[key] = value.strip().strip('"')
+    return out
+
+
+def _data_dir() -> Path:
+    explicit = os.environ.get("KUBECTL_TAO_CLUSTER_DIR")
+    if explicit:
+        return Path(explicit).resolve()
+    return Path(os.environ.get("TMPDIR") or "/tmp") / "kubectl-tao-cluster"
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("KUBECTL_TAO_CACHE") or Path.home() / ".cache" / "kubectl-tao")
+
+
+@dataclass
+class Bench:
+    """Where the bench runs: the cluster's kubectl and kubeconfig, its own namespaces and state directories."""
+
+    repeat: int
+    work: Path  # throwaway directory: state dirs, traces, manifests, stubs
+    run_id: str = field(default_factory=lambda: secrets.token_hex(3))
+    kubectl: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    namespaces: list[str] = field(default_factory=list)
+    volumes: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    traces: int = 0
+
+    def setup(self) -> None:
+        data = _data_dir()
+        bin_dir = _cache_dir() / f"k8s-{_versions()['K8S_VERSION']}" / "bin"
+        self.kubectl = str(bin_dir / "kubectl")
+        env = dict(os.environ)
+        env["KUBECONFIG"] = str(data / "kubeconfig")
+        env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+        env["TAO_K8S_SKIP_NODE_RUNTIME_CHECK"] = "1"
+        # Bytecode as an installed package has it (pip compiles it; a checkout writes __pycache__ on the
+        # first run): kept out of the tree, in the bench's cache, whatever PYTHONDONTWRITEBYTECODE says.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(_cache_dir() / "bench-pycache")
+        for name in ("KUBECTL_TAO_TRACE", "KUBECTL_TAO_KUBECTL", "TAO_K8S_CONTEXT"):
+            env.pop(name, None)
+        self.env = env
+        status = subprocess.run(
+            [str(ROOT / "scripts" / "local-cluster"), "status"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if status.returncode != 0 or not Path(self.kubectl).exists():
+            print(f"bench: the local cluster in {data} is not up; start it with `make cluster` (or set "
+                  f"KUBECTL_TAO_CLUSTER_DIR)\n{status.stdout}", file=sys.stderr)
+            raise SystemExit(2)
+
+    # -- processes
+
+    def k(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120) -> str:
+        """The cluster's kubectl, as a bench helper (not measured)."""
+        proc = subprocess.run(
+            [self.kubectl, *args], env=self.env, input=input, capture_output=True, text=True, timeout=timeout,
+            check=False,
+        )
+        if check and proc.returncode != 0:
+            raise BenchError(f"kubectl {' '.join(args[:3])} failed: {proc.stderr.strip()[-400:]}")
+        return proc.stdout
+
+    def trace_file(self) -> Path:
+        self.traces += 1
+        return self.work / "traces" / f"{self.traces:05d}.jsonl"
+
+    def tao_env(self, namespace: str, state: Path, trace: Path | None = None, **extra: str) -> dict[str, str]:
+        env = {**self.env, "TAO_STATE_DIR": str(state), "TAO_K8S_NAMESPACE": namespace, **extra}
+        if trace is not None:
+            env["KUBECTL_TAO_TRACE"] = str(trace)
+        return env
+
+    # -- namespaces
+
+    def namespace(self, suffix: str) -> tuple[str, Path]:
+        """A fresh namespace with a Bound PVC `tao-data`, and a state directory of its own."""
+        ns = f"tao-bench-{self.run_id}-{suffix}"
+        pv = f"{ns}-pv"
+        self.k("create", "namespace", ns)
+        self.namespaces.append(ns)
+        self.volumes.append(pv)
+        objects = [
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": pv, "labels": {"kubectl-tao.io/bench": self.run_id}},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteMany"],
+                    "storageClassName": "manual",
+                    "hostPath": {"path": f"/tmp/{pv}"},
+                    "claimRef": {"namespace": ns, "name": "tao-data"},
+                },
+            },
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "tao-data", "namespace": ns},
+                "spec": {
+                    "accessModes": ["ReadWriteMany"],
+                    "storageClassName": "manual",
+                    "volumeName": pv,
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            },
+        ]
+        self.k("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+        wait_until(
+            lambda: self.k("get", "pvc", "tao-data", "-n", ns, "-o", "jsonpath={.status.phase}") == "Bound",
+            60,
+            f"PVC tao-data in {ns} Bound",
+        )
+        for _ in range(120):  # the default ServiceAccount comes from the controller manager
+            if self.k("get", "serviceaccount", "default", "-n", ns, check=False, timeout=30):
+                break
+            time.sleep(0.25)
+        state = self.work / f"state-{suffix}"
+        state.mkdir(parents=True, exist_ok=True)
+        return ns, state
+
+    def drop_namespace(self, ns: str, wait: bool) -> None:
+        self.k("delete", "namespace", ns, f"--wait={'true' if wait else 'false'}", "--ignore-not-found",
+               check=False, timeout=180)
+        if ns in self.namespaces:
+            self.namespaces.remove(ns)
+
+    def cleanup(self) -> None:
+        for ns in list(self.namespaces):
+            self.drop_namespace(ns, wait=False)
+        if self.volumes:
+            self.k("delete", "pv", *self.volumes, "--ignore-not-found", "--wait=false", check=False)
+        if self.nodes:
+            self.k("delete", "node", *self.nodes, "--ignore-not-found", "--wait=false", check=False)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.5) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise BenchError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def timed(argv: Sequence[str], env: dict[str, str], *, input: str | None = None, ok: Sequence[int] = (0,),
+          timeout: float = 300) -> tuple[float, subprocess.CompletedProcess[str]]:
+    started = time.perf_counter()
+    proc = subprocess.run(list(argv), env=env, input=input, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+    elapsed = time.perf_counter() - started
+    if proc.returncode not in ok:
+        shown = " ".join(str(a) for a in argv[:4])
+        raise BenchError(f"{shown} exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-600:]}")
+    return elapsed, proc
+
+
+def read_lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def job_args(gpus: int, annotation: str, *extra: str) -> list[str]:
+    return [
+        "--image", IMAGE, "--network-arch", "bench", "--action", "run", "--gpus", str(gpus), "--pvc", "tao-data",
+        "--command", "python train.py", "--annotation", annotation, *extra,
+    ]
+
+
+def submit_job(b: Bench, ns: str, state: Path, gpus: int = 0, annotation: str = STAY_RUNNING) -> str:
+    _, proc = timed([str(PLUGIN), "submit", *job_args(gpus, annotation)], b.tao_env(ns, state))
+    return proc.stdout.strip().splitlines()[-1]
+
+
+# ----------------------------------------------------------------------------------------------- start-up
+
+
+def bench_startup(b: Bench, rows: list[bl.Row], info: dict[str, Any]) -> None:
+    log("CLI start-up")
+    env = b.tao_env("default", b.work / "state-startup")
+    plugin_bin = b.work / "plugin-bin"
+    plugin_bin.mkdir(exist_ok=True)
+    (plugin_bin / "kubectl-tao").symlink_to(PLUGIN)
+    dispatch_env = {**env, "PATH": f"{plugin_bin}{os.pathsep}{env['PATH']}"}
+    cases: list[tuple[str, list[str], dict[str, str], float | None]] = [
+        ("./kubectl-tao --help", [str(PLUGIN), "--help"], env, 0.150),
+        ("./kubectl-tao version", [str(PLUGIN), "version"], env, 0.150),
+        (".venv/bin/kubectl-tao --help", [str(CONSOLE_SCRIPT), "--help"], env, 0.150),
+        (".venv/bin/kubectl-tao version", [str(CONSOLE_SCRIPT), "version"], env, 0.150),
+        ("kubectl tao version (plugin dispatch)", [b.kubectl, "tao", "version"], dispatch_env, None),
+        ("python -c pass (venv, bare interpreter)", [str(VENV_PYTHON), "-c", "pass"], env, None),
+        ("python -S -c pass (no site)", [str(VENV_PYTHON), "-S", "-c", "pass"], env, None),
+        ("kubectl version --client", [b.kubectl, "version", "--client"], env, None),
+    ]
+    samples: dict[str, list[float]] = {name: [] for name, *_ in cases}
+    for _, argv, case_env, _ in cases:  # warm-up: bytecode cache, page cache
+        timed(argv, case_env)
+    for _ in range(b.repeat):  # round robin: background load spreads over every case alike
+        for name, argv, case_env, _ in cases:
+            samples[name].append(timed(argv, case_env)[0])
+    for name, _, _, limit in cases:
+        value = bl.median(samples[name])
+        rows.append(bl.Row("start-up", name, bl.fmt_seconds(value), target="<= 150 ms" if limit else "",
+                           result=bl.verdict(value, limit)))
+    info["startup_python"] = bl.median(samples["python -c pass (venv, bare interpreter)"])
+    info["startup_console"] = bl.median(samples[".venv/bin/kubectl-tao version"])
+
+    for label, argv in (("--help", [str(PLUGIN), "--help"]), ("submit --help", [str(PLUGIN), "submit", "--help"])):
+        proc = subprocess.run([str(VENV_PYTHON), "-X", "importtime", *argv], env=env, capture_output=True,
+                              text=True, timeout=60, check=False)
+        imported = set()
+        total_us = 0
+        for line in proc.stderr.splitlines():
+            if line.startswith("import time:") and "|" in line:
+                parts = line.split("|")
+                name = parts[-1].strip()
+                imported.add(name.split(".")[0])
+                if not parts[-1].startswith("  ") and parts[1].strip().isdigit():
+                    total_us += int(parts[1].strip())
+        heavy = sorted(m for m in HEAVY_MODULES if m in imported)
+        rows.append(bl.Row("start-up", f"heavy imports at `{label}` (jsonschema, ruamel, sh)",
+                           ", ".join(heavy) or "none", reference=f"imports {total_us / 1000:.0f} ms",
+                           target="none", result=bl.MISSED if heavy else bl.MET))
+
+
+# ----------------------------------------------------------------------------------------------- peers
+
+
+def bench_peers(b: Bench, rows: list[bl.Row]) -> None:
+    base = _cache_dir() / "bench-peers"
+    for name, package, command in PEERS:
+        venv = base / name
+        exe = venv / "bin" / command
+        marker = venv / ".installed"
+        if not marker.exists():
+            log(f"peer {name}: installing {package} from PyPI into {venv} (once; up to {PEER_INSTALL_TIMEOUT_S}s)")
+            shutil.rmtree(venv, ignore_errors=True)
+            started = time.monotonic()
+            try:
+                subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True,
+                               timeout=120)
+                left = PEER_INSTALL_TIMEOUT_S - (time.monotonic() - started)
+                subprocess.run([str(venv / "bin" / "pip"), "install", "-q", package], check=True,
+                               capture_output=True, text=True, timeout=max(left, 1))
+            except subprocess.TimeoutExpired:
+                log(f"peer {name}: install took over {PEER_INSTALL_TIMEOUT_S}s; skipped")
+                rows.append(bl.Row("peers", f"{command} --help ({name})", "skipped",
+                                   reference=f"install > {PEER_INSTALL_TIMEOUT_S} s"))
+                continue
+            except (subprocess.CalledProcessError, OSError) as exc:
+                detail = getattr(exc, "stderr", "") or str(exc)
+                log(f"peer {name}: install failed, skipped: {str(detail).strip()[-300:]}")
+                rows.append(bl.Row("peers", f"{command} --help ({name})", "skipped", reference="install failed"))
+                continue
+            marker.write_text(f"installed in {time.monotonic() - started:.0f}s\n")
+            log(f"peer {name}: installed in {time.monotonic() - started:.0f}s")
+        version = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
+            capture_output=True, text=True, timeout=60, check=False,
+        ).stdout.strip()
+        env = {k: v for k, v in b.env.items() if k != "PYTHONPYCACHEPREFIX"}
+        try:
+            timed([str(exe), "--help"], env, timeout=120)  # warm-up
+            samples = [timed([str(exe), "--help"], env, timeout=120)[0] for _ in range(b.repeat)]
+        except (BenchError, OSError, subprocess.TimeoutExpired) as exc:
+            log(f"peer {name}: `{command} --help` failed, skipped: {exc}")
+            rows.append(bl.Row("peers", f"{command} --help ({name})", "skipped", reference="--help failed"))
+            continue
+        rows.append(bl.Row("peers", f"{command} --help ({name} {version})", bl.fmt_seconds(bl.median(samples)),
+                           target="reference"))
+
+
+# ----------------------------------------------------------------------------------------------- capacity
+
+
+def _conditions(kinds: Sequence[str], status: str = "True") -> list[dict[str, str]]:
+    return [{"type": k, "status": status, "lastTransitionTime": "2026-01-01T00:00:00Z", "lastHeartbeatTime":
+             "2026-01-01T00:00:00Z", "reason": f"{k}Reason", "message": f"condition {k} is {status}"} for k in kinds]
+
+
+def synthetic_cluster(nodes: int, pods: int, seed: int = 0) -> dict[str, Any]:
+    """`kubectl get nodes,pods -A -o json` of a big GPU cluster, objects about as large as real ones (node
+    image lists, pod env, volumes, statuses): mixed GPU products and sizes, CPU nodes, taints, cordons,
+    NotReady nodes, and pods in every phase (some holding GPUs)."""
+    rng = random.Random(seed)  # noqa: S311 - reproducible synthetic data, not a secret
+    products = ["NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB", "NVIDIA-L40S"]
+    images = [{"names": [f"registry.example.com/team/image-{k}@sha256:{k:064x}", f"registry.example.com/team/"
+                         f"image-{k}:v{k}.0"], "sizeBytes": 1_000_000 * (k + 1)} for k in range(20)]
+    items: list[dict[str, Any]] = []
+    names = []
+    for i in range(nodes):
+        gpu = i % 5 != 4  # 80 % GPU nodes
+        name = f"{'gpu' if gpu else 'cpu'}-node-{i:04d}"
+        names.append(name)
+        labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                  "node.kubernetes.io/instance-type": "p5.48xlarge" if gpu else "m7i.8xlarge",
+                  "topology.kubernetes.io/zone": f"zone-{i % 3}", "topology.kubernetes.io/region": "region-1"}
+        allocatable = {"cpu": "191450m", "memory": "2044Gi", "pods": "110", "ephemeral-storage": "3Ti"}
+        taints = []
+        if gpu:
+            labels |= {"nvidia.com/gpu.product": products[i % len(products)], "nvidia.com/gpu.present": "true",
+                       "nvidia.com/gpu.count": "8", "nvidia.com/cuda.driver.major": "570"}
+            allocatable["nvidia.com/gpu"] = str(rng.choice((4, 8, 8, 8)))
+            taints.append({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
+        if i % 50 == 7:
+            taints.append({"key": "dedicated", "value": "infra", "effect": "NoSchedule"})
+        ready = "False" if i % 97 == 3 else "True"
+        items.append({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": f"{i:08x}-0000-4000-8000-{i:012x}", "resourceVersion": str(1000 + i),
+                         "creationTimestamp": "2026-01-01T00:00:00Z", "labels": labels,
+                         "annotations": {"node.alpha.kubernetes.io/ttl": "0",
+                                         "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+            "spec": {"taints": taints, "podCIDR": f"10.{i // 250}.{i % 250}.0/24",
+                     **({"unschedulable": True} if i % 89 == 5 else {})},
+            "status": {
+                "allocatable": allocatable, "capacity": dict(allocatable),
+                "conditions": [*_conditions(("MemoryPressure", "DiskPressure", "PIDPressure"), "False"),
+                               *_conditions(("Ready",), ready)],
+                "addresses": [{"type": "InternalIP", "address": f"10.0.{i // 250}.{i % 250}"},
+                              {"type": "Hostname", "address": name}],
+                "images": images,
+                "nodeInfo": {"kubeletVersion": "v1.36.3", "containerRuntimeVersion": "containerd://2.1.0",
+                             "kernelVersion": "6.8.0", "osImage": "Ubuntu 24.04", "architecture": "amd64"},
+            },
+        })
+    phases = ["Running"] * 7 + ["Pending", "Succeeded", "Failed"]
+    for j in range(pods):
+        node = rng.choice(names)
+        gpus = rng.choice((0, 0, 1, 2, 4, 8)) if node.startswith("gpu") else 0
+        resources: dict[str, Any] = {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"memory": "8Gi"}}
+        if gpus:
+            resources["limits"]["nvidia.com/gpu"] = str(gpus)
+            resources["requests"]["nvidia.com/gpu"] = str(gpus)
+        name = f"app-{j % 40}-{j:05d}-x7k2p"
+        phase = rng.choice(phases)
+        items.append({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": name, "generateName": f"app-{j % 40}-{j:05d}-", "namespace": f"team-{j % 20}",
+                "uid": f"{j:08x}-1111-4000-8000-{j:012x}", "resourceVersion": str(50000 + j),
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"app": f"app-{j % 40}", "pod-template-hash": "5d8f7c9b6", "team": f"team-{j % 20}"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"app-{j % 40}-5d8f7c9b6",
+                                     "uid": f"{j % 40:08x}-2222-4000-8000-000000000000", "controller": True,
+                                     "blockOwnerDeletion": True}],
+            },
+            "spec": {
+                "nodeName": node, "restartPolicy": "Always", "schedulerName": "default-scheduler",
+                "serviceAccountName": "default", "dnsPolicy": "ClusterFirst", "priority": 0,
+                "terminationGracePeriodSeconds": 30, "enableServiceLinks": True,
+                "containers": [{
+                    "name": "main", "image": f"registry.example.com/team/app-{j % 40}:v1.2.3",
+                    "imagePullPolicy": "IfNotPresent", "command": ["/bin/sh", "-c"],
+                    "args": ["exec python -m service --port 8080 --workers 4"],
+                    "env": [{"name": f"SETTING_{k}", "value": f"value-{k}-{j}"} for k in range(5)],
+                    "ports": [{"containerPort": 8080, "protocol": "TCP", "name": "http"}],
+                    "resources": resources,
+                    "volumeMounts": [{"name": "data", "mountPath": "/data"},
+                                     {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/"
+                                      "serviceaccount", "readOnly": True}],
+                    "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+                }],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": f"data-{j % 40}"}},
+                            {"name": "kube-api-access", "projected": {"defaultMode": 420, "sources": [
+                                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt",
+                                                                                      "path": "ca.crt"}]}},
+                                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
+                                    "apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}],
+                "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                                 "effect": "NoExecute", "tolerationSeconds": 300},
+                                {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                                 "effect": "NoExecute", "tolerationSeconds": 300}],
+            },
+            "status": {
+                "phase": phase, "qosClass": "Burstable", "hostIP": "10.0.0.1", "podIP": f"10.1.{j // 250}.{j % 250}",
+                "startTime": "2026-01-01T00:00:00Z",
+                "conditions": _conditions(("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
+                                           "PodScheduled")),
+                "containerStatuses": [{"name": "main", "ready": phase == "Running", "restartCount": 0,
+                                       "image": f"registry.example.com/team/app-{j % 40}:v1.2.3",
+                                       "imageID": f"registry.example.com/team/app@sha256:{j:064x}",
+                                       "containerID": f"containerd://{j:064x}", "started": phase == "Running",
+                                       "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}],
+            },
+        })
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def bench_capacity(b: Bench, rows: list[bl.Row], nodes: int = 1000, pods: int = 5000) -> None:
+    log(f"capacity gate over {nodes} nodes / {pods} pods")
+    from kubectl_tao import fitting, gates
+
+    text = json.dumps(synthetic_cluster(nodes, pods), indent=4)  # as kubectl prints it
+    requests = [(8, 1), (8, 4), (4, 16), (16, 1)]  # fits, fits or queues, ..., never (no 16-GPU node)
+    gate_only: list[float] = []
+    with_parse: list[float] = []
+    for _ in range(b.repeat):
+        started = time.perf_counter()
+        nodes_json, pods_json = fitting.split_capacity(text)
+        parsed = time.perf_counter()
+        table = gates.node_gpus(nodes_json, pods_json)
+        for gpus, count in requests:
+            gates.fit(table, gpus, count, tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists",
+                                                        "effect": "NoSchedule"}])
+        done = time.perf_counter()
+        gate_only.append(done - parsed)
+        with_parse.append(done - started)
+    size = f"{len(text) / 2**20:.1f} MiB JSON"
+    rows.append(bl.Row("capacity", f"node_gpus + fit x{len(requests)}, {nodes} nodes / {pods} pods (in-process)",
+                       bl.fmt_seconds(bl.median(gate_only)), target="< 1 s",
+                       result=bl.verdict(bl.median(gate_only), 1.0, strict=True)))
+    rows.append(bl.Row("capacity", f"  + json parse of the kubectl output ({size})",
+                       bl.fmt_seconds(bl.median(with_parse)), target="< 1 s",
+                       result=bl.verdict(bl.median(with_parse), 1.0, strict=True)))
+
+    # End to end: the real CLI, with a stub kubectl that serves the same JSON (no API server in the way).
+    data = b.work / "capacity.json"
+    data.write_text(text)
+    stub = b.work / "stub-kubectl"
+    stub.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in\n'
+        f'  *nodes,pods*) exec cat "{data}" ;;\n'
+        '  *) echo "error: the server doesn\'t have a resource type \\"localqueues\\"" >&2; exit 1 ;;\n'
+        "esac\n"
+    )
+    stub.chmod(0o755)
+    env = b.tao_env("default", b.work / "state-capacity", KUBECTL_TAO_KUBECTL=str(stub))
+    argv = [str(PLUGIN), "fit", "--gpus", "8", "--nodes", "4"]
+    timed(argv, env, ok=(0, 1, 4))
+    samples = [timed(argv, env, ok=(0, 1, 4))[0] for _ in range(b.repeat)]
+    rows.append(bl.Row("capacity", "kubectl tao fit, same JSON from a stub kubectl (the plugin's own share)",
+                       bl.fmt_seconds(bl.median(samples))))
+
+
+def big_cluster_objects(nodes: int, pods: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
+                                                          list[dict[str, Any]]]:
+    """The synthetic cluster as objects the API server accepts on create: namespaces, nodes, pods bound to the
+    nodes (no scheduler involved) without status, service-account token or server-set metadata."""
+    data = synthetic_cluster(nodes, pods)
+    node_items = [i for i in data["items"] if i["kind"] == "Node"]
+    pod_items = [i for i in data["items"] if i["kind"] == "Pod"]
+    for item in node_items + pod_items:
+        for key in ("uid", "resourceVersion", "creationTimestamp", "ownerReferences", "generateName"):
+            item["metadata"].pop(key, None)
+    for pod in pod_items:
+        pod.pop("status", None)
+        spec = pod["spec"]
+        spec["automountServiceAccountToken"] = False
+        spec["volumes"] = [v for v in spec["volumes"] if v["name"] != "kube-api-access"]
+        for container in spec["containers"]:
+            container["volumeMounts"] = [m for m in container["volumeMounts"] if m["name"] != "kube-api-access"]
+    namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
+                  for n in sorted({p["metadata"]["namespace"] for p in pod_items})]
+    return namespaces, node_items, pod_items
+
+
+def bench_big_cluster(b: Bench, rows: list[bl.Row], nodes: int, pods: int) -> None:
+    """`kubectl tao fit` end to end against a real API server holding `nodes` nodes and `pods` pods: a separate
+    local control plane started for this and stopped after it. The nodes are plain Node objects (not run by
+    kwok: a thousand simulated kubelets are too slow to start on a small machine), so they turn NotReady after
+    a minute; the gate reads them all the same."""
+    log(f"capacity gate end to end: a separate API server with {nodes} nodes and {pods} pods")
+    cluster_dir = b.work / "big-cluster"
+    env = {**b.env, "KUBECTL_TAO_CLUSTER_DIR": str(cluster_dir), "KUBECTL_TAO_GPU_NODES": "0",
+           "KUBECTL_TAO_CPU_NODES": "1", "KUBECONFIG": str(cluster_dir / "kubeconfig")}
+    script = str(ROOT / "scripts" / "local-cluster")
+    label = f"kubectl tao fit --gpus 8 --nodes 4, {nodes} nodes / {pods} pods (real API server)"
+    started = time.monotonic()
+    up = subprocess.run([script, "up"], env=env, capture_output=True, text=True, timeout=300, check=False)
+    try:
+        if up.returncode != 0:
+            log(f"the separate cluster did not start, skipped: {(up.stderr or up.stdout).strip()[-300:]}")
+            rows.append(bl.Row("capacity", label, "skipped", reference="cluster did not start"))
+            return
+        namespaces, node_items, pod_items = big_cluster_objects(nodes, pods)
+
+        def create(items: list[dict[str, Any]], *flags: str) -> None:
+            path = b.work / f"big-{secrets.token_hex(4)}.json"
+            path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+            timed([b.kubectl, "create", *flags, "-f", str(path), "-o", "name"], env, timeout=600)
+
+        create(namespaces)
+        create(node_items, "--validate=false")  # status (allocatable) is kept on create for nodes
+        batch = 1000
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            for future in [pool.submit(create, pod_items[i:i + batch]) for i in range(0, len(pod_items), batch)]:
+                future.result()
+        log(f"big cluster ready in {time.monotonic() - started:.0f}s")
+        tao_env = {**b.tao_env("default", b.work / "state-big"), **{k: env[k] for k in ("KUBECONFIG",)}}
+        argv = [str(PLUGIN), "fit", "--gpus", "8", "--nodes", "4"]
+        timed(argv, tao_env, ok=(0, 1, 4), timeout=120)
+        walls: list[float] = []
+        busy: list[float] = []
+        for _ in range(b.repeat):
+            trace = b.trace_file()
+            walls.append(timed(argv, {**tao_env, "KUBECTL_TAO_TRACE": str(trace)}, ok=(0, 1, 4), timeout=120)[0])
+            busy.append(bl.kubectl_busy_seconds(read_lines(trace)))
+        as_json, as_raw = bare_reads(b, [["get", "nodes,pods", "--all-namespaces", "-o", "json"]],
+                                     [["get", "--raw", "/api/v1/nodes"], ["get", "--raw", PODS_HOLDING]], env=env)
+        value = bl.median(walls)
+        rows.append(bl.Row("capacity", label, bl.fmt_seconds(value),
+                           reference=f"of which kubectl {bl.fmt_seconds(bl.median(busy))}", target="< 1 s",
+                           result=bl.verdict(value, 1.0, strict=True)))
+        rows.append(bl.Row("capacity", "  bare kubectl get nodes,pods -A -o json (what the gate runs)",
+                           bl.fmt_seconds(as_json)))
+        rows.append(bl.Row("capacity", "  bare kubectl get --raw nodes + non-finished pods, at once",
+                           bl.fmt_seconds(as_raw), reference=bl.fmt_seconds(as_json), ratio=f"{as_raw / as_json:.2f}x"))
+    finally:
+        subprocess.run([script, "down"], env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+# ----------------------------------------------------------------------------------------------- submit
+
+
+def render_manifest(b: Bench, ns: str, state: Path, gpus: int) -> tuple[str, str]:
+    """`kubectl tao render -o json` of the submit under test; returns (manifest text, the name in it)."""
+    _, proc = timed([str(PLUGIN), "render", "-o", "json", *job_args(gpus, RUN_SECONDS)], b.tao_env(ns, state))
+    data = json.loads(proc.stdout)
+    first = data["items"][0] if data.get("kind") == "List" else data
+    return proc.stdout, str(first["metadata"]["name"])
+
+
+def bench_submit(b: Bench, rows: list[bl.Row], ns: str, state: Path, gpus: int, info: dict[str, Any]) -> None:
+    log(f"submit --gpus {gpus} vs bare kubectl")
+    manifest, name = render_manifest(b, ns, state, gpus)
+    tao: list[float] = []
+    bare: list[float] = []
+    busy: list[float] = []
+    calls: list[int] = []
+
+    def run_tao() -> None:
+        trace = b.trace_file()
+        elapsed, _ = timed([str(PLUGIN), "submit", *job_args(gpus, RUN_SECONDS)], b.tao_env(ns, state, trace))
+        lines = read_lines(trace)
+        tao.append(elapsed)
+        busy.append(bl.kubectl_busy_seconds(lines))
+        calls.append(len(lines))
+
+    def run_bare(index: int) -> None:
+        path = b.work / f"manifest-{gpus}-{index}.json"
+        path.write_text(manifest.replace(name, f"bench-bare-{b.run_id}-{gpus}-{index}"))
+        started = time.perf_counter()
+        timed([b.kubectl, "get", "nodes"], b.env)
+        timed([b.kubectl, "apply", "--dry-run=server", "-f", str(path)], b.env)
+        timed([b.kubectl, "apply", "-f", str(path)], b.env)
+        bare.append(time.perf_counter() - started)
+
+    run_tao()  # warm-up (bytecode cache, API server caches); not counted
+    run_bare(0)
+    tao.clear(), busy.clear(), calls.clear(), bare.clear()
+    for index in range(1, b.repeat + 1):
+        if index % 2:
+            run_tao()
+            run_bare(index)
+        else:
+            run_bare(index)
+            run_tao()
+    value, reference = bl.median(tao), bl.median(bare)
+    r = bl.ratio(value, reference)
+    rows.append(bl.Row("submit", f"kubectl tao submit --gpus {gpus} (tier A, PVC)", bl.fmt_seconds(value),
+                       reference=f"{bl.fmt_seconds(reference)} bare", ratio=f"{r:.2f}x", target="<= 1.3x",
+                       result=bl.verdict(r, 1.3)))
+    kubectl_busy = bl.median(busy)
+    rows.append(bl.Row("submit", f"  of which kubectl running ({max(calls)} calls, gates at once)",
+                       bl.fmt_seconds(kubectl_busy), reference="", ratio="", target=""))
+    rows.append(bl.Row("submit", "  of which Python (start-up + validation, record, render, lint)",
+                       bl.fmt_seconds(max(value - kubectl_busy, 0.0))))
+    info[f"submit{gpus}"] = {"tao": value, "bare": reference, "busy": kubectl_busy, "calls": max(calls)}
+
+
+# ----------------------------------------------------------------------------------------------- status
+
+
+def bench_status(b: Bench, rows: list[bl.Row], ns: str, state: Path) -> str:
+    log("status vs kubectl get job")
+    record_id = submit_job(b, ns, state)
+    job = json.loads((state / "jobs" / ".kubectl-tao" / f"{record_id}.json").read_text())["job_name"]
+    wait_until(lambda: b.k("get", "pods", "-n", ns, "-l", f"tao-job={job}", "-o",
+                           "jsonpath={.items[*].status.phase}") == "Running", 60, f"pod of {job} Running")
+    argv = [str(PLUGIN), "status", record_id]
+    timed(argv, b.tao_env(ns, state))  # warm-up: the first status may write RUNNING into the record
+    tao: list[float] = []
+    bare: list[float] = []
+    calls: list[int] = []
+    for _ in range(b.repeat):
+        trace = b.trace_file()
+        tao.append(timed(argv, b.tao_env(ns, state, trace))[0])
+        calls.append(len(read_lines(trace)))
+        bare.append(timed([b.kubectl, "get", "job", job, "-n", ns], b.env)[0])
+    value, reference = bl.median(tao), bl.median(bare)
+    rows.append(bl.Row("status", "kubectl calls per `kubectl tao status`", "/".join(map(str, calls)),
+                       target="1", result=bl.MET if set(calls) == {1} else bl.MISSED))
+    rows.append(bl.Row("status", "kubectl tao status JOB", bl.fmt_seconds(value),
+                       reference=f"{bl.fmt_seconds(reference)} kubectl get job",
+                       ratio=f"{bl.ratio(value, reference):.2f}x", target="reference"))
+    return record_id
+
+
+# ----------------------------------------------------------------------------------------------- per verb
+
+
+@dataclass
+class VerbRun:
+    verb: str
+    calls: int
+    wall: float
+    busy: float  # kubectl running (concurrent calls counted once)
+    python_kib: int
+    kubectl_kib: int | None  # the largest kubectl child; None without /usr/bin/time
+
+
+KUBECTL_RSS = """#!/bin/sh
+exec /usr/bin/time -a -o "$BENCH_KUBECTL_RSS" -f %M "$BENCH_REAL_KUBECTL" "$@"
+"""
+
+
+def run_verb(b: Bench, verb: str, args: list[str], ns: str, state: Path, *, memory: bool,
+             ok: Sequence[int] = (0,)) -> VerbRun:
+    """One run of a verb: plain (kubectl calls from the trace, wall time) or with memory probes (peak RSS of
+    the Python process, and of each kubectl child through /usr/bin/time, whose own fork is tiny)."""
+    trace = b.trace_file()
+    if not memory:
+        elapsed, _ = timed([str(PLUGIN), *args], b.tao_env(ns, state, trace), ok=ok)
+        lines = read_lines(trace)
+        return VerbRun(verb, len(lines), elapsed, bl.kubectl_busy_seconds(lines), 0, None)
+    out = b.work / f"rss-{b.traces}.txt"
+    kids = b.work / f"kubectl-rss-{b.traces}.txt"
+    extra = {"BENCH_RSS_OUT": str(out)}
+    probe = Path("/usr/bin/time").exists()
+    if probe:
+        wrapper = b.work / "kubectl-rss"
+        if not wrapper.exists():
+            wrapper.write_text(KUBECTL_RSS)
+            wrapper.chmod(0o755)
+        extra |= {"KUBECTL_TAO_KUBECTL": str(wrapper), "BENCH_KUBECTL_RSS": str(kids), "BENCH_REAL_KUBECTL": b.kubectl}
+    elapsed, _ = timed([str(VENV_PYTHON), "-c", RSS_WRAPPER, str(PLUGIN), *args], b.tao_env(ns, state, trace, **extra),
+                       ok=ok)
+    sizes = [int(line) for line in read_lines(kids) if line.strip().isdigit()]
+    return VerbRun(verb, len(read_lines(trace)), elapsed, 0.0, int(out.read_text().strip() or 0),
+                   max(sizes) if sizes else None)
+
+
+def bench_verbs(b: Bench, ns: str, state: Path, status_id: str) -> list[VerbRun]:
+    """kubectl calls, wall time and peak memory of each verb (one plain run, one run with memory probes)."""
+    log("kubectl calls and peak memory per verb")
+    merged: list[VerbRun] = []
+
+    def both(verb: str, make_args: Callable[[], list[str]], ok: Sequence[int] = (0,)) -> None:
+        plain = run_verb(b, verb, make_args(), ns, state, memory=False, ok=ok)
+        probed = run_verb(b, verb, make_args(), ns, state, memory=True, ok=ok)
+        merged.append(VerbRun(verb, plain.calls, plain.wall, plain.busy, probed.python_kib, probed.kubectl_kib))
+
+    submitted: list[str] = []
+
+    def newest() -> list[str]:
+        records = sorted((state / "jobs").glob("bench-run-*.json"), key=lambda p: p.stat().st_mtime)
+        return [p.stem for p in records]
+
+    before = set(newest())
+    both("preflight", lambda: ["preflight", "--gpus", "8", "--pvc", "tao-data", "--credentials"])
+    both("fit", lambda: ["fit", "--gpus", "8", "--nodes", "1"], ok=(0, 1))
+    both("submit", lambda: ["submit", *job_args(0, STAY_RUNNING)])
+    submitted = [r for r in newest() if r not in before]
+    both("status", lambda: ["status", status_id])
+    both("logs", lambda: ["logs", status_id, "--tail", "20"])
+    both("explain", lambda: ["explain", status_id], ok=(0, 1))
+    both("list", lambda: ["list"])
+    both("cancel", lambda: ["cancel", submitted.pop()])
+    return merged
+
+
+# ----------------------------------------------------------------------------------------------- list
+
+
+def pod_room(b: Bench) -> int:
+    """Pods the schedulable Ready nodes can still take (allocatable pods minus the non-terminal pods on them)."""
+    nodes = json.loads(b.k("get", "nodes", "-o", "json"))["items"]
+    room: dict[str, int] = {}
+    for node in nodes:
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in node.get("status", {}).get("conditions", []))
+        if ready and not node.get("spec", {}).get("unschedulable"):
+            room[node["metadata"]["name"]] = int(node["status"].get("allocatable", {}).get("pods", "0"))
+    pods = json.loads(b.k("get", "pods", "-A", "-o", "json",
+                          "--field-selector=status.phase!=Succeeded,status.phase!=Failed"))["items"]
+    for pod in pods:
+        node = pod.get("spec", {}).get("nodeName")
+        if node in room:
+            room[node] -= 1
+    return sum(max(v, 0) for v in room.values())
+
+
+def add_cpu_nodes(b: Bench, count: int) -> None:
+    """Temporary kwok CPU nodes for the bench (removed at the end), from the cluster's own node template."""
+    template = (ROOT / "cluster" / "kwok" / "cpu-node.yaml.tmpl").read_text()
+    docs = []
+    for i in range(count):
+        name = f"tao-bench-{b.run_id}-cpu-{i}"
+        b.nodes.append(name)
+        docs.append(template.replace("@@NAME@@", name))
+    b.k("apply", "-f", "-", input="\n---\n".join(docs))
+    wait_until(lambda: all(
+        b.k("get", "node", n, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}', check=False)
+        == "True" for n in b.nodes), 90, "the bench's extra kwok nodes Ready")
+
+
+def submit_many(b: Bench, ns: str, state: Path, count: int, parallel: int) -> float:
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        for future in [pool.submit(submit_job, b, ns, state) for _ in range(count)]:
+            future.result()
+    return time.monotonic() - started
+
+
+LIST_SELECTOR = "app.kubernetes.io/managed-by=kubectl-tao"
+LIST_SELECTOR_Q = "app.kubernetes.io%2Fmanaged-by%3Dkubectl-tao"
+PODS_HOLDING = "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"
+
+
+def bare_reads(b: Bench, one: list[list[str]], other: list[list[str]], env: dict[str, str] | None = None,
+               repeat: int | None = None) -> tuple[float, float]:
+    """Median wall time of two ways to read the same objects with bare kubectl, each way's calls run at once
+    (as run_many does): e.g. `get -o json` (kubectl decodes and re-encodes every object) vs `get --raw`."""
+
+    def once(calls: list[list[str]]) -> float:
+        started = time.perf_counter()
+        procs = [subprocess.Popen([b.kubectl, *c], env=env or b.env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL) for c in calls]
+        for proc in procs:
+            proc.wait(timeout=300)
+        return time.perf_counter() - started
+
+    a: list[float] = []
+    z: list[float] = []
+    for _ in range(repeat or b.repeat):
+        a.append(once(one))
+        z.append(once(other))
+    return bl.median(a), bl.median(z)
+
+
+def bench_list(b: Bench, rows: list[bl.Row], sizes: Sequence[int], parallel: int, info: dict[str, Any]) -> None:
+    ns, state = b.namespace("list")
+    need = max(sizes)
+    room = pod_room(b)
+    log(f"list with {', '.join(map(str, sizes))} records: {room} pod slots free for {need} stay-running pods")
+    if room < need + 5:
+        extra = -(-(need + 5 - room) // 110)
+        log(f"adding {extra} temporary kwok CPU node(s) for pod capacity")
+        add_cpu_nodes(b, extra)
+    have = 0
+    medians: dict[int, float] = {}
+    counts: dict[int, list[int]] = {}
+    submit_time = 0.0
+    for size in sorted(sizes):
+        if size > have:
+            log(f"list: submitting {size - have} job(s), {parallel} at a time")
+            submit_time += submit_many(b, ns, state, size - have, parallel)
+            have = size
+        wait_until(lambda: b.k("get", "pods", "-n", ns, "--no-headers", "--field-selector=status.phase!=Running",
+                               "-o", "name") == "", 300, f"{have} pods Running", interval=2)
+        argv = [str(PLUGIN), "list"]
+        timed(argv, b.tao_env(ns, state))  # warm-up: writes RUNNING into records seen running the first time
+        samples = []
+        counts[size] = []
+        for _ in range(b.repeat):
+            trace = b.trace_file()
+            samples.append(timed(argv, b.tao_env(ns, state, trace))[0])
+            counts[size].append(len(read_lines(trace)))
+        medians[size] = bl.median(samples)
+        as_json, as_raw = bare_reads(b, [["get", "jobs,pods", "--all-namespaces", "-l", LIST_SELECTOR, "-o", "json"]],
+                                     [["get", "--raw", f"/apis/batch/v1/jobs?labelSelector={LIST_SELECTOR_Q}"],
+                                      ["get", "--raw", f"/api/v1/pods?labelSelector={LIST_SELECTOR_Q}"]])
+        rows.append(bl.Row("list", f"kubectl tao list, {size} record(s) ({counts[size][0]} kubectl call)",
+                           bl.fmt_seconds(medians[size]),
+                           reference=f"its kubectl -o json alone {bl.fmt_seconds(as_json)}; "
+                                     f"--raw jobs + pods {bl.fmt_seconds(as_raw)}"))
+    small, large = min(sizes), max(sizes)
+    r = bl.ratio(medians[large], medians[small])
+    rows.append(bl.Row("list", f"list {large} records vs {small}", bl.fmt_seconds(medians[large]),
+                       reference=bl.fmt_seconds(medians[small]), ratio=f"{r:.2f}x", target="<= 1.5x",
+                       result=bl.verdict(r, 1.5)))
+    distinct = {c for values in counts.values() for c in values}
+    rows.append(bl.Row("list", "kubectl calls per list, any record count", "/".join(
+        str(counts[s][0]) for s in sorted(sizes)), target="constant",
+        result=bl.MET if len(distinct) == 1 else bl.MISSED))
+    info["list_submit_s"] = submit_time
+    info["list_jobs"] = have
+    log(f"list: {have} jobs submitted in {submit_time:.0f}s ({parallel} at a time)")
+
+
+# ----------------------------------------------------------------------------------------------- report
+
+
+def machine(b: Bench) -> list[tuple[str, str]]:
+    mem = "?"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = f"{int(line.split()[1]) / 2**20:.1f} GiB"
+    except OSError:
+        pass
+    version = json.loads(b.k("version", "-o", "json"))
+    load = os.getloadavg()
+    return [
+        ("cores", str(os.cpu_count())),
+        ("memory", mem),
+        ("load average at start (1/5/15 min)", " / ".join(f"{x:.2f}" for x in load)),
+        ("OS", f"{platform.system()} {platform.release()} {platform.machine()}"),
+        ("Python", f"{platform.python_version()} ({sys.executable})"),
+        ("kubectl", version.get("clientVersion", {}).get("gitVersion", "?")),
+        ("server", f"{version.get('serverVersion', {}).get('gitVersion', '?')} "
+                   f"(scripts/local-cluster: kube-apiserver + kwok nodes on 127.0.0.1)"),
+        ("repeat", f"{b.repeat} runs per measurement (medians)"),
+    ]
+
+
+def verb_cells(runs: Sequence[VerbRun]) -> list[list[str]]:
+    return [[r.verb, str(r.calls), bl.fmt_seconds(r.wall), bl.fmt_seconds(r.busy), bl.fmt_kib(r.python_kib),
+             bl.fmt_kib(r.kubectl_kib) if r.kubectl_kib is not None else "n/a"] for r in runs]
+
+
+VERB_HEADERS = ["verb", "kubectl calls", "wall (1 run)", "of which kubectl", "peak RSS Python",
+                "peak RSS largest kubectl"]
+
+
+def markdown(facts: Sequence[tuple[str, str]], rows: Sequence[bl.Row], verbs: Sequence[VerbRun],
+             notes: Sequence[str]) -> str:
+    out = [f"Latest run: {time.strftime('%Y-%m-%d %H:%M %Z')}", ""]
+    out += [f"- {k}: {v}" for k, v in facts]
+    out += ["", bl.markdown_table(rows), ""]
+    if verbs:
+        out += ["Per verb (one run each with KUBECTL_TAO_TRACE; peak RSS: VmHWM of the Python process, "
+                "/usr/bin/time of each kubectl child, in a second run):", "",
+                bl.markdown_table(verb_cells(verbs), VERB_HEADERS), ""]
+    out += [f"- {n}" for n in notes]
+    return "\n".join(out)
+
+
+def write_markdown(path: Path, section: str) -> None:
+    if path.exists():
+        text = path.read_text()
+    else:
+        text = ("# Benchmarks\n\nReproduce: `make cluster && make bench` "
+                "(`.venv/bin/python bench/run.py --markdown BENCHMARKS.md` rewrites the table below).\n\n")
+    path.write_text(bl.replace_section(text, section, MARK_BEGIN, MARK_END))
+
+
+@contextmanager
+def phase(name: str, durations: dict[str, float]) -> Iterator[None]:
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        durations[name] = time.monotonic() - started
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (default 5)")
+    parser.add_argument("--no-peers", action="store_true", help="skip SkyPilot / TorchX start-up")
+    parser.add_argument("--markdown", type=Path, help="write the results into this Markdown file (BENCHMARKS.md)")
+    parser.add_argument("--list-sizes", default="1,50,200", help="record counts for list (default 1,50,200)")
+    parser.add_argument("--parallel", type=int, default=4, help="concurrent submits when filling list (default 4)")
+    parser.add_argument("--no-big-cluster", action="store_true",
+                        help="skip `kubectl tao fit` against a separate API server holding --nodes/--pods objects")
+    parser.add_argument("--nodes", type=int, default=1000, help="synthetic nodes for the capacity gate")
+    parser.add_argument("--pods", type=int, default=5000, help="synthetic pods for the capacity gate")
+    args = parser.parse_args(argv)
+    sizes = sorted({int(s) for s in args.list_sizes.split(",") if s.strip()})
+    if args.repeat < 1 or not sizes or min(sizes) < 1 or not 1 <= args.parallel <= 16:
+        parser.error("--repeat >= 1, --list-sizes positive integers, 1 <= --parallel <= 16")
+
+    started = time.monotonic()
+    b = Bench(repeat=args.repeat, work=Path(tempfile.mkdtemp(prefix="kubectl-tao-bench-")))
+    try:
+        b.setup()
+    except BaseException:
+        shutil.rmtree(b.work, ignore_errors=True)
+        raise
+    facts: list[tuple[str, str]] = []
+    rows: list[bl.Row] = []
+    verbs: list[VerbRun] = []
+    info: dict[str, Any] = {}
+    durations: dict[str, float] = {}
+    failed = ""
+    try:
+        facts = machine(b)
+        with phase("start-up", durations):
+            bench_startup(b, rows, info)
+        if not args.no_peers:
+            with phase("peers", durations):
+                bench_peers(b, rows)
+        with phase("capacity", durations):
+            bench_capacity(b, rows, args.nodes, args.pods)
+        if not args.no_big_cluster:
+            with phase("capacity, real API server", durations):
+                bench_big_cluster(b, rows, args.nodes, args.pods)
+        ns, state = b.namespace("main")
+        with phase("submit", durations):
+            bench_submit(b, rows, ns, state, 8, info)
+            bench_submit(b, rows, ns, state, 0, info)
+        with phase("status", durations):
+            status_id = bench_status(b, rows, ns, state)
+        with phase("verbs", durations):
+            verbs = bench_verbs(b, ns, state, status_id)
+        b.drop_namespace(ns, wait=True)  # list counts every kubectl-tao object in the cluster: start clean
+        with phase("list", durations):
+            bench_list(b, rows, sizes, args.parallel, info)
+    except (BenchError, subprocess.TimeoutExpired) as exc:
+        failed = str(exc)
+        log(f"FAILED: {failed}")
+    finally:
+        log("cleaning up (namespaces, volumes, state)")
+        b.cleanup()
+
+    facts.append(("load average at end", " / ".join(f"{x:.2f}" for x in os.getloadavg())))
+    total = time.monotonic() - started
+    notes = [f"bench wall time {total:.0f} s (" + ", ".join(f"{k} {v:.0f} s" for k, v in durations.items()) + ")"]
+    if "list_submit_s" in info:
+        notes.append(f"filling list: {info['list_jobs']} jobs submitted in {info['list_submit_s']:.0f} s "
+                     f"({args.parallel} at a time)")
+    notes.append("plugin runs use a bytecode cache (PYTHONPYCACHEPREFIX under ~/.cache/kubectl-tao/bench-pycache), "
+                 "as an installed package has; a warm-up run precedes every measurement")
+    if verbs:
+        notes.append("per verb: `list` also runs one `kubectl logs` per job that ended since the last look (the "
+                     "history capture, once per job); `submit`/`cancel` act on jobs of their own")
+    for gpus in (8, 0):
+        s = info.get(f"submit{gpus}")
+        if s:
+            notes.append(
+                f"submit --gpus {gpus}: {bl.fmt_seconds(s['tao'])} = kubectl {bl.fmt_seconds(s['busy'])} "
+                f"({s['calls']} calls) + Python {bl.fmt_seconds(max(s['tao'] - s['busy'], 0))}; bare kubectl "
+                f"{bl.fmt_seconds(s['bare'])}; Python start-up alone (version) "
+                f"{bl.fmt_seconds(info.get('startup_console', 0))}"
+            )
+
+    print()
+    for key, value in facts:
+        print(f"{key}: {value}")
+    print()
+    print(bl.text_table(rows))
+    if verbs:
+        print()
+        print(bl.text_table(verb_cells(verbs), VERB_HEADERS))
+    print()
+    for note in notes:
+        print(note)
+    met, missed = bl.summary(rows)
+    print(f"targets: {met} met, {missed} missed")
+    if args.markdown:
+        write_markdown(args.markdown, markdown(facts, rows, verbs, notes))
+        print(f"wrote {args.markdown}")
+    if failed:
+        print(f"bench: a measurement failed: {failed}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

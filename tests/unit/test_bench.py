@@ -1,0 +1,100 @@
+"""The benchmark's pure helpers (bench/benchlib.py): medians, ratios, verdicts, trace counting, tables."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import benchlib as bl
+
+
+def test_median_of_odd_and_even_samples() -> None:
+    assert bl.median([3.0, 1.0, 2.0]) == 2.0
+    assert bl.median([4.0, 1.0, 2.0, 3.0]) == 2.5
+
+
+def test_median_of_nothing_is_an_error() -> None:
+    with pytest.raises(ValueError, match="empty"):
+        bl.median([])
+
+
+def test_ratio_and_its_reference() -> None:
+    assert bl.ratio(1.3, 1.0) == pytest.approx(1.3)
+    with pytest.raises(ValueError, match="positive"):
+        bl.ratio(1.0, 0.0)
+
+
+def test_verdict_at_the_limit() -> None:
+    assert bl.verdict(1.3, 1.3) == bl.MET
+    assert bl.verdict(1.31, 1.3) == bl.MISSED
+    assert bl.verdict(1.0, 1.0, strict=True) == bl.MISSED
+    assert bl.verdict(0.99, 1.0, strict=True) == bl.MET
+    assert bl.verdict(5.0, None) == bl.INFO
+
+
+def test_formatting() -> None:
+    assert bl.fmt_seconds(0.0874) == "87 ms"
+    assert bl.fmt_seconds(1.2344) == "1234 ms"
+    assert bl.fmt_seconds(42.07) == "42.1 s"
+    assert bl.fmt_kib(42188) == "41.2 MiB"
+
+
+def _trace(*entries: dict[str, object]) -> list[str]:
+    return [json.dumps(e) for e in entries] + ["", "not json"]
+
+
+def test_busy_time_counts_concurrent_calls_once() -> None:
+    lines = _trace(
+        {"argv": ["get"], "ms": 100, "start": 10.0, "pid": 1},  # 10.0 - 10.1
+        {"argv": ["get"], "ms": 150, "start": 10.05, "pid": 1},  # 10.05 - 10.2, overlaps
+        {"argv": ["get"], "ms": 20, "start": 10.06, "pid": 1},  # inside the previous one
+        {"argv": ["create"], "ms": 100, "start": 11.0, "pid": 1},  # 11.0 - 11.1
+        {"argv": ["old"], "ms": 30, "pid": 1},  # no start: counted in full
+    )
+    assert bl.kubectl_busy_seconds(lines) == pytest.approx(0.2 + 0.1 + 0.03)
+
+
+def test_text_table_aligns_columns() -> None:
+    rows = [
+        bl.Row("submit", "kubectl tao submit", "700 ms", "300 ms", "2.33x", "<= 1.3x", bl.MISSED),
+        bl.Row("status", "calls", "1", target="1", result=bl.MET),
+    ]
+    lines = bl.text_table(rows).splitlines()
+    assert lines[0].split() == ["area", "measurement", "median", "reference", "ratio", "target", "result"]
+    assert set(lines[1]) <= {"-", " "}
+    assert lines[2].index("700 ms") == lines[3].index("1") == lines[0].index("median")
+    assert lines[2].endswith("MISSED") and lines[3].endswith("MET")
+
+
+def test_text_table_of_plain_cells() -> None:
+    text = bl.text_table([["submit", "4"], ["status", "1"]], ["verb", "calls"])
+    assert text.splitlines() == ["verb    calls", "------  -----", "submit  4", "status  1"]
+
+
+def test_markdown_table_bolds_misses_and_escapes_pipes() -> None:
+    rows = [bl.Row("list", "a | b", "1 ms", target="<= 1.5x", result=bl.MISSED)]
+    lines = bl.markdown_table(rows).splitlines()
+    assert lines[0] == "| area | measurement | median | reference | ratio | target | result |"
+    assert lines[1] == "|---|---|---|---|---|---|---|"
+    assert lines[2] == "| list | a \\| b | 1 ms |  |  | <= 1.5x | **MISSED** |"
+
+
+def test_summary_counts_targets() -> None:
+    rows = [bl.Row("a", "x", "1", result=bl.MET), bl.Row("a", "y", "1", result=bl.MISSED), bl.Row("a", "z", "1")]
+    assert bl.summary(rows) == (1, 1)
+
+
+def test_replace_section_keeps_the_text_around_the_markers() -> None:
+    doc = "# Benchmarks\nintro\n<!-- b -->\nold table\n<!-- e -->\n## Analysis\nhand-written\n"
+    out = bl.replace_section(doc, "new table\n", "<!-- b -->", "<!-- e -->")
+    assert out == "# Benchmarks\nintro\n<!-- b -->\nnew table\n<!-- e -->\n## Analysis\nhand-written\n"
+
+
+def test_replace_section_appends_when_the_markers_are_missing() -> None:
+    assert bl.replace_section("# B", "t", "<b>", "<e>") == "# B\n<b>\nt\n<e>\n"
+    assert bl.replace_section("", "t", "<b>", "<e>") == "<b>\nt\n<e>\n"
