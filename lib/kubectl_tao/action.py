@@ -164,9 +164,10 @@ def _read_regular_file(path: Path, what: str) -> bytes:
         if exc.errno == errno.ELOOP:
             raise UsageError(f"{what} {path} is a symlink; give the regular file itself") from exc
         raise UsageError(f"cannot open {what} {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # before fdopen, which refuses a directory itself
+        os.close(descriptor)
+        raise UsageError(f"{what} {path} is not a regular file")
     with os.fdopen(descriptor, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise UsageError(f"{what} {path} is not a regular file")
         return handle.read()
 
 

@@ -80,10 +80,24 @@ def _crash_log() -> Path:
     return Path(root) / "kubectl-tao-crash.log"
 
 
+def _not_utf8(args: list[str]) -> int | None:
+    """The 1-based position of the first argument that was not UTF-8 on the command line (Python hands
+    such bytes over as lone surrogates; sent on, the server would turn them into U+FFFD)."""
+    for position, arg in enumerate(args, start=1):
+        if any("\ud800" <= ch <= "\udfff" for ch in arg):
+            return position
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (see errors.py)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    position = _not_utf8(args)
+    if position is not None:
+        sys.stderr.write(f"error: argument {position} is not valid UTF-8 text; pass UTF-8 values only\n")
+        return EXIT_USAGE
     try:
-        result = app(args=argv, prog_name=_prog_name(), standalone_mode=False)
+        result = app(args=args, prog_name=_prog_name(), standalone_mode=False)
     except TaoError as exc:
         sys.stderr.write(f"error: {exc.message}\n")
         return exc.exit_code

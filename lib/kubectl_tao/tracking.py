@@ -147,6 +147,7 @@ def observe(
 ) -> Observation:
     """Live state of a record's Job, written back to the record (state changes only)."""
     from .status import classify
+    from .submit import INCOMPLETE_PHASES, finish_interrupted
 
     check_pin(tracked, server, force=force)
     if tracked.terminal and tracked.record_state == "CANCELED":
@@ -163,6 +164,10 @@ def observe(
     obs = Observation(tracked, status.state, status.reason, status.message, status.err_class, status.to_dict())
     if job is None:
         return _settle_missing(kc, store, tracked, obs, update)
+    if update and not tracked.terminal and tracked.extra.get("submit_phase") in INCOMPLETE_PHASES:
+        # The submit was cut off (API server gone) after the Job was created: finish what it left undone.
+        finish_interrupted(kc, store, tracked.id, tracked.namespace or "default", job)
+        tracked.extra = store.get_extra(tracked.id)
     if update:
         _write_back(kc, store, tracked, obs, pods)
     return obs

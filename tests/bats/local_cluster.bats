@@ -91,6 +91,28 @@ setup() {
   assert_output --partial "not running"
 }
 
+@test "stop-component and start-component name one known component" {
+  run --separate-stderr "$LOCAL_CLUSTER" stop-component
+  assert_failure 2
+  [[ "$stderr" == *"local-cluster: stop-component needs a component name"* ]]
+  run --separate-stderr "$LOCAL_CLUSTER" start-component kube-apiserverx
+  assert_failure 2
+  [[ "$stderr" == *"local-cluster: unknown component: kube-apiserverx (one of etcd kube-apiserver kube-controller-manager kube-scheduler kwok)"* ]]
+  run "$LOCAL_CLUSTER" --help
+  assert_output --partial "local-cluster stop-component|start-component COMPONENT"
+}
+
+@test "stop-component and start-component need an up local cluster" {
+  run "$LOCAL_CLUSTER" stop-component kube-apiserver
+  assert_failure 1
+  assert_output --partial "local-cluster: no local cluster in $KUBECTL_TAO_CLUSTER_DIR; run: scripts/local-cluster up"
+  run "$LOCAL_CLUSTER" start-component etcd
+  assert_failure 1
+  run "$LOCAL_CLUSTER" --provider kind stop-component etcd
+  assert_failure 1
+  assert_output --partial "works with the local provider only"
+}
+
 @test "down refuses to remove a directory that is not a cluster data directory" {
   mkdir -p "$KUBECTL_TAO_CLUSTER_DIR"
   echo keep >"$KUBECTL_TAO_CLUSTER_DIR/precious.txt"
