@@ -1,38 +1,25 @@
 """Fixtures for the end-to-end tests on the real local control plane (scripts/local-cluster).
 
-- ``cluster`` (session): reuses a running cluster (``scripts/local-cluster status`` exits 0) or brings
-  one up, and tears it down at the end only if it started it (KUBECTL_TAO_KEEP_CLUSTER=1 keeps it).
-  Yields a helpers.Cluster: ``.kubeconfig``, ``.bin_dir``, ``.data_dir``, ``.env`` (a full environment
-  for subprocesses: os.environ plus KUBECONFIG and PATH with the cluster's kubectl first),
-  ``.started_here`` and ``.kubectl(...)``.
-- ``namespace`` (function): a fresh namespace whose ``default`` ServiceAccount exists; deleted afterwards.
+- ``cluster`` (session) and ``namespace`` (function) come from tests/conftest.py (shared with
+  tests/reliability).
+- ``tao`` (function): a helpers.Tao that runs the real plugin in that namespace with its own TAO_STATE_DIR
+  and a kubectl trace, plus a Bound ReadWriteMany PVC ``tao-data`` and an image-pull Secret ``ngc``.
 
 KUBECTL_TAO_SKIP_E2E=1 skips every test in this directory.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .helpers import (
-    BUILD_LOCAL_CLUSTER,
-    LOCAL_CLUSTER,
-    Cluster,
-    current_cluster,
-    kubectl,
-    unique_name,
-    wait_for,
-)
+from .helpers import Cluster, Tao, wait_for
 
 HERE = Path(__file__).resolve().parent
-# A cold build of the binaries takes 10-20 min on 2 cores; a warm start about 10 s.
-UP_TIMEOUT_S = 3600
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -44,36 +31,57 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason="KUBECTL_TAO_SKIP_E2E=1"))
 
 
-def _run(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(LOCAL_CLUSTER), *args], capture_output=True, text=True, timeout=timeout,
-                          check=False)
-
-
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
-    if os.environ.get("KUBECTL_TAO_SKIP_E2E") == "1":
-        pytest.skip("KUBECTL_TAO_SKIP_E2E=1")
-    started = False
-    if _run("status", timeout=60).returncode != 0:
-        cached = subprocess.run([str(BUILD_LOCAL_CLUSTER), "--check"], check=False).returncode == 0
-        if not cached and shutil.which("go") is None:
-            pytest.skip("the local cluster binaries are not cached and Go is not installed "
-                        "(run scripts/build-local-cluster on a machine with Go >= 1.26)")
-        up = _run("up", timeout=UP_TIMEOUT_S)
-        if up.returncode != 0:
-            pytest.fail(f"scripts/local-cluster up failed ({up.returncode}):\n{up.stdout}\n{up.stderr}")
-        # Another session may have started it between our status and up (the lock serializes them).
-        started = "already up" not in up.stdout
-    yield current_cluster(started_here=started)
-    if started and os.environ.get("KUBECTL_TAO_KEEP_CLUSTER") != "1":
-        _run("down", timeout=120)
-
-
 @pytest.fixture()
-def namespace(cluster: Cluster) -> Iterator[str]:
-    name = unique_name("e2e")
-    kubectl("create", "namespace", name)
-    wait_for(lambda: kubectl("get", "serviceaccount", "default", ns=name, check=False).returncode == 0,
-             timeout=30, message=f"the default ServiceAccount in {name}")
-    yield name
-    kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+def tao(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[Tao]:
+    t = Tao(cluster, namespace, tmp_path / "state")
+    pv = f"pv-{namespace}"
+    t.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [
+                    {
+                        "apiVersion": "v1",
+                        "kind": "PersistentVolume",
+                        "metadata": {"name": pv},
+                        "spec": {
+                            "capacity": {"storage": "1Gi"},
+                            "accessModes": ["ReadWriteMany"],
+                            "storageClassName": "manual",
+                            "hostPath": {"path": f"/tmp/{pv}"},
+                            "claimRef": {"namespace": namespace, "name": "tao-data"},
+                        },
+                    },
+                    {
+                        "apiVersion": "v1",
+                        "kind": "PersistentVolumeClaim",
+                        "metadata": {"name": "tao-data", "namespace": namespace},
+                        "spec": {
+                            "accessModes": ["ReadWriteMany"],
+                            "storageClassName": "manual",
+                            "volumeName": pv,
+                            "resources": {"requests": {"storage": "1Gi"}},
+                        },
+                    },
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Secret",
+                        "metadata": {"name": "ngc", "namespace": namespace},
+                        "type": "kubernetes.io/dockerconfigjson",
+                        "stringData": {".dockerconfigjson": json.dumps({"auths": {"nvcr.io": {"auth": "eDp5"}}})},
+                    },
+                ],
+            }
+        ),
+    )
+    wait_for(
+        lambda: t.kubectl("get", "pvc", "tao-data", "-o", "jsonpath={.status.phase}").stdout == "Bound",
+        60,
+        message="PVC tao-data to bind",
+    )
+    yield t
+    t.kubectl("delete", "pv", pv, "--ignore-not-found", "--wait=false", check=False)

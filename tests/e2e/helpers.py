@@ -34,6 +34,101 @@ SIMULATED_LOG_LINE = "kwok: simulated container output"
 T = TypeVar("T")
 
 
+TAO = str(REPO / "kubectl-tao")
+TAO_IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt"
+
+
+class Tao:
+    """Runs the real plugin against the local cluster with a private record store and a kubectl trace
+    (the ``tao`` fixture in conftest.py gives one per test, with a Bound PVC ``tao-data`` and an
+    image-pull Secret ``ngc`` in its namespace)."""
+
+    def __init__(self, cluster: Any, namespace: str, state_dir: Path) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+        self.state_dir = state_dir
+        self.trace = state_dir / "kubectl-trace.jsonl"
+        self.env = {
+            **os.environ,
+            **cluster.env,
+            "TAO_STATE_DIR": str(state_dir),
+            "TAO_K8S_NAMESPACE": namespace,
+            "TAO_K8S_SKIP_NODE_RUNTIME_CHECK": "1",
+            "KUBECTL_TAO_TRACE": str(self.trace),
+        }
+
+    def __call__(self, *args: str, input: str | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [TAO, *args], env=self.env, input=input, capture_output=True, text=True, timeout=timeout, check=False
+        )
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["kubectl", "-n", self.namespace, *args],
+            env=self.env,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=check,
+        )
+
+    def record(self, record_id: str) -> dict[str, Any]:
+        return json.loads((self.state_dir / "jobs" / f"{record_id}.json").read_text())
+
+    def extra(self, record_id: str) -> dict[str, Any]:
+        return json.loads((self.state_dir / "jobs" / ".kubectl-tao" / f"{record_id}.json").read_text())
+
+    def records(self) -> list[str]:
+        jobs = self.state_dir / "jobs"
+        return sorted(p.stem for p in jobs.glob("*.json")) if jobs.exists() else []
+
+    def leftovers(self) -> list[str]:
+        out = self.kubectl(
+            "get", "jobs,pods,services,secrets", "-l", "app.kubernetes.io/managed-by=kubectl-tao", "-o", "name"
+        ).stdout
+        return [line for line in out.splitlines() if line]
+
+    def submit(
+        self, *extra: str, gpus: int = 8, annotations: dict[str, str] | None = None, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        args = [
+            "submit",
+            "--image",
+            TAO_IMAGE,
+            "--image-pull-secret",
+            "ngc",
+            "--network-arch",
+            "dino",
+            "--action",
+            "train",
+            "--gpus",
+            str(gpus),
+            "--pvc",
+            "tao-data",
+            "--command",
+            "dino train -e /workspace/specs/train.yaml",
+        ]
+        for key, value in (annotations or {}).items():
+            args += ["--annotation", f"{key}={value}"]
+        return self(*args, *extra, input=input)
+
+    def kubectl_calls(self) -> list[list[str]]:
+        """The argv of every kubectl call the plugin made so far (from the KUBECTL_TAO_TRACE file)."""
+        if not self.trace.exists():
+            return []
+        return [json.loads(line)["argv"] for line in self.trace.read_text().splitlines() if line.strip()]
+
+
+def submitted_id(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def states(record: dict[str, Any]) -> list[str]:
+    return [t["state"] for t in record["transitions"]]
+
+
 def versions() -> dict[str, str]:
     """The pinned component versions (cluster/versions.env)."""
     out: dict[str, str] = {}
@@ -84,26 +179,34 @@ class Cluster:
     env: dict[str, str] = field(repr=False)
     started_here: bool = False
 
-    def kubectl(self, *args: str, ns: str | None = None, input: str | None = None,
-                check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def kubectl(
+        self, *args: str, ns: str | None = None, input: str | None = None, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         return kubectl(*args, ns=ns, input=input, check=check, timeout=timeout)
 
 
 def current_cluster(started_here: bool = False) -> Cluster:
-    return Cluster(kubeconfig=kubeconfig_path(), bin_dir=bin_dir(), data_dir=data_dir(),
-                   env=cluster_env(), started_here=started_here)
+    return Cluster(
+        kubeconfig=kubeconfig_path(),
+        bin_dir=bin_dir(),
+        data_dir=data_dir(),
+        env=cluster_env(),
+        started_here=started_here,
+    )
 
 
 class KubectlError(AssertionError):
     """kubectl exited non-zero where the test needed it to succeed."""
 
 
-def kubectl(*args: str, ns: str | None = None, input: str | None = None, check: bool = True,
-            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def kubectl(
+    *args: str, ns: str | None = None, input: str | None = None, check: bool = True, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     """Run the cluster's kubectl (``-n ns`` when given); raise KubectlError on failure if ``check``."""
     cmd = [str(bin_dir() / "kubectl"), *(["-n", ns] if ns else []), *args]
-    proc = subprocess.run(cmd, input=input, capture_output=True, text=True, env=cluster_env(),
-                          timeout=timeout, check=False)
+    proc = subprocess.run(
+        cmd, input=input, capture_output=True, text=True, env=cluster_env(), timeout=timeout, check=False
+    )
     if check and proc.returncode != 0:
         raise KubectlError(f"kubectl {' '.join(args)} (ns={ns}) exited {proc.returncode}: {proc.stderr.strip()}")
     return proc
@@ -120,8 +223,7 @@ def get(kind: str, name: str, ns: str | None = None) -> dict[str, Any] | None:
     return json.loads(proc.stdout) if proc.stdout.strip() else None
 
 
-def wait_for(predicate: Callable[[], T], timeout: float = 30, interval: float = 0.25,
-             message: str = "condition") -> T:
+def wait_for(predicate: Callable[[], T], timeout: float = 30, interval: float = 0.25, message: str = "condition") -> T:
     """Poll ``predicate`` until it returns something truthy and return that value."""
     deadline = time.monotonic() + timeout
     last: T = predicate()
@@ -147,11 +249,20 @@ def unique_name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
 
 
-def job(name: str, *, gpus: int = 0, annotations: Mapping[str, str] | None = None,
-        completions: int | None = None, parallelism: int | None = None, indexed: bool = False,
-        subdomain: str | None = None, ttl_seconds: int | None = None, backoff_limit: int = 0,
-        image: str = "nvcr.io/nvidia/pytorch:24.01-py3", labels: Mapping[str, str] | None = None,
-        ) -> dict[str, Any]:
+def job(
+    name: str,
+    *,
+    gpus: int = 0,
+    annotations: Mapping[str, str] | None = None,
+    completions: int | None = None,
+    parallelism: int | None = None,
+    indexed: bool = False,
+    subdomain: str | None = None,
+    ttl_seconds: int | None = None,
+    backoff_limit: int = 0,
+    image: str = "nvcr.io/nvidia/pytorch:24.01-py3",
+    labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """A batch/v1 Job for the simulated nodes: one container ``main``; pod template annotations
     select the simulated behaviour (see the constants above)."""
     container: dict[str, Any] = {"name": "main", "image": image, "command": ["python", "train.py"]}
@@ -179,8 +290,9 @@ def job(name: str, *, gpus: int = 0, annotations: Mapping[str, str] | None = Non
 
 
 def pods_of_job(job_name: str, ns: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = kubectl_json("get", "pods", "-l", f"batch.kubernetes.io/job-name={job_name}",
-                                               ns=ns)["items"]
+    items: list[dict[str, Any]] = kubectl_json("get", "pods", "-l", f"batch.kubernetes.io/job-name={job_name}", ns=ns)[
+        "items"
+    ]
     return sorted(items, key=lambda p: p["metadata"]["name"])
 
 
@@ -205,6 +317,10 @@ def terminated_state(pod: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def events_for(name: str, ns: str, kind: str = "Pod") -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = kubectl_json(
-        "get", "events", "--field-selector", f"involvedObject.kind={kind},involvedObject.name={name}", ns=ns,
+        "get",
+        "events",
+        "--field-selector",
+        f"involvedObject.kind={kind},involvedObject.name={name}",
+        ns=ns,
     )["items"]
     return items

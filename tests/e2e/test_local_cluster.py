@@ -49,6 +49,7 @@ def _running_pods(job_name: str, ns: str, count: int) -> list[dict[str, Any]]:
     def ready() -> list[dict[str, Any]]:
         pods = pods_of_job(job_name, ns)
         return pods if len(pods) == count and all(p["status"].get("phase") == "Running" for p in pods) else []
+
     return wait_for(ready, 30, message=f"{count} running pod(s) of {job_name}")
 
 
@@ -58,6 +59,7 @@ def _only_pod(job_name: str, ns: str, phase: str | None = None, timeout: float =
         if len(pods) == 1 and (phase is None or pods[0]["status"].get("phase") == phase):
             return pods[0]
         return None
+
     return wait_for(one, timeout, message=f"the pod of {job_name} in phase {phase}")
 
 
@@ -118,7 +120,9 @@ def test_more_gpus_than_a_node_has_stays_pending_with_the_scheduler_reason(names
     name = pod["metadata"]["name"]
     messages = wait_for(
         lambda: [e["message"] for e in events_for(name, namespace) if e["reason"] == "FailedScheduling"],
-        30, message="a FailedScheduling event")
+        30,
+        message="a FailedScheduling event",
+    )
     assert any("Insufficient nvidia.com/gpu" in m for m in messages), messages
     pod = get("pod", name, namespace)
     assert pod is not None and pod["status"]["phase"] == "Pending" and not pod["spec"].get("nodeName")
@@ -139,13 +143,31 @@ def test_run_seconds_annotation_sets_how_long_the_pod_runs(namespace: str) -> No
 
 def test_indexed_job_pods_get_index_hostnames_and_a_headless_service(namespace: str) -> None:
     name = "ddp"
-    apply_obj({
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
-        "spec": {"clusterIP": "None", "selector": {"batch.kubernetes.io/job-name": name},
-                 "ports": [{"name": "rdzv", "port": 29500}]},
-    }, namespace)
-    apply_obj(job(name, gpus=GPUS_PER_NODE, completions=2, parallelism=2, indexed=True, subdomain=name,
-                  annotations={STAY_RUNNING: "true"}), namespace)
+    apply_obj(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name},
+            "spec": {
+                "clusterIP": "None",
+                "selector": {"batch.kubernetes.io/job-name": name},
+                "ports": [{"name": "rdzv", "port": 29500}],
+            },
+        },
+        namespace,
+    )
+    apply_obj(
+        job(
+            name,
+            gpus=GPUS_PER_NODE,
+            completions=2,
+            parallelism=2,
+            indexed=True,
+            subdomain=name,
+            annotations={STAY_RUNNING: "true"},
+        ),
+        namespace,
+    )
     pods = _running_pods(name, namespace, 2)
     by_index = {p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]: p for p in pods}
     assert sorted(by_index) == ["0", "1"]
@@ -153,16 +175,20 @@ def test_indexed_job_pods_get_index_hostnames_and_a_headless_service(namespace: 
         assert pod["spec"]["hostname"] == f"{name}-{index}"
         assert pod["spec"]["subdomain"] == name
         env = {e["name"]: e for e in pod["spec"]["containers"][0].get("env", [])}
-        assert "batch.kubernetes.io/job-completion-index" in env["JOB_COMPLETION_INDEX"]["valueFrom"][
-            "fieldRef"]["fieldPath"]
+        assert (
+            "batch.kubernetes.io/job-completion-index"
+            in env["JOB_COMPLETION_INDEX"]["valueFrom"]["fieldRef"]["fieldPath"]
+        )
     # Two 8-GPU pods need both GPU nodes.
     assert {p["spec"]["nodeName"] for p in pods} == {f"gpu-node-{i}" for i in range(2)}
 
     def endpoints() -> dict[str, dict[str, Any]]:
-        slices = kubectl_json("get", "endpointslices", "-l", f"kubernetes.io/service-name={name}",
-                              ns=namespace)["items"]
+        slices = kubectl_json("get", "endpointslices", "-l", f"kubernetes.io/service-name={name}", ns=namespace)[
+            "items"
+        ]
         eps = {e["targetRef"]["name"]: e for s in slices for e in s.get("endpoints") or []}
         return eps if len(eps) == 2 else {}
+
     eps = wait_for(endpoints, 30, message="an EndpointSlice listing both pods")
     assert set(eps) == {p["metadata"]["name"] for p in pods}
     for pod in pods:
@@ -185,12 +211,16 @@ def test_oom_annotation_gives_oomkilled_137_and_a_failed_job(namespace: str) -> 
     assert failed[0]["reason"] == "BackoffLimitExceeded"
 
 
-@pytest.mark.parametrize(("code", "phase", "reason", "outcome"), [
-    ("42", "Failed", "Error", "Failed"),
-    ("0", "Succeeded", "Completed", "Complete"),
-])
+@pytest.mark.parametrize(
+    ("code", "phase", "reason", "outcome"),
+    [
+        ("42", "Failed", "Error", "Failed"),
+        ("0", "Succeeded", "Completed", "Complete"),
+    ],
+)
 def test_exit_code_annotation_sets_the_container_exit_code(
-        namespace: str, code: str, phase: str, reason: str, outcome: str) -> None:
+    namespace: str, code: str, phase: str, reason: str, outcome: str
+) -> None:
     apply_obj(job("exit", annotations={EXIT_CODE: code, RUN_SECONDS: "1"}), namespace)
     assert wait_job_finished("exit", namespace) == outcome
     term = terminated_state(_only_pod("exit", namespace, phase=phase))
@@ -204,6 +234,7 @@ def test_image_pull_backoff_annotation_keeps_the_pod_waiting(namespace: str) -> 
         pods = pods_of_job("pull", namespace)
         statuses = pods[0]["status"].get("containerStatuses") if pods else None
         return statuses[0]["state"].get("waiting") if statuses else None
+
     state = wait_for(waiting, 30, message="a waiting container")
     assert state["reason"] == "ImagePullBackOff"
     pod = _only_pod("pull", namespace)
@@ -243,22 +274,40 @@ def test_ttl_after_finished_deletes_the_finished_job_and_its_pods(namespace: str
     wait_for(lambda: get("job", "ttl0", namespace) is None, 30, message="ttl0 to be deleted")
     wait_for(lambda: get("job", "ttl2", namespace) is None, 30, message="ttl2 to be deleted")
     assert time.monotonic() - seen_complete >= 1.0  # ttl2 lived on after it finished
-    wait_for(lambda: not pods_of_job("ttl0", namespace) and not pods_of_job("ttl2", namespace), 30,
-             message="the pods of the deleted jobs to be gone")
+    wait_for(
+        lambda: not pods_of_job("ttl0", namespace) and not pods_of_job("ttl2", namespace),
+        30,
+        message="the pods of the deleted jobs to be gone",
+    )
 
 
 # ------------------------------------------------------------------ RBAC
 
 
 def test_rbac_limited_service_account_cannot_create_jobs(namespace: str) -> None:
-    apply_obj({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "reader"}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "get-pods"},
-         "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "reader"},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "get-pods"},
-         "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}]},
-    ]}, namespace)
+    apply_obj(
+        {
+            "apiVersion": "v1",
+            "kind": "List",
+            "items": [
+                {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "reader"}},
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "Role",
+                    "metadata": {"name": "get-pods"},
+                    "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+                },
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "RoleBinding",
+                    "metadata": {"name": "reader"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "get-pods"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
+                },
+            ],
+        },
+        namespace,
+    )
     as_reader = f"--as=system:serviceaccount:{namespace}:reader"
     no = kubectl("auth", "can-i", "create", "jobs.batch", as_reader, ns=namespace, check=False)
     assert (no.returncode, no.stdout.strip()) == (1, "no")

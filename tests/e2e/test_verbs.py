@@ -3,95 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+# Tao and the `tao` fixture (conftest.py) are shared by every e2e module; the names stay importable from here.
+from .helpers import TAO_IMAGE, Tao, states, submitted_id  # noqa: F401
+
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-TAO = str(ROOT / "kubectl-tao")
-TAO_IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt"
 CANARY = "hf_CanaryValue0123456789abcdefXYZ"
-
-
-class Tao:
-    """Runs the real plugin against the local cluster with a private record store and a kubectl trace."""
-
-    def __init__(self, cluster: Any, namespace: str, state_dir: Path) -> None:
-        self.cluster = cluster
-        self.namespace = namespace
-        self.state_dir = state_dir
-        self.trace = state_dir / "kubectl-trace.jsonl"
-        self.env = {
-            **os.environ,
-            **cluster.env,
-            "TAO_STATE_DIR": str(state_dir),
-            "TAO_K8S_NAMESPACE": namespace,
-            "TAO_K8S_SKIP_NODE_RUNTIME_CHECK": "1",
-            "KUBECTL_TAO_TRACE": str(self.trace),
-        }
-
-    def __call__(self, *args: str, input: str | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [TAO, *args], env=self.env, input=input, capture_output=True, text=True, timeout=timeout, check=False
-        )
-
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["kubectl", "-n", self.namespace, *args],
-            env=self.env,
-            input=input,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=check,
-        )
-
-    def record(self, record_id: str) -> dict[str, Any]:
-        return json.loads((self.state_dir / "jobs" / f"{record_id}.json").read_text())
-
-    def extra(self, record_id: str) -> dict[str, Any]:
-        return json.loads((self.state_dir / "jobs" / ".kubectl-tao" / f"{record_id}.json").read_text())
-
-    def records(self) -> list[str]:
-        jobs = self.state_dir / "jobs"
-        return sorted(p.stem for p in jobs.glob("*.json")) if jobs.exists() else []
-
-    def leftovers(self) -> list[str]:
-        out = self.kubectl(
-            "get", "jobs,pods,services,secrets", "-l", "app.kubernetes.io/managed-by=kubectl-tao", "-o", "name"
-        ).stdout
-        return [line for line in out.splitlines() if line]
-
-    def submit(
-        self, *extra: str, gpus: int = 8, annotations: dict[str, str] | None = None, input: str | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        args = [
-            "submit",
-            "--image",
-            TAO_IMAGE,
-            "--image-pull-secret",
-            "ngc",
-            "--network-arch",
-            "dino",
-            "--action",
-            "train",
-            "--gpus",
-            str(gpus),
-            "--pvc",
-            "tao-data",
-            "--command",
-            "dino train -e /workspace/specs/train.yaml",
-        ]
-        for key, value in (annotations or {}).items():
-            args += ["--annotation", f"{key}={value}"]
-        return self(*args, *extra, input=input)
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 60, interval: float = 0.5) -> Any:
@@ -103,67 +26,6 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 60, interval: float 
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         time.sleep(interval)
-
-
-@pytest.fixture()
-def tao(cluster: Any, namespace: str, tmp_path: Path) -> Tao:
-    t = Tao(cluster, namespace, tmp_path / "state")
-    pv = f"pv-{namespace}"
-    t.kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "List",
-                "items": [
-                    {
-                        "apiVersion": "v1",
-                        "kind": "PersistentVolume",
-                        "metadata": {"name": pv},
-                        "spec": {
-                            "capacity": {"storage": "1Gi"},
-                            "accessModes": ["ReadWriteMany"],
-                            "storageClassName": "manual",
-                            "hostPath": {"path": f"/tmp/{pv}"},
-                            "claimRef": {"namespace": namespace, "name": "tao-data"},
-                        },
-                    },
-                    {
-                        "apiVersion": "v1",
-                        "kind": "PersistentVolumeClaim",
-                        "metadata": {"name": "tao-data", "namespace": namespace},
-                        "spec": {
-                            "accessModes": ["ReadWriteMany"],
-                            "storageClassName": "manual",
-                            "volumeName": pv,
-                            "resources": {"requests": {"storage": "1Gi"}},
-                        },
-                    },
-                    {
-                        "apiVersion": "v1",
-                        "kind": "Secret",
-                        "metadata": {"name": "ngc", "namespace": namespace},
-                        "type": "kubernetes.io/dockerconfigjson",
-                        "stringData": {".dockerconfigjson": json.dumps({"auths": {"nvcr.io": {"auth": "eDp5"}}})},
-                    },
-                ],
-            }
-        ),
-    )
-    wait_for(lambda: t.kubectl("get", "pvc", "tao-data", "-o", "jsonpath={.status.phase}").stdout == "Bound", 60)
-    yield t
-    t.kubectl("delete", "pv", pv, "--ignore-not-found", "--wait=false", check=False)
-
-
-def submitted_id(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip().splitlines()[-1]
-
-
-def states(record: dict[str, Any]) -> list[str]:
-    return [t["state"] for t in record["transitions"]]
 
 
 # ------------------------------------------------------------------ preflight

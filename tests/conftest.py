@@ -1,0 +1,72 @@
+"""Fixtures shared by the tests that need the real local control plane (tests/e2e, tests/reliability).
+
+- ``cluster`` (session): reuses a running cluster (``scripts/local-cluster status`` exits 0) or brings
+  one up, and tears it down at the end only if it started it (KUBECTL_TAO_KEEP_CLUSTER=1 keeps it).
+  The data directory is ``KUBECTL_TAO_CLUSTER_DIR`` (default ``${TMPDIR:-/tmp}/kubectl-tao-cluster``),
+  as for scripts/local-cluster. Yields an e2e.helpers.Cluster: ``.kubeconfig``, ``.bin_dir``,
+  ``.data_dir``, ``.env`` (a full environment for subprocesses: os.environ plus KUBECONFIG and PATH
+  with the cluster's kubectl first), ``.started_here`` and ``.kubectl(...)``.
+- ``namespace`` (function): a fresh namespace whose ``default`` ServiceAccount exists; deleted afterwards.
+
+KUBECTL_TAO_SKIP_E2E=1 skips every test that needs the cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+from e2e.helpers import (
+    BUILD_LOCAL_CLUSTER,
+    LOCAL_CLUSTER,
+    Cluster,
+    current_cluster,
+    kubectl,
+    unique_name,
+    wait_for,
+)
+
+# A cold build of the binaries takes 10-20 min on 2 cores; a warm start about 10 s.
+UP_TIMEOUT_S = 3600
+
+
+def _run(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(LOCAL_CLUSTER), *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    if os.environ.get("KUBECTL_TAO_SKIP_E2E") == "1":
+        pytest.skip("KUBECTL_TAO_SKIP_E2E=1")
+    started = False
+    if _run("status", timeout=60).returncode != 0:
+        cached = subprocess.run([str(BUILD_LOCAL_CLUSTER), "--check"], check=False).returncode == 0
+        if not cached and shutil.which("go") is None:
+            pytest.skip(
+                "the local cluster binaries are not cached and Go is not installed "
+                "(run scripts/build-local-cluster on a machine with Go >= 1.26)"
+            )
+        up = _run("up", timeout=UP_TIMEOUT_S)
+        if up.returncode != 0:
+            pytest.fail(f"scripts/local-cluster up failed ({up.returncode}):\n{up.stdout}\n{up.stderr}")
+        # Another session may have started it between our status and up (the lock serializes them).
+        started = "already up" not in up.stdout
+    yield current_cluster(started_here=started)
+    if started and os.environ.get("KUBECTL_TAO_KEEP_CLUSTER") != "1":
+        _run("down", timeout=120)
+
+
+@pytest.fixture()
+def namespace(cluster: Cluster) -> Iterator[str]:
+    name = unique_name("e2e")
+    kubectl("create", "namespace", name)
+    wait_for(
+        lambda: kubectl("get", "serviceaccount", "default", ns=name, check=False).returncode == 0,
+        timeout=30,
+        message=f"the default ServiceAccount in {name}",
+    )
+    yield name
+    kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)

@@ -1,0 +1,39 @@
+"""Counters the reliability tests accumulate for the summary block `make test` prints (conftest.py).
+
+One object per pytest process; tests add to it as they go, so a failed test shows up as tried but not
+survived / rejected cleanly / intact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class ReliabilityStats:
+    faults_injected: int = 0
+    faults_survived: int = 0
+    bad_inputs_tried: int = 0
+    bad_inputs_rejected: int = 0
+    records_checked: int = 0
+    records_intact: int = 0
+    round_trips: int = 0
+    canary_checks: int = 0
+    canary_hits: int = 0
+
+    def touched(self) -> bool:
+        return any(vars(self).values())
+
+    def lines(self) -> list[str]:
+        return [
+            f"faults injected / survived:        {self.faults_injected} / {self.faults_survived}",
+            f"bad inputs tried / rejected:       {self.bad_inputs_tried} / {self.bad_inputs_rejected} "
+            "(one-line error, exit 2, nothing created)",
+            f"weird-but-valid values round-tripped exactly: {self.round_trips}",
+            f"records checked / intact:          {self.records_checked} / {self.records_intact} "
+            "(parsed, schema-valid, legal transitions)",
+            f"canary hits (must be 0):           {self.canary_hits} in {self.canary_checks} places looked at",
+        ]
+
+
+STATS = ReliabilityStats()

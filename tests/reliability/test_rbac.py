@@ -1,0 +1,129 @@
+"""Real RBAC on the local API server: ServiceAccounts with Roles that lack what submit needs, used through
+kubeconfigs built from `kubectl create token` and the admin kubeconfig's server and CA. Preflight says
+what is missing; submit refuses before anything exists (no record, no Job, no Secret) and names the
+permission; when only listing nodes is forbidden the fit gate degrades to a warning."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from e2e.helpers import STAY_RUNNING, Cluster, Tao, kubectl
+
+from .helpers import check_record, objects, record_ids, wait_gone
+
+TIER_C = ["--image", "busybox:1.36", "--command", "true", "--storage-tier", "C", "--s3-output", "s3://tao-results/rbac"]
+
+
+def _role(namespace: str, name: str, rules: list[dict[str, Any]]) -> None:
+    items = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": name, "namespace": namespace},
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        },
+    ]
+    kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+
+
+def _kubeconfig(cluster: Cluster, namespace: str, account: str, path: Path) -> Path:
+    """A kubeconfig for the ServiceAccount: a bound token, the admin kubeconfig's server and CA."""
+    token = kubectl("create", "token", account, "--duration=10m", ns=namespace).stdout.strip()
+    admin = yaml.safe_load(cluster.kubeconfig.read_text(encoding="utf-8"))
+    server = admin["clusters"][0]["cluster"]
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "local",
+                "cluster": {
+                    "server": server["server"],
+                    "certificate-authority-data": server["certificate-authority-data"],
+                },
+            }
+        ],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": account, "context": {"cluster": "local", "user": account, "namespace": namespace}}],
+        "current-context": account,
+    }
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+READ_ONLY = [
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]},
+]
+JOBS_NO_SECRETS = [
+    {"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create"]},
+]
+
+
+def _nothing_created(tao: Tao, namespace: str) -> None:
+    assert record_ids(tao.state_dir) == [], "a record was opened although submit was refused"
+    assert objects(namespace, kinds="jobs,secrets,services") == []
+
+
+@pytest.mark.timeout(120)
+def test_read_only_user_gets_missing_rbac_from_preflight_and_a_refused_submit(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    _role(namespace, "reader", READ_ONLY)
+    config = _kubeconfig(cluster, namespace, "reader", tmp_path / "reader.kubeconfig")
+    tao = Tao(cluster, namespace, tmp_path / "state")
+    preflight = tao("preflight", "--kubeconfig", str(config), "--credentials")
+    assert preflight.returncode == 1, preflight.stdout + preflight.stderr
+    missing = [line for line in preflight.stdout.splitlines() if line.startswith("MISSING: rbac-jobs")]
+    assert missing and f"namespace {namespace}" in missing[0]
+    assert any(line.startswith("MISSING: rbac-secrets") for line in preflight.stdout.splitlines())
+
+    submit = tao("submit", "--kubeconfig", str(config), *TIER_C, "--gpus", "0")
+    assert submit.returncode == 1, submit.stderr
+    [line] = submit.stderr.strip().splitlines()
+    assert line.startswith("error: permission denied") and "create jobs.batch" in line and namespace in line
+    _nothing_created(tao, namespace)
+
+
+@pytest.mark.timeout(120)
+def test_user_without_secrets_is_refused_when_credentials_are_needed(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    _role(namespace, "jobs-only", JOBS_NO_SECRETS)
+    config = _kubeconfig(cluster, namespace, "jobs-only", tmp_path / "jobs-only.kubeconfig")
+    tao = Tao(cluster, namespace, tmp_path / "state")
+    env_file = tmp_path / "creds.env"
+    env_file.write_text("HF_TOKEN=hf_RbacCanary0123456789abcdefghijklmn\n", encoding="utf-8")
+
+    refused = tao("submit", "--kubeconfig", str(config), *TIER_C, "--gpus", "0", "--env-file", str(env_file))
+    assert refused.returncode == 1, refused.stderr
+    [line] = refused.stderr.strip().splitlines()
+    assert "permission denied" in line and "create secrets" in line and "hf_Rbac" not in line
+    _nothing_created(tao, namespace)
+
+    # Without credentials it may run; nodes cannot be listed, so the fit gate is skipped with a warning.
+    ran = tao("submit", "--kubeconfig", str(config), *TIER_C, "--gpus", "1", "--annotation", f"{STAY_RUNNING}=true")
+    assert ran.returncode == 0, ran.stderr
+    assert "cannot list nodes and pods" in ran.stderr and "fit gate was skipped" in ran.stderr
+    [record_id] = record_ids(tao.state_dir)
+    record, extra = check_record(tao.state_dir, record_id)
+    assert record["transitions"][-1]["state"] == "RUNNING" and extra["job_uid"]
+    # The admin (same cluster, another user) cancels it from the same record.
+    cancel = tao("cancel", record_id, "--no-wait")
+    assert cancel.returncode == 0, cancel.stderr
+    assert check_record(tao.state_dir, record_id)[0]["terminal_state"] == "CANCELED"
+    wait_gone(namespace, extra["job_name"], timeout=60)
