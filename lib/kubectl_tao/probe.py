@@ -23,14 +23,13 @@ accepted, scheduled one rank per node and complete. Only real GPU nodes exercise
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
 import secrets
 import shlex
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import names, render, templates
 from .errors import TaoError, UsageError
+from .locking import exclusive
 
 if TYPE_CHECKING:
     from .kubectl import Kubectl
@@ -406,9 +406,7 @@ def age_text(seconds: float) -> str:
     return f"{seconds // 86400}d"
 
 
-def probe_warning(
-    cache: Mapping[str, Any], server: str, version: str, now: datetime | None = None
-) -> str | None:
+def probe_warning(cache: Mapping[str, Any], server: str, version: str, now: datetime | None = None) -> str | None:
     """The warning for a multi-node submit when this cluster's last NCCL probe failed or hung (pure)."""
     entry = (cache.get("probes") or {}).get(cache_key(server, version))
     if not _valid_entry(entry) or entry["result"] == PASS:
@@ -434,22 +432,9 @@ def cached_probe_warning(server: str, version: str) -> str | None:
     return probe_warning(cache, server, version)
 
 
-@contextlib.contextmanager
-def _locked(path: Path, timeout: float = 10.0) -> Iterator[None]:
-    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise TaoError(f"the probe cache {path} is locked by another process; retry") from None
-                time.sleep(0.01)
-        yield
-    finally:
-        os.close(fd)
+def _locked(path: Path, timeout: float = 10.0) -> contextlib.AbstractContextManager[None]:
+    busy = f"the probe cache {path} is locked by another process; retry"
+    return exclusive(path.with_name(path.name + ".lock"), timeout, busy)
 
 
 def save_result(path: Path, report: ProbeReport) -> None:

@@ -33,20 +33,19 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import os
 import posixpath
 import re
 import secrets
 import sys
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from kubectl_tao.errors import TaoError, UsageError
+from kubectl_tao.locking import exclusive
 from kubectl_tao.templates import data_dir
 
 SCHEMA_VERSION = 1
@@ -81,6 +80,7 @@ LOCK_TIMEOUT_S = 30.0
 _OPEN_ATTEMPTS = 20
 EXTRAS_DIR = ".kubectl-tao"
 _RESERVED_EXTRA_KEYS = frozenset({"schema_version", "id"})
+
 
 def classify_oom() -> str:
     """The err_class of a container killed for memory (OOMKilled, exit 137): ERR_INFRA.
@@ -197,9 +197,7 @@ def normalize_results_dir(value: str, flag: str = "--results-dir") -> str:
 def _validate_backend_ref(ref: str, platform: str) -> str:
     _text_field(ref, "--backend-ref", max_len=512, spaces=False)
     if platform in _KUBERNETES_PLATFORMS and not _K8S_REF_RE.fullmatch(ref):
-        raise UsageError(
-            f"--backend-ref {ref!r} must be <namespace>/<job name> (lower-case DNS names) on Kubernetes"
-        )
+        raise UsageError(f"--backend-ref {ref!r} must be <namespace>/<job name> (lower-case DNS names) on Kubernetes")
     return ref
 
 
@@ -447,23 +445,12 @@ class RecordStore:
         """Hold the record's flock (``<id>.json.lock``) for a read-modify-write of either file."""
         path = self.lock_path(record_id)
         self._ensure_dirs()
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise TaoError(
-                            f"job record {record_id} is locked by another process (waited {timeout:.0f}s "
-                            f"for {path}); retry when it has finished"
-                        ) from None
-                    time.sleep(0.002 + secrets.randbelow(8) / 1000)
+        busy = (
+            f"job record {record_id} is locked by another process (waited {timeout:.0f}s for {path}); retry when it "
+            "has finished"
+        )
+        with exclusive(path, timeout, busy):
             yield
-        finally:
-            os.close(fd)  # closing the descriptor releases the lock
 
     # records --------------------------------------------------------------------------------------
     def open(
@@ -484,8 +471,16 @@ class RecordStore:
         from kubectl_tao.redact import redact_obj
 
         fields = _open_fields(
-            platform, image, network_arch, action, storage_tier, results_dir, results_root,
-            upload_excludes, parent_job, retry_of,
+            platform,
+            image,
+            network_arch,
+            action,
+            storage_tier,
+            results_dir,
+            results_root,
+            upload_excludes,
+            parent_job,
+            retry_of,
         )
         self._ensure_dirs()
         for _ in range(_OPEN_ATTEMPTS):
@@ -584,9 +579,7 @@ class RecordStore:
             raise UsageError(f"{', '.join(sorted(reserved))} of the kubectl-tao data cannot be changed")
         with self.lock(record_id):
             if not self.path(record_id).is_file():
-                raise TaoError(
-                    f"no job record {record_id} in {self.jobs_dir}; `tao_job_record list` shows the records"
-                )
+                raise TaoError(f"no job record {record_id} in {self.jobs_dir}; `tao_job_record list` shows the records")
             path = self.extra_path(record_id)
             current = (
                 _read_json(path, f"kubectl-tao data for {record_id}")
@@ -668,8 +661,12 @@ def _new_record(record_id: str, fields: Mapping[str, Any]) -> dict[str, Any]:
 
 def _refuse_credential_in_identity(record: Mapping[str, Any], redacted: Mapping[str, Any]) -> None:
     flags = {
-        "id": "--network-arch/--action", "platform": "--platform", "image": "--image",
-        "results_dir": "--results-dir/--results-root", "network_arch": "--network-arch", "action": "--action",
+        "id": "--network-arch/--action",
+        "platform": "--platform",
+        "image": "--image",
+        "results_dir": "--results-dir/--results-root",
+        "network_arch": "--network-arch",
+        "action": "--action",
     }
     for key, flag in flags.items():
         if record.get(key) != redacted.get(key):
