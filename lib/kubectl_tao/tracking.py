@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .errors import GateError, KubectlError, UsageError
+from .errors import GateError
 from .kubectl import Kubectl
 
 TERMINAL = ("COMPLETE", "ERROR", "CANCELED")
@@ -312,10 +312,3 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
             namespaced=False,
             check=False,
         )
-
-
-def require_record(store: Any, record_id: str) -> Tracked:
-    try:
-        return load(store, record_id)
-    except (KubectlError, UsageError):
-        raise
