@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import Cluster, Tao, wait_for
+from .helpers import Cluster, Tao, bound_claim_objects, wait_for
 
 HERE = Path(__file__).resolve().parent
 
@@ -44,29 +44,7 @@ def tao(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[Tao]:
                 "apiVersion": "v1",
                 "kind": "List",
                 "items": [
-                    {
-                        "apiVersion": "v1",
-                        "kind": "PersistentVolume",
-                        "metadata": {"name": pv},
-                        "spec": {
-                            "capacity": {"storage": "1Gi"},
-                            "accessModes": ["ReadWriteMany"],
-                            "storageClassName": "manual",
-                            "hostPath": {"path": f"/tmp/{pv}"},
-                            "claimRef": {"namespace": namespace, "name": "tao-data"},
-                        },
-                    },
-                    {
-                        "apiVersion": "v1",
-                        "kind": "PersistentVolumeClaim",
-                        "metadata": {"name": "tao-data", "namespace": namespace},
-                        "spec": {
-                            "accessModes": ["ReadWriteMany"],
-                            "storageClassName": "manual",
-                            "volumeName": pv,
-                            "resources": {"requests": {"storage": "1Gi"}},
-                        },
-                    },
+                    *bound_claim_objects(namespace, pv),
                     {
                         "apiVersion": "v1",
                         "kind": "Secret",

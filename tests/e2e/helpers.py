@@ -324,3 +324,32 @@ def events_for(name: str, ns: str, kind: str = "Pod") -> list[dict[str, Any]]:
         ns=ns,
     )["items"]
     return items
+
+
+def bound_claim_objects(namespace: str, pv: str, claim: str = "tao-data") -> list[dict[str, Any]]:
+    """A hostPath PersistentVolume pre-bound to a ReadWriteMany claim in `namespace` (no provisioner here)."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": pv},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "manual",
+                "hostPath": {"path": f"/tmp/{pv}"},
+                "claimRef": {"namespace": namespace, "name": claim},
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": claim, "namespace": namespace},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "manual",
+                "volumeName": pv,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    ]

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e.helpers import STAY_RUNNING, Cluster, Tao, get, kubectl, unique_name, wait_for
+from e2e.helpers import STAY_RUNNING, Cluster, Tao, bound_claim_objects, get, kubectl, unique_name, wait_for
 
 from .helpers import (
     CLIENTS,
@@ -60,31 +60,7 @@ def fault_namespace(cluster: Cluster) -> Iterator[str]:
     name = unique_name("faults")
     pv = f"pv-{name}"
     kubectl("create", "namespace", name)
-    items = [
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {"name": pv},
-            "spec": {
-                "capacity": {"storage": "1Gi"},
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": "manual",
-                "hostPath": {"path": f"/tmp/{pv}"},
-                "claimRef": {"namespace": name, "name": "tao-data"},
-            },
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolumeClaim",
-            "metadata": {"name": "tao-data", "namespace": name},
-            "spec": {
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": "manual",
-                "volumeName": pv,
-                "resources": {"requests": {"storage": "1Gi"}},
-            },
-        },
-    ]
+    items = bound_claim_objects(name, pv)
     kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     wait_for(
         lambda: kubectl("get", "pvc", "tao-data", "-o", "jsonpath={.status.phase}", ns=name).stdout == "Bound",
