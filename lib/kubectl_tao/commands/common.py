@@ -142,3 +142,8 @@ def record_store() -> Any:
     from ..records import RecordStore
 
     return RecordStore()
+
+
+def lazy_record_store() -> Callable[[], Any]:
+    """record_store(), opened on the first call and reused after (a dry run never opens it)."""
+    return functools.cache(record_store)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import record_store, session, with_cluster_flags
+from .common import lazy_record_store, session, with_cluster_flags
 
 EPILOG = """\b
 Examples:
@@ -98,12 +98,7 @@ def nccl(
     sess = session()
     namespace = sess.namespace()
     target = sess.target()
-    store_box: list = []
-
-    def store():
-        if not store_box:
-            store_box.append(record_store())
-        return store_box[0]
+    store = lazy_record_store()
 
     report = run_probe(
         sess.kubectl(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import OutputOption, record_store, session, with_cluster_flags
+from .common import OutputOption, lazy_record_store, session, with_cluster_flags
 from .jobflags import with_job_flags
 
 EPILOG = """\b
@@ -66,12 +66,7 @@ def register(app: typer.Typer) -> None:
         the_plan = planning.build(job, namespace, creds)
         the_plan.require_fit_now = require_fit_now
         target = sess.target()
-        store_box: list = []
-
-        def store():
-            if not store_box:
-                store_box.append(record_store())
-            return store_box[0]
+        store = lazy_record_store()
 
         if dry_run == "none":
             store()  # a bad TAO_STATE_DIR is bad input: refuse before any cluster call
