@@ -20,6 +20,13 @@ class ReliabilityStats:
     round_trips: int = 0
     canary_checks: int = 0
     canary_hits: int = 0
+    attacks_tried: int = 0
+    attacks_held: int = 0
+
+    def attack(self, held: bool) -> None:
+        """Count one attack of the security pass (planted link, partial RBAC, echoed secret, ...)."""
+        self.attacks_tried += 1
+        self.attacks_held += int(held)
 
     def touched(self) -> bool:
         return any(vars(self).values())
@@ -33,6 +40,7 @@ class ReliabilityStats:
             f"records checked / intact:          {self.records_checked} / {self.records_intact} "
             "(parsed, schema-valid, legal transitions)",
             f"canary hits (must be 0):           {self.canary_hits} in {self.canary_checks} places looked at",
+            f"attacks tried / held:              {self.attacks_tried} / {self.attacks_held}",
         ]
 
 
