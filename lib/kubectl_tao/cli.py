@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 import traceback
@@ -47,12 +48,32 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from .commands.version import client_version_line
+        from .output import emit
+
+        emit(client_version_line())
+        raise typer.Exit()
+
+
+_VERSION_FLAG = inspect.Parameter(
+    "version",
+    inspect.Parameter.KEYWORD_ONLY,
+    annotation=bool,
+    default=typer.Option(
+        False, "--version", is_eager=True, callback=_print_version, help="Print the kubectl-tao version and exit."
+    ),
+)
+
+
 def _root(**kwargs: str | None) -> None:
+    kwargs.pop("version", None)
     set_root_options(**kwargs)
 
 
-_root.__signature__ = __import__("inspect").Signature(cluster_params())  # type: ignore[attr-defined]
-_root.__annotations__ = {p.name: str | None for p in cluster_params()}
+_root.__signature__ = inspect.Signature([*cluster_params(), _VERSION_FLAG])  # type: ignore[attr-defined]
+_root.__annotations__ = {**{p.name: str | None for p in cluster_params()}, "version": bool}
 app.callback()(_root)
 
 

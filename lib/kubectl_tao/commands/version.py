@@ -7,6 +7,13 @@ import typer
 from .common import OutputOption, session, with_cluster_flags
 
 
+def client_version_line() -> str:
+    """What `kubectl tao version` (and `kubectl tao --version`) prints first."""
+    from .. import __version__
+
+    return f"kubectl-tao {__version__}\n"
+
+
 def register(app: typer.Typer) -> None:
     @app.command(
         "version",
@@ -33,6 +40,6 @@ def register(app: typer.Typer) -> None:
         elif fmt == "yaml":
             emit(dump_yaml(data))
         else:
-            emit(f"kubectl-tao {data['clientVersion']}\n")
+            emit(client_version_line())
             if server:
                 emit(f"server {data['serverVersion']}\n")
