@@ -1,5 +1,5 @@
 """Shell completion: one engine for `kubectl tao <TAB>` (kubectl >= 1.26 runs `kubectl_complete-tao`) and for
-the bash and zsh scripts `kubectl tao completion SHELL` prints.
+the bash, zsh and fish scripts `kubectl tao completion SHELL` prints.
 
 Input: the words typed after `tao`, the last one being the word under the cursor (possibly ""). Output, in
 the form kubectl's plugin completion (cobra) reads: one candidate a line, then `:DIRECTIVE`, where 4 means
@@ -27,7 +27,7 @@ KUBECTL_TIMEOUT_S = 3.0
 # Verbs (paths in the command tree) whose first argument is a record id.
 RECORD_ID_VERBS = frozenset({("status",), ("logs",), ("cancel",), ("explain",), ("record", "mark"), ("record", "show")})
 FILE_ARG_VERBS = frozenset({("lint",)})
-SHELLS = ("bash", "zsh")
+SHELLS = ("bash", "zsh", "fish")
 FILE_FLAGS = frozenset(
     {"--kubeconfig", "--env-file", "--action-request", "--staging-map", "--config", "--file", "--from-file"}
 )
@@ -321,4 +321,41 @@ else
 fi
 """
 
-SCRIPTS = {"bash": BASH_SCRIPT, "zsh": ZSH_SCRIPT}
+FISH_SCRIPT = r"""# fish completion for kubectl-tao
+# Load it now:       kubectl-tao completion fish | source
+# Or for every shell: kubectl-tao completion fish > ~/.config/fish/completions/kubectl-tao.fish
+# (`kubectl tao <TAB>` completes through kubectl itself: put kubectl_complete-tao on PATH and load
+# `kubectl completion fish | source`.)
+
+function __kubectl_tao_complete
+    set -l words (commandline -opc)
+    set -e words[1]
+    set -l current (commandline -ct)
+    set -l out (kubectl-tao completion __complete -- $words "$current" 2>/dev/null)
+    or return 0
+    set -l directive 4
+    if test (count $out) -gt 0; and string match -q -- ':*' $out[-1]
+        set directive (string sub -s 2 -- $out[-1])
+        set -e out[-1]
+    end
+    # fish replaces the whole token: give back the `--flag=` part of `--flag=value`.
+    set -l prefix ''
+    if string match -q -r -- '^-[^=]*=' "$current"
+        set prefix (string replace -r -- '=.*' '=' "$current")
+    end
+    set -l shown 0
+    for candidate in $out
+        if test -n "$candidate"
+            echo "$prefix$candidate"
+            set shown 1
+        end
+    end
+    if test $shown -eq 0; and test (math "bitand($directive, 4)") -eq 0
+        __fish_complete_path "$current"
+    end
+end
+
+complete -c kubectl-tao -f -a '(__kubectl_tao_complete)'
+"""
+
+SCRIPTS = {"bash": BASH_SCRIPT, "zsh": ZSH_SCRIPT, "fish": FISH_SCRIPT}

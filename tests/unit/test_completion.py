@@ -1,8 +1,9 @@
-"""Shell completion: the engine, `kubectl tao completion bash|zsh`, and scripts/kubectl_complete-tao."""
+"""Shell completion: the engine, `kubectl tao completion bash|zsh|fish`, and scripts/kubectl_complete-tao."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -41,7 +42,7 @@ def engine() -> Completer:
         (["record", ""], ["open", "mark", "show", "list"]),
         (["record", "show", ""], IDS),
         (["secret", ""], ["image-pull"]),
-        (["completion", ""], ["bash", "zsh"]),
+        (["completion", ""], ["bash", "zsh", "fish"]),
         (["fit", "-o", ""], ["table", "wide", "json", "yaml", "name"]),
         (["fit", "--output=j"], ["json"]),
         (["record", "mark", "x", "--state", "C"], ["COMPLETE", "CANCELED"]),
@@ -120,8 +121,16 @@ def test_zsh_script_defines_and_registers_its_function(cli: Any) -> None:
     assert "_kubectl-tao() {" in out and "compdef _kubectl-tao kubectl-tao" in out
 
 
+def test_fish_script_defines_its_function_and_registers_it(cli: Any) -> None:
+    code, out, _ = cli("completion", "fish")
+    assert code == 0
+    assert "function __kubectl_tao_complete" in out
+    assert "complete -c kubectl-tao -f -a '(__kubectl_tao_complete)'" in out
+    assert "kubectl-tao completion __complete -- $words \"$current\"" in out
+
+
 def test_unknown_shell_is_a_usage_error(cli: Any) -> None:
-    assert cli("completion", "fish") == (2, "", "error: SHELL 'fish': use one of bash, zsh\n")
+    assert cli("completion", "tcsh") == (2, "", "error: SHELL 'tcsh': use one of bash, zsh, fish\n")
     assert cli("completion", "bash", "extra") == (2, "", "error: completion takes one SHELL; unexpected 'extra'\n")
 
 
@@ -163,6 +172,34 @@ def test_bash_completion_fills_compreply(tmp_path: Path, cli: Any) -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == "status" and lines[2] == "yaml", result.stderr
     assert set(lines[1].split()) == set(IDS)
+
+
+def fish_complete(tmp_path: Path, script: Path, line: str, **env: str) -> list[str]:
+    """What fish offers for LINE with SCRIPT loaded (`complete -C` prints the candidates, one a line)."""
+    fish = shutil.which("fish")
+    assert fish, "fish is not installed: run scripts/install-test-deps"
+    program = f"source {script}; complete -C {shlex.quote(line)}"
+    result = subprocess.run([fish, "--no-config", "-c", program], capture_output=True, text=True,
+                            env=_env(tmp_path, **env), check=False, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return [candidate.split("\t", 1)[0] for candidate in result.stdout.splitlines()]
+
+
+def test_fish_completion_offers_verbs_ids_and_flag_values(tmp_path: Path, cli: Any) -> None:
+    script = tmp_path / "kubectl-tao.fish"
+    script.write_text(cli("completion", "fish")[1])
+    assert fish_complete(tmp_path, script, "kubectl-tao sta") == ["status"]
+    assert sorted(fish_complete(tmp_path, script, "kubectl-tao status ")) == sorted(IDS)
+    assert fish_complete(tmp_path, script, "kubectl-tao fit --output=y") == ["--output=yaml"]
+    assert fish_complete(tmp_path, script, "kubectl-tao status --wat") == ["--watch"]
+
+
+def test_fish_completion_falls_back_to_files_where_a_file_goes(tmp_path: Path, cli: Any) -> None:
+    script = tmp_path / "kubectl-tao.fish"
+    script.write_text(cli("completion", "fish")[1])
+    (tmp_path / "job-manifest.yaml").write_text("")
+    assert fish_complete(tmp_path, script, f"kubectl-tao lint {tmp_path}/job-m") == [f"{tmp_path}/job-manifest.yaml"]
+    assert fish_complete(tmp_path, script, f"kubectl-tao status {tmp_path}/job-m") == []
 
 
 def helper(tmp_path: Path, *words: str, **env: str) -> subprocess.CompletedProcess[str]:

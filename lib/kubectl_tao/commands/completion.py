@@ -1,4 +1,4 @@
-"""`kubectl tao completion bash|zsh`: print a shell completion script for `kubectl-tao`."""
+"""`kubectl tao completion bash|zsh|fish`: print a shell completion script for `kubectl-tao`."""
 
 from __future__ import annotations
 
@@ -13,12 +13,15 @@ Examples:
   kubectl-tao completion bash > ~/.local/share/bash-completion/completions/kubectl-tao
   # zsh (after compinit)
   kubectl-tao completion zsh > "${fpath[1]}/_kubectl-tao"
+  # fish
+  kubectl-tao completion fish > ~/.config/fish/completions/kubectl-tao.fish
 
 \b
 `kubectl tao <TAB>` completes through kubectl (>= 1.26) when the executable kubectl_complete-tao (shipped in
-scripts/, installed by `make install`) is on PATH next to kubectl-tao, with `source <(kubectl completion bash)`
-(or zsh) loaded. Both complete verbs, flags, record ids (from the record store, no cluster call) and namespaces
-after -n (one `kubectl get namespaces`, 3 s at most)."""
+scripts/, installed by `make install`) is on PATH next to kubectl-tao, with kubectl's own completion loaded
+(`source <(kubectl completion bash)`, zsh alike, or `kubectl completion fish | source`). Both complete verbs,
+flags, record ids (from the record store, no cluster call) and namespaces after -n (one `kubectl get
+namespaces`, 3 s at most)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -30,9 +33,9 @@ def register(app: typer.Typer) -> None:
     @with_cluster_flags
     def completion(
         ctx: typer.Context,
-        shell: str = typer.Argument(..., metavar="SHELL", help="bash or zsh."),
+        shell: str = typer.Argument(..., metavar="SHELL", help="bash, zsh or fish."),
     ) -> int:
-        """Print a bash or zsh completion script for kubectl-tao."""
+        """Print a bash, zsh or fish completion script for kubectl-tao."""
         from ..completion import SCRIPTS, Completer, render
         from ..errors import UsageError
         from ..output import emit
