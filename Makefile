@@ -10,7 +10,7 @@ PREFIX ?= $(HOME)/.local
 export KUBECTL_TAO_CACHE ?= $(HOME)/.cache/kubectl-tao
 PROVIDER ?= local
 
-.PHONY: help venv test-deps lint unit bats e2e test demo cluster cluster-build cluster-down bench install clean
+.PHONY: help venv test-deps lint unit bats e2e install-tests test demo cluster cluster-build cluster-down bench install release clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -47,7 +47,10 @@ cluster-down: ## Stop the local control plane and remove its data
 e2e: venv cluster-build ## End-to-end tests against the local control plane
 	$(BIN)/pytest tests/e2e -q
 
-test: test-deps lint cluster-build ## Everything: ruff, shellcheck, bats, unit, e2e and reliability tests
+install-tests: venv ## Release archives through krew (built from its Go module), and the air-gapped wheelhouse
+	$(BIN)/pytest tests/install -q
+
+test: test-deps lint cluster-build ## Everything: ruff, shellcheck, bats, unit, install, e2e and reliability tests
 	PATH="$(CURDIR)/$(BIN):$$PATH" bats tests/bats
 	$(BIN)/pytest tests
 
@@ -62,6 +65,9 @@ install: venv ## Put kubectl-tao (and its completion helper) on PATH under $(PRE
 	ln -sf $(CURDIR)/kubectl-tao $(PREFIX)/bin/kubectl-tao
 	@if [ -e scripts/kubectl_complete-tao ]; then ln -sf $(CURDIR)/scripts/kubectl_complete-tao $(PREFIX)/bin/kubectl_complete-tao; fi
 	@echo "installed $(PREFIX)/bin/kubectl-tao; make sure $(PREFIX)/bin is on PATH, then run: kubectl tao --help"
+
+release: ## Build the self-contained release archives and the krew manifest into dist/
+	scripts/package-release
 
 clean: ## Remove the virtualenv and caches of this checkout (not the Go build cache)
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -130,3 +130,27 @@ EOF
   assert_line "--gpu-product"
   refute_line "--watch"
 }
+
+@test "kubectl tao --version prints what kubectl tao version prints" {
+  run --separate-stderr -0 "$KUBECTL" tao version
+  local expected="$output"
+  run --separate-stderr -0 "$KUBECTL" tao --version
+  assert_output "$expected"
+  [ -z "$stderr" ]
+}
+
+@test "fish: kubectl's own completion completes kubectl tao through kubectl_complete-tao" {
+  command -v fish >/dev/null || fail "fish is not installed: run scripts/install-test-deps"
+  ln -s "$KUBECTL" "$BATS_TEST_TMPDIR/bin/kubectl"
+  mkdir -p "$TAO_STATE_DIR/jobs"
+  echo '{}' >"$TAO_STATE_DIR/jobs/dino-train-3f9a1c.json"
+  run -0 fish --no-config -c 'kubectl completion fish | source; complete -C "kubectl tao su"; complete -C "kubectl tao status "'
+  assert_line --index 0 --regexp $'^submit(\t.*)?$'
+  assert_line --index 1 --regexp $'^dino-train-3f9a1c(\t.*)?$'
+}
+
+@test "fish: kubectl-tao completion fish completes kubectl-tao" {
+  command -v fish >/dev/null || fail "fish is not installed: run scripts/install-test-deps"
+  run -0 fish --no-config -c 'kubectl-tao completion fish | source; complete -C "kubectl-tao fit --output=j"'
+  assert_output "--output=json"
+}
