@@ -1,7 +1,7 @@
 """Start-up checks that run before any third-party import: put a release archive's bundled packages on
 sys.path, and when a dependency is still missing, say how to fix it for the way kubectl-tao was installed.
 
-Standard library only, and no syntax newer than Python 3.8, so an old python3 still gets a readable error.
+Standard library only, and no syntax newer than Python 3.7, so an old python3 still gets a readable error.
 """
 
 from __future__ import annotations

@@ -132,3 +132,43 @@ def test_every_platform_gets_its_own_archive_and_manifest_entry(tmp_path: Path) 
         entry = (f"        os: {os_name}\n        arch: {arch}\n    uri: https://github.com/kubectl-tao/kubectl-tao/"
                  f"releases/download/v{VERSION}/kubectl-tao-v{VERSION}-{platform}.tar.gz\n    sha256: {sha}\n")
         assert entry in manifest
+
+
+def pythons_on_this_machine() -> dict[tuple[int, int], Path]:
+    """CPython interpreters found here (Debian's, python3.X on PATH, pyenv's), by version."""
+    candidates = [Path("/usr/bin/python3"), *sorted(Path.home().glob(".pyenv/versions/3.*/bin/python3"))]
+    candidates += [Path(p) for minor in range(9, 16) if (p := shutil.which(f"python3.{minor}"))]
+    found: dict[tuple[int, int], Path] = {}
+    for python in candidates:
+        probe = subprocess.run([str(python), "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True,
+                               text=True, check=False, timeout=30) if python.exists() else None
+        if probe and probe.returncode == 0:
+            major, minor = map(int, probe.stdout.split())
+            found.setdefault((major, minor), python)
+    return found
+
+
+def test_the_unpacked_archive_runs_under_each_python_here_without_site_packages(
+    linux_release: Built, tmp_path: Path
+) -> None:
+    """-S -I: no site-packages and no user site, so only the archive's own packages can be imported."""
+    with tarfile.open(by_name(linux_release)[ARCHIVE]) as tar:
+        tar.extractall(tmp_path / "plugin", filter="data")
+    entrypoint = tmp_path / "plugin" / "kubectl-tao"
+    pythons = pythons_on_this_machine()
+    supported = {v: p for v, p in pythons.items() if (3, 11) <= v <= (3, 14)}
+    assert supported, f"no CPython 3.11-3.14 found (found {sorted(pythons)})"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TAO_STATE_DIR": str(tmp_path / "state")}
+    for version, python in sorted(pythons.items()):
+        result = subprocess.run(
+            [str(python), "-S", "-I", str(entrypoint), "record", "open", "--platform", "k8s", "--image", "busybox",
+             "--network-arch", "dino", "--action", "train", "--storage-tier", "A", "--results-root", "/results"],
+            capture_output=True, text=True, env=env, check=False, timeout=60,
+        )
+        if version in supported:
+            assert result.returncode == 0, (python, result.stderr)
+            assert re.fullmatch(r"dino-train-[0-9a-f]{6}\n", result.stdout)
+        elif (3, 7) <= version < (3, 11):  # older ones cannot even parse the check
+            assert (result.returncode, result.stderr) == (
+                2, f"error: kubectl-tao needs Python >= 3.11, but {python} is {version[0]}.{version[1]}; put a "
+                   "newer python3 first on PATH\n")
