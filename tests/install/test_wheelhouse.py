@@ -40,8 +40,9 @@ def test_wheelhouse_is_reproducible_and_holds_wheels_for_each_python(wheelhouse:
 
 
 def test_pip_installs_it_offline_into_a_fresh_venv_and_the_plugin_runs(
-    wheelhouse: Built, kubectl_dir: Path, tmp_path: Path
+    wheelhouse: Built, kubectl_dir: Path, bare_python_dir: Path, tmp_path: Path
 ) -> None:
+    """Like pipx: only the two console scripts are linked onto PATH, whose python3 has none of the packages."""
     home = tmp_path / "home"
     home.mkdir()
     with tarfile.open(wheelhouse.files[0]) as tar:
@@ -49,7 +50,11 @@ def test_pip_installs_it_offline_into_a_fresh_venv_and_the_plugin_runs(
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300,
                    env=clean_env(home, []))
-    env = clean_env(home, [venv / "bin", kubectl_dir], TAO_STATE_DIR=str(tmp_path / "state"),
+    user_bin = home / ".local" / "bin"
+    user_bin.mkdir(parents=True)
+    for script in ("kubectl-tao", "kubectl_complete-tao"):
+        (user_bin / script).symlink_to(venv / "bin" / script)
+    env = clean_env(home, [user_bin, bare_python_dir, kubectl_dir], TAO_STATE_DIR=str(tmp_path / "state"),
                     PIP_NO_INDEX="1", PIP_CONFIG_FILE="/dev/null")
     install = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-index", "--find-links",
@@ -69,6 +74,8 @@ def test_pip_installs_it_offline_into_a_fresh_venv_and_the_plugin_runs(
     opened = run("kubectl", "tao", "record", "open", "--platform", "k8s", "--image", "busybox", "--network-arch",
                  "dino", "--action", "train", "--storage-tier", "A", "--results-root", "/workspace/results")
     assert opened.returncode == 0, opened.stderr
+    completed = run("kubectl", "__complete", "tao", "record", "show", "")
+    assert completed.stdout.splitlines()[0] == opened.stdout.strip(), completed.stdout + completed.stderr
 
     # A dependency removed afterwards: the console script names the pip fix, in one line.
     assert run(str(venv / "bin" / "python"), "-m", "pip", "uninstall", "--quiet", "--yes", "jsonschema").returncode == 0
