@@ -67,9 +67,9 @@ _VERSION_FLAG = inspect.Parameter(
 )
 
 
-def _root(**kwargs: str | None) -> None:
-    kwargs.pop("version", None)
-    set_root_options(**kwargs)
+def _root(**kwargs: str | bool | None) -> None:
+    kwargs.pop("version", None)  # handled by its eager callback
+    set_root_options(**{k: v for k, v in kwargs.items() if not isinstance(v, bool)})
 
 
 _root.__signature__ = inspect.Signature([*cluster_params(), _VERSION_FLAG])  # type: ignore[attr-defined]
