@@ -21,10 +21,12 @@ class Built:
     stdout: str
 
 
-def package_release(out: Path, *args: str) -> Built:
-    """Run scripts/package-release; the files it reports, in order, and its stdout."""
+def package_release(out: Path, *args: str, offline: bool = False) -> Built:
+    """Run scripts/package-release; the files it reports, in order, and its stdout. OFFLINE: pip may use no
+    index, so the build must come from the wheel cache alone."""
+    env = {**os.environ, **({"PIP_NO_INDEX": "1"} if offline else {})}
     result = subprocess.run([sys.executable, str(PACKAGE_RELEASE), "--out", str(out), *args],
-                            capture_output=True, text=True, check=False, timeout=1200)
+                            capture_output=True, text=True, check=False, timeout=1200, env=env)
     assert result.returncode == 0, result.stderr
     return Built([Path(line.split()[0]) for line in result.stdout.splitlines()], result.stdout)
 
