@@ -176,3 +176,21 @@ def test_a_reference_job_that_ended_unseen_is_settled_from_job_name_pods(
     assert store.show(record_id)["terminal_state"] == "COMPLETE"
     logs = next(a for a in fake_kubectl.argvs() if "logs" in a)
     assert f"job-name={JOB_NAME}" in logs
+
+
+def test_explain_reads_a_slurm_record_without_the_cluster(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    store, record_id = _slurm_record()
+    before = _files(store, record_id)
+    _, out, _ = cli("explain", record_id, "-o", "json")
+    assert any("platform slurm" in note for note in json.loads(out)["notes"])
+    assert fake_kubectl.calls == [] and _files(store, record_id) == before
+
+
+def test_explain_finds_the_reference_job_by_name(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    _, record_id = _reference_record()
+    _answer_running(fake_kubectl)
+    fake_kubectl.on("get", "events", data={"kind": "List", "items": []})
+    code, out, err = cli("explain", record_id, "-o", "json")
+    data = json.loads(out)
+    assert data["source"] == "cluster" and data["state"] == "RUNNING", err
+    assert code == 0 and data["job"] == JOB_NAME
