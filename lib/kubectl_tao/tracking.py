@@ -367,12 +367,15 @@ def set_ttl(kc: Kubectl, tracked: Tracked, ttl: int | None) -> bool:
 def hold_ttl(kc: Kubectl, store: Any, tracked: Tracked, ttl: int, holder: str) -> bool:
     """Keep a waited-on Job from being deleted by its TTL before its ending is captured: the record says so
     first (so whoever captures the history sets the TTL back), then the TTL is removed from the Job."""
-    if tracked.extra.get("keep_until_captured") or tracked.extra.get("history"):
+    if tracked.extra.get("history"):
         return False
-    tracked.extra = store.update_extra(tracked.id, keep_until_captured=True, ttl_seconds=ttl, ttl_hold=holder)
+    ours = not tracked.extra.get("keep_until_captured")  # else already held (--wait, --keep-until-captured)
+    if ours:
+        tracked.extra = store.update_extra(tracked.id, keep_until_captured=True, ttl_seconds=ttl, ttl_hold=holder)
     if set_ttl(kc, tracked, None):
         return True
-    tracked.extra = store.update_extra(tracked.id, keep_until_captured=False, ttl_hold=None)
+    if ours:
+        tracked.extra = store.update_extra(tracked.id, keep_until_captured=False, ttl_hold=None)
     return False
 
 

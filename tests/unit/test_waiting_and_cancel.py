@@ -14,7 +14,7 @@ from conftest import FakeKubectl, fixture_json
 from kubectl_tao import tracking
 from kubectl_tao.kubectl import Kubectl
 from kubectl_tao.records import RecordStore
-from kubectl_tao.watch import Watchdogs, watch
+from kubectl_tao.watch import WaitTimeout, Watchdogs, watch
 
 SERVER = "https://127.0.0.1:6443"  # the kubeconfig of the cli fixture
 
@@ -107,8 +107,6 @@ def _completed(stdout: str) -> Any:
 
 
 def test_a_wait_that_ends_without_an_ending_gives_the_ttl_back(tao_env: Path, fake_kubectl: FakeKubectl) -> None:
-    from kubectl_tao.watch import WaitTimeout
-
     running = fixture_json("running.job.json")
     store, record_id = _launched(running["metadata"]["name"], running["metadata"]["uid"])
     fake_kubectl.on("get", "jobs,pods", data=_list(running, *fixture_json("running.pods.json")["items"]))
@@ -189,3 +187,26 @@ def test_logs_default_to_200_lines_and_tail_minus_one_means_all(cli: Any, fake_k
 def test_cancel_accepts_kubectl_style_wait_values(cli: Any, fake_kubectl: FakeKubectl) -> None:
     code, _, err = cli("cancel", "dino-train-abc123", "--wait=maybe")
     assert code == 2 and err.count("\n") == 1 and "--wait=maybe: use --wait=true" in err
+
+
+def test_without_permission_to_patch_the_wait_goes_on_as_before(tao_env: Path, fake_kubectl: FakeKubectl) -> None:
+    running = fixture_json("running.job.json")
+    store, record_id = _launched(running["metadata"]["name"], running["metadata"]["uid"])
+    fake_kubectl.on("get", "jobs,pods", data=_list(running, *fixture_json("running.pods.json")["items"]))
+    fake_kubectl.on("patch", stderr='Error from server (Forbidden): jobs.batch "x" is forbidden', rc=1)
+    clock = iter(range(0, 100, 1))
+    with pytest.raises(WaitTimeout):
+        watch(
+            Kubectl(),
+            store,
+            tracking.load(store, record_id),
+            server=SERVER,
+            dogs=Watchdogs(timeout=3, interval=0),
+            out=io.StringIO(),
+            tty=False,
+            sleep=lambda _s: None,
+            clock=lambda: float(next(clock)),
+        )
+    assert len(_patches(fake_kubectl)) == 1  # tried once, not at every poll
+    extra = store.get_extra(record_id)
+    assert not extra.get("keep_until_captured") and not extra.get("ttl_hold")
