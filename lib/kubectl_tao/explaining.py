@@ -99,7 +99,7 @@ def from_history(tracked: Tracked) -> Explanation:
     else:
         status = st.job_status(None, [])
         note = ""
-    found = explain(status, None, [], job=rid, namespace=ns)
+    found = explain(status, None, [], job=rid, namespace=ns, job_name=name)
     result = Explanation(rid, ns, name, status.state, status.reason, status.message, "record", found)
     if note:
         result.notes.append(note)
@@ -170,5 +170,5 @@ def explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fal
                 {"items": [i for i in all_items if i.get("kind") == "Node"]},
                 {"items": [i for i in all_items if i.get("kind") == "Pod"]},
             )
-    found = explain(status, events, pods, nodes=node_list, job=tracked.id, namespace=ns)
+    found = explain(status, events, pods, nodes=node_list, job=tracked.id, namespace=ns, job_name=name)
     return Explanation(tracked.id, ns, name, status.state, status.reason, status.message, "cluster", found, notes)
