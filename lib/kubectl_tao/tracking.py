@@ -199,6 +199,10 @@ def observe(
         job, pods = fetch(kc, tracked)
     check_uid(tracked, job, force=force)
     pods = pods or []
+    if job is None and not tracked.terminal and store is not None:
+        # Another process (a `status`, a `list`) may have captured the ending and let the TTL delete the Job
+        # since this record was read: the record on disk knows.
+        tracked.record, tracked.extra = store.show(tracked.id), store.get_extra(tracked.id)
     if job is None and tracked.terminal:
         return _from_record(tracked, ["the Job is gone (ttlSecondsAfterFinished); showing the record"])
     status = classify(job, pods, [])

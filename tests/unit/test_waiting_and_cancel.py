@@ -210,3 +210,16 @@ def test_without_permission_to_patch_the_wait_goes_on_as_before(tao_env: Path, f
     assert len(_patches(fake_kubectl)) == 1  # tried once, not at every poll
     extra = store.get_extra(record_id)
     assert not extra.get("keep_until_captured") and not extra.get("ttl_hold")
+
+
+def test_a_job_gone_after_another_process_captured_it_reads_as_that_ending(
+    tao_env: Path, fake_kubectl: FakeKubectl
+) -> None:
+    job = fixture_json("complete.job.json")
+    store, record_id = _launched(job["metadata"]["name"], job["metadata"]["uid"])
+    stale = tracking.load(store, record_id)  # a waiter read the record while the Job ran
+    store.mark(record_id, "COMPLETE", message="Completed", source="poller")  # another process settled it
+    fake_kubectl.on("get", "jobs,pods", data=_list())  # ... and the TTL deleted the Job
+    obs = tracking.observe(Kubectl(), store, stale, server=SERVER)
+    assert obs.state == "COMPLETE"
+    assert store.show(record_id)["terminal_state"] == "COMPLETE"
