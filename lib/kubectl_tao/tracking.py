@@ -215,7 +215,7 @@ def observe(
         finish_interrupted(kc, store, tracked.id, tracked.namespace or "default", job)
         tracked.extra = store.get_extra(tracked.id)
     if update:
-        write_back(kc, store, tracked, obs, pods)
+        _write_back(kc, store, tracked, obs, pods)
     return obs
 
 
@@ -260,7 +260,7 @@ def _settle_missing(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
     return obs
 
 
-def write_back(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, pods: list[dict[str, Any]]) -> None:
+def _write_back(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, pods: list[dict[str, Any]]) -> None:
     if tracked.terminal:
         return
     message = obs.message or obs.reason or obs.state.lower()
