@@ -1,7 +1,9 @@
 """`cancel`: delete the Job (UID precondition, foreground cascade), its Service and Secret; mark CANCELED.
 
 Idempotent: cancelling a canceled job says so and succeeds. A finished job (COMPLETE or ERROR) is refused:
-there is nothing to stop and its record must keep its outcome.
+there is nothing to stop and its record must keep its outcome, so a Job that ended while nobody was looking
+has its history captured and is refused the same way. A Job launched the reference's way (no kubectl-tao
+labels) is found by its backend_ref name and deleted alone; records of other platforms are refused.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from .errors import GateError, KubectlError, TaoError
 from .kubectl import Kubectl
-from .tracking import JOB_LABEL, Tracked, check_pin
+from .tracking import JOB_LABEL, Tracked, check_pin, fetch, observe, refuse_other_platform
 
 MANAGED = "app.kubernetes.io/managed-by=kubectl-tao"
 
@@ -60,11 +62,12 @@ def _delete_job(kc: Kubectl, namespace: str, name: str, uid: str | None) -> bool
     return True
 
 
-def remaining(kc: Kubectl, namespace: str, name: str) -> list[str]:
-    result = kc.run(
-        ["get", "jobs,pods,services,secrets", "-n", namespace, "-l", f"{JOB_LABEL}={name},{MANAGED}", "-o", "name"],
-        namespaced=False,
-    )
+def remaining(kc: Kubectl, namespace: str, name: str, *, launched_here: bool = True) -> list[str]:
+    if launched_here:
+        query = ["get", "jobs,pods,services,secrets", "-n", namespace, "-l", f"{JOB_LABEL}={name},{MANAGED}"]
+    else:  # a Job without kubectl-tao's labels: only the Job itself, by name
+        query = ["get", "job", name, "-n", namespace, "--ignore-not-found"]
+    result = kc.run([*query, "-o", "name"], namespaced=False)
     pods = kc.run(["get", "pods", "-n", namespace, "-l", f"job-name={name}", "-o", "name"], namespaced=False)
     names = {line.strip() for line in (result.stdout + pods.stdout).splitlines() if line.strip()}
     return sorted(names)
@@ -81,20 +84,18 @@ def cancel(
     timeout: float = 120.0,
     message: str = "canceled by user",
 ) -> CancelResult:
+    refuse_other_platform(tracked, "cancel")
     check_pin(tracked, server, force=force)
-    state = tracked.record_state
     if tracked.terminal:
-        if state == "CANCELED":
-            return CancelResult(tracked.id, "CANCELED", already=True)
-        raise GateError(
-            f"job {tracked.id} already finished ({state}); there is nothing to cancel and its record keeps that outcome"
-        )
+        return _refuse_finished(tracked)
     ns, name = tracked.namespace, tracked.job_name
     result = CancelResult(tracked.id, "CANCELED")
     if ns and name:
+        _settle_if_finished(kc, store, tracked, server=server, force=force)
         uid = tracked.extra.get("job_uid")
         if _delete_job(kc, ns, name, None if force else uid):
             result.deleted.append(f"job.batch/{name}")
+    if ns and name and tracked.launched_here:
         deps = kc.run(
             [
                 "delete",
@@ -110,8 +111,8 @@ def cancel(
             namespaced=False,
         )
         result.deleted += [line.strip() for line in deps.stdout.splitlines() if "/" in line and " " not in line.strip()]
-        if wait:
-            result.leftovers = _wait_gone(kc, ns, name, timeout)
+    if ns and name and wait:
+        result.leftovers = _wait_gone(kc, ns, name, timeout, launched_here=tracked.launched_here)
     if result.leftovers:
         message += f"; still present after {int(timeout)}s: {', '.join(result.leftovers)}"
     try:
@@ -121,10 +122,31 @@ def cancel(
     return result
 
 
-def _wait_gone(kc: Kubectl, namespace: str, name: str, timeout: float) -> list[str]:
+def _refuse_finished(tracked: Tracked) -> CancelResult:
+    state = tracked.record_state
+    if state == "CANCELED":
+        return CancelResult(tracked.id, "CANCELED", already=True)
+    raise GateError(
+        f"job {tracked.id} already finished ({state}); there is nothing to cancel and its record keeps that outcome"
+    )
+
+
+def _settle_if_finished(kc: Kubectl, store: Any, tracked: Tracked, *, server: str, force: bool) -> None:
+    """A Job that ended before anyone polled it is finished, not canceled: capture its history, record its
+    outcome and refuse, as for a job already known to be finished."""
+    job, pods = fetch(kc, tracked)
+    if job is None:
+        return
+    peek = observe(kc, store, tracked, server=server, force=force, update=False, job=job, pods=pods, fetched=True)
+    if peek.state in ("COMPLETE", "ERROR"):
+        observe(kc, store, tracked, server=server, force=force, job=job, pods=pods, fetched=True)
+        _refuse_finished(tracked)
+
+
+def _wait_gone(kc: Kubectl, namespace: str, name: str, timeout: float, *, launched_here: bool = True) -> list[str]:
     deadline = time.monotonic() + timeout
-    left = remaining(kc, namespace, name)
+    left = remaining(kc, namespace, name, launched_here=launched_here)
     while left and time.monotonic() < deadline:
         time.sleep(0.5)
-        left = remaining(kc, namespace, name)
+        left = remaining(kc, namespace, name, launched_here=launched_here)
     return left

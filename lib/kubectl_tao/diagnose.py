@@ -379,7 +379,7 @@ def _failure_findings(status: st.JobStatus, job: str) -> list[Finding]:
     ]
 
 
-def _pending_findings(status: st.JobStatus, events: Any, job: str, ns: str) -> list[Finding]:
+def _pending_findings(status: st.JobStatus, events: Any, job_name: str, ns: str) -> list[Finding]:
     reason, message = status.reason, status.message
     if reason == "Suspended":
         if "Kueue" in message:
@@ -396,7 +396,7 @@ def _pending_findings(status: st.JobStatus, events: Any, job: str, ns: str) -> l
             Finding(
                 "the Job is suspended",
                 message,
-                f"resume it: kubectl patch job {job} -n {ns} --type=merge -p '{{\"spec\":{{\"suspend\":false}}}}'",
+                f"resume it: kubectl patch job {job_name} -n {ns} --type=merge -p '{{\"spec\":{{\"suspend\":false}}}}'",
                 "suspended",
             )
         ]
@@ -424,7 +424,7 @@ def _pending_findings(status: st.JobStatus, events: Any, job: str, ns: str) -> l
             Finding(
                 "no pods exist yet",
                 message,
-                f"the Job controller usually creates them within seconds; `kubectl describe job {job} -n {ns}` "
+                f"the Job controller usually creates them within seconds; `kubectl describe job {job_name} -n {ns}` "
                 "shows FailedCreate events if it cannot",
                 "no-pods",
             )
@@ -440,8 +440,12 @@ def explain(
     nodes: Sequence[NodeGpus] | None = None,
     job: str = "JOB",
     namespace: str | None = None,
+    job_name: str | None = None,
 ) -> list[Finding]:
     """Causes with evidence and a fix, most important first; [] when nothing is wrong.
+
+    `job` is the record id (for `kubectl tao` commands), `job_name` the Kubernetes Job's name (for `kubectl`
+    commands; the record's backend_ref, which need not equal the id).
 
     `nodes` (from gates.node_gpus) tells a GPU-less cluster from a busy one; without it an
     Insufficient nvidia.com/gpu finding mentions both possibilities.
@@ -468,7 +472,7 @@ def explain(
         found += _pvc_findings(status, messages, events, ns)
         found += _gpu_findings(messages, nodes)
         if not found:
-            found += _pending_findings(status, events, job, ns)
+            found += _pending_findings(status, events, job_name or job, ns)
         if status.state == st.RUNNING and status.total > 1 and status.reason:
             found.insert(
                 0,

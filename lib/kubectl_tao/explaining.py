@@ -99,7 +99,7 @@ def from_history(tracked: Tracked) -> Explanation:
     else:
         status = st.job_status(None, [])
         note = ""
-    found = explain(status, None, [], job=rid, namespace=ns)
+    found = explain(status, None, [], job=rid, namespace=ns, job_name=name)
     result = Explanation(rid, ns, name, status.state, status.reason, status.message, "record", found)
     if note:
         result.notes.append(note)
@@ -119,24 +119,29 @@ def explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fal
     from . import gates
     from .diagnose import explain
 
+    if not tracked.on_kubernetes:
+        result = from_history(tracked)
+        result.notes.append(f"platform {tracked.platform or '?'}: explained from the record only")
+        return result
     check_pin(tracked, server, force=force)
     ns, name = tracked.namespace, tracked.job_name
     if tracked.record_state == "CANCELED" or not ns or not name:
         return from_history(tracked)
-    results = kc.run_many(
-        {
-            "objects": (
-                ["get", "jobs,pods", "-n", ns, "-l", f"{JOB_LABEL}={name}", "-o", "json"],
-                {"namespaced": False},
-            ),
-            "events": (["get", "events", "-n", ns, "-o", "json"], {"namespaced": False}),
-        }
-    )
-    objects = results["objects"]
-    if isinstance(objects, TaoError):
-        raise objects
-    assert isinstance(objects, Completed)
-    items = _loads(objects).get("items") or []
+    calls = {"events": ["get", "events", "-n", ns]}
+    if tracked.launched_here:
+        calls["objects"] = ["get", "jobs,pods", "-n", ns, "-l", f"{JOB_LABEL}={name}"]
+    else:  # a Job launched another way: by its name, its pods by job-name=
+        calls["objects"] = ["get", "job", name, "-n", ns, "--ignore-not-found"]
+        calls["pods"] = ["get", "pods", "-n", ns, "-l", tracked.pod_selector]
+    results = kc.run_many({key: ([*args, "-o", "json"], {"namespaced": False}) for key, args in calls.items()})
+    items: list[Any] = []
+    for key in ("objects", "pods"):
+        answer = results.get(key)
+        if isinstance(answer, TaoError):
+            raise answer
+        if isinstance(answer, Completed):
+            data = _loads(answer)
+            items += data.get("items") or ([data] if data.get("kind") else [])
     jobs = [i for i in items if i.get("kind") == "Job" and (i.get("metadata") or {}).get("name") == name]
     pods = [i for i in items if i.get("kind") == "Pod"]
     job = jobs[0] if jobs else None
@@ -165,5 +170,5 @@ def explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fal
                 {"items": [i for i in all_items if i.get("kind") == "Node"]},
                 {"items": [i for i in all_items if i.get("kind") == "Pod"]},
             )
-    found = explain(status, events, pods, nodes=node_list, job=tracked.id, namespace=ns)
+    found = explain(status, events, pods, nodes=node_list, job=tracked.id, namespace=ns, job_name=name)
     return Explanation(tracked.id, ns, name, status.state, status.reason, status.message, "cluster", found, notes)

@@ -2,7 +2,9 @@
 
 All kubectl-tao Jobs and pods carry `app.kubernetes.io/managed-by=kubectl-tao`, so one cluster-wide
 `get jobs,pods -l ...` serves every record. Without cluster-wide list permission it falls back to one call per
-namespace that holds records (still independent of the number of records).
+namespace that holds records (still independent of the number of records). A running Kubernetes record whose
+Job another tool launched is looked up by its own name (two calls each); records of other platforms are shown
+as recorded and never written.
 """
 
 from __future__ import annotations
@@ -48,15 +50,24 @@ def observe_all(kc: Kubectl, store: Any, server: str, *, live: bool = True) -> l
     records = store.list()
     extras = {r["id"]: (store.get_extra(r["id"]) or {}) for r in records}
     tracked = [Tracked(r, extras[r["id"]]) for r in records]
-    here = [t for t in tracked if not t.extra.get("api_server") or t.extra.get("api_server") == server]
-    need_live = live and any(not t.terminal and t.job_name for t in here)
+    here = [
+        t
+        for t in tracked
+        if t.on_kubernetes and (not t.extra.get("api_server") or t.extra.get("api_server") == server)
+    ]
+    need_live = live and any(not t.terminal and t.job_name and t.launched_here for t in here)
     index = live_objects(kc, {t.namespace for t in here if t.namespace}) if need_live else {}
     out: list[Observation] = []
     for t in tracked:
-        if t not in here:
+        if not t.on_kubernetes:
+            out.append(_from_record(t, [f"platform {t.platform or '?'}: left to that platform's tools"]))
+        elif t not in here:
             out.append(_from_record(t, [f"submitted to another cluster ({t.extra.get('api_server')})"]))
-        elif t.terminal or not t.job_name or not need_live:
+        elif t.terminal or not t.job_name or not live:
             out.append(_from_record(t, []))
+        elif not t.launched_here:
+            # A Job launched the reference's way carries no kubectl-tao label: look it up by its name.
+            out.append(observe(kc, store, t, server=server))
         else:
             job, pods = index.get((t.namespace or "", t.job_name), (None, []))
             out.append(observe(kc, store, t, server=server, job=job, pods=pods, fetched=True))

@@ -34,14 +34,30 @@ def rewrite(lines: Iterable[str], job_name: str, multi: bool) -> Iterator[str]:
         yield f"[rank {rank if rank is not None else '?'}] {match['line']}"
 
 
+DEFAULT_TAIL = 200  # the reference's default; --tail -1 prints everything
+
+
 def kubectl_args(
-    namespace: str, job_name: str, *, tail: int | None, follow: bool, rank: int | None, nodes: int
+    namespace: str,
+    job_name: str,
+    *,
+    tail: int | None,
+    follow: bool,
+    rank: int | None,
+    nodes: int,
+    selector: str | None = None,
+    container: str | None = "tao",
 ) -> list[str]:
-    selector = f"tao-job={job_name}"
+    """`selector` defaults to kubectl-tao's tao-job label; a Job launched another way is selected with
+    job-name=<name> and read from its default container (`container=None`)."""
+    selector = selector or f"tao-job={job_name}"
     if rank is not None:
         selector += f",batch.kubernetes.io/job-completion-index={rank}"
-    args = ["logs", "-n", namespace, "-l", selector, "--prefix", "-c", "tao", f"--max-log-requests={max(5, nodes)}"]
-    args.append(f"--tail={tail if tail is not None else -1}")
+    args = ["logs", "-n", namespace, "-l", selector, "--prefix"]
+    if container:
+        args += ["-c", container]
+    args.append(f"--max-log-requests={max(5, nodes)}")
+    args.append(f"--tail={tail if tail is not None else DEFAULT_TAIL}")
     if follow:
         args.append("--follow")
     return args

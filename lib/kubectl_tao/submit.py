@@ -310,8 +310,10 @@ def execute(
     store_factory: Callable[[], Any],
     on_progress: Callable[[str], None] = lambda _msg: None,
     name: str | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> Outcome:
-    """Run the submit sequence. dry_run: none | client | server."""
+    """Run the submit sequence. dry_run: none | client | server. `extra` goes into the record's kubectl-tao
+    data before the Job is created (so whoever first sees the Job end knows, e.g., that its TTL is held)."""
     from .names import kubernetes_job_name, secret_name_for
 
     if dry_run == "client":
@@ -350,6 +352,7 @@ def execute(
             nodes=plan.nodes,
             submit_phase="dry-run",
             warnings=warnings,
+            **(extra or {}),
         )
         kc.run(
             ["create", "--dry-run=server", "-f", "-", "-n", namespace, "-o", "name"],

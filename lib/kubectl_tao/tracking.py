@@ -20,6 +20,10 @@ from .kubectl import Kubectl
 TERMINAL = ("COMPLETE", "ERROR", "CANCELED")
 LOG_TAIL_LINES = 50
 JOB_LABEL = "tao-job"
+# The label the Job controller puts on every pod of a Job: how the reference finds pods of any Job.
+POD_JOB_LABEL = "job-name"
+KUBERNETES_PLATFORMS = ("kubernetes", "k8s")
+DEFAULT_TTL_SECONDS = 3600
 
 
 @dataclass
@@ -50,6 +54,25 @@ class Tracked:
         return ref.split("/", 1)[1] if "/" in ref else None
 
     @property
+    def platform(self) -> str:
+        return str(self.record.get("platform") or "")
+
+    @property
+    def on_kubernetes(self) -> bool:
+        """Records of other platforms (slurm, brev, ...) share the store; kubectl-tao never touches them."""
+        return self.platform in KUBERNETES_PLATFORMS
+
+    @property
+    def launched_here(self) -> bool:
+        """True when kubectl-tao's submit created the Job (its objects carry the tao-job label); False for a
+        Job launched the reference's way (the record tool plus a Job made by hand or by another tool)."""
+        return bool(self.extra.get("job_name"))
+
+    @property
+    def pod_selector(self) -> str:
+        return f"{JOB_LABEL if self.launched_here else POD_JOB_LABEL}={self.job_name}"
+
+    @property
     def record_state(self) -> str:
         transitions = self.record.get("transitions") or []
         return str(self.record.get("terminal_state") or (transitions[-1]["state"] if transitions else "PENDING"))
@@ -68,6 +91,7 @@ class Observation:
     err_class: str | None
     live: dict[str, Any] | None  # JobStatus.to_dict() when the Job was found
     notes: list[str] = field(default_factory=list)
+    job_ttl: int | None = None  # the live Job's ttlSecondsAfterFinished
 
     def to_dict(self) -> dict[str, Any]:
         record = self.tracked.record
@@ -109,12 +133,25 @@ def check_pin(tracked: Tracked, server: str, *, force: bool = False) -> None:
     )
 
 
+def refuse_other_platform(tracked: Tracked, verb: str) -> None:
+    if not tracked.on_kubernetes:
+        raise GateError(
+            f"job {tracked.id} runs on platform {tracked.platform or '?'} (backend_ref "
+            f"{tracked.record.get('backend_ref')}); kubectl-tao does not {verb} it: use that platform's own tools"
+        )
+
+
 def fetch(kc: Kubectl, tracked: Tracked) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """The Job and its pods, in one kubectl call (label selector shared by both)."""
+    """The Job and its pods: one kubectl call by the tao-job label for a Job kubectl-tao launched; for one
+    launched another way, the Job by its backend_ref name and its pods by job-name= (two calls)."""
     ns, name = tracked.namespace, tracked.job_name
     if not ns or not name:
         return None, []
-    data = kc.json(["get", "jobs,pods", "-n", ns, "-l", f"{JOB_LABEL}={name}"], namespaced=False)
+    if not tracked.launched_here:
+        found = kc.json(["get", "job", name, "-n", ns, "--ignore-not-found"], namespaced=False)
+        pods = kc.json(["get", "pods", "-n", ns, "-l", tracked.pod_selector], namespaced=False)
+        return (found or None), list((pods or {}).get("items", []))
+    data = kc.json(["get", "jobs,pods", "-n", ns, "-l", tracked.pod_selector], namespaced=False)
     items = (data or {}).get("items", [])
     jobs = [i for i in items if i.get("kind") == "Job" and i["metadata"]["name"] == name]
     pods = [i for i in items if i.get("kind") == "Pod"]
@@ -149,6 +186,10 @@ def observe(
     from .status import classify
     from .submit import INCOMPLETE_PHASES, finish_interrupted
 
+    if not tracked.on_kubernetes:
+        return _from_record(
+            tracked, [f"platform {tracked.platform or '?'}: shown as recorded; kubectl-tao leaves it to that platform"]
+        )
     check_pin(tracked, server, force=force)
     if tracked.terminal and tracked.record_state == "CANCELED":
         return _from_record(tracked, ["canceled; the Job was deleted by `kubectl tao cancel`"])
@@ -158,10 +199,15 @@ def observe(
         job, pods = fetch(kc, tracked)
     check_uid(tracked, job, force=force)
     pods = pods or []
+    if job is None and not tracked.terminal and store is not None:
+        # Another process (a `status`, a `list`) may have captured the ending and let the TTL delete the Job
+        # since this record was read: the record on disk knows.
+        tracked.record, tracked.extra = store.show(tracked.id), store.get_extra(tracked.id)
     if job is None and tracked.terminal:
         return _from_record(tracked, ["the Job is gone (ttlSecondsAfterFinished); showing the record"])
     status = classify(job, pods, [])
     obs = Observation(tracked, status.state, status.reason, status.message, status.err_class, status.to_dict())
+    obs.job_ttl = ((job or {}).get("spec") or {}).get("ttlSecondsAfterFinished")
     if job is None:
         return _settle_missing(kc, store, tracked, obs, update)
     if update and not tracked.terminal and tracked.extra.get("submit_phase") in INCOMPLETE_PHASES:
@@ -253,22 +299,18 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
 
     logs: dict[str, list[str]] = {}
     if pods and tracked.namespace and tracked.job_name:
-        result = kc.run(
-            [
-                "logs",
-                "-n",
-                tracked.namespace,
-                "-l",
-                f"{JOB_LABEL}={tracked.job_name}",
-                "--prefix",
-                f"--tail={LOG_TAIL_LINES}",
-                f"--max-log-requests={max(5, len(pods))}",
-                "-c",
-                "tao",
-            ],
-            namespaced=False,
-            check=False,
-        )
+        args = [
+            "logs",
+            "-n",
+            tracked.namespace,
+            "-l",
+            tracked.pod_selector,
+            "--prefix",
+            f"--tail={LOG_TAIL_LINES}",
+            f"--max-log-requests={max(5, len(pods))}",
+        ]
+        # kubectl-tao names its container tao; a Job made elsewhere gets its default container.
+        result = kc.run([*args, "-c", "tao"] if tracked.launched_here else args, namespaced=False, check=False)
         logs = split_prefixed_logs(result.stdout)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     ranks = []
@@ -294,21 +336,56 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
         "ranks": ranks,
         "captured_at": now,
     }
-    store.update_extra(tracked.id, history=history)
-    tracked.extra["history"] = history
-    if tracked.extra.get("keep_until_captured") and tracked.namespace and tracked.job_name:
-        ttl = int(tracked.extra.get("ttl_seconds") or 3600)
-        kc.run(
-            [
-                "patch",
-                "job",
-                tracked.job_name,
-                "-n",
-                tracked.namespace,
-                "--type=merge",
-                "-p",
-                json.dumps({"spec": {"ttlSecondsAfterFinished": ttl}}),
-            ],
-            namespaced=False,
-            check=False,
-        )
+    held = bool(tracked.extra.get("keep_until_captured"))
+    fields: dict[str, Any] = {"history": history}
+    if tracked.extra.get("ttl_hold"):
+        fields["ttl_hold"] = None  # captured: a waiter leaving now has nothing to give back
+    store.update_extra(tracked.id, **fields)
+    tracked.extra.update(fields)
+    if held:
+        # The history is safe in the record now: let ttlSecondsAfterFinished remove the Job.
+        set_ttl(kc, tracked, held_ttl(tracked))
+
+
+def held_ttl(tracked: Tracked) -> int:
+    ttl = tracked.extra.get("ttl_seconds")
+    return DEFAULT_TTL_SECONDS if ttl is None else int(ttl)
+
+
+def set_ttl(kc: Kubectl, tracked: Tracked, ttl: int | None) -> bool:
+    """Set (None: remove) the Job's ttlSecondsAfterFinished; the pinned UID makes the patch fail on any other
+    Job of the same name. False when the patch did not apply (no permission, the Job is gone)."""
+    if not tracked.namespace or not tracked.job_name:
+        return False
+    body: dict[str, Any] = {"spec": {"ttlSecondsAfterFinished": ttl}}
+    if tracked.extra.get("job_uid"):
+        body["metadata"] = {"uid": tracked.extra["job_uid"]}
+    result = kc.run(
+        ["patch", "job", tracked.job_name, "-n", tracked.namespace, "--type=merge", "-p", json.dumps(body)],
+        namespaced=False,
+        check=False,
+    )
+    return result.returncode == 0
+
+
+def hold_ttl(kc: Kubectl, store: Any, tracked: Tracked, ttl: int, holder: str) -> bool:
+    """Keep a waited-on Job from being deleted by its TTL before its ending is captured: the record says so
+    first (so whoever captures the history sets the TTL back), then the TTL is removed from the Job."""
+    if tracked.extra.get("history"):
+        return False
+    ours = not tracked.extra.get("keep_until_captured")  # else already held (--wait, --keep-until-captured)
+    if ours:
+        tracked.extra = store.update_extra(tracked.id, keep_until_captured=True, ttl_seconds=ttl, ttl_hold=holder)
+    if set_ttl(kc, tracked, None):
+        return True
+    if ours:
+        tracked.extra = store.update_extra(tracked.id, keep_until_captured=False, ttl_hold=None)
+    return False
+
+
+def release_ttl(kc: Kubectl, store: Any, tracked: Tracked) -> None:
+    """A waiter leaving before the ending was captured gives the Job its TTL back."""
+    if not tracked.extra.get("ttl_hold"):
+        return
+    set_ttl(kc, tracked, held_ttl(tracked))
+    tracked.extra = store.update_extra(tracked.id, keep_until_captured=False, ttl_hold=None)

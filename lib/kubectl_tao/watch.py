@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from .errors import TaoError
 from .kubectl import Kubectl
-from .tracking import Observation, Tracked, observe
+from .tracking import Observation, Tracked, hold_ttl, observe, refuse_other_platform, release_ttl
 
 PULL_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull")
 CONFIG_REASONS = ("CreateContainerConfigError", "CreateContainerError")
@@ -55,14 +55,42 @@ def watch(
     tty: bool | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    force: bool = False,
+) -> Observation:
+    """Poll until the job ends. While waiting, the Job's TTL is held (removed, and put back once the history is
+    captured, or when the wait ends without an ending), so a short ttlSecondsAfterFinished cannot delete the
+    Job between two polls and lose its outcome."""
+    refuse_other_platform(tracked, "watch")
+    try:
+        return _poll(kc, store, tracked, server, dogs, out, tty, sleep, clock, force)
+    finally:
+        if kc is not None and store is not None:
+            release_ttl(kc, store, tracked)
+
+
+def _poll(
+    kc: Kubectl,
+    store: Any,
+    tracked: Tracked,
+    server: str,
+    dogs: Watchdogs,
+    out: TextIO,
+    tty: bool | None,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+    force: bool,
 ) -> Observation:
     tty = out.isatty() if tty is None else tty
     start = clock()
     pending_since: float | None = None
     pull_since: float | None = None
     last = ""
+    held = False
     while True:
-        obs = observe(kc, store, tracked, server=server)
+        obs = observe(kc, store, tracked, server=server, force=force)
+        if not held and obs.state not in END_STATES and obs.job_ttl is not None and kc is not None:
+            held = True  # one try: without permission to patch Jobs the wait goes on as before
+            hold_ttl(kc, store, tracked, int(obs.job_ttl), "watch")
         now = clock()
         line = progress_line(obs, now - start)
         key = f"{obs.state}|{obs.reason}"

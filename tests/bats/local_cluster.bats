@@ -122,6 +122,26 @@ setup() {
   [ -f "$KUBECTL_TAO_CLUSTER_DIR/precious.txt" ]
 }
 
+@test "down with the kind provider keeps the same guard: nothing deleted, kind not called" {
+  mkdir -p "$KUBECTL_TAO_CLUSTER_DIR"
+  echo keep >"$KUBECTL_TAO_CLUSTER_DIR/precious.txt"
+  run "$LOCAL_CLUSTER" --provider kind down
+  assert_failure 1
+  assert_output --partial "does not look like a local-cluster data directory; not removing it"
+  [ -f "$KUBECTL_TAO_CLUSTER_DIR/precious.txt" ]
+  [ ! -e "$BATS_TEST_TMPDIR/kind.calls" ]
+}
+
+@test "down with the kind provider removes a directory that up made" {
+  mkdir -p "$KUBECTL_TAO_CLUSTER_DIR"
+  echo kind >"$KUBECTL_TAO_CLUSTER_DIR/provider"
+  run "$LOCAL_CLUSTER" down
+  assert_success
+  assert_output --partial "down; removed kind cluster kubectl-tao"
+  [ ! -e "$KUBECTL_TAO_CLUSTER_DIR" ]
+  grep -q "delete cluster --name kubectl-tao" "$BATS_TEST_TMPDIR/kind.calls"
+}
+
 @test "kubeconfig and env print the paths of an up cluster" {
   mkdir -p "$KUBECTL_TAO_CLUSTER_DIR"
   echo local >"$KUBECTL_TAO_CLUSTER_DIR/provider"

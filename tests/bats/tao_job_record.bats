@@ -124,3 +124,18 @@ json_field() { # json_field FILE EXPR: evaluate a Python expression over the rec
   run -0 bash -c "ls '$TAO_STATE_DIR/jobs'/*.json | wc -l"
   assert_output 20
 }
+
+@test "the reference's script names run the same tools, so its command lines work unchanged" {
+  scripts="$BATS_TEST_DIRNAME/../../scripts"
+  run -0 "$scripts/tao_job_record.py" open --platform kubernetes --image busybox --network-arch dino \
+    --action train --storage-tier A --results-dir /workspace/results/x
+  id="$output"
+  run -0 "$scripts/tao_job_record.py" mark "$id" --state RUNNING --backend-ref "tao/$id"
+  run -0 "$scripts/tao_job_record.py" mark "$id" --state CANCELED --source agent
+  run json_field "$TAO_STATE_DIR/jobs/$id.json" 'r["terminal_state"], r["backend_ref"]'
+  assert_output "('CANCELED', 'tao/$id')"
+  printf 'HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123\n' >leaky.env
+  run -1 "$scripts/redact_secrets.py" lint leaky.env
+  run -0 "$scripts/render_action_job.py" name --job-id "$id"
+  assert_output "$id"
+}

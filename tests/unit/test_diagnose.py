@@ -269,3 +269,10 @@ def test_findings_serialise() -> None:
     data = [f.to_dict() for f in findings("oomkilled")]
     assert set(data[0]) == {"cause", "evidence", "fix", "code"}
     json.dumps(data)
+
+
+def test_kubectl_commands_name_the_kubernetes_job_not_the_record_id() -> None:
+    suspended = job_status(job(suspend=True), [])
+    found = explain(suspended, [], [], job="rtdetr-train-1a2b3c", namespace="ns", job_name="by-hand-1a2b3c")
+    assert "kubectl patch job by-hand-1a2b3c -n ns" in found[0].fix
+    assert "rtdetr-train-1a2b3c" not in found[0].fix

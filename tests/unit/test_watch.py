@@ -13,7 +13,7 @@ from kubectl_tao.watch import WaitTimeout, Watchdogs, fix_for, progress_line, wa
 
 
 def tracked() -> Tracked:
-    return Tracked({"id": "dino-train-abc123", "transitions": []}, {"nodes": 2})
+    return Tracked({"id": "dino-train-abc123", "platform": "kubernetes", "transitions": []}, {"nodes": 2})
 
 
 def obs(t: Tracked, state: str, reason: str = "") -> Observation:

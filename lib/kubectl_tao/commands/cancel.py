@@ -21,7 +21,10 @@ def register(app: typer.Typer) -> None:
     @with_cluster_flags
     def cancel(
         job: str = typer.Argument(..., help="Record id (see `kubectl tao list`)."),
-        wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait until pods, Service and Secret are gone."),
+        wait: str = typer.Option(
+            "true", "--wait", metavar="true|false", help="Wait until pods, Service and Secret are gone (kubectl style)."
+        ),
+        no_wait: bool = typer.Option(False, "--no-wait", help="Same as --wait=false."),
         timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for the objects to go."),
         force: bool = typer.Option(False, "--force", help="Skip the cluster and UID pins."),
         output: str = OutputOption,
@@ -32,11 +35,21 @@ def register(app: typer.Typer) -> None:
         from ..output import check_format, dump_json, dump_yaml, emit, info
 
         fmt = check_format(output, ("table", "json", "yaml", "name"))
+        if wait.lower() not in ("true", "false"):
+            from ..errors import UsageError
+
+            raise UsageError(f"--wait={wait}: use --wait=true (the default) or --wait=false")
         sess = session()
         store = record_store()
         tracked = tracking.load(store, job)
         result = run_cancel(
-            sess.kubectl(), store, tracked, server=sess.target().server, force=force, wait=wait, timeout=timeout
+            sess.kubectl(),
+            store,
+            tracked,
+            server=sess.target().server,
+            force=force,
+            wait=wait.lower() == "true" and not no_wait,
+            timeout=timeout,
         )
         if fmt == "json":
             emit(dump_json(result.to_dict()))

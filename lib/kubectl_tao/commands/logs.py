@@ -6,6 +6,7 @@ import sys
 
 import typer
 
+from ..logs import DEFAULT_TAIL
 from .common import record_store, session, with_cluster_flags
 
 EPILOG = """\b
@@ -13,10 +14,12 @@ Examples:
   kubectl tao logs dino-train-3f9a1c
   kubectl tao logs dino-train-3f9a1c -f
   kubectl tao logs dino-train-3f9a1c --rank 1 --tail 100
+  kubectl tao logs dino-train-3f9a1c --tail -1
 
 \b
-Multi-node jobs print every rank, each line prefixed with [rank K]. Once the Job is gone (TTL), the last lines
-captured into the record when the job ended are shown instead."""
+Prints the last 200 lines of each rank by default (--tail -1: all of them). Multi-node jobs print every rank,
+each line prefixed with [rank K]. Once the Job is gone (TTL), the last lines captured into the record when the
+job ended are shown instead."""
 
 
 def register(app: typer.Typer) -> None:
@@ -24,7 +27,9 @@ def register(app: typer.Typer) -> None:
     @with_cluster_flags
     def logs(
         job: str = typer.Argument(..., help="Record id (see `kubectl tao list`)."),
-        tail: int = typer.Option(None, "--tail", help="Lines from the end of each rank's log (default: all)."),
+        tail: int = typer.Option(
+            DEFAULT_TAIL, "--tail", help="Lines from the end of each rank's log; -1 for all.", show_default=True
+        ),
         follow: bool = typer.Option(False, "--follow", "-f", help="Stream new lines."),
         rank: int = typer.Option(None, "--rank", help="Only this rank (JOB_COMPLETION_INDEX)."),
         force: bool = typer.Option(False, "--force", help="Skip the cluster and UID pins."),
@@ -35,14 +40,15 @@ def register(app: typer.Typer) -> None:
         from ..logs import from_history, kubectl_args, rewrite
         from ..output import info
 
-        if tail is not None and tail < 0:
-            raise UsageError("--tail must be >= 0")
+        if tail < -1:
+            raise UsageError(f"--tail {tail}: give a number of lines >= 0, or -1 for the whole log")
         if rank is not None and rank < 0:
             raise UsageError("--rank must be >= 0")
         sess = session()
         kc = sess.kubectl()
         store = record_store()
         tracked = tracking.load(store, job)
+        tracking.refuse_other_platform(tracked, "read the logs of")
         tracking.check_pin(tracked, sess.target().server, force=force)
         nodes = int(tracked.extra.get("nodes") or 1)
         if rank is not None and rank >= nodes:
@@ -59,7 +65,14 @@ def register(app: typer.Typer) -> None:
             from_history(history, rank=rank, multi=multi)
             return 0
         args = kubectl_args(
-            tracked.namespace or "default", tracked.job_name or "", tail=tail, follow=follow, rank=rank, nodes=nodes
+            tracked.namespace or "default",
+            tracked.job_name or "",
+            tail=tail,
+            follow=follow,
+            rank=rank,
+            nodes=nodes,
+            selector=tracked.pod_selector,
+            container="tao" if tracked.launched_here else None,
         )
         if follow and not multi:
             kc.exec([a for a in args if a != "--prefix"], namespaced=False)

@@ -56,6 +56,7 @@ def register(app: typer.Typer) -> None:
                 tracked,
                 server=target.server,
                 dogs=Watchdogs(pending_timeout, image_pull_timeout, timeout),
+                force=force,
             )
             present.show([obs], output, no_headers, ranks=True)
             return 0 if obs.state == "COMPLETE" else 1

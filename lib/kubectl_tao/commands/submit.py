@@ -62,6 +62,12 @@ def register(app: typer.Typer) -> None:
             raise UsageError("--timeout/--pending-timeout/--image-pull-timeout need --wait")
         sess = session()
         namespace = sess.namespace()
+        held = None
+        if wait and dry_run == "none" and not job.get("keep_until_captured"):
+            # The Job is created without a TTL and gets it back once --wait has captured its ending (or
+            # gives up), so a short --ttl-seconds can never delete the outcome before it is seen.
+            job = {**job, "keep_until_captured": True}
+            held = "wait"
         creds = planning.read_credentials(job.get("env_file"), job.get("env"))
         the_plan = planning.build(job, namespace, creds)
         the_plan.require_fit_now = require_fit_now
@@ -79,6 +85,11 @@ def register(app: typer.Typer) -> None:
             dry_run=dry_run,
             store_factory=store,
             on_progress=info,
+            extra=(
+                {"keep_until_captured": True, "ttl_seconds": int(job["ttl_seconds"]), "ttl_hold": held}
+                if job.get("keep_until_captured")
+                else None
+            ),
         )
         if dry_run != "none":
             from ..render import to_json, to_yaml
@@ -87,8 +98,6 @@ def register(app: typer.Typer) -> None:
                 info(f"warning: {warning}")
             emit(to_json(outcome.objects) if fmt == "json" else to_yaml(outcome.objects))
             return 0
-        if keep := job.get("keep_until_captured"):
-            store().update_extra(outcome.record_id, keep_until_captured=keep, ttl_seconds=int(job["ttl_seconds"]))
         if fmt == "name":
             emit(f"job/{outcome.record_id}\n")
         elif fmt in ("json", "yaml"):

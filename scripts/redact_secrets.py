@@ -1,0 +1,1 @@
+redact_secrets

@@ -1,0 +1,1 @@
+tao_job_record
