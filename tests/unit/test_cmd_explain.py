@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from conftest import FakeKubectl, fixture_json
 
+from kubectl_tao.gpuinventory import DRA_READ
 from kubectl_tao.records import RecordStore
 
 SERVER = "https://127.0.0.1:6443"
@@ -43,6 +44,7 @@ def serve(fake: FakeKubectl, scenario: str, nodes: str | None = "nodes-2x8.json"
     if nodes:
         items = fixture_json(nodes)["items"] + fixture_json("pods-busy.json")["items"]
         fake.on("get", "nodes,pods", data={"kind": "List", "items": items})
+        fake.on(*DRA_READ[:2], data={"kind": "List", "items": []})
     return name
 
 
@@ -59,7 +61,7 @@ def test_pending_job_short_of_gpus_names_the_cause_evidence_and_fix(cli: Any, fa
     assert err == ""
 
 
-def test_pending_job_costs_three_calls_in_two_round_trips(cli: Any, fake_kubectl: FakeKubectl) -> None:
+def test_pending_job_costs_four_calls_in_two_round_trips(cli: Any, fake_kubectl: FakeKubectl) -> None:
     name = serve(fake_kubectl, "pending-gpu")
     cli("explain", launched(name))
     first, second = fake_kubectl.argvs()[:2], fake_kubectl.argvs()[2:]
@@ -67,7 +69,7 @@ def test_pending_job_costs_three_calls_in_two_round_trips(cli: Any, fake_kubectl
         ["get", "events", "-n", "tao-jobs", "-o", "json"],
         ["get", "jobs,pods", "-n", "tao-jobs", "-l", f"tao-job={name}", "-o", "json"],
     ]
-    assert second == [["get", "nodes,pods", "--all-namespaces", "-o", "json"]]
+    assert sorted(second) == sorted([["get", "nodes,pods", "--all-namespaces", "-o", "json"], DRA_READ])
 
 
 def test_cluster_without_gpus_points_at_the_gpu_operator(cli: Any, fake_kubectl: FakeKubectl) -> None:
