@@ -267,6 +267,8 @@ def read_dra(result: Completed | TaoError | None, *, device_class: str | None = 
                     "(DRA, Kubernetes >= 1.34); drop --device-class"
                 )
             return None, ""
+        if device_class:
+            raise TaoError(f"--device-class {device_class}: cannot read DeviceClasses: {result.message}")
         return None, f"DRA GPUs not counted: cannot list ResourceSlices/ResourceClaims/DeviceClasses: {result.message}"
     try:
         data = json.loads(result.stdout) if result.stdout.strip() else {}
