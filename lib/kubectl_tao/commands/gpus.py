@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         output: str = OutputOption,
         no_headers: bool = NoHeadersOption,
     ) -> int:
-        """Show GPUs per node (product, total, allocated, free, taints, cordoned) and per namespace."""
+        """Show which GPUs are free right now, per node and per namespace."""
         from ..gpus import gather
         from ..output import check_format, dump_json, dump_yaml, emit, info, table
 
