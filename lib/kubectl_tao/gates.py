@@ -471,7 +471,7 @@ def fit(
       job does not take a whole empty node that a later big job needs. It is the nodes this verdict names;
       the scheduler makes its own choice when the pods are created.
 
-    `no_gpu_hint` replaces the GPU Operator hint when no node offers nvidia.com/gpu for a known reason
+    `no_gpu_hint` is the fix named when no eligible node offers nvidia.com/gpu for a known reason
     (gpuinventory.no_gpu_hint: DRA GPUs that no DeviceClass maps to nvidia.com/gpu).
 
     Runs in O(nodes + pods) plus a sort of the fitting nodes.
@@ -527,8 +527,8 @@ def fit(
             "ask for a smaller job or more quota",
         )
 
-    if gpus > 0 and total == 0 and no_gpu_hint:
-        return verdict(NEVER, f"never: no node offers {GPU_RESOURCE} to pods: {no_gpu_hint}")
+    if gpus > 0 and no_gpu_hint and not any(n.allocatable for n in eligible):
+        return verdict(NEVER, f"never: no eligible node offers {GPU_RESOURCE} to pods: {no_gpu_hint}")
     if gpus > 0 and total == 0:
         return verdict(
             NEVER,

@@ -115,7 +115,7 @@ def test_fit_without_a_serving_class_names_the_device_class_fix(cli: Any, fake_k
     serve(fake_kubectl, dra_only=True, with_class=False)
     code, out, _ = cli("fit", "--gpus", "1")
     assert code == 4
-    assert out.startswith("never: no node offers nvidia.com/gpu to pods: this cluster has 4 GPUs published through DRA")
+    assert out.startswith("never: no eligible node offers nvidia.com/gpu to pods: this cluster has 4 GPUs published")
 
 
 def test_preflight_on_a_dra_only_cluster_is_not_told_no_gpus(
