@@ -19,6 +19,7 @@ from .errors import EXIT_FAILURE, EXIT_USAGE, TaoError
 VERB_MODULES = (
     "preflight",
     "fit",
+    "gpus",
     "submit",
     "status",
     "logs",

@@ -114,12 +114,17 @@ def _first(parts: Sequence[tuple[str, str]], test: Any) -> str:
     return next((message for part, message in parts if test(part)), "")
 
 
-def _gpu_findings(messages: Sequence[str], nodes: Sequence[NodeGpus] | None) -> list[Finding]:
+def _gpu_findings(
+    messages: Sequence[str], nodes: Sequence[NodeGpus] | None, no_gpu_hint: str | None = None
+) -> list[Finding]:
     parts = _parts(messages)
     out: list[Finding] = []
-    insufficient = _first(parts, lambda p: f"insufficient {GPU_RESOURCE}" in p)
+    # A node serving nvidia.com/gpu through DRA reports a shortage as "cannot allocate all claims".
+    insufficient = _first(parts, lambda p: f"insufficient {GPU_RESOURCE}" in p or "cannot allocate all claims" in p)
     if insufficient:
-        if nodes is not None and total_allocatable(nodes) == 0:
+        if nodes is not None and total_allocatable(nodes) == 0 and no_gpu_hint:
+            out.append(Finding("no node offers nvidia.com/gpu to pods", insufficient, no_gpu_hint, "dra-unmapped"))
+        elif nodes is not None and total_allocatable(nodes) == 0:
             out.append(
                 Finding(
                     "no node offers nvidia.com/gpu: the NVIDIA GPU Operator (or device plugin) is not installed",
@@ -441,6 +446,7 @@ def explain(
     job: str = "JOB",
     namespace: str | None = None,
     job_name: str | None = None,
+    no_gpu_hint: str | None = None,
 ) -> list[Finding]:
     """Causes with evidence and a fix, most important first; [] when nothing is wrong.
 
@@ -448,7 +454,8 @@ def explain(
     commands; the record's backend_ref, which need not equal the id).
 
     `nodes` (from gates.node_gpus) tells a GPU-less cluster from a busy one; without it an
-    Insufficient nvidia.com/gpu finding mentions both possibilities.
+    Insufficient nvidia.com/gpu finding mentions both possibilities. `no_gpu_hint` (gpuinventory.no_gpu_hint)
+    is the fix when the GPUs exist as DRA devices that pods asking for nvidia.com/gpu cannot use.
     """
     pod_list = _pods(pods)
     ns = _namespace(pod_list, namespace)
@@ -470,7 +477,7 @@ def explain(
         found += _image_findings(pod_list, ns)
         found += _config_findings(pod_list, events, ns)
         found += _pvc_findings(status, messages, events, ns)
-        found += _gpu_findings(messages, nodes)
+        found += _gpu_findings(messages, nodes, no_gpu_hint)
         if not found:
             found += _pending_findings(status, events, job_name or job, ns)
         if status.state == st.RUNNING and status.total > 1 and status.reason:

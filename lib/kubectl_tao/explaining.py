@@ -2,8 +2,9 @@
 
 Round trip 1 (two processes at once): the Job and its pods (one call, by label, as tracking.fetch does) and
 the namespace's events (filtered here to the Job and its pods). Round trip 2, only when the scheduler has
-refused a pod: nodes and pods of every namespace, so that "no GPUs anywhere" (the GPU Operator is missing)
-is told from "GPUs busy". A Job that is gone is explained from the history the record captured at its end.
+refused a pod: nodes and pods of every namespace, and the DRA devices and claims (two processes at once),
+so that "no GPUs anywhere" (the GPU Operator is missing) is told from "GPUs busy". A Job that is gone is
+explained from the history the record captured at its end.
 Nothing here writes to the record: explain only reads.
 """
 
@@ -116,7 +117,7 @@ def _needs_nodes(status: st.JobStatus, events: list[Any]) -> bool:
 
 def explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = False) -> Explanation:
     """Findings for a record's Job: live when the Job exists, else from the record."""
-    from . import gates
+    from . import gpuinventory
     from .diagnose import explain
 
     if not tracked.on_kubernetes:
@@ -159,16 +160,24 @@ def explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fal
         events = st.job_events(_loads(events_result), name, pod_names)
     status = st.job_status(job, pods, events)
     node_list = None
+    hint = None
     if _needs_nodes(status, events):
-        try:
-            data = kc.json(["get", "nodes,pods", "--all-namespaces"], namespaced=False) or {}
-        except TaoError as exc:
-            notes.append(f"nodes not read ({exc.message}); cannot tell a missing GPU Operator from busy GPUs")
+        reads = kc.run_many(
+            {
+                "capacity": (["get", "nodes,pods", "--all-namespaces", "-o", "json"], {"namespaced": False}),
+                "dra": (gpuinventory.DRA_READ, {"namespaced": False}),
+            }
+        )
+        capacity = reads["capacity"]
+        if isinstance(capacity, TaoError):
+            notes.append(f"nodes not read ({capacity.message}); cannot tell a missing GPU Operator from busy GPUs")
         else:
-            all_items = data.get("items") or []
-            node_list = gates.node_gpus(
-                {"items": [i for i in all_items if i.get("kind") == "Node"]},
-                {"items": [i for i in all_items if i.get("kind") == "Pod"]},
-            )
-    found = explain(status, events, pods, nodes=node_list, job=tracked.id, namespace=ns, job_name=name)
+            dra, dra_note = gpuinventory.read_dra(reads["dra"])
+            if dra_note:
+                notes.append(dra_note)
+            node_list = gpuinventory.fit_nodes(_loads(capacity), dra)
+            hint = gpuinventory.no_gpu_hint(dra)
+    found = explain(
+        status, events, pods, nodes=node_list, job=tracked.id, namespace=ns, job_name=name, no_gpu_hint=hint
+    )
     return Explanation(tracked.id, ns, name, status.state, status.reason, status.message, "cluster", found, notes)

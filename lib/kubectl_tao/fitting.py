@@ -1,9 +1,10 @@
 """`kubectl tao fit`: gather what gates.fit needs in as few kubectl calls as possible, then ask it.
 
-Round trip 1 (two processes at once): `get nodes,pods --all-namespaces -o json` and
-`get localqueues.kueue.x-k8s.io -n NS -o json`. Round trip 2, only when a LocalQueue is used:
-`get clusterqueues.kueue.x-k8s.io CQ -o json`. A cluster without Kueue answers the LocalQueue call with
-"the server doesn't have a resource type"; that is not an error, it means no quota to check.
+Round trip 1 (three processes at once): `get nodes,pods --all-namespaces -o json`, the DRA devices and
+claims (gpuinventory.DRA_READ) and `get localqueues.kueue.x-k8s.io -n NS -o json`. Round trip 2, only when
+a LocalQueue is used: `get clusterqueues.kueue.x-k8s.io CQ -o json`. A cluster without Kueue answers the
+LocalQueue call with "the server doesn't have a resource type"; that is not an error, it means no quota to
+check (nor is it when the DRA read gets that answer: no resource.k8s.io/v1, no DRA GPUs).
 """
 
 from __future__ import annotations
@@ -99,10 +100,11 @@ def check(
     gpu_product: str | None = None,
     queue: str | None = None,
 ) -> FitReport:
-    from . import gates
+    from . import gates, gpuinventory
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {
         "capacity": (["get", "nodes,pods", "--all-namespaces", "-o", "json"], {"namespaced": False}),
+        "dra": (gpuinventory.DRA_READ, {"namespaced": False}),
         "queues": (["get", LOCALQUEUES, "-n", namespace, "-o", "json"], {"namespaced": False}),
     }
     results = kc.run_many(calls)
@@ -111,6 +113,7 @@ def check(
         raise capacity
     assert isinstance(capacity, Completed)
     nodes_json, pods_json = split_capacity(capacity.stdout)
+    dra, dra_note = gpuinventory.read_dra(results["dra"])
     notes: list[str] = []
     quota = None
     local_queue = None
@@ -140,12 +143,15 @@ def check(
                 else:
                     quota = gates.queue_quota(chosen, cq)
     verdict = gates.fit(
-        gates.node_gpus(nodes_json, pods_json),
+        gpuinventory.gate_nodes(gates.node_gpus(nodes_json, pods_json), dra),
         gpus,
         nodes,
         node_selector=node_selector or None,
         tolerations=tolerations or None,
         gpu_product=gpu_product,
         quota=quota,
+        no_gpu_hint=gpuinventory.no_gpu_hint(dra),
     )
+    if dra_note and verdict.verdict != gates.FITS:
+        notes.append(dra_note)
     return FitReport(verdict, namespace, local_queue, notes)

@@ -451,6 +451,7 @@ def fit(
     tolerations: Sequence[Mapping[str, Any]] | None = None,
     gpu_product: str | None = None,
     quota: QueueQuota | None = None,
+    no_gpu_hint: str | None = None,
 ) -> FitVerdict:
     """Can `node_count` ranks of `gpus_per_node` GPUs each run here: now ("fits"), later ("queue"), never?
 
@@ -469,6 +470,9 @@ def fit(
     - fits: the chosen nodes are the ones with the *fewest* free GPUs that still fit (best fit), so a small
       job does not take a whole empty node that a later big job needs. It is the nodes this verdict names;
       the scheduler makes its own choice when the pods are created.
+
+    `no_gpu_hint` is the fix named when no eligible node offers nvidia.com/gpu for a known reason
+    (gpuinventory.no_gpu_hint: DRA GPUs that no DeviceClass maps to nvidia.com/gpu).
 
     Runs in O(nodes + pods) plus a sort of the fitting nodes.
     """
@@ -523,6 +527,8 @@ def fit(
             "ask for a smaller job or more quota",
         )
 
+    if gpus > 0 and no_gpu_hint and not any(n.allocatable for n in eligible):
+        return verdict(NEVER, f"never: no eligible node offers {GPU_RESOURCE} to pods: {no_gpu_hint}")
     if gpus > 0 and total == 0:
         return verdict(
             NEVER,

@@ -76,11 +76,12 @@ def cluster_checks(
     need_secrets: bool,
     gpu_product: str | None = None,
 ) -> list[Check]:
-    from . import gates
+    from . import gates, gpuinventory
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {
         "version": (["version", "-o", "json"], {"namespaced": False}),
         "capacity": (["get", "nodes,pods", "--all-namespaces", "-o", "json"], {"namespaced": False}),
+        "dra": (gpuinventory.DRA_READ, {"namespaced": False}),
         "jobs": (["auth", "can-i", "create", "jobs.batch", "-n", namespace], {"namespaced": False, "check": False}),
     }
     if need_secrets:
@@ -106,25 +107,28 @@ def cluster_checks(
         checks.append(Check("gpu-operator", WARN, f"cannot list nodes: {capacity.message}", "ask for `get nodes`"))
     else:
         assert isinstance(capacity, Completed)
-        items = json.loads(capacity.stdout).get("items", [])
-        node_list = gates.node_gpus(
-            {"items": [i for i in items if i.get("kind") == "Node"]},
-            {"items": [i for i in items if i.get("kind") == "Pod"]},
-        )
+        dra, dra_note = gpuinventory.read_dra(results["dra"])
+        node_list = gpuinventory.fit_nodes(json.loads(capacity.stdout), dra)
         total = sum(n.allocatable for n in node_list)
-        if total == 0:
+        hint = gpuinventory.no_gpu_hint(dra)
+        if total == 0 and hint:
+            checks.append(Check("gpu-operator", WARN, "no node offers nvidia.com/gpu to pods", hint))
+        elif total == 0:
             checks.append(
                 Check(
                     "gpu-operator",
                     WARN,
-                    "no nvidia.com/gpu allocatable on this cluster",
+                    "no nvidia.com/gpu allocatable on this cluster" + (f" ({dra_note})" if dra_note else ""),
                     "install the NVIDIA GPU Operator or device plugin: "
                     "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html",
                 )
             )
         else:
             gpu_nodes = sum(1 for n in node_list if n.allocatable > 0)
-            checks.append(Check("gpu-operator", OK, f"{total} nvidia.com/gpu allocatable on {gpu_nodes} node(s)"))
+            via = ""
+            if dra and dra.serving_class and dra.total:
+                via = f" (DRA devices via DeviceClass {dra.serving_class} included)"
+            checks.append(Check("gpu-operator", OK, f"{total} nvidia.com/gpu allocatable on {gpu_nodes} node(s){via}"))
         if gpus > 0 or nodes > 1:
             from .plan import GPU_TOLERATION
 
@@ -136,6 +140,7 @@ def cluster_checks(
                 tolerations=[GPU_TOLERATION] if gpus > 0 else None,
                 gpu_product=gpu_product,
                 quota=None,
+                no_gpu_hint=hint,
             )
             status = {"fits": OK, "queue": WARN, "never": MISSING}[verdict.verdict]
             checks.append(

@@ -189,11 +189,12 @@ def image_pull_warning(plan: Plan) -> str | None:
 def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tuple[dict[str, Any] | None, list[str]]:
     """Read-only checks before anything is created. Returns the fit verdict (as a dict) and warnings
     (including a cached NCCL probe of this cluster, `server`, that failed or hung, for nodes > 1)."""
-    from . import gates
+    from . import gates, gpuinventory
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {}
     if plan.gpus > 0 or plan.nodes > 1:
         calls["capacity"] = (["get", "nodes,pods", "--all-namespaces", "-o", "json"], {"namespaced": False})
+        calls["dra"] = (gpuinventory.DRA_READ, {"namespaced": False})
     if plan.min_version:
         calls["version"] = (["version", "-o", "json"], {"namespaced": False})
     refs = _ref_query(plan)
@@ -241,14 +242,16 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
         items = json.loads(capacity.stdout).get("items", [])
         nodes = {"items": [i for i in items if i.get("kind") == "Node"]}
         pods = {"items": [i for i in items if i.get("kind") == "Pod"]}
+        dra, _ = gpuinventory.read_dra(results.get("dra"))
         verdict = gates.fit(
-            gates.node_gpus(nodes, pods),
+            gpuinventory.gate_nodes(gates.node_gpus(nodes, pods), dra),
             plan.gpus,
             plan.nodes,
             node_selector=plan.node_selector or None,
             tolerations=plan.tolerations or None,
             gpu_product=plan.gpu_product,
             quota=None,
+            no_gpu_hint=gpuinventory.no_gpu_hint(dra),
         )
         verdict_dict = verdict.to_dict()
         warnings += gates.capacity_gate(verdict)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from conftest import FakeKubectl, fixture_json
 
+from kubectl_tao.gpuinventory import DRA_READ
 from kubectl_tao.records import RecordStore
 
 SERVER = "https://127.0.0.1:6443"
@@ -43,6 +44,7 @@ def serve(fake: FakeKubectl, scenario: str, nodes: str | None = "nodes-2x8.json"
     if nodes:
         items = fixture_json(nodes)["items"] + fixture_json("pods-busy.json")["items"]
         fake.on("get", "nodes,pods", data={"kind": "List", "items": items})
+        fake.on(*DRA_READ[:2], data={"kind": "List", "items": []})
     return name
 
 
@@ -59,7 +61,7 @@ def test_pending_job_short_of_gpus_names_the_cause_evidence_and_fix(cli: Any, fa
     assert err == ""
 
 
-def test_pending_job_costs_three_calls_in_two_round_trips(cli: Any, fake_kubectl: FakeKubectl) -> None:
+def test_pending_job_costs_four_calls_in_two_round_trips(cli: Any, fake_kubectl: FakeKubectl) -> None:
     name = serve(fake_kubectl, "pending-gpu")
     cli("explain", launched(name))
     first, second = fake_kubectl.argvs()[:2], fake_kubectl.argvs()[2:]
@@ -67,7 +69,7 @@ def test_pending_job_costs_three_calls_in_two_round_trips(cli: Any, fake_kubectl
         ["get", "events", "-n", "tao-jobs", "-o", "json"],
         ["get", "jobs,pods", "-n", "tao-jobs", "-l", f"tao-job={name}", "-o", "json"],
     ]
-    assert second == [["get", "nodes,pods", "--all-namespaces", "-o", "json"]]
+    assert sorted(second) == sorted([["get", "nodes,pods", "--all-namespaces", "-o", "json"], DRA_READ])
 
 
 def test_cluster_without_gpus_points_at_the_gpu_operator(cli: Any, fake_kubectl: FakeKubectl) -> None:
@@ -201,3 +203,40 @@ def test_unknown_record_is_an_error(cli: Any, fake_kubectl: FakeKubectl) -> None
 def test_bad_arguments_are_usage_errors(cli: Any, fake_kubectl: FakeKubectl, argv: list[str], message: str) -> None:
     code, _, err = cli(*argv)
     assert code == 2 and message in err
+
+
+def _serve_dra(fake: FakeKubectl, *, with_class: bool, scheduler_says: str | None = None) -> str:
+    """pending-gpu on a DRA-only cluster (recorded: dra-node-0, 4 GPUs, 3 allocated)."""
+    job, pods, events = (fixture_json(f"pending-gpu.{part}.json") for part in ("job", "pods", "events"))
+    if scheduler_says:
+        pods = json.loads(json.dumps(pods).replace("2 Insufficient nvidia.com/gpu", scheduler_says))
+        events = json.loads(json.dumps(events).replace("2 Insufficient nvidia.com/gpu", scheduler_says))
+    fake.on("get", "jobs,pods", data={"kind": "List", "items": [job, *pods["items"]]})
+    fake.on("get", "events", data=events)
+    capacity = fixture_json("dra-nodes-pods.json")
+    capacity["items"] = [i for i in capacity["items"] if not i["metadata"]["name"].startswith("gpu-node-")]
+    fake.on("get", "nodes,pods", data=capacity)
+    dra = fixture_json("dra-objects.json")
+    if not with_class:
+        dra["items"] = [i for i in dra["items"] if i["kind"] != "DeviceClass"]
+    fake.on(*DRA_READ[:2], data=dra)
+    return str(job["metadata"]["name"])
+
+
+def test_dra_gpus_without_a_serving_class_are_not_called_a_missing_gpu_operator(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    rid = launched(_serve_dra(fake_kubectl, with_class=False))
+    code, out, _ = cli("explain", rid)
+    assert code == 1
+    assert "1. no node offers nvidia.com/gpu to pods" in out
+    assert "4 GPUs published through DRA" in out and "extendedResourceName" in out
+    assert "GPU Operator" not in out
+
+
+def test_dra_shortage_cannot_allocate_all_claims_is_a_gpu_shortage(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    rid = launched(_serve_dra(fake_kubectl, with_class=True, scheduler_says="1 cannot allocate all claims"))
+    code, out, _ = cli("explain", rid)
+    assert code == 1
+    assert "1. not enough free GPUs on any single node" in out
+    assert "(1 of 4 allocatable GPUs are free right now)" in out

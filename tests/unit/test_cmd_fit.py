@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from conftest import FakeKubectl, fixture_json
 
+from kubectl_tao.gpuinventory import DRA_READ
+
 NO_KUEUE = 'error: the server doesn\'t have a resource type "localqueues"'
 
 
@@ -18,6 +20,7 @@ def cluster(nodes: str = "nodes-2x8.json", pods: str = "pods-busy.json") -> dict
 
 def without_kueue(fake: FakeKubectl, nodes: str = "nodes-2x8.json", pods: str = "pods-busy.json") -> None:
     fake.on("get", "nodes,pods", data=cluster(nodes, pods))
+    fake.on(*DRA_READ[:2], data={"kind": "List", "items": []})
     fake.on("get", "localqueues.kueue.x-k8s.io", stderr=NO_KUEUE, rc=1)
 
 
@@ -73,12 +76,13 @@ def test_json_output_carries_the_verdict(cli: Any, fake_kubectl: FakeKubectl) ->
     assert data["namespace"] == "tao-jobs" and data["localQueue"] is None and data["quota"] is None
 
 
-def test_one_cluster_call_and_one_queue_call_without_kueue(cli: Any, fake_kubectl: FakeKubectl) -> None:
+def test_one_round_trip_nodes_pods_dra_and_queue_without_kueue(cli: Any, fake_kubectl: FakeKubectl) -> None:
     without_kueue(fake_kubectl)
     cli("fit", "--gpus", "4", "-n", "team")
     assert sorted(fake_kubectl.argvs()) == sorted(
         [
             ["get", "nodes,pods", "--all-namespaces", "-o", "json"],
+            DRA_READ,
             ["get", "localqueues.kueue.x-k8s.io", "-n", "team", "-o", "json"],
         ]
     )
