@@ -293,6 +293,7 @@ def cleanup(kc: Kubectl, namespace: str, job_name: str) -> list[str]:
         ],
         namespaced=False,
         check=False,
+        best_effort=True,
     )
     if result.returncode != 0:
         return [f"cleanup of {namespace}/{job_name} failed: {result.stderr.strip()[:200]}"]

@@ -268,6 +268,7 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
             ],
             namespaced=False,
             check=False,
+            best_effort=True,
         )
         logs = split_prefixed_logs(result.stdout)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -311,4 +312,5 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
             ],
             namespaced=False,
             check=False,
+            best_effort=True,
         )
