@@ -23,6 +23,8 @@ import re
 import shlex
 import stat
 import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -407,13 +409,27 @@ def _environment(request: dict[str, Any], credential_secret: str | None) -> list
     return env
 
 
-def _check_ttl(ttl_seconds: Any) -> int:
+def _check_ttl(ttl_seconds: Any) -> int | None:
+    if ttl_seconds is None:  # kept until deleted (--keep-until-captured sets the TTL after capture)
+        return None
     if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or not 0 <= ttl_seconds <= MAX_TTL_SECONDS:
         raise UsageError(f"ttl seconds must be a whole number from 0 to {MAX_TTL_SECONDS}, got {ttl_seconds!r}")
     return ttl_seconds
 
 
 # --------------------------------------------------------------------------- rendering
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The job flags an action-request Job gets like any other (the request itself says nothing of them)."""
+
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: Sequence[Mapping[str, Any]] = ()
+    active_deadline_seconds: int | None = None
+    queue_name: str | None = None
 
 
 def render_action_objects(
@@ -426,11 +442,21 @@ def render_action_objects(
     credential_secret: str | None = None,
     image_pull_secret: str | None = None,
     config_source: str | Path | None = None,
-    ttl_seconds: int = 3600,
+    ttl_seconds: int | None = 3600,
     shm_size: str = "16Gi",
+    placement: Placement | None = None,
 ) -> list[dict[str, Any]]:
-    """The Job for an action request, as a one-element list of plain objects."""
-    from kubectl_tao.render import JOB_LABEL, MANAGED_BY, MANAGED_BY_LABEL, RECORD_ID_KEY
+    """The Job for an action request, as a one-element list of plain objects. `placement` carries what
+    every kubectl-tao Job may get (labels, annotations, node selector, tolerations, deadline, queue)."""
+    from kubectl_tao.render import (
+        JOB_LABEL,
+        MANAGED_BY,
+        MANAGED_BY_LABEL,
+        QUEUE_LABEL,
+        RECORD_ID_KEY,
+        check_metadata,
+        check_placement,
+    )
 
     validate_request(request)
     validate_staging_map(staging_map)
@@ -450,15 +476,28 @@ def render_action_objects(
     volume_mounts, modes = _volume_mounts(request, staged, config_mount)
     _check_fresh_outputs(request, modes)
     env = _environment(request, credential_secret)
+    extra = placement or Placement()
+    check_metadata(extra.labels, extra.annotations)
+    check_placement(extra.node_selector, extra.tolerations, extra.active_deadline_seconds, extra.queue_name)
     labels = {MANAGED_BY_LABEL: MANAGED_BY, JOB_LABEL: job_name}
     if names.is_label_value(job_id):
         labels[RECORD_ID_KEY] = job_id
+    pod_labels = {**labels, **extra.labels}
+    job_labels = dict(pod_labels)
+    if extra.queue_name is not None:
+        job_labels[QUEUE_LABEL] = extra.queue_name
     values = {
         "JOB_NAME": job_name,
         "NAMESPACE": namespace,
-        "LABELS": labels,
+        "LABELS": job_labels,
         "ANNOTATIONS": {RECORD_ID_KEY: job_id},
+        "POD_LABELS": pod_labels,
+        "POD_ANNOTATIONS": {RECORD_ID_KEY: job_id, **extra.annotations},
         "TTL_SECONDS": ttl_seconds,
+        "ACTIVE_DEADLINE_SECONDS": extra.active_deadline_seconds,
+        "SUSPEND": True if extra.queue_name is not None else None,
+        "NODE_SELECTOR": dict(extra.node_selector) or None,
+        "TOLERATIONS": [dict(t) for t in extra.tolerations] or None,
         "IMAGE_PULL_SECRETS": [{"name": image_pull_secret}] if image_pull_secret is not None else None,
         "IMAGE": image,
         "COMMAND": command,

@@ -207,34 +207,133 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
     )
 
 
+# Job flags an action request cannot take (the request decides these): flag, default, what decides instead.
+_NOT_FOR_ACTION_REQUESTS = {
+    "gpus": ("--gpus", 1, "spec_bundle.compute_shape.gpus"),
+    "nodes": ("--nodes", 1, "spec_bundle.compute_shape.nodes (an action request runs one pod)"),
+    "mount_path": ("--mount-path", "/workspace", "the request's mounts[].target"),
+    "s3_input": ("--s3-input", None, "the staging map (storage tier A only)"),
+    "s3_output": ("--s3-output", None, "--results-dir (storage tier A only)"),
+    "launcher": ("--launcher", "tao", "spec_bundle.command (one pod, no rendezvous)"),
+    "master_port": ("--master-port", 29500, "nothing: an action request runs one pod"),
+    "rendezvous_timeout": ("--rendezvous-timeout", 300, "nothing: an action request runs one pod"),
+    "nccl_socket_ifname": ("--nccl-socket-ifname", None, "the request's environment"),
+    "nccl_ib_hca": ("--nccl-ib-hca", None, "the request's environment"),
+    "retries_per_index": ("--retries-per-index", None, "nothing: an action request runs one pod"),
+}
+
+
+def _given(job: dict[str, Any], key: str, default: Any) -> bool:
+    """Whether a flag was set: the CLI says which were on the command line; other callers pass plain values."""
+    if "given" in job:
+        return key in job["given"]
+    return job.get(key) not in (None, [], default)
+
+
+def _refuse_flags_the_request_decides(job: dict[str, Any]) -> None:
+    tier = str(job.get("storage_tier") or "A").upper()
+    if tier != "A":
+        raise UsageError(
+            f"--storage-tier {tier} does not apply to --action-request: its sources are staged on --pvc (tier A)"
+        )
+    for key, (flag, default, instead) in _NOT_FOR_ACTION_REQUESTS.items():
+        if _given(job, key, default):
+            raise UsageError(f"{flag} does not apply to --action-request (set by {instead}); drop {flag}")
+
+
+def _request_results_dir(request: dict[str, Any], raw: str | None) -> str:
+    """--results-dir of an action request: on a writable mount of the request (container path) or s3://."""
+    from .names import is_under
+    from .records import normalize_results_dir
+
+    if not raw:
+        raise UsageError("--action-request needs --results-dir (a writable mount target of the request or s3://)")
+    results_dir = normalize_results_dir(raw)
+    if results_dir.startswith("s3://"):
+        return results_dir
+    writable = [row.get("target") for row in request.get("mounts") or [] if row.get("read_only") is False]
+    if not any(isinstance(target, str) and is_under(results_dir, target) for target in writable):
+        raise UsageError(
+            f"--results-dir {results_dir}: not on a writable mount of the action request (writable targets: "
+            f"{', '.join(t for t in writable if isinstance(t, str)) or 'none'}); use a path under one, or s3://"
+        )
+    return results_dir
+
+
+def _forwarded(forward: list[str], credentials: dict[str, str]) -> dict[str, str]:
+    """The forwarded credentials by the names the request uses; a legacy name (ACCESS_KEY, SECRET_KEY, ...)
+    is satisfied by the value the env-file gave under it, which read_credentials moved to the AWS name."""
+    from .envfile import LEGACY_S3_NAMES
+
+    creds: dict[str, str] = {}
+    missing = []
+    for name in forward:
+        modern = LEGACY_S3_NAMES.get(name)
+        if name in credentials:
+            creds[name] = credentials[name]
+        elif modern and modern in credentials:
+            creds[name] = credentials[modern]
+        else:
+            missing.append(name)
+    if missing:
+        raise UsageError(
+            f"request.forward_env needs {', '.join(missing)}: pass them with --env-file or --env (values never on "
+            "the command line), or name an existing Secret holding them with --env-secret"
+        )
+    return creds
+
+
+def _placement(job: dict[str, Any], gpus: int) -> Any:
+    from .action import Placement
+    from .render import parse_key_values, parse_toleration
+
+    selector = list(job.get("node_selector") or [])
+    if job.get("gpu_product"):
+        selector.append(f"nvidia.com/gpu.product={job['gpu_product']}")
+    node_selector = parse_key_values(selector, "node selector")
+    tolerations = [parse_toleration(t) for t in job.get("toleration") or []]
+    if gpus > 0:
+        tolerations.append(GPU_TOLERATION)
+    return Placement(
+        labels=parse_key_values(list(job.get("label") or []), "label"),
+        annotations=parse_key_values(list(job.get("annotation") or []), "annotation"),
+        node_selector=node_selector,
+        tolerations=tuple(tolerations),
+        active_deadline_seconds=job.get("active_deadline"),
+        queue_name=job.get("queue"),
+    )
+
+
 def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str]) -> Plan:
     from .action import render_action_objects, validate_request
     from .names import kubernetes_job_name, secret_name_for
-    from .records import normalize_results_dir, preview_id
+    from .records import preview_id
 
     _common_checks(job)
     if job.get("image") or job.get("command"):
         raise UsageError("--action-request carries its own image and command; drop --image/--command")
+    _refuse_flags_the_request_decides(job)
     if not job.get("pvc"):
         raise UsageError("--action-request needs --pvc (the claim holding the staged sources)")
     request = _load_json(job["action_request"], "--action-request")
     staging = _load_json(job.get("staging_map"), "--staging-map")
     validate_request(request)
     forward = list(request.get("forward_env") or [])
-    missing = [name for name in forward if name not in credentials]
-    if missing:
-        raise UsageError(
-            f"request.forward_env needs {', '.join(missing)}: pass them with --env-file or --env (values never on "
-            "the command line)"
-        )
-    creds = {name: credentials[name] for name in forward}
+    existing_secret = job.get("env_secret")
+    if existing_secret:
+        if credentials:
+            raise UsageError("--env-secret names an existing Secret: give it or --env-file/--env, not both")
+        if not forward:
+            raise UsageError("--env-secret: the action request forwards no credentials (forward_env is empty)")
+        creds: dict[str, str] = {}
+    else:
+        creds = _forwarded(forward, credentials)
     bundle = request.get("spec_bundle") or {}
     image = str(bundle.get("image") or "")
     gpus = int((bundle.get("compute_shape") or {}).get("gpus") or 0)
-    if not job.get("results_dir"):
-        raise UsageError("--action-request needs --results-dir (a mounted path or s3:// prefix for the record)")
-    results_dir = normalize_results_dir(job["results_dir"])
-    ttl = int(job["ttl_seconds"])
+    results_dir = _request_results_dir(request, job.get("results_dir"))
+    ttl = None if job.get("keep_until_captured") else int(job["ttl_seconds"])
+    placement = _placement(job, gpus)
 
     def render_objects(job_name: str, record_id: str, secret: str | None) -> list[dict[str, Any]]:
         objects = render_action_objects(
@@ -243,11 +342,12 @@ def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str
             job_id=record_id,
             namespace=namespace,
             pvc_claim=job["pvc"],
-            credential_secret=secret if forward else None,
+            credential_secret=(existing_secret or secret) if forward else None,
             image_pull_secret=job.get("image_pull_secret"),
             config_source=job.get("config_source"),
             ttl_seconds=ttl,
             shm_size=job["shm_size"],
+            placement=placement,
         )
         if objects and objects[0]["metadata"]["name"] != job_name:
             raise UsageError(f"action renderer named the Job {objects[0]['metadata']['name']}, expected {job_name}")
@@ -255,6 +355,9 @@ def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str
 
     probe = preview_id(job["network_arch"], job["action"])
     render_objects(kubernetes_job_name(probe), probe, secret_name_for(kubernetes_job_name(probe)) if creds else None)
+    warnings = []
+    if placement.queue_name is not None:
+        warnings.append(f"the Job is created suspended; Kueue starts it when queue {placement.queue_name!r} admits it")
     return Plan(
         record={
             "platform": "kubernetes",
@@ -263,7 +366,7 @@ def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str
             "action": job["action"],
             "storage_tier": "A",
             "results_dir": results_dir,
-            "upload_excludes": [],
+            "upload_excludes": list(job.get("upload_exclude") or []),
         },
         render=render_objects,
         image=image,
@@ -271,6 +374,10 @@ def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str
         nodes=1,
         credentials=creds,
         pvc=job["pvc"],
+        secret_refs={existing_secret: forward} if existing_secret else {},
         image_pull_secret=job.get("image_pull_secret"),
-        tolerations=[GPU_TOLERATION] if gpus > 0 else [],
+        node_selector=dict(placement.node_selector),
+        tolerations=[dict(t) for t in placement.tolerations],
+        gpu_product=job.get("gpu_product"),
+        warnings=warnings,
     )

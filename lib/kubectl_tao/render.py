@@ -296,17 +296,33 @@ def _check_multi_node(spec: JobSpec) -> None:
 
 def _check_scheduling(spec: JobSpec) -> None:
     _int_in(spec.backoff_limit, "backoff limit", 0, MAX_RETRIES)
-    if spec.active_deadline_seconds is not None:
-        _int_in(spec.active_deadline_seconds, "active deadline seconds", 1, 2**31 - 1)
-    for key, value in spec.node_selector.items():
+    check_placement(spec.node_selector, spec.tolerations, spec.active_deadline_seconds, spec.queue_name)
+
+
+def check_placement(
+    node_selector: Mapping[str, str],
+    tolerations: Sequence[Mapping[str, Any]],
+    active_deadline_seconds: int | None,
+    queue_name: str | None,
+) -> None:
+    """Where and how long a Job may run: the checks every rendered Job gets (action requests too)."""
+    if active_deadline_seconds is not None:
+        _int_in(active_deadline_seconds, "active deadline seconds", 1, 2**31 - 1)
+    for key, value in node_selector.items():
         names.validate_qualified_name(key, "node selector key")
         names.validate_label_value(value, f"node selector {key!r} value")
-    for index, toleration in enumerate(spec.tolerations):
+    for index, toleration in enumerate(tolerations):
         if not isinstance(toleration, Mapping):
             raise UsageError(f"toleration {index} must be a mapping of key, operator, value, effect")
         _check_toleration(toleration, index)
-    if spec.queue_name is not None:
-        names.validate_dns_label(spec.queue_name, "queue name")
+    if queue_name is not None:
+        names.validate_dns_label(queue_name, "queue name")
+
+
+def check_metadata(labels: Mapping[str, str], annotations: Mapping[str, str]) -> None:
+    """Extra labels (Job and pods) and pod annotations: valid, and none of the keys kubectl-tao sets itself."""
+    _check_labels(labels, "label")
+    _check_annotations(annotations)
 
 
 def validate_spec(spec: JobSpec) -> JobSpec:
@@ -331,8 +347,7 @@ def validate_spec(spec: JobSpec) -> JobSpec:
     if not isinstance(spec.keep_ttl, bool):
         raise UsageError("keep_ttl must be true or false")
     quantities.validate_binary_quantity(spec.shm_size, "shm size")
-    _check_labels(spec.labels, "label")
-    _check_annotations(spec.annotations)
+    check_metadata(spec.labels, spec.annotations)
     for field_name in ("nccl_socket_ifname", "nccl_ib_hca"):
         value = getattr(spec, field_name)
         if value is not None and (not isinstance(value, str) or NCCL_VALUE_RE.fullmatch(value) is None):

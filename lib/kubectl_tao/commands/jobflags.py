@@ -98,6 +98,17 @@ JOB_FLAGS: dict[str, tuple[Any, Any]] = {
 }
 
 
+def _given_on_command_line() -> set[str]:
+    """The job flags the user set (a flag left at its default may still be refused where it cannot apply)."""
+    import click
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return set()
+    return {key for key in JOB_FLAGS if ctx.get_parameter_source(key) not in (None, ParameterSource.DEFAULT)}
+
+
 def with_job_flags(func: F) -> F:
     """Add every job flag to a verb; the verb receives them packed as `job: dict`."""
     signature = inspect.signature(func)
@@ -105,6 +116,7 @@ def with_job_flags(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         job = {key: kwargs.pop(key) for key in JOB_FLAGS}
+        job["given"] = _given_on_command_line()
         return func(*args, job=job, **kwargs)
 
     params = [p for p in signature.parameters.values() if p.name != "job"]
