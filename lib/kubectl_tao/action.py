@@ -78,16 +78,19 @@ def validate_staging_map(staging_map: Any) -> dict[str, Any]:
 
 
 def _toml_string(text: str) -> str:
+    """A TOML basic string, byte for byte what the reference renderer writes (JSON-style escapes, non-ASCII
+    as \\uXXXX) wherever that is valid TOML; DEL and characters beyond U+FFFF, which it would write as
+    invalid TOML (a raw DEL, a surrogate pair), are written validly instead (\\u007f, the character itself)."""
     escapes = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
     out = []
     for ch in text:
         code = ord(ch)
         if ch in escapes:
             out.append(escapes[ch])
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\u{code:04x}")
         elif 0xD800 <= code <= 0xDFFF:
             raise UsageError("spec_bundle.spec holds a string with a lone surrogate; TOML cannot encode it")
+        elif code < 0x20 or 0x7F <= code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
         else:
             out.append(ch)
     return '"' + "".join(out) + '"'
@@ -116,25 +119,28 @@ def _toml_value(value: Any) -> str:
         return "[" + ", ".join(_toml_value(item) for item in value) + "]"
     if isinstance(value, dict):
         pairs = (f"{_toml_key(key)} = {_toml_value(value[key])}" for key in sorted(value))
-        return "{ " + ", ".join(pairs) + " }" if value else "{}"
+        return "{ " + ", ".join(pairs) + " }"  # an empty table is "{  }", as the reference writes it
     raise UsageError(f"spec_bundle.spec holds {type(value).__name__} (null?), which TOML cannot represent")
 
 
 def toml_dumps(spec: dict[str, Any]) -> str:
-    """A TOML document for a nested mapping: sorted keys, scalars before [sub.tables]."""
-    return "\n\n".join(_toml_sections(spec, ())) + "\n"
+    """A TOML document for a nested mapping, laid out as the reference renderer lays it out (so the same spec
+    gets the same sha256 name from either tool): sorted keys, a table's scalars first, then each sub-table
+    as a [dotted.header] section; sections apart by one blank line, except that a header is followed at once
+    by the first sub-table header of a table with no scalars of its own."""
+    return _toml_table(spec, ()) + "\n"
 
 
-def _toml_sections(table: dict[str, Any], path: tuple[str, ...]) -> list[str]:
+def _toml_table(table: dict[str, Any], path: tuple[str, ...]) -> str:
     keys = sorted(table, key=str)
-    lines = [f"{_toml_key(key)} = {_toml_value(table[key])}" for key in keys if not isinstance(table[key], dict)]
-    if path:
-        lines.insert(0, "[" + ".".join(path) + "]")
-    sections = ["\n".join(lines)] if lines else []
+    scalars = [f"{_toml_key(key)} = {_toml_value(table[key])}" for key in keys if not isinstance(table[key], dict)]
+    sections = ["\n".join(scalars)] if scalars else []
     for key in keys:
         if isinstance(table[key], dict):
-            sections.extend(_toml_sections(table[key], (*path, _toml_key(key))))
-    return sections
+            sub_path = (*path, _toml_key(key))
+            body = _toml_table(table[key], sub_path)
+            sections.append("[" + ".".join(sub_path) + "]" + (f"\n{body}" if body else ""))
+    return "\n\n".join(sections)
 
 
 def config_document(bundle: dict[str, Any]) -> tuple[str, str, str]:
