@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,43 @@ def _common_checks(job: dict[str, Any]) -> None:
             raise UsageError(f"--{flag.replace('_', '-')}: give a short word without spaces (e.g. dino, train)")
 
 
+@dataclass
+class _Nccl:
+    socket_ifname: str | None
+    ib_hca: str | None
+    env: dict[str, str]
+    notes: list[str]
+
+
+def _nccl_settings(job: dict[str, Any], nodes: int) -> _Nccl:
+    """The NCCL settings of a job: the flags, plus (multi-node) the settings this cluster's last probe passed
+    with (`job["probe_nccl"]`: settings and when they were checked), where no flag sets the same variable."""
+    from .render import parse_key_values
+
+    env = parse_key_values(list(job.get("nccl_env") or []), "--nccl-env")
+    result = _Nccl(job.get("nccl_socket_ifname"), job.get("nccl_ib_hca"), env, [])
+    cached, checked_at = job.get("probe_nccl") or ({}, "")
+    if nodes <= 1 or not cached:
+        return result
+    applied = []
+    for key, value in cached.items():
+        if key == "NCCL_SOCKET_IFNAME" and result.socket_ifname is None:
+            result.socket_ifname = value
+        elif key == "NCCL_IB_HCA" and result.ib_hca is None:
+            result.ib_hca = value
+        elif key not in ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA") and key not in result.env:
+            result.env[key] = value
+        else:
+            continue
+        applied.append(f"{key}={value}")
+    if applied:
+        result.notes.append(
+            f"applying the NCCL settings this cluster's probe passed with ({checked_at}): {' '.join(applied)}; "
+            "override with --nccl-socket-ifname, --nccl-ib-hca or --nccl-env NAME=VALUE"
+        )
+    return result
+
+
 def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str]) -> Plan:
     from . import render
     from .names import is_under, kubernetes_job_name, secret_name_for
@@ -122,6 +160,7 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         return None if tier == "C" and not results_dir else results_for(record_id)
 
     ttl = None if job.get("keep_until_captured") else int(job["ttl_seconds"])
+    nccl = _nccl_settings(job, nodes)
     base = dict(
         image=job["image"],
         command=job["command"],
@@ -141,8 +180,9 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         annotations=list(job.get("annotation") or []),
         master_port=int(job["master_port"]),
         launcher=job["launcher"],
-        nccl_socket_ifname=job.get("nccl_socket_ifname"),
-        nccl_ib_hca=job.get("nccl_ib_hca"),
+        nccl_socket_ifname=nccl.socket_ifname,
+        nccl_ib_hca=nccl.ib_hca,
+        nccl_env=nccl.env,
         active_deadline_seconds=job.get("active_deadline"),
         node_selector=node_selector,
         tolerations=tolerations,
@@ -204,6 +244,7 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         min_version=min_version,
         min_version_feature=feature,
         warnings=warnings,
+        notes=nccl.notes,
     )
 
 
@@ -219,6 +260,7 @@ _NOT_FOR_ACTION_REQUESTS = {
     "rendezvous_timeout": ("--rendezvous-timeout", 300, "nothing: an action request runs one pod"),
     "nccl_socket_ifname": ("--nccl-socket-ifname", None, "the request's environment"),
     "nccl_ib_hca": ("--nccl-ib-hca", None, "the request's environment"),
+    "nccl_env": ("--nccl-env", None, "the request's environment"),
     "retries_per_index": ("--retries-per-index", None, "nothing: an action request runs one pod"),
 }
 

@@ -51,6 +51,7 @@ TIERS = ("A", "C")
 LAUNCHERS = ("tao", "torchrun")
 RECORD_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 NCCL_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:=^+-]{1,256}")
+NCCL_ENV_RE = re.compile(r"NCCL_[A-Z0-9_]+")
 _RESERVED_KEY_PREFIXES = ("kubectl-tao.io/", "batch.kubernetes.io/", "kueue.x-k8s.io/")
 _RESERVED_LABELS = {MANAGED_BY_LABEL, JOB_LABEL, "job-name", "controller-uid", "job-index"}
 # Mount paths that would hide the image's own system directories.
@@ -91,6 +92,7 @@ class JobSpec:
     launcher: str = "tao"  # multi-node: tao (sh -c COMMAND) or torchrun (torchrun ... COMMAND-ARGV)
     nccl_socket_ifname: str | None = None
     nccl_ib_hca: str | None = None
+    nccl_env: Mapping[str, str] = field(default_factory=dict)  # other NCCL_* settings (e.g. NCCL_IB_DISABLE)
     backoff_limit: int = 0
     active_deadline_seconds: int | None = None
     node_selector: Mapping[str, str] = field(default_factory=dict)
@@ -355,6 +357,16 @@ def validate_spec(spec: JobSpec) -> JobSpec:
                 f"{field_name.replace('_', ' ')} {value!r} must be 1-256 characters of letters, digits "
                 "and _ . , : = ^ + - (for example eth0 or ^docker,lo)"
             )
+    for key, value in spec.nccl_env.items():
+        if NCCL_ENV_RE.fullmatch(key) is None or key in ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA"):
+            raise UsageError(
+                f"nccl env {key!r}: give an NCCL_* variable (NCCL_SOCKET_IFNAME and NCCL_IB_HCA have flags of "
+                "their own)"
+            )
+        if not isinstance(value, str) or NCCL_VALUE_RE.fullmatch(value) is None:
+            raise UsageError(
+                f"nccl env {key} value {value!r} must be 1-256 characters of letters, digits and _ . , : = ^ + -"
+            )
     _check_multi_node(spec)
     _check_scheduling(spec)
     return spec
@@ -431,6 +443,7 @@ def spec_from_options(
     launcher: str = "tao",
     nccl_socket_ifname: str | None = None,
     nccl_ib_hca: str | None = None,
+    nccl_env: Mapping[str, str] | Iterable[str] | None = None,
     backoff_limit: int = 0,
     active_deadline_seconds: int | None = None,
     node_selector: Mapping[str, str] | Iterable[str] | None = None,
@@ -476,6 +489,7 @@ def spec_from_options(
         launcher=launcher,
         nccl_socket_ifname=nccl_socket_ifname,
         nccl_ib_hca=nccl_ib_hca,
+        nccl_env=parse_key_values(nccl_env, "nccl env"),
         backoff_limit=backoff_limit,
         active_deadline_seconds=active_deadline_seconds,
         node_selector=parse_key_values(node_selector, "node selector"),
@@ -560,6 +574,7 @@ def _common_env(spec: JobSpec) -> list[dict[str, Any]]:
         env.append(_env("NCCL_SOCKET_IFNAME", spec.nccl_socket_ifname))
     if spec.nccl_ib_hca is not None:
         env.append(_env("NCCL_IB_HCA", spec.nccl_ib_hca))
+    env += [_env(key, value) for key, value in sorted(spec.nccl_env.items())]
     return env
 
 

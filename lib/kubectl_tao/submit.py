@@ -50,6 +50,7 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     require_fit_now: bool = False
     skip_probe_warning: bool = False  # the NCCL probe itself: no warning about the last probe
+    notes: list[str] = field(default_factory=list)  # what was decided for the user (printed, not warnings)
 
 
 @dataclass
