@@ -49,3 +49,19 @@ def test_unknown_token_and_missing_kubeconfig_exit_3_naming_the_credentials(
         assert "not-a-token" not in line
     assert record_ids(tao.state_dir) == []
     assert objects(namespace, kinds="jobs,secrets,services") == []
+
+
+@pytest.mark.timeout(120)
+def test_an_api_server_that_does_not_answer_is_unreachable_not_permission_denied(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    tao = Tao(cluster, namespace, tmp_path / "state")
+    stranger = _unknown_token_kubeconfig(cluster, namespace, tmp_path / "closed.kubeconfig")
+    config = yaml.safe_load(stranger.read_text(encoding="utf-8"))
+    config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"  # a loopback port nothing listens on
+    stranger.write_text(yaml.safe_dump(config), encoding="utf-8")
+    result = tao("submit", "--kubeconfig", str(stranger), *TIER_C, "--gpus", "0")
+    assert result.returncode == 3, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: cluster unreachable") and "permission denied" not in line
+    assert record_ids(tao.state_dir) == []
