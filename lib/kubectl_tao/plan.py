@@ -119,6 +119,9 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
     from .records import normalize_results_dir, preview_id
 
     _common_checks(job)
+    for key, flag in (("staging_map", "--staging-map"), ("config_source", "--config-source")):
+        if job.get(key):
+            raise UsageError(f"{flag} is only for --action-request; drop it or give the request")
     if not job.get("image"):
         raise UsageError("--image is required (or --action-request)")
     if not job.get("command"):
@@ -302,6 +305,31 @@ def _request_results_dir(request: dict[str, Any], raw: str | None) -> str:
     return results_dir
 
 
+def _counterparts(name: str) -> set[str]:
+    """A credential name with its legacy / AWS twin (read_credentials moves legacy names to the AWS ones)."""
+    from .envfile import LEGACY_S3_NAMES
+
+    twins = {name, LEGACY_S3_NAMES.get(name, name)}
+    twins.update(legacy for legacy, modern in LEGACY_S3_NAMES.items() if modern == name)
+    return twins
+
+
+def _unforwarded(job: dict[str, Any], forward: list[str], credentials: dict[str, str]) -> list[str]:
+    """Credentials the request does not forward: an `--env NAME` is refused, env-file keys are named in a
+    warning (an env-file often holds more than one job needs); none of them reaches the Secret."""
+    forwarded = set().union(*(_counterparts(name) for name in forward))
+    for name in job.get("env") or []:
+        if not _counterparts(name) & forwarded:
+            raise UsageError(
+                f"--env {name}: the action request does not forward it (forward_env: {', '.join(forward) or 'none'}); "
+                "drop it or add it to the request's forward_env"
+            )
+    left = sorted(key for key in credentials if not _counterparts(key) & forwarded)
+    if not left:
+        return []
+    return [f"--env-file keys the action request does not forward are left out of the Secret: {', '.join(left)}"]
+
+
 def _forwarded(forward: list[str], credentials: dict[str, str]) -> dict[str, str]:
     """The forwarded credentials by the names the request uses; a legacy name (ACCESS_KEY, SECRET_KEY, ...)
     is satisfied by the value the env-file gave under it, which read_credentials moved to the AWS name."""
@@ -370,6 +398,7 @@ def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str
         creds: dict[str, str] = {}
     else:
         creds = _forwarded(forward, credentials)
+    warnings = _unforwarded(job, forward, credentials)
     bundle = request.get("spec_bundle") or {}
     image = str(bundle.get("image") or "")
     gpus = int((bundle.get("compute_shape") or {}).get("gpus") or 0)
@@ -397,7 +426,6 @@ def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str
 
     probe = preview_id(job["network_arch"], job["action"])
     render_objects(kubernetes_job_name(probe), probe, secret_name_for(kubernetes_job_name(probe)) if creds else None)
-    warnings = []
     if placement.queue_name is not None:
         warnings.append(f"the Job is created suspended; Kueue starts it when queue {placement.queue_name!r} admits it")
     return Plan(

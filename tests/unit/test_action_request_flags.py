@@ -159,3 +159,23 @@ def test_render_cli_applies_node_selector_and_refuses_an_explicit_gpus(cli: Any,
     assert code == 2 and out == ""
     [line] = err.strip().splitlines()
     assert line.startswith("error: --gpus does not apply to --action-request")
+
+
+def test_an_env_name_the_request_does_not_forward_is_refused(files: dict[str, str]) -> None:
+    with pytest.raises(UsageError, match=r"^--env NGC_KEY: the action request does not forward it"):
+        build(flags(files, env=["HF_TOKEN", "NGC_KEY"]), "ns", {**CREDS, "NGC_KEY": "x"})
+
+
+def test_env_file_keys_the_request_does_not_forward_are_named_in_a_warning(files: dict[str, str]) -> None:
+    plan = build(flags(files), "ns", {**CREDS, "NGC_KEY": "x", "WANDB_API_KEY": "y"})
+    assert sorted(plan.credentials) == ["AWS_ACCESS_KEY_ID", "HF_TOKEN"]
+    assert "left out of the Secret: NGC_KEY, WANDB_API_KEY" in " ".join(plan.warnings)
+    assert not [w for w in build(flags(files), "ns", CREDS).warnings if "left out" in w]
+
+
+@pytest.mark.parametrize(("key", "flag"), [("staging_map", "--staging-map"), ("config_source", "--config-source")])
+def test_action_request_only_flags_are_refused_without_one(key: str, flag: str) -> None:
+    job = {k: option.default for k, (_, option) in JOB_FLAGS.items()}
+    job.update(image="busybox", command="true", pvc="tao-data", **{key: "/tmp/x.json"})
+    with pytest.raises(UsageError, match=f"^{flag} is only for --action-request"):
+        build(job, "ns", {})
