@@ -12,7 +12,7 @@ from e2e.helpers import Cluster, Tao
 
 from .helpers import objects, record_ids
 
-TIER_C = ["--image", "busybox:1.36", "--command", "true", "--storage-tier", "C", "--s3-output", "s3://b/creds"]
+TIER_C = ["--image", "busybox:1.36", "--command", "true", "--storage-tier", "C", "--s3-output", "s3://tao-results/creds"]
 
 
 def _unknown_token_kubeconfig(cluster: Cluster, namespace: str, path: Path) -> Path:
