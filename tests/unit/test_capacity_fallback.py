@@ -63,3 +63,19 @@ def test_forbidden_nodes_warn_that_capacity_was_not_checked(cli: Any, fake_kubec
     assert code == 0, err
     [warning] = [line for line in err.splitlines() if "capacity" in line]
     assert warning.startswith("warning: cannot list nodes") and "GPU capacity was not checked" in warning
+
+
+def test_preflight_keeps_a_capacity_line_without_cluster_wide_pods(fake_kubectl: FakeKubectl) -> None:
+    from kubectl_tao.kubectl import Kubectl
+    from kubectl_tao.preflight import WARN, cluster_checks
+
+    fake_kubectl.on("version", data=fixture_json("version-gke-1.30.json"))
+    fake_kubectl.on("auth", "can-i", stdout="yes\n")
+    fake_kubectl.on("get", "nodes,pods", stderr=PODS_FORBIDDEN, rc=1)
+    fake_kubectl.on("get", "nodes", data=fixture_json("nodes-2x8.json"))
+    checks = {check.name: check for check in cluster_checks(Kubectl(), "ns", gpus=8, nodes=1, pvc=None,
+                                                              need_secrets=False)}
+    assert checks["gpu-operator"].message.startswith("16 nvidia.com/gpu allocatable on 2 node(s)")
+    capacity = checks["capacity"]
+    assert capacity.status == WARN and capacity.message.startswith("fits: ")
+    assert "cannot list pods in all namespaces" in capacity.message
