@@ -23,6 +23,8 @@ import re
 import shlex
 import stat
 import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -76,16 +78,19 @@ def validate_staging_map(staging_map: Any) -> dict[str, Any]:
 
 
 def _toml_string(text: str) -> str:
+    """A TOML basic string, byte for byte what the reference renderer writes (JSON-style escapes, non-ASCII
+    as \\uXXXX) wherever that is valid TOML; DEL and characters beyond U+FFFF, which it would write as
+    invalid TOML (a raw DEL, a surrogate pair), are written validly instead (\\u007f, the character itself)."""
     escapes = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
     out = []
     for ch in text:
         code = ord(ch)
         if ch in escapes:
             out.append(escapes[ch])
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\u{code:04x}")
         elif 0xD800 <= code <= 0xDFFF:
             raise UsageError("spec_bundle.spec holds a string with a lone surrogate; TOML cannot encode it")
+        elif code < 0x20 or 0x7F <= code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
         else:
             out.append(ch)
     return '"' + "".join(out) + '"'
@@ -114,25 +119,28 @@ def _toml_value(value: Any) -> str:
         return "[" + ", ".join(_toml_value(item) for item in value) + "]"
     if isinstance(value, dict):
         pairs = (f"{_toml_key(key)} = {_toml_value(value[key])}" for key in sorted(value))
-        return "{ " + ", ".join(pairs) + " }" if value else "{}"
+        return "{ " + ", ".join(pairs) + " }"  # an empty table is "{  }", as the reference writes it
     raise UsageError(f"spec_bundle.spec holds {type(value).__name__} (null?), which TOML cannot represent")
 
 
 def toml_dumps(spec: dict[str, Any]) -> str:
-    """A TOML document for a nested mapping: sorted keys, scalars before [sub.tables]."""
-    return "\n\n".join(_toml_sections(spec, ())) + "\n"
+    """A TOML document for a nested mapping, laid out as the reference renderer lays it out (so the same spec
+    gets the same sha256 name from either tool): sorted keys, a table's scalars first, then each sub-table
+    as a [dotted.header] section; sections apart by one blank line, except that a header is followed at once
+    by the first sub-table header of a table with no scalars of its own."""
+    return _toml_table(spec, ()) + "\n"
 
 
-def _toml_sections(table: dict[str, Any], path: tuple[str, ...]) -> list[str]:
+def _toml_table(table: dict[str, Any], path: tuple[str, ...]) -> str:
     keys = sorted(table, key=str)
-    lines = [f"{_toml_key(key)} = {_toml_value(table[key])}" for key in keys if not isinstance(table[key], dict)]
-    if path:
-        lines.insert(0, "[" + ".".join(path) + "]")
-    sections = ["\n".join(lines)] if lines else []
+    scalars = [f"{_toml_key(key)} = {_toml_value(table[key])}" for key in keys if not isinstance(table[key], dict)]
+    sections = ["\n".join(scalars)] if scalars else []
     for key in keys:
         if isinstance(table[key], dict):
-            sections.extend(_toml_sections(table[key], (*path, _toml_key(key))))
-    return sections
+            sub_path = (*path, _toml_key(key))
+            body = _toml_table(table[key], sub_path)
+            sections.append("[" + ".".join(sub_path) + "]" + (f"\n{body}" if body else ""))
+    return "\n\n".join(sections)
 
 
 def config_document(bundle: dict[str, Any]) -> tuple[str, str, str]:
@@ -407,13 +415,27 @@ def _environment(request: dict[str, Any], credential_secret: str | None) -> list
     return env
 
 
-def _check_ttl(ttl_seconds: Any) -> int:
+def _check_ttl(ttl_seconds: Any) -> int | None:
+    if ttl_seconds is None:  # kept until deleted (--keep-until-captured sets the TTL after capture)
+        return None
     if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or not 0 <= ttl_seconds <= MAX_TTL_SECONDS:
         raise UsageError(f"ttl seconds must be a whole number from 0 to {MAX_TTL_SECONDS}, got {ttl_seconds!r}")
     return ttl_seconds
 
 
 # --------------------------------------------------------------------------- rendering
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The job flags an action-request Job gets like any other (the request itself says nothing of them)."""
+
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: Sequence[Mapping[str, Any]] = ()
+    active_deadline_seconds: int | None = None
+    queue_name: str | None = None
 
 
 def render_action_objects(
@@ -426,11 +448,21 @@ def render_action_objects(
     credential_secret: str | None = None,
     image_pull_secret: str | None = None,
     config_source: str | Path | None = None,
-    ttl_seconds: int = 3600,
+    ttl_seconds: int | None = 3600,
     shm_size: str = "16Gi",
+    placement: Placement | None = None,
 ) -> list[dict[str, Any]]:
-    """The Job for an action request, as a one-element list of plain objects."""
-    from kubectl_tao.render import JOB_LABEL, MANAGED_BY, MANAGED_BY_LABEL, RECORD_ID_KEY
+    """The Job for an action request, as a one-element list of plain objects. `placement` carries what
+    every kubectl-tao Job may get (labels, annotations, node selector, tolerations, deadline, queue)."""
+    from kubectl_tao.render import (
+        JOB_LABEL,
+        MANAGED_BY,
+        MANAGED_BY_LABEL,
+        QUEUE_LABEL,
+        RECORD_ID_KEY,
+        check_metadata,
+        check_placement,
+    )
 
     validate_request(request)
     validate_staging_map(staging_map)
@@ -450,15 +482,28 @@ def render_action_objects(
     volume_mounts, modes = _volume_mounts(request, staged, config_mount)
     _check_fresh_outputs(request, modes)
     env = _environment(request, credential_secret)
+    extra = placement or Placement()
+    check_metadata(extra.labels, extra.annotations)
+    check_placement(extra.node_selector, extra.tolerations, extra.active_deadline_seconds, extra.queue_name)
     labels = {MANAGED_BY_LABEL: MANAGED_BY, JOB_LABEL: job_name}
     if names.is_label_value(job_id):
         labels[RECORD_ID_KEY] = job_id
+    pod_labels = {**labels, **extra.labels}
+    job_labels = dict(pod_labels)
+    if extra.queue_name is not None:
+        job_labels[QUEUE_LABEL] = extra.queue_name
     values = {
         "JOB_NAME": job_name,
         "NAMESPACE": namespace,
-        "LABELS": labels,
+        "LABELS": job_labels,
         "ANNOTATIONS": {RECORD_ID_KEY: job_id},
+        "POD_LABELS": pod_labels,
+        "POD_ANNOTATIONS": {RECORD_ID_KEY: job_id, **extra.annotations},
         "TTL_SECONDS": ttl_seconds,
+        "ACTIVE_DEADLINE_SECONDS": extra.active_deadline_seconds,
+        "SUSPEND": True if extra.queue_name is not None else None,
+        "NODE_SELECTOR": dict(extra.node_selector) or None,
+        "TOLERATIONS": [dict(t) for t in extra.tolerations] or None,
         "IMAGE_PULL_SECRETS": [{"name": image_pull_secret}] if image_pull_secret is not None else None,
         "IMAGE": image,
         "COMMAND": command,

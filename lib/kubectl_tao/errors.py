@@ -56,6 +56,10 @@ class ClusterUnreachableError(TaoError):
     exit_code = EXIT_UNREACHABLE
 
 
+class CredentialsRefusedError(ClusterUnreachableError):
+    """The API server (or the kubeconfig's auth plugin) refused or lacked credentials: nothing was asked yet."""
+
+
 class KubectlError(TaoError):
     """kubectl ran and failed; the message is kubectl's own stderr, scrubbed of secrets."""
 

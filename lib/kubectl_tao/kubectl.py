@@ -14,7 +14,28 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ClusterUnreachableError, KubectlError, TaoError, UsageError
+from .errors import ClusterUnreachableError, CredentialsRefusedError, KubectlError, TaoError, UsageError
+
+# Checked before the unreachable markers: "Unable to connect to the server: getting credentials: exec: ..." is a
+# credential failure, not a network one.
+_CREDENTIAL_MARKERS = (
+    "(unauthorized)",
+    "you must be logged in",
+    "provide credentials",
+    "getting credentials",
+    "invalid bearer token",
+    "token has expired",
+    "token is expired",
+    "refresh token",
+    "no valid credentials",
+)
+
+CREDENTIALS_FIX = (
+    "point kubectl at a working kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config; --context) and refresh "
+    "it: EKS `aws eks update-kubeconfig --name <cluster> --region <region>`, GKE `gcloud container clusters "
+    "get-credentials <cluster> --region <region>`, AKS `az aks get-credentials --resource-group <rg> --name "
+    "<cluster>`; check with `kubectl get nodes`"
+)
 
 _UNREACHABLE_MARKERS = (
     "unable to connect to the server",
@@ -40,8 +61,6 @@ _REASONS = (
     ("(conflict)", "Conflict"),
     ("(invalid)", "Invalid"),
     ("(badrequest)", "BadRequest"),
-    ("(unauthorized)", "Unauthorized"),
-    ("you must be logged in", "Unauthorized"),
     (" not found", "NotFound"),
     ("already exists", "AlreadyExists"),
     ("forbidden", "Forbidden"),
@@ -85,6 +104,8 @@ class Completed:
 def classify_stderr(stderr: str) -> str:
     """Name the kind of failure kubectl reported: Unreachable, NotFound, Forbidden, ... or ''."""
     low = stderr.lower()
+    if any(marker in low for marker in _CREDENTIAL_MARKERS):
+        return "Unauthorized"
     for marker in _UNREACHABLE_MARKERS:
         if marker == "eof":
             if low.rstrip().endswith(": eof") or " eof\n" in low:
@@ -145,8 +166,10 @@ class Kubectl:
         namespaced: bool = True,
         timeout: float | None = None,
         check: bool = True,
+        best_effort: bool = False,
     ) -> Completed:
-        """Run `kubectl <global flags> <args>`. Secrets may only travel in `stdin`, never in `args`."""
+        """Run `kubectl <global flags> <args>`. Secrets may only travel in `stdin`, never in `args`.
+        `check`/`best_effort`: see `settle`."""
         import sh
 
         command = self._resolve()
@@ -173,9 +196,7 @@ class Kubectl:
             self._trace(full, started, -1)
             raise TaoError(f"could not run kubectl: {_scrub(type(exc).__name__)}") from None
         self._trace(full, started, result.returncode)
-        if check and result.returncode != 0:
-            raise self.error_for(result.stderr)
-        return result
+        return self.settle(result, check=check, best_effort=best_effort)
 
     def run_many(self, calls: dict[str, tuple[list[str], dict[str, Any]]]) -> dict[str, Completed | TaoError]:
         """Run independent read-only calls at once (each still one kubectl process): the gates before a
@@ -205,6 +226,11 @@ class Kubectl:
     def error_for(self, stderr: str) -> TaoError:
         reason = classify_stderr(stderr)
         message = first_error_line(stderr) or "kubectl failed without a message"
+        if reason == "Unauthorized":
+            return CredentialsRefusedError(f"the API server refused your credentials: {message}; {CREDENTIALS_FIX}")
+        missing = self._missing_kubeconfig(stderr, reason)
+        if missing:
+            return CredentialsRefusedError(f"no credentials: {missing}; {CREDENTIALS_FIX}")
         if reason == "Unreachable":
             return ClusterUnreachableError(
                 f"cluster unreachable: {message} (check --kubeconfig/$KUBECONFIG, --context, and that the "
@@ -213,6 +239,30 @@ class Kubectl:
         if reason == "NoContext":
             return UsageError(f"--context: {message}; list contexts with `kubectl config get-contexts`")
         return KubectlError(message, stderr=_scrub(stderr), reason=reason)
+
+    def _missing_kubeconfig(self, stderr: str, reason: str) -> str:
+        """Why kubectl had no kubeconfig to use, or '' (an explicit file that does not exist, or none at all,
+        which makes kubectl fall back to http://localhost:8080)."""
+        low = stderr.lower()
+        explicit = self.options.kubeconfig
+        if explicit and "no such file or directory" in low and "stat " in low:
+            return f"--kubeconfig {explicit} does not exist"
+        if reason == "Unreachable" and "localhost:8080" in low:
+            listed = os.environ.get("KUBECONFIG")
+            where = f"$KUBECONFIG={listed}" if listed else "~/.kube/config"
+            return f"kubectl found no kubeconfig ({where} does not exist) and fell back to localhost:8080"
+        return ""
+
+    def settle(self, result: Completed, *, check: bool, best_effort: bool = False) -> Completed:
+        """Raise for a failed call when `check`; without it kubectl's answer is returned whatever its exit code,
+        except when there is no answer to read (the server could not be reached or refused the credentials):
+        that still raises unless `best_effort` (cleanup that must not stop on it)."""
+        if result.returncode == 0:
+            return result
+        error = self.error_for(result.stderr)
+        if check or (isinstance(error, ClusterUnreachableError) and not best_effort):
+            raise error
+        return result
 
     def stream(self, args: list[str], *, namespaced: bool = True) -> Iterator[str]:
         """Yield kubectl's stdout line by line as it arrives (for `logs -f` across ranks)."""

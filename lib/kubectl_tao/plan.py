@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +76,52 @@ def _common_checks(job: dict[str, Any]) -> None:
             raise UsageError(f"--{flag.replace('_', '-')}: give a short word without spaces (e.g. dino, train)")
 
 
+@dataclass
+class _Nccl:
+    socket_ifname: str | None
+    ib_hca: str | None
+    env: dict[str, str]
+    notes: list[str]
+
+
+def _nccl_settings(job: dict[str, Any], nodes: int) -> _Nccl:
+    """The NCCL settings of a job: the flags, plus (multi-node) the settings this cluster's last probe passed
+    with (`job["probe_nccl"]`: settings and when they were checked), where no flag sets the same variable."""
+    from .render import parse_key_values
+
+    env = parse_key_values(list(job.get("nccl_env") or []), "--nccl-env")
+    result = _Nccl(job.get("nccl_socket_ifname"), job.get("nccl_ib_hca"), env, [])
+    cached, checked_at = job.get("probe_nccl") or ({}, "")
+    if nodes <= 1 or not cached:
+        return result
+    applied = []
+    for key, value in cached.items():
+        if key == "NCCL_SOCKET_IFNAME" and result.socket_ifname is None:
+            result.socket_ifname = value
+        elif key == "NCCL_IB_HCA" and result.ib_hca is None:
+            result.ib_hca = value
+        elif key not in ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA") and key not in result.env:
+            result.env[key] = value
+        else:
+            continue
+        applied.append(f"{key}={value}")
+    if applied:
+        result.notes.append(
+            f"applying the NCCL settings this cluster's probe passed with ({checked_at}): {' '.join(applied)}; "
+            "override with --nccl-socket-ifname, --nccl-ib-hca or --nccl-env NAME=VALUE"
+        )
+    return result
+
+
 def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str]) -> Plan:
     from . import render
     from .names import is_under, kubernetes_job_name, secret_name_for
     from .records import normalize_results_dir, preview_id
 
     _common_checks(job)
+    for key, flag in (("staging_map", "--staging-map"), ("config_source", "--config-source")):
+        if job.get(key):
+            raise UsageError(f"{flag} is only for --action-request; drop it or give the request")
     if not job.get("image"):
         raise UsageError("--image is required (or --action-request)")
     if not job.get("command"):
@@ -122,6 +163,7 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         return None if tier == "C" and not results_dir else results_for(record_id)
 
     ttl = None if job.get("keep_until_captured") else int(job["ttl_seconds"])
+    nccl = _nccl_settings(job, nodes)
     base = dict(
         image=job["image"],
         command=job["command"],
@@ -141,8 +183,9 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         annotations=list(job.get("annotation") or []),
         master_port=int(job["master_port"]),
         launcher=job["launcher"],
-        nccl_socket_ifname=job.get("nccl_socket_ifname"),
-        nccl_ib_hca=job.get("nccl_ib_hca"),
+        nccl_socket_ifname=nccl.socket_ifname,
+        nccl_ib_hca=nccl.ib_hca,
+        nccl_env=nccl.env,
         active_deadline_seconds=job.get("active_deadline"),
         node_selector=node_selector,
         tolerations=tolerations,
@@ -204,37 +247,164 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         min_version=min_version,
         min_version_feature=feature,
         warnings=warnings,
+        notes=nccl.notes,
+    )
+
+
+# Job flags an action request cannot take (the request decides these): flag, default, what decides instead.
+_NOT_FOR_ACTION_REQUESTS = {
+    "gpus": ("--gpus", 1, "spec_bundle.compute_shape.gpus"),
+    "nodes": ("--nodes", 1, "spec_bundle.compute_shape.nodes (an action request runs one pod)"),
+    "mount_path": ("--mount-path", "/workspace", "the request's mounts[].target"),
+    "s3_input": ("--s3-input", None, "the staging map (storage tier A only)"),
+    "s3_output": ("--s3-output", None, "--results-dir (storage tier A only)"),
+    "launcher": ("--launcher", "tao", "spec_bundle.command (one pod, no rendezvous)"),
+    "master_port": ("--master-port", 29500, "nothing: an action request runs one pod"),
+    "rendezvous_timeout": ("--rendezvous-timeout", 300, "nothing: an action request runs one pod"),
+    "nccl_socket_ifname": ("--nccl-socket-ifname", None, "the request's environment"),
+    "nccl_ib_hca": ("--nccl-ib-hca", None, "the request's environment"),
+    "nccl_env": ("--nccl-env", None, "the request's environment"),
+    "retries_per_index": ("--retries-per-index", None, "nothing: an action request runs one pod"),
+}
+
+
+def _given(job: dict[str, Any], key: str, default: Any) -> bool:
+    """Whether a flag was set: the CLI says which were on the command line; other callers pass plain values."""
+    if "given" in job:
+        return key in job["given"]
+    return job.get(key) not in (None, [], default)
+
+
+def _refuse_flags_the_request_decides(job: dict[str, Any]) -> None:
+    tier = str(job.get("storage_tier") or "A").upper()
+    if tier != "A":
+        raise UsageError(
+            f"--storage-tier {tier} does not apply to --action-request: its sources are staged on --pvc (tier A)"
+        )
+    for key, (flag, default, instead) in _NOT_FOR_ACTION_REQUESTS.items():
+        if _given(job, key, default):
+            raise UsageError(f"{flag} does not apply to --action-request (set by {instead}); drop {flag}")
+
+
+def _request_results_dir(request: dict[str, Any], raw: str | None) -> str:
+    """--results-dir of an action request: on a writable mount of the request (container path) or s3://."""
+    from .names import is_under
+    from .records import normalize_results_dir
+
+    if not raw:
+        raise UsageError("--action-request needs --results-dir (a writable mount target of the request or s3://)")
+    results_dir = normalize_results_dir(raw)
+    if results_dir.startswith("s3://"):
+        return results_dir
+    writable = [row.get("target") for row in request.get("mounts") or [] if row.get("read_only") is False]
+    if not any(isinstance(target, str) and is_under(results_dir, target) for target in writable):
+        raise UsageError(
+            f"--results-dir {results_dir}: not on a writable mount of the action request (writable targets: "
+            f"{', '.join(t for t in writable if isinstance(t, str)) or 'none'}); use a path under one, or s3://"
+        )
+    return results_dir
+
+
+def _counterparts(name: str) -> set[str]:
+    """A credential name with its legacy / AWS twin (read_credentials moves legacy names to the AWS ones)."""
+    from .envfile import LEGACY_S3_NAMES
+
+    twins = {name, LEGACY_S3_NAMES.get(name, name)}
+    twins.update(legacy for legacy, modern in LEGACY_S3_NAMES.items() if modern == name)
+    return twins
+
+
+def _unforwarded(job: dict[str, Any], forward: list[str], credentials: dict[str, str]) -> list[str]:
+    """Credentials the request does not forward: an `--env NAME` is refused, env-file keys are named in a
+    warning (an env-file often holds more than one job needs); none of them reaches the Secret."""
+    forwarded = set().union(*(_counterparts(name) for name in forward))
+    for name in job.get("env") or []:
+        if not _counterparts(name) & forwarded:
+            raise UsageError(
+                f"--env {name}: the action request does not forward it (forward_env: {', '.join(forward) or 'none'}); "
+                "drop it or add it to the request's forward_env"
+            )
+    left = sorted(key for key in credentials if not _counterparts(key) & forwarded)
+    if not left:
+        return []
+    return [f"--env-file keys the action request does not forward are left out of the Secret: {', '.join(left)}"]
+
+
+def _forwarded(forward: list[str], credentials: dict[str, str]) -> dict[str, str]:
+    """The forwarded credentials by the names the request uses; a legacy name (ACCESS_KEY, SECRET_KEY, ...)
+    is satisfied by the value the env-file gave under it, which read_credentials moved to the AWS name."""
+    from .envfile import LEGACY_S3_NAMES
+
+    creds: dict[str, str] = {}
+    missing = []
+    for name in forward:
+        modern = LEGACY_S3_NAMES.get(name)
+        if name in credentials:
+            creds[name] = credentials[name]
+        elif modern and modern in credentials:
+            creds[name] = credentials[modern]
+        else:
+            missing.append(name)
+    if missing:
+        raise UsageError(
+            f"request.forward_env needs {', '.join(missing)}: pass them with --env-file or --env (values never on "
+            "the command line), or name an existing Secret holding them with --env-secret"
+        )
+    return creds
+
+
+def _placement(job: dict[str, Any], gpus: int) -> Any:
+    from .action import Placement
+    from .render import parse_key_values, parse_toleration
+
+    selector = list(job.get("node_selector") or [])
+    if job.get("gpu_product"):
+        selector.append(f"nvidia.com/gpu.product={job['gpu_product']}")
+    node_selector = parse_key_values(selector, "node selector")
+    tolerations = [parse_toleration(t) for t in job.get("toleration") or []]
+    if gpus > 0:
+        tolerations.append(GPU_TOLERATION)
+    return Placement(
+        labels=parse_key_values(list(job.get("label") or []), "label"),
+        annotations=parse_key_values(list(job.get("annotation") or []), "annotation"),
+        node_selector=node_selector,
+        tolerations=tuple(tolerations),
+        active_deadline_seconds=job.get("active_deadline"),
+        queue_name=job.get("queue"),
     )
 
 
 def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str]) -> Plan:
     from .action import render_action_objects, validate_request
     from .names import kubernetes_job_name, secret_name_for
-    from .records import normalize_results_dir, preview_id
+    from .records import preview_id
 
     _common_checks(job)
     if job.get("image") or job.get("command"):
         raise UsageError("--action-request carries its own image and command; drop --image/--command")
+    _refuse_flags_the_request_decides(job)
     if not job.get("pvc"):
         raise UsageError("--action-request needs --pvc (the claim holding the staged sources)")
     request = _load_json(job["action_request"], "--action-request")
     staging = _load_json(job.get("staging_map"), "--staging-map")
     validate_request(request)
     forward = list(request.get("forward_env") or [])
-    missing = [name for name in forward if name not in credentials]
-    if missing:
-        raise UsageError(
-            f"request.forward_env needs {', '.join(missing)}: pass them with --env-file or --env (values never on "
-            "the command line)"
-        )
-    creds = {name: credentials[name] for name in forward}
+    existing_secret = job.get("env_secret")
+    if existing_secret:
+        if credentials:
+            raise UsageError("--env-secret names an existing Secret: give it or --env-file/--env, not both")
+        if not forward:
+            raise UsageError("--env-secret: the action request forwards no credentials (forward_env is empty)")
+        creds: dict[str, str] = {}
+    else:
+        creds = _forwarded(forward, credentials)
+    warnings = _unforwarded(job, forward, credentials)
     bundle = request.get("spec_bundle") or {}
     image = str(bundle.get("image") or "")
     gpus = int((bundle.get("compute_shape") or {}).get("gpus") or 0)
-    if not job.get("results_dir"):
-        raise UsageError("--action-request needs --results-dir (a mounted path or s3:// prefix for the record)")
-    results_dir = normalize_results_dir(job["results_dir"])
-    ttl = int(job["ttl_seconds"])
+    results_dir = _request_results_dir(request, job.get("results_dir"))
+    ttl = None if job.get("keep_until_captured") else int(job["ttl_seconds"])
+    placement = _placement(job, gpus)
 
     def render_objects(job_name: str, record_id: str, secret: str | None) -> list[dict[str, Any]]:
         objects = render_action_objects(
@@ -243,11 +413,12 @@ def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str
             job_id=record_id,
             namespace=namespace,
             pvc_claim=job["pvc"],
-            credential_secret=secret if forward else None,
+            credential_secret=(existing_secret or secret) if forward else None,
             image_pull_secret=job.get("image_pull_secret"),
             config_source=job.get("config_source"),
             ttl_seconds=ttl,
             shm_size=job["shm_size"],
+            placement=placement,
         )
         if objects and objects[0]["metadata"]["name"] != job_name:
             raise UsageError(f"action renderer named the Job {objects[0]['metadata']['name']}, expected {job_name}")
@@ -255,6 +426,8 @@ def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str
 
     probe = preview_id(job["network_arch"], job["action"])
     render_objects(kubernetes_job_name(probe), probe, secret_name_for(kubernetes_job_name(probe)) if creds else None)
+    if placement.queue_name is not None:
+        warnings.append(f"the Job is created suspended; Kueue starts it when queue {placement.queue_name!r} admits it")
     return Plan(
         record={
             "platform": "kubernetes",
@@ -263,7 +436,7 @@ def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str
             "action": job["action"],
             "storage_tier": "A",
             "results_dir": results_dir,
-            "upload_excludes": [],
+            "upload_excludes": list(job.get("upload_exclude") or []),
         },
         render=render_objects,
         image=image,
@@ -271,6 +444,10 @@ def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str
         nodes=1,
         credentials=creds,
         pvc=job["pvc"],
+        secret_refs={existing_secret: forward} if existing_secret else {},
         image_pull_secret=job.get("image_pull_secret"),
-        tolerations=[GPU_TOLERATION] if gpus > 0 else [],
+        node_selector=dict(placement.node_selector),
+        tolerations=[dict(t) for t in placement.tolerations],
+        gpu_product=job.get("gpu_product"),
+        warnings=warnings,
     )

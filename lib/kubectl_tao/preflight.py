@@ -102,13 +102,17 @@ def cluster_checks(
         checks.append(Check("cluster", OK, f"reachable, Kubernetes {server.text}"))
     except (TaoError, ValueError) as exc:
         return [Check("cluster", MISSING, f"cannot read the server version: {exc}", REACH_FIX)]
-    capacity = results["capacity"]
-    if isinstance(capacity, TaoError):
-        checks.append(Check("gpu-operator", WARN, f"cannot list nodes: {capacity.message}", "ask for `get nodes`"))
+    from .submit import capacity_view
+
+    try:
+        items, usage_known, usage_note = capacity_view(kc, results["capacity"])
+    except TaoError as exc:
+        items, usage_known, usage_note = None, True, f"cannot list nodes: {exc.message}"
+    if items is None:
+        checks.append(Check("gpu-operator", WARN, usage_note or "cannot list nodes", "ask for `get nodes`"))
     else:
-        assert isinstance(capacity, Completed)
         dra, dra_note = gpuinventory.read_dra(results["dra"])
-        node_list = gpuinventory.fit_nodes(json.loads(capacity.stdout), dra)
+        node_list = gpuinventory.fit_nodes({"items": items}, dra)
         total = sum(n.allocatable for n in node_list)
         hint = gpuinventory.no_gpu_hint(dra)
         if total == 0 and hint:
@@ -143,14 +147,18 @@ def cluster_checks(
                 no_gpu_hint=hint,
             )
             status = {"fits": OK, "queue": WARN, "never": MISSING}[verdict.verdict]
-            checks.append(
-                Check(
-                    "capacity",
-                    status,
-                    verdict.message,
-                    "" if status == OK else "ask for fewer GPUs or nodes (`kubectl tao fit --gpus G --nodes N`)",
+            if not usage_known and status == OK:
+                checks.append(Check("capacity", WARN, f"{verdict.message}; {usage_note}", "ask for `list pods` in all "
+                                    "namespaces so usage can be counted"))
+            else:
+                checks.append(
+                    Check(
+                        "capacity",
+                        status,
+                        verdict.message,
+                        "" if status == OK else "ask for fewer GPUs or nodes (`kubectl tao fit --gpus G --nodes N`)",
+                    )
                 )
-            )
     checks.append(_can_i(results["jobs"], "create jobs", namespace))
     if "secrets" in results:
         checks.append(_can_i(results["secrets"], "create secrets", namespace))

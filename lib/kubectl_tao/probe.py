@@ -130,6 +130,32 @@ def validate_options(opts: ProbeOptions) -> ProbeOptions:
     return opts
 
 
+# NCCL's own logging helps to debug but fixes nothing: it is not carried over to later jobs.
+_NOT_CARRIED = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE")
+
+
+def nccl_settings(opts: ProbeOptions) -> dict[str, str]:
+    """The NCCL environment a probe runs with, as cached with its result (debug logging left out)."""
+    settings = {key: value for key, value in opts.nccl_env.items() if key not in _NOT_CARRIED}
+    if opts.nccl_socket_ifname:
+        settings["NCCL_SOCKET_IFNAME"] = opts.nccl_socket_ifname
+    if opts.nccl_ib_hca:
+        settings["NCCL_IB_HCA"] = opts.nccl_ib_hca
+    return dict(sorted(settings.items()))
+
+
+def _valid_settings(raw: object) -> dict[str, str]:
+    """Cached settings that could be rendered again (a hand-edited cache cannot inject anything else)."""
+    if not isinstance(raw, Mapping):
+        return {}
+    return {
+        key: value
+        for key, value in sorted(raw.items())
+        if isinstance(key, str) and _NCCL_ENV_RE.fullmatch(key) and key not in _NOT_CARRIED
+        and isinstance(value, str) and render.NCCL_VALUE_RE.fullmatch(value)
+    }
+
+
 # --------------------------------------------------------------------------------------------------
 # Rendering (pure)
 
@@ -288,6 +314,7 @@ class ProbeReport:
     hints: list[Hint] = field(default_factory=list)
     cached: bool = False
     exercised: bool = True  # every rank started; False: a watchdog fired first (not cached)
+    settings: dict[str, str] = field(default_factory=dict)  # the NCCL_* env the probe ran with
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -322,6 +349,7 @@ class ProbeReport:
             hints=hints,
             cached=cached,
             exercised=bool(entry.get("exercised", True)),
+            settings=_valid_settings(entry.get("settings")),
         )
 
 
@@ -407,9 +435,15 @@ def age_text(seconds: float) -> str:
 
 
 def probe_warning(cache: Mapping[str, Any], server: str, version: str, now: datetime | None = None) -> str | None:
-    """The warning for a multi-node submit when this cluster's last NCCL probe failed or hung (pure)."""
+    """The warning for a multi-node submit when this cluster (at this server version) has no NCCL probe
+    result, or its last probe failed or hung (pure)."""
     entry = (cache.get("probes") or {}).get(cache_key(server, version))
-    if not _valid_entry(entry) or entry["result"] == PASS:
+    if not _valid_entry(entry):
+        return (
+            f"no NCCL probe result is cached for this cluster ({server}, {version}): multi-node jobs may stall at "
+            "their first collective if NCCL cannot reach the other nodes; check with `kubectl tao probe nccl`"
+        )
+    if entry["result"] == PASS:
         return None
     stamp = _parse_stamp(entry["checked_at"])
     assert stamp is not None
@@ -430,6 +464,31 @@ def cached_probe_warning(server: str, version: str) -> str | None:
     except TaoError:
         return None
     return probe_warning(cache, server, version)
+
+
+def passing_settings(cache: Mapping[str, Any], server: str) -> tuple[dict[str, str], str]:
+    """The NCCL settings of this cluster's newest probe result, when that result is a pass (else nothing),
+    and when it was checked. Any server version counts: the settings describe the nodes' network."""
+    entries = [
+        entry
+        for key, entry in (cache.get("probes") or {}).items()
+        if isinstance(key, str) and key.rsplit(" ", 1)[0] == server and _valid_entry(entry)
+    ]
+    if not server or not entries:
+        return {}, ""
+    newest = max(entries, key=lambda entry: _parse_stamp(entry["checked_at"]) or datetime.min.replace(tzinfo=UTC))
+    if newest["result"] != PASS:
+        return {}, ""
+    return _valid_settings(newest.get("settings")), str(newest["checked_at"])
+
+
+def cached_settings(server: str) -> tuple[dict[str, str], str]:
+    """`passing_settings` over the cache file of the current TAO_STATE_DIR; never raises."""
+    try:
+        cache, _ = load_cache(cache_path())
+    except TaoError:
+        return {}, ""
+    return passing_settings(cache, server)
 
 
 def _locked(path: Path, timeout: float = 10.0) -> contextlib.AbstractContextManager[None]:
@@ -567,6 +626,7 @@ def report_for(
         duration_s=round(duration_s, 1),
         hints=hints_for(waited.result, reason, waited.exercised, opts.master_port, obs.tracked.id),
         exercised=waited.exercised,
+        settings=nccl_settings(opts),
     )
 
 
@@ -645,6 +705,9 @@ def describe(report: ProbeReport, now: datetime | None = None) -> str:
         )
     elif not report.exercised:
         lines.append("not cached: the ranks never all started, so NCCL was not exercised")
+    if report.result == PASS and report.settings:
+        applied = " ".join(f"{key}={value}" for key, value in report.settings.items())
+        lines.append(f"settings cached with the pass: later multi-node submits on this cluster apply {applied}")
     lines += [f"note: {hint.why}" for hint in report.hints if not hint.flag]
     settings = [hint for hint in report.hints if hint.flag]
     if settings:

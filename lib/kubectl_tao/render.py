@@ -51,6 +51,7 @@ TIERS = ("A", "C")
 LAUNCHERS = ("tao", "torchrun")
 RECORD_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 NCCL_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:=^+-]{1,256}")
+NCCL_ENV_RE = re.compile(r"NCCL_[A-Z0-9_]+")
 _RESERVED_KEY_PREFIXES = ("kubectl-tao.io/", "batch.kubernetes.io/", "kueue.x-k8s.io/")
 _RESERVED_LABELS = {MANAGED_BY_LABEL, JOB_LABEL, "job-name", "controller-uid", "job-index"}
 # Mount paths that would hide the image's own system directories.
@@ -91,6 +92,7 @@ class JobSpec:
     launcher: str = "tao"  # multi-node: tao (sh -c COMMAND) or torchrun (torchrun ... COMMAND-ARGV)
     nccl_socket_ifname: str | None = None
     nccl_ib_hca: str | None = None
+    nccl_env: Mapping[str, str] = field(default_factory=dict)  # other NCCL_* settings (e.g. NCCL_IB_DISABLE)
     backoff_limit: int = 0
     active_deadline_seconds: int | None = None
     node_selector: Mapping[str, str] = field(default_factory=dict)
@@ -296,17 +298,33 @@ def _check_multi_node(spec: JobSpec) -> None:
 
 def _check_scheduling(spec: JobSpec) -> None:
     _int_in(spec.backoff_limit, "backoff limit", 0, MAX_RETRIES)
-    if spec.active_deadline_seconds is not None:
-        _int_in(spec.active_deadline_seconds, "active deadline seconds", 1, 2**31 - 1)
-    for key, value in spec.node_selector.items():
+    check_placement(spec.node_selector, spec.tolerations, spec.active_deadline_seconds, spec.queue_name)
+
+
+def check_placement(
+    node_selector: Mapping[str, str],
+    tolerations: Sequence[Mapping[str, Any]],
+    active_deadline_seconds: int | None,
+    queue_name: str | None,
+) -> None:
+    """Where and how long a Job may run: the checks every rendered Job gets (action requests too)."""
+    if active_deadline_seconds is not None:
+        _int_in(active_deadline_seconds, "active deadline seconds", 1, 2**31 - 1)
+    for key, value in node_selector.items():
         names.validate_qualified_name(key, "node selector key")
         names.validate_label_value(value, f"node selector {key!r} value")
-    for index, toleration in enumerate(spec.tolerations):
+    for index, toleration in enumerate(tolerations):
         if not isinstance(toleration, Mapping):
             raise UsageError(f"toleration {index} must be a mapping of key, operator, value, effect")
         _check_toleration(toleration, index)
-    if spec.queue_name is not None:
-        names.validate_dns_label(spec.queue_name, "queue name")
+    if queue_name is not None:
+        names.validate_dns_label(queue_name, "queue name")
+
+
+def check_metadata(labels: Mapping[str, str], annotations: Mapping[str, str]) -> None:
+    """Extra labels (Job and pods) and pod annotations: valid, and none of the keys kubectl-tao sets itself."""
+    _check_labels(labels, "label")
+    _check_annotations(annotations)
 
 
 def validate_spec(spec: JobSpec) -> JobSpec:
@@ -331,14 +349,23 @@ def validate_spec(spec: JobSpec) -> JobSpec:
     if not isinstance(spec.keep_ttl, bool):
         raise UsageError("keep_ttl must be true or false")
     quantities.validate_binary_quantity(spec.shm_size, "shm size")
-    _check_labels(spec.labels, "label")
-    _check_annotations(spec.annotations)
+    check_metadata(spec.labels, spec.annotations)
     for field_name in ("nccl_socket_ifname", "nccl_ib_hca"):
         value = getattr(spec, field_name)
         if value is not None and (not isinstance(value, str) or NCCL_VALUE_RE.fullmatch(value) is None):
             raise UsageError(
                 f"{field_name.replace('_', ' ')} {value!r} must be 1-256 characters of letters, digits "
                 "and _ . , : = ^ + - (for example eth0 or ^docker,lo)"
+            )
+    for key, value in spec.nccl_env.items():
+        if NCCL_ENV_RE.fullmatch(key) is None or key in ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA"):
+            raise UsageError(
+                f"nccl env {key!r}: give an NCCL_* variable (NCCL_SOCKET_IFNAME and NCCL_IB_HCA have flags of "
+                "their own)"
+            )
+        if not isinstance(value, str) or NCCL_VALUE_RE.fullmatch(value) is None:
+            raise UsageError(
+                f"nccl env {key} value {value!r} must be 1-256 characters of letters, digits and _ . , : = ^ + -"
             )
     _check_multi_node(spec)
     _check_scheduling(spec)
@@ -416,6 +443,7 @@ def spec_from_options(
     launcher: str = "tao",
     nccl_socket_ifname: str | None = None,
     nccl_ib_hca: str | None = None,
+    nccl_env: Mapping[str, str] | Iterable[str] | None = None,
     backoff_limit: int = 0,
     active_deadline_seconds: int | None = None,
     node_selector: Mapping[str, str] | Iterable[str] | None = None,
@@ -461,6 +489,7 @@ def spec_from_options(
         launcher=launcher,
         nccl_socket_ifname=nccl_socket_ifname,
         nccl_ib_hca=nccl_ib_hca,
+        nccl_env=parse_key_values(nccl_env, "nccl env"),
         backoff_limit=backoff_limit,
         active_deadline_seconds=active_deadline_seconds,
         node_selector=parse_key_values(node_selector, "node selector"),
@@ -545,6 +574,7 @@ def _common_env(spec: JobSpec) -> list[dict[str, Any]]:
         env.append(_env("NCCL_SOCKET_IFNAME", spec.nccl_socket_ifname))
     if spec.nccl_ib_hca is not None:
         env.append(_env("NCCL_IB_HCA", spec.nccl_ib_hca))
+    env += [_env(key, value) for key, value in sorted(spec.nccl_env.items())]
     return env
 
 

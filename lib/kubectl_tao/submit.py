@@ -50,6 +50,7 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     require_fit_now: bool = False
     skip_probe_warning: bool = False  # the NCCL probe itself: no warning about the last probe
+    notes: list[str] = field(default_factory=list)  # what was decided for the user (printed, not warnings)
 
 
 @dataclass
@@ -215,13 +216,14 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
     for key, what in (("can-jobs", "create jobs.batch"), ("can-secrets", "create secrets")):
         if key in results:
             check_permission(results[key], what, namespace)
-    for key in ("capacity", "version"):
-        value = results.get(key)
-        if isinstance(value, KubectlError) and key == "capacity" and value.reason == "Forbidden":
-            warnings.append(f"cannot list nodes and pods ({value.message}); the GPU fit gate was skipped")
-            results.pop(key)
-        elif isinstance(value, TaoError):
-            raise value
+    capacity_items, usage_known = None, True
+    if "capacity" in results:
+        capacity_items, usage_known, capacity_warning = capacity_view(kc, results.pop("capacity"))
+        if capacity_warning:
+            warnings.append(capacity_warning)
+    version_error = results.get("version")
+    if isinstance(version_error, TaoError):
+        raise version_error
     if "version" in results:
         version_result = results["version"]
         assert isinstance(version_result, Completed)
@@ -236,13 +238,11 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
     if "refs" in results:
         check_refs(plan, namespace, results["refs"])
     verdict_dict: dict[str, Any] | None = None
-    if "capacity" in results:
-        capacity = results["capacity"]
-        assert isinstance(capacity, Completed)
-        items = json.loads(capacity.stdout).get("items", [])
+    if capacity_items is not None:
+        items = capacity_items
         nodes = {"items": [i for i in items if i.get("kind") == "Node"]}
         pods = {"items": [i for i in items if i.get("kind") == "Pod"]}
-        dra, _ = gpuinventory.read_dra(results.get("dra"))
+        dra, dra_note = gpuinventory.read_dra(results.get("dra"))
         verdict = gates.fit(
             gpuinventory.gate_nodes(gates.node_gpus(nodes, pods), dra),
             plan.gpus,
@@ -255,12 +255,47 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
         )
         verdict_dict = verdict.to_dict()
         warnings += gates.capacity_gate(verdict)
+        if dra_note and verdict.verdict != "fits":
+            warnings.append(dra_note)  # only where DRA GPUs could have changed the verdict
         if plan.require_fit_now and verdict.verdict != "fits":
             raise GateError(f"{verdict.message} (--require-fit-now)")
+        if plan.require_fit_now and not usage_known:
+            raise GateError(
+                "--require-fit-now: cannot tell whether the GPUs are free now, as listing pods in all namespaces "
+                "is forbidden; ask for `list pods` cluster-wide, or drop --require-fit-now"
+            )
     warning = image_pull_warning(plan)
     if warning:
         warnings.append(warning)
     return verdict_dict, warnings
+
+
+def capacity_view(kc: Kubectl, result: Completed | TaoError) -> tuple[list[dict[str, Any]] | None, bool, str | None]:
+    """What the fit gate can see: (nodes and pods, whether GPU usage is known, a warning). When listing pods
+    cluster-wide is forbidden it falls back to the nodes alone (per-node allocatable, usage unknown); when
+    nodes cannot be listed either, capacity is not checked. Either way the user hears it."""
+    if isinstance(result, Completed):
+        return json.loads(result.stdout).get("items", []), True, None
+    if not (isinstance(result, KubectlError) and result.reason == "Forbidden"):
+        raise result
+    nodes = kc.run(["get", "nodes", "-o", "json"], namespaced=False, check=False)
+    if nodes.returncode == 0:
+        listed = json.loads(nodes.stdout).get("items", [])
+        return (
+            [{**item, "kind": "Node"} for item in listed],
+            False,
+            f"cannot list pods in all namespaces ({result.message}); the fit gate checked each node's allocatable "
+            "nvidia.com/gpu only, not what is in use, so the job may still wait for GPUs",
+        )
+    denied = kc.error_for(nodes.stderr)
+    if not (isinstance(denied, KubectlError) and denied.reason == "Forbidden"):
+        raise denied
+    return (
+        None,
+        False,
+        f"cannot list nodes ({denied.message}); GPU capacity was not checked: the job may wait Pending if no "
+        "node can take it (`kubectl tao fit` needs `list nodes` and `list pods`)",
+    )
 
 
 # ---------------------------------------------------------------- apply
@@ -296,6 +331,7 @@ def cleanup(kc: Kubectl, namespace: str, job_name: str) -> list[str]:
         ],
         namespaced=False,
         check=False,
+        best_effort=True,
     )
     if result.returncode != 0:
         return [f"cleanup of {namespace}/{job_name} failed: {result.stderr.strip()[:200]}"]

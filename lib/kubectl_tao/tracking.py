@@ -310,7 +310,9 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
             f"--max-log-requests={max(5, len(pods))}",
         ]
         # kubectl-tao names its container tao; a Job made elsewhere gets its default container.
-        result = kc.run([*args, "-c", "tao"] if tracked.launched_here else args, namespaced=False, check=False)
+        result = kc.run(
+            [*args, "-c", "tao"] if tracked.launched_here else args, namespaced=False, check=False, best_effort=True
+        )
         logs = split_prefixed_logs(result.stdout)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     ranks = []
@@ -364,6 +366,7 @@ def set_ttl(kc: Kubectl, tracked: Tracked, ttl: int | None) -> bool:
         ["patch", "job", tracked.job_name, "-n", tracked.namespace, "--type=merge", "-p", json.dumps(body)],
         namespaced=False,
         check=False,
+        best_effort=True,
     )
     return result.returncode == 0
 

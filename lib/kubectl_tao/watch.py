@@ -172,6 +172,7 @@ def fire(
             ],
             namespaced=False,
             check=False,
+            best_effort=True,
         )
     message = f"{dog} {int(seconds)}s exceeded while {klass}: {obs.message or obs.reason}; fix: {fix_for(klass)}"
     store.mark(tracked.id, "ERROR", message=message, source="agent", err_class="ERR_INFRA")

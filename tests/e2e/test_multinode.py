@@ -386,3 +386,26 @@ def test_probe_hang_cancels_the_job_and_is_cached(tao: Tao) -> None:
     assert tao.leftovers() == []
     (entry,) = probe_cache(tao)["probes"].values()
     assert entry["result"] == "hang"
+
+
+def test_no_probe_warns_then_a_passing_probes_nccl_settings_reach_later_jobs(tao: Tao) -> None:
+    unprobed = submit_multi(tao, "--dry-run=server")
+    assert unprobed.returncode == 0, unprobed.stderr
+    assert "warning: no NCCL probe result is cached for this cluster" in unprobed.stderr
+    assert "`kubectl tao probe nccl`" in unprobed.stderr
+
+    fixed = tao("probe", "nccl", "--timeout", "60s", "--nccl-socket-ifname", "eth0",
+                "--nccl-env", "NCCL_IB_DISABLE=1", "--nccl-env", "NCCL_DEBUG=INFO")
+    assert fixed.returncode == 0, fixed.stderr
+    assert "later multi-node submits on this cluster apply NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=eth0" in fixed.stdout
+    (entry,) = probe_cache(tao)["probes"].values()
+    assert entry["settings"] == {"NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "eth0"}
+
+    later = submit_multi(tao, "--dry-run=server", "-o", "json")
+    assert later.returncode == 0, later.stderr
+    assert "NCCL probe" not in later.stderr
+    assert "applying the NCCL settings this cluster's probe passed with" in later.stderr
+    [job] = [item for item in json.loads(later.stdout)["items"] if item["kind"] == "Job"]
+    env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert (env["NCCL_SOCKET_IFNAME"], env["NCCL_IB_DISABLE"]) == ("eth0", "1") and "NCCL_DEBUG" not in env
+    assert wait_for(lambda: nothing_running(tao), 30, message="the probe pods to finish")

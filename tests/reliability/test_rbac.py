@@ -115,10 +115,10 @@ def test_user_without_secrets_is_refused_when_credentials_are_needed(
     assert "permission denied" in line and "create secrets" in line and "hf_Rbac" not in line
     _nothing_created(tao, namespace)
 
-    # Without credentials it may run; nodes cannot be listed, so the fit gate is skipped with a warning.
+    # Without credentials it may run; nodes cannot be listed, so capacity is not checked, with a warning.
     ran = tao("submit", "--kubeconfig", str(config), *TIER_C, "--gpus", "1", "--annotation", f"{STAY_RUNNING}=true")
     assert ran.returncode == 0, ran.stderr
-    assert "cannot list nodes and pods" in ran.stderr and "fit gate was skipped" in ran.stderr
+    assert "cannot list nodes" in ran.stderr and "GPU capacity was not checked" in ran.stderr
     [record_id] = record_ids(tao.state_dir)
     record, extra = check_record(tao.state_dir, record_id)
     assert record["transitions"][-1]["state"] == "RUNNING" and extra["job_uid"]
@@ -127,3 +127,44 @@ def test_user_without_secrets_is_refused_when_credentials_are_needed(
     assert cancel.returncode == 0, cancel.stderr
     assert check_record(tao.state_dir, record_id)[0]["terminal_state"] == "CANCELED"
     wait_gone(namespace, extra["job_name"], timeout=60)
+
+
+NAMESPACE_ADMIN = [{"apiGroups": ["", "batch"], "resources": ["*"], "verbs": ["*"]}]
+
+
+@pytest.mark.timeout(120)
+def test_without_cluster_wide_pods_the_fit_gate_uses_node_allocatable(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    _role(namespace, "no-pods", NAMESPACE_ADMIN)
+    binding = f"kubectl-tao-nodes-{namespace}"
+    nodes_only = [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": binding},
+            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": binding},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": binding},
+            "subjects": [{"kind": "ServiceAccount", "name": "no-pods", "namespace": namespace}],
+        },
+    ]
+    kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes_only}))
+    try:
+        config = _kubeconfig(cluster, namespace, "no-pods", tmp_path / "no-pods.kubeconfig")
+        tao = Tao(cluster, namespace, tmp_path / "state")
+        args = ["submit", "--kubeconfig", str(config), *TIER_C, "--dry-run=server"]
+        fits = tao(*args, "--gpus", "8")
+        assert fits.returncode == 0, fits.stderr
+        assert "cannot list pods in all namespaces" in fits.stderr
+        assert "checked each node's allocatable nvidia.com/gpu only" in fits.stderr
+        never = tao(*args, "--gpus", "12")
+        assert never.returncode == 4, never.stderr
+        assert never.stderr.strip().splitlines()[-1].startswith("error: ")
+        _nothing_created(tao, namespace)
+    finally:
+        kubectl("delete", "clusterrolebinding,clusterrole", binding, "--ignore-not-found")

@@ -67,9 +67,7 @@ class FakeKubectl:
         kc.calls += 1
         missing = Completed("", f"error: the fake kubectl has no answer for {' '.join(args)}", 1)
         result = next((answer for prefix, answer in self.rules if tuple(args[: len(prefix)]) == prefix), missing)
-        if kwargs.get("check", True) and result.returncode != 0:
-            raise kc.error_for(result.stderr)
-        return result
+        return kc.settle(result, check=kwargs.get("check", True), best_effort=kwargs.get("best_effort", False))
 
     def argvs(self) -> list[list[str]]:
         return [call.argv for call in self.calls]

@@ -124,6 +124,25 @@ def test_action_args_mode_is_valid_kubernetes():
     )
 
 
+def test_action_job_with_every_placement_flag_is_valid_kubernetes():
+    request = json.loads((FIXTURES / "request-args.json").read_text())
+    staging = json.loads((FIXTURES / "staging-args.json").read_text())
+    placement = action.Placement(
+        labels={"team": "vision"},
+        annotations={"note": "x"},
+        node_selector={"pool": "a100"},
+        tolerations=({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},),
+        active_deadline_seconds=600,
+        queue_name="gpu-queue",
+    )
+    validate_all(
+        action.render_action_objects(
+            request, staging, job_id="dino-train-1", pvc_claim="p", credential_secret="s", ttl_seconds=None,
+            placement=placement,
+        )
+    )
+
+
 @pytest.mark.parametrize("name", ["request-config.json", "request-config-shell.json"])
 def test_action_config_modes_are_valid_kubernetes(tmp_path, name):
     request, staging, config = _config_case(tmp_path, name)

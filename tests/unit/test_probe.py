@@ -251,7 +251,7 @@ def test_an_unwritable_cache_names_the_path(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ the submit warning
 
 
-def test_probe_warning_only_for_a_failed_or_hung_probe_of_this_cluster(tmp_path: Path) -> None:
+def test_probe_warning_for_a_failed_hung_or_missing_probe_of_this_cluster(tmp_path: Path) -> None:
     cache, _ = probe.load_cache(saved(tmp_path, report("fail"), report("hang", server="https://b:6443"),
                                       report("pass", server="https://c:6443")))
     later = NOW + timedelta(hours=2)
@@ -261,8 +261,11 @@ def test_probe_warning_only_for_a_failed_or_hung_probe_of_this_cluster(tmp_path:
     assert "kubectl tao probe nccl --force" in warning
     assert "hung" in (probe.probe_warning(cache, "https://b:6443", "v1.30.2", later) or "")
     assert probe.probe_warning(cache, "https://c:6443", "v1.30.2", later) is None
-    assert probe.probe_warning(cache, SERVER, "v1.31.0", later) is None
-    assert probe.probe_warning(probe.empty_cache(), SERVER, "v1.30.2") is None
+    # No result for this cluster at this version: say so, with the command to run.
+    for missing in (probe.probe_warning(cache, SERVER, "v1.31.0", later),
+                    probe.probe_warning(probe.empty_cache(), SERVER, "v1.30.2")):
+        assert missing is not None and missing.startswith("no NCCL probe result is cached for this cluster")
+        assert "`kubectl tao probe nccl`" in missing
 
 
 def submit_answers(fake: FakeKubectl, version: str = "version-gke-1.30.json") -> None:

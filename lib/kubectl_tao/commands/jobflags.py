@@ -67,6 +67,12 @@ JOB_FLAGS: dict[str, tuple[Any, Any]] = {
     ),
     "nccl_socket_ifname": _opt(None, "--nccl-socket-ifname", help="NCCL_SOCKET_IFNAME for multi-NIC nodes."),
     "nccl_ib_hca": _opt(None, "--nccl-ib-hca", help="NCCL_IB_HCA for RDMA nodes."),
+    "nccl_env": _opt(
+        None,
+        "--nccl-env",
+        help="NCCL_NAME=VALUE in every rank, e.g. NCCL_IB_DISABLE=1 (repeat; overrides a cached probe's setting).",
+        annotation=list[str] | None,
+    ),
     "gpu_product": _opt(None, "--gpu-product", help="Only nodes labelled nvidia.com/gpu.product=VALUE."),
     "node_selector": _opt(
         None, "--node-selector", help="KEY=VALUE node label the pods require (repeat).", annotation=list[str] | None
@@ -98,6 +104,17 @@ JOB_FLAGS: dict[str, tuple[Any, Any]] = {
 }
 
 
+def _given_on_command_line() -> set[str]:
+    """The job flags the user set (a flag left at its default may still be refused where it cannot apply)."""
+    import click
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return set()
+    return {key for key in JOB_FLAGS if ctx.get_parameter_source(key) not in (None, ParameterSource.DEFAULT)}
+
+
 def with_job_flags(func: F) -> F:
     """Add every job flag to a verb; the verb receives them packed as `job: dict`."""
     signature = inspect.signature(func)
@@ -105,6 +122,7 @@ def with_job_flags(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         job = {key: kwargs.pop(key) for key in JOB_FLAGS}
+        job["given"] = _given_on_command_line()
         return func(*args, job=job, **kwargs)
 
     params = [p for p in signature.parameters.values() if p.name != "job"]
@@ -116,3 +134,13 @@ def with_job_flags(func: F) -> F:
     annotations = {k: v for k, v in func.__annotations__.items() if k != "job"}
     wrapper.__annotations__ = {**annotations, **{key: ann for key, (ann, _) in JOB_FLAGS.items()}}
     return wrapper  # type: ignore[return-value]
+
+
+def probe_settings(job: dict[str, Any], server: str) -> tuple[dict[str, str], str]:
+    """For a multi-node job: the NCCL settings this cluster's last probe passed with (read from the local
+    probe cache, no cluster call), and when; nothing otherwise."""
+    if job.get("action_request") or int(job.get("nodes") or 1) <= 1:
+        return {}, ""
+    from ..probe import cached_settings
+
+    return cached_settings(server)

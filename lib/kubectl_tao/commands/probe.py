@@ -27,8 +27,9 @@ for the right sum, then 5 timed ones (64 MiB). Results:
 fail and hang print the NCCL settings to try next. --pending-timeout and --image-pull-timeout apply until
 every rank has started (the first pull of the PyTorch image takes minutes); a probe stopped by them did not
 exercise NCCL and is not cached. Results are cached per API server URL and server version in
-$TAO_STATE_DIR/probes/nccl.json (else ~/.tao/probes/nccl.json); multi-node submits warn while the
-cached result for the cluster is fail or hang.
+$TAO_STATE_DIR/probes/nccl.json (else ~/.tao/probes/nccl.json); multi-node submits warn when the cluster
+has no cached result or it is fail or hang. A pass caches the NCCL settings it ran with (NCCL_DEBUG* left
+out), and later multi-node submits on the cluster apply them (printed; a flag for the same variable wins).
 A real pass needs real GPU nodes: on simulated nodes (KWOK, the local cluster) no container runs, and a
 pass only shows that the probe's objects are accepted, placed one rank per node and complete.
 Exit codes: 0 pass, 1 fail or hang (or a gate refused it), 2 bad flags, 3 unreachable, 4 never fits."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from .common import OutputOption, session, with_cluster_flags
-from .jobflags import with_job_flags
+from .jobflags import probe_settings, with_job_flags
 
 EPILOG = """\b
 Examples:
@@ -41,7 +41,10 @@ def register(app: typer.Typer) -> None:
         # Only the names matter here: the manifest references the Secret by name, values stay out of it.
         names = planning.read_credentials(job.get("env_file"), job.get("env"))
         placeholders = dict.fromkeys(names, "placeholder")
+        job["probe_nccl"] = probe_settings(job, sess.target().server)
         the_plan = planning.build(job, namespace, placeholders)
+        for note in the_plan.notes:
+            info(note)
         outcome = execute(
             sess.kubectl(),
             the_plan,

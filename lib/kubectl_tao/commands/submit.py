@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from .common import OutputOption, lazy_record_store, session, with_cluster_flags
-from .jobflags import with_job_flags
+from .jobflags import probe_settings, with_job_flags
 
 EPILOG = """\b
 Examples:
@@ -69,10 +69,13 @@ def register(app: typer.Typer) -> None:
             job = {**job, "keep_until_captured": True}
             held = "wait"
         creds = planning.read_credentials(job.get("env_file"), job.get("env"))
+        target = sess.target()
+        job["probe_nccl"] = probe_settings(job, target.server)
         the_plan = planning.build(job, namespace, creds)
         the_plan.require_fit_now = require_fit_now
-        target = sess.target()
         store = lazy_record_store()
+        for note in the_plan.notes:
+            info(note)
 
         if dry_run == "none":
             store()  # a bad TAO_STATE_DIR is bad input: refuse before any cluster call

@@ -1,0 +1,81 @@
+"""The capacity gate never disappears silently: without `list pods` cluster-wide it falls back to the nodes'
+allocatable (per-node fit, usage unknown) and says so; without `list nodes` either it warns that capacity
+was not checked. Driven through `submit --dry-run=server` with recorded kubectl answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import FakeKubectl, fixture_json
+
+PODS_FORBIDDEN = (
+    'Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:t:u" cannot list resource '
+    '"pods" in API group "" at the cluster scope'
+)
+NODES_FORBIDDEN = (
+    'Error from server (Forbidden): nodes is forbidden: User "system:serviceaccount:t:u" cannot list resource '
+    '"nodes" in API group "" at the cluster scope'
+)
+SUBMIT = ["submit", "--image", "busybox", "--command", "true", "--storage-tier", "C", "--s3-output", "s3://bucket/out",
+          "--dry-run=server"]
+
+
+def allowed(fake: FakeKubectl) -> None:
+    fake.on("auth", "can-i", stdout="yes\n")
+    fake.on("create", "--dry-run=server", stdout="job.batch/x created (server dry run)\n")
+
+
+def test_forbidden_pods_fall_back_to_per_node_allocatable(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    allowed(fake_kubectl)
+    fake_kubectl.on("get", "nodes,pods", stderr=PODS_FORBIDDEN, rc=1)
+    fake_kubectl.on("get", "nodes", data=fixture_json("nodes-2x8.json"))
+    code, _, err = cli(*SUBMIT, "--gpus", "8")
+    assert code == 0, err
+    assert "warning: cannot list pods in all namespaces" in err
+    assert "checked each node's allocatable nvidia.com/gpu only, not what is in use" in err
+    assert ["get", "nodes", "-o", "json"] in [call.argv[-4:] for call in fake_kubectl.calls]
+
+
+def test_forbidden_pods_still_refuse_what_no_node_can_hold(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    allowed(fake_kubectl)
+    fake_kubectl.on("get", "nodes,pods", stderr=PODS_FORBIDDEN, rc=1)
+    fake_kubectl.on("get", "nodes", data=fixture_json("nodes-2x8.json"))
+    code, out, err = cli(*SUBMIT, "--gpus", "12")
+    assert code == 4, err
+    [line] = err.strip().splitlines()[-1:]
+    assert out == "" and line.startswith("error: ") and "12 nvidia.com/gpu" in line
+
+
+def test_require_fit_now_refuses_when_usage_is_unknown(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    allowed(fake_kubectl)
+    fake_kubectl.on("get", "nodes,pods", stderr=PODS_FORBIDDEN, rc=1)
+    fake_kubectl.on("get", "nodes", data=fixture_json("nodes-2x8.json"))
+    code, _, err = cli(*SUBMIT, "--gpus", "8", "--require-fit-now")
+    assert code == 1
+    assert err.strip().splitlines()[-1].startswith("error: --require-fit-now: cannot tell whether the GPUs are free")
+
+
+def test_forbidden_nodes_warn_that_capacity_was_not_checked(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    allowed(fake_kubectl)
+    fake_kubectl.on("get", "nodes,pods", stderr=NODES_FORBIDDEN, rc=1)
+    fake_kubectl.on("get", "nodes", stderr=NODES_FORBIDDEN, rc=1)
+    code, _, err = cli(*SUBMIT, "--gpus", "8")
+    assert code == 0, err
+    [warning] = [line for line in err.splitlines() if "capacity" in line]
+    assert warning.startswith("warning: cannot list nodes") and "GPU capacity was not checked" in warning
+
+
+def test_preflight_keeps_a_capacity_line_without_cluster_wide_pods(fake_kubectl: FakeKubectl) -> None:
+    from kubectl_tao.kubectl import Kubectl
+    from kubectl_tao.preflight import WARN, cluster_checks
+
+    fake_kubectl.on("version", data=fixture_json("version-gke-1.30.json"))
+    fake_kubectl.on("auth", "can-i", stdout="yes\n")
+    fake_kubectl.on("get", "nodes,pods", stderr=PODS_FORBIDDEN, rc=1)
+    fake_kubectl.on("get", "nodes", data=fixture_json("nodes-2x8.json"))
+    checks = {check.name: check for check in cluster_checks(Kubectl(), "ns", gpus=8, nodes=1, pvc=None,
+                                                              need_secrets=False)}
+    assert checks["gpu-operator"].message.startswith("16 nvidia.com/gpu allocatable on 2 node(s)")
+    capacity = checks["capacity"]
+    assert capacity.status == WARN and capacity.message.startswith("fits: ")
+    assert "cannot list pods in all namespaces" in capacity.message
