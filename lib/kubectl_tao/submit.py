@@ -16,6 +16,7 @@ API server vanishes while creating, the outcome is unknown: the record is marked
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -253,10 +254,11 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
             quota=None,
             no_gpu_hint=gpuinventory.no_gpu_hint(dra),
         )
+        if dra_note and verdict.verdict != "fits":
+            # Only where DRA GPUs could have changed the verdict: say they were not counted.
+            verdict = dataclasses.replace(verdict, message=f"{verdict.message} ({dra_note})")
         verdict_dict = verdict.to_dict()
         warnings += gates.capacity_gate(verdict)
-        if dra_note and verdict.verdict != "fits":
-            warnings.append(dra_note)  # only where DRA GPUs could have changed the verdict
         if plan.require_fit_now and verdict.verdict != "fits":
             raise GateError(f"{verdict.message} (--require-fit-now)")
         if plan.require_fit_now and not usage_known:

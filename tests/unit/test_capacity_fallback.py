@@ -79,3 +79,29 @@ def test_preflight_keeps_a_capacity_line_without_cluster_wide_pods(fake_kubectl:
     capacity = checks["capacity"]
     assert capacity.status == WARN and capacity.message.startswith("fits: ")
     assert "cannot list pods in all namespaces" in capacity.message
+
+
+DRA_FORBIDDEN = (
+    'Error from server (Forbidden): resourceslices.resource.k8s.io is forbidden: User "system:serviceaccount:t:u" '
+    'cannot list resource "resourceslices" in API group "resource.k8s.io" at the cluster scope'
+)
+
+
+def test_forbidden_dra_read_is_named_when_the_job_does_not_fit_without_it(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    allowed(fake_kubectl)
+    fake_kubectl.on("get", "nodes,pods", data=fixture_json("nodes-2x8.json"))
+    fake_kubectl.on("get", "resourceslices", stderr=DRA_FORBIDDEN, rc=1)
+    code, _, err = cli(*SUBMIT, "--gpus", "12")
+    assert code == 4
+    assert "DRA GPUs not counted: cannot list ResourceSlices" in err
+
+
+def test_forbidden_dra_read_stays_quiet_when_device_plugin_gpus_fit(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    allowed(fake_kubectl)
+    fake_kubectl.on("get", "nodes,pods", data=fixture_json("nodes-2x8.json"))
+    fake_kubectl.on("get", "resourceslices", stderr=DRA_FORBIDDEN, rc=1)
+    code, _, err = cli(*SUBMIT, "--gpus", "8")
+    assert code == 0, err
+    assert "DRA" not in err
