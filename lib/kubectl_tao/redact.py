@@ -103,6 +103,9 @@ _HARMLESS_WORDS = frozenset(
      "0", "1"}
 )
 _PATH_VALUE_RE = re.compile(r"[~.]?/[\w.@/+:-]*")
+# `secrets` (lower case) is also the Kubernetes resource a ResourceQuota counts: in `requested: secrets=1,
+# used: secrets=12` the value is an object count (`count/secrets=` never matches: a '/' precedes the name).
+_COUNT_RE = re.compile(r"[0-9]+,?")
 
 
 def is_placeholder(value: str) -> bool:
@@ -249,6 +252,11 @@ def _scan_format(text: str) -> Iterable[_Hit]:
             yield _Hit(m.start(1), m.end(1), "auth-header", "Bearer", "bearer-token")
 
 
+def _is_quota_count(m: re.Match[str]) -> bool:
+    """``secrets=12`` (lower case, digits only): a ResourceQuota's object count, not a credential."""
+    return m.group(1) == "secrets" and _COUNT_RE.fullmatch(m.group(2)) is not None
+
+
 def _scan_named(text: str, *, loose: bool) -> Iterable[_Hit]:
     for m in _FLAG_RE.finditer(text):
         val = m.group(2)
@@ -260,6 +268,8 @@ def _scan_named(text: str, *, loose: bool) -> Iterable[_Hit]:
             s, e = _strip_quotes_span(text, m.start(2), m.end(2))
             yield _Hit(s, e, "credential", "--from-literal", "from-literal")
     for m in _ASSIGN_RE.finditer(text):
+        if _is_quota_count(m):
+            continue
         if is_credential_name(m.group(1)) and not is_placeholder(m.group(2)):
             s, e = _strip_quotes_span(text, m.start(2), m.end(2))
             if e > s:

@@ -250,3 +250,15 @@ def test_assigned_literals_never_survive_redaction(value: str, name: str) -> Non
 def test_redaction_is_idempotent(text: str) -> None:
     once = redact_text(text)
     assert redact_text(once) == once
+
+
+def test_quota_object_counts_are_not_redacted() -> None:
+    message = "exceeded quota: objects, requested: secrets=1, used: secrets=12, limited: secrets=12"
+    assert redact_text(message) == message
+
+
+@pytest.mark.parametrize(
+    "text", ["SECRETS=12345678", "secrets=abc123xyz", "PASSWORD=12345678", "db_secrets=4242", "secrets=12a"]
+)
+def test_numbers_under_other_credential_names_stay_redacted(text: str) -> None:
+    assert redact_text(text).endswith(REDACTED)
