@@ -89,6 +89,13 @@ def _not_utf8(args: list[str]) -> int | None:
     return None
 
 
+def _scrubbed(message: str) -> str:
+    """Every error goes through the redactor: messages quote flags, file lines and kubectl's own words."""
+    from .redact import redact_text
+
+    return redact_text(message)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (see errors.py)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -99,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = app(args=args, prog_name=_prog_name(), standalone_mode=False)
     except TaoError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
+        sys.stderr.write(f"error: {_scrubbed(exc.message)}\n")
         return exc.exit_code
     except click.exceptions.NoArgsIsHelpError as exc:
         sys.stdout.write(exc.ctx.get_help() + "\n" if exc.ctx else "")
@@ -110,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         head, sep, rest = message.partition(" Did you mean")
         if sep and sep in rest:  # click and typer both add the same suggestion
             message = head + sep + rest.split(sep)[0].rstrip()
-        sys.stderr.write(f"error: {message}{where}\n")
+        sys.stderr.write(f"error: {_scrubbed(message)}{where}\n")
         return EXIT_USAGE
     except click.exceptions.Exit as exc:
         return exc.exit_code

@@ -403,6 +403,22 @@ def redact_obj(obj: object) -> object:
     return out
 
 
+_SHOWABLE_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_RANDOM_RUN_RE = re.compile(r"[A-Za-z0-9]{24,}")
+
+
+def safe_to_show(name: str) -> bool:
+    """Whether a rejected *name* typed by the user (an env-file key, an ``--env`` argument) may be quoted
+    in an error: a short word of name characters that holds no credential.  Anything with a separator
+    (``HF_TOKEN:<value>``, ``NAME=<value>``), a long random run or a recognisable token is not shown, since
+    the user may have pasted a value where the name belongs."""
+    core = name.strip()
+    if not _SHOWABLE_NAME_RE.fullmatch(core) or _RANDOM_RUN_RE.search(core):
+        return False
+    bare = core.lstrip("._-")  # a leading '-' hides a token from the word-boundary rules
+    return redact_text(core) == core and redact_text(bare) == bare and not _hits(bare, loose=False)
+
+
 def scrub_argv(argv: Iterable[str]) -> list[str]:
     """``argv`` safe to show: each word redacted, and the word after a bare credential flag
     (``--password VALUE``, ``--token VALUE``) replaced when it is a literal."""
