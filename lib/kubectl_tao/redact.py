@@ -221,6 +221,11 @@ _JSON_KEY_RE = re.compile(r"(\\?\")([A-Za-z_][A-Za-z0-9_.-]*)\1\s*:\s*\1((?:[^\"
 _COLON_RE = re.compile(
     r"(?m)^[ \t-]*[\"']?([A-Za-z_][A-Za-z0-9_.-]*)[\"']?[ \t]*:[ \t]+([^\s#][^\n]*?)[ \t]*$"
 )
+# name: value anywhere in a line (an event message folded to one line): redaction only. A lookahead, so
+# that `reason: password: x` is tried at every word.
+_INLINE_COLON_RE = re.compile(
+    r"(?<![\w.-])(?=[\"']?([A-Za-z_][A-Za-z0-9_.-]*)[\"']?[ \t]*:[ \t]*[\"']?([^\s\"',;]+))"
+)
 _BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/=_-])([A-Za-z0-9+/_-]{20,}={0,2})(?![A-Za-z0-9+/=_-])")
 _HEX_RE = re.compile(r"[0-9a-fA-F]+")
 
@@ -257,7 +262,7 @@ def _is_quota_count(m: re.Match[str]) -> bool:
     return m.group(1) == "secrets" and _COUNT_RE.fullmatch(m.group(2)) is not None
 
 
-def _scan_named(text: str, *, loose: bool) -> Iterable[_Hit]:
+def _scan_named(text: str, *, loose: bool, inline: bool = False) -> Iterable[_Hit]:
     for m in _FLAG_RE.finditer(text):
         val = m.group(2)
         if not val.startswith("-") and not is_placeholder(val):
@@ -282,6 +287,10 @@ def _scan_named(text: str, *, loose: bool) -> Iterable[_Hit]:
             if is_credential_name(m.group(1)) and not is_placeholder(m.group(2)):
                 s, e = _strip_quotes_span(text, m.start(2), m.end(2))
                 yield _Hit(s, e, "credential", m.group(1), "key-value")
+    if inline:
+        for m in _INLINE_COLON_RE.finditer(text):
+            if is_credential_name(m.group(1)) and not is_placeholder(m.group(2)):
+                yield _Hit(m.start(2), m.end(2), "credential", m.group(1), "key-value")
 
 
 def _decode_base64(blob: str) -> str | None:
@@ -308,10 +317,10 @@ def _scan_base64(text: str, depth: int) -> Iterable[_Hit]:
             yield _Hit(m.start(1), m.end(1), "base64-credential", "", "base64")
 
 
-def _hits(text: str, *, loose: bool, depth: int = 0) -> list[_Hit]:
+def _hits(text: str, *, loose: bool, depth: int = 0, inline: bool = False) -> list[_Hit]:
     """All hits ordered by position.  Where hits overlap, the first rule (named rules before format
     rules before base64) names the finding and the redacted span is the union of the spans."""
-    candidates: list[_Hit] = list(_scan_named(text, loose=loose))
+    candidates: list[_Hit] = list(_scan_named(text, loose=loose, inline=inline))
     candidates += _scan_format(text)
     if depth < 2:
         candidates += _scan_base64(text, depth)
@@ -362,11 +371,22 @@ def redact_text(text: str) -> str:
     Redaction is looser than linting: ``name: value`` lines with a credential-like name are also
     redacted, because hiding a harmless value costs nothing.
     """
+    return _redact(text, inline=False)
+
+
+def redact_cluster_text(text: str) -> str:
+    """``redact_text`` plus ``name: value`` anywhere in a line: what the cluster says (events, conditions,
+    container messages) arrives folded to one line, so ``... password: X`` is not at a line start.  Not
+    used for kubectl-tao's own messages, which say ``--env HF_TOKEN: the variable is not set``."""
+    return _redact(text, inline=True)
+
+
+def _redact(text: str, *, inline: bool) -> str:
     if not text:
         return text
     out: list[str] = []
     pos = 0
-    for hit in _hits(text, loose=True):
+    for hit in _hits(text, loose=True, inline=inline):
         out.append(text[pos : hit.start])
         out.append(REDACTED)
         pos = hit.end

@@ -201,3 +201,35 @@ def test_unknown_record_is_an_error(cli: Any, fake_kubectl: FakeKubectl) -> None
 def test_bad_arguments_are_usage_errors(cli: Any, fake_kubectl: FakeKubectl, argv: list[str], message: str) -> None:
     code, _, err = cli(*argv)
     assert code == 2 and message in err
+
+
+LEAKY = {  # what a Warning event or a container message can quote (fake values)
+    "url": ("https://puller:{c}@registry.example/v2/", "UrlPassCanary1x"),
+    "env": ("init failed: HF_TOKEN={c} rejected", "EnvCanary2xyz"),
+    "colon": ("login failed; password: {c} was refused", "ColonCanary3q"),
+}
+
+
+def _leaky_imagepull(fake: FakeKubectl) -> str:
+    job, pods, events = (fixture_json(f"imagepull.{part}.json") for part in ("job", "pods", "events"))
+    said = "; ".join(text.format(c=canary) for text, canary in LEAKY.values())
+    for event in events["items"]:
+        event["message"] = f"{event['message']}: {said}"
+    for pod in pods["items"]:
+        for status in pod["status"].get("containerStatuses") or []:
+            waiting = (status.get("state") or {}).get("waiting")
+            if waiting:
+                waiting["message"] = f"{waiting.get('message', '')}: {said}"
+    fake.on("get", "jobs,pods", data={"kind": "List", "items": [job, *pods["items"]]})
+    fake.on("get", "events", data=events)
+    return str(job["metadata"]["name"])
+
+
+@pytest.mark.parametrize("output", ["table", "json", "yaml"])
+def test_cluster_evidence_is_redacted(cli: Any, fake_kubectl: FakeKubectl, output: str) -> None:
+    rid = launched(_leaky_imagepull(fake_kubectl))
+    code, out, err = cli("explain", rid, "-o", output)
+    assert code == 1
+    assert "REDACTED" in out
+    for _, canary in LEAKY.values():
+        assert canary not in out + err

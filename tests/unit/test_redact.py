@@ -14,6 +14,7 @@ from kubectl_tao.redact import (
     find_in_text,
     is_credential_name,
     is_placeholder,
+    redact_cluster_text,
     redact_obj,
     redact_text,
     scrub_argv,
@@ -262,3 +263,15 @@ def test_quota_object_counts_are_not_redacted() -> None:
 )
 def test_numbers_under_other_credential_names_stay_redacted(text: str) -> None:
     assert redact_text(text).endswith(REDACTED)
+
+
+def test_cluster_text_redacts_name_colon_value_anywhere_in_a_line() -> None:
+    folded = "MountVolume failed: reason: bad login, password: hunter2x; Token: 'abc123def'"
+    assert redact_cluster_text(folded) == (
+        f"MountVolume failed: reason: bad login, password: {REDACTED}; Token: '{REDACTED}'"
+    )
+
+
+def test_own_messages_keep_the_word_after_a_name_and_colon() -> None:
+    message = "--from-env NGC_API_KEY: the key is empty"
+    assert redact_text(message) == message
