@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 import traceback
 from pathlib import Path
@@ -76,8 +75,14 @@ def _prog_name() -> str:
 
 
 def _crash_log() -> Path:
-    root = os.environ.get("TAO_STATE_DIR") or str(Path.home() / ".tao")
-    return Path(root) / "kubectl-tao-crash.log"
+    """The crash log's path, after checking the state directory is private (UsageError otherwise)."""
+    from .records import default_state_dir
+    from .statedir import check_private, make_private_dirs
+
+    root = default_state_dir()
+    make_private_dirs(root)
+    check_private(root)
+    return root / "kubectl-tao-crash.log"
 
 
 def _not_utf8(args: list[str]) -> int | None:
@@ -127,14 +132,14 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug: short message on the terminal, the traceback in a file
-        log = _crash_log()
         try:
-            log.parent.mkdir(parents=True, exist_ok=True)
             from .redact import redact_text
+            from .statedir import write_private
 
-            log.write_text(redact_text(traceback.format_exc()), encoding="utf-8")
+            log = _crash_log()
+            write_private(log, redact_text(traceback.format_exc()).encode("utf-8"))
             where = f"; details in {log}"
-        except OSError:
+        except (OSError, TaoError):  # no crash log rather than one written through a planted link
             where = ""
         sys.stderr.write(f"error: internal error ({type(exc).__name__}){where}\n")
         return EXIT_FAILURE

@@ -46,6 +46,7 @@ from typing import Any
 
 from kubectl_tao.errors import TaoError, UsageError
 from kubectl_tao.locking import exclusive
+from kubectl_tao.statedir import check_private, make_private_dirs
 from kubectl_tao.templates import data_dir
 
 SCHEMA_VERSION = 1
@@ -422,6 +423,7 @@ class RecordStore:
         self.state_dir = root
         self.jobs_dir = root / "jobs"
         self.extras_dir = self.jobs_dir / EXTRAS_DIR
+        check_private(root)
 
     # paths ----------------------------------------------------------------------------------------
     def path(self, record_id: str) -> Path:
@@ -435,10 +437,10 @@ class RecordStore:
 
     def _ensure_dirs(self) -> None:
         try:
-            self.jobs_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self.extras_dir.mkdir(exist_ok=True, mode=0o700)
+            make_private_dirs(self.state_dir, self.jobs_dir, self.extras_dir)
         except OSError as exc:
             raise TaoError(f"cannot create {self.jobs_dir}: {exc.strerror or exc}; check TAO_STATE_DIR") from None
+        check_private(self.state_dir)
 
     @contextlib.contextmanager
     def lock(self, record_id: str, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
