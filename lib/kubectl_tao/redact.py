@@ -38,14 +38,24 @@ _CRED_WORDS = frozenset(
 )
 # ... or one of these word pairs, anywhere in the name (so AWS_ACCESS_KEY_ID is credential-like).
 _CRED_PAIRS = frozenset({("API", "KEY"), ("ACCESS", "KEY"), ("NGC", "KEY"), ("PRIVATE", "KEY")})
-# ... or ends with one of these words (DB_PASS, BASIC_AUTH, SSH_KEY).
-_CRED_LAST_WORDS = frozenset({"PASS", "KEY"})
+# ... or ends with one of these words (DB_PASS, BASIC_AUTH, SSH_KEY, MYSQL_PWD).
+_CRED_LAST_WORDS = frozenset({"PASS", "KEY", "PWD"})
+# A word that runs a credential word onto a prefix without a separator: PGPASSWORD, ADMINPASSWORD, HFTOKEN.
+_CRED_WORD_ENDINGS = ("PASSWORD", "PASSWD", "PASSPHRASE", "TOKEN", "SECRET", "APIKEY", "CREDENTIALS")
+# TOKEN after one of these words is a tokenizer's special token (UNK_TOKEN=[UNK], pad_token_id=0).
+_SPECIAL_TOKEN_WORDS = frozenset({"UNK", "SEP", "MASK", "CLS", "PAD", "BOS", "EOS", "SPECIAL", "START", "END",
+                                  "STOP", "EOT", "SOS", "NEWLINE", "IMAGE", "AUDIO", "VIDEO", "DECODER", "ADDED"})
+# ... and one of these after a credential word makes it a quantity or a setting (TOKEN_BUDGET=1000).
+_AMOUNT_WORDS = frozenset({"BUDGET", "BUDGETS", "MAX", "MIN", "PER", "NUM", "RATE", "LEN", "IDS"})
+# Two-word endings that refer to a credential without holding it (SECRET_VERSION_ID=v3).
+_REFERENCE_SUFFIX_PAIRS = frozenset({("VERSION", "ID"), ("VERSION", "STAGE"), ("KEY", "ALIAS")})
 # A trailing KEY after one of these words names a lookup key, not a credential (PARTITION_KEY).
 _NOT_SECRET_KEY_PREFIX = frozenset(
     {
         "PUBLIC", "PARTITION", "SORT", "CACHE", "PRIMARY", "FOREIGN", "ROUTING", "LOOKUP", "SHARD",
         "HASH", "GROUP", "MAP", "DICT", "METRIC", "LABEL", "TARGET", "INPUT", "OUTPUT", "OBJECT", "S3",
         "BUCKET", "PREFIX", "IDEMPOTENCY", "DEDUP", "SPEC", "CONFIG", "SEARCH", "INDEX", "HOT", "TOPOLOGY",
+        "NUM", "NUMBER", "MODEL", "SORTING", "DATASET", "FEATURE", "IMAGE", "VALUE", "REGISTRY", "RESULT",
     }
 )
 # A name ending with one of these words refers to a credential without holding it
@@ -55,7 +65,7 @@ _REFERENCE_SUFFIXES = frozenset(
         "FILE", "FILES", "PATH", "DIR", "NAME", "NAMES", "REF", "MOUNT", "TYPE", "LENGTH", "LEN", "SIZE",
         "COUNT", "LIMIT", "TTL", "EXPIRY", "EXPIRES", "ENABLED", "DISABLED", "MODE", "ENV", "VAR", "URL",
         "URI", "ENDPOINT", "HOST", "PORT", "REGION", "HEADER", "PROVIDER", "SOURCE", "KIND", "FORMAT",
-        "SCOPE", "SCOPES", "AUDIENCE", "ISSUER", "ALGORITHM", "VERSION", "STDIN",
+        "SCOPE", "SCOPES", "AUDIENCE", "ISSUER", "ALGORITHM", "VERSION", "STDIN", "ARN", "BUDGET", "BUDGETS",
     }
 )
 _WORD_RE = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
@@ -74,10 +84,13 @@ def is_credential_name(name: str) -> bool:
     ``PASSWORD_FILE``, ``SECRET_NAME``, ``secretKeyRef`` and ``PARTITION_KEY`` are not.
     """
     words = name_words(name)
-    if not words or words[-1] in _REFERENCE_SUFFIXES:
+    if not words or words[-1] in _REFERENCE_SUFFIXES or tuple(words[-2:]) in _REFERENCE_SUFFIX_PAIRS:
         return False
+    words = _drop_special_tokens(words)
     if any(w in _CRED_WORDS for w in words):
         return True
+    if any(len(w) > len(end) and w.endswith(end) for w in words for end in _CRED_WORD_ENDINGS):
+        return True  # PGPASSWORD, ADMINPASSWORD, HFTOKEN (not TOKENS: MAXTOKENS counts them)
     if any(pair in _CRED_PAIRS for pair in itertools.pairwise(words)):
         return True
     last = words[-1]
@@ -86,6 +99,19 @@ def is_credential_name(name: str) -> bool:
     if last in _CRED_LAST_WORDS and len(words) > 1:  # DB_PASS, SSH_KEY; not a bare KEY or PASS
         return last != "KEY" or words[-2] not in _NOT_SECRET_KEY_PREFIX
     return False
+
+
+def _drop_special_tokens(words: list[str]) -> list[str]:
+    """``words`` without the TOKEN of a tokenizer's special token (UNK_TOKEN) or of an amount
+    (TOKEN_BUDGET, MAX_TOKEN_...): neither names a credential."""
+    out = []
+    for i, word in enumerate(words):
+        before = words[i - 1] if i else ""
+        after = words[i + 1] if i + 1 < len(words) else ""
+        if word == "TOKEN" and (before in _SPECIAL_TOKEN_WORDS or before in _AMOUNT_WORDS or after in _AMOUNT_WORDS):
+            continue
+        out.append(word)
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -108,14 +134,31 @@ _PATH_VALUE_RE = re.compile(r"[~.]?/[\w.@/+:-]*")
 _COUNT_RE = re.compile(r"[0-9]+,?")
 
 
+# ${VAR:-default}, ${VAR-default}, ${VAR:=default}, ${VAR=default}: the default is a value.
+_DEFAULT_RE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=]([^}]*)\}")
+# A secret access key is 40 base64 characters and may start with '/' (then it is no path).
+_AWS_SECRET_SHAPE_RE = re.compile(r"[A-Za-z0-9/+]{40}")
+_RANDOM_SEGMENT_RE = re.compile(r"(?=[^/]*[A-Z])(?=[^/]*[a-z])(?=[^/]*[0-9])[A-Za-z0-9+=]{16,}")
+
+
 def is_placeholder(value: str) -> bool:
     """True for values that are not literal credentials: references, placeholders, paths, booleans."""
     v = _unquote(value.strip()).strip()
     if v.lower() in _HARMLESS_WORDS:
         return True
-    return bool(
-        _REFERENCE_RE.fullmatch(v) or _PLACEHOLDER_RE.fullmatch(v) or _PATH_VALUE_RE.fullmatch(v)
-    )
+    if any(not is_placeholder(m.group(1)) for m in _DEFAULT_RE.finditer(v)):
+        return False  # ${UNSET:-hunter2} is hunter2 whenever UNSET is unset
+    if _PATH_VALUE_RE.fullmatch(v) and not _looks_like_key(v):
+        return True
+    return bool(_REFERENCE_RE.fullmatch(v) or _PLACEHOLDER_RE.fullmatch(v))
+
+
+def _looks_like_key(value: str) -> bool:
+    """A '/'-leading value that is a key, not a path: the shape of an AWS secret key, or a segment of 16+
+    characters mixing upper case, lower case and digits."""
+    return bool(_AWS_SECRET_SHAPE_RE.fullmatch(value) or any(
+        _RANDOM_SEGMENT_RE.fullmatch(segment) for segment in value.split("/")
+    ))
 
 
 def _unquote(value: str) -> str:
@@ -203,16 +246,40 @@ _BEARER_RE = re.compile(r"\bBearer\s+([A-Za-z0-9._~+/-]{16,}=*)")
 # A shell word: quoted, or a run of $(...), ${...} and plain characters.
 _SUBST = r"\$\([^)\n]*\)|\$\{[^}\n]*\}"
 _WORD = r"\"[^\"\n]*\"|'[^'\n]*'|(?:" + _SUBST + r"|[^\s\"';&|`])+"
-_FLAG_WORDS = r"password|passwd|passphrase|token|api-key|apikey|secret|access-key|secret-key|client-secret"
+_FLAG_WORDS = (
+    r"password|passwd|passphrase|pwd|token|api[-_]key|apikey|secret|access[-_]key|secret[-_]key|client[-_]secret"
+)
 _FLAG_RE = re.compile(
-    r"(?<![\w-])(--(?:[a-z0-9]+-)*(?:" + _FLAG_WORDS + r"))(?:=|\s+)(" + _WORD + ")",
+    r"(?<![\w-])(--(?:[a-z0-9]+[-_])*(?:" + _FLAG_WORDS + r"))(?:=|\s+)(" + _WORD + ")",
     re.IGNORECASE,
 )
-FLAG_ONLY_RE = re.compile(r"--(?:[a-z0-9]+-)*(?:" + _FLAG_WORDS + r")", re.IGNORECASE)
+_FLAG_SHAPE_RE = re.compile(r"--(?:[a-z0-9]+[-_])*(?:" + _FLAG_WORDS + r")", re.IGNORECASE)
+# `--secret NAME` names a Secret object (docker/podman/kubectl style) when NAME is a Kubernetes name.
+_OBJECT_NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+class _FlagOnly:
+    """``fullmatch(word)``: is ``word`` a flag that takes a credential (``--hf_token``, ``--api-key``; not
+    ``--unk-token``, a tokenizer's special token)."""
+
+    @staticmethod
+    def fullmatch(word: str) -> bool:
+        return bool(_FLAG_SHAPE_RE.fullmatch(word)) and is_credential_name(word.lstrip("-"))
+
+
+FLAG_ONLY_RE = _FlagOnly()
+
+
+def flag_value_is_credential(flag: str, value: str) -> bool:
+    """Whether ``value`` after a credential flag is a literal credential."""
+    if value.startswith("-") or is_placeholder(value):
+        return False
+    # --secret hf-secret: the name of a Secret
+    return not (flag.lower() == "--secret" and _OBJECT_NAME_RE.fullmatch(_unquote(value)))
 _FROM_LITERAL_RE = re.compile(r"--from-literal[= ]([A-Za-z0-9._-]+)=(\"[^\"]*\"|'[^']*'|[^\s\"']*)")
 # NAME=VALUE (export X=.., docker -e X=.., sbatch --export=A=..,B=.., env-files, k=v lists).
 _ASSIGN_RE = re.compile(
-    r"(?<![\w$.\-/])([A-Za-z_][A-Za-z0-9_]*)="
+    r"(?<![\w$.\-/])((?:[A-Za-z_][A-Za-z0-9_-]*\.)*[A-Za-z_][A-Za-z0-9_]*)="
     r"(\"[^\"\n]*\"|'[^'\n]*'|(?:" + _SUBST + r"|[^\s,;&|'\"`]|,(?![A-Za-z_][A-Za-z0-9_]*=))*)"
 )
 # "key": "value" inside JSON text (also with escaped quotes, as JSON embedded in a string).
@@ -226,8 +293,27 @@ _COLON_RE = re.compile(
 _INLINE_COLON_RE = re.compile(
     r"(?<![\w.-])(?=[\"']?([A-Za-z_][A-Za-z0-9_.-]*)[\"']?[ \t]*:[ \t]*[\"']?([^\s\"',;]+))"
 )
+# curl -u user:PASS (also --user, wget/httpie-style --user=...): the part after the first ':'.
+_USER_FLAG_RE = re.compile(r"(?<![\w-])(?:-u|--user|--proxy-user)(?:=|\s*)(" + _WORD + ")")
+# -H 'X-API-Key: VALUE' / --header "Private-Token: VALUE": a credential-like header name.
+_HEADER_FLAG_RE = re.compile(
+    r"(?<![\w-])(?:-H|--header)(?:=|\s*)([\"']?)([A-Za-z][A-Za-z0-9_-]*)\s*:\s*([^\"'\n]+?)\s*\1(?=\s|$|[;&|)])"
+)
+# mysql -pPASS (no space: with a space mysql prompts and PASS is the database name).
+_MYSQL_RE = re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n;&|]*?\s-p(" + _WORD + ")")
+# os.environ["HF_TOKEN"] = "VALUE", env["X"] = '...', os.environ.setdefault("X", "VALUE"), os.putenv(...).
+_SUBSCRIPT_RE = re.compile(
+    r"\[\s*([\"'])([A-Za-z_][A-Za-z0-9_.-]*)\1\s*\]\s*=\s*([\"'])((?:(?!\3)[^\\\n]|\\.)*)\3"
+)
+_SETENV_RE = re.compile(
+    r"\b(?:setdefault|putenv|setenv|Setenv)\(\s*([\"'])([A-Za-z_][A-Za-z0-9_.-]*)\1\s*,\s*([\"'])"
+    r"((?:(?!\3)[^\\\n]|\\.)*)\3"
+)
+_HEREDOC_RE = re.compile(r"<<-?\s*([\"']?)([A-Za-z_][A-Za-z0-9_]*)\1[^\n]*\n(.*?)(?:^\s*\2\s*$|\Z)",
+                         re.DOTALL | re.MULTILINE)
 _BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/=_-])([A-Za-z0-9+/_-]{20,}={0,2})(?![A-Za-z0-9+/=_-])")
 _HEX_RE = re.compile(r"[0-9a-fA-F]+")
+_BASE64_DEPTH = 4  # base64 of base64 of base64 of a credential is still found
 
 
 def _strip_quotes_span(text: str, start: int, end: int) -> tuple[int, int]:
@@ -262,12 +348,41 @@ def _is_quota_count(m: re.Match[str]) -> bool:
     return m.group(1) == "secrets" and _COUNT_RE.fullmatch(m.group(2)) is not None
 
 
+def _scan_commands(text: str) -> Iterable[_Hit]:
+    """Credentials in common command forms: curl -u/-H, mysql -p, os.environ[...] = and heredoc bodies."""
+    for m in _USER_FLAG_RE.finditer(text):
+        s, e = _strip_quotes_span(text, m.start(1), m.end(1))
+        user, sep, password = text[s:e].partition(":")
+        if sep and password and not is_placeholder(password):
+            yield _Hit(s + len(user) + 1, e, "credential", "-u user:password", "user-password")
+    for m in _HEADER_FLAG_RE.finditer(text):
+        name, value = m.group(2), m.group(3)
+        if name.lower() not in ("authorization", "proxy-authorization") and is_credential_name(name) and (
+            not is_placeholder(value)
+        ):
+            yield _Hit(m.start(3), m.end(3), "credential", name, "header")
+    for m in _MYSQL_RE.finditer(text):
+        if not is_placeholder(m.group(1)):
+            s, e = _strip_quotes_span(text, m.start(1), m.end(1))
+            yield _Hit(s, e, "credential", "mysql -p", "flag-literal")
+    for rx in (_SUBSCRIPT_RE, _SETENV_RE):
+        for m in rx.finditer(text):
+            if is_credential_name(m.group(2)) and m.group(4) and not is_placeholder(m.group(4)):
+                yield _Hit(m.start(4), m.end(4), "credential", m.group(2), "assignment")
+    for m in _HEREDOC_RE.finditer(text):
+        offset = m.start(3)
+        for c in _COLON_RE.finditer(m.group(3)):
+            if is_credential_name(c.group(1)) and not is_placeholder(c.group(2)):
+                s, e = _strip_quotes_span(m.group(3), c.start(2), c.end(2))
+                yield _Hit(offset + s, offset + e, "credential", c.group(1), "heredoc-key-value")
+
+
 def _scan_named(text: str, *, loose: bool, inline: bool = False) -> Iterable[_Hit]:
     for m in _FLAG_RE.finditer(text):
-        val = m.group(2)
-        if not val.startswith("-") and not is_placeholder(val):
+        if FLAG_ONLY_RE.fullmatch(m.group(1)) and flag_value_is_credential(m.group(1), m.group(2)):
             s, e = _strip_quotes_span(text, m.start(2), m.end(2))
             yield _Hit(s, e, "credential", m.group(1), "flag-literal")
+    yield from _scan_commands(text)
     for m in _FROM_LITERAL_RE.finditer(text):
         if not is_placeholder(m.group(2)):
             s, e = _strip_quotes_span(text, m.start(2), m.end(2))
@@ -275,7 +390,7 @@ def _scan_named(text: str, *, loose: bool, inline: bool = False) -> Iterable[_Hi
     for m in _ASSIGN_RE.finditer(text):
         if _is_quota_count(m):
             continue
-        if is_credential_name(m.group(1)) and not is_placeholder(m.group(2)):
+        if is_credential_name(m.group(1).rsplit(".", 1)[-1]) and not is_placeholder(m.group(2)):
             s, e = _strip_quotes_span(text, m.start(2), m.end(2))
             if e > s:
                 yield _Hit(s, e, "credential", m.group(1), "assignment")
@@ -322,7 +437,7 @@ def _hits(text: str, *, loose: bool, depth: int = 0, inline: bool = False) -> li
     rules before base64) names the finding and the redacted span is the union of the spans."""
     candidates: list[_Hit] = list(_scan_named(text, loose=loose, inline=inline))
     candidates += _scan_format(text)
-    if depth < 2:
+    if depth < _BASE64_DEPTH:
         candidates += _scan_base64(text, depth)
     order = sorted(
         (h.start, priority, h) for priority, h in enumerate(candidates) if h.end > h.start
