@@ -66,6 +66,7 @@ _REFERENCE_SUFFIXES = frozenset(
         "COUNT", "LIMIT", "TTL", "EXPIRY", "EXPIRES", "ENABLED", "DISABLED", "MODE", "ENV", "VAR", "URL",
         "URI", "ENDPOINT", "HOST", "PORT", "REGION", "HEADER", "PROVIDER", "SOURCE", "KIND", "FORMAT",
         "SCOPE", "SCOPES", "AUDIENCE", "ISSUER", "ALGORITHM", "VERSION", "STDIN", "ARN", "BUDGET", "BUDGETS",
+        "SCANNING", "ROTATION", "POLICY", "MANAGER", "STORE", "BACKEND", "ENGINE",
     }
 )
 _WORD_RE = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
@@ -226,6 +227,20 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(r"(?<![A-Za-z0-9_-])(gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
     ),
     ("slack-token", re.compile(r"(?<![A-Za-z0-9_-])(xox[abposr]-[A-Za-z0-9-]{10,})")),
+    ("slack-webhook", re.compile(r"hooks\.slack\.com/(?:services|workflows)/([A-Za-z0-9+/_-]{20,})")),
+    ("gitlab-token", re.compile(r"(?<![A-Za-z0-9_-])(gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,})")),
+    ("npm-token", re.compile(r"(?<![A-Za-z0-9_-])(npm_[A-Za-z0-9]{36})(?![A-Za-z0-9])")),
+    ("pypi-token", re.compile(r"(?<![A-Za-z0-9_-])(pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,})")),
+    ("google-api-key", re.compile(r"(?<![A-Za-z0-9_-])(AIza[0-9A-Za-z_-]{35})(?![A-Za-z0-9_-])")),
+    ("stripe-key", re.compile(r"(?<![A-Za-z0-9_-])((?:sk|rk)_(?:test|live|prod)_[0-9A-Za-z]{10,99})")),
+    ("sendgrid-key", re.compile(r"(?<![A-Za-z0-9_-])(SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})")),
+    ("digitalocean-token", re.compile(r"(?<![A-Za-z0-9_-])(do[opr]_v1_[a-f0-9]{64})")),
+    ("databricks-token", re.compile(r"(?<![A-Za-z0-9_-])(dapi[a-f0-9]{32}(?:-\d)?)(?![A-Za-z0-9])")),
+    ("shopify-token", re.compile(r"(?<![A-Za-z0-9_-])(shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32})")),
+    ("replicate-token", re.compile(r"(?<![A-Za-z0-9_-])(r8_[A-Za-z0-9]{37})(?![A-Za-z0-9])")),
+    ("groq-key", re.compile(r"(?<![A-Za-z0-9_-])(gsk_[A-Za-z0-9]{52})(?![A-Za-z0-9])")),
+    ("twilio-key", re.compile(r"(?<![A-Za-z0-9_-])(SK[0-9a-f]{32})(?![A-Za-z0-9])")),
+    ("mailgun-key", re.compile(r"(?<![A-Za-z0-9_-])(key-[0-9a-f]{32})(?![A-Za-z0-9])")),
     (
         "sk-api-key",
         re.compile(r"(?<![A-Za-z0-9_-])(sk-(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,})"),
@@ -254,8 +269,15 @@ _FLAG_RE = re.compile(
     re.IGNORECASE,
 )
 _FLAG_SHAPE_RE = re.compile(r"--(?:[a-z0-9]+[-_])*(?:" + _FLAG_WORDS + r")", re.IGNORECASE)
-# `--secret NAME` names a Secret object (docker/podman/kubectl style) when NAME is a Kubernetes name.
-_OBJECT_NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+# `--secret NAME` / `--env-secret NAME` name a Secret object (kubectl, docker and podman style) when NAME is a
+# Kubernetes name, optionally with options (`id=hf,src=/run/secrets/hf`, `ngc,type=env,target=NGC_API_KEY`).
+_OBJECT_NAME = r"[a-z0-9](?:[-a-z0-9_]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9_]*[a-z0-9])?)*"
+_SECRET_SPEC_RE = re.compile(
+    r"(?:id=)?" + _OBJECT_NAME + r"(?:,(?:id|src|source|type|target|env|mode|uid|gid|required)=[^,\s]*)*"
+)
+# A --*-secret flag whose value is a credential, not a name (--client-secret abc).
+_VALUE_SECRET_WORDS = frozenset({"CLIENT", "APP", "SHARED", "JWT", "API", "WEBHOOK", "SIGNING", "HMAC", "COOKIE",
+                                 "SESSION", "OAUTH", "CONSUMER"})
 
 
 class _FlagOnly:
@@ -274,8 +296,9 @@ def flag_value_is_credential(flag: str, value: str) -> bool:
     """Whether ``value`` after a credential flag is a literal credential."""
     if value.startswith("-") or is_placeholder(value):
         return False
-    # --secret hf-secret: the name of a Secret
-    return not (flag.lower() == "--secret" and _OBJECT_NAME_RE.fullmatch(_unquote(value)))
+    words = name_words(flag.lstrip("-"))
+    names_an_object = words[-1] == "SECRET" and (len(words) == 1 or words[-2] not in _VALUE_SECRET_WORDS)
+    return not (names_an_object and _SECRET_SPEC_RE.fullmatch(_unquote(value)))  # --secret hf-secret
 _FROM_LITERAL_RE = re.compile(r"--from-literal[= ]([A-Za-z0-9._-]+)=(\"[^\"]*\"|'[^']*'|[^\s\"']*)")
 # NAME=VALUE (export X=.., docker -e X=.., sbatch --export=A=..,B=.., env-files, k=v lists).
 _ASSIGN_RE = re.compile(
@@ -293,14 +316,38 @@ _COLON_RE = re.compile(
 _INLINE_COLON_RE = re.compile(
     r"(?<![\w.-])(?=[\"']?([A-Za-z_][A-Za-z0-9_.-]*)[\"']?[ \t]*:[ \t]*[\"']?([^\s\"',;]+))"
 )
-# curl -u user:PASS (also --user, wget/httpie-style --user=...): the part after the first ':'.
-_USER_FLAG_RE = re.compile(r"(?<![\w-])(?:-u|--user|--proxy-user)(?:=|\s*)(" + _WORD + ")")
+# curl -u user:PASS (also --user, wget/httpie-style --user=...): the part after the first ':' (docker -u
+# 1000:1000 is a uid:gid, so only for HTTP clients).
+_USER_FLAG_RE = re.compile(
+    r"\b(?:curl|wget|http|https|xh|lftp|ftp)\b[^\n;&|]*?(?<![\w-])(?:-u|--user|--proxy-user|--http-user)(?:=|\s*)("
+    + _WORD + ")"
+)
 # -H 'X-API-Key: VALUE' / --header "Private-Token: VALUE": a credential-like header name.
 _HEADER_FLAG_RE = re.compile(
     r"(?<![\w-])(?:-H|--header)(?:=|\s*)([\"']?)([A-Za-z][A-Za-z0-9_-]*)\s*:\s*([^\"'\n]+?)\s*\1(?=\s|$|[;&|)])"
 )
 # mysql -pPASS (no space: with a space mysql prompts and PASS is the database name).
 _MYSQL_RE = re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n;&|]*?\s-p(" + _WORD + ")")
+# -p PASS of docker/podman/helm login and sshpass, -a PASS of redis-cli.
+_SHORT_PASSWORD_RE = re.compile(
+    r"\b(?:(?:docker|podman|buildah|skopeo|nerdctl|oras)\s+login|helm\s+registry\s+login|sshpass|redis-cli)\b"
+    r"[^\n;&|]*?\s(?:-p|-a)(?:=|\s+)(" + _WORD + ")"
+)
+# keytool/openssl: -storepass X, -keypass X, -passin pass:X, -passout pass:X.
+_DASH_PASS_RE = re.compile(
+    r"(?<![\w-])-(?:src|dest)?(?:store|key)?pass(?:word)?\s+(" + _WORD + ")"
+    r"|(?<![\w-])-pass(?:in|out)?\s+pass:(" + _WORD + ")"
+)
+# java -Dsome.keyStorePassword=VALUE
+_JAVA_PROPERTY_RE = re.compile(r"(?<![\w-])-D((?:[A-Za-z0-9_-]+\.)*[A-Za-z0-9_-]+)=(" + _WORD + ")")
+# .netrc: machine HOST [login USER] password VALUE
+_NETRC_RE = re.compile(r"\bmachine\s+\S+(?:\s+login\s+\S+)?\s+password\s+([^\s\"']+)")
+# aws configure set aws_secret_access_key VALUE
+_AWS_CONFIGURE_RE = re.compile(r"\baws\s+configure\s+set\s+([A-Za-z_.]+)\s+(" + _WORD + ")")
+# NAME = "VALUE", NAME: 'VALUE', NAME := "VALUE" (Python, JS, Go, TOML, HCL): quoted, with spaces allowed.
+_QUOTED_ASSIGN_RE = re.compile(
+    r"(?<![\w$.\-/\[\\\"'])([A-Za-z_][A-Za-z0-9_.-]*)\s*(?::=|=|:)\s*([\"'])((?:(?!\2)[^\\\n]|\\.)+)\2"
+)
 # os.environ["HF_TOKEN"] = "VALUE", env["X"] = '...', os.environ.setdefault("X", "VALUE"), os.putenv(...).
 _SUBSCRIPT_RE = re.compile(
     r"\[\s*([\"'])([A-Za-z_][A-Za-z0-9_.-]*)\1\s*\]\s*=\s*([\"'])((?:(?!\3)[^\\\n]|\\.)*)\3"
@@ -311,7 +358,8 @@ _SETENV_RE = re.compile(
 )
 _HEREDOC_RE = re.compile(r"<<-?\s*([\"']?)([A-Za-z_][A-Za-z0-9_]*)\1[^\n]*\n(.*?)(?:^\s*\2\s*$|\Z)",
                          re.DOTALL | re.MULTILINE)
-_BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/=_-])([A-Za-z0-9+/_-]{20,}={0,2})(?![A-Za-z0-9+/=_-])")
+# A blob may follow '=' (cfg=<blob>); it may not continue a longer run of base64 characters.
+_BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/_-])([A-Za-z0-9+/_-]{20,}={0,2})(?![A-Za-z0-9+/=_-])")
 _HEX_RE = re.compile(r"[0-9a-fA-F]+")
 _BASE64_DEPTH = 4  # base64 of base64 of base64 of a credential is still found
 
@@ -361,10 +409,22 @@ def _scan_commands(text: str) -> Iterable[_Hit]:
             not is_placeholder(value)
         ):
             yield _Hit(m.start(3), m.end(3), "credential", name, "header")
-    for m in _MYSQL_RE.finditer(text):
+    for rx, name in ((_MYSQL_RE, "mysql -p"), (_SHORT_PASSWORD_RE, "-p/-a"), (_DASH_PASS_RE, "-*pass")):
+        for m in rx.finditer(text):
+            group = 1 if m.group(1) is not None else 2
+            if not m.group(group).startswith("-") and not is_placeholder(m.group(group)):
+                s, e = _strip_quotes_span(text, m.start(group), m.end(group))
+                yield _Hit(s, e, "credential", name, "flag-literal")
+    for m in _NETRC_RE.finditer(text):
         if not is_placeholder(m.group(1)):
-            s, e = _strip_quotes_span(text, m.start(1), m.end(1))
-            yield _Hit(s, e, "credential", "mysql -p", "flag-literal")
+            yield _Hit(m.start(1), m.end(1), "credential", "netrc password", "netrc")
+    for m in (*_AWS_CONFIGURE_RE.finditer(text), *_JAVA_PROPERTY_RE.finditer(text)):
+        if is_credential_name(m.group(1).rsplit(".", 1)[-1]) and not is_placeholder(m.group(2)):
+            s, e = _strip_quotes_span(text, m.start(2), m.end(2))
+            yield _Hit(s, e, "credential", m.group(1), "assignment")
+    for m in _QUOTED_ASSIGN_RE.finditer(text):
+        if is_credential_name(m.group(1).rsplit(".", 1)[-1]) and not is_placeholder(m.group(3)):
+            yield _Hit(m.start(3), m.end(3), "credential", m.group(1), "quoted-assignment")
     for rx in (_SUBSCRIPT_RE, _SETENV_RE):
         for m in rx.finditer(text):
             if is_credential_name(m.group(2)) and m.group(4) and not is_placeholder(m.group(4)):
