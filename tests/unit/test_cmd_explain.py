@@ -233,3 +233,12 @@ def test_cluster_evidence_is_redacted(cli: Any, fake_kubectl: FakeKubectl, outpu
     assert "REDACTED" in out
     for _, canary in LEAKY.values():
         assert canary not in out + err
+
+
+@pytest.mark.parametrize("output", ["table", "wide", "json", "yaml"])
+def test_status_redacts_the_cluster_messages_it_shows(cli: Any, fake_kubectl: FakeKubectl, output: str) -> None:
+    rid = launched(_leaky_imagepull(fake_kubectl))
+    code, out, err = cli("status", rid, "-o", output)
+    assert code == 0, err
+    for _, canary in LEAKY.values():
+        assert canary not in out + err
