@@ -96,9 +96,9 @@ def _not_utf8(args: list[str]) -> int | None:
 
 def _scrubbed(message: str) -> str:
     """Every error goes through the redactor: messages quote flags, file lines and kubectl's own words."""
-    from .redact import redact_text
+    from .redact import redact_message
 
-    return redact_text(message)
+    return redact_message(message)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -556,12 +556,19 @@ def redact_cluster_text(text: str) -> str:
     return _redact(text, inline=True)
 
 
-def _redact(text: str, *, inline: bool) -> str:
+def redact_message(text: str) -> str:
+    """``text`` with every value the linter would flag replaced: for kubectl-tao's own one-line messages,
+    where ``--image-pull-secret: the Secret ...`` is a field and its complaint, not a key and a value (text
+    quoted from kubectl or the cluster was redacted with the looser rules when it was read)."""
+    return _redact(text, inline=False, loose=False)
+
+
+def _redact(text: str, *, inline: bool, loose: bool = True) -> str:
     if not text:
         return text
     out: list[str] = []
     pos = 0
-    for hit in _hits(text, loose=True, inline=inline):
+    for hit in _hits(text, loose=loose, inline=inline):
         out.append(text[pos : hit.start])
         out.append(REDACTED)
         pos = hit.end

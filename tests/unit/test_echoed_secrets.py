@@ -97,3 +97,11 @@ def test_secret_from_env_does_not_echo_a_value(cli: Any) -> None:
     code, out, err = cli("secret", "image-pull", "ngc", "--registry", "nvcr.io", "--from-env", f"NGC_KEY={CANARY}")
     assert code == 2
     assert CANARY not in out + err
+
+
+def test_error_lines_keep_a_field_and_its_complaint() -> None:
+    from kubectl_tao.cli import _scrubbed
+
+    message = '--image-pull-secret: Secret "absent" not found in namespace tao-jobs; create it first'
+    assert _scrubbed(message) == message
+    assert CANARY not in _scrubbed(f"--storage-tier 'HF_TOKEN={CANARY}': use A or C")
