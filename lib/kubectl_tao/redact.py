@@ -247,6 +247,11 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
 )
 
+# Every prefix a _TOKEN_RULES pattern starts with (kept in step with them; the unit tests cover each rule).
+_TOKEN_HINT_RE = re.compile(
+    r"AKIA|ASIA|eyJ|nvapi-|hf_|gh[pousr]_|github_pat_|xox[abposr]-|hooks\.slack\.com|gl(?:pat|dt|ptt|rt)-|npm_|pypi-"
+    r"|AIza|[sr]k_|SG\.|do[opr]_v1_|dapi|shp|r8_|gsk_|SK[0-9a-f]|key-|sk-"
+)
 _PRESIGNED_RE = re.compile(
     r"[?&]((?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|X-Goog-Signature|X-Goog-Credential))"
     r"=([^&\s\"'<>]+)",
@@ -373,9 +378,10 @@ def _strip_quotes_span(text: str, start: int, end: int) -> tuple[int, int]:
 def _scan_format(text: str) -> Iterable[_Hit]:
     for m in _PRIVATE_KEY_RE.finditer(text):
         yield _Hit(m.start(), m.end(), "private-key", "", "private-key-block")
-    for kind, rx in _TOKEN_RULES:
-        for m in rx.finditer(text):
-            yield _Hit(m.start(1), m.end(1), kind, "", "token-format")
+    if _TOKEN_HINT_RE.search(text):  # one cheap pass first: most text holds no token prefix at all
+        for kind, rx in _TOKEN_RULES:
+            for m in rx.finditer(text):
+                yield _Hit(m.start(1), m.end(1), kind, "", "token-format")
     for m in _PRESIGNED_RE.finditer(text):
         if not is_placeholder(m.group(2)):
             yield _Hit(m.start(2), m.end(2), "presigned-url", m.group(1), "presigned-url")
@@ -396,40 +402,49 @@ def _is_quota_count(m: re.Match[str]) -> bool:
     return m.group(1) == "secrets" and _COUNT_RE.fullmatch(m.group(2)) is not None
 
 
+def _finditer(rx: re.Pattern[str], text: str, *hints: str) -> Iterable[re.Match[str]]:
+    """``rx.finditer(text)`` when one of the literal ``hints`` (which every match contains) is in ``text``."""
+    return rx.finditer(text) if any(hint in text for hint in hints) else ()
+
+
 def _scan_commands(text: str) -> Iterable[_Hit]:
     """Credentials in common command forms: curl -u/-H, mysql -p, os.environ[...] = and heredoc bodies."""
-    for m in _USER_FLAG_RE.finditer(text):
+    for m in _finditer(_USER_FLAG_RE, text, "curl", "wget", "http", "xh", "ftp"):
         s, e = _strip_quotes_span(text, m.start(1), m.end(1))
         user, sep, password = text[s:e].partition(":")
         if sep and password and not is_placeholder(password):
             yield _Hit(s + len(user) + 1, e, "credential", "-u user:password", "user-password")
-    for m in _HEADER_FLAG_RE.finditer(text):
+    for m in _finditer(_HEADER_FLAG_RE, text, "-H", "--header"):
         name, value = m.group(2), m.group(3)
         if name.lower() not in ("authorization", "proxy-authorization") and is_credential_name(name) and (
             not is_placeholder(value)
         ):
             yield _Hit(m.start(3), m.end(3), "credential", name, "header")
-    for rx, name in ((_MYSQL_RE, "mysql -p"), (_SHORT_PASSWORD_RE, "-p/-a"), (_DASH_PASS_RE, "-*pass")):
-        for m in rx.finditer(text):
+    for rx, name, hints in (
+        (_MYSQL_RE, "mysql -p", ("mysql", "mariadb")),
+        (_SHORT_PASSWORD_RE, "-p/-a", ("login", "sshpass", "redis-cli")),
+        (_DASH_PASS_RE, "-*pass", ("pass",)),
+    ):
+        for m in _finditer(rx, text, *hints):
             group = 1 if m.group(1) is not None else 2
             if not m.group(group).startswith("-") and not is_placeholder(m.group(group)):
                 s, e = _strip_quotes_span(text, m.start(group), m.end(group))
                 yield _Hit(s, e, "credential", name, "flag-literal")
-    for m in _NETRC_RE.finditer(text):
+    for m in _finditer(_NETRC_RE, text, "machine"):
         if not is_placeholder(m.group(1)):
             yield _Hit(m.start(1), m.end(1), "credential", "netrc password", "netrc")
-    for m in (*_AWS_CONFIGURE_RE.finditer(text), *_JAVA_PROPERTY_RE.finditer(text)):
+    for m in (*_finditer(_AWS_CONFIGURE_RE, text, "configure"), *_finditer(_JAVA_PROPERTY_RE, text, "-D")):
         if is_credential_name(m.group(1).rsplit(".", 1)[-1]) and not is_placeholder(m.group(2)):
             s, e = _strip_quotes_span(text, m.start(2), m.end(2))
             yield _Hit(s, e, "credential", m.group(1), "assignment")
-    for m in _QUOTED_ASSIGN_RE.finditer(text):
+    for m in _finditer(_QUOTED_ASSIGN_RE, text, '"', "'"):
         if is_credential_name(m.group(1).rsplit(".", 1)[-1]) and not is_placeholder(m.group(3)):
             yield _Hit(m.start(3), m.end(3), "credential", m.group(1), "quoted-assignment")
-    for rx in (_SUBSCRIPT_RE, _SETENV_RE):
-        for m in rx.finditer(text):
+    for rx, *hints in ((_SUBSCRIPT_RE, "["), (_SETENV_RE, "env(", "setdefault(")):
+        for m in _finditer(rx, text, *hints):
             if is_credential_name(m.group(2)) and m.group(4) and not is_placeholder(m.group(4)):
                 yield _Hit(m.start(4), m.end(4), "credential", m.group(2), "assignment")
-    for m in _HEREDOC_RE.finditer(text):
+    for m in _finditer(_HEREDOC_RE, text, "<<"):
         offset = m.start(3)
         for c in _COLON_RE.finditer(m.group(3)):
             if is_credential_name(c.group(1)) and not is_placeholder(c.group(2)):
