@@ -242,7 +242,7 @@ _SECRETISH = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW
 def test_assigned_literals_never_survive_redaction(value: str, name: str) -> None:
     for text in (f"export {name}={value}", f'{name}="{value}"', f"--password {value}", f'{{"{name}": "{value}"}}'):
         out = redact_text(text)
-        assert value not in out
+        assert out.count(value) < text.count(value)  # a value such as 'password' also occurs in the flag name
         assert find_in_text(text)
 
 
