@@ -926,5 +926,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ERROR: {exc}", file=sys.stderr)
         return 2
     except TaoError as exc:
-        print(f"ERROR: {exc.message}", file=sys.stderr)
+        from kubectl_tao.redact import redact_message
+
+        print(f"ERROR: {redact_message(exc.message)}", file=sys.stderr)
         return exc.exit_code
