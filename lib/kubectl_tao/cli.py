@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import os
 import sys
 import traceback
 from pathlib import Path
@@ -98,8 +97,14 @@ def _prog_name() -> str:
 
 
 def _crash_log() -> Path:
-    root = os.environ.get("TAO_STATE_DIR") or str(Path.home() / ".tao")
-    return Path(root) / "kubectl-tao-crash.log"
+    """The crash log's path, after checking the state directory is private (UsageError otherwise)."""
+    from .records import default_state_dir
+    from .statedir import check_private, make_private_dirs
+
+    root = default_state_dir()
+    make_private_dirs(root)
+    check_private(root)
+    return root / "kubectl-tao-crash.log"
 
 
 def _not_utf8(args: list[str]) -> int | None:
@@ -109,6 +114,13 @@ def _not_utf8(args: list[str]) -> int | None:
         if any("\ud800" <= ch <= "\udfff" for ch in arg):
             return position
     return None
+
+
+def _scrubbed(message: str) -> str:
+    """Every error goes through the redactor: messages quote flags, file lines and kubectl's own words."""
+    from .redact import redact_message
+
+    return redact_message(message)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = app(args=args, prog_name=_prog_name(), standalone_mode=False)
     except TaoError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
+        sys.stderr.write(f"error: {_scrubbed(exc.message)}\n")
         return exc.exit_code
     except click.exceptions.NoArgsIsHelpError as exc:
         sys.stdout.write(exc.ctx.get_help() + "\n" if exc.ctx else "")
@@ -132,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         head, sep, rest = message.partition(" Did you mean")
         if sep and sep in rest:  # click and typer both add the same suggestion
             message = head + sep + rest.split(sep)[0].rstrip()
-        sys.stderr.write(f"error: {message}{where}\n")
+        sys.stderr.write(f"error: {_scrubbed(message)}{where}\n")
         return EXIT_USAGE
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -142,14 +154,14 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug: short message on the terminal, the traceback in a file
-        log = _crash_log()
         try:
-            log.parent.mkdir(parents=True, exist_ok=True)
             from .redact import redact_text
+            from .statedir import write_private
 
-            log.write_text(redact_text(traceback.format_exc()), encoding="utf-8")
+            log = _crash_log()
+            write_private(log, redact_text(traceback.format_exc()).encode("utf-8"))
             where = f"; details in {log}"
-        except OSError:
+        except (OSError, TaoError):  # no crash log rather than one written through a planted link
             where = ""
         sys.stderr.write(f"error: internal error ({type(exc).__name__}){where}\n")
         return EXIT_FAILURE

@@ -88,23 +88,10 @@ def parse_env_file(data: str | bytes, source: str = "env-file") -> dict[str, str
 
 
 def _describe_key(key: str) -> str:
-    """A key safe to show: printable and short, else a neutral description (it may hold a value)."""
-    from kubectl_tao.redact import redact_text
+    """The key quoted when that is safe, else a neutral description (it may hold a value)."""
+    from kubectl_tao.redact import safe_to_show
 
-    # A prefix such as '-' hides a token from the detectors (they want a word boundary), and a long random
-    # run is more likely a pasted credential than a name: neither is shown.
-    core = re.sub(r"^[^A-Za-z0-9]+", "", key)
-    looks_random = re.search(r"[A-Za-z0-9]{24,}", key) is not None
-    if (
-        0 < len(key) <= 64
-        and key.isprintable()
-        and " " not in key.strip()
-        and not looks_random
-        and redact_text(key) == key
-        and redact_text(core) == core
-    ):
-        return repr(key)
-    return "the key"
+    return repr(key) if safe_to_show(key) else "the key"
 
 
 def to_env_file(mapping: Mapping[str, str]) -> str:

@@ -47,6 +47,20 @@ class Explanation:
         }
 
 
+def redacted(e: Explanation) -> Explanation:
+    """``e`` with every text that may quote the cluster (events, conditions, container messages, the
+    record's last message) through the redactor: explain prints them as evidence."""
+    from .redact import redact_cluster_text as redact_text
+
+    findings = [
+        Finding(redact_text(f.cause), redact_text(f.evidence), redact_text(f.fix), f.code) for f in e.findings
+    ]
+    return Explanation(
+        e.id, e.namespace, e.job, e.state, redact_text(e.reason), redact_text(e.message), e.source, findings,
+        [redact_text(note) for note in e.notes],
+    )
+
+
 def _last_message(tracked: Tracked) -> str:
     transitions = tracked.record.get("transitions") or []
     return str(transitions[-1].get("message", "")) if transitions else ""
@@ -116,7 +130,11 @@ def _needs_nodes(status: st.JobStatus, events: list[Any]) -> bool:
 
 
 def explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = False) -> Explanation:
-    """Findings for a record's Job: live when the Job exists, else from the record."""
+    """Findings for a record's Job: live when the Job exists, else from the record; redacted."""
+    return redacted(_explain_job(kc, tracked, server=server, force=force))
+
+
+def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = False) -> Explanation:
     from . import gpuinventory
     from .diagnose import explain
 

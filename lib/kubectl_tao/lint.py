@@ -39,6 +39,7 @@ from kubectl_tao.redact import (
 )
 
 _PLAIN_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_KEY_WITH_SPACE_RE = re.compile(r"\S\s+\S")
 _JSON_MARK = "(json)"
 FIX_HINT = (
     "move each credential into a Secret created from stdin and reference it by name "
@@ -225,6 +226,8 @@ def load_manifest_documents(text: str) -> list[object] | None:
     present = [d for d in docs if d is not None]
     if not present or not all(isinstance(d, dict | list) for d in present):
         return None
+    if any(isinstance(d, dict) and any(_KEY_WITH_SPACE_RE.search(str(k)) for k in d) for d in present):
+        return None  # `curl -H "Authorization: ..."` parses as a mapping; it is a command line
     return docs
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from .errors import KubectlError
+from .errors import KubectlError, TaoError
 from .kubectl import Kubectl
 from .tracking import JOB_LABEL, Observation, Tracked, _from_record, observe
 
@@ -46,10 +46,17 @@ def live_objects(kc: Kubectl, namespaces: set[str]) -> dict[tuple[str, str], tup
     return index
 
 
-def observe_all(kc: Kubectl, store: Any, server: str, *, live: bool = True) -> list[Observation]:
-    records = store.list()
-    extras = {r["id"]: (store.get_extra(r["id"]) or {}) for r in records}
-    tracked = [Tracked(r, extras[r["id"]]) for r in records]
+def observe_all(
+    kc: Kubectl, store: Any, server: str, *, live: bool = True, errors: list[str] | None = None
+) -> list[Observation]:
+    """Every record, observed; a record that cannot be read is skipped and described in ``errors``."""
+    problems: list[str] = [] if errors is None else errors
+    tracked = []
+    for record in store.list(problems):
+        try:
+            tracked.append(Tracked(record, store.get_extra(record["id"]) or {}))
+        except TaoError as exc:  # its kubectl-tao data is unreadable: skip it, not everyone's list
+            problems.append(f"{exc.message}; job {record['id']} skipped")
     here = [
         t
         for t in tracked

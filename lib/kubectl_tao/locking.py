@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import secrets
@@ -15,8 +16,14 @@ from .errors import TaoError
 
 @contextlib.contextmanager
 def exclusive(lock_path: Path, timeout: float, busy_message: str) -> Iterator[None]:
-    """Hold flock(LOCK_EX) on `lock_path` (created if missing); raise TaoError(busy_message) after `timeout`."""
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    """Hold flock(LOCK_EX) on `lock_path` (created if missing, mode 0600, never through a symlink); raise
+    TaoError(busy_message) after `timeout`."""
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise TaoError(f"lock file {lock_path} is a symbolic link; remove it (kubectl-tao recreates it)") from None
+        raise
     try:
         deadline = time.monotonic() + timeout
         while True:

@@ -177,14 +177,38 @@ def is_under(path: str, root: str) -> bool:
 
 
 def validate_env_name(value: object, field: str) -> str:
-    """An environment variable name usable from a POSIX shell: [A-Za-z_][A-Za-z0-9_]*."""
+    """An environment variable name usable from a POSIX shell: [A-Za-z_][A-Za-z0-9_]*.
+
+    A rejected name is quoted only when it cannot hold a value (``NAME=<value>`` is not echoed)."""
+    from .redact import safe_to_show
+
     text = require_string(value, field)
     if ENV_NAME_RE.fullmatch(text) is None:
+        if "=" in text:
+            raise UsageError(
+                f"{field} (not shown: it looks like NAME=VALUE) is not a valid environment variable name: give "
+                "the NAME only; the value is read from your environment, never from the command line"
+            )
+        shown = f"{field} {text!r}" if safe_to_show(text) else f"{field} (not shown: it may hold a value)"
         raise UsageError(
-            f"{field} {text!r} is not a valid environment variable name: use letters, digits and '_', "
-            "not starting with a digit"
+            f"{shown} is not a valid environment variable name: use letters, digits and '_', not starting "
+            "with a digit"
         )
     return text
+
+
+_CONVENTIONAL_ENV_NAME_RE = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
+
+
+def shown_env_name(name: str, flag: str, position: int | None = None) -> str:
+    """``--env NAME`` in an error when NAME looks like an environment variable (upper case, or a
+    credential-like name), else the flag and its position: a lower-case word may be a pasted value."""
+    from .redact import is_credential_name, safe_to_show
+
+    if safe_to_show(name) and (_CONVENTIONAL_ENV_NAME_RE.fullmatch(name) or is_credential_name(name)):
+        return f"{flag} {name}"
+    where = f"{flag} #{position}" if position is not None else flag
+    return f"{where} (name not shown: it does not look like a variable name and may be a value)"
 
 
 def split_s3_uri(value: object, field: str) -> tuple[str, str]:

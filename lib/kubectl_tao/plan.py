@@ -37,14 +37,17 @@ def read_credentials(
                 raise UsageError(f"--env-file: cannot read {env_file!r}: {reason}") from None
             source = env_file
         creds.update(parse_env_file(data, source))
-    for name in env_names or []:
-        from .names import validate_env_name
+    for position, name in enumerate(env_names or [], start=1):
+        from .names import shown_env_name, validate_env_name
 
-        validate_env_name(name, "--env")
+        validate_env_name(name, f"--env #{position}")
         if name not in os.environ:
-            raise UsageError(f"--env {name}: the variable is not set in your environment; export it or use --env-file")
+            raise UsageError(
+                f"{shown_env_name(name, '--env', position)}: the variable is not set in your environment; export "
+                "it or use --env-file"
+            )
         if name in creds:
-            raise UsageError(f"--env {name}: also given in --env-file; give it once")
+            raise UsageError(f"{shown_env_name(name, '--env', position)}: also given in --env-file; give it once")
         creds[name] = os.environ[name]
     for name, value in creds.items():
         if "\n" in value or "\x00" in value:

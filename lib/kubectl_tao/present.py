@@ -62,24 +62,40 @@ def rank_counts(obs: Observation) -> str:
     )
 
 
+def _scrubbed(value: Any) -> Any:
+    """Strings the cluster wrote (pod, condition and event messages) through the redactor."""
+    from .redact import redact_cluster_text
+
+    if isinstance(value, str):
+        return redact_cluster_text(value)
+    if isinstance(value, list):
+        return [_scrubbed(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _scrubbed(v) for k, v in value.items()}
+    return value
+
+
 def show(observations: list[Observation], output: str, no_headers: bool, *, ranks: bool = False) -> None:
+    """`ranks` (status of one job): also the message, the rank table and notes, all redacted."""
     fmt = check_format(output)
     if fmt == "json":
         data: Any = [o.to_dict() for o in observations]
-        emit(dump_json(data[0] if ranks and len(data) == 1 else {"items": data}))
+        emit(dump_json(_scrubbed(data[0]) if ranks and len(data) == 1 else {"items": data}))
     elif fmt == "yaml":
         data = [o.to_dict() for o in observations]
-        emit(dump_yaml(data[0] if ranks and len(data) == 1 else {"items": data}))
+        emit(dump_yaml(_scrubbed(data[0]) if ranks and len(data) == 1 else {"items": data}))
     elif fmt == "name":
         emit("".join(f"job/{o.tracked.id}\n" for o in observations))
     else:
         wide = fmt == "wide"
-        emit(table([row(o, wide) for o in observations], HEADERS + (WIDE if wide else []), no_headers=no_headers))
+        rows_shown = [row(o, wide) for o in observations]
+        emit(table(_scrubbed(rows_shown) if ranks else rows_shown, HEADERS + (WIDE if wide else []),
+                   no_headers=no_headers))
         if ranks:
             for obs in observations:
                 if obs.message and obs.state not in ("RUNNING", "COMPLETE"):
-                    emit(f"\nMessage: {obs.message}\n")
-                rows = rank_rows(obs)
+                    emit(f"\nMessage: {_scrubbed(obs.message)}\n")
+                rows = _scrubbed(rank_rows(obs))
                 if rows and (len(rows) > 1 or obs.state == "ERROR" or wide):
                     emit("\n" + table(rows, ["RANK", "POD", "NODE", "PHASE", "EXIT", "REASON"]))
                 counts = rank_counts(obs)
@@ -89,4 +105,4 @@ def show(observations: list[Observation], output: str, no_headers: bool, *, rank
                 if first is not None:
                     emit(f"\nFirst failed rank: {first}\n")
                 for note in obs.notes:
-                    emit(f"Note: {note}\n")
+                    emit(f"Note: {_scrubbed(note)}\n")

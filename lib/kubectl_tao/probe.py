@@ -498,14 +498,17 @@ def _locked(path: Path, timeout: float = 10.0) -> contextlib.AbstractContextMana
 
 def save_result(path: Path, report: ProbeReport) -> None:
     """Add this cluster's result to the cache (read-modify-write under a lock, atomic replace)."""
+    from .statedir import check_private, make_private_dirs, write_private
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(path.parent.parent, path.parent)
+        check_private(path.parent.parent)
         with _locked(path):
             cache, _ = load_cache(path)
             cache["probes"][cache_key(report.server, report.version)] = report.to_entry()
             tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
             try:
-                tmp.write_text(json.dumps(cache, indent=2) + "\n", encoding="utf-8")
+                write_private(tmp, (json.dumps(cache, indent=2) + "\n").encode("utf-8"))
                 os.replace(tmp, path)
             finally:
                 tmp.unlink(missing_ok=True)

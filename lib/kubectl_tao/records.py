@@ -46,6 +46,7 @@ from typing import Any
 
 from kubectl_tao.errors import TaoError, UsageError
 from kubectl_tao.locking import exclusive
+from kubectl_tao.statedir import check_private, make_private_dirs
 from kubectl_tao.templates import data_dir
 
 SCHEMA_VERSION = 1
@@ -267,6 +268,61 @@ def _require_valid(instance: object, schema_name: str, what: str) -> None:
         raise TaoError(f"{what} does not match {schema_name}.schema.json at {redact_text(errors[0])}; not written")
 
 
+_REQUIRED_FIELDS = (
+    "schema_version", "id", "platform", "backend_ref", "image", "network_arch", "action", "results_dir",
+    "storage_tier", "submitted_at", "transitions", "terminal_state", "redacted", "upload_excludes",
+)
+
+
+def _shape_ok(record: Mapping[str, Any]) -> bool:
+    """The schema's types and vocabularies for what readers use, checked in microseconds (the full schema
+    costs about a millisecond a record, too much for `list` over hundreds of records)."""
+    transitions = record.get("transitions")
+    return (
+        all(key in record for key in _REQUIRED_FIELDS)
+        and record["schema_version"] == SCHEMA_VERSION
+        and record["redacted"] is True
+        and all(isinstance(record[key], str) and record[key] for key in ("id", "platform", "image", "network_arch",
+                                                                         "action", "results_dir", "submitted_at"))
+        and (record["backend_ref"] is None or isinstance(record["backend_ref"], str))
+        and record["storage_tier"] in STORAGE_TIERS
+        and record["terminal_state"] in (None, *TERMINAL_STATES)
+        and record.get("err_class") in (None, *ERR_CLASSES)
+        and isinstance(record["upload_excludes"], list)
+        and isinstance(transitions, list)
+        and bool(transitions)
+        and all(
+            isinstance(t, dict)
+            and t.get("state") in STATES
+            and t.get("source") in SOURCES
+            and isinstance(t.get("ts"), str)
+            and isinstance(t.get("message"), str)
+            for t in transitions
+        )
+    )
+
+
+def record_problem(record: Mapping[str, Any]) -> str | None:
+    """Why a record read from disk cannot be used (the first schema error, redacted), or None."""
+    if _shape_ok(record):
+        return None
+    from kubectl_tao.redact import redact_text
+
+    errors = schema_errors(record, "job-record")
+    return redact_text(errors[0]) if errors else "a field has the wrong type or a value outside the vocabulary"
+
+
+def _read_record(path: Path, record_id: str) -> dict[str, Any]:
+    """The record at ``path``; TaoError (exit 1) when it is not JSON or does not match the schema."""
+    data = _read_json(path, f"job record {record_id}")
+    problem = record_problem(data)
+    if problem is not None:
+        raise TaoError(
+            f"job record {path} does not match job-record.schema.json at {problem}; restore it or move it aside"
+        )
+    return data
+
+
 # --------------------------------------------------------------------------------------------------
 # Files
 # --------------------------------------------------------------------------------------------------
@@ -422,6 +478,7 @@ class RecordStore:
         self.state_dir = root
         self.jobs_dir = root / "jobs"
         self.extras_dir = self.jobs_dir / EXTRAS_DIR
+        check_private(root)
 
     # paths ----------------------------------------------------------------------------------------
     def path(self, record_id: str) -> Path:
@@ -435,10 +492,10 @@ class RecordStore:
 
     def _ensure_dirs(self) -> None:
         try:
-            self.jobs_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self.extras_dir.mkdir(exist_ok=True, mode=0o700)
+            make_private_dirs(self.state_dir, self.jobs_dir, self.extras_dir)
         except OSError as exc:
             raise TaoError(f"cannot create {self.jobs_dir}: {exc.strerror or exc}; check TAO_STATE_DIR") from None
+        check_private(self.state_dir)
 
     @contextlib.contextmanager
     def lock(self, record_id: str, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
@@ -509,7 +566,7 @@ class RecordStore:
         _check_mark_args(state, source, err_class, message)
         path = self.path(record_id)
         with self.lock(record_id):
-            record = _read_json(path, f"job record {record_id}")
+            record = _read_record(path, record_id)
             if backend_ref is not None:
                 backend_ref = _validate_backend_ref(backend_ref, str(record.get("platform", "")))
                 if redact_text(backend_ref) != backend_ref:
@@ -526,7 +583,7 @@ class RecordStore:
         """The record, redacted (whoever wrote it)."""
         from kubectl_tao.redact import redact_obj
 
-        record = redact_obj(_read_json(self.path(record_id), f"job record {record_id}"))
+        record = redact_obj(_read_record(self.path(record_id), record_id))
         assert isinstance(record, dict)
         return Record(record)
 
@@ -553,6 +610,14 @@ class RecordStore:
             if data.get("id") != path.stem:
                 if errors is not None:
                     errors.append(f"job record {path} names id {data.get('id')!r}, not {path.stem!r}; skipped")
+                continue
+            problem = record_problem(data)
+            if problem is not None:
+                if errors is not None:
+                    errors.append(
+                        f"job record {path} does not match job-record.schema.json at {problem}; skipped (restore it "
+                        "or move it aside)"
+                    )
                 continue
             redacted = redact_obj(data)
             assert isinstance(redacted, dict)
@@ -861,5 +926,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ERROR: {exc}", file=sys.stderr)
         return 2
     except TaoError as exc:
-        print(f"ERROR: {exc.message}", file=sys.stderr)
+        from kubectl_tao.redact import redact_message
+
+        print(f"ERROR: {redact_message(exc.message)}", file=sys.stderr)
         return exc.exit_code

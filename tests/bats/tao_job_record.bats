@@ -45,6 +45,30 @@ json_field() { # json_field FILE EXPR: evaluate a Python expression over the rec
   assert_output --partial "ERROR: TAO_STATE_DIR must be an absolute path (got 'relative/state')"
 }
 
+@test "a TAO_STATE_DIR other users can write is refused with exit 2 and the fix" {
+  mkdir -p "$TAO_STATE_DIR"
+  chmod 777 "$TAO_STATE_DIR"
+  run -2 open_record
+  assert_output "ERROR: $TAO_STATE_DIR is writable by other users (mode 777); run \`chmod go-w $TAO_STATE_DIR\` or point TAO_STATE_DIR at a private directory"
+  [ ! -e "$TAO_STATE_DIR/jobs" ]
+}
+
+@test "a jobs directory linked elsewhere is refused and nothing is written there" {
+  mkdir -p "$TAO_STATE_DIR" "$BATS_TEST_TMPDIR/elsewhere"
+  chmod 700 "$TAO_STATE_DIR"
+  ln -s "$BATS_TEST_TMPDIR/elsewhere" "$TAO_STATE_DIR/jobs"
+  run -2 open_record
+  assert_output --partial "jobs is a symbolic link"
+  run -0 find "$BATS_TEST_TMPDIR/elsewhere" -mindepth 1
+  assert_output ""
+}
+
+@test "an error never echoes a credential typed into a flag" {
+  run -2 "$TAO_JOB_RECORD" open --platform "HF_TOKEN=BatsCanary123" --image i --network-arch a --action b \
+    --storage-tier A --results-root /r
+  refute_output --partial BatsCanary123
+}
+
 @test "list shows OPEN until the record is launched" {
   id="$(open_record)"
   run -0 "$TAO_JOB_RECORD" list

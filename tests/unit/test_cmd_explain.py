@@ -240,3 +240,44 @@ def test_dra_shortage_cannot_allocate_all_claims_is_a_gpu_shortage(cli: Any, fak
     assert code == 1
     assert "1. not enough free GPUs on any single node" in out
     assert "(1 of 4 allocatable GPUs are free right now)" in out
+
+
+LEAKY = {  # what a Warning event or a container message can quote (fake values)
+    "url": ("https://puller:{c}@registry.example/v2/", "UrlPassCanary1x"),
+    "env": ("init failed: HF_TOKEN={c} rejected", "EnvCanary2xyz"),
+    "colon": ("login failed; password: {c} was refused", "ColonCanary3q"),
+}
+
+
+def _leaky_imagepull(fake: FakeKubectl) -> str:
+    job, pods, events = (fixture_json(f"imagepull.{part}.json") for part in ("job", "pods", "events"))
+    said = "; ".join(text.format(c=canary) for text, canary in LEAKY.values())
+    for event in events["items"]:
+        event["message"] = f"{event['message']}: {said}"
+    for pod in pods["items"]:
+        for status in pod["status"].get("containerStatuses") or []:
+            waiting = (status.get("state") or {}).get("waiting")
+            if waiting:
+                waiting["message"] = f"{waiting.get('message', '')}: {said}"
+    fake.on("get", "jobs,pods", data={"kind": "List", "items": [job, *pods["items"]]})
+    fake.on("get", "events", data=events)
+    return str(job["metadata"]["name"])
+
+
+@pytest.mark.parametrize("output", ["table", "json", "yaml"])
+def test_cluster_evidence_is_redacted(cli: Any, fake_kubectl: FakeKubectl, output: str) -> None:
+    rid = launched(_leaky_imagepull(fake_kubectl))
+    code, out, err = cli("explain", rid, "-o", output)
+    assert code == 1
+    assert "REDACTED" in out
+    for _, canary in LEAKY.values():
+        assert canary not in out + err
+
+
+@pytest.mark.parametrize("output", ["table", "wide", "json", "yaml"])
+def test_status_redacts_the_cluster_messages_it_shows(cli: Any, fake_kubectl: FakeKubectl, output: str) -> None:
+    rid = launched(_leaky_imagepull(fake_kubectl))
+    code, out, err = cli("status", rid, "-o", output)
+    assert code == 0, err
+    for _, canary in LEAKY.values():
+        assert canary not in out + err

@@ -285,7 +285,7 @@ def test_redact_prints_redacted_text(tmp_path: Path, capsys: pytest.CaptureFixtu
     path = tmp_path / "run.sh"
     path.write_text("curl -u bob:x https://bob:pw77@h/\n")
     assert main(["redact", str(path)]) == 0
-    assert capsys.readouterr().out == f"curl -u bob:x https://bob:{REDACTED}@h/\n"
+    assert capsys.readouterr().out == f"curl -u bob:{REDACTED} https://bob:{REDACTED}@h/\n"
     assert main(["redact"], stdin_text="HF_TOKEN=abc\n") == 0
     assert capsys.readouterr().out == f"HF_TOKEN={REDACTED}\n"
 

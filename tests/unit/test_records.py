@@ -341,8 +341,8 @@ def test_a_record_that_fails_its_schema_is_never_written(store: RecordStore) -> 
     with pytest.raises(TaoError) as info:
         store.mark("yolo-export-abcdef", "RUNNING")
     assert str(info.value) == (
-        "job record yolo-export-abcdef does not match job-record.schema.json at $.storage_tier: "
-        "'Z' is not one of ['A', 'B', 'C']; not written"
+        f"job record {path} does not match job-record.schema.json at $.storage_tier: "
+        "'Z' is not one of ['A', 'B', 'C']; restore it or move it aside"
     )
     assert json.loads(path.read_text()) == bad
 

@@ -28,8 +28,12 @@ def register(app: typer.Typer) -> None:
         """List job records, newest first, with their live state."""
         from .. import present
         from ..listing import observe_all
+        from ..output import info
 
         sess = session()
-        observations = observe_all(sess.kubectl(), record_store(), sess.target().server, live=live)
+        problems: list[str] = []
+        observations = observe_all(sess.kubectl(), record_store(), sess.target().server, live=live, errors=problems)
+        for problem in problems:
+            info(f"warning: {problem}")
         present.show(observations, output, no_headers)
         return 0

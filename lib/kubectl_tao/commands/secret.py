@@ -38,13 +38,15 @@ def _read_key(from_env: str | None) -> str:
     import sys
 
     from ..errors import UsageError
-    from ..names import validate_env_name
+    from ..names import shown_env_name, validate_env_name
     from ..pullsecret import check_key
 
     if from_env:
         name = validate_env_name(from_env, "--from-env")
         if name not in os.environ:
-            raise UsageError(f"--from-env {name}: the variable is not set; export it, or pipe the key on stdin")
+            raise UsageError(
+                f"{shown_env_name(name, '--from-env')}: the variable is not set; export it, or pipe the key on stdin"
+            )
         return check_key(os.environ[name], f"--from-env {name}")
     if sys.stdin is None or sys.stdin.closed:
         raise UsageError("stdin: no input; pipe the key in or use --from-env NAME")

@@ -1,0 +1,38 @@
+"""The secret linter on its two corpora (issue 17, item 6): no credential missed, no honest job refused.
+The figures are in the README's Security section."""
+
+from __future__ import annotations
+
+from secret_corpus import cases, findings
+
+CREDENTIALS = cases("credentials.txt")
+HONEST = cases("honest.txt")
+
+
+def test_the_corpora_are_a_few_hundred_cases() -> None:
+    assert len(CREDENTIALS) >= 150 and len(HONEST) >= 150
+
+
+def test_no_credential_is_missed_as_a_file_or_as_a_command() -> None:
+    misses = []
+    for number, case in CREDENTIALS:
+        as_file, as_command = findings(case)
+        if not as_file or not as_command:
+            misses.append(f"credentials.txt:{number} ({'file' if not as_file else 'command'})")
+    assert misses == [], f"{len(misses)} of {len(CREDENTIALS)} missed: {misses}"
+
+
+def test_no_honest_case_is_refused() -> None:
+    refused = []
+    for number, case in HONEST:
+        as_file, as_command = findings(case)
+        for finding in as_file + as_command:
+            refused.append(f"honest.txt:{number}: {finding.kind} {finding.name} ({finding.rule})")
+    assert refused == [], f"{len(refused)} refusals in {len(HONEST)} honest cases: {refused}"
+
+
+def test_findings_never_quote_the_canaries() -> None:
+    for _, case in CREDENTIALS:
+        as_file, as_command = findings(case)
+        for finding in as_file + as_command:
+            assert "FakeCanary" not in finding.format()
