@@ -288,10 +288,10 @@ def test_multi_node_submit_warns_about_the_cached_failed_probe(cli: Any, fake_ku
     submit_answers(fake_kubectl)
     probe.save_result(tao_env / "state" / "probes" / "nccl.json",
                       report("hang", server="https://127.0.0.1:6443", version="v1.30.5-gke.1014001",
-                             when=datetime.now(UTC), reason="Timeout"))
+                             when=datetime.now(UTC) - timedelta(minutes=10), reason="Timeout"))
     code, _, err = cli(*MULTI)
     assert code == 0, err
-    assert "warning: the last NCCL probe of this cluster hung 0s ago (Timeout)" in err
+    assert "warning: the last NCCL probe of this cluster hung 10m ago (Timeout)" in err
     code, _, err = cli(*submit_argv(1), "--dry-run=server")
     assert code == 0 and "NCCL probe" not in err  # single node: no rendezvous, no warning
 
@@ -452,13 +452,14 @@ def test_probe_command_answers_from_a_fresh_cache_without_creating_anything(
     cli: Any, fake_kubectl: FakeKubectl, tao_env: Path
 ) -> None:
     fake_kubectl.on("version", data=fixture_json("version-gke-1.30.json"))
-    cached = report("fail", server="https://127.0.0.1:6443", version="v1.30.5-gke.1014001", when=datetime.now(UTC))
+    when = datetime.now(UTC) - timedelta(minutes=10)  # minutes, so a slow run cannot change the printed age
+    cached = report("fail", server="https://127.0.0.1:6443", version="v1.30.5-gke.1014001", when=when)
     probe.save_result(tao_env / "state" / "probes" / "nccl.json", cached)
     code, out, err = cli("probe", "nccl")
     assert err == ""
     assert code == 1
     assert out.startswith("nccl probe: fail (2 nodes x 1 GPU, 12s, job nccl-probe-1a2b3c): ExitCode: ")
-    assert "cached 0s ago for https://127.0.0.1:6443 (v1.30.5-gke.1014001)" in out
+    assert "cached 10m ago for https://127.0.0.1:6443 (v1.30.5-gke.1014001)" in out
     assert "--nccl-env NCCL_DEBUG=INFO" in out
     assert [call[-3:] for call in fake_kubectl.argvs()] == [["version", "-o", "json"]]
     code, out, _ = cli("probe", "nccl", "-o", "json")
