@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from kubectl_tao.redact import (
@@ -240,9 +240,10 @@ _SECRETISH = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW
 @settings(max_examples=200, deadline=None)
 @given(value=_SECRETISH, name=st.sampled_from(["HF_TOKEN", "NGC_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD"]))
 def test_assigned_literals_never_survive_redaction(value: str, name: str) -> None:
+    assume(value.lower() not in f"export {name} --password".lower())  # e.g. 'password' is also in the flag name
     for text in (f"export {name}={value}", f'{name}="{value}"', f"--password {value}", f'{{"{name}": "{value}"}}'):
         out = redact_text(text)
-        assert out.count(value) < text.count(value)  # a value such as 'password' also occurs in the flag name
+        assert value not in out
         assert find_in_text(text)
 
 
