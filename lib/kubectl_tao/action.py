@@ -349,6 +349,11 @@ def _volume_mounts(
     for index, row in enumerate(request["mounts"]):
         source = names.validate_abs_path(row["source"], f"mounts[{index}].source")
         target = names.validate_abs_path(row["target"], f"mounts[{index}].target")
+        if names.covers_token_dir(target):
+            raise UsageError(
+                f"mounts[{index}].target {target} would cover the service-account token the kubelet mounts under "
+                "/var/run/secrets; mount it elsewhere"
+            )
         if source not in staged:
             raise UsageError(f"mounts[{index}].source {source} is not in the staging map; stage it first")
         if target in targets:

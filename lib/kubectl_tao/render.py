@@ -203,6 +203,11 @@ def _check_mount_path(path: str) -> None:
     names.validate_abs_path(path, "mount path")
     if any(names.is_under(path, root) for root in _KERNEL_DIRS) or path in _SYSTEM_DIRS:
         raise UsageError(f"mount path {path!r} would hide a system directory; use a path such as /workspace")
+    if names.covers_token_dir(path):
+        raise UsageError(
+            f"mount path {path!r} would cover the service-account token the kubelet mounts under /var/run/secrets "
+            "(the job's API credentials); use a path such as /workspace"
+        )
 
 
 def _check_s3_inputs(inputs: Sequence[str]) -> None:
@@ -377,10 +382,17 @@ def parse_key_values(items: Mapping[str, str] | Iterable[str] | None, field_name
 
 def parse_toleration(text: str) -> dict[str, Any]:
     """`KEY[=VALUE][:EFFECT]` (kubectl taint syntax) -> a toleration (Equal with a value, else Exists)."""
-    body, colon, effect = names.require_string(text, "toleration").rpartition(":")
+    body, colon, effect = names.require_string(text, "--toleration").rpartition(":")
     if not colon:
         body, effect = text, ""
     key, equals, value = body.partition("=")
+    if not key:
+        # An empty key with Exists tolerates every taint (of that effect): never what a one-word flag meant.
+        which = f"{effect} " if effect else ""
+        raise UsageError(
+            f"--toleration {text!r}: the key is empty, which would tolerate every {which}taint on every node; "
+            "name the taint's key (KEY[=VALUE][:EFFECT], e.g. nvidia.com/gpu:NoSchedule)"
+        )
     toleration: dict[str, Any] = {"key": key, "operator": "Equal" if equals else "Exists"}
     if equals:
         toleration["value"] = value

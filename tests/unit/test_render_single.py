@@ -380,7 +380,8 @@ def test_lower_case_storage_tier_is_accepted():
 def test_parse_toleration_forms():
     assert render.parse_toleration("k") == {"key": "k", "operator": "Exists"}
     assert render.parse_toleration("k=v") == {"key": "k", "operator": "Equal", "value": "v"}
-    assert render.parse_toleration(":NoSchedule") == {"key": "", "operator": "Exists", "effect": "NoSchedule"}
+    with pytest.raises(UsageError, match="the key is empty, which would tolerate every NoSchedule taint"):
+        render.parse_toleration(":NoSchedule")
 
 
 # ---------------------------------------------------------------- YAML output and injection
