@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kubectl_tao import names, quantities, schemas, templates
+from kubectl_tao import kubelet_text, names, quantities, schemas, templates
 from kubectl_tao.errors import TaoError, UsageError
 
 REQUEST_SCHEMA = "action-request.v1"
@@ -474,7 +474,7 @@ def render_action_objects(
         "SHM_SIZE": shm_size,
         "PVC_CLAIM": pvc_claim,
     }
-    return templates.render_template(TEMPLATE, values)
+    return kubelet_text.escape_workloads(templates.render_template(TEMPLATE, values))
 
 
 def render_action_job(

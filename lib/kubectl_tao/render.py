@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kubectl_tao import names, quantities, templates
+from kubectl_tao import kubelet_text, names, quantities, templates
 from kubectl_tao.errors import UsageError
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -650,7 +650,7 @@ def render_single(spec: JobSpec) -> list[dict[str, Any]]:
         args = [spec.command]
         values.update(INIT_CONTAINERS=None, WORKSPACE_PVC={"claimName": spec.pvc}, WORKSPACE_EMPTY_DIR=None)
     values.update(BACKOFF_LIMIT=spec.backoff_limit, ARGS=args, ENV=env)
-    return templates.render_template("single-pod-job.yaml.tmpl", values)
+    return kubelet_text.escape_workloads(templates.render_template("single-pod-job.yaml.tmpl", values))
 
 
 def _pod_failure_policy(spec: JobSpec) -> dict[str, Any]:
@@ -700,7 +700,7 @@ def render_indexed(spec: JobSpec) -> list[dict[str, Any]]:
     service, job = templates.render_template("indexed-job.yaml.tmpl", values)
     # The Service carries no Kueue label and no TTL: it is deleted with the job by `kubectl tao cancel`.
     service["metadata"]["labels"].pop(QUEUE_LABEL, None)
-    return [service, job]
+    return kubelet_text.escape_workloads([service, job])
 
 
 def render(spec: JobSpec) -> list[dict[str, Any]]:

@@ -500,9 +500,11 @@ def _dry(
 
 
 def _lint(objects: list[dict[str, Any]]) -> None:
+    from .kubelet_text import as_delivered
     from .lint import lint_documents
 
-    findings = lint_documents(objects, "rendered manifest")
+    # Judge the text the containers receive: `$$(NAME)` in the manifest is the `$(NAME)` reference the user wrote.
+    findings = lint_documents(as_delivered(objects), "rendered manifest")
     if findings:
         first = findings[0]
         raise GateError(
