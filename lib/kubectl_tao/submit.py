@@ -303,8 +303,9 @@ def cleanup(kc: Kubectl, namespace: str, job_name: str, created: list[str] | Non
 
 def left_behind_note(namespace: str, left: list[str]) -> str:
     """What a failed submit could not remove, and the command that removes it."""
+    running = " (the Job may still run)" if any(name.startswith("job.batch/") for name in left) else ""
     return (
-        f"could not remove {', '.join(left)} in namespace {namespace} (a Job may still run): delete "
+        f"could not remove {', '.join(left)} in namespace {namespace}{running}: delete "
         f"{'it' if len(left) == 1 else 'them'} with `kubectl delete -n {namespace} {' '.join(left)}`"
     )
 

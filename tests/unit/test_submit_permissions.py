@@ -111,7 +111,7 @@ def test_a_failed_cleanup_names_what_was_left_in_the_error_and_the_record(
     err = error_line(err)
     assert code == 1 and CANARY not in err
     assert "nothing left" not in err
-    assert "could not remove secret/tao-creds-j, job.batch/j in namespace tao-jobs (a Job may still run)" in err
+    assert "could not remove secret/tao-creds-j, job.batch/j in namespace tao-jobs (the Job may still run)" in err
     assert "`kubectl delete -n tao-jobs secret/tao-creds-j job.batch/j`" in err
     [path] = records(tao_env)
     store = RecordStore()
