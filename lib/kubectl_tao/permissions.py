@@ -74,7 +74,7 @@ def review_stream(permissions: list[Permission], namespace: str) -> str:
 def review_call(permissions: list[Permission], namespace: str) -> tuple[list[str], dict[str, Any]]:
     """Arguments and options of the one kubectl call that asks about every permission."""
     return (
-        ["create", "-f", "-", "-o", REVIEW_TEMPLATE],
+        ["create", "-o", REVIEW_TEMPLATE, "-f", "-"],
         {"stdin": review_stream(permissions, namespace), "namespaced": False},
     )
 

@@ -16,7 +16,7 @@ from kubectl_tao.records import RecordStore
 
 CANARY = "hf_PermCanary0123456789abcdefghijklmn"
 SUBMIT = ["submit", "--image", "busybox:1.36", "--command", "true", "--gpus", "0", "--pvc", "data", "--env-file", "-"]
-SSAR = ("create", "-f", "-", "-o", permissions.REVIEW_TEMPLATE)
+SSAR = ("create", "-o", permissions.REVIEW_TEMPLATE)
 
 
 def answer(granted: list[Permission]) -> str:
