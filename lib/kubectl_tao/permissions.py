@@ -40,9 +40,11 @@ REVIEW_TEMPLATE = (
 )
 
 
-def needed(*, credentials: bool, service: bool) -> list[Permission]:
-    """What submit, its rollback, `status` and `cancel` do to the job's objects."""
-    out = [Permission(verb, "jobs", "batch") for verb in ("create", "get", "list", "delete")]
+def needed(*, credentials: bool, service: bool, patch_job: bool = False) -> list[Permission]:
+    """What submit, its rollback, `status` and `cancel` do to the job's objects (`patch_job`: a Job submitted
+    without a TTL gets one from `status` once its history is captured; without patch it would never go)."""
+    job_verbs = ("create", "get", "list", "patch", "delete") if patch_job else ("create", "get", "list", "delete")
+    out = [Permission(verb, "jobs", "batch") for verb in job_verbs]
     out.append(Permission("list", "pods"))
     if credentials:
         out += [Permission(verb, "secrets") for verb in ("create", "patch", "list", "delete")]

@@ -207,6 +207,7 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         min_version=min_version,
         min_version_feature=feature,
         warnings=warnings,
+        patches_job=bool(job.get("keep_until_captured")),
     )
 
 

@@ -50,6 +50,7 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     require_fit_now: bool = False
     skip_probe_warning: bool = False  # the NCCL probe itself: no warning about the last probe
+    patches_job: bool = False  # --keep-until-captured: `status` sets the Job's TTL once the history is captured
 
 
 @dataclass
@@ -189,7 +190,9 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
         calls["refs"] = (refs, {"check": False})
     # Permissions first: every verb on every kind this job's objects will need (create, patch, delete, get,
     # list), so a partial role is refused before a record opens instead of leaving objects it cannot remove.
-    needed = permissions.needed(credentials=bool(plan.credentials), service=plan.nodes > 1)
+    needed = permissions.needed(
+        credentials=bool(plan.credentials), service=plan.nodes > 1, patch_job=plan.patches_job
+    )
     calls["permissions"] = permissions.review_call(needed, namespace)
     results = kc.run_many(calls)
     warnings = list(plan.warnings)

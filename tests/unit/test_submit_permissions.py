@@ -54,7 +54,14 @@ def test_needed_covers_every_verb_of_every_kind_submit_touches() -> None:
             assert f"{verb} {kind}" in texts
     assert {"patch secrets", "patch services", "get jobs.batch", "list pods"} <= set(texts)
     plain = [p.text for p in permissions.needed(credentials=False, service=False)]
-    assert not any("secrets" in t or "services" in t for t in plain)
+    assert not any("secrets" in t or "services" in t for t in plain) and "patch jobs.batch" not in plain
+
+
+def test_keep_until_captured_also_needs_to_patch_the_job(cli: Any, fake_kubectl: FakeKubectl, tao_env: Path) -> None:
+    cluster(fake_kubectl)  # grants everything but patch jobs.batch
+    code, _, err = cli(*SUBMIT, "--keep-until-captured", stdin=f"HF_TOKEN={CANARY}\n")
+    assert code == 1 and err.startswith("error: permission denied: you may not patch jobs.batch in namespace")
+    assert creates(fake_kubectl) == [] and records(tao_env) == []
 
 
 def test_the_reviews_ask_about_the_namespace_and_parse_back() -> None:
