@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kubectl_tao import names, quantities, schemas, templates
+from kubectl_tao import kubelet_text, names, quantities, schemas, templates
 from kubectl_tao.errors import TaoError, UsageError
 
 REQUEST_SCHEMA = "action-request.v1"
@@ -357,6 +357,11 @@ def _volume_mounts(
     for index, row in enumerate(request["mounts"]):
         source = names.validate_abs_path(row["source"], f"mounts[{index}].source")
         target = names.validate_abs_path(row["target"], f"mounts[{index}].target")
+        if names.covers_token_dir(target):
+            raise UsageError(
+                f"mounts[{index}].target {target} would cover the service-account token the kubelet mounts under "
+                "/var/run/secrets; mount it elsewhere"
+            )
         if source not in staged:
             raise UsageError(f"mounts[{index}].source {source} is not in the staging map; stage it first")
         if target in targets:
@@ -514,7 +519,7 @@ def render_action_objects(
         "SHM_SIZE": shm_size,
         "PVC_CLAIM": pvc_claim,
     }
-    return templates.render_template(TEMPLATE, values)
+    return kubelet_text.escape_workloads(templates.render_template(TEMPLATE, values))
 
 
 def render_action_job(

@@ -62,6 +62,32 @@ def _delete_job(kc: Kubectl, namespace: str, name: str, uid: str | None) -> bool
     return True
 
 
+RECORD_ID_ANNOTATION = "kubectl-tao.io/record-id"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+
+
+def owned_job_uid(kc: Kubectl, namespace: str, name: str, record_id: str) -> str | None:
+    """The UID of Job `name` when kubectl-tao made it for this record; None when there is no such Job.
+    Used when the record pins no UID: a Job of that name without our label, or made for another record,
+    belongs to someone else and is refused."""
+    try:
+        job = kc.json(["get", "job", name, "-n", namespace], namespaced=False)
+    except KubectlError as exc:
+        if exc.reason == "NotFound":
+            return None
+        raise
+    meta = (job or {}).get("metadata") or {}
+    managed = (meta.get("labels") or {}).get(MANAGED_BY_LABEL)
+    owner = (meta.get("annotations") or {}).get(RECORD_ID_ANNOTATION)
+    if managed != "kubectl-tao" or owner != record_id:
+        raise GateError(
+            f"Job {namespace}/{name} was not made by kubectl-tao for record {record_id} (label {MANAGED_BY_LABEL}="
+            f"{managed or '(none)'}, annotation {RECORD_ID_ANNOTATION}={owner or '(none)'}); it was not deleted, "
+            "with or without --force: if it is yours, delete it with kubectl"
+        )
+    return str(meta.get("uid") or "") or None
+
+
 def remaining(kc: Kubectl, namespace: str, name: str, *, launched_here: bool = True) -> list[str]:
     if launched_here:
         query = ["get", "jobs,pods,services,secrets", "-n", namespace, "-l", f"{JOB_LABEL}={name},{MANAGED}"]
@@ -92,8 +118,13 @@ def cancel(
     result = CancelResult(tracked.id, "CANCELED")
     if ns and name:
         _settle_if_finished(kc, store, tracked, server=server, force=force)
+        # --force skips the cluster pin only: the Job is deleted with the pinned UID as a precondition, or,
+        # when none was pinned, only after its label and record annotation show it is this record's. A record
+        # launched the reference's way names its Job by backend_ref alone: that name is the claim.
         uid = tracked.extra.get("job_uid")
-        if _delete_job(kc, ns, name, None if force else uid):
+        if not uid and tracked.launched_here:
+            uid = owned_job_uid(kc, ns, name, tracked.id)
+        if (uid or not tracked.launched_here) and _delete_job(kc, ns, name, uid):
             result.deleted.append(f"job.batch/{name}")
     if ns and name and tracked.launched_here:
         deps = kc.run(

@@ -176,6 +176,29 @@ def is_under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+# Where the kubelet puts the pod's own API credentials (the service-account token, and the projected
+# tokens of IRSA / workload identity); a volume mounted on, above or inside them replaces them.
+TOKEN_DIRS = ("/var/run/secrets", "/run/secrets")
+
+
+def covers_token_dir(path: str) -> bool:
+    """Whether a volume mounted at normalized absolute `path` would cover or replace a token directory."""
+    return any(is_under(path, root) or is_under(root, path) for root in TOKEN_DIRS)
+
+
+def require_ascii_name(value: object, field: str, *, example: str) -> str:
+    """Plain ASCII only: no look-alike letters or direction controls that would make an id
+    or a name read like another one. The message shows the first offending character as a code point."""
+    text = require_string(value, field)
+    bad = next((ch for ch in text if not ch.isascii()), None)
+    if bad is not None:
+        raise UsageError(
+            f"{field} {text!a}: character U+{ord(bad):04X} is not plain ASCII (look-alike letters and "
+            f"direction controls make ids that read like another job's); type the name in ASCII, e.g. {example}"
+        )
+    return text
+
+
 def validate_env_name(value: object, field: str) -> str:
     """An environment variable name usable from a POSIX shell: [A-Za-z_][A-Za-z0-9_]*.
 

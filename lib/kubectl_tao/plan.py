@@ -73,10 +73,13 @@ def _common_checks(job: dict[str, Any]) -> None:
     tier = str(job.get("storage_tier") or "A").upper()
     if tier not in TIERS:
         raise UsageError(f"--storage-tier {job.get('storage_tier')!r}: use A (a bound PVC) or C (S3 in the pod)")
-    for flag in ("network_arch", "action"):
+    from .names import require_ascii_name
+
+    for flag, example in (("network_arch", "dino"), ("action", "train")):
         value = job.get(flag) or ""
         if not value or any(ch.isspace() for ch in value) or len(value) > 40:
             raise UsageError(f"--{flag.replace('_', '-')}: give a short word without spaces (e.g. dino, train)")
+        require_ascii_name(value, f"--{flag.replace('_', '-')}", example=example)
 
 
 @dataclass
@@ -250,6 +253,7 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         min_version=min_version,
         min_version_feature=feature,
         warnings=warnings,
+        patches_job=bool(job.get("keep_until_captured")),
         notes=nccl.notes,
     )
 

@@ -46,6 +46,7 @@ from typing import Any
 
 from kubectl_tao.errors import TaoError, UsageError
 from kubectl_tao.locking import exclusive
+from kubectl_tao.names import require_ascii_name
 from kubectl_tao.statedir import check_private, make_private_dirs
 from kubectl_tao.templates import data_dir
 
@@ -120,6 +121,13 @@ def _text_field(value: object, flag: str, *, max_len: int = 256, spaces: bool = 
     if len(value) > max_len:
         raise UsageError(f"{flag} is longer than {max_len} characters; shorten it")
     return value
+
+
+def _id_word(value: object, flag: str, *, example: str) -> str:
+    """network_arch / action: they make the record id, so no look-alike or direction-control characters."""
+    if isinstance(value, str) and value:
+        require_ascii_name(value, flag, example=example)
+    return _text_field(value, flag, max_len=128)
 
 
 def normalize_platform(platform: str) -> str:
@@ -687,8 +695,8 @@ def _open_fields(
     return {
         "platform": normalize_platform(platform),
         "image": _text_field(image, "--image", max_len=1024, spaces=False),
-        "network_arch": _text_field(network_arch, "--network-arch", max_len=128),
-        "action": _text_field(action, "--action", max_len=128),
+        "network_arch": _id_word(network_arch, "--network-arch", example="dino"),
+        "action": _id_word(action, "--action", example="train"),
         "storage_tier": storage_tier,
         "results_dir": normalize_results_dir(results_dir) if results_dir is not None else None,
         "results_root": normalize_results_dir(results_root, "--results-root") if results_root is not None else None,

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kubectl_tao import names, quantities, templates
+from kubectl_tao import kubelet_text, names, quantities, templates
 from kubectl_tao.errors import UsageError
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -205,6 +205,11 @@ def _check_mount_path(path: str) -> None:
     names.validate_abs_path(path, "mount path")
     if any(names.is_under(path, root) for root in _KERNEL_DIRS) or path in _SYSTEM_DIRS:
         raise UsageError(f"mount path {path!r} would hide a system directory; use a path such as /workspace")
+    if names.covers_token_dir(path):
+        raise UsageError(
+            f"mount path {path!r} would cover the service-account token the kubelet mounts under /var/run/secrets "
+            "(the job's API credentials); use a path such as /workspace"
+        )
 
 
 def _check_s3_inputs(inputs: Sequence[str]) -> None:
@@ -404,10 +409,17 @@ def parse_key_values(items: Mapping[str, str] | Iterable[str] | None, field_name
 
 def parse_toleration(text: str) -> dict[str, Any]:
     """`KEY[=VALUE][:EFFECT]` (kubectl taint syntax) -> a toleration (Equal with a value, else Exists)."""
-    body, colon, effect = names.require_string(text, "toleration").rpartition(":")
+    body, colon, effect = names.require_string(text, "--toleration").rpartition(":")
     if not colon:
         body, effect = text, ""
     key, equals, value = body.partition("=")
+    if not key:
+        # An empty key with Exists tolerates every taint (of that effect): never what a one-word flag meant.
+        which = f"{effect} " if effect else ""
+        raise UsageError(
+            f"--toleration {text!r}: the key is empty, which would tolerate every {which}taint on every node; "
+            "name the taint's key (KEY[=VALUE][:EFFECT], e.g. nvidia.com/gpu:NoSchedule)"
+        )
     toleration: dict[str, Any] = {"key": key, "operator": "Equal" if equals else "Exists"}
     if equals:
         toleration["value"] = value
@@ -668,7 +680,7 @@ def render_single(spec: JobSpec) -> list[dict[str, Any]]:
         args = [spec.command]
         values.update(INIT_CONTAINERS=None, WORKSPACE_PVC={"claimName": spec.pvc}, WORKSPACE_EMPTY_DIR=None)
     values.update(BACKOFF_LIMIT=spec.backoff_limit, ARGS=args, ENV=env)
-    return templates.render_template("single-pod-job.yaml.tmpl", values)
+    return kubelet_text.escape_workloads(templates.render_template("single-pod-job.yaml.tmpl", values))
 
 
 def _pod_failure_policy(spec: JobSpec) -> dict[str, Any]:
@@ -718,7 +730,7 @@ def render_indexed(spec: JobSpec) -> list[dict[str, Any]]:
     service, job = templates.render_template("indexed-job.yaml.tmpl", values)
     # The Service carries no Kueue label and no TTL: it is deleted with the job by `kubectl tao cancel`.
     service["metadata"]["labels"].pop(QUEUE_LABEL, None)
-    return [service, job]
+    return kubelet_text.escape_workloads([service, job])
 
 
 def render(spec: JobSpec) -> list[dict[str, Any]]:

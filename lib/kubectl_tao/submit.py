@@ -52,6 +52,7 @@ class Plan:
     require_fit_now: bool = False
     skip_probe_warning: bool = False  # the NCCL probe itself: no warning about the last probe
     notes: list[str] = field(default_factory=list)  # what was decided for the user (printed, not warnings)
+    patches_job: bool = False  # --keep-until-captured: `status` sets the Job's TTL once the history is captured
 
 
 @dataclass
@@ -158,18 +159,6 @@ def check_refs(plan: Plan, namespace: str, result: Completed | TaoError) -> None
         )
 
 
-def check_permission(result: Completed | TaoError, what: str, namespace: str) -> None:
-    """`kubectl auth can-i` answered: refuse with the missing permission named."""
-    if isinstance(result, ClusterUnreachableError):
-        raise result
-    answer = result.stdout.strip().lower() if isinstance(result, Completed) else ""
-    if answer != "yes":
-        raise GateError(
-            f"permission denied: you may not {what} in namespace {namespace} (`kubectl auth can-i {what} -n "
-            f"{namespace}` says {answer or 'no'}); ask a cluster admin for a Role that grants it, or use -n"
-        )
-
-
 def registry_of(image: str) -> str:
     first = image.split("/", 1)[0]
     if "/" in image and ("." in first or ":" in first or first == "localhost"):
@@ -191,7 +180,7 @@ def image_pull_warning(plan: Plan) -> str | None:
 def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tuple[dict[str, Any] | None, list[str]]:
     """Read-only checks before anything is created. Returns the fit verdict (as a dict) and warnings
     (including a cached NCCL probe of this cluster, `server`, that failed or hung, for nodes > 1)."""
-    from . import gates, gpuinventory
+    from . import gates, gpuinventory, permissions
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {}
     if plan.gpus > 0 or plan.nodes > 1:
@@ -202,21 +191,15 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
     refs = _ref_query(plan)
     if refs:
         calls["refs"] = (refs, {"check": False})
-    # Permissions first: a user who may not create Jobs (or the credential Secret) is refused before a record opens.
-    calls["can-jobs"] = (
-        ["auth", "can-i", "create", "jobs.batch", "-n", namespace],
-        {"namespaced": False, "check": False},
+    # Permissions first: every verb on every kind this job's objects will need (create, patch, delete, get,
+    # list), so a partial role is refused before a record opens instead of leaving objects it cannot remove.
+    needed = permissions.needed(
+        credentials=bool(plan.credentials), service=plan.nodes > 1, patch_job=plan.patches_job
     )
-    if plan.credentials:
-        calls["can-secrets"] = (
-            ["auth", "can-i", "create", "secrets", "-n", namespace],
-            {"namespaced": False, "check": False},
-        )
+    calls["permissions"] = permissions.review_call(needed, namespace)
     results = kc.run_many(calls)
     warnings = list(plan.warnings)
-    for key, what in (("can-jobs", "create jobs.batch"), ("can-secrets", "create secrets")):
-        if key in results:
-            check_permission(results[key], what, namespace)
+    permissions.require(needed, results["permissions"], namespace)
     capacity_items, usage_known = None, True
     if "capacity" in results:
         capacity_items, usage_known, capacity_warning = capacity_view(kc, results.pop("capacity"))
@@ -316,8 +299,18 @@ def parse_created(text: str) -> list[dict[str, Any]]:
     return out
 
 
-def cleanup(kc: Kubectl, namespace: str, job_name: str) -> list[str]:
-    """Delete every object of this job by label; returns what could not be deleted (for the message)."""
+# `kubectl delete` / `kubectl get -o name` spelling of each kind a job is made of.
+_RESOURCE_OF_KIND = {"Job": "job.batch", "Secret": "secret", "Service": "service"}
+_LEFT_TEMPLATE = (
+    'go-template={{range .items}}{{if not .metadata.deletionTimestamp}}{{.kind}}/{{.metadata.name}}{{"\\n"}}'
+    "{{end}}{{end}}"
+)
+
+
+def cleanup(kc: Kubectl, namespace: str, job_name: str, created: list[str] | None = None) -> list[str]:
+    """Delete every object of this job by label. Returns what is left behind, as `kind/name` (an object already
+    being deleted is not left): [] when everything is gone or going. When the deletion failed and what is left
+    cannot be listed either, `created` (what this submit may have created) is returned as possibly left."""
     selector = f"{JOB_LABEL}={job_name},{MANAGED_BY}=kubectl-tao"
     result = kc.run(
         [
@@ -335,9 +328,30 @@ def cleanup(kc: Kubectl, namespace: str, job_name: str) -> list[str]:
         check=False,
         best_effort=True,
     )
-    if result.returncode != 0:
-        return [f"cleanup of {namespace}/{job_name} failed: {result.stderr.strip()[:200]}"]
-    return []
+    if result.returncode == 0:
+        return []
+    listed = kc.run(
+        ["get", "jobs,services,secrets", "-n", namespace, "-l", selector, "-o", _LEFT_TEMPLATE],
+        namespaced=False,
+        check=False,
+    )
+    if listed.returncode != 0:
+        return list(created or [f"objects labelled {selector}"])
+    left = []
+    for line in listed.stdout.splitlines():
+        kind, _, name = line.strip().partition("/")
+        if kind and name:
+            left.append(f"{_RESOURCE_OF_KIND.get(kind, kind.lower())}/{name}")
+    return left
+
+
+def left_behind_note(namespace: str, left: list[str]) -> str:
+    """What a failed submit could not remove, and the command that removes it."""
+    running = " (the Job may still run)" if any(name.startswith("job.batch/") for name in left) else ""
+    return (
+        f"could not remove {', '.join(left)} in namespace {namespace}{running}: delete "
+        f"{'it' if len(left) == 1 else 'them'} with `kubectl delete -n {namespace} {' '.join(left)}`"
+    )
 
 
 def execute(
@@ -439,28 +453,40 @@ def execute(
         store.mark(record_id, "ERROR", message=f"not launched: {exc.message}", source="agent", err_class="ERR_INFRA")
         raise
     except TaoError as exc:
-        leftovers = cleanup(kc, namespace, job_name) if created_any else []
-        note = f" ({'; '.join(leftovers)})" if leftovers else ""
+        left = cleanup(kc, namespace, job_name, _created_names(plan, job_name, secret)) if created_any else []
+        if left:
+            store.update_extra(record_id, left_behind=left)
         store.mark(
             record_id,
             "ERROR",
-            message=f"not launched: {exc.message}{note}",
+            message=f"not launched: {exc.message}" + (f"; {left_behind_note(namespace, left)}" if left else ""),
             source="agent",
             err_class="ERR_PROGRAM" if isinstance(exc, (UsageError, GateError)) else "ERR_INFRA",
         )
-        raise type(exc)(f"{exc.message} (record {record_id} marked ERROR; nothing left running)") from None
+        outcome = left_behind_note(namespace, left) if left else "nothing left running"
+        raise type(exc)(f"{exc.message} (record {record_id} marked ERROR; {outcome})") from None
     except BaseException as exc:  # a bug or Ctrl-C mid-submit: still leave nothing half-done
-        if created_any:
-            cleanup(kc, namespace, job_name)
+        left = cleanup(kc, namespace, job_name, _created_names(plan, job_name, secret)) if created_any else []
+        if left:
+            store.update_extra(record_id, left_behind=left)
         store.mark(
             record_id,
             "ERROR",
-            message=f"not launched: interrupted ({type(exc).__name__})",
+            message=f"not launched: interrupted ({type(exc).__name__})"
+            + (f"; {left_behind_note(namespace, left)}" if left else ""),
             source="agent",
             err_class="ERR_INFRA",
         )
         raise
     return Outcome(record_id, job_name, namespace, objects, warnings, verdict, uid, "none")
+
+
+def _created_names(plan: Plan, job_name: str, secret: str | None) -> list[str]:
+    """`kind/name` of everything a submit of this plan creates."""
+    names = [f"secret/{secret}"] if secret else []
+    if plan.nodes > 1:
+        names.append(f"service/{job_name}")
+    return [*names, f"job.batch/{job_name}"]
 
 
 # submit_phase values of a submit that stopped before it finished (the API server went away, Ctrl-C).
@@ -544,9 +570,11 @@ def _dry(
 
 
 def _lint(objects: list[dict[str, Any]]) -> None:
+    from .kubelet_text import as_delivered
     from .lint import lint_documents
 
-    findings = lint_documents(objects, "rendered manifest")
+    # Judge the text the containers receive: `$$(NAME)` in the manifest is the `$(NAME)` reference the user wrote.
+    findings = lint_documents(as_delivered(objects), "rendered manifest")
     if findings:
         first = findings[0]
         raise GateError(

@@ -237,21 +237,22 @@ def _settle_missing(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
     """Job not found: either a submit that never finished creating it, or a Job deleted (TTL, by hand)."""
     phase = tracked.extra.get("submit_phase")
     if phase in ("dry-run", "creating") and not tracked.extra.get("job_uid"):
-        from .submit import cleanup
+        from .submit import cleanup, left_behind_note
 
-        leftovers = cleanup(kc, tracked.namespace or "default", tracked.job_name or "")
+        namespace = tracked.namespace or "default"
+        left = cleanup(kc, namespace, tracked.job_name or "")
+        note = f"; {left_behind_note(namespace, left)}" if left else ""
         if update:
             store.mark(
                 tracked.id,
                 "ERROR",
-                message="submit did not complete: the Job was never created"
-                + (f" ({leftovers[0]})" if leftovers else ""),
+                message="submit did not complete: the Job was never created" + note,
                 source="poller",
                 err_class="ERR_INFRA",
             )
             tracked.record = store.show(tracked.id)
         obs.state, obs.reason = "ERROR", "NotLaunched"
-        obs.message = "submit did not complete: the Job was never created; leftovers removed"
+        obs.message = "submit did not complete: the Job was never created" + (note or "; leftovers removed")
         return obs
     obs.notes.append("the Job is gone (deleted by hand or by ttlSecondsAfterFinished); the record keeps its history")
     if update and tracked.record_state != "UNKNOWN":

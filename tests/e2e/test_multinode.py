@@ -97,8 +97,14 @@ def calls(tao: Tao) -> list[list[str]]:
 
 
 def creates(tao: Tao) -> list[list[str]]:
-    """kubectl create calls (global flags such as --namespace=... come first in a traced argv)."""
-    return [c for c in calls(tao) if next((a for a in c if not a.startswith("--")), "") == "create"]
+    """kubectl create calls of objects (global flags such as --namespace=... come first in a traced argv); the
+    permission gate's SelfSubjectAccessReviews create nothing that stays."""
+    return [
+        c
+        for c in calls(tao)
+        if next((a for a in c if not a.startswith("--")), "") == "create"
+        and not any("resourceAttributes" in a for a in c)
+    ]
 
 
 def nothing_running(tao: Tao) -> bool:

@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import LOCAL_CLUSTER, REPO, kubectl, wait_for
+import yaml
+from e2e.helpers import LOCAL_CLUSTER, REPO, Cluster, kubectl, wait_for
 
 from kubectl_tao.records import ALLOWED_TRANSITIONS, OPENING_MESSAGE, TERMINAL_STATES, schema_errors
 
@@ -183,3 +184,53 @@ def owned_by(item: dict[str, Any], uid: str) -> bool:
     return any(
         ref.get("uid") == uid and ref.get("kind") == "Job" for ref in item["metadata"].get("ownerReferences", [])
     )
+
+
+# ------------------------------------------------------------------ RBAC
+
+
+def service_account_role(namespace: str, name: str, rules: list[dict[str, Any]]) -> None:
+    """A ServiceAccount bound to a Role with exactly `rules` in the namespace."""
+    items = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": name, "namespace": namespace},
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        },
+    ]
+    kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+
+
+def service_account_kubeconfig(cluster: Cluster, namespace: str, account: str, path: Path) -> Path:
+    """A kubeconfig for the ServiceAccount: a bound token, the admin kubeconfig's server and CA."""
+    token = kubectl("create", "token", account, "--duration=10m", ns=namespace).stdout.strip()
+    admin = yaml.safe_load(cluster.kubeconfig.read_text(encoding="utf-8"))
+    server = admin["clusters"][0]["cluster"]
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "local",
+                "cluster": {
+                    "server": server["server"],
+                    "certificate-authority-data": server["certificate-authority-data"],
+                },
+            }
+        ],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": account, "context": {"cluster": "local", "user": account, "namespace": namespace}}],
+        "current-context": account,
+    }
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    path.chmod(0o600)
+    return path

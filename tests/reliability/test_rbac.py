@@ -7,61 +7,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 from e2e.helpers import STAY_RUNNING, Cluster, Tao, kubectl
 
-from .helpers import check_record, objects, record_ids, wait_gone
+from .helpers import check_record, objects, record_ids, service_account_kubeconfig, service_account_role, wait_gone
 
 TIER_C = ["--image", "busybox:1.36", "--command", "true", "--storage-tier", "C", "--s3-output", "s3://tao-results/rbac"]
-
-
-def _role(namespace: str, name: str, rules: list[dict[str, Any]]) -> None:
-    items = [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {"name": name, "namespace": namespace},
-            "rules": rules,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": name, "namespace": namespace},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-        },
-    ]
-    kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-
-
-def _kubeconfig(cluster: Cluster, namespace: str, account: str, path: Path) -> Path:
-    """A kubeconfig for the ServiceAccount: a bound token, the admin kubeconfig's server and CA."""
-    token = kubectl("create", "token", account, "--duration=10m", ns=namespace).stdout.strip()
-    admin = yaml.safe_load(cluster.kubeconfig.read_text(encoding="utf-8"))
-    server = admin["clusters"][0]["cluster"]
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": "local",
-                "cluster": {
-                    "server": server["server"],
-                    "certificate-authority-data": server["certificate-authority-data"],
-                },
-            }
-        ],
-        "users": [{"name": account, "user": {"token": token}}],
-        "contexts": [{"name": account, "context": {"cluster": "local", "user": account, "namespace": namespace}}],
-        "current-context": account,
-    }
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    path.chmod(0o600)
-    return path
 
 
 READ_ONLY = [
@@ -70,7 +22,7 @@ READ_ONLY = [
 ]
 JOBS_NO_SECRETS = [
     {"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create"]},
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create", "delete"]},
 ]
 
 
@@ -83,8 +35,8 @@ def _nothing_created(tao: Tao, namespace: str) -> None:
 def test_read_only_user_gets_missing_rbac_from_preflight_and_a_refused_submit(
     cluster: Cluster, namespace: str, tmp_path: Path
 ) -> None:
-    _role(namespace, "reader", READ_ONLY)
-    config = _kubeconfig(cluster, namespace, "reader", tmp_path / "reader.kubeconfig")
+    service_account_role(namespace, "reader", READ_ONLY)
+    config = service_account_kubeconfig(cluster, namespace, "reader", tmp_path / "reader.kubeconfig")
     tao = Tao(cluster, namespace, tmp_path / "state")
     preflight = tao("preflight", "--kubeconfig", str(config), "--credentials")
     assert preflight.returncode == 1, preflight.stdout + preflight.stderr
@@ -103,8 +55,8 @@ def test_read_only_user_gets_missing_rbac_from_preflight_and_a_refused_submit(
 def test_user_without_secrets_is_refused_when_credentials_are_needed(
     cluster: Cluster, namespace: str, tmp_path: Path
 ) -> None:
-    _role(namespace, "jobs-only", JOBS_NO_SECRETS)
-    config = _kubeconfig(cluster, namespace, "jobs-only", tmp_path / "jobs-only.kubeconfig")
+    service_account_role(namespace, "jobs-only", JOBS_NO_SECRETS)
+    config = service_account_kubeconfig(cluster, namespace, "jobs-only", tmp_path / "jobs-only.kubeconfig")
     tao = Tao(cluster, namespace, tmp_path / "state")
     env_file = tmp_path / "creds.env"
     env_file.write_text("HF_TOKEN=hf_RbacCanary0123456789abcdefghijklmn\n", encoding="utf-8")
@@ -136,7 +88,7 @@ NAMESPACE_ADMIN = [{"apiGroups": ["", "batch"], "resources": ["*"], "verbs": ["*
 def test_without_cluster_wide_pods_the_fit_gate_uses_node_allocatable(
     cluster: Cluster, namespace: str, tmp_path: Path
 ) -> None:
-    _role(namespace, "no-pods", NAMESPACE_ADMIN)
+    service_account_role(namespace, "no-pods", NAMESPACE_ADMIN)
     binding = f"kubectl-tao-nodes-{namespace}"
     nodes_only = [
         {
@@ -155,7 +107,7 @@ def test_without_cluster_wide_pods_the_fit_gate_uses_node_allocatable(
     ]
     kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes_only}))
     try:
-        config = _kubeconfig(cluster, namespace, "no-pods", tmp_path / "no-pods.kubeconfig")
+        config = service_account_kubeconfig(cluster, namespace, "no-pods", tmp_path / "no-pods.kubeconfig")
         tao = Tao(cluster, namespace, tmp_path / "state")
         args = ["submit", "--kubeconfig", str(config), *TIER_C, "--dry-run=server"]
         fits = tao(*args, "--gpus", "8")

@@ -50,6 +50,18 @@ class Call:
     stdin: str | None
 
 
+def review_answer(*, deny: tuple[str, ...] = ()) -> tuple[tuple[str, ...], str]:
+    """The argv prefix of submit's one SelfSubjectAccessReview call, and an answer granting every permission
+    submit can need except those in DENY (their text, e.g. "create jobs.batch")."""
+    from kubectl_tao import permissions
+
+    rows = "".join(
+        f"{p.verb} {p.resource} {p.group or '-'} {'false' if p.text in deny else 'true'}\n"
+        for p in permissions.needed(credentials=True, service=True, patch_job=True)
+    )
+    return ("create", "-o", permissions.REVIEW_TEMPLATE), rows
+
+
 class FakeKubectl:
     def __init__(self) -> None:
         self.rules: list[tuple[tuple[str, ...], Completed]] = []

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubectl_tao import action, names
+from kubectl_tao import action, kubelet_text, names
 from kubectl_tao.errors import TaoError, UsageError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "action"
@@ -49,7 +49,8 @@ def refuse(request, staging, message, **options):
 
 
 def container_of(job):
-    (container,) = job["spec"]["template"]["spec"]["containers"]
+    """The container as it runs (after the kubelet's `$(VAR)` / `$$` expansion)."""
+    (container,) = kubelet_text.as_delivered([job])[0]["spec"]["template"]["spec"]["containers"]
     return container
 
 
@@ -170,7 +171,7 @@ def test_render_action_job_returns_yaml_that_kubectl_reads_back(request_args, st
     text = action.render_action_job(request_args, staging_args, job_id=JOB_ID, pvc_claim="p", credential_secret="s")
     assert text.startswith("---\n")
     (parsed,) = yaml.safe_load_all(text)
-    env = {e["name"]: e.get("value") for e in parsed["spec"]["template"]["spec"]["containers"][0]["env"]}
+    env = {e["name"]: e.get("value") for e in container_of(parsed)["env"]}
     assert env["TRICKY"] == request_args["environment"]["TRICKY"]
     assert parsed == render(request_args, staging_args, pvc_claim="p", credential_secret="s")
 

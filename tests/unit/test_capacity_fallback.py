@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import FakeKubectl, fixture_json
+from conftest import FakeKubectl, fixture_json, review_answer
 
 PODS_FORBIDDEN = (
     'Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:t:u" cannot list resource '
@@ -21,7 +21,8 @@ SUBMIT = ["submit", "--image", "busybox", "--command", "true", "--storage-tier",
 
 
 def allowed(fake: FakeKubectl) -> None:
-    fake.on("auth", "can-i", stdout="yes\n")
+    review, granted = review_answer()
+    fake.on(*review, stdout=granted)
     fake.on("create", "--dry-run=server", stdout="job.batch/x created (server dry run)\n")
 
 

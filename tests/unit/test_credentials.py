@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import review_answer
 
 from kubectl_tao.errors import EXIT_UNREACHABLE, ClusterUnreachableError, CredentialsRefusedError, KubectlError
 from kubectl_tao.kubectl import ClusterOptions, Completed, Kubectl, classify_stderr
@@ -91,7 +92,8 @@ def _nothing_opened(tao_env: Path) -> None:
 def test_submit_names_bad_credentials_or_a_dead_server_not_rbac(
     cli: Any, fake_kubectl: Any, tao_env: Path, stderr: str, phrase: str
 ) -> None:
-    fake_kubectl.on("auth", "can-i", stderr=stderr, rc=1)
+    review, _ = review_answer()
+    fake_kubectl.on(*review, stderr=stderr, rc=1)
     code, out, err = cli(*SUBMIT)
     assert code == EXIT_UNREACHABLE, err
     [line] = err.strip().splitlines()
@@ -101,7 +103,8 @@ def test_submit_names_bad_credentials_or_a_dead_server_not_rbac(
 
 
 def test_submit_keeps_the_rbac_message_for_a_real_no(cli: Any, fake_kubectl: Any, tao_env: Path) -> None:
-    fake_kubectl.on("auth", "can-i", stdout="no\n", rc=1)
+    review, answer = review_answer(deny=("create jobs.batch",))
+    fake_kubectl.on(*review, stdout=answer)
     code, _, err = cli(*SUBMIT)
     assert code == 1
     assert "permission denied: you may not create jobs.batch" in err

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from conftest import FakeKubectl, fixture_json
+from conftest import FakeKubectl, fixture_json, review_answer
 
 from kubectl_tao import probe
 from kubectl_tao.tracking import Observation, Tracked
@@ -68,7 +68,8 @@ def test_a_hand_edited_cache_cannot_inject_other_variables(tmp_path: Path) -> No
 
 
 def answers(fake: FakeKubectl) -> None:
-    fake.on("auth", "can-i", stdout="yes\n")
+    review, granted = review_answer()
+    fake.on(*review, stdout=granted)
     fake.on("version", data=fixture_json("version-gke-1.30.json"))
     fake.on("get", "nodes,pods", data={"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
     fake.on("get", "persistentvolumeclaim/data", stdout="PersistentVolumeClaim data Bound \n")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubectl_tao import render
+from kubectl_tao import kubelet_text, render
 from kubectl_tao.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +35,8 @@ def objects_of(spec):
 
 
 def container_of(job):
-    (container,) = job["spec"]["template"]["spec"]["containers"]
+    """The container as it runs (after the kubelet's `$(VAR)` / `$$` expansion)."""
+    (container,) = kubelet_text.as_delivered([job])[0]["spec"]["template"]["spec"]["containers"]
     return container
 
 

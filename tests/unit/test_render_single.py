@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from kubectl_tao import names, render, templates
+from kubectl_tao import kubelet_text, names, render, templates
 from kubectl_tao.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,8 @@ def job_of(spec):
 
 
 def pod_of(job):
-    return job["spec"]["template"]["spec"]
+    """The pod as its containers receive it (after the kubelet's `$(VAR)` / `$$` expansion)."""
+    return kubelet_text.as_delivered([job])[0]["spec"]["template"]["spec"]
 
 
 def container_of(job, index=0):
@@ -380,7 +381,8 @@ def test_lower_case_storage_tier_is_accepted():
 def test_parse_toleration_forms():
     assert render.parse_toleration("k") == {"key": "k", "operator": "Exists"}
     assert render.parse_toleration("k=v") == {"key": "k", "operator": "Equal", "value": "v"}
-    assert render.parse_toleration(":NoSchedule") == {"key": "", "operator": "Exists", "effect": "NoSchedule"}
+    with pytest.raises(UsageError, match="the key is empty, which would tolerate every NoSchedule taint"):
+        render.parse_toleration(":NoSchedule")
 
 
 # ---------------------------------------------------------------- YAML output and injection
@@ -447,7 +449,7 @@ def test_tier_c_command_text_is_only_a_positional_argument(value):
 def test_command_text_appears_nowhere_but_its_own_argument():
     marker = "echo UNIQUE-MARKER-42 && $(whoami)"
     job = job_of(tier_c(command=marker))
-    holders = [s for s in strings_in(job) if "UNIQUE-MARKER-42" in s]
+    holders = [s for s in strings_in(kubelet_text.as_delivered([job])[0]) if "UNIQUE-MARKER-42" in s]
     assert holders == [marker]
 
 

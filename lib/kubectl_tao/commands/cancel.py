@@ -26,7 +26,9 @@ def register(app: typer.Typer) -> None:
         ),
         no_wait: bool = typer.Option(False, "--no-wait", help="Same as --wait=false."),
         timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for the objects to go."),
-        force: bool = typer.Option(False, "--force", help="Skip the cluster and UID pins."),
+        force: bool = typer.Option(
+            False, "--force", help="Skip the cluster pin (never the check that the Job is this record's)."
+        ),
         output: str = OutputOption,
     ) -> int:
         """Stop a job: delete its Job, Service and Secret, and mark its record CANCELED."""

@@ -50,8 +50,8 @@ def register(app: typer.Typer) -> None:
         selector = parse_key_values(node_selector, "--node-selector")
         tolerations = []
         for index, text in enumerate(toleration or []):
+            item = parse_toleration(text)  # its errors name the flag already
             try:
-                item = parse_toleration(text)
                 _check_toleration(item, index)
             except UsageError as exc:
                 raise UsageError(f"--toleration {text!r}: {exc.message}; use KEY[=VALUE][:EFFECT]") from None
