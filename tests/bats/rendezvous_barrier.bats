@@ -89,6 +89,16 @@ getent hosts job-2.job"
 getent hosts job-1.svc"
 }
 
+@test "nslookup that ignores the search list still resolves through the search domains" {
+  # Like busybox's nslookup: only the fully qualified name resolves.
+  fake nslookup 'case "$1" in *.ns1.svc.cluster.local) exit 0;; *) exit 1;; esac'
+  printf 'search ns1.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n' >resolv.conf
+  NNODES=2 RENDEZVOUS_RESOLV_CONF="$BATS_TEST_TMPDIR/resolv.conf" run -0 barrier_minimal
+  assert_output --partial "rank 0 passed the rendezvous barrier"
+  run grep -c 'nslookup job-[01].job.ns1.svc.cluster.local' "$CALLS"
+  assert_output 2
+}
+
 @test "nslookup is used when getent is missing" {
   fake nslookup 'exit 0'
   NNODES=2 run -0 barrier_minimal
