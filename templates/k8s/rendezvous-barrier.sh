@@ -52,6 +52,8 @@ if [ "$rank" -eq 0 ]; then
     : # rank 0 is the one that will listen
 elif have nc && nc -h 2>&1 | grep -q -- '-z'; then
     prober=nc
+elif have nc && nc -h 2>&1 | grep -q -- '-e PROG'; then
+    prober=nc-exec # busybox's nc has no -z; `-e true` closes the connection as soon as it is made
 elif have python3; then
     prober=python3
 elif have bash; then
@@ -89,6 +91,7 @@ resolves() {
 accepts() {
     case "$prober" in
         nc) nc -z -w 2 "$1" "$2" >/dev/null 2>&1 ;;
+        nc-exec) nc -w 2 "$1" "$2" -e true </dev/null >/dev/null 2>&1 ;;
         python3)
             python3 -c 'import socket, sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 2).close()' \
                 "$1" "$2" >/dev/null 2>&1

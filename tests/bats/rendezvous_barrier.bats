@@ -123,6 +123,23 @@ nslookup job-1.job"
   assert_output 0
 }
 
+@test "busybox's nc (no -z, but -e PROG) probes the port by running true on connect" {
+  fake getent 'exit 0'
+  fake nc 'case "$1" in -h) echo "Usage: nc [-iN] [-wN] [-l] [-p PORT] [-f FILE|IPADDR PORT] [-e PROG]" >&2; exit 1;; esac; exit 0'
+  NODE_RANK=1 run --separate-stderr -0 barrier_minimal
+  assert_output --partial "rank 1 passed the rendezvous barrier"
+  run grep -c '^nc -w 2 job-0.job 29500 -e true$' "$CALLS"
+  assert_output 1
+}
+
+@test "busybox's nc that cannot connect keeps the rank waiting until it exits 88" {
+  fake getent 'exit 0'
+  fake nc 'case "$1" in -h) echo "Usage: nc [-wN] [-l] [-p PORT] [-e PROG]" >&2; exit 1;; esac; exit 1'
+  NODE_RANK=1 RENDEZVOUS_TIMEOUT=1 run --separate-stderr barrier_minimal
+  assert_failure 88
+  [[ "$stderr" == *"rank 1 could not reach rank 0 at job-0.job:29500 after 1s"* ]]
+}
+
 @test "python3 probes a real listening socket when nc is missing" {
   command -v python3 >/dev/null || skip "no python3"
   fake getent 'exit 0'
