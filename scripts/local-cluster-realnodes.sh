@@ -274,11 +274,12 @@ real_cgroup_pids() { # NODE -> every pid inside the node's cgroup tree (containe
 
 real_cgroups_remove() { # NODE: deepest first; a cgroup with a process left in it stays (and is reported)
   local path
-  while read -r path; do
+  # Every hierarchy, the cgroup v2 one of a hybrid setup included (the kubelet creates its tree there too).
+  for path in /sys/fs/cgroup/*/"kubectl-tao-$1" /sys/fs/cgroup/"kubectl-tao-$1"; do
     [ -d "$path" ] || continue
     find "$path" -depth -type d -exec rmdir {} + 2>/dev/null || true
     [ ! -d "$path" ] || echo "local-cluster: could not remove cgroup $path" >&2
-  done < <(real_cgroup_paths "$1")
+  done
 }
 
 # ---------------------------------------------------------------------------------------------

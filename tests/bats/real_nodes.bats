@@ -34,10 +34,10 @@ host_leftovers() {
   iptables-save 2>/dev/null | grep -E '^(-A|:)KUBE-' || true
   ip -o link show | grep -E 'ktbr|veth|cni' || true
   ip netns list 2>/dev/null || true
-  ls -d /sys/fs/cgroup/*/kubectl-tao-real-node-* 2>/dev/null || true
+  ls -d /sys/fs/cgroup/*/kubectl-tao-real-node-* /sys/fs/cgroup/kubectl-tao-real-node-* 2>/dev/null || true
   local p
   for p in /proc/[0-9]*; do
-    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -F -- "$KUBECTL_TAO_CLUSTER_DIR/" || true
+    { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -F -- "$KUBECTL_TAO_CLUSTER_DIR/" || true
   done
 }
 
