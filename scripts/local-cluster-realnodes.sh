@@ -308,13 +308,31 @@ real_launch_node() { # NODE INDEX
     --count "$real_gpus" --id-prefix "FAKE-GPU-$n"
 }
 
-real_import_images() { # NODE: the locally built images, into the node's containerd
+real_import_images() { # NODE: the small locally built images, into the node's containerd
   local n=$1 d img
   d=$(real_dir "$n")
   for img in "$images_dir"/*.tar; do
+    [ "$img" != "$images_dir/torch.tar" ] || continue
     ctr --address "$d/containerd.sock" --namespace k8s.io images import "$img" >/dev/null ||
       die "could not import $img into the containerd of $n; log: $dir/logs/$n-containerd.log"
   done
+}
+
+# The torch image (about 300 MB, 25 s a node) is imported after up returns, so that a warm up stays
+# well under a minute; TORCH_IMAGE is added to images.env once every node has it.
+real_import_torch() {
+  [ -f "$images_dir/torch.tar" ] || return 0
+  local socks=() i
+  for (( i = 0; i < real_nodes; i++ )); do socks+=("$(real_dir "$(real_node_name "$i")")/containerd.sock"); done
+  # shellcheck disable=SC2016 # the inner script gets its values as arguments
+  start torch-import /bin/bash -c '
+    set -euo pipefail
+    env_file=$1 tar=$2 image=$3
+    shift 3
+    for sock in "$@"; do ctr --address "$sock" --namespace k8s.io images import "$tar" >/dev/null & done
+    wait
+    echo "TORCH_IMAGE=$image" >>"$env_file"' torch-import "$dir/real/images.env" "$images_dir/torch.tar" \
+    "kubectl-tao.local/torch:$real_images_tag" "${socks[@]}"
 }
 
 real_components() { # the components of every recorded real node, plus coredns
@@ -354,6 +372,10 @@ real_stop_node() { # NODE: kubelet, then the containers, then shims and containe
 real_stop_all() { # everything of the real nodes, then the bridge (veths go with their netns)
   [ -d "$dir/real" ] || return 0
   local n
+  local pid
+  # The import's ctr processes share its process group (start uses setsid): stop them all.
+  if pid=$(pid_of torch-import) && ours "$pid"; then kill -TERM -- "-$pid" 2>/dev/null || true; fi
+  terminate 3 torch-import
   for n in $(real_nodes_recorded); do real_stop_node "$n"; done
   terminate 5 coredns
   if [ -f "$dir/real/bridge" ] && ip link show "$real_bridge" >/dev/null 2>&1; then
@@ -403,6 +425,7 @@ real_up() { # after the API server is up: bridge, DNS, nodes; does not wait for 
 
 real_wait_ready() {
   wait_for 90 "real nodes Ready with $real_gpus fake nvidia.com/gpu each" real_nodes_ready
+  real_import_torch
 }
 
 real_status() { # prints the rows; returns 1 if anything of a real node is not running
@@ -419,6 +442,11 @@ real_status() { # prints the rows; returns 1 if anything of a real node is not r
     if [ -n "$pid" ] && ours "$pid"; then state="running (pid $pid) on $real_gw:53"; else state="stopped"; ok=1; fi
     printf '  %-24s %s\n' "coredns" "$state"
     echo "  real nodes: real containers on bridge $real_bridge ($real_subnet, no uplink); their nvidia.com/gpu are fake: no GPU exists"
+    if grep -q '^TORCH_IMAGE=' "$dir/real/images.env" 2>/dev/null; then
+      echo "  torch image: imported ($(sed -n 's/^TORCH_IMAGE=//p' "$dir/real/images.env"))"
+    elif alive torch-import; then
+      echo "  torch image: importing into the real nodes"
+    fi
   fi
   return "$ok"
 }

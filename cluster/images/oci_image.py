@@ -48,7 +48,7 @@ def _blob(tar: tarfile.TarFile, data: bytes) -> str:
 def build(rootfs: Path, name: str, out: Path, entrypoint: list[str], cmd: list[str], env: list[str]) -> None:
     layer = _layer(rootfs)
     diff_id = "sha256:" + hashlib.sha256(layer).hexdigest()
-    compressed = gzip.compress(layer, mtime=0)
+    compressed = gzip.compress(layer, compresslevel=1, mtime=0)
     tmp = out.with_suffix(out.suffix + ".tmp")
     with tarfile.open(tmp, "w") as tar:
         layer_digest = _blob(tar, compressed)

@@ -49,11 +49,12 @@ def images(cluster: Cluster) -> dict[str, str]:
 @pytest.fixture()
 def real(cluster: Cluster, namespace: str, tmp_path: Path, images: dict[str, str]) -> Iterator[Tao]:
     """A Tao in a fresh namespace with a Bound claim `tao-data` whose hostPath lives in the cluster's
-    data directory (so `down` removes it), and a LimitRange giving containers a default memory limit
-    of 32Mi (what the OOM test exceeds; the busybox jobs use far less)."""
+    data directory (so `down` removes it). The test's files on the claim are in `t.volume`."""
     t = Tao(cluster, namespace, tmp_path / "state")
     pv = f"pv-{namespace}"
     volume = cluster.data_dir / "real" / "volumes" / namespace
+    volume.mkdir(parents=True, exist_ok=True)
+    t.volume = volume  # type: ignore[attr-defined]
     t.kubectl(
         "apply",
         "-f",
@@ -85,12 +86,6 @@ def real(cluster: Cluster, namespace: str, tmp_path: Path, images: dict[str, str
                             "volumeName": pv,
                             "resources": {"requests": {"storage": "1Gi"}},
                         },
-                    },
-                    {
-                        "apiVersion": "v1",
-                        "kind": "LimitRange",
-                        "metadata": {"name": "memory", "namespace": namespace},
-                        "spec": {"limits": [{"type": "Container", "default": {"memory": "32Mi"}}]},
                     },
                 ],
             }
@@ -193,7 +188,20 @@ def test_exit_3_is_error_err_program_and_explain_names_it(real: Tao, images: dic
 
 
 def test_memory_limit_exceeded_is_oomkilled_err_infra(real: Tao, images: dict[str, str]) -> None:
-    # dd's 64 MiB buffer is more than the namespace's 32Mi default limit: the kernel's memcg kills it.
+    # dd's 64 MiB buffer is more than this 32Mi default limit: the kernel's memcg kills it.
+    real.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "LimitRange",
+                "metadata": {"name": "memory"},
+                "spec": {"limits": [{"type": "Container", "default": {"memory": "32Mi"}}]},
+            }
+        ),
+    )
     result = submit(
         real, images["BUSYBOX_IMAGE"], "dd if=/dev/zero of=/dev/null bs=64M count=4", "--wait", "--timeout", "180",
         gpus=0,
@@ -323,6 +331,38 @@ def test_rank_that_cannot_reach_rank_0_exits_88_and_fails_the_job_at_once(
     rank1 = pods["1"]["status"]["containerStatuses"][0]["state"].get("terminated") or {}
     assert rank1.get("exitCode") == 88
     assert "ERROR" in states(record)
+
+
+ALL_REDUCE = """
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+value = torch.tensor([float(rank + 1)])
+dist.all_reduce(value)
+world = dist.get_world_size()
+print(f"all_reduce rank {rank} of {world}: sum={value.item():g} backend={dist.get_backend()}", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def test_torchrun_all_reduce_over_gloo_on_two_real_nodes(real: Tao, cluster: Cluster) -> None:
+    # The torch image is imported in the background after `up`; wait for it.
+    image = wait_for(lambda: real_images(cluster).get("TORCH_IMAGE"), 300, message="the torch image on the nodes")
+    (real.volume / "all_reduce.py").write_text(ALL_REDUCE)  # type: ignore[attr-defined]
+    result = submit(
+        real, image, "/workspace/all_reduce.py", "--nodes", "2", "--launcher", "torchrun",
+        "--rendezvous-timeout", "60", "--wait", "--timeout", "240", gpus=1,
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+    record_id = result.stdout.strip().splitlines()[-1]
+    assert real.record(record_id)["terminal_state"] == "COMPLETE"
+    logs = real("logs", record_id).stdout
+    # Rank 0 adds 1 and rank 1 adds 2: both print the reduced value, each line prefixed with its rank.
+    assert "[rank 0] all_reduce rank 0 of 2: sum=3 backend=gloo" in logs, logs
+    assert "[rank 1] all_reduce rank 1 of 2: sum=3 backend=gloo" in logs, logs
+    assert sorted(p["spec"]["nodeName"] for p in record_pods(real, record_id)) == ["real-node-0", "real-node-1"]
 
 
 def test_pulls_fail_fast_and_nothing_leaves_the_machine(real: Tao) -> None:
