@@ -10,7 +10,7 @@ PREFIX ?= $(HOME)/.local
 export KUBECTL_TAO_CACHE ?= $(HOME)/.cache/kubectl-tao
 PROVIDER ?= local
 
-.PHONY: help venv test-deps lint unit bats e2e install-tests test demo cluster cluster-build cluster-down bench install release clean
+.PHONY: help venv test-deps cluster-deps lint unit bats e2e install-tests test demo cluster cluster-build cluster-down bench install release clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -25,6 +25,9 @@ $(VENV)/.installed: pyproject.toml
 test-deps: venv ## Install bats and its helpers (Debian packages) when missing
 	scripts/install-test-deps
 
+cluster-deps: ## Install the Debian packages of the real nodes (containerd, runc, CNI, busybox) when missing
+	scripts/install-cluster-deps
+
 lint: venv ## ruff and shellcheck
 	$(BIN)/ruff check .
 	$(BIN)/shellcheck -x $$(grep -lE '^#!/usr/bin/env (ba)?sh' scripts/* templates/k8s/*.sh 2>/dev/null)
@@ -38,23 +41,23 @@ bats: test-deps ## Shell-level tests of the scripts and the plugin
 cluster-build: ## Build (or reuse) the local control plane binaries
 	scripts/build-local-cluster
 
-cluster: venv ## Start the local control plane (PROVIDER=kind for kind)
+cluster: venv cluster-deps ## Start the local control plane (PROVIDER=kind for kind)
 	scripts/local-cluster up --provider $(PROVIDER)
 
 cluster-down: ## Stop the local control plane and remove its data
 	scripts/local-cluster down
 
-e2e: venv cluster-build ## End-to-end tests against the local control plane
+e2e: venv cluster-deps cluster-build ## End-to-end tests against the local control plane
 	$(BIN)/pytest tests/e2e -q
 
 install-tests: venv ## Release archives through krew (built from its Go module), and the air-gapped wheelhouse
 	$(BIN)/pytest tests/install -q
 
-test: test-deps lint cluster-build ## Everything: ruff, shellcheck, bats, unit, install, e2e and reliability tests
+test: test-deps cluster-deps lint cluster-build ## Everything: ruff, shellcheck, bats, unit, install, e2e and reliability tests
 	PATH="$(CURDIR)/$(BIN):$$PATH" bats tests/bats
 	$(BIN)/pytest tests
 
-demo: venv cluster-build ## Start the local cluster and run a job end to end
+demo: venv cluster-deps cluster-build ## Start the local cluster and run a job end to end
 	scripts/demo
 
 bench: venv ## Benchmarks against the running local cluster (run `make cluster` first)

@@ -9,7 +9,7 @@
 #
 # Environment: NODE_RANK, NNODES, TAO_K8S_JOB_NAME, MASTER_ADDR, MASTER_PORT (required);
 # TAO_K8S_SUBDOMAIN (default: the job name), RENDEZVOUS_TIMEOUT (seconds, default 300, 0 = skip),
-# RENDEZVOUS_POLL_SECONDS (default 2).
+# RENDEZVOUS_POLL_SECONDS (default 2), RENDEZVOUS_RESOLV_CONF (default /etc/resolv.conf).
 set -eu
 
 EXIT_RENDEZVOUS_TIMEOUT=88
@@ -52,6 +52,8 @@ if [ "$rank" -eq 0 ]; then
     : # rank 0 is the one that will listen
 elif have nc && nc -h 2>&1 | grep -q -- '-z'; then
     prober=nc
+elif have nc && nc -h 2>&1 | grep -q -- '-e PROG'; then
+    prober=nc-exec # busybox's nc has no -z; `-e true` closes the connection as soon as it is made
 elif have python3; then
     prober=python3
 elif have bash; then
@@ -60,10 +62,27 @@ else
     echo "kubectl-tao: rendezvous: no nc -z, python3 or bash in this image; not waiting for rank 0's port" >&2
 fi
 
+# busybox's nslookup ignores the resolv.conf search list (`<job>-0.<job>` alone is NXDOMAIN), so it
+# also tries the name under each search domain, as getaddrinfo would.
+search_domains=
+if [ -r "${RENDEZVOUS_RESOLV_CONF:-/etc/resolv.conf}" ]; then
+    while read -r key rest; do
+        [ "$key" != search ] || search_domains=$rest
+    done <"${RENDEZVOUS_RESOLV_CONF:-/etc/resolv.conf}"
+fi
+
+nslookup_search() {
+    nslookup "$1" >/dev/null 2>&1 && return 0
+    for domain in $search_domains; do
+        nslookup "$1.$domain" >/dev/null 2>&1 && return 0
+    done
+    return 1
+}
+
 resolves() {
     case "$resolver" in
         getent) getent hosts "$1" >/dev/null 2>&1 ;;
-        nslookup) nslookup "$1" >/dev/null 2>&1 ;;
+        nslookup) nslookup_search "$1" ;;
         python3) python3 -c 'import socket, sys; socket.getaddrinfo(sys.argv[1], None)' "$1" >/dev/null 2>&1 ;;
         *) return 0 ;;
     esac
@@ -72,6 +91,7 @@ resolves() {
 accepts() {
     case "$prober" in
         nc) nc -z -w 2 "$1" "$2" >/dev/null 2>&1 ;;
+        nc-exec) nc -w 2 "$1" "$2" -e true </dev/null >/dev/null 2>&1 ;;
         python3)
             python3 -c 'import socket, sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 2).close()' \
                 "$1" "$2" >/dev/null 2>&1

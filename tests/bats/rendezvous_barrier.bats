@@ -89,6 +89,16 @@ getent hosts job-2.job"
 getent hosts job-1.svc"
 }
 
+@test "nslookup that ignores the search list still resolves through the search domains" {
+  # Like busybox's nslookup: only the fully qualified name resolves.
+  fake nslookup 'case "$1" in *.ns1.svc.cluster.local) exit 0;; *) exit 1;; esac'
+  printf 'search ns1.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n' >resolv.conf
+  NNODES=2 RENDEZVOUS_RESOLV_CONF="$BATS_TEST_TMPDIR/resolv.conf" run -0 barrier_minimal
+  assert_output --partial "rank 0 passed the rendezvous barrier"
+  run grep -c 'nslookup job-[01].job.ns1.svc.cluster.local' "$CALLS"
+  assert_output 2
+}
+
 @test "nslookup is used when getent is missing" {
   fake nslookup 'exit 0'
   NNODES=2 run -0 barrier_minimal
@@ -111,6 +121,23 @@ nslookup job-1.job"
   [[ "$stderr" == *"not waiting for rank 0's port"* ]]
   run grep -c '^nc -z' "$CALLS"
   assert_output 0
+}
+
+@test "busybox's nc (no -z, but -e PROG) probes the port by running true on connect" {
+  fake getent 'exit 0'
+  fake nc 'case "$1" in -h) echo "Usage: nc [-iN] [-wN] [-l] [-p PORT] [-f FILE|IPADDR PORT] [-e PROG]" >&2; exit 1;; esac; exit 0'
+  NODE_RANK=1 run --separate-stderr -0 barrier_minimal
+  assert_output --partial "rank 1 passed the rendezvous barrier"
+  run grep -c '^nc -w 2 job-0.job 29500 -e true$' "$CALLS"
+  assert_output 1
+}
+
+@test "busybox's nc that cannot connect keeps the rank waiting until it exits 88" {
+  fake getent 'exit 0'
+  fake nc 'case "$1" in -h) echo "Usage: nc [-wN] [-l] [-p PORT] [-e PROG]" >&2; exit 1;; esac; exit 1'
+  NODE_RANK=1 RENDEZVOUS_TIMEOUT=1 run --separate-stderr barrier_minimal
+  assert_failure 88
+  [[ "$stderr" == *"rank 1 could not reach rank 0 at job-0.job:29500 after 1s"* ]]
 }
 
 @test "python3 probes a real listening socket when nc is missing" {

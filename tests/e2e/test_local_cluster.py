@@ -38,6 +38,7 @@ pytestmark = pytest.mark.e2e
 GPUS_PER_NODE = int(os.environ.get("KUBECTL_TAO_GPUS_PER_NODE", "8"))
 GPU_NODES = int(os.environ.get("KUBECTL_TAO_GPU_NODES", "2"))
 POD_CIDR = ipaddress.ip_network("10.244.0.0/16")
+REAL_NODE = "kubectl-tao.io/real-node"
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/16")
 
 
@@ -67,7 +68,8 @@ def _only_pod(job_name: str, ns: str, phase: str | None = None, timeout: float =
 
 
 def test_nodes_are_loopback_gpu_nodes_and_a_cpu_node(cluster: Cluster) -> None:
-    nodes = {n["metadata"]["name"]: n for n in kubectl_json("get", "nodes")["items"]}
+    # The simulated nodes; real nodes (test_real_nodes_use_the_bridge_gateway_address) are labelled apart.
+    nodes = {n["metadata"]["name"]: n for n in kubectl_json("get", "nodes", "-l", f"!{REAL_NODE}")["items"]}
     gpu = [f"gpu-node-{i}" for i in range(GPU_NODES)]
     assert set(gpu) | {"cpu-node-0"} <= set(nodes)
     for name, node in nodes.items():
@@ -85,9 +87,24 @@ def test_nodes_are_loopback_gpu_nodes_and_a_cpu_node(cluster: Cluster) -> None:
         assert labels["nvidia.com/gpu.count"] == str(GPUS_PER_NODE)
     assert "nvidia.com/gpu" not in nodes["cpu-node-0"]["status"]["allocatable"]
     # The same through the table kubectl users look at.
-    wide = kubectl("get", "nodes", "-o", "wide", "--no-headers").stdout.splitlines()
+    wide = kubectl("get", "nodes", "-l", f"!{REAL_NODE}", "-o", "wide", "--no-headers").stdout.splitlines()
     assert len(wide) == len(nodes)
     assert {line.split()[5] for line in wide} == {"127.0.0.1"}
+
+
+def test_real_nodes_use_the_bridge_gateway_address_and_carry_their_own_taint(cluster: Cluster) -> None:
+    nodes = kubectl_json("get", "nodes", "-l", REAL_NODE)["items"]
+    assert len(nodes) == int(os.environ.get("KUBECTL_TAO_REAL_NODES", "2"))
+    for node in nodes:
+        name = node["metadata"]["name"]
+        addresses = {a["type"]: a["address"] for a in node["status"]["addresses"]}
+        # kubelet refuses a loopback node IP: real nodes share the pod bridge's gateway, one port each.
+        assert addresses["InternalIP"] == "10.88.0.1", name
+        assert node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] > 0
+        assert {"key": REAL_NODE, "value": "true", "effect": "NoSchedule"} in node["spec"]["taints"]
+        assert node["metadata"]["labels"]["kubectl-tao.io/fake-gpu"] == "true"
+    ports = {n["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] for n in nodes}
+    assert len(ports) == len(nodes)
 
 
 def test_server_and_client_report_the_pinned_version(cluster: Cluster) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,7 +36,10 @@ def test_preflight_passes_on_the_local_cluster(tao: Tao) -> None:
     result = tao("preflight", "--gpus", "8", "--nodes", "2", "--pvc", "tao-data", "--credentials")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "OK: cluster: reachable, Kubernetes v1.36" in result.stdout
-    assert "OK: gpu-operator: 16 nvidia.com/gpu allocatable on 2 node(s)" in result.stdout
+    # 2 KWOK nodes x 8, plus the fake GPUs of the real nodes (tainted, but allocatable all the same).
+    real = tao.kubectl("get", "nodes", "-l", "kubectl-tao.io/real-node", "-o", "name").stdout.split()
+    gpus, nodes = 16 + int(os.environ.get("KUBECTL_TAO_REAL_NODE_GPUS", "8")) * len(real), 2 + len(real)
+    assert f"OK: gpu-operator: {gpus} nvidia.com/gpu allocatable on {nodes} node(s)" in result.stdout
     assert "OK: rbac-jobs" in result.stdout and "OK: pvc: PersistentVolumeClaim tao-data is Bound" in result.stdout
 
 

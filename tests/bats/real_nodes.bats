@@ -1,0 +1,105 @@
+#!/usr/bin/env bats
+# scripts/local-cluster with real nodes: bad settings and a busy port stop `up` with one line and
+# nothing running; a real `up` shows each node's kubelet and containerd, and `down` leaves no mount,
+# iptables rule, bridge, veth, network namespace, cgroup or process of its own.
+# The up/down test needs root, the Debian packages of scripts/install-cluster-deps and the cached
+# builds; it runs its own one-node cluster, so no other cluster with real nodes may be up.
+
+bats_require_minimum_version 1.5.0
+
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+LOCAL_CLUSTER="${LOCAL_CLUSTER:-$BATS_TEST_DIRNAME/../../scripts/local-cluster}"
+
+setup() {
+  export KUBECTL_TAO_CLUSTER_DIR="$BATS_TEST_TMPDIR/cluster"
+  export KUBECTL_TAO_REAL_NODES=1 KUBECTL_TAO_GPU_NODES=0 KUBECTL_TAO_CPU_NODES=0
+}
+
+teardown() {
+  if [ -n "${LISTENER:-}" ]; then kill "$LISTENER" 2>/dev/null || true; fi
+  "$LOCAL_CLUSTER" down >/dev/null 2>&1 || true
+}
+
+needs_real_nodes() {
+  [ "$(id -u)" = 0 ] || skip "real nodes need root"
+  "$BATS_TEST_DIRNAME/../../scripts/install-cluster-deps" --check || skip "run scripts/install-cluster-deps first"
+  ! ip link show ktbr0 >/dev/null 2>&1 || skip "another local cluster with real nodes is up (bridge ktbr0 exists)"
+}
+
+# Everything a cluster with real nodes could leave on the host; prints what it finds.
+host_leftovers() {
+  grep -E "$KUBECTL_TAO_CLUSTER_DIR|real-node" /proc/mounts || true
+  iptables-save 2>/dev/null | grep -E '^(-A|:)KUBE-' || true
+  ip -o link show | grep -E 'ktbr|veth|cni' || true
+  ip netns list 2>/dev/null || true
+  ls -d /sys/fs/cgroup/*/kubectl-tao-real-node-* /sys/fs/cgroup/kubectl-tao-real-node-* 2>/dev/null || true
+  local p
+  for p in /proc/[0-9]*; do
+    { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -F -- "$KUBECTL_TAO_CLUSTER_DIR/" || true
+  done
+}
+
+@test "real node settings that are not whole numbers are usage errors" {
+  KUBECTL_TAO_REAL_NODES=two run "$LOCAL_CLUSTER" up
+  assert_failure 2
+  assert_output --partial "local-cluster: KUBECTL_TAO_REAL_NODES must be a non-negative integer, got 'two'"
+  KUBECTL_TAO_REAL_NODE_GPUS=0 run "$LOCAL_CLUSTER" up
+  assert_failure 2
+  assert_output --partial "KUBECTL_TAO_REAL_NODE_GPUS must be at least 1"
+  [ ! -e "$KUBECTL_TAO_CLUSTER_DIR" ]
+}
+
+@test "a missing tool stops up with one line naming it and the install step" {
+  [ "$(id -u)" = 0 ] || skip "real nodes need root"
+  mkdir -p "$BATS_TEST_TMPDIR/bin"
+  for tool in /usr/local/bin/* /usr/bin/* /usr/sbin/* /bin/* /sbin/*; do
+    case "${tool##*/}" in containerd) continue ;; esac
+    [ -e "$BATS_TEST_TMPDIR/bin/${tool##*/}" ] || ln -s "$tool" "$BATS_TEST_TMPDIR/bin/${tool##*/}"
+  done
+  PATH="$BATS_TEST_TMPDIR/bin" run --separate-stderr "$LOCAL_CLUSTER" up
+  assert_failure 1
+  assert_equal "$stderr" "local-cluster: real nodes need 'containerd'; install it with: scripts/install-cluster-deps (or set KUBECTL_TAO_REAL_NODES=0)"
+  [ ! -e "$KUBECTL_TAO_CLUSTER_DIR" ]
+}
+
+@test "UDP port 53 in use stops up with one line and nothing running" {
+  needs_real_nodes
+  python3 -c 'import socket, time; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 53)); time.sleep(60)' &
+  LISTENER=$!
+  sleep 0.5
+  run --separate-stderr "$LOCAL_CLUSTER" up
+  assert_failure 1
+  [[ "$stderr" == "local-cluster: UDP port 53 is in use on this machine"* ]]
+  [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+  [ ! -e "$KUBECTL_TAO_CLUSTER_DIR" ]
+  run host_leftovers
+  assert_output ""
+}
+
+@test "up starts a real node with its kubelet and containerd; down leaves nothing on the host" {
+  needs_real_nodes
+  run "$LOCAL_CLUSTER" up
+  assert_success
+  assert_output --partial "1 real node(s)"
+  assert_output --partial "no GPU exists"
+  run "$LOCAL_CLUSTER" status
+  assert_success
+  assert_output --regexp "real-node-0 kubelet +running"
+  assert_output --regexp "real-node-0 containerd +running"
+  assert_output --regexp "coredns +running"
+  ip link show ktbr0 >/dev/null
+  ls -d /sys/fs/cgroup/memory/kubectl-tao-real-node-0 >/dev/null
+  # A running pod, so that down has a container, a veth and a network namespace to clean up.
+  eval "$("$LOCAL_CLUSTER" env)"
+  image=$(sed -n 's/^BUSYBOX_IMAGE=//p' "$KUBECTL_TAO_CLUSTER_DIR/real/images.env")
+  kubectl run sleeper --image "$image" --restart Never \
+    --overrides '{"spec": {"tolerations": [{"key": "kubectl-tao.io/real-node", "operator": "Exists"}]}}' -- sleep 600
+  kubectl wait --for=condition=Ready pod/sleeper --timeout 60s
+  [ -n "$(ip -o link show master ktbr0)" ]
+  run "$LOCAL_CLUSTER" down
+  assert_success
+  run host_leftovers
+  assert_output ""
+}
