@@ -26,8 +26,8 @@ case "$launcher" in
         exec sh -c "$1" tao
         ;;
     torchrun)
-        exec torchrun --nnodes="$NNODES" --nproc-per-node="${NPROC_PER_NODE:?}" --node-rank="$NODE_RANK" \
-            --master-addr="$MASTER_ADDR" --master-port="$MASTER_PORT" "$@"
+        exec torchrun --nnodes="$NNODES" --nproc_per_node="${NPROC_PER_NODE:?}" --node_rank="$NODE_RANK" \
+            --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT" "$@"
         ;;
     *)
         echo "kubectl-tao: unknown launcher '$launcher' (expected tao or torchrun)" >&2

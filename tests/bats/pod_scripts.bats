@@ -180,10 +180,10 @@ rank_env() {
   run cat "$CALLS"
   assert_output "torchrun:
   [--nnodes=2]
-  [--nproc-per-node=4]
-  [--node-rank=1]
-  [--master-addr=job-0.job]
-  [--master-port=29500]
+  [--nproc_per_node=4]
+  [--node_rank=1]
+  [--master_addr=job-0.job]
+  [--master_port=29500]
   [train.py]
   [--name]
   [two words]
