@@ -160,6 +160,19 @@ def test_single_node_job_prints_real_output_and_completes(real: Tao, images: dic
     assert f"host={pod['metadata']['name']}" in logs.stdout
 
 
+def test_the_container_runs_exactly_the_command_text_given(real: Tao, images: dict[str, str]) -> None:
+    # The kubelet turns `$$` into `$` and `$(NAME)` into a container variable's value before the shell
+    # starts; submit escapes both, so the single-quoted text comes out as typed and `$$` is the shell's PID.
+    text = "$$ $(TAO_JOB_ID) $$(x) $"
+    command = f"printf 'text=%s\\n' '{text}'; echo pid=$$"
+    result = submit(real, images["BUSYBOX_IMAGE"], command, "--wait", "--timeout", "180", gpus=0)
+    assert result.returncode == 0, result.stderr
+    logs = real("logs", result.stdout.strip().splitlines()[-1]).stdout
+    assert f"text={text}" in logs, logs
+    pid = next(line for line in logs.splitlines() if "pid=" in line).split("pid=", 1)[1]
+    assert pid.isdigit(), logs
+
+
 def test_logs_follow_ends_when_the_container_exits(real: Tao, images: dict[str, str]) -> None:
     record_id = submitted_id(submit(real, images["BUSYBOX_IMAGE"], "echo first; sleep 4; echo last", gpus=0))
     wait_for(lambda: status_json(real, record_id)["state"] == "RUNNING", 90, message="the job to run")
