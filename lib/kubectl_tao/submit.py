@@ -334,6 +334,7 @@ def cleanup(kc: Kubectl, namespace: str, job_name: str, created: list[str] | Non
         ["get", "jobs,services,secrets", "-n", namespace, "-l", selector, "-o", _LEFT_TEMPLATE],
         namespaced=False,
         check=False,
+        best_effort=True,  # a server gone mid-rollback: name what was created, and still settle the record
     )
     if listed.returncode != 0:
         return list(created or [f"objects labelled {selector}"])

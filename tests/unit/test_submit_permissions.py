@@ -141,6 +141,23 @@ def test_when_nothing_can_be_listed_every_created_object_is_named(
     assert f"could not remove secret/tao-creds-{rid}, job.batch/{rid} in namespace tao-jobs" in err
 
 
+def test_a_server_gone_during_rollback_still_settles_the_record_and_names_what_was_created(
+    cli: Any, fake_kubectl: FakeKubectl, tao_env: Path
+) -> None:
+    cluster(fake_kubectl)
+    fake_kubectl.on("create", "-f", "-", "-n", stdout="Secret tao-creds-j 1111\nJob j 2222\n")
+    refused = "The connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?"
+    fake_kubectl.on("patch", stderr=refused, rc=1)
+    fake_kubectl.on("delete", "jobs,services,secrets", stderr=refused, rc=1)
+    fake_kubectl.on("get", "jobs,services,secrets", stderr=refused, rc=1)
+    code, _, err = cli(*SUBMIT, stdin=f"HF_TOKEN={CANARY}\n")
+    [path] = records(tao_env)
+    rid = path.stem
+    assert code in (1, 3) and "nothing left" not in error_line(err)
+    assert f"secret/tao-creds-{rid}, job.batch/{rid}" in error_line(err)
+    assert RecordStore().show(rid)["terminal_state"] == "ERROR"
+
+
 def test_a_cleanup_that_worked_still_says_nothing_is_left(cli: Any, fake_kubectl: FakeKubectl, tao_env: Path) -> None:
     cluster(fake_kubectl)
     fake_kubectl.on("create", "-f", "-", "-n", stdout="Secret tao-creds-j 1111\nJob j 2222\n")
