@@ -50,6 +50,18 @@ class Call:
     stdin: str | None
 
 
+def open_kubernetes_record(store: Any) -> Any:
+    """A kubernetes record opened in STORE as submit opens it (busybox, dino train, tier A)."""
+    return store.open(
+        platform="kubernetes",
+        image="busybox",
+        network_arch="dino",
+        action="train",
+        storage_tier="A",
+        results_dir="/workspace/results/x",
+    )
+
+
 def review_answer(*, deny: tuple[str, ...] = ()) -> tuple[tuple[str, ...], str]:
     """The argv prefix of submit's one SelfSubjectAccessReview call, and an answer granting every permission
     submit can need except those in DENY (their text, e.g. "create jobs.batch")."""

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeKubectl
+from conftest import FakeKubectl, open_kubernetes_record
 
 from kubectl_tao import tracking
 from kubectl_tao.cancel import cancel
@@ -22,10 +22,7 @@ OTHER = "22222222-2222-4222-8222-222222222222"
 
 def _record(job_uid: str | None) -> tuple[RecordStore, str]:
     store = RecordStore()
-    record = store.open(
-        platform="kubernetes", image="busybox", network_arch="dino", action="train", storage_tier="A",
-        results_dir="/workspace/results/x",
-    )
+    record = open_kubernetes_record(store)
     extra: dict[str, Any] = {"namespace": "ns", "job_name": record.id, "api_server": "https://a:6443"}
     if job_uid:
         extra["job_uid"] = job_uid

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeKubectl
+from conftest import FakeKubectl, open_kubernetes_record
 
 from kubectl_tao import tracking
 from kubectl_tao.errors import GateError
@@ -20,14 +20,7 @@ UID = "0b7c5e4a-1f0e-4d6b-9a49-2b2f3c4d5e6f"
 
 def _interrupted(phase: str) -> tuple[RecordStore, str]:
     store = RecordStore()
-    record = store.open(
-        platform="kubernetes",
-        image="busybox",
-        network_arch="dino",
-        action="train",
-        storage_tier="A",
-        results_dir="/workspace/results/x",
-    )
+    record = open_kubernetes_record(store)
     store.update_extra(
         record.id,
         namespace="ns",

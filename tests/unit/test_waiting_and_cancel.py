@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeKubectl, fixture_json
+from conftest import FakeKubectl, fixture_json, open_kubernetes_record
 
 from kubectl_tao import tracking
 from kubectl_tao.kubectl import Kubectl
@@ -22,14 +22,7 @@ SERVER = "https://127.0.0.1:6443"  # the kubeconfig of the cli fixture
 def _launched(job_name: str, uid: str, **extra: Any) -> tuple[RecordStore, str]:
     """A record as kubectl-tao's submit leaves it: sibling data pinned to a Job, marked RUNNING."""
     store = RecordStore()
-    record = store.open(
-        platform="kubernetes",
-        image="busybox",
-        network_arch="dino",
-        action="train",
-        storage_tier="A",
-        results_dir="/workspace/results/x",
-    )
+    record = open_kubernetes_record(store)
     store.update_extra(
         record.id,
         api_server=SERVER,
