@@ -271,7 +271,7 @@ def test_probe_warning_for_a_failed_hung_or_missing_probe_of_this_cluster(tmp_pa
 def submit_answers(fake: FakeKubectl, version: str = "version-gke-1.30.json") -> None:
     fake.on("auth", "can-i", stdout="yes\n")
     fake.on("version", data=fixture_json(version))
-    fake.on("get", "nodes,pods", data={"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
+    fake.capacity({"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
     fake.on("get", "persistentvolumeclaim/data", stdout="PersistentVolumeClaim data Bound \n")
     fake.on("create", "--dry-run=server", stdout="job.batch/x\n")
 

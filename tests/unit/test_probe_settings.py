@@ -70,7 +70,7 @@ def test_a_hand_edited_cache_cannot_inject_other_variables(tmp_path: Path) -> No
 def answers(fake: FakeKubectl) -> None:
     fake.on("auth", "can-i", stdout="yes\n")
     fake.on("version", data=fixture_json("version-gke-1.30.json"))
-    fake.on("get", "nodes,pods", data={"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
+    fake.capacity({"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
     fake.on("get", "persistentvolumeclaim/data", stdout="PersistentVolumeClaim data Bound \n")
     fake.on("create", "--dry-run=server", stdout="job.batch/x\n")
 
