@@ -9,10 +9,11 @@ as recorded and never written.
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from typing import Any
 
-from .errors import KubectlError
+from .errors import KubectlError, TaoError
 from .kubectl import Kubectl
 from .tracking import JOB_LABEL, Observation, Tracked, _from_record, observe
 
@@ -46,10 +47,51 @@ def live_objects(kc: Kubectl, namespaces: set[str]) -> dict[tuple[str, str], tup
     return index
 
 
-def observe_all(kc: Kubectl, store: Any, server: str, *, live: bool = True) -> list[Observation]:
-    records = store.list()
-    extras = {r["id"]: (store.get_extra(r["id"]) or {}) for r in records}
-    tracked = [Tracked(r, extras[r["id"]]) for r in records]
+def _read(store: Any, record_id: str) -> tuple[dict, dict] | None:
+    """One record and its additions from their files; None when the record cannot be read (skipped)."""
+    try:
+        record = store.show(record_id)
+    except TaoError:
+        return None
+    if record.get("id") != record_id:
+        return None
+    return record, store.get_extra(record_id) or {}
+
+
+def newest_records(store: Any, limit: int | None, *, full: bool) -> tuple[list[Tracked], int]:
+    """The newest `limit` records (None: all) and how many there are. Finished records come from the list
+    index when their files are unchanged (recordindex); `full` reads the shown ones whole (-o json/yaml show
+    the captured history, which the index leaves out)."""
+    from .recordindex import ListIndex, load
+    from .records import ID_RE, Record, _parse_ts
+
+    if not store.jobs_dir.is_dir():
+        return [], 0
+    ids = sorted(
+        p.name[:-5]
+        for p in os.scandir(store.jobs_dir)
+        if p.name.endswith(".json") and not p.name.startswith(".") and ID_RE.fullmatch(p.name[:-5])
+    )
+    index = ListIndex(store.extras_dir)
+    rows = list(
+        load(ids, store.path, store.extra_path, lambda rid: _read(store, rid), index, lambda r: Record(r).terminal)
+    )
+    index.save()
+    rows.sort(key=lambda row: (_parse_ts(row[0].get("submitted_at")), str(row[0].get("id"))), reverse=True)
+    shown = rows if limit is None else rows[:limit]
+    tracked = []
+    for record, extra, cached in shown:
+        if cached and full:
+            record, extra = _read(store, str(record["id"])) or (record, extra)
+        tracked.append(Tracked(Record(record), extra))
+    return tracked, len(rows)
+
+
+def observe_all(
+    kc: Kubectl, store: Any, server: str, *, live: bool = True, limit: int | None = None, full: bool = True
+) -> tuple[list[Observation], int]:
+    """Observations of the newest `limit` records (None: all), and the number of records in the store."""
+    tracked, total = newest_records(store, limit, full=full)
     here = [
         t
         for t in tracked
@@ -71,7 +113,7 @@ def observe_all(kc: Kubectl, store: Any, server: str, *, live: bool = True) -> l
         else:
             job, pods = index.get((t.namespace or "", t.job_name), (None, []))
             out.append(observe(kc, store, t, server=server, job=job, pods=pods, fetched=True))
-    return out
+    return out, total
 
 
 def age(timestamp: str | None, now: datetime | None = None) -> str:

@@ -1,0 +1,113 @@
+"""`list` over a long history: the newest 100 by default (`--all`, `--limit N`), finished records served from
+the list index without opening their files, and an index that follows every writer and survives damage."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from kubectl_tao.recordindex import INDEX_NAME
+from kubectl_tao.records import RecordStore
+
+
+def finished(store: RecordStore, count: int, state: str = "COMPLETE") -> list[str]:
+    ids = []
+    for _ in range(count):
+        record = store.open(platform="kubernetes", image="busybox", network_arch="dino", action="train",
+                            storage_tier="A", results_dir="/results/x")
+        store.mark(record.id, "RUNNING", message="applied", backend_ref=f"tao-jobs/{record.id}")
+        store.mark(record.id, state, message="done")
+        ids.append(record.id)
+    return ids
+
+
+def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record ids whose record file `list` opens (RecordStore.show is how it reads one)."""
+    opened: list[str] = []
+    real = RecordStore.show
+
+    def show(self: RecordStore, record_id: str) -> Any:
+        opened.append(record_id)
+        return real(self, record_id)
+
+    monkeypatch.setattr(RecordStore, "show", show)
+    return opened
+
+
+def names(out: str) -> list[str]:
+    return out.split()
+
+
+def test_second_list_opens_no_finished_record(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = RecordStore()
+    ids = finished(store, 5)
+    opened = count_reads(monkeypatch)
+    first = cli("list", "--no-live", "-o", "name")
+    assert first[0] == 0 and sorted(opened) == sorted(ids)
+    opened.clear()
+    second = cli("list", "--no-live", "-o", "name")
+    assert second == first and opened == []
+    assert (store.extras_dir / INDEX_NAME).is_file()
+
+
+def test_a_record_written_since_is_read_again(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = RecordStore()
+    ids = finished(store, 3, state="ERROR")
+    cli("list", "--no-live")
+    store.mark(ids[1], "ERROR", message="done", err_class="ERR_PROGRAM")  # another writer fills err_class
+    store.update_extra(ids[2], gpus=4)
+    opened = count_reads(monkeypatch)
+    code, out, _ = cli("list", "--no-live", "-o", "wide")
+    assert code == 0 and sorted(opened) == sorted(ids[1:])
+    assert [line.split()[2] for line in out.splitlines()[1:] if line.startswith(ids[2])] == ["4"]
+
+
+def test_a_damaged_or_foreign_index_is_rebuilt(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = RecordStore()
+    ids = finished(store, 3)
+    expected = cli("list", "--no-live")[1]
+    index = store.extras_dir / INDEX_NAME
+    for damage in ('{"version": 1, "records": {"x": ', '{"version": 99, "records": {}}', "[]"):
+        index.write_text(damage)
+        opened = count_reads(monkeypatch)
+        assert cli("list", "--no-live")[1] == expected
+        assert sorted(opened) == sorted(ids)
+        assert json.loads(index.read_text())["version"] == 1
+
+
+def test_a_deleted_record_leaves_the_list_and_the_index(cli: Any) -> None:
+    store = RecordStore()
+    ids = finished(store, 2)
+    cli("list", "--no-live")
+    store.path(ids[0]).unlink()
+    assert names(cli("list", "--no-live", "-o", "name")[1]) == [f"job/{ids[1]}"]
+    assert list(json.loads((store.extras_dir / INDEX_NAME).read_text())["records"]) == [ids[1]]
+
+
+def test_json_still_shows_the_captured_history(cli: Any) -> None:
+    store = RecordStore()
+    [rid] = finished(store, 1)
+    store.update_extra(rid, history={"captured_at": "2026-01-01T00:00:00Z", "ranks": []})
+    cli("list", "--no-live")
+    data = json.loads(cli("list", "--no-live", "-o", "json")[1])
+    assert data["items"][0]["history"] == {"captured_at": "2026-01-01T00:00:00Z", "ranks": []}
+
+
+def test_newest_hundred_by_default_all_and_limit(cli: Any) -> None:
+    store = RecordStore()
+    finished(store, 103)
+    code, out, err = cli("list", "--no-live", "-o", "name")
+    assert code == 0 and len(out.splitlines()) == 100
+    assert err == "note: showing the newest 100 of 103 records; --all shows every one\n"
+    code, out, err = cli("list", "--no-live", "-o", "name", "--all")
+    assert code == 0 and len(out.splitlines()) == 103 and err == ""
+    newest = cli("list", "--no-live", "-o", "name", "--limit", "2")[1].splitlines()
+    assert newest == out.splitlines()[:2]
+
+
+def test_limit_below_one_is_a_usage_error(cli: Any) -> None:
+    code, out, err = cli("list", "--no-live", "--limit", "0")
+    assert (code, out) == (2, "")
+    assert err == "error: --limit must be at least 1 (got 0); use --all to show every record\n"
