@@ -74,7 +74,7 @@ def newest_records(store: Any, limit: int | None, *, full: bool) -> tuple[list[T
     )
     index = ListIndex(store.extras_dir)
     rows = list(
-        load(ids, store.path, store.extra_path, lambda rid: _read(store, rid), index, lambda r: Record(r).terminal)
+        load(ids, store.jobs_dir, store.extras_dir, lambda rid: _read(store, rid), index, lambda r: Record(r).terminal)
     )
     index.save()
     rows.sort(key=lambda row: (_parse_ts(row[0].get("submitted_at")), str(row[0].get("id"))), reverse=True)
@@ -99,11 +99,12 @@ def observe_all(
     ]
     need_live = live and any(not t.terminal and t.job_name and t.launched_here for t in here)
     index = live_objects(kc, {t.namespace for t in here if t.namespace}) if need_live else {}
+    here_ids = {t.id for t in here}  # `t in here` compared whole records: quadratic in the record count
     out: list[Observation] = []
     for t in tracked:
         if not t.on_kubernetes:
             out.append(_from_record(t, [f"platform {t.platform or '?'}: left to that platform's tools"]))
-        elif t not in here:
+        elif t.id not in here_ids:
             out.append(_from_record(t, [f"submitted to another cluster ({t.extra.get('api_server')})"]))
         elif t.terminal or not t.job_name or not live:
             out.append(_from_record(t, []))

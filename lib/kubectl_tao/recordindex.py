@@ -27,7 +27,12 @@ VERSION = 1
 Stamp = list[int]
 
 
-def stamp(path: Path) -> Stamp | None:
+# What a table row, `-o name` and list's own choices read of a finished record (json/yaml read the files).
+RECORD_KEYS = ("id", "platform", "backend_ref", "image", "submitted_at", "results_dir", "terminal_state", "err_class")
+EXTRA_KEYS = ("namespace", "job_name", "gpus", "nodes", "api_server")
+
+
+def stamp(path: str) -> Stamp | None:
     """(inode, size, mtime_ns) of a file, or None when it does not exist."""
     try:
         st = os.stat(path)
@@ -37,11 +42,11 @@ def stamp(path: Path) -> Stamp | None:
 
 
 def slim(record: dict[str, Any], extra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """What a table row needs: the record with its last transition, the additions without the history."""
-    return (
-        {**record, "transitions": list(record.get("transitions") or [])[-1:]},
-        {k: v for k, v in extra.items() if k != "history"},
-    )
+    """What a table row needs: a few fields of the record and its last transition, a few of the additions."""
+    last = list(record.get("transitions") or [])[-1:]
+    small = {k: record[k] for k in RECORD_KEYS if k in record}
+    small["transitions"] = [{k: t[k] for k in ("state", "message") if k in t} for t in last if isinstance(t, dict)]
+    return small, {k: extra[k] for k in EXTRA_KEYS if k in extra}
 
 
 class ListIndex:
@@ -106,16 +111,17 @@ class ListIndex:
 
 def load(
     ids: list[str],
-    record_path: Callable[[str], Path],
-    extra_path: Callable[[str], Path],
+    jobs_dir: Path,
+    extras_dir: Path,
     read: Callable[[str], tuple[dict, dict] | None],
     index: ListIndex,
     terminal: Callable[[dict], bool],
 ) -> Iterator[tuple[dict, dict, bool]]:
     """(record, extra, cached) for each readable id: terminal records from the index when their files are
     unchanged, everything else through `read` (None: unreadable, skipped). Keeps the index up to date."""
+    jobs, extras = str(jobs_dir), str(extras_dir)  # plain strings: 20,000 Path objects cost more than the stats
     for record_id in ids:
-        stamps = (stamp(record_path(record_id)), stamp(extra_path(record_id)))
+        stamps = (stamp(f"{jobs}/{record_id}.json"), stamp(f"{extras}/{record_id}.json"))
         if stamps[0] is None:
             continue
         hit = index.lookup(record_id, stamps)
