@@ -111,3 +111,14 @@ def test_limit_below_one_is_a_usage_error(cli: Any) -> None:
     code, out, err = cli("list", "--no-live", "--limit", "0")
     assert (code, out) == (2, "")
     assert err == "error: --limit must be at least 1 (got 0); use --all to show every record\n"
+
+
+def test_list_never_compares_whole_records(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Record membership goes by id: comparing records made list quadratic (50 million at 10,000 records)."""
+    from kubectl_tao.tracking import Tracked
+
+    finished(RecordStore(), 3)
+    compared: list[int] = []
+    monkeypatch.setattr(Tracked, "__eq__", lambda self, other: compared.append(1) or self is other)
+    code, out, _ = cli("list", "--no-live", "-o", "name")
+    assert code == 0 and len(out.splitlines()) == 3 and compared == []
