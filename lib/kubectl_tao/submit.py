@@ -367,7 +367,8 @@ def execute(
             stdin=stream(payload),
             namespaced=False,
         )
-        store.update_extra(record_id, submit_phase="creating")
+        # Still submit_phase "dry-run" while creating: a cut-off create is settled as for "creating" (the phase
+        # older records may carry), so the record is not written again here.
         created_any = True
         result = kc.run(
             ["create", "-f", "-", "-n", namespace, "-o", CREATED_TEMPLATE], stdin=stream(payload), namespaced=False
