@@ -122,3 +122,55 @@ def test_list_never_compares_whole_records(cli: Any, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(Tracked, "__eq__", lambda self, other: compared.append(1) or self is other)
     code, out, _ = cli("list", "--no-live", "-o", "name")
     assert code == 0 and len(out.splitlines()) == 3 and compared == []
+
+
+def _running_record(store: RecordStore) -> dict[str, Any]:
+    from conftest import fixture_json
+
+    job = fixture_json("running.job.json")
+    record = store.open(platform="kubernetes", image="busybox", network_arch="dino", action="train",
+                        storage_tier="A", results_dir="/results/x")
+    name = job["metadata"]["name"]
+    store.update_extra(record.id, api_server="https://127.0.0.1:6443", namespace="tao-jobs", job_name=name,
+                       job_uid=job["metadata"]["uid"], nodes=1, submit_phase="created")
+    store.mark(record.id, "RUNNING", message="applied", backend_ref=f"tao-jobs/{name}")
+    return job
+
+
+def _raw(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """A list as `kubectl get --raw` returns it: the items carry no kind."""
+    return {"kind": "JobList", "items": [{k: v for k, v in i.items() if k != "kind"} for i in items]}
+
+
+def test_live_state_comes_from_two_raw_reads(cli: Any, fake_kubectl: Any) -> None:
+    from conftest import fixture_json
+
+    from kubectl_tao.listing import raw_reads
+
+    job = _running_record(RecordStore())
+    jobs, pods = (argv for argv, _ in raw_reads().values())
+    fake_kubectl.on(*jobs, data=_raw([job]))
+    fake_kubectl.on(*pods, data=_raw(fixture_json("running.pods.json")["items"]))
+    code, out, err = cli("list")
+    assert code == 0, err
+    assert out.splitlines()[1].split()[1] == "RUNNING"
+    assert sorted(fake_kubectl.argvs()) == sorted([jobs, pods])
+    assert jobs[-1] == "/apis/batch/v1/jobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dkubectl-tao"
+
+
+def test_without_cluster_wide_list_the_raw_reads_go_per_namespace(cli: Any, fake_kubectl: Any) -> None:
+    from conftest import fixture_json
+
+    from kubectl_tao.listing import raw_reads
+
+    job = _running_record(RecordStore())
+    forbidden = 'Error from server (Forbidden): jobs.batch is forbidden: User "u" cannot list resource "jobs"'
+    jobs, pods = (argv for argv, _ in raw_reads("/namespaces/tao-jobs").values())
+    fake_kubectl.on(*jobs, data=_raw([job]))
+    fake_kubectl.on(*pods, data=_raw(fixture_json("running.pods.json")["items"]))
+    for argv, _ in raw_reads().values():
+        fake_kubectl.on(*argv, stderr=forbidden, rc=1)
+    code, out, err = cli("list")
+    assert code == 0, err
+    assert out.splitlines()[1].split()[1] == "RUNNING"
+    assert sorted([jobs, pods]) == sorted(a for a in fake_kubectl.argvs() if "/namespaces/" in a[-1])

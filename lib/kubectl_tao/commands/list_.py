@@ -18,7 +18,7 @@ Examples:
 
 \b
 Records live in $TAO_STATE_DIR/jobs (else ~/.tao/jobs). The newest 100 are shown unless --all or --limit N.
-Live state comes from one kubectl call whatever the number of records; records of other clusters show their
+Live state comes from two kubectl calls at once whatever the number of records; records of other clusters show their
 last recorded state."""
 
 
