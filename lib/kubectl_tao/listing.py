@@ -21,9 +21,7 @@ from .kubectl import Completed, Kubectl
 from .tracking import JOB_LABEL, Observation, Tracked, _from_record, observe
 
 SELECTOR = "app.kubernetes.io/managed-by=kubectl-tao"
-
-
-SELECTOR_QUERY = "app.kubernetes.io%2Fmanaged-by%3Dkubectl-tao"
+SELECTOR_QUERY = "app.kubernetes.io%2Fmanaged-by%3Dkubectl-tao"  # SELECTOR, URL-encoded for `get --raw`
 
 
 def raw_reads(scope: str = "") -> dict[str, tuple[list[str], dict[str, Any]]]:
