@@ -118,7 +118,8 @@ def load(
     terminal: Callable[[dict], bool],
 ) -> Iterator[tuple[dict, dict, bool]]:
     """(record, extra, cached) for each readable id: terminal records from the index when their files are
-    unchanged, everything else through `read` (None: unreadable, skipped). Keeps the index up to date."""
+    unchanged, everything else through `read` (None: unreadable, skipped and not indexed). Keeps the index up
+    to date."""
     jobs, extras = str(jobs_dir), str(extras_dir)  # plain strings: 20,000 Path objects cost more than the stats
     for record_id in ids:
         stamps = (stamp(f"{jobs}/{record_id}.json"), stamp(f"{extras}/{record_id}.json"))
@@ -129,13 +130,11 @@ def load(
             yield hit[0], hit[1], True
             continue
         found = read(record_id)
-        if found is None:
-            continue
-        record, extra = found
-        if terminal(record):
-            index.remember(record_id, stamps, record, extra)
-        elif record_id in index.entries:
+        if found is not None and terminal(found[0]):
+            index.remember(record_id, stamps, *found)
+        elif record_id in index.entries:  # running again, or unreadable now: its entry describes an old file
             del index.entries[record_id]
             index.changed = True
-        yield record, extra, False
+        if found is not None:
+            yield found[0], found[1], False
     index.forget_except(set(ids))

@@ -86,6 +86,24 @@ def test_a_deleted_record_leaves_the_list_and_the_index(cli: Any) -> None:
     assert list(json.loads((store.extras_dir / INDEX_NAME).read_text())["records"]) == [ids[1]]
 
 
+def test_a_record_damaged_after_it_was_indexed_is_warned_about_and_skipped(cli: Any) -> None:
+    """The index never vouches for a file written since: a finished record that another writer broke is read
+    again, fails its schema, is named in one warning, and leaves the list and the index."""
+    store = RecordStore()
+    good, bad = finished(store, 2)
+    cli("list", "--no-live")
+    path = store.path(bad)
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record["terminal_state"] = "DONE"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    for _ in range(2):  # and again next time: a bad record is never cached
+        code, out, err = cli("list", "--no-live", "-o", "name")
+        assert code == 0 and names(out) == [f"job/{good}"]
+        assert err.startswith(f"warning: job record {path} does not match job-record.schema.json at $.")
+        assert err.count("\n") == 1 and "skipped" in err
+        assert list(json.loads((store.extras_dir / INDEX_NAME).read_text())["records"]) == [good]
+
+
 def test_json_still_shows_the_captured_history(cli: Any) -> None:
     store = RecordStore()
     [rid] = finished(store, 1)
