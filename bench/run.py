@@ -7,9 +7,10 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
   same manifest (`kubectl get nodes`, `kubectl apply --dry-run=server -f M`, `kubectl apply -f M`) back to back;
 - status: kubectl calls per `status` and its wall time vs one bare `kubectl get job NAME`;
 - list: wall time with 1, 50 and 200 records (jobs really submitted) and the kubectl calls of each;
-- capacity gate: gates.node_gpus + gates.fit over a synthetic 1,000-node / 5,000-pod cluster in-process,
-  `kubectl tao fit` over the same JSON served by a stub kubectl, and (unless --no-big-cluster) `kubectl tao fit`
-  against a separate local API server holding those 1,000 nodes and 5,000 pods, next to the bare kubectl reads;
+- capacity gate, for each --capacity-sizes (default 1,000 nodes / 5,000 pods and 5,000 / 50,000): the parse
+  and gates.node_gpus + gates.fit in-process, `kubectl tao fit` over the same JSON served by a stub kubectl,
+  and (unless --no-big-cluster) `kubectl tao fit` with its peak RSS against a separate local API server holding
+  those nodes and pods, next to the bare kubectl reads;
 - CLI start-up: `--help` and `version` through ./kubectl-tao and the virtualenv's console script, plus a
   -X importtime check that jsonschema, ruamel.yaml and sh stay out of start-up;
 - per verb: kubectl calls (from the KUBECTL_TAO_TRACE file), wall time, peak memory of the Python process
@@ -60,6 +61,7 @@ PEERS = (  # (name, PyPI package, command)
     ("torchx", "torchx", "torchx"),
 )
 PEER_INSTALL_TIMEOUT_S = 300
+PHASES = ("startup", "peers", "capacity", "submit", "status", "verbs", "list")
 MARK_BEGIN = "<!-- bench:begin (bench/run.py --markdown writes between these lines) -->"
 MARK_END = "<!-- bench:end -->"
 
@@ -284,12 +286,18 @@ def bench_startup(b: Bench, rows: list[bl.Row], info: dict[str, Any]) -> None:
     plugin_bin.mkdir(exist_ok=True)
     (plugin_bin / "kubectl-tao").symlink_to(PLUGIN)
     dispatch_env = {**env, "PATH": f"{plugin_bin}{os.pathsep}{env['PATH']}"}
+    pip_bin = b.work / "plugin-bin-pip"  # the console script pip wrote into the virtualenv
+    pip_bin.mkdir(exist_ok=True)
+    (pip_bin / "kubectl-tao").symlink_to(CONSOLE_SCRIPT)
+    pip_dispatch_env = {**env, "PATH": f"{pip_bin}{os.pathsep}{env['PATH']}"}
     cases: list[tuple[str, list[str], dict[str, str], float | None]] = [
         ("./kubectl-tao --help", [str(PLUGIN), "--help"], env, 0.150),
         ("./kubectl-tao version", [str(PLUGIN), "version"], env, 0.150),
         (".venv/bin/kubectl-tao --help", [str(CONSOLE_SCRIPT), "--help"], env, 0.150),
         (".venv/bin/kubectl-tao version", [str(CONSOLE_SCRIPT), "version"], env, 0.150),
-        ("kubectl tao version (plugin dispatch)", [b.kubectl, "tao", "version"], dispatch_env, None),
+        ("kubectl tao version (plugin dispatch, ./kubectl-tao)", [b.kubectl, "tao", "version"], dispatch_env, None),
+        ("kubectl tao version (plugin dispatch, pip console script)", [b.kubectl, "tao", "version"],
+         pip_dispatch_env, None),
         ("python -c pass (venv, bare interpreter)", [str(VENV_PYTHON), "-c", "pass"], env, None),
         ("python -S -c pass (no site)", [str(VENV_PYTHON), "-S", "-c", "pass"], env, None),
         ("kubectl version --client", [b.kubectl, "version", "--client"], env, None),
@@ -490,41 +498,64 @@ def synthetic_cluster(nodes: int, pods: int, seed: int = 0) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
+def raw_lists(data: dict[str, Any]) -> tuple[str, str]:
+    """The two answers of the gate's `get --raw` reads over a synthetic cluster, as the API server sends them:
+    compact JSON, items without `kind`, finished pods left out by the field selector."""
+    def listing(items: list[dict[str, Any]]) -> str:
+        return json.dumps({"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
+                           "items": [{k: v for k, v in i.items() if k != "kind"} for i in items]},
+                          separators=(",", ":"))
+
+    items = data["items"]
+    return (listing([i for i in items if i["kind"] == "Node"]),
+            listing([i for i in items if i["kind"] == "Pod"
+                     and i.get("status", {}).get("phase") not in ("Succeeded", "Failed")]))
+
+
+def capacity_target(nodes: int) -> float:
+    """The issue's targets: 1 s up to 1,000 nodes / 5,000 pods, 3 s up to 5,000 nodes / 50,000 pods."""
+    return 1.0 if nodes <= 1000 else 3.0
+
+
 def bench_capacity(b: Bench, rows: list[bl.Row], nodes: int = 1000, pods: int = 5000) -> None:
     log(f"capacity gate over {nodes} nodes / {pods} pods")
-    from kubectl_tao import fitting, gates
+    from kubectl_tao import capacity, gates
+    from kubectl_tao.kubectl import Completed
 
-    text = json.dumps(synthetic_cluster(nodes, pods), indent=4)  # as kubectl prints it
+    nodes_text, pods_text = raw_lists(synthetic_cluster(nodes, pods))
     requests = [(8, 1), (8, 4), (4, 16), (16, 1)]  # fits, fits or queues, ..., never (no 16-GPU node)
     gate_only: list[float] = []
     with_parse: list[float] = []
     for _ in range(b.repeat):
         started = time.perf_counter()
-        nodes_json, pods_json = fitting.split_capacity(text)
+        seen = capacity.read({"nodes": Completed(nodes_text, "", 0), "pods": Completed(pods_text, "", 0)})
         parsed = time.perf_counter()
-        table = gates.node_gpus(nodes_json, pods_json)
+        table = gates.node_gpus(seen.nodes, seen.pods)
         for gpus, count in requests:
             gates.fit(table, gpus, count, tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists",
                                                         "effect": "NoSchedule"}])
         done = time.perf_counter()
         gate_only.append(done - parsed)
         with_parse.append(done - started)
-    size = f"{len(text) / 2**20:.1f} MiB JSON"
+    target = capacity_target(nodes)
+    size = f"{(len(nodes_text) + len(pods_text)) / 2**20:.1f} MiB JSON"
     rows.append(bl.Row("capacity", f"node_gpus + fit x{len(requests)}, {nodes} nodes / {pods} pods (in-process)",
-                       bl.fmt_seconds(bl.median(gate_only)), target="< 1 s",
-                       result=bl.verdict(bl.median(gate_only), 1.0, strict=True)))
-    rows.append(bl.Row("capacity", f"  + json parse of the kubectl output ({size})",
-                       bl.fmt_seconds(bl.median(with_parse)), target="< 1 s",
-                       result=bl.verdict(bl.median(with_parse), 1.0, strict=True)))
+                       bl.fmt_seconds(bl.median(gate_only)), target=f"<= {target:.0f} s",
+                       result=bl.verdict(bl.median(gate_only), target)))
+    rows.append(bl.Row("capacity", f"  + json parse of the --raw answers ({size})",
+                       bl.fmt_seconds(bl.median(with_parse)), target=f"<= {target:.0f} s",
+                       result=bl.verdict(bl.median(with_parse), target)))
 
     # End to end: the real CLI, with a stub kubectl that serves the same JSON (no API server in the way).
-    data = b.work / "capacity.json"
-    data.write_text(text)
+    nodes_file, pods_file = b.work / f"nodes-{nodes}.json", b.work / f"pods-{pods}.json"
+    nodes_file.write_text(nodes_text)
+    pods_file.write_text(pods_text)
     stub = b.work / "stub-kubectl"
     stub.write_text(
         "#!/bin/sh\n"
         'case "$*" in\n'
-        f'  *nodes,pods*) exec cat "{data}" ;;\n'
+        f'  *--raw\\ /api/v1/nodes*) exec cat "{nodes_file}" ;;\n'
+        f'  *--raw\\ /api/v1/pods*) exec cat "{pods_file}" ;;\n'
         '  *) echo "error: the server doesn\'t have a resource type \\"localqueues\\"" >&2; exit 1 ;;\n'
         "esac\n"
     )
@@ -533,8 +564,8 @@ def bench_capacity(b: Bench, rows: list[bl.Row], nodes: int = 1000, pods: int = 
     argv = [str(PLUGIN), "fit", "--gpus", "8", "--nodes", "4"]
     timed(argv, env, ok=(0, 1, 4))
     samples = [timed(argv, env, ok=(0, 1, 4))[0] for _ in range(b.repeat)]
-    rows.append(bl.Row("capacity", "kubectl tao fit, same JSON from a stub kubectl (the plugin's own share)",
-                       bl.fmt_seconds(bl.median(samples))))
+    rows.append(bl.Row("capacity", f"kubectl tao fit, same JSON from a stub kubectl ({nodes} nodes, the plugin's "
+                       "own share)", bl.fmt_seconds(bl.median(samples))))
 
 
 def big_cluster_objects(nodes: int, pods: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
@@ -564,6 +595,8 @@ def bench_big_cluster(b: Bench, rows: list[bl.Row], nodes: int, pods: int) -> No
     local control plane started for this and stopped after it. The nodes are plain Node objects (not run by
     kwok: a thousand simulated kubelets are too slow to start on a small machine), so they turn NotReady after
     a minute; the gate reads them all the same."""
+    from kubectl_tao import capacity
+
     log(f"capacity gate end to end: a separate API server with {nodes} nodes and {pods} pods")
     cluster_dir = b.work / "big-cluster"
     env = {**b.env, "KUBECTL_TAO_CLUSTER_DIR": str(cluster_dir), "KUBECTL_TAO_GPU_NODES": "0",
@@ -600,16 +633,24 @@ def bench_big_cluster(b: Bench, rows: list[bl.Row], nodes: int, pods: int) -> No
             trace = b.trace_file()
             walls.append(timed(argv, {**tao_env, "KUBECTL_TAO_TRACE": str(trace)}, ok=(0, 1, 4), timeout=120)[0])
             busy.append(bl.kubectl_busy_seconds(read_lines(trace)))
+        rss_out = b.work / f"rss-big-{nodes}.txt"
+        timed([str(VENV_PYTHON), "-c", RSS_WRAPPER, *argv], {**tao_env, "BENCH_RSS_OUT": str(rss_out)}, ok=(0, 1, 4),
+              timeout=120)
+        peak_kib = int(rss_out.read_text().strip() or 0)
         as_json, as_raw = bare_reads(b, [["get", "nodes,pods", "--all-namespaces", "-o", "json"]],
-                                     [["get", "--raw", "/api/v1/nodes"], ["get", "--raw", PODS_HOLDING]], env=env)
+                                     [capacity.NODES_READ, capacity.PODS_READ], env=env)
         value = bl.median(walls)
+        target = capacity_target(nodes)
         rows.append(bl.Row("capacity", label, bl.fmt_seconds(value),
-                           reference=f"of which kubectl {bl.fmt_seconds(bl.median(busy))}", target="< 1 s",
-                           result=bl.verdict(value, 1.0, strict=True)))
-        rows.append(bl.Row("capacity", "  bare kubectl get nodes,pods -A -o json (what the gate runs)",
-                           bl.fmt_seconds(as_json)))
-        rows.append(bl.Row("capacity", "  bare kubectl get --raw nodes + non-finished pods, at once",
-                           bl.fmt_seconds(as_raw), reference=bl.fmt_seconds(as_json), ratio=f"{as_raw / as_json:.2f}x"))
+                           reference=f"of which kubectl {bl.fmt_seconds(bl.median(busy))}; peak RSS Python "
+                                     f"{bl.fmt_kib(peak_kib)}", target=f"<= {target:.0f} s",
+                           result=bl.verdict(value, target)))
+        rows.append(bl.Row("capacity", "  bare kubectl get --raw nodes + non-finished pods, at once (what the gate "
+                           "reads)", bl.fmt_seconds(as_raw), reference=bl.fmt_seconds(value),
+                           ratio=f"fit = {value / as_raw:.2f}x"))
+        rows.append(bl.Row("capacity", "  bare kubectl get nodes,pods -A -o json (what the gate read before)",
+                           bl.fmt_seconds(as_json), reference=bl.fmt_seconds(value),
+                           ratio=f"fit = {value / as_json:.2f}x"))
     finally:
         subprocess.run([script, "down"], env=env, capture_output=True, text=True, timeout=300, check=False)
 
@@ -697,7 +738,8 @@ def bench_status(b: Bench, rows: list[bl.Row], ns: str, state: Path) -> str:
                        target="1", result=bl.MET if set(calls) == {1} else bl.MISSED))
     rows.append(bl.Row("status", "kubectl tao status JOB", bl.fmt_seconds(value),
                        reference=f"{bl.fmt_seconds(reference)} kubectl get job",
-                       ratio=f"{bl.ratio(value, reference):.2f}x", target="reference"))
+                       ratio=f"{bl.ratio(value, reference):.2f}x", target="<= 2x",
+                       result=bl.verdict(bl.ratio(value, reference), 2.0)))
     return record_id
 
 
@@ -819,7 +861,6 @@ def submit_many(b: Bench, ns: str, state: Path, count: int, parallel: int) -> fl
 
 LIST_SELECTOR = "app.kubernetes.io/managed-by=kubectl-tao"
 LIST_SELECTOR_Q = "app.kubernetes.io%2Fmanaged-by%3Dkubectl-tao"
-PODS_HOLDING = "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"
 
 
 def bare_reads(b: Bench, one: list[list[str]], other: list[list[str]], env: dict[str, str] | None = None,
@@ -863,7 +904,7 @@ def bench_list(b: Bench, rows: list[bl.Row], sizes: Sequence[int], parallel: int
             have = size
         wait_until(lambda: b.k("get", "pods", "-n", ns, "--no-headers", "--field-selector=status.phase!=Running",
                                "-o", "name") == "", 300, f"{have} pods Running", interval=2)
-        argv = [str(PLUGIN), "list"]
+        argv = [str(PLUGIN), "list", "--all"]
         timed(argv, b.tao_env(ns, state))  # warm-up: writes RUNNING into records seen running the first time
         samples = []
         counts[size] = []
@@ -894,6 +935,43 @@ def bench_list(b: Bench, rows: list[bl.Row], sizes: Sequence[int], parallel: int
 
 
 # ----------------------------------------------------------------------------------------------- report
+
+
+def finished_history(state: Path, count: int) -> None:
+    """A store of `count` finished records: one written by RecordStore, the rest copies under other ids and
+    submission times (writing each through the store would take minutes and measure nothing of list)."""
+    from kubectl_tao.records import RecordStore
+
+    store = RecordStore(str(state))
+    record = store.open(platform="kubernetes", image="nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt",
+                        network_arch="dino", action="train", storage_tier="A", results_dir="/results/dino")
+    store.mark(record.id, "RUNNING", message="applied", backend_ref=f"tao-bench/{record.id}")
+    store.mark(record.id, "COMPLETE", message="Completed")
+    store.update_extra(record.id, namespace="tao-bench", job_name=record.id, gpus=8, nodes=1,
+                       history={"captured_at": "2026-01-01T00:00:00Z",
+                                "ranks": [{"rank": 0, "pod": "p-0", "log_tail": "step done\n" * 200}]})
+    body = json.loads(store.path(record.id).read_text())
+    extra = json.loads(store.extra_path(record.id).read_text())
+    for i in range(count - 1):
+        rid = f"dino-train-{i:06x}"
+        stamp = f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00.000Z"
+        store.path(rid).write_text(json.dumps({**body, "id": rid, "submitted_at": stamp}, indent=2))
+        store.extra_path(rid).write_text(json.dumps({**extra, "id": rid, "job_name": rid}, indent=2))
+
+
+def bench_list_history(b: Bench, rows: list[bl.Row], count: int = 10_000) -> None:
+    """`kubectl tao list` over a store of `count` finished records (no kubectl call is needed for them)."""
+    log(f"list over {count} finished records")
+    state = b.work / "state-history"
+    finished_history(state, count)
+    env = b.tao_env("default", state)
+    argv = [str(PLUGIN), "list"]
+    cold, _ = timed(argv, env)  # builds the list index
+    samples = [timed(argv, env)[0] for _ in range(b.repeat)]
+    value = bl.median(samples)
+    rows.append(bl.Row("list", f"kubectl tao list, {count} finished records (newest 100 shown)", bl.fmt_seconds(value),
+                       reference=f"first run, building the index: {bl.fmt_seconds(cold)}", target="<= 1 s",
+                       result=bl.verdict(value, 1.0)))
 
 
 def machine(b: Bench) -> list[tuple[str, str]]:
@@ -967,13 +1045,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--list-sizes", default="1,50,200", help="record counts for list (default 1,50,200)")
     parser.add_argument("--parallel", type=int, default=4, help="concurrent submits when filling list (default 4)")
     parser.add_argument("--no-big-cluster", action="store_true",
-                        help="skip `kubectl tao fit` against a separate API server holding --nodes/--pods objects")
-    parser.add_argument("--nodes", type=int, default=1000, help="synthetic nodes for the capacity gate")
-    parser.add_argument("--pods", type=int, default=5000, help="synthetic pods for the capacity gate")
+                        help="skip `kubectl tao fit` against a separate API server holding the synthetic cluster")
+    parser.add_argument("--capacity-sizes", default="1000x5000,5000x50000",
+                        help="NODESxPODS of the synthetic clusters (default 1000x5000,5000x50000)")
+    parser.add_argument("--only", default=",".join(PHASES),
+                        help=f"phases to run, comma-separated (default all: {','.join(PHASES)})")
     args = parser.parse_args(argv)
     sizes = sorted({int(s) for s in args.list_sizes.split(",") if s.strip()})
     if args.repeat < 1 or not sizes or min(sizes) < 1 or not 1 <= args.parallel <= 16:
         parser.error("--repeat >= 1, --list-sizes positive integers, 1 <= --parallel <= 16")
+    try:
+        capacity_sizes = [tuple(int(n) for n in size.split("x", 1)) for size in args.capacity_sizes.split(",")]
+    except ValueError:
+        parser.error("--capacity-sizes: NODESxPODS[,NODESxPODS...], e.g. 1000x5000")
+    if any(len(size) != 2 or min(size) < 1 for size in capacity_sizes):
+        parser.error("--capacity-sizes: NODESxPODS[,NODESxPODS...] with positive counts, e.g. 1000x5000")
+    only = {p.strip() for p in args.only.split(",") if p.strip()}
+    if not only or only - set(PHASES):
+        parser.error(f"--only: comma-separated phases out of {','.join(PHASES)}")
 
     started = time.monotonic()
     b = Bench(repeat=args.repeat, work=Path(tempfile.mkdtemp(prefix="kubectl-tao-bench-")))
@@ -990,27 +1079,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed = ""
     try:
         facts = machine(b)
-        with phase("start-up", durations):
-            bench_startup(b, rows, info)
-        if not args.no_peers:
+        if "startup" in only:
+            with phase("start-up", durations):
+                bench_startup(b, rows, info)
+        if "peers" in only and not args.no_peers:
             with phase("peers", durations):
                 bench_peers(b, rows)
-        with phase("capacity", durations):
-            bench_capacity(b, rows, args.nodes, args.pods)
-        if not args.no_big_cluster:
-            with phase("capacity, real API server", durations):
-                bench_big_cluster(b, rows, args.nodes, args.pods)
-        ns, state = b.namespace("main")
-        with phase("submit", durations):
-            bench_submit(b, rows, ns, state, 8, info)
-            bench_submit(b, rows, ns, state, 0, info)
-        with phase("status", durations):
-            status_id = bench_status(b, rows, ns, state)
-        with phase("verbs", durations):
-            verbs = bench_verbs(b, ns, state, status_id)
-        b.drop_namespace(ns, wait=True)  # list counts every kubectl-tao object in the cluster: start clean
-        with phase("list", durations):
-            bench_list(b, rows, sizes, args.parallel, info)
+        for nodes, pods in capacity_sizes if "capacity" in only else []:
+            with phase(f"capacity {nodes}x{pods}", durations):
+                bench_capacity(b, rows, nodes, pods)
+            if not args.no_big_cluster:
+                with phase(f"capacity {nodes}x{pods}, real API server", durations):
+                    bench_big_cluster(b, rows, nodes, pods)
+        if only & {"submit", "status", "verbs"}:
+            ns, state = b.namespace("main")
+            if "submit" in only:
+                with phase("submit", durations):
+                    bench_submit(b, rows, ns, state, 8, info)
+                    bench_submit(b, rows, ns, state, 0, info)
+            if only & {"status", "verbs"}:
+                with phase("status", durations):
+                    status_id = bench_status(b, rows, ns, state)
+                if "verbs" in only:
+                    with phase("verbs", durations):
+                        verbs = bench_verbs(b, ns, state, status_id)
+            b.drop_namespace(ns, wait=True)  # list counts every kubectl-tao object in the cluster: start clean
+        if "list" in only:
+            with phase("list", durations):
+                bench_list_history(b, rows)
+                bench_list(b, rows, sizes, args.parallel, info)
     except (BenchError, subprocess.TimeoutExpired) as exc:
         failed = str(exc)
         log(f"FAILED: {failed}")

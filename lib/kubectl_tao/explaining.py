@@ -135,7 +135,7 @@ def explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fal
 
 
 def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = False) -> Explanation:
-    from . import gpuinventory
+    from . import capacity, gpuinventory
     from .diagnose import explain
 
     if not tracked.on_kubernetes:
@@ -180,20 +180,16 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
     node_list = None
     hint = None
     if _needs_nodes(status, events):
-        reads = kc.run_many(
-            {
-                "capacity": (["get", "nodes,pods", "--all-namespaces", "-o", "json"], {"namespaced": False}),
-                "dra": (gpuinventory.DRA_READ, {"namespaced": False}),
-            }
-        )
-        capacity = reads["capacity"]
-        if isinstance(capacity, TaoError):
-            notes.append(f"nodes not read ({capacity.message}); cannot tell a missing GPU Operator from busy GPUs")
+        reads = kc.run_many({**capacity.calls(), "dra": (gpuinventory.DRA_READ, {"namespaced": False})})
+        try:
+            seen = capacity.read(reads)
+        except TaoError as exc:
+            notes.append(f"nodes not read ({exc.message}); cannot tell a missing GPU Operator from busy GPUs")
         else:
             dra, dra_note = gpuinventory.read_dra(reads["dra"])
             if dra_note:
                 notes.append(dra_note)
-            node_list = gpuinventory.fit_nodes(_loads(capacity), dra)
+            node_list = gpuinventory.fit_nodes(seen.nodes, seen.pods, dra)
             hint = gpuinventory.no_gpu_hint(dra)
     found = explain(
         status, events, pods, nodes=node_list, job=tracked.id, namespace=ns, job_name=name, no_gpu_hint=hint

@@ -1,6 +1,6 @@
 """`kubectl tao fit`: gather what gates.fit needs in as few kubectl calls as possible, then ask it.
 
-Round trip 1 (three processes at once): `get nodes,pods --all-namespaces -o json`, the DRA devices and
+Round trip 1 (four processes at once): the nodes and running pods (capacity.calls), the DRA devices and
 claims (gpuinventory.DRA_READ) and `get localqueues.kueue.x-k8s.io -n NS -o json`. Round trip 2, only when
 a LocalQueue is used: `get clusterqueues.kueue.x-k8s.io CQ -o json`. A cluster without Kueue answers the
 LocalQueue call with "the server doesn't have a resource type"; that is not an error, it means no quota to
@@ -70,18 +70,6 @@ def pick_local_queue(queues_json: Any, wanted: str | None, namespace: str) -> tu
     )
 
 
-def split_capacity(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`get nodes,pods -o json` -> ({"items": nodes}, {"items": pods})."""
-    try:
-        items = (json.loads(text) if text.strip() else {}).get("items") or []
-    except (json.JSONDecodeError, AttributeError):
-        raise TaoError("kubectl get nodes,pods returned output that is not a JSON list") from None
-    return (
-        {"items": [i for i in items if i.get("kind") == "Node"]},
-        {"items": [i for i in items if i.get("kind") == "Pod"]},
-    )
-
-
 def _json(result: Completed, what: str) -> Any:
     try:
         return json.loads(result.stdout) if result.stdout.strip() else None
@@ -100,19 +88,15 @@ def check(
     gpu_product: str | None = None,
     queue: str | None = None,
 ) -> FitReport:
-    from . import gates, gpuinventory
+    from . import capacity, gates, gpuinventory
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {
-        "capacity": (["get", "nodes,pods", "--all-namespaces", "-o", "json"], {"namespaced": False}),
+        **capacity.calls(),
         "dra": (gpuinventory.DRA_READ, {"namespaced": False}),
         "queues": (["get", LOCALQUEUES, "-n", namespace, "-o", "json"], {"namespaced": False}),
     }
     results = kc.run_many(calls)
-    capacity = results["capacity"]
-    if isinstance(capacity, TaoError):
-        raise capacity
-    assert isinstance(capacity, Completed)
-    nodes_json, pods_json = split_capacity(capacity.stdout)
+    seen = capacity.read(results)
     dra, dra_note = gpuinventory.read_dra(results["dra"])
     notes: list[str] = []
     quota = None
@@ -143,7 +127,7 @@ def check(
                 else:
                     quota = gates.queue_quota(chosen, cq)
     verdict = gates.fit(
-        gpuinventory.gate_nodes(gates.node_gpus(nodes_json, pods_json), dra),
+        gpuinventory.fit_nodes(seen.nodes, seen.pods, dra),
         gpus,
         nodes,
         node_selector=node_selector or None,

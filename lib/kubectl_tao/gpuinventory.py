@@ -12,7 +12,7 @@ only on nodes whose allocatable does not list nvidia.com/gpu: the scheduler give
 (annotated `resource.kubernetes.io/extended-resource-claim`). So the fit gate counts a DRA-only node's devices
 when such a class exists, and never counts a pod's request and its claim twice.
 
-The callers read two things at once: `get nodes,pods -A -o json` (as before) and DRA_READ.
+The callers read three things at once: the nodes and the running pods (capacity.calls) and DRA_READ.
 """
 
 from __future__ import annotations
@@ -310,18 +310,8 @@ def no_gpu_hint(dra: DraGpus | None) -> str | None:
     )
 
 
-def split_capacity(data: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`get nodes,pods -o json` (parsed) -> ({"items": nodes}, {"items": pods})."""
-    items = _items(data)
-    return (
-        {"items": [i for i in items if i.get("kind") == "Node"]},
-        {"items": [i for i in items if i.get("kind") == "Pod"]},
-    )
-
-
-def fit_nodes(capacity: Any, dra: DraGpus | None) -> list[NodeGpus]:
-    """gates.node_gpus over `get nodes,pods` plus what DRA adds: the one call the gate, explain and preflight make."""
-    nodes_json, pods_json = split_capacity(capacity)
+def fit_nodes(nodes_json: Any, pods_json: Any, dra: DraGpus | None) -> list[NodeGpus]:
+    """gates.node_gpus over the nodes and pods plus what DRA adds: what the gate, explain and preflight count."""
     return gate_nodes(node_gpus(nodes_json, pods_json), dra)
 
 
@@ -380,15 +370,14 @@ def _taint_text(taint: Mapping[str, Any]) -> str:
     return f"{taint.get('key', '')}{'=' + str(value) if value else ''}:{taint.get('effect', '')}"
 
 
-def inventory(capacity: Any, dra: DraGpus | None, notes: Sequence[str] = ()) -> Inventory:
+def inventory(nodes_json: Any, pods_json: Any, dra: DraGpus | None, notes: Sequence[str] = ()) -> Inventory:
     """Per GPU node: product, total, allocated, free (device plugin and DRA added up), taints, cordoned;
     per namespace the GPUs its running pods and allocated claims hold. One pass over pods and nodes."""
-    nodes_json, pods_json = split_capacity(capacity)
     plugin = node_gpus(nodes_json, pods_json)
     dra_nodes = dra.nodes if dra else {}
     plugin_served = {n.name for n in plugin if n.allocatable > 0 or n.name not in dra_nodes}
     namespaces: dict[str, int] = dict(dra.by_namespace) if dra else {}
-    for pod in pods_json["items"]:
+    for pod in _items(pods_json):
         spec = pod.get("spec") or {}
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue

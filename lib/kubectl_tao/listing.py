@@ -1,7 +1,9 @@
-"""`list`: every record, newest first, with live state from one kubectl call whatever the record count.
+"""`list`: the newest records, with live state from two kubectl calls at once whatever the record count.
 
-All kubectl-tao Jobs and pods carry `app.kubernetes.io/managed-by=kubectl-tao`, so one cluster-wide
-`get jobs,pods -l ...` serves every record. Without cluster-wide list permission it falls back to one call per
+All kubectl-tao Jobs and pods carry `app.kubernetes.io/managed-by=kubectl-tao`, so one cluster-wide read of
+the labelled Jobs and one of the labelled pods serve every record. They go through `kubectl get --raw`: kubectl
+hands the API server's JSON through instead of decoding and re-encoding every object (at 200 running jobs that
+was most of list's time). Without cluster-wide list permission it falls back to the same two reads per
 namespace that holds records (still independent of the number of records). A running Kubernetes record whose
 Job another tool launched is looked up by its own name (two calls each); records of other platforms are shown
 as recorded and never written.
@@ -9,27 +11,50 @@ as recorded and never written.
 
 from __future__ import annotations
 
+import json
+import os
 from datetime import UTC, datetime
 from typing import Any
 
 from .errors import KubectlError, TaoError
-from .kubectl import Kubectl
+from .kubectl import Completed, Kubectl
 from .tracking import JOB_LABEL, Observation, Tracked, _from_record, observe
 
 SELECTOR = "app.kubernetes.io/managed-by=kubectl-tao"
+SELECTOR_QUERY = "app.kubernetes.io%2Fmanaged-by%3Dkubectl-tao"  # SELECTOR, URL-encoded for `get --raw`
+
+
+def raw_reads(scope: str = "") -> dict[str, tuple[list[str], dict[str, Any]]]:
+    """The labelled Jobs and pods, cluster-wide or under `scope` ("/namespaces/NS"), keyed by their kind."""
+    return {
+        "Job": (["get", "--raw", f"/apis/batch/v1{scope}/jobs?labelSelector={SELECTOR_QUERY}"], {"namespaced": False}),
+        "Pod": (["get", "--raw", f"/api/v1{scope}/pods?labelSelector={SELECTOR_QUERY}"], {"namespaced": False}),
+    }
+
+
+def _tagged(results: dict[str, Completed | TaoError]) -> list[dict]:
+    items: list[dict] = []
+    for kind, result in results.items():
+        if isinstance(result, TaoError):
+            raise result
+        try:
+            data = json.loads(result.stdout) if result.stdout.strip() else {}
+        except json.JSONDecodeError:
+            raise TaoError(f"kubectl get --raw of the {kind.lower()}s returned output that is not JSON") from None
+        # Items of a raw list carry no kind: the call says which.
+        items += [{**item, "kind": kind} for item in (data or {}).get("items") or [] if isinstance(item, dict)]
+    return items
 
 
 def live_objects(kc: Kubectl, namespaces: set[str]) -> dict[tuple[str, str], tuple[dict | None, list[dict]]]:
-    try:
-        data = kc.json(["get", "jobs,pods", "--all-namespaces", "-l", SELECTOR], namespaced=False)
-        items = (data or {}).get("items", [])
-    except KubectlError as exc:
-        if exc.reason != "Forbidden":
-            raise
+    results = kc.run_many(raw_reads())
+    refused = [r for r in results.values() if isinstance(r, KubectlError) and r.reason == "Forbidden"]
+    if refused:
         items = []
         for ns in sorted(namespaces):
-            part = kc.json(["get", "jobs,pods", "-n", ns, "-l", SELECTOR], namespaced=False)
-            items += (part or {}).get("items", [])
+            items += _tagged(kc.run_many(raw_reads(f"/namespaces/{ns}")))
+    else:
+        items = _tagged(results)
     index: dict[tuple[str, str], tuple[dict | None, list[dict]]] = {}
     for item in items:
         meta = item.get("metadata", {})
@@ -46,17 +71,79 @@ def live_objects(kc: Kubectl, namespaces: set[str]) -> dict[tuple[str, str], tup
     return index
 
 
-def observe_all(
-    kc: Kubectl, store: Any, server: str, *, live: bool = True, errors: list[str] | None = None
-) -> list[Observation]:
-    """Every record, observed; a record that cannot be read is skipped and described in ``errors``."""
+def _read(store: Any, record_id: str, problems: list[str]) -> tuple[dict, dict] | None:
+    """One record and its additions from their files; None when the record cannot be read: not JSON, not
+    valid against its schema (`store.show` validates with records.record_problem), naming another id, or with
+    unreadable kubectl-tao data. Each such record is described in `problems` and skipped."""
+    try:
+        record = store.show(record_id)
+    except TaoError as exc:
+        problems.append(f"{exc.message}; job {record_id} skipped")
+        return None
+    if record.get("id") != record_id:
+        problems.append(f"job record {store.path(record_id)} names id {record.get('id')!r}, not {record_id!r}; skipped")
+        return None
+    try:
+        extra = store.get_extra(record_id) or {}
+    except TaoError as exc:  # its kubectl-tao data is unreadable: skip it, not everyone's list
+        problems.append(f"{exc.message}; job {record_id} skipped")
+        return None
+    return record, extra
+
+
+def newest_records(
+    store: Any, limit: int | None, *, full: bool, errors: list[str] | None = None
+) -> tuple[list[Tracked], int]:
+    """The newest `limit` records (None: all) and how many there are. Finished records come from the list
+    index when their files are unchanged (recordindex); `full` reads the shown ones whole (-o json/yaml show
+    the captured history, which the index leaves out). A record that cannot be read is skipped and described
+    in `errors`; only records that were read and validated enter the index."""
+    from .recordindex import ListIndex, load
+    from .records import ID_RE, Record, _parse_ts
+
+    if not store.jobs_dir.is_dir():
+        return [], 0
+    ids = sorted(
+        p.name[:-5]
+        for p in os.scandir(store.jobs_dir)
+        if p.name.endswith(".json") and not p.name.startswith(".") and ID_RE.fullmatch(p.name[:-5])
+    )
     problems: list[str] = [] if errors is None else errors
+    index = ListIndex(store.extras_dir)
+    rows = list(
+        load(
+            ids,
+            store.jobs_dir,
+            store.extras_dir,
+            lambda rid: _read(store, rid, problems),
+            index,
+            lambda r: Record(r).terminal,
+        )
+    )
+    index.save()
+    rows.sort(key=lambda row: (_parse_ts(row[0].get("submitted_at")), str(row[0].get("id"))), reverse=True)
+    shown = rows if limit is None else rows[:limit]
     tracked = []
-    for record in store.list(problems):
-        try:
-            tracked.append(Tracked(record, store.get_extra(record["id"]) or {}))
-        except TaoError as exc:  # its kubectl-tao data is unreadable: skip it, not everyone's list
-            problems.append(f"{exc.message}; job {record['id']} skipped")
+    for record, extra, cached in shown:
+        if cached and full:
+            record, extra = _read(store, str(record["id"]), problems) or (record, extra)
+        tracked.append(Tracked(Record(record), extra))
+    return tracked, len(rows)
+
+
+def observe_all(
+    kc: Kubectl,
+    store: Any,
+    server: str,
+    *,
+    live: bool = True,
+    limit: int | None = None,
+    full: bool = True,
+    errors: list[str] | None = None,
+) -> tuple[list[Observation], int]:
+    """Observations of the newest `limit` records (None: all), and the number of readable records in the store;
+    a record that cannot be read is skipped and described in ``errors``."""
+    tracked, total = newest_records(store, limit, full=full, errors=errors)
     here = [
         t
         for t in tracked
@@ -64,11 +151,12 @@ def observe_all(
     ]
     need_live = live and any(not t.terminal and t.job_name and t.launched_here for t in here)
     index = live_objects(kc, {t.namespace for t in here if t.namespace}) if need_live else {}
+    here_ids = {t.id for t in here}  # `t in here` compared whole records: quadratic in the record count
     out: list[Observation] = []
     for t in tracked:
         if not t.on_kubernetes:
             out.append(_from_record(t, [f"platform {t.platform or '?'}: left to that platform's tools"]))
-        elif t not in here:
+        elif t.id not in here_ids:
             out.append(_from_record(t, [f"submitted to another cluster ({t.extra.get('api_server')})"]))
         elif t.terminal or not t.job_name or not live:
             out.append(_from_record(t, []))
@@ -78,7 +166,7 @@ def observe_all(
         else:
             job, pods = index.get((t.namespace or "", t.job_name), (None, []))
             out.append(observe(kc, store, t, server=server, job=job, pods=pods, fetched=True))
-    return out
+    return out, total
 
 
 def age(timestamp: str | None, now: datetime | None = None) -> str:

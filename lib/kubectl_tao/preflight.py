@@ -76,11 +76,11 @@ def cluster_checks(
     need_secrets: bool,
     gpu_product: str | None = None,
 ) -> list[Check]:
-    from . import gates, gpuinventory
+    from . import capacity, gates, gpuinventory
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {
         "version": (["version", "-o", "json"], {"namespaced": False}),
-        "capacity": (["get", "nodes,pods", "--all-namespaces", "-o", "json"], {"namespaced": False}),
+        **capacity.calls(),
         "dra": (gpuinventory.DRA_READ, {"namespaced": False}),
         "jobs": (["auth", "can-i", "create", "jobs.batch", "-n", namespace], {"namespaced": False, "check": False}),
     }
@@ -102,17 +102,16 @@ def cluster_checks(
         checks.append(Check("cluster", OK, f"reachable, Kubernetes {server.text}"))
     except (TaoError, ValueError) as exc:
         return [Check("cluster", MISSING, f"cannot read the server version: {exc}", REACH_FIX)]
-    from .submit import capacity_view
-
     try:
-        items, usage_known, usage_note = capacity_view(kc, results["capacity"])
+        seen = capacity.view(results)
+        nodes_json, pods_json, usage_known, usage_note = seen.nodes, seen.pods, seen.usage_known, seen.warning
     except TaoError as exc:
-        items, usage_known, usage_note = None, True, f"cannot list nodes: {exc.message}"
-    if items is None:
+        nodes_json, pods_json, usage_known, usage_note = None, {}, True, f"cannot list nodes: {exc.message}"
+    if nodes_json is None:
         checks.append(Check("gpu-operator", WARN, usage_note or "cannot list nodes", "ask for `get nodes`"))
     else:
         dra, dra_note = gpuinventory.read_dra(results["dra"])
-        node_list = gpuinventory.fit_nodes({"items": items}, dra)
+        node_list = gpuinventory.fit_nodes(nodes_json, pods_json, dra)
         total = sum(n.allocatable for n in node_list)
         hint = gpuinventory.no_gpu_hint(dra)
         if total == 0 and hint:

@@ -180,11 +180,11 @@ def image_pull_warning(plan: Plan) -> str | None:
 def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tuple[dict[str, Any] | None, list[str]]:
     """Read-only checks before anything is created. Returns the fit verdict (as a dict) and warnings
     (including a cached NCCL probe of this cluster, `server`, that failed or hung, for nodes > 1)."""
-    from . import gates, gpuinventory, permissions
+    from . import capacity, gates, gpuinventory, permissions
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {}
     if plan.gpus > 0 or plan.nodes > 1:
-        calls["capacity"] = (["get", "nodes,pods", "--all-namespaces", "-o", "json"], {"namespaced": False})
+        calls.update(capacity.calls())
         calls["dra"] = (gpuinventory.DRA_READ, {"namespaced": False})
     if plan.min_version:
         calls["version"] = (["version", "-o", "json"], {"namespaced": False})
@@ -200,11 +200,9 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
     results = kc.run_many(calls)
     warnings = list(plan.warnings)
     permissions.require(needed, results["permissions"], namespace)
-    capacity_items, usage_known = None, True
-    if "capacity" in results:
-        capacity_items, usage_known, capacity_warning = capacity_view(kc, results.pop("capacity"))
-        if capacity_warning:
-            warnings.append(capacity_warning)
+    seen = capacity.view(results) if "nodes" in results else None
+    if seen is not None and seen.warning:
+        warnings.append(seen.warning)
     version_error = results.get("version")
     if isinstance(version_error, TaoError):
         raise version_error
@@ -222,13 +220,10 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
     if "refs" in results:
         check_refs(plan, namespace, results["refs"])
     verdict_dict: dict[str, Any] | None = None
-    if capacity_items is not None:
-        items = capacity_items
-        nodes = {"items": [i for i in items if i.get("kind") == "Node"]}
-        pods = {"items": [i for i in items if i.get("kind") == "Pod"]}
+    if seen is not None and seen.nodes is not None:
         dra, dra_note = gpuinventory.read_dra(results.get("dra"))
         verdict = gates.fit(
-            gpuinventory.gate_nodes(gates.node_gpus(nodes, pods), dra),
+            gpuinventory.fit_nodes(seen.nodes, seen.pods, dra),
             plan.gpus,
             plan.nodes,
             node_selector=plan.node_selector or None,
@@ -244,7 +239,7 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
         warnings += gates.capacity_gate(verdict)
         if plan.require_fit_now and verdict.verdict != "fits":
             raise GateError(f"{verdict.message} (--require-fit-now)")
-        if plan.require_fit_now and not usage_known:
+        if plan.require_fit_now and not seen.usage_known:
             raise GateError(
                 "--require-fit-now: cannot tell whether the GPUs are free now, as listing pods in all namespaces "
                 "is forbidden; ask for `list pods` cluster-wide, or drop --require-fit-now"
@@ -253,34 +248,6 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
     if warning:
         warnings.append(warning)
     return verdict_dict, warnings
-
-
-def capacity_view(kc: Kubectl, result: Completed | TaoError) -> tuple[list[dict[str, Any]] | None, bool, str | None]:
-    """What the fit gate can see: (nodes and pods, whether GPU usage is known, a warning). When listing pods
-    cluster-wide is forbidden it falls back to the nodes alone (per-node allocatable, usage unknown); when
-    nodes cannot be listed either, capacity is not checked. Either way the user hears it."""
-    if isinstance(result, Completed):
-        return json.loads(result.stdout).get("items", []), True, None
-    if not (isinstance(result, KubectlError) and result.reason == "Forbidden"):
-        raise result
-    nodes = kc.run(["get", "nodes", "-o", "json"], namespaced=False, check=False)
-    if nodes.returncode == 0:
-        listed = json.loads(nodes.stdout).get("items", [])
-        return (
-            [{**item, "kind": "Node"} for item in listed],
-            False,
-            f"cannot list pods in all namespaces ({result.message}); the fit gate checked each node's allocatable "
-            "nvidia.com/gpu only, not what is in use, so the job may still wait for GPUs",
-        )
-    denied = kc.error_for(nodes.stderr)
-    if not (isinstance(denied, KubectlError) and denied.reason == "Forbidden"):
-        raise denied
-    return (
-        None,
-        False,
-        f"cannot list nodes ({denied.message}); GPU capacity was not checked: the job may wait Pending if no "
-        "node can take it (`kubectl tao fit` needs `list nodes` and `list pods`)",
-    )
 
 
 # ---------------------------------------------------------------- apply
@@ -415,7 +382,8 @@ def execute(
             stdin=stream(payload),
             namespaced=False,
         )
-        store.update_extra(record_id, submit_phase="creating")
+        # Still submit_phase "dry-run" while creating: a cut-off create is settled as for "creating" (the phase
+        # older records may carry), so the record is not written again here.
         created_any = True
         result = kc.run(
             ["create", "-f", "-", "-n", namespace, "-o", CREATED_TEMPLATE], stdin=stream(payload), namespaced=False

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from kubectl_tao.capacity import NODES_READ, PODS_READ
+
 from .helpers import (
     EXIT_CODE,
     OOM,
@@ -339,7 +341,8 @@ def test_probe_passes_on_simulated_nodes_and_is_cached(tao: Tao) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("nccl probe: pass (2 nodes x 1 GPU, ")
     made = calls(tao)
-    assert VERSION_CALL in [c[-3:] for c in made] and ["get", "nodes,pods", "--all-namespaces", "-o", "json"] in made
+    assert VERSION_CALL in [c[-3:] for c in made]
+    assert NODES_READ in [c[-3:] for c in made] and PODS_READ in [c[-3:] for c in made]
     [record_id] = tao.records()
     record = tao.record(record_id)
     assert (record["network_arch"], record["action"], record["terminal_state"]) == ("nccl", "probe", "COMPLETE")

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from kubectl_tao.capacity import NODES_READ, PODS_READ
 from kubectl_tao.kubectl import Completed, Kubectl
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
@@ -84,6 +85,28 @@ class FakeKubectl:
         if data is not None:
             stdout = json.dumps(data)
         self.rules.append((prefix, Completed(stdout, stderr, rc)))
+
+    def capacity(self, data: Any) -> None:
+        """Answer the fit gate's two `get --raw` reads from a `get nodes,pods -o json`-style list, as the API
+        server would: the nodes and the pods apart, items without `kind`, finished pods left out by the field
+        selector."""
+
+        def raw(items: list[dict[str, Any]]) -> dict[str, Any]:
+            return {"kind": "List", "items": [{k: v for k, v in i.items() if k != "kind"} for i in items]}
+
+        items = data.get("items") or []
+        nodes = [i for i in items if i.get("kind") == "Node"]
+        pods = [i for i in items if i.get("kind") == "Pod"
+                and (i.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+        self.on(*NODES_READ, data=raw(nodes))
+        self.on(*PODS_READ, data=raw(pods))
+
+    def capacity_refused(self, *, nodes: str | None = None, pods: str | None = None) -> None:
+        """Make the nodes and/or the pods read fail with kubectl's stderr `nodes`/`pods` (exit 1)."""
+        if nodes is not None:
+            self.on(*NODES_READ, stderr=nodes, rc=1)
+        if pods is not None:
+            self.on(*PODS_READ, stderr=pods, rc=1)
 
     def run(self, kc: Kubectl, args: list[str], **kwargs: Any) -> Completed:
         stdin = kwargs.get("stdin")

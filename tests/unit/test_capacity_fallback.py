@@ -8,6 +8,8 @@ from typing import Any
 
 from conftest import FakeKubectl, fixture_json, review_answer
 
+from kubectl_tao.capacity import NODES_READ, PODS_READ
+
 PODS_FORBIDDEN = (
     'Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:t:u" cannot list resource '
     '"pods" in API group "" at the cluster scope'
@@ -28,19 +30,21 @@ def allowed(fake: FakeKubectl) -> None:
 
 def test_forbidden_pods_fall_back_to_per_node_allocatable(cli: Any, fake_kubectl: FakeKubectl) -> None:
     allowed(fake_kubectl)
-    fake_kubectl.on("get", "nodes,pods", stderr=PODS_FORBIDDEN, rc=1)
-    fake_kubectl.on("get", "nodes", data=fixture_json("nodes-2x8.json"))
+    fake_kubectl.capacity_refused(pods=PODS_FORBIDDEN)
+    fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
     code, _, err = cli(*SUBMIT, "--gpus", "8")
     assert code == 0, err
     assert "warning: cannot list pods in all namespaces" in err
     assert "checked each node's allocatable nvidia.com/gpu only, not what is in use" in err
-    assert ["get", "nodes", "-o", "json"] in [call.argv[-4:] for call in fake_kubectl.calls]
+    # the nodes were read alongside the pods: the fallback costs no further kubectl call
+    reads = [call.argv for call in fake_kubectl.calls if call.argv[:2] == ["get", "--raw"]]
+    assert sorted(reads) == sorted([NODES_READ, PODS_READ])
 
 
 def test_forbidden_pods_still_refuse_what_no_node_can_hold(cli: Any, fake_kubectl: FakeKubectl) -> None:
     allowed(fake_kubectl)
-    fake_kubectl.on("get", "nodes,pods", stderr=PODS_FORBIDDEN, rc=1)
-    fake_kubectl.on("get", "nodes", data=fixture_json("nodes-2x8.json"))
+    fake_kubectl.capacity_refused(pods=PODS_FORBIDDEN)
+    fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
     code, out, err = cli(*SUBMIT, "--gpus", "12")
     assert code == 4, err
     [line] = err.strip().splitlines()[-1:]
@@ -49,8 +53,8 @@ def test_forbidden_pods_still_refuse_what_no_node_can_hold(cli: Any, fake_kubect
 
 def test_require_fit_now_refuses_when_usage_is_unknown(cli: Any, fake_kubectl: FakeKubectl) -> None:
     allowed(fake_kubectl)
-    fake_kubectl.on("get", "nodes,pods", stderr=PODS_FORBIDDEN, rc=1)
-    fake_kubectl.on("get", "nodes", data=fixture_json("nodes-2x8.json"))
+    fake_kubectl.capacity_refused(pods=PODS_FORBIDDEN)
+    fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
     code, _, err = cli(*SUBMIT, "--gpus", "8", "--require-fit-now")
     assert code == 1
     assert err.strip().splitlines()[-1].startswith("error: --require-fit-now: cannot tell whether the GPUs are free")
@@ -58,8 +62,7 @@ def test_require_fit_now_refuses_when_usage_is_unknown(cli: Any, fake_kubectl: F
 
 def test_forbidden_nodes_warn_that_capacity_was_not_checked(cli: Any, fake_kubectl: FakeKubectl) -> None:
     allowed(fake_kubectl)
-    fake_kubectl.on("get", "nodes,pods", stderr=NODES_FORBIDDEN, rc=1)
-    fake_kubectl.on("get", "nodes", stderr=NODES_FORBIDDEN, rc=1)
+    fake_kubectl.capacity_refused(nodes=NODES_FORBIDDEN, pods=PODS_FORBIDDEN)
     code, _, err = cli(*SUBMIT, "--gpus", "8")
     assert code == 0, err
     [warning] = [line for line in err.splitlines() if "capacity" in line]
@@ -72,8 +75,8 @@ def test_preflight_keeps_a_capacity_line_without_cluster_wide_pods(fake_kubectl:
 
     fake_kubectl.on("version", data=fixture_json("version-gke-1.30.json"))
     fake_kubectl.on("auth", "can-i", stdout="yes\n")
-    fake_kubectl.on("get", "nodes,pods", stderr=PODS_FORBIDDEN, rc=1)
-    fake_kubectl.on("get", "nodes", data=fixture_json("nodes-2x8.json"))
+    fake_kubectl.capacity_refused(pods=PODS_FORBIDDEN)
+    fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
     checks = {check.name: check for check in cluster_checks(Kubectl(), "ns", gpus=8, nodes=1, pvc=None,
                                                               need_secrets=False)}
     assert checks["gpu-operator"].message.startswith("16 nvidia.com/gpu allocatable on 2 node(s)")
@@ -92,7 +95,7 @@ def test_forbidden_dra_read_is_named_when_the_job_does_not_fit_without_it(
     cli: Any, fake_kubectl: FakeKubectl
 ) -> None:
     allowed(fake_kubectl)
-    fake_kubectl.on("get", "nodes,pods", data=fixture_json("nodes-2x8.json"))
+    fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
     fake_kubectl.on("get", "resourceslices", stderr=DRA_FORBIDDEN, rc=1)
     code, _, err = cli(*SUBMIT, "--gpus", "12")
     assert code == 4
@@ -101,7 +104,7 @@ def test_forbidden_dra_read_is_named_when_the_job_does_not_fit_without_it(
 
 def test_forbidden_dra_read_stays_quiet_when_device_plugin_gpus_fit(cli: Any, fake_kubectl: FakeKubectl) -> None:
     allowed(fake_kubectl)
-    fake_kubectl.on("get", "nodes,pods", data=fixture_json("nodes-2x8.json"))
+    fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
     fake_kubectl.on("get", "resourceslices", stderr=DRA_FORBIDDEN, rc=1)
     code, _, err = cli(*SUBMIT, "--gpus", "8")
     assert code == 0, err

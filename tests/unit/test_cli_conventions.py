@@ -139,7 +139,7 @@ def test_no_headers_omits_the_header(cli: Any) -> None:
 
 
 def _cluster(fake: FakeKubectl) -> None:
-    fake.on("get", "nodes,pods", data={"kind": "List", "items": []})
+    fake.capacity({"kind": "List", "items": []})
     fake.on("get", "localqueues.kueue.x-k8s.io", stderr=NO_KUEUE, rc=1)
 
 
@@ -214,6 +214,9 @@ def test_exit_code_table() -> None:
     ],
 )
 def test_exit_codes_end_to_end(cli: Any, fake_kubectl: FakeKubectl, answer: dict, argv: list[str], code: int) -> None:
-    fake_kubectl.on("get", "nodes,pods", **answer)
+    if "stdout" in answer:
+        fake_kubectl.capacity(json.loads(answer["stdout"]))
+    else:
+        fake_kubectl.capacity_refused(nodes=answer["stderr"], pods=answer["stderr"])
     fake_kubectl.on("get", "localqueues.kueue.x-k8s.io", stderr=NO_KUEUE, rc=1)
     assert cli(*argv)[0] == code

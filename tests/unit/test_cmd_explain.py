@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from conftest import FakeKubectl, fixture_json
 
+from kubectl_tao.capacity import NODES_READ, PODS_READ
 from kubectl_tao.gpuinventory import DRA_READ
 from kubectl_tao.records import RecordStore
 
@@ -43,7 +44,7 @@ def serve(fake: FakeKubectl, scenario: str, nodes: str | None = "nodes-2x8.json"
     fake.on("get", "events", data=events)
     if nodes:
         items = fixture_json(nodes)["items"] + fixture_json("pods-busy.json")["items"]
-        fake.on("get", "nodes,pods", data={"kind": "List", "items": items})
+        fake.capacity({"kind": "List", "items": items})
         fake.on(*DRA_READ[:2], data={"kind": "List", "items": []})
     return name
 
@@ -69,7 +70,7 @@ def test_pending_job_costs_four_calls_in_two_round_trips(cli: Any, fake_kubectl:
         ["get", "events", "-n", "tao-jobs", "-o", "json"],
         ["get", "jobs,pods", "-n", "tao-jobs", "-l", f"tao-job={name}", "-o", "json"],
     ]
-    assert sorted(second) == sorted([["get", "nodes,pods", "--all-namespaces", "-o", "json"], DRA_READ])
+    assert sorted(second) == sorted([NODES_READ, PODS_READ, DRA_READ])
 
 
 def test_cluster_without_gpus_points_at_the_gpu_operator(cli: Any, fake_kubectl: FakeKubectl) -> None:
@@ -215,7 +216,7 @@ def _serve_dra(fake: FakeKubectl, *, with_class: bool, scheduler_says: str | Non
     fake.on("get", "events", data=events)
     capacity = fixture_json("dra-nodes-pods.json")
     capacity["items"] = [i for i in capacity["items"] if not i["metadata"]["name"].startswith("gpu-node-")]
-    fake.on("get", "nodes,pods", data=capacity)
+    fake.capacity(capacity)
     dra = fixture_json("dra-objects.json")
     if not with_class:
         dra["items"] = [i for i in dra["items"] if i["kind"] != "DeviceClass"]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from conftest import FakeKubectl, fixture_json
 
+from kubectl_tao.capacity import NODES_READ, PODS_READ
 from kubectl_tao.gpuinventory import DRA_READ
 
 NO_KUEUE = 'error: the server doesn\'t have a resource type "localqueues"'
@@ -19,7 +20,7 @@ def cluster(nodes: str = "nodes-2x8.json", pods: str = "pods-busy.json") -> dict
 
 
 def without_kueue(fake: FakeKubectl, nodes: str = "nodes-2x8.json", pods: str = "pods-busy.json") -> None:
-    fake.on("get", "nodes,pods", data=cluster(nodes, pods))
+    fake.capacity(cluster(nodes, pods))
     fake.on(*DRA_READ[:2], data={"kind": "List", "items": []})
     fake.on("get", "localqueues.kueue.x-k8s.io", stderr=NO_KUEUE, rc=1)
 
@@ -81,7 +82,8 @@ def test_one_round_trip_nodes_pods_dra_and_queue_without_kueue(cli: Any, fake_ku
     cli("fit", "--gpus", "4", "-n", "team")
     assert sorted(fake_kubectl.argvs()) == sorted(
         [
-            ["get", "nodes,pods", "--all-namespaces", "-o", "json"],
+            NODES_READ,
+            PODS_READ,
             DRA_READ,
             ["get", "localqueues.kueue.x-k8s.io", "-n", "team", "-o", "json"],
         ]
@@ -89,7 +91,7 @@ def test_one_round_trip_nodes_pods_dra_and_queue_without_kueue(cli: Any, fake_ku
 
 
 def _kueue(fake: FakeKubectl, used: int | None = None) -> None:
-    fake.on("get", "nodes,pods", data=cluster())
+    fake.capacity(cluster())
     localqueue = fixture_json("kueue-localqueue.json")
     fake.on("get", "localqueues.kueue.x-k8s.io", data={"kind": "List", "items": [localqueue]})
     clusterqueue = copy.deepcopy(fixture_json("kueue-clusterqueue.json"))
@@ -145,7 +147,7 @@ def test_queue_on_a_cluster_without_kueue_is_a_usage_error(cli: Any, fake_kubect
 
 
 def test_forbidden_localqueues_leave_a_note_not_an_error(cli: Any, fake_kubectl: FakeKubectl) -> None:
-    fake_kubectl.on("get", "nodes,pods", data=cluster())
+    fake_kubectl.capacity(cluster())
     fake_kubectl.on(
         "get", "localqueues.kueue.x-k8s.io", rc=1,
         stderr='Error from server (Forbidden): localqueues.kueue.x-k8s.io is forbidden: User "u" cannot list',

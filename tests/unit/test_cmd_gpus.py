@@ -8,6 +8,7 @@ from typing import Any
 
 from conftest import FakeKubectl, fixture_json
 
+from kubectl_tao.capacity import NODES_READ, PODS_READ
 from kubectl_tao.gpuinventory import DRA_READ
 
 NO_KUEUE = 'error: the server doesn\'t have a resource type "localqueues"'
@@ -18,7 +19,7 @@ def serve(fake: FakeKubectl, *, dra_only: bool = False, with_class: bool = True,
     capacity = fixture_json("dra-nodes-pods.json")
     if dra_only:
         capacity["items"] = [i for i in capacity["items"] if not i["metadata"]["name"].startswith("gpu-node-")]
-    fake.on("get", "nodes,pods", data=capacity)
+    fake.capacity(capacity)
     objects = fixture_json("dra-objects.json")
     if not with_class:
         objects["items"] = [i for i in objects["items"] if i["kind"] != "DeviceClass"]
@@ -58,7 +59,7 @@ def test_json_and_two_calls_in_one_round_trip(cli: Any, fake_kubectl: FakeKubect
     assert data["totals"] == {"nodes": 3, "total": 20, "allocated": 5, "free": 15, "freeSchedulable": 15}
     assert data["namespaces"] == [{"namespace": "rec", "gpus": 5}]
     assert data["dra"] == {"deviceClass": "gpu.nvidia.com", "drivers": ["gpu.nvidia.com"], "offNode": 0}
-    assert sorted(fake_kubectl.argvs()) == sorted([["get", "nodes,pods", "--all-namespaces", "-o", "json"], DRA_READ])
+    assert sorted(fake_kubectl.argvs()) == sorted([NODES_READ, PODS_READ, DRA_READ])
 
 
 def test_cluster_without_dra_api_shows_device_plugin_gpus_only(cli: Any, fake_kubectl: FakeKubectl) -> None:

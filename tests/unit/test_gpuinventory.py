@@ -44,6 +44,12 @@ def capacity(*, dra_only: bool = False) -> dict[str, Any]:
     return data
 
 
+def split(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A `get nodes,pods -o json` list as the two reads the gate makes: nodes, pods."""
+    items = data["items"]
+    return ({"items": [i for i in items if i["kind"] == "Node"]}, {"items": [i for i in items if i["kind"] == "Pod"]})
+
+
 def dra_objects(*, with_class: bool = True) -> dict[str, Any]:
     data = copy.deepcopy(fixture_json("dra-objects.json"))
     if not with_class:
@@ -65,14 +71,14 @@ def test_recorded_dra_node_counts_whole_gpus_minus_the_allocated_claim() -> None
 
 
 def test_dra_only_node_is_gpu_capacity_when_a_class_serves_nvidia_gpu() -> None:
-    nodes = {n.name: n for n in fit_nodes(capacity(), parse_dra(dra_objects()))}
+    nodes = {n.name: n for n in fit_nodes(*split(capacity()), parse_dra(dra_objects()))}
     # requested comes from the claim (3), not from the pod's request on top of it (which would make 6)
     assert (nodes["dra-node-0"].allocatable, nodes["dra-node-0"].requested, nodes["dra-node-0"].free) == (4, 3, 1)
     assert (nodes["gpu-node-0"].allocatable, nodes["gpu-node-0"].requested) == (8, 2)
 
 
 def test_dra_only_cluster_fits_queues_and_never_fits_by_its_devices() -> None:
-    nodes = fit_nodes(capacity(dra_only=True), parse_dra(dra_objects()))
+    nodes = fit_nodes(*split(capacity(dra_only=True)), parse_dra(dra_objects()))
     fits = gates.fit(nodes, 1, 1, tolerations=GPU_TOLERATION)
     assert fits.message == "fits: 1 x 1 nvidia.com/gpu on dra-node-0 (1 free)"
     assert gates.fit(nodes, 2, 1, tolerations=GPU_TOLERATION).verdict == gates.QUEUE
@@ -83,7 +89,7 @@ def test_dra_only_cluster_fits_queues_and_never_fits_by_its_devices() -> None:
 def test_without_a_serving_class_the_never_message_names_the_device_class_fix_not_the_gpu_operator() -> None:
     dra = parse_dra(dra_objects(with_class=False))
     assert dra.serving_class is None and dra.nodes["dra-node-0"].total == 4
-    nodes = fit_nodes(capacity(dra_only=True), dra)
+    nodes = fit_nodes(*split(capacity(dra_only=True)), dra)
     verdict = gates.fit(nodes, 1, 1, tolerations=GPU_TOLERATION, no_gpu_hint=no_gpu_hint(dra))
     assert verdict.verdict == gates.NEVER
     assert "4 GPUs published through DRA (driver gpu.nvidia.com)" in verdict.message
@@ -92,14 +98,14 @@ def test_without_a_serving_class_the_never_message_names_the_device_class_fix_no
 
 
 def test_a_node_with_device_plugin_gpus_is_served_by_its_plugin_even_with_dra_devices() -> None:
-    plugin = fit_nodes(capacity(), None)
+    plugin = fit_nodes(*split(capacity()), None)
     dra = DraGpus({"gpu-node-0": DraNode(4, 0, "")}, ("gpu.nvidia.com",), "gpu.nvidia.com", {}, 0)
     node = next(n for n in gate_nodes(plugin, dra) if n.name == "gpu-node-0")
     assert (node.allocatable, node.requested) == (8, 2)
 
 
 def test_inventory_adds_up_plugin_and_dra_per_node_and_per_namespace() -> None:
-    inv = inventory(capacity(), parse_dra(dra_objects()))
+    inv = inventory(*split(capacity()), parse_dra(dra_objects()))
     rows = {r.name: r for r in inv.nodes}
     assert set(rows) == {"dra-node-0", "gpu-node-0", "gpu-node-1"}  # cpu-node-0 has no GPUs
     assert (rows["dra-node-0"].source, rows["dra-node-0"].total, rows["dra-node-0"].allocated) == ("dra", 4, 3)
@@ -112,7 +118,7 @@ def test_inventory_adds_up_plugin_and_dra_per_node_and_per_namespace() -> None:
 
 
 def test_inventory_lists_dra_gpus_even_when_no_class_serves_nvidia_gpu() -> None:
-    inv = inventory(capacity(), parse_dra(dra_objects(with_class=False)))
+    inv = inventory(*split(capacity()), parse_dra(dra_objects(with_class=False)))
     assert {r.name: r.free for r in inv.nodes}["dra-node-0"] == 1
     assert inv.dra_class is None
 

@@ -275,7 +275,7 @@ def submit_answers(fake: FakeKubectl, version: str = "version-gke-1.30.json") ->
     granted = "".join(f"{p.verb} {p.resource} {p.group or '<no value>'} true\n" for p in every)
     fake.on("create", "-o", permissions.REVIEW_TEMPLATE, stdout=granted)
     fake.on("version", data=fixture_json(version))
-    fake.on("get", "nodes,pods", data={"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
+    fake.capacity({"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
     fake.on("get", "persistentvolumeclaim/data", stdout="PersistentVolumeClaim data Bound \n")
     fake.on("create", "--dry-run=server", stdout="job.batch/x\n")
 

@@ -71,7 +71,7 @@ def answers(fake: FakeKubectl) -> None:
     review, granted = review_answer()
     fake.on(*review, stdout=granted)
     fake.on("version", data=fixture_json("version-gke-1.30.json"))
-    fake.on("get", "nodes,pods", data={"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
+    fake.capacity({"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
     fake.on("get", "persistentvolumeclaim/data", stdout="PersistentVolumeClaim data Bound \n")
     fake.on("create", "--dry-run=server", stdout="job.batch/x\n")
 

@@ -6,15 +6,20 @@ import typer
 
 from .common import NoHeadersOption, OutputOption, record_store, session, with_cluster_flags
 
+DEFAULT_LIMIT = 100  # the newest records `list` shows; --all shows every one
+
 EPILOG = """\b
 Examples:
   kubectl tao list
   kubectl tao list -o wide
   kubectl tao list --no-live -o json
+  kubectl tao list --all
+  kubectl tao list --limit 20
 
 \b
-Records live in $TAO_STATE_DIR/jobs (else ~/.tao/jobs). Live state comes from one kubectl call whatever the
-number of records; records of other clusters show their last recorded state."""
+Records live in $TAO_STATE_DIR/jobs (else ~/.tao/jobs). The newest 100 are shown unless --all or --limit N.
+Live state comes from two kubectl calls at once whatever the number of records; records of other clusters show their
+last recorded state."""
 
 
 def register(app: typer.Typer) -> None:
@@ -24,16 +29,32 @@ def register(app: typer.Typer) -> None:
         output: str = OutputOption,
         no_headers: bool = NoHeadersOption,
         live: bool = typer.Option(True, "--live/--no-live", help="Ask the cluster for live state (default)."),
+        limit: int = typer.Option(DEFAULT_LIMIT, "--limit", help="Show the newest N records (default 100)."),
+        all_: bool = typer.Option(False, "--all", help="Show every record."),
     ) -> int:
         """List job records, newest first, with their live state."""
         from .. import present
+        from ..errors import UsageError
         from ..listing import observe_all
-        from ..output import info
+        from ..output import check_format, info
 
+        if limit < 1:
+            raise UsageError(f"--limit must be at least 1 (got {limit}); use --all to show every record")
+        fmt = check_format(output)
         sess = session()
         problems: list[str] = []
-        observations = observe_all(sess.kubectl(), record_store(), sess.target().server, live=live, errors=problems)
+        observations, total = observe_all(
+            sess.kubectl(),
+            record_store(),
+            sess.target().server,
+            live=live,
+            limit=None if all_ else limit,
+            full=fmt in ("json", "yaml"),
+            errors=problems,
+        )
         for problem in problems:
             info(f"warning: {problem}")
         present.show(observations, output, no_headers)
+        if len(observations) < total:
+            info(f"note: showing the newest {len(observations)} of {total} records; --all shows every one")
         return 0
