@@ -384,8 +384,14 @@ def _failure_findings(status: st.JobStatus, job: str) -> list[Finding]:
     ]
 
 
-def _pending_findings(status: st.JobStatus, events: Any, job_name: str, ns: str) -> list[Finding]:
+def _pending_findings(
+    status: st.JobStatus, events: Any, job_name: str, ns: str, queue_quota: Any = None
+) -> list[Finding]:
     reason, message = status.reason, status.message
+    if status.kueue is not None:
+        from .kueue import findings
+
+        return findings(status.kueue, queue_quota, ns, job_name)
     if reason == "Suspended":
         if "Kueue" in message:
             return [
@@ -447,6 +453,7 @@ def explain(
     namespace: str | None = None,
     job_name: str | None = None,
     no_gpu_hint: str | None = None,
+    queue_quota: Any = None,
 ) -> list[Finding]:
     """Causes with evidence and a fix, most important first; [] when nothing is wrong.
 
@@ -456,6 +463,7 @@ def explain(
     `nodes` (from gates.node_gpus) tells a GPU-less cluster from a busy one; without it an
     Insufficient nvidia.com/gpu finding mentions both possibilities. `no_gpu_hint` (gpuinventory.no_gpu_hint)
     is the fix when the GPUs exist as DRA devices that pods asking for nvidia.com/gpu cannot use.
+    `queue_quota` (gates.QueueQuota) is the ClusterQueue of a Job Kueue holds (status.kueue), when read.
     """
     pod_list = _pods(pods)
     ns = _namespace(pod_list, namespace)
@@ -479,7 +487,7 @@ def explain(
         found += _pvc_findings(status, messages, events, ns)
         found += _gpu_findings(messages, nodes, no_gpu_hint)
         if not found:
-            found += _pending_findings(status, events, job_name or job, ns)
+            found += _pending_findings(status, events, job_name or job, ns, queue_quota)
         if status.state == st.RUNNING and status.total > 1 and status.reason:
             found.insert(
                 0,

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import kueue
 from . import status as st
 from .diagnose import Finding
 from .errors import TaoError
@@ -129,6 +130,39 @@ def _needs_nodes(status: st.JobStatus, events: list[Any]) -> bool:
     return any(st.event_fields(event)[2] == "FailedScheduling" for event in events)
 
 
+def _kueue_view(kc: Kubectl, ns: str, job: dict[str, Any], notes: list[str]) -> tuple[Any, Any]:
+    """Round trip 2 for a Job Kueue holds suspended (three reads at once): its Workload, its LocalQueue and
+    the ClusterQueues. Returns (kueue.Admission | None, gates.QueueQuota | None); what cannot be read
+    becomes a note (a namespace user may not read ClusterQueues, which are cluster-scoped)."""
+    from .fitting import CLUSTERQUEUES, LOCALQUEUES
+    from .gates import queue_quota
+
+    queue = str(kueue.queue_of(job))
+    uid = str((job.get("metadata") or {}).get("uid") or "")
+    reads = kc.run_many(
+        {
+            "workloads": ([*kueue.workload_read(ns, uid), "-o", "json"], {"namespaced": False}),
+            "localqueue": (["get", LOCALQUEUES, queue, "-n", ns, "-o", "json"], {"namespaced": False}),
+            "clusterqueues": (["get", CLUSTERQUEUES, "-o", "json"], {"namespaced": False}),
+        }
+    )
+    answers: dict[str, Any] = {}
+    for key, answer in reads.items():
+        if isinstance(answer, TaoError):
+            if key != "localqueue" or "not found" not in answer.message.lower():
+                notes.append(f"Kueue's {key} not read ({answer.message})")
+            answers[key] = None
+        else:
+            assert isinstance(answer, Completed)
+            answers[key] = _loads(answer)
+    admission = kueue.admission(job, answers["workloads"]) if answers["workloads"] is not None else None
+    lq = answers["localqueue"]
+    cq_name = ((lq or {}).get("spec") or {}).get("clusterQueue")
+    listed = (answers["clusterqueues"] or {}).get("items") or []
+    cqs = [c for c in listed if (c.get("metadata") or {}).get("name") == cq_name]
+    return admission, (queue_quota(lq, cqs[0]) if lq and cqs else None)
+
+
 def explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = False) -> Explanation:
     """Findings for a record's Job: live when the Job exists, else from the record; redacted."""
     return redacted(_explain_job(kc, tracked, server=server, force=force))
@@ -177,6 +211,10 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
         pod_names = [str((p.get("metadata") or {}).get("name")) for p in pods]
         events = st.job_events(_loads(events_result), name, pod_names)
     status = st.job_status(job, pods, events)
+    queue_quota = None
+    if status.reason == "Suspended" and kueue.queue_of(job):
+        admission, queue_quota = _kueue_view(kc, ns, job, notes)
+        status = st.job_status(job, pods, events, admission=admission)
     node_list = None
     hint = None
     if _needs_nodes(status, events):
@@ -192,6 +230,7 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
             node_list = gpuinventory.fit_nodes(seen.nodes, seen.pods, dra)
             hint = gpuinventory.no_gpu_hint(dra)
     found = explain(
-        status, events, pods, nodes=node_list, job=tracked.id, namespace=ns, job_name=name, no_gpu_hint=hint
+        status, events, pods, nodes=node_list, job=tracked.id, namespace=ns, job_name=name, no_gpu_hint=hint,
+        queue_quota=queue_quota,
     )
     return Explanation(tracked.id, ns, name, status.state, status.reason, status.message, "cluster", found, notes)

@@ -77,6 +77,50 @@ def _json(result: Completed, what: str) -> Any:
         raise TaoError(f"kubectl get {what} returned output that is not JSON") from None
 
 
+def queue_call(namespace: str) -> tuple[list[str], dict[str, Any]]:
+    """The LocalQueues of the namespace: one run_many entry, beside the other reads of round trip 1."""
+    return ["get", LOCALQUEUES, "-n", namespace, "-o", "json"], {"namespaced": False}
+
+
+def read_queue(
+    kc: Kubectl, queues: Completed | TaoError, queue: str | None, namespace: str
+) -> tuple[Any, str | None, list[str]]:
+    """The quota (gates.QueueQuota) of the LocalQueue that applies, its name, and notes; round trip 2 reads
+    its ClusterQueue. --queue naming no LocalQueue, or a cluster without Kueue, is a UsageError (exit 2)."""
+    from . import gates
+
+    notes: list[str] = []
+    if isinstance(queues, TaoError):
+        if no_kueue(queues):
+            if queue:
+                raise UsageError(f"--queue {queue}: this cluster has no Kueue ({LOCALQUEUES} is not a resource); "
+                                 "drop --queue")
+        else:
+            notes.append(f"Kueue quota not checked: cannot list {LOCALQUEUES} in {namespace}: {queues.message}")
+        return None, None, notes
+    chosen, note = pick_local_queue(_json(queues, LOCALQUEUES), queue, namespace)
+    if note:
+        notes.append(note)
+    if chosen is None:
+        return None, None, notes
+    local_queue = str((chosen.get("metadata") or {}).get("name"))
+    cq_name = str((chosen.get("spec") or {}).get("clusterQueue") or "")
+    if not cq_name:
+        notes.append(f"LocalQueue {local_queue} names no ClusterQueue; Kueue quota not checked")
+        return None, local_queue, notes
+    try:
+        cq = kc.json(["get", CLUSTERQUEUES, cq_name], namespaced=False)
+    except TaoError as exc:
+        if queue and "not found" in exc.message.lower():
+            raise UsageError(
+                f"--queue {local_queue}: LocalQueue {local_queue} points at ClusterQueue {cq_name}, which does "
+                f"not exist; Kueue admits nothing from it (`kubectl get {CLUSTERQUEUES}` lists them)"
+            ) from None
+        notes.append(f"Kueue quota not checked: cannot read ClusterQueue {cq_name}: {exc.message}")
+        return None, local_queue, notes
+    return gates.queue_quota(chosen, cq), local_queue, notes
+
+
 def check(
     kc: Kubectl,
     namespace: str,
@@ -93,39 +137,14 @@ def check(
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {
         **capacity.calls(),
         "dra": (gpuinventory.DRA_READ, {"namespaced": False}),
-        "queues": (["get", LOCALQUEUES, "-n", namespace, "-o", "json"], {"namespaced": False}),
+        "queues": queue_call(namespace),
     }
     results = kc.run_many(calls)
     seen = capacity.read(results)
     dra, dra_note = gpuinventory.read_dra(results["dra"])
-    notes: list[str] = []
-    quota = None
-    local_queue = None
     queues = results["queues"]
-    if isinstance(queues, TaoError):
-        if no_kueue(queues):
-            if queue:
-                raise UsageError(f"--queue {queue}: this cluster has no Kueue ({LOCALQUEUES} is not a resource); "
-                                 "drop --queue")
-        else:
-            notes.append(f"Kueue quota not checked: cannot list {LOCALQUEUES} in {namespace}: {queues.message}")
-    else:
-        assert isinstance(queues, Completed)
-        chosen, note = pick_local_queue(_json(queues, LOCALQUEUES), queue, namespace)
-        if note:
-            notes.append(note)
-        if chosen is not None:
-            local_queue = str((chosen.get("metadata") or {}).get("name"))
-            cq_name = str((chosen.get("spec") or {}).get("clusterQueue") or "")
-            if not cq_name:
-                notes.append(f"LocalQueue {local_queue} names no ClusterQueue; Kueue quota not checked")
-            else:
-                try:
-                    cq = kc.json(["get", CLUSTERQUEUES, cq_name], namespaced=False)
-                except TaoError as exc:
-                    notes.append(f"Kueue quota not checked: cannot read ClusterQueue {cq_name}: {exc.message}")
-                else:
-                    quota = gates.queue_quota(chosen, cq)
+    assert isinstance(queues, (Completed, TaoError))
+    quota, local_queue, notes = read_queue(kc, queues, queue, namespace)
     verdict = gates.fit(
         gpuinventory.fit_nodes(seen.nodes, seen.pods, dra),
         gpus,

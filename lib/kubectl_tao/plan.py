@@ -250,6 +250,7 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         node_selector=dict(item.split("=", 1) for item in node_selector),
         tolerations=[t for t in spec.tolerations],
         gpu_product=job.get("gpu_product"),
+        queue=job.get("queue"),
         min_version=min_version,
         min_version_feature=feature,
         warnings=warnings,
@@ -456,5 +457,6 @@ def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str
         node_selector=dict(placement.node_selector),
         tolerations=[dict(t) for t in placement.tolerations],
         gpu_product=job.get("gpu_product"),
+        queue=placement.queue_name,
         warnings=warnings,
     )

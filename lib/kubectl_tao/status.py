@@ -115,6 +115,7 @@ class JobStatus:
     total: int = 1
     first_failed_rank: int | None = None
     job_uid: str | None = None
+    kueue: dict[str, Any] | None = None  # kueue.Admission of a Job held suspended by Kueue, when it was read
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -430,8 +431,11 @@ def job_events(events: Any, job_name: str, pod_names: Iterable[str]) -> list[Map
 # The state machine
 
 
-def job_status(job: Mapping[str, Any] | None, pods: Any, events: Any = None) -> JobStatus:
-    """Map a Job, its pods and (optionally) events to the state vocabulary. See the module docstring."""
+def job_status(job: Mapping[str, Any] | None, pods: Any, events: Any = None, *, admission: Any = None) -> JobStatus:
+    """Map a Job, its pods and (optionally) events to the state vocabulary. See the module docstring.
+
+    `admission` (a kueue.Admission, read from the Job's Workload) words the wait of a Job Kueue holds
+    suspended in Kueue's own terms; without it the queue label alone says that Kueue holds it."""
     if job is None:
         return JobStatus(
             state=UNKNOWN,
@@ -475,6 +479,10 @@ def job_status(job: Mapping[str, Any] | None, pods: Any, events: Any = None) -> 
     if spec.get("suspend"):
         result.reason = "Suspended"
         queue = (meta.get("labels") or {}).get(KUEUE_QUEUE_LABEL)
+        if queue and admission is not None:
+            result.reason, result.message = admission.status_reason, admission.line()
+            result.kueue = admission.to_dict()
+            return result
         result.message = (
             f"waiting for admission (Kueue LocalQueue {queue})"
             if queue

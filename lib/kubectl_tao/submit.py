@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ClusterUnreachableError, GateError, KubectlError, TaoError, UsageError
+from .errors import ClusterUnreachableError, GateError, KubectlError, NeverFitsError, TaoError, UsageError
 from .kubectl import Completed, Kubectl
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -46,6 +46,7 @@ class Plan:
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: list[dict[str, Any]] = field(default_factory=list)
     gpu_product: str | None = None
+    queue: str | None = None  # Kueue LocalQueue (--queue): it must exist; its ClusterQueue quota is gated
     min_version: tuple[int, int] | None = None
     min_version_feature: str = ""
     warnings: list[str] = field(default_factory=list)
@@ -180,9 +181,11 @@ def image_pull_warning(plan: Plan) -> str | None:
 def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tuple[dict[str, Any] | None, list[str]]:
     """Read-only checks before anything is created. Returns the fit verdict (as a dict) and warnings
     (including a cached NCCL probe of this cluster, `server`, that failed or hung, for nodes > 1)."""
-    from . import capacity, gates, gpuinventory, permissions
+    from . import capacity, fitting, gates, gpuinventory, permissions
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {}
+    if plan.queue:
+        calls["queues"] = fitting.queue_call(namespace)
     if plan.gpus > 0 or plan.nodes > 1:
         calls.update(capacity.calls())
         calls["dra"] = (gpuinventory.DRA_READ, {"namespaced": False})
@@ -219,6 +222,14 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
                 warnings.append(probe_warning)
     if "refs" in results:
         check_refs(plan, namespace, results["refs"])
+    quota = None
+    if plan.queue:
+        queues = results["queues"]
+        assert isinstance(queues, (Completed, TaoError))
+        quota, _, queue_notes = fitting.read_queue(kc, queues, plan.queue, namespace)
+        warnings += queue_notes
+        if quota is not None and quota.inactive and (seen is None or seen.nodes is None):
+            raise NeverFitsError(gates.inactive_queue_message(quota))  # no fit below says it
     verdict_dict: dict[str, Any] | None = None
     if seen is not None and seen.nodes is not None:
         dra, dra_note = gpuinventory.read_dra(results.get("dra"))
@@ -229,7 +240,7 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
             node_selector=plan.node_selector or None,
             tolerations=plan.tolerations or None,
             gpu_product=plan.gpu_product,
-            quota=None,
+            quota=quota,
             no_gpu_hint=gpuinventory.no_gpu_hint(dra),
         )
         if dra_note and verdict.verdict != "fits":

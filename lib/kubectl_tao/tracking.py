@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .errors import GateError
+from .errors import GateError, TaoError
 from .kubectl import Kubectl
 
 TERMINAL = ("COMPLETE", "ERROR", "CANCELED")
@@ -158,6 +158,21 @@ def fetch(kc: Kubectl, tracked: Tracked) -> tuple[dict[str, Any] | None, list[di
     return (jobs[0] if jobs else None), pods
 
 
+def read_admission(kc: Kubectl, job: dict[str, Any] | None) -> Any:
+    """Kueue's account of a Job it holds suspended (kueue.Admission), from its Workload; None for a Job
+    without a queue, or when the Workload cannot be read (status then words the wait from the label)."""
+    from . import kueue
+
+    meta = (job or {}).get("metadata") or {}
+    if kueue.queue_of(job) is None or not meta.get("uid") or not meta.get("namespace"):
+        return None
+    try:
+        found = kc.json(kueue.workload_read(str(meta["namespace"]), str(meta["uid"])), namespaced=False)
+    except TaoError:
+        return None
+    return kueue.admission(job, found)
+
+
 def check_uid(tracked: Tracked, job: dict[str, Any] | None, *, force: bool = False) -> None:
     pinned = tracked.extra.get("job_uid")
     if job is None or not pinned or force:
@@ -206,6 +221,8 @@ def observe(
     if job is None and tracked.terminal:
         return _from_record(tracked, ["the Job is gone (ttlSecondsAfterFinished); showing the record"])
     status = classify(job, pods, [])
+    if not fetched and status.reason == "Suspended":
+        status = classify(job, pods, [], admission=read_admission(kc, job))
     obs = Observation(tracked, status.state, status.reason, status.message, status.err_class, status.to_dict())
     obs.job_ttl = ((job or {}).get("spec") or {}).get("ttlSecondsAfterFinished")
     if job is None:

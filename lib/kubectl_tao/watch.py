@@ -146,6 +146,8 @@ def fix_for(reason: str) -> str:
         return "ask for fewer GPUs/nodes, or wait for capacity (`kubectl tao fit`)"
     if reason == "Suspended":
         return "the queue did not admit the job; check the Kueue ClusterQueue quota"
+    if reason in ("Inadmissible", "Deactivated"):
+        return "Kueue cannot admit the job; `kubectl tao explain JOB` names the queue to fix"
     return "see `kubectl tao explain JOB` for the events"
 
 
