@@ -600,7 +600,7 @@ def bench_big_cluster(b: Bench, rows: list[bl.Row], nodes: int, pods: int) -> No
     log(f"capacity gate end to end: a separate API server with {nodes} nodes and {pods} pods")
     cluster_dir = b.work / "big-cluster"
     env = {**b.env, "KUBECTL_TAO_CLUSTER_DIR": str(cluster_dir), "KUBECTL_TAO_GPU_NODES": "0",
-           "KUBECTL_TAO_CPU_NODES": "1", "KUBECONFIG": str(cluster_dir / "kubeconfig")}
+           "KUBECTL_TAO_CPU_NODES": "1", "KUBECTL_TAO_KUEUE": "0", "KUBECONFIG": str(cluster_dir / "kubeconfig")}
     script = str(ROOT / "scripts" / "local-cluster")
     label = f"kubectl tao fit --gpus 8 --nodes 4, {nodes} nodes / {pods} pods (real API server)"
     started = time.monotonic()

@@ -7,6 +7,7 @@
 # Needs from the caller: dir, cache, repo, cmd, KUEUE_VERSION, kctl, start, ours, pid_of, alive,
 # terminate, wait_for, die, note, port, free_ports, write_kubeconfig, and issue() (defined by pki).
 # shellcheck disable=SC2154 # the variables above are set by scripts/local-cluster
+set -euo pipefail # as the caller's; stated so that the file is strict on its own too
 
 kueue_ns=kueue-system
 kueue_user=kueue-controller
@@ -105,21 +106,19 @@ EOF
 # ---------------------------------------------------------------------------------------------
 # install and run
 
-kueue_install() { # CRDs with their conversion webhook, namespace, certificate Secret, RBAC
-  local cfg crd crds
+# One server-side apply of the module's manifests adapted by cluster/kueue/render_manifests.py: the namespace,
+# the certificate Secret, the CRDs (with their conversion webhook), RBAC and the webhook configurations.
+# The webhooks fail closed: creating a Job fails until kueue serves, which `up` waits for before it returns.
+kueue_install() {
+  local cfg p=$dir/pki
   cfg=$(kueue_home)/config
-  kctl apply --server-side --force-conflicts --field-manager=local-cluster -f "$cfg/crd/bases" >/dev/null
-  mapfile -t crds < <(kueue_render conversion-crds <"$cfg/crd/kustomization.yaml")
-  for crd in "${crds[@]}"; do
-    kctl patch crd "$crd" --type=merge -p "$(kueue_render conversion-patch "$(kueue_url)" "$dir/pki/kueue-ca.crt")" >/dev/null
-  done
-  kctl create namespace "$kueue_ns" >/dev/null
-  kctl -n "$kueue_ns" create secret generic "$kueue_secret" --from-file=ca.crt="$dir/pki/kueue-ca.crt" \
-    --from-file=ca.key="$dir/pki/kueue-ca.key" --from-file=tls.crt="$dir/pki/kueue-webhook.crt" \
-    --from-file=tls.key="$dir/pki/kueue-webhook.key" >/dev/null
-  kctl create --dry-run=client -o json -f "$cfg/rbac/role.yaml" -f "$cfg/rbac/manager_secrets_role.yaml" |
-    kueue_render rbac "$kueue_user" "$kueue_ns" | kctl apply -f - >/dev/null
-  kctl wait --for condition=Established --timeout=60s -f "$cfg/crd/bases" >/dev/null
+  kctl create --dry-run=client -o json -f "$cfg/crd/bases" -f "$cfg/webhook/manifests.yaml" \
+    -f "$cfg/rbac/role.yaml" -f "$cfg/rbac/manager_secrets_role.yaml" |
+    kueue_render bundle --url "$(kueue_url)" --ca-cert "$p/kueue-ca.crt" --ca-key "$p/kueue-ca.key" \
+      --cert "$p/kueue-webhook.crt" --key "$p/kueue-webhook.key" --kustomization "$cfg/crd/kustomization.yaml" \
+      --user "$kueue_user" --namespace "$kueue_ns" --secret "$kueue_secret" |
+    kctl apply --server-side --force-conflicts --field-manager=local-cluster -f - >/dev/null
+  kctl wait --for condition=Established --timeout=60s crd -l app.kubernetes.io/name=kueue >/dev/null
 }
 
 kueue_launch() {
@@ -156,29 +155,41 @@ EOF
 }
 
 kueue_wait_healthy() {
-  wait_for 90 "kueue /readyz (its certificates injected, its webhook server listening)" kueue_ready
-  if ! kctl get mutatingwebhookconfiguration "kueue-mutating-webhook-configuration" >/dev/null 2>&1; then
-    kctl create --dry-run=client -o json -f "$(kueue_home)/config/webhook/manifests.yaml" |
-      kueue_render webhooks "$(kueue_url)" "$dir/pki/kueue-ca.crt" | kctl apply -f - >/dev/null
+  if [ -n "${kueue_bg:-}" ]; then
+    local bg=$kueue_bg
+    kueue_bg=
+    wait "$bg" || die "kueue could not be installed: $(tail -n 3 "$dir/logs/kueue-install.log" | tr '\n' ' ')"
   fi
+  wait_for 90 "kueue /readyz (its certificates injected, its webhook server listening)" kueue_ready
   wait_for 30 "the API server to reach kueue's webhooks" kueue_webhooks_ok
 }
 
-# up: after the API server is ready (returns at once; kueue_wait_healthy waits)
+# up, once the API server is ready: certificates, manifests and the process in the background, beside the
+# start of the other components and nodes (kueue_wait_healthy waits for it).
 kueue_up() {
   kueue_wanted || return 0
   local ports
-  case " ${components[*]} " in *" kueue "*) ;; *) components+=(kueue) watched+=(kueue) ;; esac
   [ -x "$(kueue_home)/bin/kueue" ] || die "kueue ${KUEUE_VERSION} is not built; run scripts/build-local-cluster (or set KUBECTL_TAO_KUEUE=0)"
+  case " ${components[*]} " in *" kueue "*) ;; *) components+=(kueue) watched+=(kueue) ;; esac
   mkdir -p "$dir/kueue"
   touch "$dir/kueue/enabled"
   mapfile -t ports < <(free_ports 2)
   printf '%s\n' "KUEUE_WEBHOOK_PORT=${ports[0]}" "KUEUE_HEALTH_PORT=${ports[1]}" >>"$dir/ports.env"
-  kueue_pki
-  write_kubeconfig "$dir/kueue.kubeconfig" "$kueue_user"
-  kueue_write_config
-  kueue_install
-  kueue_launch
+  (
+    kueue_pki
+    write_kubeconfig "$dir/kueue.kubeconfig" "$kueue_user"
+    kueue_write_config
+    kueue_install
+    kueue_launch
+  ) >"$dir/logs/kueue-install.log" 2>&1 &
+  kueue_bg=$!
+}
+
+kueue_abort_install() { # a failed up: the background install must not outlive it
+  [ -n "${kueue_bg:-}" ] || return 0
+  kill "$kueue_bg" 2>/dev/null || true
+  wait "$kueue_bg" 2>/dev/null || true
+  kueue_bg=
 }
 
 kueue_components() { if kueue_on; then echo kueue; fi; }

@@ -1,27 +1,28 @@
 #!/usr/bin/env python3
 """Adapt Kueue's own manifests (config/components of the sigs.k8s.io/kueue module) to the local cluster.
 
-Kueue runs here as a process on 127.0.0.1, not as a Deployment behind a Service, so the few parts of its
-kustomize overlay that name a Service are rewritten (stdlib only; scripts/local-cluster-kueue.sh runs it):
+Kueue runs here as a process on 127.0.0.1, not as a Deployment behind a Service, so the parts of its kustomize
+overlay that name a Service or a ServiceAccount are rewritten (stdlib only; scripts/local-cluster-kueue.sh runs
+it). stdin: the module's CRDs (crd/bases), webhook/manifests.yaml, rbac/role.yaml and
+rbac/manager_secrets_role.yaml as JSON (`kubectl create --dry-run=client -o json -f ...`). stdout: one List to
+apply, in this order:
 
-  webhooks URL CA_FILE         stdin: the MutatingWebhookConfiguration and ValidatingWebhookConfiguration of
-                               webhook/manifests.yaml as a JSON List (`kubectl create --dry-run=client -o json`).
-                               Keeps the webhooks of the kinds this Kueue manages (batch Jobs, Kueue's own
-                               kinds), names the configurations as the overlay does (kueue-...; the cert
-                               rotator looks them up by those names) and points them at URL + path with
-                               CA_FILE as the CA bundle.
-  conversion-crds              stdin: crd/kustomization.yaml. Prints the CRDs whose conversion webhook the
-                               overlay enables (its uncommented patches/webhook_in_<plural>.yaml lines).
-  conversion-patch URL CA_FILE prints the merge patch that enables that conversion webhook at URL/convert.
-  rbac USER NAMESPACE          stdin: rbac/role.yaml and rbac/manager_secrets_role.yaml as a JSON List.
-                               Prints them named as the overlay names them, bound to the client-certificate
-                               user USER, the Role in NAMESPACE.
+- the Namespace, and the Secret Kueue's cert rotator reads (CA and serving certificate from the given files);
+- the CRDs as they are, plus the conversion webhook (at URL/convert) on those the overlay enables it for
+  (its uncommented patches/webhook_in_<plural>.yaml lines in crd/kustomization.yaml);
+- the ClusterRole and the secrets Role, named as the overlay names them and bound to the client-certificate
+  user, the Role in the namespace;
+- the webhook configurations, named as the overlay names them (the cert rotator looks them up by name),
+  keeping the webhooks of the kinds this Kueue manages (batch Jobs, Kueue's own kinds), each pointed at URL +
+  its path with the CA as its bundle.
 
-Exit 2 with one line on stderr for input that is not what the Kueue module ships.
+Every object is labelled app.kubernetes.io/name=kueue, as the overlay does. Input that is not what the Kueue
+module ships: one line on stderr, exit 2.
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
 import re
@@ -38,9 +39,24 @@ class InputError(Exception):
     pass
 
 
+def load_stream(text: str) -> list[Any]:
+    """The JSON documents of `kubectl create --dry-run=client -o json -f A -f B` (one after the other)."""
+    decoder = json.JSONDecoder()
+    docs, pos = [], 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos == len(text):
+            return docs
+        doc, pos = decoder.raw_decode(text, pos)
+        docs.append(doc)
+
+
 def _items(data: Any) -> list[dict[str, Any]]:
+    if isinstance(data, list):
+        return [item for doc in data for item in _items(doc)]
     if not isinstance(data, dict):
-        raise InputError("expected a JSON object (a List from `kubectl create --dry-run=client -o json`)")
+        raise InputError("expected JSON objects (from `kubectl create --dry-run=client -o json`)")
     if data.get("kind") == "List":
         items = data.get("items")
         if not isinstance(items, list):
@@ -143,22 +159,83 @@ def rbac(data: Any, user: str, namespace: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "List", "items": out}
 
 
+def _b64_file(path: str) -> str:
+    with open(path, "rb") as f:
+        return base64.b64encode(f.read()).decode()
+
+
+def bundle(
+    docs: list[Any],
+    *,
+    url: str,
+    ca_cert: str,
+    ca_key: str,
+    cert: str,
+    key: str,
+    kustomization: str,
+    user: str,
+    namespace: str,
+    secret: str,
+) -> dict[str, Any]:
+    objects = _items(docs)
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for obj in objects:
+        by_kind.setdefault(str(obj.get("kind")), []).append(obj)
+    unknown = set(by_kind) - {
+        "CustomResourceDefinition", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ClusterRole",
+        "Role",
+    }
+    if unknown:
+        raise InputError(f"unexpected kind(s) {', '.join(sorted(unknown))} in the Kueue manifests")
+
+    def of(*kinds: str) -> list[dict[str, Any]]:
+        return [obj for kind in kinds for obj in by_kind.get(kind) or []]
+
+    crds = of("CustomResourceDefinition")
+    if not crds:
+        raise InputError("no CustomResourceDefinition among the Kueue manifests")
+    with open(kustomization, encoding="utf-8") as f:
+        converted = set(conversion_crds(f.read()))
+    bundle_ca = _ca_bundle(ca_cert)
+    names = {str((c.get("metadata") or {}).get("name")) for c in crds}
+    if converted - names:
+        raise InputError(f"crd/kustomization.yaml patches CRDs that are not in crd/bases: {sorted(converted - names)}")
+    for crd in crds:
+        if (crd.get("metadata") or {}).get("name") in converted:
+            crd["spec"] = {**(crd.get("spec") or {}), **conversion_patch(url, bundle_ca)["spec"]}
+    out: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": secret, "namespace": namespace},
+            "type": "Opaque",
+            "data": {"ca.crt": bundle_ca, "ca.key": _b64_file(ca_key), "tls.crt": _b64_file(cert),
+                     "tls.key": _b64_file(key)},
+        },
+        *crds,
+        *rbac(of("ClusterRole", "Role"), user, namespace)["items"],
+        *webhooks(of("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"), url, bundle_ca)["items"],
+    ]
+    for obj in out:
+        meta = obj.setdefault("metadata", {})
+        meta["labels"] = {**(meta.get("labels") or {}), "app.kubernetes.io/name": "kueue"}
+    return {"apiVersion": "v1", "kind": "List", "items": out}
+
+
 def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="render_manifests.py", description="Kueue's manifests for the local cluster")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("bundle", help="everything `up` applies for Kueue, as one List")
+    for flag in ("url", "ca-cert", "ca-key", "cert", "key", "kustomization", "user", "namespace", "secret"):
+        b.add_argument(f"--{flag}", required=True)
+    args = parser.parse_args(argv)
     try:
-        cmd, args = (argv[0], argv[1:]) if argv else ("", [])
-        if cmd == "webhooks" and len(args) == 2:
-            result: Any = webhooks(json.load(sys.stdin), args[0], _ca_bundle(args[1]))
-        elif cmd == "conversion-crds" and not args:
-            print("\n".join(conversion_crds(sys.stdin.read())))
-            return 0
-        elif cmd == "conversion-patch" and len(args) == 2:
-            result = conversion_patch(args[0], _ca_bundle(args[1]))
-        elif cmd == "rbac" and len(args) == 2:
-            result = rbac(json.load(sys.stdin), args[0], args[1])
-        else:
-            print("usage: render_manifests.py webhooks URL CA_FILE | conversion-crds | conversion-patch URL "
-                  "CA_FILE | rbac USER NAMESPACE", file=sys.stderr)
-            return 2
+        result = bundle(
+            load_stream(sys.stdin.read()), url=args.url, ca_cert=args.ca_cert, ca_key=args.ca_key, cert=args.cert,
+            key=args.key, kustomization=args.kustomization, user=args.user, namespace=args.namespace,
+            secret=args.secret,
+        )
     except (InputError, OSError, json.JSONDecodeError) as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         return 2

@@ -635,17 +635,21 @@ def fit(
             _never_message(request, gpus, node_count, eligible, ever, why_not, largest, taint_example, products),
         )
 
-    if len(now) < node_count:
-        return verdict(QUEUE, _queue_message(request, gpus, ever, now))
-
+    quota_wait = ""
     if quota is not None and wanted > 0 and wanted > quota.free:
         ahead = f"; {_plural(quota.pending_workloads, 'workload')} pending" if quota.pending_workloads else ""
         borrow = f"; it may borrow unused quota of cohort {quota.cohort}" if quota.cohort else ""
-        return verdict(
-            QUEUE,
-            f"queue: {request} needs {wanted} {GPU_RESOURCE}; ClusterQueue {quota.cluster_queue} has "
-            f"{_quota_room_text(quota)}{ahead}{borrow}; Kueue admits the job when quota frees up",
+        quota_wait = (
+            f"ClusterQueue {quota.cluster_queue} has {_quota_room_text(quota)}{ahead}{borrow}; Kueue admits the job "
+            "when quota frees up"
         )
+
+    if len(now) < node_count:
+        nodes_wait = _queue_message(request, gpus, ever, now)
+        return verdict(QUEUE, f"{nodes_wait}; {quota_wait}" if quota_wait else nodes_wait)
+
+    if quota_wait:
+        return verdict(QUEUE, f"queue: {request} needs {wanted} {GPU_RESOURCE}; {quota_wait}")
 
     where = ", ".join(f"{n.name} ({n.free} free)" if gpus else n.name for n in _named(now, chosen))
     best = " (best fit: the fullest nodes that still fit)" if gpus and len(now) > node_count else ""

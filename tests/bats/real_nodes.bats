@@ -15,6 +15,7 @@ LOCAL_CLUSTER="${LOCAL_CLUSTER:-$BATS_TEST_DIRNAME/../../scripts/local-cluster}"
 setup() {
   export KUBECTL_TAO_CLUSTER_DIR="$BATS_TEST_TMPDIR/cluster"
   export KUBECTL_TAO_REAL_NODES=1 KUBECTL_TAO_GPU_NODES=0 KUBECTL_TAO_CPU_NODES=0
+  export KUBECTL_TAO_KUEUE=0 # Kueue has its own tests (tests/e2e/test_kueue.py)
 }
 
 teardown() {

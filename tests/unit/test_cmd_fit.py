@@ -96,7 +96,7 @@ def _kueue(fake: FakeKubectl, used: int | None = None) -> None:
     fake.on("get", "localqueues.kueue.x-k8s.io", data={"kind": "List", "items": [localqueue]})
     clusterqueue = copy.deepcopy(fixture_json("kueue-clusterqueue.json"))
     if used is not None:
-        for flavor in clusterqueue["status"]["flavorsUsage"]:
+        for flavor in clusterqueue["status"]["flavorsReservation"]:
             for resource in flavor["resources"]:
                 if resource["name"] == "nvidia.com/gpu":
                     resource["total"] = str(used)
@@ -108,25 +108,28 @@ def test_only_local_queue_quota_is_checked(cli: Any, fake_kubectl: FakeKubectl) 
     code, out, _ = cli("fit", "--gpus", "4", "-o", "json")
     data = json.loads(out)
     assert code == 0
-    assert data["localQueue"] == "team-a"
-    assert data["quota"]["cluster_queue"] == "gpu-cluster-queue" and data["quota"]["nominal"] == 16
-    assert "using LocalQueue team-a, the only one in namespace tao-jobs" in data["notes"]
-    assert ["get", "clusterqueues.kueue.x-k8s.io", "gpu-cluster-queue", "-o", "json"] in fake_kubectl.argvs()
+    assert data["localQueue"] == "team"
+    assert data["quota"]["cluster_queue"] == "team-cq" and data["quota"]["nominal"] == 16
+    assert data["quota"]["free"] == 8 and data["quota"]["flavors"] == [
+        {"name": "default", "nominal": 16, "borrowing_limit": None, "used": 8}
+    ]
+    assert "using LocalQueue team, the only one in namespace tao-jobs" in data["notes"]
+    assert ["get", "clusterqueues.kueue.x-k8s.io", "team-cq", "-o", "json"] in fake_kubectl.argvs()
 
 
 def test_quota_in_use_queues_with_exit_1(cli: Any, fake_kubectl: FakeKubectl) -> None:
     _kueue(fake_kubectl, used=14)
     code, out, err = cli("fit", "--gpus", "4")
     assert code == 1
-    assert "ClusterQueue gpu-cluster-queue has 14 of 16 in use (2 unused)" in out
-    assert "note: using LocalQueue team-a" in err
+    assert "ClusterQueue team-cq has 14 of 16 nvidia.com/gpu reserved in flavor default (2 unused)" in out
+    assert "note: using LocalQueue team" in err
 
 
 def test_request_above_the_quota_ceiling_never_fits(cli: Any, fake_kubectl: FakeKubectl) -> None:
     _kueue(fake_kubectl)
     code, out, _ = cli("fit", "--gpus", "8", "--nodes", "3")
     assert code == 4
-    assert "ClusterQueue gpu-cluster-queue can admit at most 16" in out
+    assert "ClusterQueue team-cq can admit at most 16" in out
 
 
 def test_unknown_queue_is_a_usage_error(cli: Any, fake_kubectl: FakeKubectl) -> None:
@@ -134,7 +137,7 @@ def test_unknown_queue_is_a_usage_error(cli: Any, fake_kubectl: FakeKubectl) -> 
     code, out, err = cli("fit", "--gpus", "1", "--queue", "nope")
     assert code == 2 and out == ""
     assert err == (
-        "error: --queue nope: no LocalQueue 'nope' in namespace tao-jobs (found: team-a); "
+        "error: --queue nope: no LocalQueue 'nope' in namespace tao-jobs (found: team); "
         "`kubectl get localqueues.kueue.x-k8s.io -n tao-jobs` lists them\n"
     )
 
@@ -144,6 +147,22 @@ def test_queue_on_a_cluster_without_kueue_is_a_usage_error(cli: Any, fake_kubect
     code, _, err = cli("fit", "--gpus", "1", "--queue", "q")
     assert code == 2
     assert "--queue q: this cluster has no Kueue" in err
+
+
+def test_a_local_queue_whose_cluster_queue_is_missing_is_a_usage_error(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    fake_kubectl.capacity(cluster())
+    fake_kubectl.on("get", "localqueues.kueue.x-k8s.io", data={"kind": "List", "items": [
+        fixture_json("kueue-localqueue.json")]})
+    fake_kubectl.on("get", "clusterqueues.kueue.x-k8s.io", rc=1,
+                    stderr='Error from server (NotFound): clusterqueues.kueue.x-k8s.io "team-cq" not found')
+    code, out, err = cli("fit", "--gpus", "1", "--queue", "team")
+    assert code == 2 and out == ""
+    assert err == (
+        "error: --queue team: LocalQueue team points at ClusterQueue team-cq, which does not exist; Kueue admits "
+        "nothing from it (`kubectl get clusterqueues.kueue.x-k8s.io` lists them)\n"
+    )
+    code, _, err = cli("fit", "--gpus", "1")  # picked without --queue: a note, not an error
+    assert code == 0 and "Kueue quota not checked: cannot read ClusterQueue team-cq" in err
 
 
 def test_forbidden_localqueues_leave_a_note_not_an_error(cli: Any, fake_kubectl: FakeKubectl) -> None:

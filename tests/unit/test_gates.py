@@ -393,8 +393,8 @@ def test_thousand_node_cluster_is_linear_in_nodes_and_pods() -> None:
 def test_queue_quota_reads_clusterqueue_nominal_borrowing_and_usage() -> None:
     quota = gates.queue_quota(load("kueue-localqueue.json"), load("kueue-clusterqueue.json"))
     assert quota is not None
-    assert (quota.cluster_queue, quota.nominal, quota.borrowing_limit, quota.used) == ("gpu-cluster-queue", 16, 0, 8)
-    assert quota.ceiling == 16
+    assert (quota.cluster_queue, quota.nominal, quota.borrowing_limit, quota.used) == ("team-cq", 16, None, 8)
+    assert quota.ceiling == 16 and quota.free == 8  # no cohort: no borrowing, whatever the limit
 
 
 def test_queue_quota_is_none_without_kueue() -> None:

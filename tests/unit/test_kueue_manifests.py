@@ -117,27 +117,68 @@ def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
-def test_cli_reads_stdin_and_the_ca_file(tmp_path: Path) -> None:
-    ca = tmp_path / "ca.crt"
-    ca.write_text(PEM)
-    result = run("webhooks", URL, str(ca), stdin=json.dumps(configs()))
+def crd(plural: str) -> dict[str, Any]:
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.kueue.x-k8s.io"}, "spec": {"group": "kueue.x-k8s.io", "versions": []}}
+
+
+ROLES = [
+    {"kind": "ClusterRole", "metadata": {"name": "manager-role"}, "rules": []},
+    {"kind": "Role", "metadata": {"name": "manager-secrets-role", "namespace": "system"}, "rules": []},
+]
+
+
+def bundle_args(tmp_path: Path) -> list[str]:
+    for name, text in (("ca.crt", PEM), ("ca.key", "CA KEY"), ("tls.crt", PEM), ("tls.key", "TLS KEY"),
+                       ("kustomization.yaml", "- path: patches/webhook_in_workloads.yaml\n")):
+        (tmp_path / name).write_text(text)
+    return ["bundle", "--url", URL, "--ca-cert", str(tmp_path / "ca.crt"), "--ca-key", str(tmp_path / "ca.key"),
+            "--cert", str(tmp_path / "tls.crt"), "--key", str(tmp_path / "tls.key"),
+            "--kustomization", str(tmp_path / "kustomization.yaml"), "--user", "kueue-controller",
+            "--namespace", "kueue-system", "--secret", "kueue-webhook-server-cert"]
+
+
+def test_bundle_reads_kubectls_json_stream_and_orders_what_up_applies(tmp_path: Path) -> None:
+    # `kubectl create --dry-run=client -o json -f A -f B` prints one document after the other
+    stream = "\n".join(json.dumps(doc) for doc in [crd("workloads"), crd("topologies"), configs(), *ROLES])
+    result = run(*bundle_args(tmp_path), stdin=stream)
     assert result.returncode == 0, result.stderr
-    out = json.loads(result.stdout)
-    assert base64.b64decode(out["items"][1]["webhooks"][0]["clientConfig"]["caBundle"]).decode() == PEM
+    items = json.loads(result.stdout)["items"]
+    assert [(i["kind"], i["metadata"]["name"]) for i in items] == [
+        ("Namespace", "kueue-system"),
+        ("Secret", "kueue-webhook-server-cert"),
+        ("CustomResourceDefinition", "workloads.kueue.x-k8s.io"),
+        ("CustomResourceDefinition", "topologies.kueue.x-k8s.io"),
+        ("ClusterRole", "kueue-manager-role"),
+        ("ClusterRoleBinding", "kueue-manager-role-binding"),
+        ("Role", "kueue-manager-secrets-role"),
+        ("RoleBinding", "kueue-manager-secrets-role-binding"),
+        ("MutatingWebhookConfiguration", "kueue-mutating-webhook-configuration"),
+        ("ValidatingWebhookConfiguration", "kueue-validating-webhook-configuration"),
+    ]
+    assert all(i["metadata"]["labels"]["app.kubernetes.io/name"] == "kueue" for i in items)
+    secret = items[1]["data"]
+    assert base64.b64decode(secret["ca.key"]) == b"CA KEY" and base64.b64decode(secret["tls.crt"]).decode() == PEM
+    assert items[2]["spec"]["conversion"]["webhook"]["clientConfig"]["url"] == f"{URL}/convert"
+    assert "conversion" not in items[3]["spec"]  # the overlay gives topologies no conversion webhook
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    not_pem = tmp_path / "ca.crt"
-    not_pem.write_text("hello")
-    result = run("webhooks", URL, str(not_pem), stdin=json.dumps(configs()))
-    assert (result.returncode, result.stderr) == (2, f"ERROR: {not_pem} is not a PEM certificate\n")
-    result = run("rbac", "u", "ns", stdin=json.dumps({"kind": "List", "items": [{"kind": "Secret"}]}))
-    assert (result.returncode, result.stderr) == (2, "ERROR: unexpected kind 'Secret' among the roles\n")
+    args = bundle_args(tmp_path)
+    (tmp_path / "ca.crt").write_text("hello")
+    result = run(*args, stdin=json.dumps(crd("workloads")))
+    assert (result.returncode, result.stderr) == (2, f"ERROR: {tmp_path / 'ca.crt'} is not a PEM certificate\n")
+    (tmp_path / "ca.crt").write_text(PEM)
+    result = run(*args, stdin=json.dumps({"kind": "Secret", "metadata": {"name": "x"}}))
+    assert (result.returncode, result.stderr) == (2, "ERROR: unexpected kind(s) Secret in the Kueue manifests\n")
+    result = run(*args, stdin=json.dumps(crd("topologies")))
+    assert result.returncode == 2 and "patches CRDs that are not in crd/bases" in result.stderr
+    result = run(*args, stdin="{not json")
+    assert result.returncode == 2 and result.stderr.startswith("ERROR: ")
     result = run("webhooks", URL)
-    assert result.returncode == 2 and result.stderr.startswith("usage: render_manifests.py")
-    pods_only = {"kind": "MutatingWebhookConfiguration", "webhooks": [hook("mpod.kb.io", "", "/mutate--v1-pod")]}
-    ca = tmp_path / "ok.crt"
-    ca.write_text(PEM)
-    result = run("webhooks", URL, str(ca), stdin=json.dumps(pods_only))
+    assert result.returncode == 2 and "usage: render_manifests.py" in result.stderr
+    pods_only = {"kind": "MutatingWebhookConfiguration", "metadata": {"name": "m"},
+                 "webhooks": [hook("mpod.kb.io", "", "/mutate--v1-pod")]}
+    result = run(*args, stdin="\n".join(json.dumps(d) for d in (crd("workloads"), pods_only)))
     assert (result.returncode, result.stderr) == (
         2, "ERROR: MutatingWebhookConfiguration has no webhook for batch, kueue.x-k8s.io\n")
