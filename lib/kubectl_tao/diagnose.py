@@ -398,8 +398,8 @@ def _pending_findings(
                 Finding(
                     "Kueue has not admitted the job yet (the queue's GPU quota is in use)",
                     message,
-                    f"`kubectl get workloads -n {ns}` shows the queue position; the job starts when quota frees "
-                    "up, or cancel it and ask for fewer GPUs",
+                    f"`kubectl get workloads.kueue.x-k8s.io -n {ns}` shows the queue position; the job starts when "
+                    "quota frees up, or cancel it and ask for fewer GPUs",
                     "awaiting-admission",
                 )
             ]

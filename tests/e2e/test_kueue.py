@@ -146,12 +146,14 @@ def explain(tao: Tao, record_id: str) -> tuple[int, list[dict[str, Any]]]:
 def test_a_queued_gang_waits_suspended_while_quota_is_used_and_is_admitted_whole(tao: Tao, queue16: Queue) -> None:
     holder = submit(tao, stay=True)  # 1 x 8 of the 16 GPUs of quota
     wait_for(lambda: pod_phases(tao, holder) == ["Running"], 60, message="the holder to run")
-    assert queue16.reserved() == 8
+    wait_for(lambda: queue16.reserved() == 8, 30, message="the ClusterQueue's status to count the holder")
 
     gang = submit(tao, nodes=2)  # 2 x 8: the nodes have 8 free GPUs (one rank could start), the quota has not 16
     wl = wait_for(lambda: (w := workload(tao, gang)) and condition(w, "QuotaReserved").get("reason") == "Pending"
                   and w, 30, message="Kueue to leave the gang's Workload pending")
     kueue_says = condition(wl, "QuotaReserved")["message"]
+    wait_for(lambda: queue16.get()["status"].get("pendingWorkloads") == 1, 30,
+             message="the ClusterQueue's status to count the waiting gang")
     assert f"insufficient unused quota for {GPU}" in kueue_says, kueue_says
     assert job(tao, gang)["spec"]["suspend"] is True and pod_phases(tao, gang) == []  # no rank started
 

@@ -229,7 +229,7 @@ def test_job_gone() -> None:
 def test_kueue_admission_wait() -> None:
     found = findings("kueue-suspended", namespace="tao-jobs")
     assert codes(found) == ["awaiting-admission"]
-    assert "kubectl get workloads -n tao-jobs" in found[0].fix
+    assert "kubectl get workloads.kueue.x-k8s.io -n tao-jobs" in found[0].fix
 
 
 def test_plain_suspend_says_how_to_resume() -> None:
