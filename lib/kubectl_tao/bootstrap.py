@@ -123,6 +123,6 @@ def console_main() -> int:
     if missing:
         sys.stderr.write(f"error: {missing_message(install_method(None, sys.prefix), missing)}\n")
         return 2
-    from .cli import main
+    from kubectl_tao.cli import main
 
     return main()

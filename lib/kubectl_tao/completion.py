@@ -69,8 +69,8 @@ def _mtime(entry: os.DirEntry[str]) -> float:
 
 
 def _kubectl_lines(args: list[str], context: str | None, kubeconfig: str | None, *, cluster: bool) -> list[str]:
-    from .errors import TaoError
-    from .kubectl import ClusterOptions, Kubectl
+    from kubectl_tao.errors import TaoError
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl
 
     options = ClusterOptions(
         context=context, kubeconfig=kubeconfig, request_timeout=f"{int(KUBECTL_TIMEOUT_S) - 1}s" if cluster else None
@@ -100,7 +100,7 @@ def root_command() -> Any:
     """The click command tree of the CLI (imports every verb module)."""
     import typer
 
-    from .cli import app
+    from kubectl_tao.cli import app
 
     return typer.main.get_command(app)
 

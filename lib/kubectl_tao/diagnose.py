@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from . import status as st
-from .gates import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, total_allocatable
+from kubectl_tao import classify as st
+from kubectl_tao.gates import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, total_allocatable
 
 GPU_OPERATOR_CHECK = "kubectl get nodes -o jsonpath='{.items[*].status.allocatable}'"
 

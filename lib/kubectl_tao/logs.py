@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
-from .errors import GateError
+from kubectl_tao.errors import GateError
 
 _PREFIX = re.compile(r"^\[pod/(?P<pod>[^/\]]+)/[^\]]+\] ?(?P<line>.*)$")
 

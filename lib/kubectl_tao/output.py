@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
-from .errors import UsageError
+from kubectl_tao.errors import UsageError
 
 FORMATS = ("table", "wide", "json", "yaml", "name")
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.capacity import NODES_READ, PODS_READ
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
 
 from .helpers import (
     EXIT_CODE,

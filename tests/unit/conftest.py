@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.capacity import NODES_READ, PODS_READ
-from kubectl_tao.kubectl import Completed, Kubectl
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
+from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
 
@@ -66,7 +66,7 @@ def open_kubernetes_record(store: Any) -> Any:
 def review_answer(*, deny: tuple[str, ...] = ()) -> tuple[tuple[str, ...], str]:
     """The argv prefix of submit's one SelfSubjectAccessReview call, and an answer granting every permission
     submit can need except those in DENY (their text, e.g. "create jobs.batch")."""
-    from kubectl_tao import permissions
+    from kubectl_tao.k8s import permissions
 
     rows = "".join(
         f"{p.verb} {p.resource} {p.group or '-'} {'false' if p.text in deny else 'true'}\n"

@@ -12,7 +12,7 @@ import pytest
 
 from kubectl_tao.commands.jobflags import JOB_FLAGS
 from kubectl_tao.errors import UsageError
-from kubectl_tao.plan import GPU_TOLERATION, build, read_credentials
+from kubectl_tao.jobs.plan import GPU_TOLERATION, build, read_credentials
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "action"
 CREDS = {"HF_TOKEN": "hf_placeholder", "AWS_ACCESS_KEY_ID": "placeholder"}

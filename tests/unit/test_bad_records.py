@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.records import RecordStore
+from kubectl_tao.store.records import RecordStore
 
 
 def _store() -> RecordStore:

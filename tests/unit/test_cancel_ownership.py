@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from conftest import FakeKubectl, open_kubernetes_record
 
-from kubectl_tao import tracking
-from kubectl_tao.cancel import cancel
 from kubectl_tao.errors import GateError
-from kubectl_tao.kubectl import Kubectl
-from kubectl_tao.records import RecordStore
+from kubectl_tao.jobs import track as tracking
+from kubectl_tao.jobs.cancel import cancel
+from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.store.records import RecordStore
 
 PINNED = "11111111-1111-4111-8111-111111111111"
 OTHER = "22222222-2222-4222-8222-222222222222"

@@ -8,7 +8,7 @@ from typing import Any
 
 from conftest import FakeKubectl, fixture_json, review_answer
 
-from kubectl_tao.capacity import NODES_READ, PODS_READ
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
 
 PODS_FORBIDDEN = (
     'Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:t:u" cannot list resource '
@@ -70,8 +70,8 @@ def test_forbidden_nodes_warn_that_capacity_was_not_checked(cli: Any, fake_kubec
 
 
 def test_preflight_keeps_a_capacity_line_without_cluster_wide_pods(fake_kubectl: FakeKubectl) -> None:
-    from kubectl_tao.kubectl import Kubectl
-    from kubectl_tao.preflight import WARN, cluster_checks
+    from kubectl_tao.jobs.preflight import WARN, cluster_checks
+    from kubectl_tao.k8s.kubectl import Kubectl
 
     fake_kubectl.on("version", data=fixture_json("version-gke-1.30.json"))
     fake_kubectl.on("auth", "can-i", stdout="yes\n")

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from conftest import FakeKubectl, fixture_json
 
-from kubectl_tao import capacity
 from kubectl_tao.errors import TaoError
 from kubectl_tao.gpuinventory import DRA_READ
-from kubectl_tao.kubectl import Completed
+from kubectl_tao.k8s import capacity
+from kubectl_tao.k8s.kubectl import Completed
 
 NODES_FORBIDDEN = 'Error from server (Forbidden): nodes is forbidden: User "u" cannot list resource "nodes"'
 

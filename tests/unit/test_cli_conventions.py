@@ -122,7 +122,7 @@ def test_version_json_is_json(cli: Any) -> None:
 
 
 def test_no_headers_omits_the_header(cli: Any) -> None:
-    from kubectl_tao.records import RecordStore
+    from kubectl_tao.store.records import RecordStore
 
     RecordStore(os.environ["TAO_STATE_DIR"]).open(
         platform="kubernetes", image="busybox", network_arch="dino", action="train", storage_tier="A", results_root="/r"

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from conftest import FakeKubectl, fixture_json
 
-from kubectl_tao.capacity import NODES_READ, PODS_READ
 from kubectl_tao.gpuinventory import DRA_READ
-from kubectl_tao.records import RecordStore
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
+from kubectl_tao.store.records import RecordStore
 
 SERVER = "https://127.0.0.1:6443"
 

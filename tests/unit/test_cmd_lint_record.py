@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kubectl_tao.records import RecordStore
+from kubectl_tao.store.records import RecordStore
 
 CLEAN = """\
 apiVersion: batch/v1

@@ -10,7 +10,7 @@ import pytest
 from conftest import review_answer
 
 from kubectl_tao.errors import EXIT_UNREACHABLE, ClusterUnreachableError, CredentialsRefusedError, KubectlError
-from kubectl_tao.kubectl import ClusterOptions, Completed, Kubectl, classify_stderr
+from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl, classify_stderr
 
 UNAUTHORIZED = "error: You must be logged in to the server (Unauthorized)"
 EXEC_PLUGIN = (

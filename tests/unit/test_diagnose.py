@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from kubectl_tao import diagnose, gates
+from kubectl_tao.classify import JobStatus, job_status
 from kubectl_tao.diagnose import explain
-from kubectl_tao.status import JobStatus, job_status
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import FakeKubectl, fixture_json
 
-from kubectl_tao.records import RecordStore
+from kubectl_tao.store.records import RecordStore
 
 # The reference's own Job: named by whoever created it, with none of kubectl-tao's labels.
 JOB_NAME = "dino-train-3f9a1c"
@@ -162,8 +162,8 @@ def test_cancel_deletes_the_reference_job_in_the_foreground_and_marks_canceled(
 def test_a_reference_job_that_ended_unseen_is_settled_from_job_name_pods(
     tao_env: Path, fake_kubectl: FakeKubectl
 ) -> None:
-    from kubectl_tao import tracking
-    from kubectl_tao.kubectl import Kubectl
+    from kubectl_tao.jobs import track as tracking
+    from kubectl_tao.k8s.kubectl import Kubectl
 
     store, record_id = _reference_record()
     job = _unlabelled(fixture_json("complete.job.json"))

@@ -30,7 +30,7 @@ from kubectl_tao.gpuinventory import (
     pick_device_class,
     read_dra,
 )
-from kubectl_tao.kubectl import Completed
+from kubectl_tao.k8s.kubectl import Completed
 
 GPU_TOLERATION = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 

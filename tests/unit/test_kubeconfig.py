@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from kubectl_tao.errors import UsageError
-from kubectl_tao.kubeconfig import resolve
+from kubectl_tao.k8s.kubeconfig import resolve
 
 CONFIG_A = """
 apiVersion: v1

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from kubectl_tao.errors import ClusterUnreachableError, KubectlError, UsageError
-from kubectl_tao.kubectl import ClusterOptions, Kubectl, classify_stderr, first_error_line
+from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl, classify_stderr, first_error_line
 
 
 @pytest.mark.parametrize(

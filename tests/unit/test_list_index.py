@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.recordindex import INDEX_NAME
-from kubectl_tao.records import RecordStore
+from kubectl_tao.store.index import INDEX_NAME
+from kubectl_tao.store.records import RecordStore
 
 
 def finished(store: RecordStore, count: int, state: str = "COMPLETE") -> list[str]:
@@ -133,7 +133,7 @@ def test_limit_below_one_is_a_usage_error(cli: Any) -> None:
 
 def test_list_never_compares_whole_records(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Record membership goes by id: comparing records made list quadratic (50 million at 10,000 records)."""
-    from kubectl_tao.tracking import Tracked
+    from kubectl_tao.jobs.track import Tracked
 
     finished(RecordStore(), 3)
     compared: list[int] = []
@@ -163,7 +163,7 @@ def _raw(items: list[dict[str, Any]]) -> dict[str, Any]:
 def test_live_state_comes_from_two_raw_reads(cli: Any, fake_kubectl: Any) -> None:
     from conftest import fixture_json
 
-    from kubectl_tao.listing import raw_reads
+    from kubectl_tao.jobs.listing import raw_reads
 
     job = _running_record(RecordStore())
     jobs, pods = (argv for argv, _ in raw_reads().values())
@@ -179,7 +179,7 @@ def test_live_state_comes_from_two_raw_reads(cli: Any, fake_kubectl: Any) -> Non
 def test_without_cluster_wide_list_the_raw_reads_go_per_namespace(cli: Any, fake_kubectl: Any) -> None:
     from conftest import fixture_json
 
-    from kubectl_tao.listing import raw_reads
+    from kubectl_tao.jobs.listing import raw_reads
 
     job = _running_record(RecordStore())
     forbidden = 'Error from server (Forbidden): jobs.batch is forbidden: User "u" cannot list resource "jobs"'

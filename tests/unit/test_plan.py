@@ -9,7 +9,7 @@ import pytest
 
 from kubectl_tao.commands.jobflags import JOB_FLAGS
 from kubectl_tao.errors import UsageError
-from kubectl_tao.plan import GPU_TOLERATION, build, read_credentials
+from kubectl_tao.jobs.plan import GPU_TOLERATION, build, read_credentials
 
 
 def flags(**over: Any) -> dict[str, Any]:

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from conftest import FakeKubectl, fixture_json
 
-from kubectl_tao import probe
 from kubectl_tao.errors import TaoError, UsageError
+from kubectl_tao.jobs import probe
+from kubectl_tao.jobs.track import Observation, Tracked
 from kubectl_tao.lint import lint_documents
-from kubectl_tao.tracking import Observation, Tracked
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = (ROOT / "templates" / "k8s" / "nccl-probe.py").read_text(encoding="utf-8")
@@ -269,7 +269,7 @@ def test_probe_warning_for_a_failed_hung_or_missing_probe_of_this_cluster(tmp_pa
 
 
 def submit_answers(fake: FakeKubectl, version: str = "version-gke-1.30.json") -> None:
-    from kubectl_tao import permissions
+    from kubectl_tao.k8s import permissions
 
     every = permissions.needed(credentials=True, service=True)
     granted = "".join(f"{p.verb} {p.resource} {p.group or '<no value>'} true\n" for p in every)
@@ -378,9 +378,9 @@ class Script:
             self.fired.append(f"{dog} {int(seconds)} {obs.reason}")
             return replace(obs, state="ERROR", message=f"{dog} fired")
 
-        monkeypatch.setattr("kubectl_tao.tracking.observe", observe)
-        monkeypatch.setattr("kubectl_tao.cancel.cancel", cancel)
-        monkeypatch.setattr("kubectl_tao.watch.fire", fire)
+        monkeypatch.setattr("kubectl_tao.jobs.track.observe", observe)
+        monkeypatch.setattr("kubectl_tao.jobs.cancel.cancel", cancel)
+        monkeypatch.setattr("kubectl_tao.jobs.wait.fire", fire)
 
     def run(self, **over: Any) -> probe.Waited:
         def sleep(seconds: float) -> None:
@@ -473,7 +473,7 @@ def test_probe_command_answers_from_a_fresh_cache_without_creating_anything(
 
 
 def test_status_counts_ranks_for_multi_node_jobs_only() -> None:
-    from kubectl_tao.present import rank_counts
+    from kubectl_tao.commands.present import rank_counts
 
     def obs(total: int, phases: list[str], succeeded: int, failed: int) -> Observation:
         live = {"total": total, "succeeded": succeeded, "failed": failed,

@@ -11,8 +11,8 @@ from typing import Any
 
 from conftest import FakeKubectl, fixture_json, review_answer
 
-from kubectl_tao import probe
-from kubectl_tao.tracking import Observation, Tracked
+from kubectl_tao.jobs import probe
+from kubectl_tao.jobs.track import Observation, Tracked
 
 SERVER = "https://127.0.0.1:6443"  # the server of the tests' kubeconfig (tests/unit/conftest.py)
 FIXED = probe.ProbeOptions(nccl_socket_ifname="eth0", nccl_env={"NCCL_IB_DISABLE": "1", "NCCL_DEBUG": "INFO"})

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao import records
 from kubectl_tao.errors import TaoError, UsageError
-from kubectl_tao.records import (
+from kubectl_tao.redact import REDACTED
+from kubectl_tao.store import records
+from kubectl_tao.store.records import (
     ALLOWED_TRANSITIONS,
     LOG_TAIL_MAX_BYTES,
     LOG_TAIL_MAX_LINES,
@@ -31,7 +32,6 @@ from kubectl_tao.records import (
     normalize_results_dir,
     schema_errors,
 )
-from kubectl_tao.redact import REDACTED
 
 OPEN_ARGS: dict[str, Any] = {
     "platform": "kubernetes",

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from kubectl_tao import cli as cli_module
-from kubectl_tao import probe
 from kubectl_tao.errors import TaoError, UsageError
-from kubectl_tao.locking import exclusive
-from kubectl_tao.records import RecordStore
-from kubectl_tao.statedir import check_private
+from kubectl_tao.jobs import probe
+from kubectl_tao.store.locking import exclusive
+from kubectl_tao.store.records import RecordStore
+from kubectl_tao.store.statedir import check_private
 
 OPEN = ["record", "open", "--platform", "kubernetes", "--image", "busybox", "--network-arch", "dino",
         "--action", "train", "--storage-tier", "A", "--results-root", "/workspace/results"]

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao import status as st
-from kubectl_tao.status import job_status
+from kubectl_tao import classify as st
+from kubectl_tao.classify import job_status
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
 

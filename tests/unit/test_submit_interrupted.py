@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from conftest import FakeKubectl, open_kubernetes_record
 
-from kubectl_tao import tracking
 from kubectl_tao.errors import GateError
-from kubectl_tao.kubectl import Kubectl
-from kubectl_tao.records import RecordStore
+from kubectl_tao.jobs import track as tracking
+from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.store.records import RecordStore
 
 UID = "0b7c5e4a-1f0e-4d6b-9a49-2b2f3c4d5e6f"
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from conftest import FakeKubectl
 
-from kubectl_tao import permissions
-from kubectl_tao.permissions import Permission
-from kubectl_tao.records import RecordStore
+from kubectl_tao.k8s import permissions
+from kubectl_tao.k8s.permissions import Permission
+from kubectl_tao.store.records import RecordStore
 
 CANARY = "hf_PermCanary0123456789abcdefghijklmn"
 SUBMIT = ["submit", "--image", "busybox:1.36", "--command", "true", "--gpus", "0", "--pvc", "data", "--env-file", "-"]

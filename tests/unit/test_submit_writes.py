@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from conftest import FakeKubectl, review_answer
 
-from kubectl_tao.records import RecordStore
+from kubectl_tao.store.records import RecordStore
 
 SUBMIT = ["submit", "--image", "busybox", "--command", "true", "--storage-tier", "C", "--s3-output", "s3://bucket/out",
           "--gpus", "0"]

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from conftest import FakeKubectl, fixture_json, open_kubernetes_record
 
-from kubectl_tao import tracking
-from kubectl_tao.kubectl import Kubectl
-from kubectl_tao.records import RecordStore
-from kubectl_tao.watch import WaitTimeout, Watchdogs, watch
+from kubectl_tao.jobs import track as tracking
+from kubectl_tao.jobs.wait import WaitTimeout, Watchdogs, watch
+from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.store.records import RecordStore
 
 SERVER = "https://127.0.0.1:6443"  # the kubeconfig of the cli fixture
 
@@ -94,7 +94,7 @@ def test_watch_holds_the_ttl_and_gives_it_back_only_after_the_history_is_capture
 
 
 def _completed(stdout: str) -> Any:
-    from kubectl_tao.kubectl import Completed
+    from kubectl_tao.k8s.kubectl import Completed
 
     return Completed(stdout, "", 0)
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao import watch as watch_mod
-from kubectl_tao.tracking import Observation, Tracked
-from kubectl_tao.watch import WaitTimeout, Watchdogs, fix_for, progress_line, watch
+from kubectl_tao.jobs import wait as watch_mod
+from kubectl_tao.jobs.track import Observation, Tracked
+from kubectl_tao.jobs.wait import WaitTimeout, Watchdogs, fix_for, progress_line, watch
 
 
 def tracked() -> Tracked:

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from ..kubectl import ClusterOptions, Kubectl
+from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl
 
 if TYPE_CHECKING:
-    from ..kubeconfig import Target
+    from kubectl_tao.k8s.kubeconfig import Target
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,7 +40,7 @@ class Session:
     def target(self) -> Target:
         """The cluster and namespace the global flags point at (read from the kubeconfig, no kubectl call)."""
         if self._target is None:
-            from ..kubeconfig import resolve
+            from kubectl_tao.k8s.kubeconfig import resolve
 
             o = self.options
             self._target = resolve(o.kubeconfig, o.context, o.namespace)
@@ -139,7 +139,7 @@ def state_dir() -> str | None:
 
 def record_store() -> Any:
     """The job-record store ($TAO_STATE_DIR/jobs, else ~/.tao/jobs)."""
-    from ..records import RecordStore
+    from kubectl_tao.store.records import RecordStore
 
     return RecordStore()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import NoHeadersOption, OutputOption, session, with_cluster_flags
+from kubectl_tao.commands.common import NoHeadersOption, OutputOption, session, with_cluster_flags
 
 EPILOG = """\b
 Examples:
@@ -34,8 +34,8 @@ def register(app: typer.Typer) -> None:
         no_headers: bool = NoHeadersOption,
     ) -> int:
         """Show which GPUs are free right now, per node and per namespace."""
-        from ..gpus import gather
-        from ..output import check_format, dump_json, dump_yaml, emit, info, table
+        from kubectl_tao.jobs.gpus import gather
+        from kubectl_tao.output import check_format, dump_json, dump_yaml, emit, info, table
 
         fmt = check_format(output, ("table", "wide", "json", "yaml"))
         inv = gather(session().kubectl(), device_class=device_class)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import OutputOption, session, with_cluster_flags
+from kubectl_tao.commands.common import OutputOption, session, with_cluster_flags
 
 EPILOG = """\b
 Examples:
@@ -29,8 +29,8 @@ def register(app: typer.Typer) -> None:
         output: str = OutputOption,
     ) -> int:
         """Check that this machine and cluster can run TAO jobs."""
-        from ..output import check_format, dump_json, dump_yaml, emit
-        from ..preflight import MISSING, cluster_checks, host_runtime_check, kubectl_check
+        from kubectl_tao.jobs.preflight import MISSING, cluster_checks, host_runtime_check, kubectl_check
+        from kubectl_tao.output import check_format, dump_json, dump_yaml, emit
 
         fmt = check_format(output, ("table", "json", "yaml"))
         sess = session()

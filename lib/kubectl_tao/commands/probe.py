@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import lazy_record_store, session, with_cluster_flags
+from kubectl_tao.commands.common import lazy_record_store, session, with_cluster_flags
 
 EPILOG = """\b
 Examples:
@@ -75,10 +75,18 @@ def nccl(
     output: str = typer.Option("table", "--output", "-o", help="Output format: table (default), json, yaml."),
 ) -> int:
     """Run a 2-node all_reduce job and report pass, fail or hang (cached per cluster)."""
-    from ..output import check_format, dump_json, dump_yaml, emit, info
-    from ..probe import DEFAULT_IMAGE, PASS, ProbeOptions, cache_path, describe, parse_duration, run_probe
-    from ..records import default_state_dir
-    from ..render import parse_key_values
+    from kubectl_tao.jobs.probe import (
+        DEFAULT_IMAGE,
+        PASS,
+        ProbeOptions,
+        cache_path,
+        describe,
+        parse_duration,
+        run_probe,
+    )
+    from kubectl_tao.output import check_format, dump_json, dump_yaml, emit, info
+    from kubectl_tao.render import parse_key_values
+    from kubectl_tao.store.records import default_state_dir
 
     fmt = check_format(output, ("table", "json", "yaml"))
     opts = ProbeOptions(

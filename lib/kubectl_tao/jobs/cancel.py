@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import GateError, KubectlError, TaoError
-from .kubectl import Kubectl
-from .tracking import JOB_LABEL, Tracked, check_pin, fetch, observe, refuse_other_platform
+from kubectl_tao.errors import GateError, KubectlError, TaoError
+from kubectl_tao.jobs.track import JOB_LABEL, Tracked, check_pin, fetch, observe, refuse_other_platform
+from kubectl_tao.k8s.kubectl import Kubectl
 
 MANAGED = "app.kubernetes.io/managed-by=kubectl-tao"
 

@@ -16,9 +16,9 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
-from .errors import KubectlError, TaoError
-from .kubectl import Completed, Kubectl
-from .tracking import JOB_LABEL, Observation, Tracked, _from_record, observe
+from kubectl_tao.errors import KubectlError, TaoError
+from kubectl_tao.jobs.track import JOB_LABEL, Observation, Tracked, _from_record, observe
+from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
 SELECTOR = "app.kubernetes.io/managed-by=kubectl-tao"
 SELECTOR_QUERY = "app.kubernetes.io%2Fmanaged-by%3Dkubectl-tao"  # SELECTOR, URL-encoded for `get --raw`
@@ -98,8 +98,8 @@ def newest_records(
     index when their files are unchanged (recordindex); `full` reads the shown ones whole (-o json/yaml show
     the captured history, which the index leaves out). A record that cannot be read is skipped and described
     in `errors`; only records that were read and validated enter the index."""
-    from .recordindex import ListIndex, load
-    from .records import ID_RE, Record, _parse_ts
+    from kubectl_tao.store.index import ListIndex, load
+    from kubectl_tao.store.records import ID_RE, Record, _parse_ts
 
     if not store.jobs_dir.is_dir():
         return [], 0

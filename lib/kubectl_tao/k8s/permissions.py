@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ClusterUnreachableError, GateError, TaoError
-from .kubectl import Completed
+from kubectl_tao.errors import ClusterUnreachableError, GateError, TaoError
+from kubectl_tao.k8s.kubectl import Completed
 
 
 @dataclass(frozen=True)

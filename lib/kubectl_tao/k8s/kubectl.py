@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ClusterUnreachableError, CredentialsRefusedError, KubectlError, TaoError, UsageError
+from kubectl_tao.errors import ClusterUnreachableError, CredentialsRefusedError, KubectlError, TaoError, UsageError
 
 # Checked before the unreachable markers: "Unable to connect to the server: getting credentials: exec: ..." is a
 # credential failure, not a network one.
@@ -122,7 +122,7 @@ def classify_stderr(stderr: str) -> str:
 
 
 def _scrub(text: str) -> str:
-    from .redact import redact_text
+    from kubectl_tao.redact import redact_text
 
     return redact_text(text)
 

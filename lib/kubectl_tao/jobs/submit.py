@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ClusterUnreachableError, GateError, KubectlError, TaoError, UsageError
-from .kubectl import Completed, Kubectl
+from kubectl_tao.errors import ClusterUnreachableError, GateError, KubectlError, TaoError, UsageError
+from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 JOB_LABEL = "tao-job"
@@ -180,7 +180,8 @@ def image_pull_warning(plan: Plan) -> str | None:
 def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tuple[dict[str, Any] | None, list[str]]:
     """Read-only checks before anything is created. Returns the fit verdict (as a dict) and warnings
     (including a cached NCCL probe of this cluster, `server`, that failed or hung, for nodes > 1)."""
-    from . import capacity, gates, gpuinventory, permissions
+    from kubectl_tao import gates, gpuinventory
+    from kubectl_tao.k8s import capacity, permissions
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {}
     if plan.gpus > 0 or plan.nodes > 1:
@@ -212,7 +213,7 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
         version = gates.parse_server_version(json.loads(version_result.stdout))
         gates.require_version(version, plan.min_version or (1, 28), plan.min_version_feature or "multi-node jobs")
         if plan.nodes > 1 and server and not plan.skip_probe_warning:
-            from .probe import cached_probe_warning
+            from kubectl_tao.jobs.probe import cached_probe_warning
 
             probe_warning = cached_probe_warning(server, version.text)
             if probe_warning:
@@ -337,7 +338,7 @@ def execute(
 ) -> Outcome:
     """Run the submit sequence. dry_run: none | client | server. `extra` goes into the record's kubectl-tao
     data before the Job is created (so whoever first sees the Job end knows, e.g., that its TTL is held)."""
-    from .names import kubernetes_job_name, secret_name_for
+    from kubectl_tao.names import kubernetes_job_name, secret_name_for
 
     if dry_run == "client":
         return _dry(plan, namespace, None, plan.warnings, name=name)
@@ -511,7 +512,7 @@ def _adopt(kc: Kubectl, job: dict[str, Any], dependents: list[dict[str, Any]], n
 def _with_secret(plan: Plan, outcome: Outcome) -> list[dict[str, Any]]:
     objects = list(outcome.objects)
     if plan.credentials:
-        from .names import secret_name_for
+        from kubectl_tao.names import secret_name_for
 
         # A dry run sends placeholder values: the shape is checked, the credentials never leave the host.
         placeholders = dict.fromkeys(plan.credentials, "dry-run")
@@ -527,8 +528,8 @@ def _with_secret(plan: Plan, outcome: Outcome) -> list[dict[str, Any]]:
 def _dry(
     plan: Plan, namespace: str, verdict: dict[str, Any] | None, warnings: list[str], *, name: str | None = None
 ) -> Outcome:
-    from .names import kubernetes_job_name, secret_name_for
-    from .records import preview_id
+    from kubectl_tao.names import kubernetes_job_name, secret_name_for
+    from kubectl_tao.store.records import preview_id
 
     record_id = name or preview_id(plan.record["network_arch"], plan.record["action"])
     job_name = kubernetes_job_name(record_id)
@@ -539,8 +540,8 @@ def _dry(
 
 
 def _lint(objects: list[dict[str, Any]]) -> None:
-    from .kubelet_text import as_delivered
-    from .lint import lint_documents
+    from kubectl_tao.kubelet_text import as_delivered
+    from kubectl_tao.lint import lint_documents
 
     # Judge the text the containers receive: `$$(NAME)` in the manifest is the `$(NAME)` reference the user wrote.
     findings = lint_documents(as_delivered(objects), "rendered manifest")

@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from kubectl_tao.errors import TaoError, UsageError
-from kubectl_tao.locking import exclusive
 from kubectl_tao.names import require_ascii_name
-from kubectl_tao.statedir import check_private, make_private_dirs
+from kubectl_tao.store.locking import exclusive
+from kubectl_tao.store.statedir import check_private, make_private_dirs
 from kubectl_tao.templates import data_dir
 
 SCHEMA_VERSION = 1

@@ -14,11 +14,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import status as st
-from .diagnose import Finding
-from .errors import TaoError
-from .kubectl import Completed, Kubectl
-from .tracking import JOB_LABEL, Tracked, check_pin, check_uid
+from kubectl_tao import classify as st
+from kubectl_tao.diagnose import Finding
+from kubectl_tao.errors import TaoError
+from kubectl_tao.jobs.track import JOB_LABEL, Tracked, check_pin, check_uid
+from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
 
 @dataclass
@@ -50,7 +50,7 @@ class Explanation:
 def redacted(e: Explanation) -> Explanation:
     """``e`` with every text that may quote the cluster (events, conditions, container messages, the
     record's last message) through the redactor: explain prints them as evidence."""
-    from .redact import redact_cluster_text as redact_text
+    from kubectl_tao.redact import redact_cluster_text as redact_text
 
     findings = [
         Finding(redact_text(f.cause), redact_text(f.evidence), redact_text(f.fix), f.code) for f in e.findings
@@ -75,7 +75,7 @@ def _loads(result: Completed) -> Any:
 
 def from_history(tracked: Tracked) -> Explanation:
     """Explain a job whose Job object is gone (or was never created) from what its record kept."""
-    from .diagnose import explain
+    from kubectl_tao.diagnose import explain
 
     rid, ns, name = tracked.id, tracked.namespace, tracked.job_name
     state = tracked.record_state
@@ -135,8 +135,9 @@ def explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fal
 
 
 def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = False) -> Explanation:
-    from . import capacity, gpuinventory
-    from .diagnose import explain
+    from kubectl_tao import gpuinventory
+    from kubectl_tao.diagnose import explain
+    from kubectl_tao.k8s import capacity
 
     if not tracked.on_kubernetes:
         result = from_history(tracked)

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import KubectlError, TaoError
-from .kubectl import Completed
+from kubectl_tao.errors import KubectlError, TaoError
+from kubectl_tao.k8s.kubectl import Completed
 
 NODES_PATH = "/api/v1/nodes?resourceVersion=0"
 PODS_PATH = "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&resourceVersion=0"

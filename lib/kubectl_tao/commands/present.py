@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .listing import age
-from .output import check_format, dump_json, dump_yaml, emit, table
-from .tracking import Observation
+from kubectl_tao.jobs.listing import age
+from kubectl_tao.jobs.track import Observation
+from kubectl_tao.output import check_format, dump_json, dump_yaml, emit, table
 
 HEADERS = ["NAME", "STATE", "GPUS", "NODES", "AGE", "REASON"]
 WIDE = ["NAMESPACE", "JOB", "IMAGE", "RESULTS"]
@@ -64,7 +64,7 @@ def rank_counts(obs: Observation) -> str:
 
 def _scrubbed(value: Any) -> Any:
     """Strings the cluster wrote (pod, condition and event messages) through the redactor."""
-    from .redact import redact_cluster_text
+    from kubectl_tao.redact import redact_cluster_text
 
     if isinstance(value, str):
         return redact_cluster_text(value)

@@ -35,14 +35,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import names, render, templates
-from .errors import TaoError, UsageError
-from .locking import exclusive
+from kubectl_tao import names, render, templates
+from kubectl_tao.errors import TaoError, UsageError
+from kubectl_tao.store.locking import exclusive
 
 if TYPE_CHECKING:
-    from .kubectl import Kubectl
-    from .submit import Plan
-    from .tracking import Observation, Tracked
+    from kubectl_tao.jobs.submit import Plan
+    from kubectl_tao.jobs.track import Observation, Tracked
+    from kubectl_tao.k8s.kubectl import Kubectl
 
 NETWORK_ARCH = "nccl"
 ACTION = "probe"
@@ -212,8 +212,8 @@ def render_probe(opts: ProbeOptions, namespace: str, job_name: str, record_id: s
 
 def build_plan(opts: ProbeOptions, namespace: str) -> Plan:
     """The submit Plan of a probe, validated by rendering it once under a preview name."""
-    from .records import preview_id
-    from .submit import Plan
+    from kubectl_tao.jobs.submit import Plan
+    from kubectl_tao.store.records import preview_id
 
     validate_options(opts)
     preview = preview_id(NETWORK_ARCH, ACTION)
@@ -279,7 +279,7 @@ def hints_for(result: str, reason: str, exercised: bool, master_port: int, recor
         return []
     nccl = [replace(hint, why=hint.why.replace("{job}", record_id or "JOB")) for hint in _NCCL_HINTS]
     if not exercised:
-        from .watch import fix_for
+        from kubectl_tao.jobs.wait import fix_for
 
         return [Hint("", f"NCCL was not exercised: {fix_for(reason)}")]
     if reason == "RendezvousTimeout":
@@ -369,7 +369,7 @@ def _parse_stamp(value: object) -> datetime | None:
 
 def cache_path(state_dir: Path | None = None) -> Path:
     """`$TAO_STATE_DIR/probes/nccl.json`, else `~/.tao/probes/nccl.json`."""
-    from .records import default_state_dir
+    from kubectl_tao.store.records import default_state_dir
 
     return (state_dir if state_dir is not None else default_state_dir()) / "probes" / "nccl.json"
 
@@ -498,7 +498,7 @@ def _locked(path: Path, timeout: float = 10.0) -> contextlib.AbstractContextMana
 
 def save_result(path: Path, report: ProbeReport) -> None:
     """Add this cluster's result to the cache (read-modify-write under a lock, atomic replace)."""
-    from .statedir import check_private, make_private_dirs, write_private
+    from kubectl_tao.store.statedir import check_private, make_private_dirs, write_private
 
     try:
         make_private_dirs(path.parent.parent, path.parent)
@@ -536,7 +536,7 @@ def _started(obs: Observation, nodes: int) -> bool:
 
 
 def _pull_problem(obs: Observation) -> tuple[str, str] | None:
-    from .watch import PULL_REASONS
+    from kubectl_tao.jobs.wait import PULL_REASONS
 
     if obs.reason in PULL_REASONS:
         return obs.reason, obs.message
@@ -559,9 +559,9 @@ def wait_for_probe(
     interval: float = 2.0,
 ) -> Waited:
     """Follow the probe job: watchdogs until every rank has started, then `timeout_s` to finish."""
-    from .cancel import cancel
-    from .tracking import observe
-    from .watch import fire, progress_line
+    from kubectl_tao.jobs.cancel import cancel
+    from kubectl_tao.jobs.track import observe
+    from kubectl_tao.jobs.wait import fire, progress_line
 
     start = clock()
     started_at: float | None = None
@@ -651,8 +651,9 @@ def run_probe(
 ) -> ProbeReport:
     """Validate, read the server version, answer from the cache when allowed, else submit the probe,
     wait for it, cache the result and return it."""
-    from . import gates, tracking
-    from .submit import execute
+    from kubectl_tao import gates
+    from kubectl_tao.jobs import track as tracking
+    from kubectl_tao.jobs.submit import execute
 
     plan = build_plan(opts, namespace)
     version = gates.parse_server_version(kc.json(["version"], namespaced=False)).text

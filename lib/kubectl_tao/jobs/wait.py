@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from .errors import TaoError
-from .kubectl import Kubectl
-from .tracking import Observation, Tracked, hold_ttl, observe, refuse_other_platform, release_ttl
+from kubectl_tao.errors import TaoError
+from kubectl_tao.jobs.track import Observation, Tracked, hold_ttl, observe, refuse_other_platform, release_ttl
+from kubectl_tao.k8s.kubectl import Kubectl
 
 PULL_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull")
 CONFIG_REASONS = ("CreateContainerConfigError", "CreateContainerError")
@@ -153,8 +153,8 @@ def fire(
     kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, dog: str, seconds: float, *, server: str
 ) -> Observation:
     """The watchdog's action: remove the Job and its objects, then record ERROR with the class and the fix."""
-    from .cancel import _delete_job
-    from .tracking import JOB_LABEL
+    from kubectl_tao.jobs.cancel import _delete_job
+    from kubectl_tao.jobs.track import JOB_LABEL
 
     klass = obs.reason or "Unschedulable"
     ns, name = tracked.namespace, tracked.job_name

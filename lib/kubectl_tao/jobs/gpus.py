@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .kubectl import Kubectl
+from kubectl_tao.k8s.kubectl import Kubectl
 
 
 def gather(kc: Kubectl, *, device_class: str | None = None) -> Any:
     """The cluster's GPUs per node and per namespace (a gpuinventory.Inventory)."""
-    from . import capacity, gpuinventory
+    from kubectl_tao import gpuinventory
+    from kubectl_tao.k8s import capacity
 
     results = kc.run_many({**capacity.calls(), "dra": (gpuinventory.DRA_READ, {"namespaced": False})})
     dra, note = gpuinventory.read_dra(results["dra"], device_class=device_class)

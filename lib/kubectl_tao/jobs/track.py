@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .errors import GateError
-from .kubectl import Kubectl
+from kubectl_tao.errors import GateError
+from kubectl_tao.k8s.kubectl import Kubectl
 
 TERMINAL = ("COMPLETE", "ERROR", "CANCELED")
 LOG_TAIL_LINES = 50
@@ -183,8 +183,8 @@ def observe(
     fetched: bool = False,
 ) -> Observation:
     """Live state of a record's Job, written back to the record (state changes only)."""
-    from .status import classify
-    from .submit import INCOMPLETE_PHASES, finish_interrupted
+    from kubectl_tao.classify import classify
+    from kubectl_tao.jobs.submit import INCOMPLETE_PHASES, finish_interrupted
 
     if not tracked.on_kubernetes:
         return _from_record(
@@ -237,7 +237,7 @@ def _settle_missing(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
     """Job not found: either a submit that never finished creating it, or a Job deleted (TTL, by hand)."""
     phase = tracked.extra.get("submit_phase")
     if phase in ("dry-run", "creating") and not tracked.extra.get("job_uid"):
-        from .submit import cleanup, left_behind_note
+        from kubectl_tao.jobs.submit import cleanup, left_behind_note
 
         namespace = tracked.namespace or "default"
         left = cleanup(kc, namespace, tracked.job_name or "")
@@ -296,7 +296,7 @@ def split_prefixed_logs(text: str) -> dict[str, list[str]]:
 
 def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, pods: list[dict[str, Any]]) -> None:
     """Per rank: pod, node, exit code, reason and the last log lines, into the record (redacted by the store)."""
-    from .redact import redact_text
+    from kubectl_tao.redact import redact_text
 
     logs: dict[str, list[str]] = {}
     if pods and tracked.namespace and tracked.job_name:

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import TaoError, UsageError
-from .kubectl import Completed, Kubectl
+from kubectl_tao.errors import TaoError, UsageError
+from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
 LOCALQUEUES = "localqueues.kueue.x-k8s.io"
 CLUSTERQUEUES = "clusterqueues.kueue.x-k8s.io"
@@ -88,7 +88,8 @@ def check(
     gpu_product: str | None = None,
     queue: str | None = None,
 ) -> FitReport:
-    from . import capacity, gates, gpuinventory
+    from kubectl_tao import gates, gpuinventory
+    from kubectl_tao.k8s import capacity
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {
         **capacity.calls(),

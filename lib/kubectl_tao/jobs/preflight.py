@@ -12,9 +12,9 @@ import shutil
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import TaoError
-from .kubectl import Completed, Kubectl, run_host_check
-from .templates import data_dir
+from kubectl_tao.errors import TaoError
+from kubectl_tao.k8s.kubectl import Completed, Kubectl, run_host_check
+from kubectl_tao.templates import data_dir
 
 OK, WARN, MISSING = "OK", "WARN", "MISSING"
 
@@ -76,7 +76,8 @@ def cluster_checks(
     need_secrets: bool,
     gpu_product: str | None = None,
 ) -> list[Check]:
-    from . import capacity, gates, gpuinventory
+    from kubectl_tao import gates, gpuinventory
+    from kubectl_tao.k8s import capacity
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {
         "version": (["version", "-o", "json"], {"namespaced": False}),
@@ -133,7 +134,7 @@ def cluster_checks(
                 via = f" (DRA devices via DeviceClass {dra.serving_class} included)"
             checks.append(Check("gpu-operator", OK, f"{total} nvidia.com/gpu allocatable on {gpu_nodes} node(s){via}"))
         if gpus > 0 or nodes > 1:
-            from .plan import GPU_TOLERATION
+            from kubectl_tao.jobs.plan import GPU_TOLERATION
 
             verdict = gates.fit(
                 node_list,

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import TaoError
+from kubectl_tao.errors import TaoError
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import UsageError
+from kubectl_tao.errors import UsageError
 
 SUBDIRS = ("jobs", "jobs/.kubectl-tao", "probes")
 
