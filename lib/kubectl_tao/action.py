@@ -30,6 +30,7 @@ from typing import Any
 
 from kubectl_tao import kubelet_text, names, quantities, schemas, templates
 from kubectl_tao.errors import TaoError, UsageError
+from kubectl_tao.k8s import contract
 
 REQUEST_SCHEMA = "action-request.v1"
 STAGING_SCHEMA = "staging-map.v1"
@@ -513,7 +514,7 @@ def render_action_objects(
         "IMAGE": image,
         "COMMAND": command,
         "ARGS": args,
-        "RESOURCES": {"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else None,
+        "RESOURCES": {"limits": {contract.GPU_RESOURCE: str(gpus)}} if gpus else None,
         "ENV": env,
         "VOLUME_MOUNTS": volume_mounts,
         "SHM_SIZE": shm_size,

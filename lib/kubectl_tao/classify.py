@@ -21,19 +21,16 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-PENDING = "PENDING"
-RUNNING = "RUNNING"
-COMPLETE = "COMPLETE"
-ERROR = "ERROR"
-UNKNOWN = "UNKNOWN"
-CANCELED = "CANCELED"
-TERMINAL_STATES = frozenset({COMPLETE, ERROR, CANCELED})
+from kubectl_tao.k8s import contract
+from kubectl_tao.k8s.contract import CANCELED, COMPLETE, ERROR, PENDING, RUNNING, TERMINAL_STATES, UNKNOWN
+
+__all__ = ["CANCELED", "COMPLETE", "ERROR", "PENDING", "RUNNING", "TERMINAL_STATES", "UNKNOWN"]
 
 ERR_INFRA = "ERR_INFRA"
 ERR_PROGRAM = "ERR_PROGRAM"
 
-INDEX_KEY = "batch.kubernetes.io/job-completion-index"
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+INDEX_KEY = contract.COMPLETION_INDEX_ANNOTATION
+KUEUE_QUEUE_LABEL = contract.QUEUE_LABEL
 MAIN_CONTAINER = "tao"
 RENDEZVOUS_EXIT_CODE = 88
 SIGKILL_EXIT_CODE = 137
@@ -374,8 +371,8 @@ def classify_unschedulable(message: str) -> str:
         return "PVCNotFound"
     if "unbound immediate persistentvolumeclaims" in low or "unbound persistentvolumeclaims" in low:
         return "PVCNotBound"
-    if "insufficient nvidia.com/gpu" in low:
-        return "Insufficient nvidia.com/gpu"
+    if contract.INSUFFICIENT_GPU.lower() in low:
+        return contract.INSUFFICIENT_GPU
     return "Unschedulable"
 
 

@@ -98,8 +98,8 @@ def _prog_name() -> str:
 
 def _crash_log() -> Path:
     """The crash log's path, after checking the state directory is private (UsageError otherwise)."""
-    from kubectl_tao.store.records import default_state_dir
     from kubectl_tao.store.statedir import check_private, make_private_dirs
+    from kubectl_tao.store.statedir import state_dir as default_state_dir
 
     root = default_state_dir()
     make_private_dirs(root)

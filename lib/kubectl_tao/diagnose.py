@@ -14,6 +14,7 @@ from typing import Any
 
 from kubectl_tao import classify as st
 from kubectl_tao.gates import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, total_allocatable
+from kubectl_tao.k8s import contract
 
 GPU_OPERATOR_CHECK = "kubectl get nodes -o jsonpath='{.items[*].status.allocatable}'"
 
@@ -61,7 +62,7 @@ def _scheduler_messages(status: st.JobStatus, events: Any, pods: Sequence[Mappin
         _, _, reason, message, _ = st.event_fields(event)
         if reason == "FailedScheduling" and message:
             out.append(message)
-    if status.reason in ("Unschedulable", "Insufficient nvidia.com/gpu", "PVCNotFound", "PVCNotBound"):
+    if status.reason in ("Unschedulable", contract.INSUFFICIENT_GPU, "PVCNotFound", "PVCNotBound"):
         out.append(status.message.split(": ", 1)[-1] if status.message.startswith("rank ") else status.message)
     return list(dict.fromkeys(m for m in out if m))
 

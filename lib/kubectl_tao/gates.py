@@ -18,9 +18,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kubectl_tao.errors import GateError, NeverFitsError, TaoError
+from kubectl_tao.k8s import contract
 
-GPU_RESOURCE = "nvidia.com/gpu"
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_RESOURCE = contract.GPU_RESOURCE
+GPU_PRODUCT_LABEL = contract.GPU_PRODUCT_LABEL
 MULTI_NODE_MIN_VERSION = (1, 28)
 RETRIES_PER_INDEX_MIN_VERSION = (1, 29)
 

@@ -18,14 +18,15 @@ from typing import Any
 
 from kubectl_tao import kubelet_text, names, quantities, templates
 from kubectl_tao.errors import UsageError
+from kubectl_tao.k8s import contract
 
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-MANAGED_BY = "kubectl-tao"
-JOB_LABEL = "tao-job"
-RECORD_ID_KEY = "kubectl-tao.io/record-id"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
-GPU_RESOURCE = "nvidia.com/gpu"
+MANAGED_BY_LABEL = contract.MANAGED_BY_LABEL
+MANAGED_BY = contract.MANAGED_BY
+JOB_LABEL = contract.JOB_LABEL
+RECORD_ID_KEY = contract.RECORD_ID_ANNOTATION
+QUEUE_LABEL = contract.QUEUE_LABEL
+COMPLETION_INDEX_ANNOTATION = contract.COMPLETION_INDEX_ANNOTATION
+GPU_RESOURCE = contract.GPU_RESOURCE
 CONTAINER_NAME = "tao"
 
 # Exit codes reserved by the fixed pod scripts.
@@ -52,8 +53,8 @@ LAUNCHERS = ("tao", "torchrun")
 RECORD_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 NCCL_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:=^+-]{1,256}")
 NCCL_ENV_RE = re.compile(r"NCCL_[A-Z0-9_]+")
-_RESERVED_KEY_PREFIXES = ("kubectl-tao.io/", "batch.kubernetes.io/", "kueue.x-k8s.io/")
-_RESERVED_LABELS = {MANAGED_BY_LABEL, JOB_LABEL, "job-name", "controller-uid", "job-index"}
+_RESERVED_KEY_PREFIXES = contract.RESERVED_KEY_PREFIXES
+_RESERVED_LABELS = contract.RESERVED_LABELS
 # Mount paths that would hide the image's own system directories.
 _SYSTEM_DIRS = ("/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/run", "/sbin", "/usr", "/var")
 _KERNEL_DIRS = ("/dev", "/proc", "/sys")

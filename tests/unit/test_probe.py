@@ -17,6 +17,7 @@ from kubectl_tao.errors import TaoError, UsageError
 from kubectl_tao.jobs import probe
 from kubectl_tao.jobs.track import Observation, Tracked
 from kubectl_tao.lint import lint_documents
+from kubectl_tao.store import probecache
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = (ROOT / "templates" / "k8s" / "nccl-probe.py").read_text(encoding="utf-8")
@@ -160,7 +161,8 @@ def report(result: str = "fail", *, server: str = SERVER, version: str = "v1.30.
            reason: str = "ExitCode") -> probe.ProbeReport:
     return probe.ProbeReport(
         result=result, reason=reason, message="rank 0 exited with code 1", server=server, version=version,
-        checked_at=probe.utc_stamp(when), record_id="nccl-probe-1a2b3c", nodes=2, gpus=1, image=probe.DEFAULT_IMAGE,
+        checked_at=probecache.utc_stamp(when), record_id="nccl-probe-1a2b3c", nodes=2, gpus=1,
+        image=probe.DEFAULT_IMAGE,
         duration_s=12.5, hints=probe.hints_for(result, reason, True, 29500, "nccl-probe-1a2b3c"),
     )
 
@@ -168,33 +170,33 @@ def report(result: str = "fail", *, server: str = SERVER, version: str = "v1.30.
 def saved(tmp_path: Path, *reports: probe.ProbeReport) -> Path:
     path = tmp_path / "probes" / "nccl.json"
     for item in reports:
-        probe.save_result(path, item)
+        probecache.save_result(path, item)
     return path
 
 
 def test_cache_path_follows_tao_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TAO_STATE_DIR", str(tmp_path))
-    assert probe.cache_path() == tmp_path / "probes" / "nccl.json"
+    assert probecache.cache_path() == tmp_path / "probes" / "nccl.json"
     monkeypatch.delenv("TAO_STATE_DIR")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert probe.cache_path() == tmp_path / "home" / ".tao" / "probes" / "nccl.json"
+    assert probecache.cache_path() == tmp_path / "home" / ".tao" / "probes" / "nccl.json"
 
 
 def test_a_saved_result_round_trips_and_is_keyed_by_server_and_version(tmp_path: Path) -> None:
     path = saved(tmp_path, report("pass"))
-    cache, warning = probe.load_cache(path)
+    cache, warning = probecache.load_cache(path)
     assert warning is None
-    entry = probe.lookup(cache, SERVER, "v1.30.2", now=NOW + timedelta(hours=1))
+    entry = probecache.lookup(cache, SERVER, "v1.30.2", now=NOW + timedelta(hours=1))
     assert entry is not None and entry["result"] == "pass" and entry["record_id"] == "nccl-probe-1a2b3c"
     again = probe.ProbeReport.from_entry(entry)
     assert again.cached is True and again.result == "pass" and again.duration_s == 12.5
-    assert probe.lookup(cache, SERVER, "v1.31.0", now=NOW) is None  # the cluster was upgraded
-    assert probe.lookup(cache, "https://other:6443", "v1.30.2", now=NOW) is None
+    assert probecache.lookup(cache, SERVER, "v1.31.0", now=NOW) is None  # the cluster was upgraded
+    assert probecache.lookup(cache, "https://other:6443", "v1.30.2", now=NOW) is None
 
 
 def test_results_of_several_clusters_live_side_by_side(tmp_path: Path) -> None:
     path = saved(tmp_path, report("pass"), report("hang", server="https://b:6443"), report("fail"))
-    cache, _ = probe.load_cache(path)
+    cache, _ = probecache.load_cache(path)
     assert sorted(cache["probes"]) == [f"{SERVER} v1.30.2", "https://b:6443 v1.30.2"]
     assert cache["probes"][f"{SERVER} v1.30.2"]["result"] == "fail"  # the newer result replaced the older
 
@@ -205,12 +207,12 @@ def test_results_of_several_clusters_live_side_by_side(tmp_path: Path) -> None:
      (timedelta(days=3), False), (timedelta(minutes=-5), False)],
 )
 def test_cached_results_expire_after_24_hours(tmp_path: Path, age: timedelta, hit: bool) -> None:
-    cache, _ = probe.load_cache(saved(tmp_path, report("pass")))
-    assert (probe.lookup(cache, SERVER, "v1.30.2", now=NOW + age) is not None) is hit
+    cache, _ = probecache.load_cache(saved(tmp_path, report("pass")))
+    assert (probecache.lookup(cache, SERVER, "v1.30.2", now=NOW + age) is not None) is hit
 
 
 def test_a_missing_cache_is_empty_without_a_warning(tmp_path: Path) -> None:
-    assert probe.load_cache(tmp_path / "none.json") == (probe.empty_cache(), None)
+    assert probecache.load_cache(tmp_path / "none.json") == (probecache.empty_cache(), None)
 
 
 @pytest.mark.parametrize(
@@ -223,10 +225,10 @@ def test_a_corrupt_cache_is_ignored_with_a_warning_and_rewritten(tmp_path: Path,
     path = tmp_path / "probes" / "nccl.json"
     path.parent.mkdir()
     path.write_text(text, encoding="utf-8")
-    cache, said = probe.load_cache(path)
-    assert cache == probe.empty_cache() and said is not None and warning in said and str(path) in said
-    probe.save_result(path, report("pass"))
-    assert probe.load_cache(path)[1] is None
+    cache, said = probecache.load_cache(path)
+    assert cache == probecache.empty_cache() and said is not None and warning in said and str(path) in said
+    probecache.save_result(path, report("pass"))
+    assert probecache.load_cache(path)[1] is None
 
 
 def test_malformed_entries_are_dropped(tmp_path: Path) -> None:
@@ -237,7 +239,7 @@ def test_malformed_entries_are_dropped(tmp_path: Path) -> None:
         "c v1": "pass",
         f"{SERVER} v1.30.2": report("pass").to_entry(),
     }}), encoding="utf-8")
-    cache, warning = probe.load_cache(path)
+    cache, warning = probecache.load_cache(path)
     assert warning is None and list(cache["probes"]) == [f"{SERVER} v1.30.2"]
 
 
@@ -245,25 +247,25 @@ def test_an_unwritable_cache_names_the_path(tmp_path: Path) -> None:
     blocker = tmp_path / "probes"
     blocker.write_text("a file where the directory should be", encoding="utf-8")
     with pytest.raises(TaoError, match=r"cannot write the probe cache .*probes/nccl.json: .*; check TAO_STATE_DIR"):
-        probe.save_result(blocker / "nccl.json", report("pass"))
+        probecache.save_result(blocker / "nccl.json", report("pass"))
 
 
 # ------------------------------------------------------------------ the submit warning
 
 
 def test_probe_warning_for_a_failed_hung_or_missing_probe_of_this_cluster(tmp_path: Path) -> None:
-    cache, _ = probe.load_cache(saved(tmp_path, report("fail"), report("hang", server="https://b:6443"),
+    cache, _ = probecache.load_cache(saved(tmp_path, report("fail"), report("hang", server="https://b:6443"),
                                       report("pass", server="https://c:6443")))
     later = NOW + timedelta(hours=2)
-    warning = probe.probe_warning(cache, SERVER, "v1.30.2", later)
+    warning = probecache.probe_warning(cache, SERVER, "v1.30.2", later)
     assert warning is not None
     assert warning.startswith("the last NCCL probe of this cluster failed 2h ago (ExitCode): multi-node jobs")
     assert "kubectl tao probe nccl --force" in warning
-    assert "hung" in (probe.probe_warning(cache, "https://b:6443", "v1.30.2", later) or "")
-    assert probe.probe_warning(cache, "https://c:6443", "v1.30.2", later) is None
+    assert "hung" in (probecache.probe_warning(cache, "https://b:6443", "v1.30.2", later) or "")
+    assert probecache.probe_warning(cache, "https://c:6443", "v1.30.2", later) is None
     # No result for this cluster at this version: say so, with the command to run.
-    for missing in (probe.probe_warning(cache, SERVER, "v1.31.0", later),
-                    probe.probe_warning(probe.empty_cache(), SERVER, "v1.30.2")):
+    for missing in (probecache.probe_warning(cache, SERVER, "v1.31.0", later),
+                    probecache.probe_warning(probecache.empty_cache(), SERVER, "v1.30.2")):
         assert missing is not None and missing.startswith("no NCCL probe result is cached for this cluster")
         assert "`kubectl tao probe nccl`" in missing
 
@@ -290,7 +292,7 @@ MULTI = [*submit_argv(2), "--dry-run=server"]
 def test_multi_node_submit_warns_about_the_cached_failed_probe(cli: Any, fake_kubectl: FakeKubectl,
                                                                tao_env: Path) -> None:
     submit_answers(fake_kubectl)
-    probe.save_result(tao_env / "state" / "probes" / "nccl.json",
+    probecache.save_result(tao_env / "state" / "probes" / "nccl.json",
                       report("hang", server="https://127.0.0.1:6443", version="v1.30.5-gke.1014001",
                              when=datetime.now(UTC) - timedelta(minutes=10), reason="Timeout"))
     code, _, err = cli(*MULTI)
@@ -378,7 +380,7 @@ class Script:
             self.fired.append(f"{dog} {int(seconds)} {obs.reason}")
             return replace(obs, state="ERROR", message=f"{dog} fired")
 
-        monkeypatch.setattr("kubectl_tao.jobs.track.observe", observe)
+        monkeypatch.setattr("kubectl_tao.jobs.wait.observe", observe)
         monkeypatch.setattr("kubectl_tao.jobs.cancel.cancel", cancel)
         monkeypatch.setattr("kubectl_tao.jobs.wait.fire", fire)
 
@@ -458,7 +460,7 @@ def test_probe_command_answers_from_a_fresh_cache_without_creating_anything(
     fake_kubectl.on("version", data=fixture_json("version-gke-1.30.json"))
     when = datetime.now(UTC) - timedelta(minutes=10)  # minutes, so a slow run cannot change the printed age
     cached = report("fail", server="https://127.0.0.1:6443", version="v1.30.5-gke.1014001", when=when)
-    probe.save_result(tao_env / "state" / "probes" / "nccl.json", cached)
+    probecache.save_result(tao_env / "state" / "probes" / "nccl.json", cached)
     code, out, err = cli("probe", "nccl")
     assert err == ""
     assert code == 1

@@ -13,6 +13,7 @@ from conftest import FakeKubectl, fixture_json, review_answer
 
 from kubectl_tao.jobs import probe
 from kubectl_tao.jobs.track import Observation, Tracked
+from kubectl_tao.store import probecache
 
 SERVER = "https://127.0.0.1:6443"  # the server of the tests' kubeconfig (tests/unit/conftest.py)
 FIXED = probe.ProbeOptions(nccl_socket_ifname="eth0", nccl_env={"NCCL_IB_DISABLE": "1", "NCCL_DEBUG": "INFO"})
@@ -22,7 +23,7 @@ def passed(opts: probe.ProbeOptions, *, result: str = "pass", when: datetime | N
            version: str = "v1.36.3") -> probe.ProbeReport:
     tracked = Tracked({"id": "nccl-probe-1a2b3c"}, {"nodes": 2})
     obs = Observation(tracked, "COMPLETE" if result == "pass" else "RUNNING", "", "", None, None)
-    stamp = probe.utc_stamp(when or datetime.now(UTC))
+    stamp = probecache.utc_stamp(when or datetime.now(UTC))
     return probe.report_for(
         probe.Waited(result, obs, True), opts, server=SERVER, version=version, checked_at=stamp, duration_s=20
     )
@@ -36,9 +37,9 @@ def test_a_passing_probe_caches_the_settings_it_ran_with_but_not_debug_logging(t
     path = tmp_path / "nccl.json"
     report = passed(FIXED)
     assert report.settings == {"NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "eth0"}
-    probe.save_result(path, report)
-    cache, _ = probe.load_cache(path)
-    assert probe.passing_settings(cache, SERVER) == ({"NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "eth0"},
+    probecache.save_result(path, report)
+    cache, _ = probecache.load_cache(path)
+    assert probecache.passing_settings(cache, SERVER) == ({"NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "eth0"},
                                                      report.checked_at)
     assert "later multi-node submits on this cluster apply NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=eth0" in (
         probe.describe(report)
@@ -47,24 +48,24 @@ def test_a_passing_probe_caches_the_settings_it_ran_with_but_not_debug_logging(t
 
 def test_only_the_newest_result_counts_and_only_when_it_passed(tmp_path: Path) -> None:
     path = tmp_path / "nccl.json"
-    probe.save_result(path, passed(FIXED, when=datetime.now(UTC) - timedelta(hours=1), version="v1.35.0"))
-    cache, _ = probe.load_cache(path)
-    assert probe.passing_settings(cache, SERVER)[0], "a pass at another server version still describes the network"
-    assert probe.passing_settings(cache, "https://elsewhere:6443") == ({}, "")
-    probe.save_result(path, passed(probe.ProbeOptions(), result="hang"))
-    cache, _ = probe.load_cache(path)
-    assert probe.passing_settings(cache, SERVER) == ({}, "")
+    probecache.save_result(path, passed(FIXED, when=datetime.now(UTC) - timedelta(hours=1), version="v1.35.0"))
+    cache, _ = probecache.load_cache(path)
+    assert probecache.passing_settings(cache, SERVER)[0], "a pass at another server version still describes the network"
+    assert probecache.passing_settings(cache, "https://elsewhere:6443") == ({}, "")
+    probecache.save_result(path, passed(probe.ProbeOptions(), result="hang"))
+    cache, _ = probecache.load_cache(path)
+    assert probecache.passing_settings(cache, SERVER) == ({}, "")
 
 
 def test_a_hand_edited_cache_cannot_inject_other_variables(tmp_path: Path) -> None:
     path = tmp_path / "nccl.json"
-    probe.save_result(path, passed(FIXED))
+    probecache.save_result(path, passed(FIXED))
     data = json.loads(path.read_text(encoding="utf-8"))
     [entry] = data["probes"].values()
     entry["settings"] = {"LD_PRELOAD": "/tmp/x.so", "NCCL_IB_DISABLE": "1; rm -rf /", "NCCL_P2P_DISABLE": "1"}
     path.write_text(json.dumps(data), encoding="utf-8")
-    cache, _ = probe.load_cache(path)
-    assert probe.passing_settings(cache, SERVER)[0] == {"NCCL_P2P_DISABLE": "1"}
+    cache, _ = probecache.load_cache(path)
+    assert probecache.passing_settings(cache, SERVER)[0] == {"NCCL_P2P_DISABLE": "1"}
 
 
 def answers(fake: FakeKubectl) -> None:
@@ -101,7 +102,7 @@ def rank_env(out: str) -> dict[str, str]:
 
 
 def test_later_multi_node_jobs_get_the_passing_settings_printed_and_overridable(cli: Any, tao_env: Path) -> None:
-    probe.save_result(cache_file(tao_env), passed(FIXED))
+    probecache.save_result(cache_file(tao_env), passed(FIXED))
     render = ["render", "--image", "busybox", "--command", "true", "--gpus", "8", "--nodes", "2", "--pvc", "data",
               "-o", "json"]
     code, out, err = cli(*render)

@@ -16,6 +16,7 @@ import pytest
 from kubectl_tao.errors import TaoError, UsageError
 from kubectl_tao.redact import REDACTED
 from kubectl_tao.store import records
+from kubectl_tao.store.recordcli import main
 from kubectl_tao.store.records import (
     ALLOWED_TRANSITIONS,
     LOG_TAIL_MAX_BYTES,
@@ -24,14 +25,13 @@ from kubectl_tao.store.records import (
     TERMINAL_STATES,
     RecordStore,
     classify_oom,
-    default_state_dir,
     effective_state,
-    main,
     make_id,
     normalize_platform,
     normalize_results_dir,
     schema_errors,
 )
+from kubectl_tao.store.statedir import state_dir as default_state_dir
 
 OPEN_ARGS: dict[str, Any] = {
     "platform": "kubernetes",

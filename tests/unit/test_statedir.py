@@ -13,6 +13,7 @@ import pytest
 from kubectl_tao import cli as cli_module
 from kubectl_tao.errors import TaoError, UsageError
 from kubectl_tao.jobs import probe
+from kubectl_tao.store import probecache
 from kubectl_tao.store.locking import exclusive
 from kubectl_tao.store.records import RecordStore
 from kubectl_tao.store.statedir import check_private
@@ -141,5 +142,5 @@ def test_the_probe_cache_is_private(tmp_path: Path) -> None:
         result="pass", reason="", message="ok", server="https://127.0.0.1:6443", version="v1.36.3",
         checked_at="2026-01-01T00:00:00Z", record_id=None, nodes=2, gpus=1, image=probe.DEFAULT_IMAGE,
     )
-    probe.save_result(probe.cache_path(state), report)
+    probecache.save_result(probecache.cache_path(state), report)
     assert _mode(state / "probes" / "nccl.json") == 0o600 and _mode(state / "probes") == 0o700

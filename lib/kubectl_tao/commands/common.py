@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -130,11 +129,6 @@ def with_cluster_flags(func: F) -> F:
 
 OutputOption = typer.Option("table", "--output", "-o", help="Output format: table (default), wide, json, yaml, name.")
 NoHeadersOption = typer.Option(False, "--no-headers", help="Omit the table header line.")
-
-
-def state_dir() -> str | None:
-    """TAO_STATE_DIR if set; records.py validates it (must be absolute)."""
-    return os.environ.get("TAO_STATE_DIR") or None
 
 
 def record_store() -> Any:

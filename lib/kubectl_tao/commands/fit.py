@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
         """Say whether a job of G GPUs x N nodes fits now, must queue, or never fits."""
         from kubectl_tao.errors import EXIT_FAILURE, EXIT_NEVER_FITS, EXIT_OK, UsageError
         from kubectl_tao.jobs import fit as fitting
-        from kubectl_tao.jobs.plan import GPU_TOLERATION
+        from kubectl_tao.k8s.contract import GPU_TOLERATION
         from kubectl_tao.output import check_format, dump_json, dump_yaml, emit, info
         from kubectl_tao.render import _check_toleration, parse_key_values, parse_toleration
 

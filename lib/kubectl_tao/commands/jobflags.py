@@ -141,6 +141,6 @@ def probe_settings(job: dict[str, Any], server: str) -> tuple[dict[str, str], st
     probe cache, no cluster call), and when; nothing otherwise."""
     if job.get("action_request") or int(job.get("nodes") or 1) <= 1:
         return {}, ""
-    from kubectl_tao.jobs.probe import cached_settings
+    from kubectl_tao.store.probecache import cached_settings
 
     return cached_settings(server)

@@ -75,18 +75,10 @@ def nccl(
     output: str = typer.Option("table", "--output", "-o", help="Output format: table (default), json, yaml."),
 ) -> int:
     """Run a 2-node all_reduce job and report pass, fail or hang (cached per cluster)."""
-    from kubectl_tao.jobs.probe import (
-        DEFAULT_IMAGE,
-        PASS,
-        ProbeOptions,
-        cache_path,
-        describe,
-        parse_duration,
-        run_probe,
-    )
+    from kubectl_tao.jobs.probe import DEFAULT_IMAGE, PASS, ProbeOptions, describe, parse_duration, run_probe
     from kubectl_tao.output import check_format, dump_json, dump_yaml, emit, info
     from kubectl_tao.render import parse_key_values
-    from kubectl_tao.store.records import default_state_dir
+    from kubectl_tao.store.probecache import cache_path
 
     fmt = check_format(output, ("table", "json", "yaml"))
     opts = ProbeOptions(
@@ -103,7 +95,7 @@ def nccl(
         nccl_env=parse_key_values(nccl_env, "--nccl-env"),
         annotations=parse_key_values(annotation, "annotation"),
     )
-    cache_file = cache_path(default_state_dir())  # a bad TAO_STATE_DIR is bad input: before any cluster call
+    cache_file = cache_path()  # a bad TAO_STATE_DIR is bad input: before any cluster call
     sess = session()
     namespace = sess.namespace()
     target = sess.target()

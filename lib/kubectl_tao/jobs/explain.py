@@ -17,7 +17,8 @@ from typing import Any
 from kubectl_tao import classify as st
 from kubectl_tao.diagnose import Finding
 from kubectl_tao.errors import TaoError
-from kubectl_tao.jobs.track import JOB_LABEL, Tracked, check_pin, check_uid
+from kubectl_tao.jobs.track import Tracked, check_pin, check_uid
+from kubectl_tao.k8s import contract
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
 
@@ -124,7 +125,7 @@ def from_history(tracked: Tracked) -> Explanation:
 def _needs_nodes(status: st.JobStatus, events: list[Any]) -> bool:
     if status.state not in (st.PENDING, st.RUNNING):
         return False
-    if status.reason in ("Unschedulable", "Insufficient nvidia.com/gpu"):
+    if status.reason in ("Unschedulable", contract.INSUFFICIENT_GPU):
         return True
     return any(st.event_fields(event)[2] == "FailedScheduling" for event in events)
 
@@ -149,7 +150,7 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
         return from_history(tracked)
     calls = {"events": ["get", "events", "-n", ns]}
     if tracked.launched_here:
-        calls["objects"] = ["get", "jobs,pods", "-n", ns, "-l", f"{JOB_LABEL}={name}"]
+        calls["objects"] = ["get", "jobs,pods", "-n", ns, "-l", tracked.pod_selector]
     else:  # a Job launched another way: by its name, its pods by job-name=
         calls["objects"] = ["get", "job", name, "-n", ns, "--ignore-not-found"]
         calls["pods"] = ["get", "pods", "-n", ns, "-l", tracked.pod_selector]

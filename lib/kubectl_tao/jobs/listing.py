@@ -17,11 +17,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubectl_tao.errors import KubectlError, TaoError
-from kubectl_tao.jobs.track import JOB_LABEL, Observation, Tracked, _from_record, observe
+from kubectl_tao.jobs.track import Observation, Tracked, _from_record, observe
+from kubectl_tao.k8s import contract
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
-SELECTOR = "app.kubernetes.io/managed-by=kubectl-tao"
-SELECTOR_QUERY = "app.kubernetes.io%2Fmanaged-by%3Dkubectl-tao"  # SELECTOR, URL-encoded for `get --raw`
+SELECTOR = contract.MANAGED_SELECTOR
+SELECTOR_QUERY = contract.MANAGED_SELECTOR_QUERY
 
 
 def raw_reads(scope: str = "") -> dict[str, tuple[list[str], dict[str, Any]]]:
@@ -58,7 +59,7 @@ def live_objects(kc: Kubectl, namespaces: set[str]) -> dict[tuple[str, str], tup
     index: dict[tuple[str, str], tuple[dict | None, list[dict]]] = {}
     for item in items:
         meta = item.get("metadata", {})
-        name = (meta.get("labels") or {}).get(JOB_LABEL)
+        name = (meta.get("labels") or {}).get(contract.JOB_LABEL)
         if not name:
             continue
         key = (meta.get("namespace", ""), name)

@@ -11,8 +11,9 @@ from typing import Any
 
 from kubectl_tao.errors import UsageError
 from kubectl_tao.jobs.submit import Plan
+from kubectl_tao.k8s import contract
 
-GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+GPU_TOLERATION = contract.GPU_TOLERATION
 TIERS = ("A", "C")
 
 
@@ -139,7 +140,7 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         raise UsageError("--env-secret names an existing Secret: give it or --env-file/--env, not both")
     node_selector = list(job.get("node_selector") or [])
     if job.get("gpu_product"):
-        node_selector.append(f"nvidia.com/gpu.product={job['gpu_product']}")
+        node_selector.append(contract.gpu_product_selector(job["gpu_product"]))
     tolerations: list[Any] = list(job.get("toleration") or [])
     if gpus > 0:
         tolerations.append(GPU_TOLERATION)
@@ -366,7 +367,7 @@ def _placement(job: dict[str, Any], gpus: int) -> Any:
 
     selector = list(job.get("node_selector") or [])
     if job.get("gpu_product"):
-        selector.append(f"nvidia.com/gpu.product={job['gpu_product']}")
+        selector.append(contract.gpu_product_selector(job["gpu_product"]))
     node_selector = parse_key_values(selector, "node selector")
     tolerations = [parse_toleration(t) for t in job.get("toleration") or []]
     if gpus > 0:

@@ -134,7 +134,7 @@ def cluster_checks(
                 via = f" (DRA devices via DeviceClass {dra.serving_class} included)"
             checks.append(Check("gpu-operator", OK, f"{total} nvidia.com/gpu allocatable on {gpu_nodes} node(s){via}"))
         if gpus > 0 or nodes > 1:
-            from kubectl_tao.jobs.plan import GPU_TOLERATION
+            from kubectl_tao.k8s.contract import GPU_TOLERATION
 
             verdict = gates.fit(
                 node_list,

@@ -22,31 +22,30 @@ accepted, scheduled one rank per node and complete. Only real GPU nodes exercise
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import re
-import secrets
 import shlex
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kubectl_tao import names, render, templates
-from kubectl_tao.errors import TaoError, UsageError
-from kubectl_tao.store.locking import exclusive
-
-if TYPE_CHECKING:
-    from kubectl_tao.jobs.submit import Plan
-    from kubectl_tao.jobs.track import Observation, Tracked
-    from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao import gates, names, render, templates
+from kubectl_tao.errors import UsageError
+from kubectl_tao.jobs import cancel as cancelling
+from kubectl_tao.jobs import track, wait
+from kubectl_tao.jobs.submit import Plan, execute
+from kubectl_tao.jobs.track import Observation, Tracked
+from kubectl_tao.jobs.wait import PULL_REASONS
+from kubectl_tao.k8s import contract
+from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.store import probecache
+from kubectl_tao.store.probecache import FAIL, HANG, NCCL_ENV_RE, NOT_CARRIED, PASS, RESULTS
+from kubectl_tao.store.records import preview_id
 
 NETWORK_ARCH = "nccl"
 ACTION = "probe"
-PROBE_LABEL = "kubectl-tao.io/probe"
 PROBE_KIND = "nccl"
 # NGC's PyTorch container: torch with NCCL, torchrun and python3 on PATH. Public on nvcr.io.
 DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"
@@ -59,14 +58,9 @@ DEFAULT_PENDING_TIMEOUT_S = 600  # first pulls of the PyTorch image take minutes
 DEFAULT_IMAGE_PULL_TIMEOUT_S = 300
 SIZE_MIB = 64
 ITERATIONS = 5
-CACHE_MAX_AGE_S = 24 * 3600
-CACHE_SCHEMA_VERSION = 1
-PASS, FAIL, HANG = "pass", "fail", "hang"
-RESULTS = (PASS, FAIL, HANG)
-GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+__all__ = ["FAIL", "HANG", "PASS", "RESULTS"]  # the outcomes, defined with the cache that keeps them
 # Set through their own flags, which submit has too.
 _NCCL_FLAG_VARS = {"NCCL_SOCKET_IFNAME": "--nccl-socket-ifname", "NCCL_IB_HCA": "--nccl-ib-hca"}
-_NCCL_ENV_RE = re.compile(r"NCCL_[A-Z0-9_]+")
 _DURATION_RE = re.compile(r"(\d{1,7})(s|m|h)?")
 _UNIT_SECONDS = {None: 1, "s": 1, "m": 60, "h": 3600}
 
@@ -121,7 +115,7 @@ def validate_options(opts: ProbeOptions) -> ProbeOptions:
     for key, value in opts.nccl_env.items():
         if key in _NCCL_FLAG_VARS:
             raise UsageError(f"--nccl-env {key}: use {_NCCL_FLAG_VARS[key]} instead")
-        if _NCCL_ENV_RE.fullmatch(key) is None:
+        if NCCL_ENV_RE.fullmatch(key) is None:
             raise UsageError(f"--nccl-env {key!r}: only NCCL_* variables are passed (e.g. NCCL_DEBUG=INFO)")
         if not isinstance(value, str) or render.NCCL_VALUE_RE.fullmatch(value) is None:
             raise UsageError(
@@ -130,30 +124,14 @@ def validate_options(opts: ProbeOptions) -> ProbeOptions:
     return opts
 
 
-# NCCL's own logging helps to debug but fixes nothing: it is not carried over to later jobs.
-_NOT_CARRIED = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE")
-
-
 def nccl_settings(opts: ProbeOptions) -> dict[str, str]:
     """The NCCL environment a probe runs with, as cached with its result (debug logging left out)."""
-    settings = {key: value for key, value in opts.nccl_env.items() if key not in _NOT_CARRIED}
+    settings = {key: value for key, value in opts.nccl_env.items() if key not in NOT_CARRIED}
     if opts.nccl_socket_ifname:
         settings["NCCL_SOCKET_IFNAME"] = opts.nccl_socket_ifname
     if opts.nccl_ib_hca:
         settings["NCCL_IB_HCA"] = opts.nccl_ib_hca
     return dict(sorted(settings.items()))
-
-
-def _valid_settings(raw: object) -> dict[str, str]:
-    """Cached settings that could be rendered again (a hand-edited cache cannot inject anything else)."""
-    if not isinstance(raw, Mapping):
-        return {}
-    return {
-        key: value
-        for key, value in sorted(raw.items())
-        if isinstance(key, str) and _NCCL_ENV_RE.fullmatch(key) and key not in _NOT_CARRIED
-        and isinstance(value, str) and render.NCCL_VALUE_RE.fullmatch(value)
-    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -187,7 +165,7 @@ def probe_spec(opts: ProbeOptions, namespace: str, job_name: str, record_id: str
         launcher="torchrun",
         nccl_socket_ifname=opts.nccl_socket_ifname,
         nccl_ib_hca=opts.nccl_ib_hca,
-        tolerations=[GPU_TOLERATION],
+        tolerations=[contract.GPU_TOLERATION],
         # ranks may start as far apart as the pending timeout allows (image pulls on different nodes)
         rendezvous_timeout_seconds=min(opts.pending_timeout_s, render.MAX_RENDEZVOUS_TIMEOUT),
     )
@@ -198,7 +176,7 @@ def render_probe(opts: ProbeOptions, namespace: str, job_name: str, record_id: s
     service, job = render.render_indexed(probe_spec(opts, namespace, job_name, record_id))
     template = job["spec"]["template"]
     for meta in (service["metadata"], job["metadata"], template["metadata"]):
-        meta.setdefault("labels", {})[PROBE_LABEL] = PROBE_KIND
+        meta.setdefault("labels", {})[contract.PROBE_LABEL] = PROBE_KIND
     pod = template["spec"]
     if opts.pvc is None:
         pod["volumes"] = [
@@ -212,9 +190,6 @@ def render_probe(opts: ProbeOptions, namespace: str, job_name: str, record_id: s
 
 def build_plan(opts: ProbeOptions, namespace: str) -> Plan:
     """The submit Plan of a probe, validated by rendering it once under a preview name."""
-    from kubectl_tao.jobs.submit import Plan
-    from kubectl_tao.store.records import preview_id
-
     validate_options(opts)
     preview = preview_id(NETWORK_ARCH, ACTION)
     render_probe(opts, namespace, names.kubernetes_job_name(preview), preview)
@@ -238,7 +213,7 @@ def build_plan(opts: ProbeOptions, namespace: str) -> Plan:
         nodes=opts.nodes,
         pvc=opts.pvc,
         image_pull_secret=opts.image_pull_secret,
-        tolerations=[dict(GPU_TOLERATION)],
+        tolerations=[dict(contract.GPU_TOLERATION)],
         min_version=(1, 28),
         min_version_feature="multi-node jobs",
         skip_probe_warning=True,
@@ -279,9 +254,7 @@ def hints_for(result: str, reason: str, exercised: bool, master_port: int, recor
         return []
     nccl = [replace(hint, why=hint.why.replace("{job}", record_id or "JOB")) for hint in _NCCL_HINTS]
     if not exercised:
-        from kubectl_tao.jobs.wait import fix_for
-
-        return [Hint("", f"NCCL was not exercised: {fix_for(reason)}")]
+        return [Hint("", f"NCCL was not exercised: {wait.fix_for(reason)}")]
     if reason == "RendezvousTimeout":
         return [
             Hint(
@@ -349,171 +322,8 @@ class ProbeReport:
             hints=hints,
             cached=cached,
             exercised=bool(entry.get("exercised", True)),
-            settings=_valid_settings(entry.get("settings")),
+            settings=probecache.valid_settings(entry.get("settings")),
         )
-
-
-def utc_stamp(now: datetime) -> str:
-    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse_stamp(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return stamp if stamp.tzinfo is not None else None
-
-
-def cache_path(state_dir: Path | None = None) -> Path:
-    """`$TAO_STATE_DIR/probes/nccl.json`, else `~/.tao/probes/nccl.json`."""
-    from kubectl_tao.store.records import default_state_dir
-
-    return (state_dir if state_dir is not None else default_state_dir()) / "probes" / "nccl.json"
-
-
-def cache_key(server: str, version: str) -> str:
-    return f"{server} {version}"
-
-
-def empty_cache() -> dict[str, Any]:
-    return {"schema_version": CACHE_SCHEMA_VERSION, "probes": {}}
-
-
-def _valid_entry(entry: object) -> bool:
-    return (
-        isinstance(entry, Mapping)
-        and entry.get("result") in RESULTS
-        and _parse_stamp(entry.get("checked_at")) is not None
-    )
-
-
-def load_cache(path: Path) -> tuple[dict[str, Any], str | None]:
-    """The cache and, when the file could not be used, a warning (the cache is then empty and the next
-    probe rewrites the file). A missing file is an empty cache without a warning."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return empty_cache(), None
-    except (OSError, UnicodeDecodeError) as exc:
-        return empty_cache(), f"cannot read the probe cache {path} ({exc}); it is ignored"
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return empty_cache(), f"the probe cache {path} is not valid JSON; it is ignored and will be rewritten"
-    if not isinstance(data, dict) or not isinstance(data.get("probes"), dict):
-        return empty_cache(), f"the probe cache {path} has no 'probes' object; it is ignored and will be rewritten"
-    probes = {key: entry for key, entry in data["probes"].items() if _valid_entry(entry)}
-    return {"schema_version": CACHE_SCHEMA_VERSION, "probes": probes}, None
-
-
-def lookup(
-    cache: Mapping[str, Any], server: str, version: str, *, now: datetime, max_age_s: int = CACHE_MAX_AGE_S
-) -> dict[str, Any] | None:
-    """The cached result for this cluster if it is younger than `max_age_s` (a time in the future, from
-    a skewed clock, counts as stale)."""
-    entry = (cache.get("probes") or {}).get(cache_key(server, version))
-    if not _valid_entry(entry):
-        return None
-    stamp = _parse_stamp(entry["checked_at"])
-    assert stamp is not None
-    age = (now - stamp).total_seconds()
-    return dict(entry) if 0 <= age < max_age_s else None
-
-
-def age_text(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    if seconds < 172800:
-        return f"{seconds // 3600}h"
-    return f"{seconds // 86400}d"
-
-
-def probe_warning(cache: Mapping[str, Any], server: str, version: str, now: datetime | None = None) -> str | None:
-    """The warning for a multi-node submit when this cluster (at this server version) has no NCCL probe
-    result, or its last probe failed or hung (pure)."""
-    entry = (cache.get("probes") or {}).get(cache_key(server, version))
-    if not _valid_entry(entry):
-        return (
-            f"no NCCL probe result is cached for this cluster ({server}, {version}): multi-node jobs may stall at "
-            "their first collective if NCCL cannot reach the other nodes; check with `kubectl tao probe nccl`"
-        )
-    if entry["result"] == PASS:
-        return None
-    stamp = _parse_stamp(entry["checked_at"])
-    assert stamp is not None
-    when = age_text(((now or datetime.now(UTC)) - stamp).total_seconds())
-    what = "hung" if entry["result"] == HANG else "failed"
-    reason = f" ({entry['reason']})" if entry.get("reason") else ""
-    return (
-        f"the last NCCL probe of this cluster {what} {when} ago{reason}: multi-node jobs may stall or fail "
-        "at their first collective; see `kubectl tao probe nccl` for the NCCL settings to try, then re-probe "
-        "with `kubectl tao probe nccl --force`"
-    )
-
-
-def cached_probe_warning(server: str, version: str) -> str | None:
-    """`probe_warning` over the cache file of the current TAO_STATE_DIR; never raises."""
-    try:
-        cache, _ = load_cache(cache_path())
-    except TaoError:
-        return None
-    return probe_warning(cache, server, version)
-
-
-def passing_settings(cache: Mapping[str, Any], server: str) -> tuple[dict[str, str], str]:
-    """The NCCL settings of this cluster's newest probe result, when that result is a pass (else nothing),
-    and when it was checked. Any server version counts: the settings describe the nodes' network."""
-    entries = [
-        entry
-        for key, entry in (cache.get("probes") or {}).items()
-        if isinstance(key, str) and key.rsplit(" ", 1)[0] == server and _valid_entry(entry)
-    ]
-    if not server or not entries:
-        return {}, ""
-    newest = max(entries, key=lambda entry: _parse_stamp(entry["checked_at"]) or datetime.min.replace(tzinfo=UTC))
-    if newest["result"] != PASS:
-        return {}, ""
-    return _valid_settings(newest.get("settings")), str(newest["checked_at"])
-
-
-def cached_settings(server: str) -> tuple[dict[str, str], str]:
-    """`passing_settings` over the cache file of the current TAO_STATE_DIR; never raises."""
-    try:
-        cache, _ = load_cache(cache_path())
-    except TaoError:
-        return {}, ""
-    return passing_settings(cache, server)
-
-
-def _locked(path: Path, timeout: float = 10.0) -> contextlib.AbstractContextManager[None]:
-    busy = f"the probe cache {path} is locked by another process; retry"
-    return exclusive(path.with_name(path.name + ".lock"), timeout, busy)
-
-
-def save_result(path: Path, report: ProbeReport) -> None:
-    """Add this cluster's result to the cache (read-modify-write under a lock, atomic replace)."""
-    from kubectl_tao.store.statedir import check_private, make_private_dirs, write_private
-
-    try:
-        make_private_dirs(path.parent.parent, path.parent)
-        check_private(path.parent.parent)
-        with _locked(path):
-            cache, _ = load_cache(path)
-            cache["probes"][cache_key(report.server, report.version)] = report.to_entry()
-            tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-            try:
-                write_private(tmp, (json.dumps(cache, indent=2) + "\n").encode("utf-8"))
-                os.replace(tmp, path)
-            finally:
-                tmp.unlink(missing_ok=True)
-    except OSError as exc:
-        raise TaoError(f"cannot write the probe cache {path}: {exc.strerror or exc}; check TAO_STATE_DIR") from None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -536,8 +346,6 @@ def _started(obs: Observation, nodes: int) -> bool:
 
 
 def _pull_problem(obs: Observation) -> tuple[str, str] | None:
-    from kubectl_tao.jobs.wait import PULL_REASONS
-
     if obs.reason in PULL_REASONS:
         return obs.reason, obs.message
     for rank in (obs.live or {}).get("ranks") or []:
@@ -559,20 +367,16 @@ def wait_for_probe(
     interval: float = 2.0,
 ) -> Waited:
     """Follow the probe job: watchdogs until every rank has started, then `timeout_s` to finish."""
-    from kubectl_tao.jobs.cancel import cancel
-    from kubectl_tao.jobs.track import observe
-    from kubectl_tao.jobs.wait import fire, progress_line
-
     start = clock()
     started_at: float | None = None
-    pull_since: float | None = None
+    pull = wait.Since()
     last = ""
-    while True:
-        obs = observe(kc, store, tracked, server=server)
-        now = clock()
+
+    def step(obs: Observation, now: float) -> Waited | None:
+        nonlocal started_at, last
         key = f"{obs.state}|{obs.reason}"
         if key != last:
-            on_progress(progress_line(obs, now - start))
+            on_progress(wait.progress_line(obs, now - start))
             last = key
         if obs.state == "COMPLETE":
             return Waited(PASS, obs, True)
@@ -586,19 +390,21 @@ def wait_for_probe(
                     f"NCCL probe hung: every rank had started and the all_reduce was not done after "
                     f"{opts.timeout_s}s; canceled"
                 )
-                cancel(kc, store, tracked, server=server, wait=True, timeout=60, message=message)
+                cancelling.cancel(kc, store, tracked, server=server, wait=True, timeout=60, message=message)
                 return Waited(HANG, obs, True)
-        else:
-            pull = _pull_problem(obs)
-            pull_since = (pull_since or now) if pull else None
-            if pull and pull_since is not None and now - pull_since >= opts.image_pull_timeout_s:
-                stuck = replace(obs, reason=pull[0], message=pull[1])
-                dog = fire(kc, store, tracked, stuck, "image-pull-timeout", opts.image_pull_timeout_s, server=server)
-                return Waited(FAIL, dog, False)
-            if now - start >= opts.pending_timeout_s:
-                dog = fire(kc, store, tracked, obs, "pending-timeout", opts.pending_timeout_s, server=server)
-                return Waited(FAIL, dog, False)
-        sleep(interval)
+            return None
+        problem = _pull_problem(obs)
+        pull.update(problem is not None, now)
+        if problem and pull.longer_than(opts.image_pull_timeout_s, now):
+            stuck = replace(obs, reason=problem[0], message=problem[1])
+            dog = wait.fire(kc, store, tracked, stuck, "image-pull-timeout", opts.image_pull_timeout_s, server=server)
+            return Waited(FAIL, dog, False)
+        if now - start >= opts.pending_timeout_s:
+            dog = wait.fire(kc, store, tracked, obs, "pending-timeout", opts.pending_timeout_s, server=server)
+            return Waited(FAIL, dog, False)
+        return None
+
+    return wait.poll(kc, store, tracked, step, server=server, interval=interval, sleep=sleep, clock=clock)
 
 
 def report_for(
@@ -651,17 +457,13 @@ def run_probe(
 ) -> ProbeReport:
     """Validate, read the server version, answer from the cache when allowed, else submit the probe,
     wait for it, cache the result and return it."""
-    from kubectl_tao import gates
-    from kubectl_tao.jobs import track as tracking
-    from kubectl_tao.jobs.submit import execute
-
     plan = build_plan(opts, namespace)
     version = gates.parse_server_version(kc.json(["version"], namespaced=False)).text
-    cache, warning = load_cache(cache_file)
+    cache, warning = probecache.load_cache(cache_file)
     if warning:
         on_progress(f"warning: {warning}")
     if not force:
-        entry = lookup(cache, server, version, now=now())
+        entry = probecache.lookup(cache, server, version, now=now())
         if entry is not None:
             return ProbeReport.from_entry(entry, cached=True)
     began = clock()
@@ -677,15 +479,15 @@ def run_probe(
     )
     assert outcome.record_id is not None
     store = store_factory()
-    tracked = tracking.load(store, outcome.record_id)
+    tracked = track.load(store, outcome.record_id)
     waited = wait_for_probe(
         kc, store, tracked, opts, server=server, on_progress=on_progress, sleep=sleep, clock=clock, interval=interval
     )
     report = report_for(
-        waited, opts, server=server, version=version, checked_at=utc_stamp(now()), duration_s=clock() - began
+        waited, opts, server=server, version=version, checked_at=probecache.utc_stamp(now()), duration_s=clock() - began
     )
     if report.exercised:
-        save_result(cache_file, report)
+        probecache.save_result(cache_file, report)
     return report
 
 
@@ -702,8 +504,8 @@ def describe(report: ProbeReport, now: datetime | None = None) -> str:
         line += f": {report.reason}: {report.message}"
     lines = [line]
     if report.cached:
-        stamp = _parse_stamp(report.checked_at)
-        age = age_text(((now or datetime.now(UTC)) - stamp).total_seconds()) if stamp else "?"
+        stamp = probecache.parse_stamp(report.checked_at)
+        age = probecache.age_text(((now or datetime.now(UTC)) - stamp).total_seconds()) if stamp else "?"
         lines.append(
             f"cached {age} ago for {report.server} ({report.version}); `kubectl tao probe nccl --force` probes again"
         )

@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubectl_tao.errors import ClusterUnreachableError, GateError, KubectlError, TaoError, UsageError
+from kubectl_tao.k8s import contract, objects
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
+from kubectl_tao.names import kubernetes_job_name, secret_name_for
+from kubectl_tao.store.probecache import cached_probe_warning
 
-MANAGED_BY = "app.kubernetes.io/managed-by"
-JOB_LABEL = "tao-job"
 PRIVATE_REGISTRIES = ("nvcr.io",)
 
 
@@ -65,25 +66,6 @@ class Outcome:
     fit: dict[str, Any] | None = None
     job_uid: str | None = None
     dry_run: str = "none"
-
-
-def secret_object(name: str, namespace: str, labels: dict[str, str], data: dict[str, str]) -> dict[str, Any]:
-    """The per-job credential Secret; it only ever travels to kubectl through stdin."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "type": "Opaque",
-        "stringData": dict(data),
-    }
-
-
-def stream(objects: list[dict[str, Any]]) -> str:
-    return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-
-
-def _labels(job_name: str) -> dict[str, str]:
-    return {MANAGED_BY: "kubectl-tao", JOB_LABEL: job_name}
 
 
 # ---------------------------------------------------------------- gates
@@ -213,8 +195,6 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
         version = gates.parse_server_version(json.loads(version_result.stdout))
         gates.require_version(version, plan.min_version or (1, 28), plan.min_version_feature or "multi-node jobs")
         if plan.nodes > 1 and server and not plan.skip_probe_warning:
-            from kubectl_tao.jobs.probe import cached_probe_warning
-
             probe_warning = cached_probe_warning(server, version.text)
             if probe_warning:
                 warnings.append(probe_warning)
@@ -254,75 +234,6 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
 # ---------------------------------------------------------------- apply
 
 
-CREATED_TEMPLATE = 'go-template={{.kind}} {{.metadata.name}} {{.metadata.uid}}{{"\\n"}}'
-
-
-def parse_created(text: str) -> list[dict[str, Any]]:
-    """Kind, name and UID of each created object (the go-template keeps Secret data out of our process)."""
-    out = []
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 3:
-            out.append({"kind": parts[0], "metadata": {"name": parts[1], "uid": parts[2]}})
-    return out
-
-
-# `kubectl delete` / `kubectl get -o name` spelling of each kind a job is made of.
-_RESOURCE_OF_KIND = {"Job": "job.batch", "Secret": "secret", "Service": "service"}
-_LEFT_TEMPLATE = (
-    'go-template={{range .items}}{{if not .metadata.deletionTimestamp}}{{.kind}}/{{.metadata.name}}{{"\\n"}}'
-    "{{end}}{{end}}"
-)
-
-
-def cleanup(kc: Kubectl, namespace: str, job_name: str, created: list[str] | None = None) -> list[str]:
-    """Delete every object of this job by label. Returns what is left behind, as `kind/name` (an object already
-    being deleted is not left): [] when everything is gone or going. When the deletion failed and what is left
-    cannot be listed either, `created` (what this submit may have created) is returned as possibly left."""
-    selector = f"{JOB_LABEL}={job_name},{MANAGED_BY}=kubectl-tao"
-    result = kc.run(
-        [
-            "delete",
-            "jobs,services,secrets",
-            "-n",
-            namespace,
-            "-l",
-            selector,
-            "--ignore-not-found",
-            "--cascade=foreground",
-            "--wait=false",
-        ],
-        namespaced=False,
-        check=False,
-        best_effort=True,
-    )
-    if result.returncode == 0:
-        return []
-    listed = kc.run(
-        ["get", "jobs,services,secrets", "-n", namespace, "-l", selector, "-o", _LEFT_TEMPLATE],
-        namespaced=False,
-        check=False,
-        best_effort=True,  # a server gone mid-rollback: name what was created, and still settle the record
-    )
-    if listed.returncode != 0:
-        return list(created or [f"objects labelled {selector}"])
-    left = []
-    for line in listed.stdout.splitlines():
-        kind, _, name = line.strip().partition("/")
-        if kind and name:
-            left.append(f"{_RESOURCE_OF_KIND.get(kind, kind.lower())}/{name}")
-    return left
-
-
-def left_behind_note(namespace: str, left: list[str]) -> str:
-    """What a failed submit could not remove, and the command that removes it."""
-    running = " (the Job may still run)" if any(name.startswith("job.batch/") for name in left) else ""
-    return (
-        f"could not remove {', '.join(left)} in namespace {namespace}{running}: delete "
-        f"{'it' if len(left) == 1 else 'them'} with `kubectl delete -n {namespace} {' '.join(left)}`"
-    )
-
-
 def execute(
     kc: Kubectl,
     plan: Plan,
@@ -337,9 +248,12 @@ def execute(
     extra: dict[str, Any] | None = None,
 ) -> Outcome:
     """Run the submit sequence. dry_run: none | client | server. `extra` goes into the record's kubectl-tao
-    data before the Job is created (so whoever first sees the Job end knows, e.g., that its TTL is held)."""
-    from kubectl_tao.names import kubernetes_job_name, secret_name_for
+    data before the Job is created (so whoever first sees the Job end knows, e.g., that its TTL is held).
 
+    After opening it, the record is written twice on success: the Kubernetes names before the dry run, then
+    the Job's UID with RUNNING. A submit cut off between the two (API server gone, SIGKILL) leaves submit_phase
+    "dry-run": `status` finds the Job by its labels and record annotation and finishes the pin and the owner
+    references (track.observe), or settles the record when no Job was created."""
     if dry_run == "client":
         return _dry(plan, namespace, None, plan.warnings, name=name)
     verdict, warnings = run_gates(kc, plan, namespace, target_server)
@@ -347,7 +261,7 @@ def execute(
         on_progress(f"warning: {warning}")
     if dry_run == "server":
         outcome = _dry(plan, namespace, verdict, warnings)
-        kc.run(["create", "--dry-run=server", "-f", "-", "-o", "name"], stdin=stream(_with_secret(plan, outcome)))
+        objects.dry_run(kc, _with_secret(plan, outcome))
         outcome.dry_run = "server"
         return outcome
 
@@ -359,11 +273,13 @@ def execute(
     on_progress(f"record {record_id} opened (Kubernetes name {namespace}/{job_name})")
     created_any = False
     try:
-        objects = plan.render(job_name, record_id, secret)
-        _lint(objects)
-        payload = list(objects)
+        rendered = plan.render(job_name, record_id, secret)
+        _lint(rendered)
+        payload = list(rendered)
         if secret:
-            payload.insert(0, secret_object(secret, namespace, _labels(job_name), plan.credentials))
+            payload.insert(
+                0, objects.secret_object(secret, namespace, contract.job_labels(job_name), plan.credentials)
+            )
         store.update_extra(
             record_id,
             api_server=target_server,
@@ -378,34 +294,23 @@ def execute(
             warnings=warnings,
             **(extra or {}),
         )
-        kc.run(
-            ["create", "--dry-run=server", "-f", "-", "-n", namespace, "-o", "name"],
-            stdin=stream(payload),
-            namespaced=False,
-        )
-        # Still submit_phase "dry-run" while creating: a cut-off create is settled as for "creating" (the phase
-        # older records may carry), so the record is not written again here.
+        objects.dry_run(kc, payload, namespace)
+        # Still submit_phase "dry-run" while creating and adopting: a cut-off submit is settled from the
+        # cluster (see the docstring), so the record is not written again until the Job is whole.
         created_any = True
-        result = kc.run(
-            ["create", "-f", "-", "-n", namespace, "-o", CREATED_TEMPLATE], stdin=stream(payload), namespaced=False
-        )
-        created = parse_created(result.stdout)
-        job = next((o for o in created if o.get("kind") == "Job"), None)
-        if job is None:
-            raise TaoError("kubectl create returned no Job object; nothing was launched")
+        created = objects.create(kc, payload, namespace)
+        job = objects.created_job(created)
         dependents = [o for o in created if o.get("kind") in ("Secret", "Service")]
         uid = job["metadata"]["uid"]
-        # The Job exists from here on: pin its UID before the next call can fail.
-        store.update_extra(record_id, job_uid=uid, submit_phase="adopting" if dependents else "created")
         if dependents:
-            _adopt(kc, job, dependents, namespace)
-            store.update_extra(record_id, submit_phase="created")
+            objects.adopt(kc, job, dependents, namespace)
         store.mark(
             record_id,
             "RUNNING",
             message=f"applied Job {namespace}/{job_name}",
             source="agent",
             backend_ref=f"{namespace}/{job_name}",
+            extra={"job_uid": uid, "submit_phase": "created"},
         )
     except ClusterUnreachableError as exc:
         if created_any:
@@ -423,32 +328,41 @@ def execute(
         store.mark(record_id, "ERROR", message=f"not launched: {exc.message}", source="agent", err_class="ERR_INFRA")
         raise
     except TaoError as exc:
-        left = cleanup(kc, namespace, job_name, _created_names(plan, job_name, secret)) if created_any else []
-        if left:
-            store.update_extra(record_id, left_behind=left)
-        store.mark(
-            record_id,
-            "ERROR",
-            message=f"not launched: {exc.message}" + (f"; {left_behind_note(namespace, left)}" if left else ""),
-            source="agent",
-            err_class="ERR_PROGRAM" if isinstance(exc, (UsageError, GateError)) else "ERR_INFRA",
-        )
-        outcome = left_behind_note(namespace, left) if left else "nothing left running"
-        raise type(exc)(f"{exc.message} (record {record_id} marked ERROR; {outcome})") from None
+        klass = "ERR_PROGRAM" if isinstance(exc, (UsageError, GateError)) else "ERR_INFRA"
+        created = _created_names(plan, job_name, secret) if created_any else None
+        note = _roll_back(kc, store, record_id, namespace, job_name, created, f"not launched: {exc.message}", klass)
+        raise type(exc)(f"{exc.message} (record {record_id} marked ERROR; {note or 'nothing left running'})") from None
     except BaseException as exc:  # a bug or Ctrl-C mid-submit: still leave nothing half-done
-        left = cleanup(kc, namespace, job_name, _created_names(plan, job_name, secret)) if created_any else []
-        if left:
-            store.update_extra(record_id, left_behind=left)
-        store.mark(
-            record_id,
-            "ERROR",
-            message=f"not launched: interrupted ({type(exc).__name__})"
-            + (f"; {left_behind_note(namespace, left)}" if left else ""),
-            source="agent",
-            err_class="ERR_INFRA",
-        )
+        created = _created_names(plan, job_name, secret) if created_any else None
+        interrupted = f"not launched: interrupted ({type(exc).__name__})"
+        _roll_back(kc, store, record_id, namespace, job_name, created, interrupted, "ERR_INFRA")
         raise
-    return Outcome(record_id, job_name, namespace, objects, warnings, verdict, uid, "none")
+    return Outcome(record_id, job_name, namespace, rendered, warnings, verdict, uid, "none")
+
+
+def _roll_back(
+    kc: Kubectl,
+    store: Any,
+    record_id: str,
+    namespace: str,
+    job_name: str,
+    created: list[str] | None,
+    message: str,
+    err_class: str,
+) -> str:
+    """Remove what this submit may have `created` (None: nothing yet) and mark the record ERROR (one write);
+    the left-behind note, if any."""
+    left = objects.teardown(kc, namespace, job_name, created=created).left if created is not None else []
+    note = objects.left_behind_note(namespace, left) if left else ""
+    store.mark(
+        record_id,
+        "ERROR",
+        message=message + (f"; {note}" if note else ""),
+        source="agent",
+        err_class=err_class,
+        extra={"left_behind": left} if left else None,
+    )
+    return note
 
 
 def _created_names(plan: Plan, job_name: str, secret: str | None) -> list[str]:
@@ -459,76 +373,20 @@ def _created_names(plan: Plan, job_name: str, secret: str | None) -> list[str]:
     return [*names, f"job.batch/{job_name}"]
 
 
-# submit_phase values of a submit that stopped before it finished (the API server went away, Ctrl-C).
-INCOMPLETE_PHASES = ("dry-run", "creating", "adopting")
-
-
-def finish_interrupted(kc: Kubectl, store: Any, record_id: str, namespace: str, job: dict[str, Any]) -> None:
-    """The Job of an interrupted submit exists after all: pin its UID and give its Secret/Service the owner
-    reference the submit could not set, so TTL or cancel removes them with it (no orphan outlives the Job)."""
-    meta = job["metadata"]
-    owner = (meta.get("annotations") or {}).get("kubectl-tao.io/record-id")
-    if owner != record_id:
-        raise GateError(
-            f"Job {namespace}/{meta['name']} belongs to record {owner or '(none)'}, not {record_id}; "
-            "refusing to adopt it"
-        )
-    # Kind, name and owner UIDs only: a go-template keeps Secret data out of this process.
-    template = (
-        '{{range .items}}{{.kind}} {{.metadata.name}} '
-        '{{range .metadata.ownerReferences}}{{.uid}},{{end}}{{"\\n"}}{{end}}'
-    )
-    selector = f"{JOB_LABEL}={meta['name']},{MANAGED_BY}=kubectl-tao"
-    listed = kc.run(
-        ["get", "secrets,services", "-n", namespace, "-l", selector, "-o", f"go-template={template}"],
-        namespaced=False,
-    )
-    orphans = []
-    for line in listed.stdout.splitlines():
-        kind, _, rest = line.partition(" ")
-        name, _, owners = rest.partition(" ")
-        if kind and name and meta["uid"] not in owners.split(","):
-            orphans.append({"kind": kind, "metadata": {"name": name}})
-    if orphans:
-        _adopt(kc, job, orphans, namespace)
-    store.update_extra(record_id, job_uid=meta["uid"], submit_phase="created")
-
-
-def _adopt(kc: Kubectl, job: dict[str, Any], dependents: list[dict[str, Any]], namespace: str) -> None:
-    """Make the Secret and Service children of the Job (one patch call), so TTL or cancel removes them with it."""
-    meta = job["metadata"]
-    owner = [{"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"]}]
-    targets = [
-        {"apiVersion": "v1", "kind": obj["kind"], "metadata": {"name": obj["metadata"]["name"], "namespace": namespace}}
-        for obj in dependents
-    ]
-    kc.run(
-        ["patch", "-f", "-", "--type=merge", "-p", json.dumps({"metadata": {"ownerReferences": owner}}), "-o", "name"],
-        stdin=stream(targets),
-        namespaced=False,
-    )
-
-
 def _with_secret(plan: Plan, outcome: Outcome) -> list[dict[str, Any]]:
-    objects = list(outcome.objects)
+    items = list(outcome.objects)
     if plan.credentials:
-        from kubectl_tao.names import secret_name_for
-
         # A dry run sends placeholder values: the shape is checked, the credentials never leave the host.
         placeholders = dict.fromkeys(plan.credentials, "dry-run")
-        objects.insert(
-            0,
-            secret_object(
-                secret_name_for(outcome.job_name), outcome.namespace, _labels(outcome.job_name), placeholders
-            ),
-        )
-    return objects
+        secret = secret_name_for(outcome.job_name)
+        labels = contract.job_labels(outcome.job_name)
+        items.insert(0, objects.secret_object(secret, outcome.namespace, labels, placeholders))
+    return items
 
 
 def _dry(
     plan: Plan, namespace: str, verdict: dict[str, Any] | None, warnings: list[str], *, name: str | None = None
 ) -> Outcome:
-    from kubectl_tao.names import kubernetes_job_name, secret_name_for
     from kubectl_tao.store.records import preview_id
 
     record_id = name or preview_id(plan.record["network_arch"], plan.record["action"])

@@ -8,20 +8,19 @@ the record's sibling file before the record is marked terminal.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from kubectl_tao.classify import classify
 from kubectl_tao.errors import GateError
+from kubectl_tao.k8s import contract, objects
 from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.redact import redact_text
+from kubectl_tao.store.records import INCOMPLETE_SUBMIT_PHASES
 
-TERMINAL = ("COMPLETE", "ERROR", "CANCELED")
 LOG_TAIL_LINES = 50
-JOB_LABEL = "tao-job"
-# The label the Job controller puts on every pod of a Job: how the reference finds pods of any Job.
-POD_JOB_LABEL = "job-name"
 KUBERNETES_PLATFORMS = ("kubernetes", "k8s")
 DEFAULT_TTL_SECONDS = 3600
 
@@ -70,7 +69,7 @@ class Tracked:
 
     @property
     def pod_selector(self) -> str:
-        return f"{JOB_LABEL if self.launched_here else POD_JOB_LABEL}={self.job_name}"
+        return contract.pod_selector(str(self.job_name), launched_here=self.launched_here)
 
     @property
     def record_state(self) -> str:
@@ -79,7 +78,7 @@ class Tracked:
 
     @property
     def terminal(self) -> bool:
-        return self.record.get("terminal_state") in TERMINAL
+        return self.record.get("terminal_state") in contract.TERMINAL_STATES
 
 
 @dataclass
@@ -183,9 +182,6 @@ def observe(
     fetched: bool = False,
 ) -> Observation:
     """Live state of a record's Job, written back to the record (state changes only)."""
-    from kubectl_tao.classify import classify
-    from kubectl_tao.jobs.submit import INCOMPLETE_PHASES, finish_interrupted
-
     if not tracked.on_kubernetes:
         return _from_record(
             tracked, [f"platform {tracked.platform or '?'}: shown as recorded; kubectl-tao leaves it to that platform"]
@@ -210,10 +206,11 @@ def observe(
     obs.job_ttl = ((job or {}).get("spec") or {}).get("ttlSecondsAfterFinished")
     if job is None:
         return _settle_missing(kc, store, tracked, obs, update)
-    if update and not tracked.terminal and tracked.extra.get("submit_phase") in INCOMPLETE_PHASES:
-        # The submit was cut off (API server gone) after the Job was created: finish what it left undone.
-        finish_interrupted(kc, store, tracked.id, tracked.namespace or "default", job)
-        tracked.extra = store.get_extra(tracked.id)
+    if update and not tracked.terminal and tracked.extra.get("submit_phase") in INCOMPLETE_SUBMIT_PHASES:
+        # The submit was cut off (API server gone) after the Job was created: finish what it left undone (owner
+        # references for its Secret/Service, the UID pin), so TTL or cancel removes them with it.
+        objects.adopt_orphans(kc, job, tracked.namespace or "default", tracked.id)
+        tracked.extra = store.update_extra(tracked.id, job_uid=job["metadata"]["uid"], submit_phase="created")
     if update:
         _write_back(kc, store, tracked, obs, pods)
     return obs
@@ -237,11 +234,9 @@ def _settle_missing(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
     """Job not found: either a submit that never finished creating it, or a Job deleted (TTL, by hand)."""
     phase = tracked.extra.get("submit_phase")
     if phase in ("dry-run", "creating") and not tracked.extra.get("job_uid"):
-        from kubectl_tao.jobs.submit import cleanup, left_behind_note
-
         namespace = tracked.namespace or "default"
-        left = cleanup(kc, namespace, tracked.job_name or "")
-        note = f"; {left_behind_note(namespace, left)}" if left else ""
+        left = objects.teardown(kc, namespace, tracked.job_name or "").left
+        note = f"; {objects.left_behind_note(namespace, left)}" if left else ""
         if update:
             store.mark(
                 tracked.id,
@@ -296,8 +291,6 @@ def split_prefixed_logs(text: str) -> dict[str, list[str]]:
 
 def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, pods: list[dict[str, Any]]) -> None:
     """Per rank: pod, node, exit code, reason and the last log lines, into the record (redacted by the store)."""
-    from kubectl_tao.redact import redact_text
-
     logs: dict[str, list[str]] = {}
     if pods and tracked.namespace and tracked.job_name:
         args = [
@@ -356,20 +349,10 @@ def held_ttl(tracked: Tracked) -> int:
 
 
 def set_ttl(kc: Kubectl, tracked: Tracked, ttl: int | None) -> bool:
-    """Set (None: remove) the Job's ttlSecondsAfterFinished; the pinned UID makes the patch fail on any other
-    Job of the same name. False when the patch did not apply (no permission, the Job is gone)."""
+    """Set (None: remove) the Job's ttlSecondsAfterFinished, on the pinned UID only (objects.set_ttl)."""
     if not tracked.namespace or not tracked.job_name:
         return False
-    body: dict[str, Any] = {"spec": {"ttlSecondsAfterFinished": ttl}}
-    if tracked.extra.get("job_uid"):
-        body["metadata"] = {"uid": tracked.extra["job_uid"]}
-    result = kc.run(
-        ["patch", "job", tracked.job_name, "-n", tracked.namespace, "--type=merge", "-p", json.dumps(body)],
-        namespaced=False,
-        check=False,
-        best_effort=True,
-    )
-    return result.returncode == 0
+    return objects.set_ttl(kc, tracked.namespace, tracked.job_name, tracked.extra.get("job_uid"), ttl)
 
 
 def hold_ttl(kc: Kubectl, store: Any, tracked: Tracked, ttl: int, holder: str) -> bool:

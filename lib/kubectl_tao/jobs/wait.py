@@ -11,15 +11,18 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from kubectl_tao.errors import TaoError
 from kubectl_tao.jobs.track import Observation, Tracked, hold_ttl, observe, refuse_other_platform, release_ttl
+from kubectl_tao.k8s import contract, objects
+from kubectl_tao.k8s.contract import END_STATES
 from kubectl_tao.k8s.kubectl import Kubectl
+
+T = TypeVar("T")
 
 PULL_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull")
 CONFIG_REASONS = ("CreateContainerConfigError", "CreateContainerError")
-END_STATES = ("COMPLETE", "ERROR", "CANCELED", "UNKNOWN")
 
 
 @dataclass
@@ -44,6 +47,43 @@ def progress_line(obs: Observation, elapsed: float) -> str:
     return text
 
 
+def poll(
+    kc: Kubectl,
+    store: Any,
+    tracked: Tracked,
+    step: Callable[[Observation, float], T | None],
+    *,
+    server: str,
+    interval: float = 2.0,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    force: bool = False,
+) -> T:
+    """The one polling loop (`--wait`, `status --watch`, the NCCL probe): observe the job (writing state
+    changes back to its record), hand the observation and the time to `step`, and sleep `interval` until
+    `step` returns a result."""
+    while True:
+        obs = observe(kc, store, tracked, server=server, force=force)
+        done = step(obs, clock())
+        if done is not None:
+            return done
+        sleep(interval)
+
+
+class Since:
+    """When a condition that is still true first held (None while it does not hold)."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    def update(self, holds: bool, now: float) -> float | None:
+        self.at = (self.at if self.at is not None else now) if holds else None
+        return self.at
+
+    def longer_than(self, seconds: float | None, now: float) -> bool:
+        return seconds is not None and self.at is not None and now - self.at >= seconds
+
+
 def watch(
     kc: Kubectl,
     store: Any,
@@ -62,77 +102,67 @@ def watch(
     Job between two polls and lose its outcome."""
     refuse_other_platform(tracked, "watch")
     try:
-        return _poll(kc, store, tracked, server, dogs, out, tty, sleep, clock, force)
+        step = _Watching(kc, store, tracked, server, dogs, out, out.isatty() if tty is None else tty, clock())
+        return poll(kc, store, tracked, step, server=server, interval=dogs.interval, sleep=sleep, clock=clock,
+                    force=force)
     finally:
         if kc is not None and store is not None:
             release_ttl(kc, store, tracked)
 
 
-def _poll(
-    kc: Kubectl,
-    store: Any,
-    tracked: Tracked,
-    server: str,
-    dogs: Watchdogs,
-    out: TextIO,
-    tty: bool | None,
-    sleep: Callable[[float], None],
-    clock: Callable[[], float],
-    force: bool,
-) -> Observation:
-    tty = out.isatty() if tty is None else tty
-    start = clock()
-    pending_since: float | None = None
-    pull_since: float | None = None
-    last = ""
-    held = False
-    while True:
-        obs = observe(kc, store, tracked, server=server, force=force)
-        if not held and obs.state not in END_STATES and obs.job_ttl is not None and kc is not None:
-            held = True  # one try: without permission to patch Jobs the wait goes on as before
-            hold_ttl(kc, store, tracked, int(obs.job_ttl), "watch")
-        now = clock()
-        line = progress_line(obs, now - start)
+class _Watching:
+    """One step of `watch`: the TTL hold, the progress line, the end, the watchdogs and --timeout."""
+
+    def __init__(
+        self, kc: Kubectl, store: Any, tracked: Tracked, server: str, dogs: Watchdogs, out: TextIO, tty: bool,
+        start: float,
+    ) -> None:
+        self.kc, self.store, self.tracked, self.server, self.dogs = kc, store, tracked, server, dogs
+        self.out, self.tty, self.start = out, tty, start
+        self.pending, self.pull = Since(), Since()
+        self.last = ""
+        self.held = False
+
+    def __call__(self, obs: Observation, now: float) -> Observation | None:
+        kc, dogs = self.kc, self.dogs
+        if not self.held and obs.state not in END_STATES and obs.job_ttl is not None and kc is not None:
+            self.held = True  # one try: without permission to patch Jobs the wait goes on as before
+            hold_ttl(kc, self.store, self.tracked, int(obs.job_ttl), "watch")
+        line = progress_line(obs, now - self.start)
         key = f"{obs.state}|{obs.reason}"
-        if tty:
-            out.write("\r\033[K" + line)
-            out.flush()
-        elif key != last:
-            out.write(line + "\n")
-            out.flush()
-        last = key
+        if self.tty:
+            self.out.write("\r\033[K" + line)
+            self.out.flush()
+        elif key != self.last:
+            self.out.write(line + "\n")
+            self.out.flush()
+        self.last = key
         if obs.state in END_STATES:
-            if tty:
-                out.write("\n")
+            self._end_line()
             return obs
-        pending_since = (pending_since or now) if obs.state == "PENDING" else None
-        pull_since = (pull_since or now) if obs.reason in PULL_REASONS else None
+        self.pending.update(obs.state == "PENDING", now)
+        self.pull.update(obs.reason in PULL_REASONS, now)
         fired = None
-        if (
-            dogs.image_pull_timeout is not None
-            and pull_since is not None
-            and now - pull_since >= dogs.image_pull_timeout
-        ):
+        if self.pull.longer_than(dogs.image_pull_timeout, now):
             fired = ("image-pull-timeout", dogs.image_pull_timeout)
-        elif (
-            dogs.pending_timeout is not None
-            and pending_since is not None
-            and now - pending_since >= dogs.pending_timeout
-        ):
+        elif self.pending.longer_than(dogs.pending_timeout, now):
             fired = ("pending-timeout", dogs.pending_timeout)
         if fired:
-            if tty:
-                out.write("\n")
-            return fire(kc, store, tracked, obs, fired[0], fired[1], server=server)
-        if dogs.timeout is not None and now - start >= dogs.timeout:
-            if tty:
-                out.write("\n")
+            self._end_line()
+            return fire(kc, self.store, self.tracked, obs, fired[0], float(fired[1] or 0), server=self.server)
+        if dogs.timeout is not None and now - self.start >= dogs.timeout:
+            self._end_line()
+            tracked = self.tracked
             raise WaitTimeout(
                 f"--timeout: gave up waiting after {int(dogs.timeout)}s; job {tracked.id} is still {obs.state}"
                 f"{' (' + obs.reason + ')' if obs.reason else ''}; the job keeps running (`kubectl tao status "
                 f"{tracked.id} --watch` to keep watching)"
             )
-        sleep(dogs.interval)
+        return None
+
+    def _end_line(self) -> None:
+        if self.tty:
+            self.out.write("\n")
 
 
 def fix_for(reason: str) -> str:
@@ -142,7 +172,7 @@ def fix_for(reason: str) -> str:
         return "a referenced Secret or key is missing; create it or fix the reference"
     if reason == "PVCNotFound":
         return "create the PersistentVolumeClaim (tier A) or use --storage-tier C"
-    if "nvidia.com/gpu" in reason or reason == "Unschedulable":
+    if contract.GPU_RESOURCE in reason or reason == "Unschedulable":
         return "ask for fewer GPUs/nodes, or wait for capacity (`kubectl tao fit`)"
     if reason == "Suspended":
         return "the queue did not admit the job; check the Kueue ClusterQueue quota"
@@ -153,27 +183,10 @@ def fire(
     kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, dog: str, seconds: float, *, server: str
 ) -> Observation:
     """The watchdog's action: remove the Job and its objects, then record ERROR with the class and the fix."""
-    from kubectl_tao.jobs.cancel import _delete_job
-    from kubectl_tao.jobs.track import JOB_LABEL
-
     klass = obs.reason or "Unschedulable"
     ns, name = tracked.namespace, tracked.job_name
     if ns and name:
-        _delete_job(kc, ns, name, tracked.extra.get("job_uid"))
-        kc.run(
-            [
-                "delete",
-                "services,secrets",
-                "-n",
-                ns,
-                "-l",
-                f"{JOB_LABEL}={name},app.kubernetes.io/managed-by=kubectl-tao",
-                "--ignore-not-found",
-            ],
-            namespaced=False,
-            check=False,
-            best_effort=True,
-        )
+        objects.teardown(kc, ns, name, job="name", uid=tracked.extra.get("job_uid"))
     message = f"{dog} {int(seconds)}s exceeded while {klass}: {obs.message or obs.reason}; fix: {fix_for(klass)}"
     store.mark(tracked.id, "ERROR", message=message, source="agent", err_class="ERR_INFRA")
     tracked.record = store.show(tracked.id)

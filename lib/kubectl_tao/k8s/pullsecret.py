@@ -16,13 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubectl_tao.errors import KubectlError, TaoError, UsageError
+from kubectl_tao.k8s import contract
 from kubectl_tao.k8s.kubectl import Kubectl
 
 DEFAULT_REGISTRY = "nvcr.io"
 NGC_USERNAME = "$oauthtoken"
 SECRET_TYPE = "kubernetes.io/dockerconfigjson"  # noqa: S105 - the Secret type, not a credential
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-COMPONENT_LABEL = "app.kubernetes.io/component"
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_KEY = "https://index.docker.io/v1/"
 _REGISTRY_RE = re.compile(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?")
@@ -94,7 +93,7 @@ def secret_object(name: str, namespace: str, registry: str, username: str, key: 
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "labels": {MANAGED_BY_LABEL: "kubectl-tao", COMPONENT_LABEL: "image-pull-secret"},
+            "labels": {contract.MANAGED_BY_LABEL: contract.MANAGED_BY, contract.COMPONENT_LABEL: "image-pull-secret"},
         },
         "type": SECRET_TYPE,
         "data": {".dockerconfigjson": base64.b64encode(config.encode()).decode("ascii")},

@@ -38,21 +38,22 @@ import os
 import posixpath
 import re
 import secrets
-import sys
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from kubectl_tao.errors import TaoError, UsageError
+from kubectl_tao.k8s import contract
 from kubectl_tao.names import require_ascii_name
 from kubectl_tao.store.locking import exclusive
 from kubectl_tao.store.statedir import check_private, make_private_dirs
+from kubectl_tao.store.statedir import state_dir as resolve_state_dir
 from kubectl_tao.templates import data_dir
 
 SCHEMA_VERSION = 1
-STATES = ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN")
-TERMINAL_STATES = frozenset({"COMPLETE", "ERROR", "CANCELED"})
+STATES = contract.STATES
+TERMINAL_STATES = contract.TERMINAL_STATES
 OPEN = "OPEN"
 ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
     "PENDING": frozenset(STATES),
@@ -66,6 +67,9 @@ SOURCES = ("agent", "poller", "backend-hook")
 ERR_CLASSES = ("ERR_INFRA", "ERR_PROGRAM")
 STORAGE_TIERS = ("A", "B", "C")
 OPENING_MESSAGE = "record opened before launch"
+# kubectl-tao's `submit_phase` of a submit that stopped before it finished (the API server went away, Ctrl-C):
+# "dry-run" (names written; the Job may or may not have been created), "creating"/"adopting" (older records).
+INCOMPLETE_SUBMIT_PHASES = ("dry-run", "creating", "adopting")
 
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 ID_MAX = 200
@@ -426,19 +430,6 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
-def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
-    """``$TAO_STATE_DIR`` (must be absolute) else ``~/.tao``."""
-    environ = os.environ if env is None else env
-    value = environ.get("TAO_STATE_DIR", "")
-    if not value:
-        return Path.home() / ".tao"
-    if not os.path.isabs(value):
-        raise UsageError(
-            f"TAO_STATE_DIR must be an absolute path (got {value!r}); e.g. export TAO_STATE_DIR=$HOME/.tao"
-        )
-    return Path(value)
-
-
 def _cap_log_tail(tail: object) -> object:
     """The last LOG_TAIL_MAX_LINES lines and LOG_TAIL_MAX_BYTES bytes of a log tail."""
     if isinstance(tail, str):
@@ -474,15 +465,10 @@ def _cap_history(history: object) -> object:
 
 
 class RecordStore:
-    """Records under ``<state_dir>/jobs``; ``state_dir`` defaults to ``default_state_dir()``."""
+    """Records under ``<state_dir>/jobs``; ``state_dir`` defaults to ``statedir.state_dir()``."""
 
     def __init__(self, state_dir: Path | str | None = None) -> None:
-        if state_dir is None or state_dir == "":
-            root = default_state_dir()
-        else:
-            if not os.path.isabs(state_dir):
-                raise UsageError(f"TAO_STATE_DIR must be an absolute path (got {str(state_dir)!r})")
-            root = Path(state_dir)
+        root = resolve_state_dir(value=state_dir)
         self.state_dir = root
         self.jobs_dir = root / "jobs"
         self.extras_dir = self.jobs_dir / EXTRAS_DIR
@@ -567,8 +553,11 @@ class RecordStore:
         source: str = "agent",
         backend_ref: str | None = None,
         err_class: str | None = None,
+        *,
+        extra: Mapping[str, Any] | None = None,
     ) -> Record:
-        """Append a transition under the record's lock; see the module docstring for the rules."""
+        """Append a transition under the record's lock; see the module docstring for the rules. `extra` is
+        merged into kubectl-tao's additions under the same lock (as `update_extra`), before the transition."""
         from kubectl_tao.redact import redact_obj, redact_text
 
         _check_mark_args(state, source, err_class, message)
@@ -583,6 +572,9 @@ class RecordStore:
             redacted = redact_obj(record)
             if changed or redacted != record:
                 _require_valid(redacted, "job-record", f"job record {record_id}")
+            if extra:
+                self._merge_extra(record_id, dict(extra))
+            if changed or redacted != record:
                 _replace_atomically(path, redacted)
             assert isinstance(redacted, dict)
             return Record(redacted)
@@ -645,27 +637,31 @@ class RecordStore:
 
     def update_extra(self, record_id: str, **fields: Any) -> dict[str, Any]:
         """Merge ``fields`` (top-level keys replace) into the additions, under the record's lock."""
+        with self.lock(record_id):
+            if not self.path(record_id).is_file():
+                raise TaoError(f"no job record {record_id} in {self.jobs_dir}; `tao_job_record list` shows the records")
+            return self._merge_extra(record_id, fields)
+
+    def _merge_extra(self, record_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """update_extra's write; the caller holds the record's lock."""
         from kubectl_tao.redact import redact_obj
 
         reserved = _RESERVED_EXTRA_KEYS.intersection(fields)
         if reserved:
             raise UsageError(f"{', '.join(sorted(reserved))} of the kubectl-tao data cannot be changed")
-        with self.lock(record_id):
-            if not self.path(record_id).is_file():
-                raise TaoError(f"no job record {record_id} in {self.jobs_dir}; `tao_job_record list` shows the records")
-            path = self.extra_path(record_id)
-            current = (
-                _read_json(path, f"kubectl-tao data for {record_id}")
-                if path.is_file()
-                else {"schema_version": SCHEMA_VERSION, "id": record_id}
-            )
-            if "history" in fields:
-                fields["history"] = _cap_history(fields["history"])
-            merged = redact_obj({**current, **fields})
-            assert isinstance(merged, dict)
-            _require_valid(merged, "job-record-k8s", f"kubectl-tao data for {record_id}")
-            _replace_atomically(path, merged)
-            return merged
+        path = self.extra_path(record_id)
+        current = (
+            _read_json(path, f"kubectl-tao data for {record_id}")
+            if path.is_file()
+            else {"schema_version": SCHEMA_VERSION, "id": record_id}
+        )
+        if "history" in fields:
+            fields["history"] = _cap_history(fields["history"])
+        merged = redact_obj({**current, **fields})
+        assert isinstance(merged, dict)
+        _require_valid(merged, "job-record-k8s", f"kubectl-tao data for {record_id}")
+        _replace_atomically(path, merged)
+        return merged
 
 
 # --------------------------------------------------------------------------------------------------
@@ -821,120 +817,3 @@ def _set_backend_ref(record: dict[str, Any], backend_ref: str | None) -> bool:
         )
     record["backend_ref"] = backend_ref
     return True
-
-
-# --------------------------------------------------------------------------------------------------
-# The tao_job_record command
-# --------------------------------------------------------------------------------------------------
-
-USAGE = """\
-usage: tao_job_record open --platform P --image I --network-arch A --action X --storage-tier A|B|C
-                           (--results-dir DIR | --results-root ROOT) [--upload-exclude GLOB]...
-                           [--parent-job ID] [--retry-of ID]
-       tao_job_record mark ID --state STATE [--message M] [--source agent|poller|backend-hook]
-                           [--backend-ref NAMESPACE/NAME] [--err-class ERR_INFRA|ERR_PROGRAM]
-       tao_job_record show ID
-       tao_job_record list [--json]
-
-Records live in $TAO_STATE_DIR/jobs (TAO_STATE_DIR must be absolute), else ~/.tao/jobs.
-open prints the new id. States: PENDING RUNNING COMPLETE ERROR CANCELED UNKNOWN (the first three of
-COMPLETE/ERROR/CANCELED are final); list shows OPEN for a record not launched yet.
-
-exit codes: 0 ok, 1 illegal transition or missing/unreadable record, 2 bad flags or values
-"""
-
-
-class _ArgError(Exception):
-    pass
-
-
-def _parser() -> Any:
-    import argparse
-
-    class Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> Any:  # one line, exit 2, no usage dump
-            raise _ArgError(message)
-
-    parser = Parser(prog="tao_job_record", add_help=False)
-    sub = parser.add_subparsers(dest="verb", parser_class=Parser)
-    op = sub.add_parser("open", add_help=False)
-    for flag in ("--platform", "--image", "--network-arch", "--action", "--storage-tier"):
-        op.add_argument(flag, required=True)
-    op.add_argument("--results-dir")
-    op.add_argument("--results-root")
-    op.add_argument("--upload-exclude", action="append", default=[])
-    op.add_argument("--parent-job")
-    op.add_argument("--retry-of")
-    mk = sub.add_parser("mark", add_help=False)
-    mk.add_argument("id")
-    mk.add_argument("--state", required=True)
-    mk.add_argument("--message", default="")
-    mk.add_argument("--source", default="agent")
-    mk.add_argument("--backend-ref")
-    mk.add_argument("--err-class")
-    sh = sub.add_parser("show", add_help=False)
-    sh.add_argument("id")
-    ls = sub.add_parser("list", add_help=False)
-    ls.add_argument("--json", action="store_true")
-    return parser
-
-
-def _table(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "".join("   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n" for r in rows)
-
-
-def _run(args: Any) -> int:
-    store = RecordStore()
-    if args.verb == "open":
-        record = store.open(
-            platform=args.platform,
-            image=args.image,
-            network_arch=args.network_arch,
-            action=args.action,
-            storage_tier=args.storage_tier,
-            results_dir=args.results_dir,
-            results_root=args.results_root,
-            upload_excludes=args.upload_exclude,
-            parent_job=args.parent_job,
-            retry_of=args.retry_of,
-        )
-        print(record.id)
-    elif args.verb == "mark":
-        store.mark(args.id, args.state, args.message, args.source, args.backend_ref, args.err_class)
-    elif args.verb == "show":
-        print(json.dumps(store.show(args.id), indent=2, ensure_ascii=False))
-    else:
-        errors: list[str] = []
-        records = store.list(errors)
-        for problem in errors:
-            print(f"WARNING: {problem}", file=sys.stderr)
-        if args.json:
-            print(json.dumps(records, indent=2, ensure_ascii=False))
-        else:
-            rows = [["ID", "PLATFORM", "STATE", "RESULTS_DIR"]]
-            rows += [[r.id, str(r.get("platform")), r.effective_state, str(r.get("results_dir"))] for r in records]
-            sys.stdout.write(_table(rows))
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of scripts/tao_job_record; returns the exit code."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    if not args_list or args_list[0] in ("-h", "--help", "help"):
-        (sys.stdout if args_list else sys.stderr).write(USAGE)
-        return 0 if args_list else 2
-    if args_list[0] not in ("open", "mark", "show", "list"):
-        print(f"ERROR: unknown verb {args_list[0]!r}: use open, mark, show or list", file=sys.stderr)
-        return 2
-    try:
-        args = _parser().parse_args(args_list)
-        return _run(args)
-    except _ArgError as exc:
-        print(f"ERROR: {exc}", file=sys.stderr)
-        return 2
-    except TaoError as exc:
-        from kubectl_tao.redact import redact_message
-
-        print(f"ERROR: {redact_message(exc.message)}", file=sys.stderr)
-        return exc.exit_code

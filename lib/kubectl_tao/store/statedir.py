@@ -13,12 +13,26 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from kubectl_tao.errors import UsageError
 
 SUBDIRS = ("jobs", "jobs/.kubectl-tao", "probes")
+
+
+def state_dir(env: Mapping[str, str] | None = None, *, value: str | os.PathLike[str] | None = None) -> Path:
+    """The state directory: `value` when given, else ``$TAO_STATE_DIR``, else ``~/.tao``; it must be absolute.
+    The one place that reads TAO_STATE_DIR."""
+    if value is None or str(value) == "":
+        value = (os.environ if env is None else env).get("TAO_STATE_DIR", "")
+    if not value:
+        return Path.home() / ".tao"
+    if not os.path.isabs(value):
+        raise UsageError(
+            f"TAO_STATE_DIR must be an absolute path (got {str(value)!r}); e.g. export TAO_STATE_DIR=$HOME/.tao"
+        )
+    return Path(value)
 
 
 def check_private(root: Path) -> None:
