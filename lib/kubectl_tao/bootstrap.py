@@ -52,6 +52,8 @@ def missing_dependencies(names: Sequence[str] = DEPENDENCIES) -> list[str]:
     """Dependencies that cannot be found (without importing them: start-up time counts)."""
     missing = []
     for name in names:
+        if sys.modules.get(name) is not None:  # imported already (sh replaces its module: no __spec__ to find)
+            continue
         try:
             found = importlib.util.find_spec(name) is not None
         except (ImportError, ValueError):

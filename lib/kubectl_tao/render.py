@@ -378,14 +378,21 @@ def validate_spec(spec: JobSpec) -> JobSpec:
     return spec
 
 
-def _torchrun_argv(command: str) -> list[str]:
+def split_command(text: str, field: str, into: str, missing: str) -> list[str]:
+    """`text` split as a POSIX shell would split words (no expansion); UsageError naming `field` when it cannot
+    be split, or names no program first (`missing` says what is missing)."""
     try:
-        argv = shlex.split(command)
+        argv = shlex.split(text)
     except ValueError as exc:
-        raise UsageError(f"command cannot be split into torchrun arguments: {exc}") from exc
+        raise UsageError(f"{field} cannot be split into {into}: {exc}") from exc
     if not argv or not argv[0]:
-        raise UsageError("command must name the training script for --launcher torchrun")
+        raise UsageError(f"{field} {missing}")
     return argv
+
+
+def _torchrun_argv(command: str) -> list[str]:
+    missing = "must name the training script for --launcher torchrun"
+    return split_command(command, "command", "torchrun arguments", missing)
 
 
 # --------------------------------------------------------------------------- option parsing

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e.helpers import STAY_RUNNING, Cluster, Tao, kubectl
+from support.cluster import STAY_RUNNING, Cluster, Tao, kubectl
 
 from kubectl_tao.store.records import TERMINAL_STATES, RecordStore, schema_errors
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support import FIXTURES as FIXTURES_ROOT
 
 from kubectl_tao import diagnose, gates
 from kubectl_tao.classify import JobStatus, job_status
 from kubectl_tao.diagnose import explain
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
+FIXTURES = FIXTURES_ROOT / "k8s"
 
 
 def load(name: str) -> Any:

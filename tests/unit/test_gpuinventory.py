@@ -13,7 +13,7 @@ import copy
 from typing import Any
 
 import pytest
-from conftest import fixture_json
+from support.fake_kubectl import fixture_json
 
 from kubectl_tao import gates
 from kubectl_tao.errors import TaoError, UsageError

@@ -8,7 +8,9 @@ import re
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from support import ROOT as REPO_ROOT
+
+ROOT = REPO_ROOT
 LIB = ROOT / "lib" / "kubectl_tao"
 PROCESS_MODULES = {"subprocess", "sh", "pty", "multiprocessing"}
 PROCESS_CALLS = {"system", "popen", "execv", "execvp", "execve", "spawnv", "spawnvp", "fork", "posix_spawn"}

@@ -47,17 +47,13 @@ def register(app: typer.Typer) -> None:
         """Explain why a job is pending or failed: cause, evidence, fix."""
         from kubectl_tao.jobs import track as tracking
         from kubectl_tao.jobs.explain import explain_job
-        from kubectl_tao.output import check_format, dump_json, dump_yaml, emit, info
+        from kubectl_tao.output import check_format, emit, emit_data, info
 
         fmt = check_format(output, ("table", "json", "yaml"))
         sess = session()
         tracked = tracking.load(record_store(), job)
         result = explain_job(sess.kubectl(), tracked, server=sess.target().server, force=force)
-        if fmt == "json":
-            emit(dump_json(result.to_dict()))
-        elif fmt == "yaml":
-            emit(dump_yaml(result.to_dict()))
-        else:
+        if not emit_data(fmt, result.to_dict()):
             for note in result.notes:
                 info(f"note: {note}")
             emit(_text(result))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubectl_tao.jobs.listing import age
 from kubectl_tao.jobs.track import Observation
-from kubectl_tao.output import check_format, dump_json, dump_yaml, emit, table
+from kubectl_tao.output import age, check_format, dump_json, dump_yaml, emit, table
 
 HEADERS = ["NAME", "STATE", "GPUS", "NODES", "AGE", "REASON"]
 WIDE = ["NAMESPACE", "JOB", "IMAGE", "RESULTS"]

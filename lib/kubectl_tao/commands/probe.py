@@ -76,7 +76,7 @@ def nccl(
 ) -> int:
     """Run a 2-node all_reduce job and report pass, fail or hang (cached per cluster)."""
     from kubectl_tao.jobs.probe import DEFAULT_IMAGE, PASS, ProbeOptions, describe, parse_duration, run_probe
-    from kubectl_tao.output import check_format, dump_json, dump_yaml, emit, info
+    from kubectl_tao.output import check_format, emit, emit_data, info
     from kubectl_tao.render import parse_key_values
     from kubectl_tao.store.probecache import cache_path
 
@@ -112,11 +112,7 @@ def nccl(
         cache_file=cache_file,
         on_progress=info,
     )
-    if fmt == "json":
-        emit(dump_json(report.to_dict()))
-    elif fmt == "yaml":
-        emit(dump_yaml(report.to_dict()))
-    else:
+    if not emit_data(fmt, report.to_dict()):
         emit(describe(report))
     return 0 if report.result == PASS else 1
 

@@ -131,20 +131,16 @@ def show(
 @with_cluster_flags
 def list_(output: str = OutputOption, no_headers: bool = NoHeadersOption) -> int:
     """List records, newest first, without asking the cluster."""
-    from kubectl_tao.output import check_format, dump_json, dump_yaml, emit, info, table
+    from kubectl_tao.output import check_format, emit, emit_data, info, table
 
     fmt = check_format(output, ("table", "json", "yaml", "name"))
     errors: list[str] = []
     records = record_store().list(errors)
     for problem in errors:
         info(f"warning: {problem}")
-    if fmt == "json":
-        emit(dump_json([dict(r) for r in records]))
-    elif fmt == "yaml":
-        emit(dump_yaml([dict(r) for r in records]))
-    elif fmt == "name":
+    if fmt == "name":
         emit("".join(f"{r.id}\n" for r in records))
-    else:
+    elif not emit_data(fmt, [dict(r) for r in records]):
         rows = [[r.id, r.get("platform"), r.effective_state, r.get("results_dir")] for r in records]
         emit(table(rows, ["ID", "PLATFORM", "STATE", "RESULTS_DIR"], no_headers=no_headers))
     return 0

@@ -70,7 +70,7 @@ def image_pull(
     """Create an image-pull Secret (dockerconfigjson) with the key read from stdin."""
     from kubectl_tao.k8s.pullsecret import check_registry, check_username, create, secret_object
     from kubectl_tao.names import validate_dns_subdomain
-    from kubectl_tao.output import check_format, dump_json, dump_yaml, emit
+    from kubectl_tao.output import check_format, emit, emit_data
 
     fmt = check_format(output, ("table", "name", "json", "yaml"))
     name = validate_dns_subdomain(name, "NAME")
@@ -80,13 +80,9 @@ def image_pull(
     sess = session()
     namespace = sess.namespace()
     outcome = create(sess.kubectl(), secret_object(name, namespace, registry, username, key), key, replace=replace)
-    if fmt == "json":
-        emit(dump_json(outcome.to_dict()))
-    elif fmt == "yaml":
-        emit(dump_yaml(outcome.to_dict()))
-    elif fmt == "name":
+    if fmt == "name":
         emit(f"secret/{outcome.name}\n")
-    else:
+    elif not emit_data(fmt, outcome.to_dict()):
         emit(f"secret/{outcome.name} {outcome.action} in namespace {outcome.namespace} for {outcome.registry}\n")
     return 0
 

@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Print the kubectl-tao version (and the cluster's with --server)."""
         from kubectl_tao import __version__
-        from kubectl_tao.output import check_format, dump_json, dump_yaml, emit
+        from kubectl_tao.output import check_format, emit, emit_data
 
         fmt = check_format(output, ("table", "json", "yaml"))
         data: dict[str, str] = {"clientVersion": __version__}
@@ -35,11 +35,7 @@ def register(app: typer.Typer) -> None:
 
             raw = session().kubectl().json(["version"], namespaced=False)
             data["serverVersion"] = parse_server_version(raw).text
-        if fmt == "json":
-            emit(dump_json(data))
-        elif fmt == "yaml":
-            emit(dump_yaml(data))
-        else:
+        if not emit_data(fmt, data):
             emit(client_version_line())
             if server:
                 emit(f"server {data['serverVersion']}\n")

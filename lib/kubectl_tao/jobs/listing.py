@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime
 from typing import Any
 
 from kubectl_tao.errors import KubectlError, TaoError
@@ -168,21 +167,3 @@ def observe_all(
             job, pods = index.get((t.namespace or "", t.job_name), (None, []))
             out.append(observe(kc, store, t, server=server, job=job, pods=pods, fetched=True))
     return out, total
-
-
-def age(timestamp: str | None, now: datetime | None = None) -> str:
-    """kubectl-style age: 45s, 12m, 5h, 3d."""
-    if not timestamp:
-        return "<unknown>"
-    try:
-        then = datetime.strptime(timestamp.replace("Z", "+0000")[:19] + "+0000", "%Y-%m-%dT%H:%M:%S%z")
-    except ValueError:
-        return "<unknown>"
-    seconds = int(((now or datetime.now(UTC)) - then).total_seconds())
-    if seconds < 120:
-        return f"{max(seconds, 0)}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    if seconds < 172800:
-        return f"{seconds // 3600}h"
-    return f"{seconds // 86400}d"

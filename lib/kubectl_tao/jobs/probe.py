@@ -40,6 +40,7 @@ from kubectl_tao.jobs.track import Observation, Tracked
 from kubectl_tao.jobs.wait import PULL_REASONS
 from kubectl_tao.k8s import contract
 from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.output import age_text
 from kubectl_tao.store import probecache
 from kubectl_tao.store.probecache import FAIL, HANG, NCCL_ENV_RE, NOT_CARRIED, PASS, RESULTS
 from kubectl_tao.store.records import preview_id
@@ -505,7 +506,7 @@ def describe(report: ProbeReport, now: datetime | None = None) -> str:
     lines = [line]
     if report.cached:
         stamp = probecache.parse_stamp(report.checked_at)
-        age = probecache.age_text(((now or datetime.now(UTC)) - stamp).total_seconds()) if stamp else "?"
+        age = age_text(((now or datetime.now(UTC)) - stamp).total_seconds()) if stamp else "?"
         lines.append(
             f"cached {age} ago for {report.server} ({report.version}); `kubectl tao probe nccl --force` probes again"
         )

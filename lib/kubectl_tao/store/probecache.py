@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from kubectl_tao import render
 from kubectl_tao.errors import TaoError
+from kubectl_tao.output import age_text
 from kubectl_tao.store.locking import exclusive
 from kubectl_tao.store.statedir import check_private, make_private_dirs, write_private
 from kubectl_tao.store.statedir import state_dir as default_state_dir
@@ -120,17 +121,6 @@ def lookup(
     assert stamp is not None
     age = (now - stamp).total_seconds()
     return dict(entry) if 0 <= age < max_age_s else None
-
-
-def age_text(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    if seconds < 172800:
-        return f"{seconds // 3600}h"
-    return f"{seconds // 86400}d"
 
 
 def probe_warning(cache: Mapping[str, Any], server: str, version: str, now: datetime | None = None) -> str | None:

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 import pytest
-from conftest import FakeKubectl, fixture_json
+from support.fake_kubectl import FakeKubectl, fixture_json
 
 from kubectl_tao.gpuinventory import DRA_READ
 from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import FIXTURES as FIXTURES_ROOT
 
 from kubectl_tao.commands.jobflags import JOB_FLAGS
 from kubectl_tao.errors import UsageError
 from kubectl_tao.jobs.plan import GPU_TOLERATION, build, read_credentials
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "action"
+FIXTURES = FIXTURES_ROOT / "action"
 CREDS = {"HF_TOKEN": "hf_placeholder", "AWS_ACCESS_KEY_ID": "placeholder"}
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from kubectl_tao.lint import lint_documents, lint_manifest_text
 from kubectl_tao.redact import Finding
 
-CORPUS_DIR = Path(__file__).resolve().parent / "fixtures" / "secrets"
+CORPUS_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "secrets"
 
 
 def cases(name: str) -> list[tuple[int, str]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeKubectl, fixture_json, open_kubernetes_record
+from support.fake_kubectl import FakeKubectl, fixture_json, open_kubernetes_record
 
 from kubectl_tao.jobs import track as tracking
 from kubectl_tao.jobs.wait import WaitTimeout, Watchdogs, watch

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeKubectl, fixture_json
+from support import ROOT as REPO_ROOT
+from support.fake_kubectl import FakeKubectl, fixture_json
 
 from kubectl_tao.errors import TaoError, UsageError
 from kubectl_tao.jobs import probe
@@ -19,7 +20,7 @@ from kubectl_tao.jobs.track import Observation, Tracked
 from kubectl_tao.lint import lint_documents
 from kubectl_tao.store import probecache
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SCRIPT = (ROOT / "templates" / "k8s" / "nccl-probe.py").read_text(encoding="utf-8")
 SERVER = "https://10.0.0.1:6443"
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

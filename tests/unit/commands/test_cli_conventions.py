@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 import typer
-from conftest import FakeKubectl, fixture_json
+from support import ROOT as REPO_ROOT
+from support.fake_kubectl import FakeKubectl, fixture_json
 
 from kubectl_tao import errors
 from kubectl_tao.cli import app
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 NO_KUEUE = 'error: the server doesn\'t have a resource type "localqueues"'
 RENDER = ["render", "--image", "busybox", "--command", "echo hi", "--gpus", "0", "--pvc", "data", "-o", "json"]
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support import FIXTURES as FIXTURES_ROOT
 
 from kubectl_tao import classify as st
 from kubectl_tao.classify import job_status
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
+FIXTURES = FIXTURES_ROOT / "k8s"
 
 
 def load(name: str) -> Any:

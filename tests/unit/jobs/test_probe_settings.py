@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from conftest import FakeKubectl, fixture_json, review_answer
+from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
 from kubectl_tao.jobs import probe
 from kubectl_tao.jobs.track import Observation, Tracked

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conftest import FakeKubectl, fixture_json
+from support.fake_kubectl import FakeKubectl, fixture_json
 
 from kubectl_tao.gpuinventory import DRA_READ
 from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ

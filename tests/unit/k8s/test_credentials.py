@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import review_answer
+from support.fake_kubectl import review_answer
 
 from kubectl_tao.errors import EXIT_UNREACHABLE, ClusterUnreachableError, CredentialsRefusedError, KubectlError
 from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl, classify_stderr

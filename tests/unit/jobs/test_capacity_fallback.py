@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import FakeKubectl, fixture_json, review_answer
+from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
 from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
 

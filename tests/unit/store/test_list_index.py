@@ -143,7 +143,7 @@ def test_list_never_compares_whole_records(cli: Any, monkeypatch: pytest.MonkeyP
 
 
 def _running_record(store: RecordStore) -> dict[str, Any]:
-    from conftest import fixture_json
+    from support.fake_kubectl import fixture_json
 
     job = fixture_json("running.job.json")
     record = store.open(platform="kubernetes", image="busybox", network_arch="dino", action="train",
@@ -161,7 +161,7 @@ def _raw(items: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_live_state_comes_from_two_raw_reads(cli: Any, fake_kubectl: Any) -> None:
-    from conftest import fixture_json
+    from support.fake_kubectl import fixture_json
 
     from kubectl_tao.jobs.listing import raw_reads
 
@@ -177,7 +177,7 @@ def test_live_state_comes_from_two_raw_reads(cli: Any, fake_kubectl: Any) -> Non
 
 
 def test_without_cluster_wide_list_the_raw_reads_go_per_namespace(cli: Any, fake_kubectl: Any) -> None:
-    from conftest import fixture_json
+    from support.fake_kubectl import fixture_json
 
     from kubectl_tao.jobs.listing import raw_reads
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeKubectl, fixture_json
+from support.fake_kubectl import FakeKubectl, fixture_json
 
 from kubectl_tao.store.records import RecordStore
 

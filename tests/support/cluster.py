@@ -1,6 +1,6 @@
 """Shared helpers for tests that run against the real local cluster (scripts/local-cluster).
 
-Import them relatively from a test module in tests/e2e: ``from .helpers import kubectl, wait_for``.
+Import them from any suite: ``from support.cluster import kubectl, wait_for``.
 Every helper talks to the cluster through the cluster's own kubectl (same version as the server) and
 its admin kubeconfig; nothing here needs the ``cluster`` fixture object, only that the cluster is up.
 """

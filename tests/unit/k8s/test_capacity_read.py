@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import FakeKubectl, fixture_json
+from support.fake_kubectl import FakeKubectl, fixture_json
 
 from kubectl_tao.errors import TaoError
 from kubectl_tao.gpuinventory import DRA_READ

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeKubectl
+from support import FIXTURES as FIXTURES_ROOT
+from support.fake_kubectl import FakeKubectl
 
 from kubectl_tao import action
 from kubectl_tao.errors import UsageError
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "action"
+FIXTURES = FIXTURES_ROOT / "action"
 RENDER = ["render", "--image", "busybox:1.36", "--command", "true", "--gpus", "0", "--pvc", "data"]
 SUBMIT = ["submit", "--image", "busybox:1.36", "--command", "true", "--gpus", "0", "--pvc", "data"]
 

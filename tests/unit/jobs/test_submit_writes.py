@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import FakeKubectl, review_answer
+from support.fake_kubectl import FakeKubectl, review_answer
 
 from kubectl_tao.store.records import RecordStore
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeKubectl, open_kubernetes_record
+from support.fake_kubectl import FakeKubectl, open_kubernetes_record
 
 from kubectl_tao.errors import GateError
 from kubectl_tao.jobs import track as tracking

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeKubectl
+from support.fake_kubectl import FakeKubectl
 
 from kubectl_tao.k8s import permissions
 from kubectl_tao.k8s.permissions import Permission

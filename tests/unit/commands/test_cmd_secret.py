@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeKubectl
+from support.fake_kubectl import FakeKubectl
 
 KEY = "nvapi-Zk3q9W7xLr2PbT5mYc8HdJ4sVn6QaF1e"  # a made-up NGC-style key
 AUTH = base64.b64encode(f"$oauthtoken:{KEY}".encode()).decode()
