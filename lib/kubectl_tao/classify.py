@@ -33,6 +33,7 @@ INDEX_KEY = contract.COMPLETION_INDEX_ANNOTATION
 KUEUE_QUEUE_LABEL = contract.QUEUE_LABEL
 MAIN_CONTAINER = "tao"
 RENDEZVOUS_EXIT_CODE = 88
+UPLOAD_EXIT_CODE = 89  # tier C: the command succeeded, the upload of its results did not
 SIGKILL_EXIT_CODE = 137
 
 # Container waiting reasons that explain a Pending pod better than anything else.
@@ -539,6 +540,8 @@ def _explain_failure(
 
     Exit code 88 is the rendezvous barrier's own failure (a rank could not reach rank 0 before the
     deadline): ERR_INFRA, since DNS, NetworkPolicy or a partial start cause it, not the program.
+    Exit code 89 of a tier C pod (one with TAO_UPLOAD_URI) is its upload step's: the command succeeded and
+    the results did not reach S3 (bucket, credentials, endpoint or a missing client): UploadFailed, ERR_INFRA.
     """
     result.state = ERROR
     cond_reason = str(condition.get("reason") or "Failed")
@@ -566,6 +569,12 @@ def _explain_failure(
         port = _pod_env(pod, "MASTER_PORT") or "MASTER_PORT"
         said = f"rank {rank}: {first.message}" if first.message else ""
         result.message = said or f"rank {rank} could not reach rank 0 at {addr}:{port}"
+    elif first.exit_code == UPLOAD_EXIT_CODE and _pod_env(pod, "TAO_UPLOAD_URI"):
+        result.reason, result.err_class = "UploadFailed", ERR_INFRA
+        result.message = (
+            f"rank {rank}'s command succeeded, but uploading its results to {_pod_env(pod, 'TAO_UPLOAD_URI')} "
+            f"failed (exit {UPLOAD_EXIT_CODE})"
+        )
     elif first.exit_code not in (None, 0):
         result.reason, result.err_class = "ExitCode", ERR_PROGRAM
         init = _failed_init_container(pod)

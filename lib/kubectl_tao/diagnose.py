@@ -343,6 +343,18 @@ def _failure_findings(status: st.JobStatus, job: str) -> list[Finding]:
                 "rendezvous-timeout",
             )
         ]
+    if reason == "UploadFailed":
+        return [
+            Finding(
+                "the command succeeded but its results did not reach S3 (storage tier C upload, exit 89)",
+                status.message,
+                f"read why in the upload's own lines: `kubectl tao logs {job} --rank {rank}`; check that the bucket "
+                "exists, that the job's Secret holds credentials that may write there (AWS_ACCESS_KEY_ID, "
+                "AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL for a store other than AWS) and that the image has an S3 "
+                "client (`aws` or Python's awscli); the results were in the pod's emptyDir and went with it",
+                "upload-failed",
+            )
+        ]
     if reason == "ExitCode":
         return [
             Finding(

@@ -430,3 +430,20 @@ def test_parse_scheduler_message_counts_parts_and_drops_the_preemption_tail() ->
         "Insufficient nvidia.com/gpu": 2,
     }
     assert st.parse_scheduler_message("no pattern here") == {}
+
+
+UPLOAD_ENV = [{"name": "TAO_UPLOAD_URI", "value": "s3://bkt/out/run-1/"}]
+
+
+def test_exit_89_of_a_tier_c_pod_is_a_failed_upload() -> None:
+    pod = make_pod("j-a", phase="Failed", state=term(89), env=UPLOAD_ENV)
+    result = job_status(make_job(conditions=FAILED), [pod])
+    assert (result.state, result.reason, result.err_class) == ("ERROR", "UploadFailed", "ERR_INFRA")
+    assert result.message == (
+        "rank 0's command succeeded, but uploading its results to s3://bkt/out/run-1/ failed (exit 89)"
+    )
+
+
+def test_exit_89_without_an_upload_is_the_programs_own_exit_code() -> None:
+    result = job_status(make_job(conditions=FAILED), [make_pod("j-a", phase="Failed", state=term(89))])
+    assert (result.reason, result.err_class) == ("ExitCode", "ERR_PROGRAM")

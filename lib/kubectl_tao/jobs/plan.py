@@ -120,6 +120,16 @@ def _nccl_settings(job: dict[str, Any], nodes: int) -> _Nccl:
     return result
 
 
+def _s3_tools_image(job: dict[str, Any], tier: str) -> dict[str, str]:
+    """--s3-tools-image, which only tier C's fetch step uses (absent: render's default image)."""
+    image = job.get("s3_tools_image")
+    if not image:
+        return {}
+    if tier != "C":
+        raise UsageError("--s3-tools-image is the image of tier C's fetch step: it needs --storage-tier C")
+    return {"s3_tools_image": str(image)}
+
+
 def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str]) -> Plan:
     from kubectl_tao import render
     from kubectl_tao.names import is_under, kubernetes_job_name, secret_name_for
@@ -186,6 +196,7 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         s3_inputs=list(job.get("s3_input") or []),
         s3_output=job.get("s3_output"),
         upload_excludes=list(job.get("upload_exclude") or []),
+        **_s3_tools_image(job, tier),
         labels=list(job.get("label") or []),
         annotations=list(job.get("annotation") or []),
         master_port=int(job["master_port"]),
@@ -266,6 +277,7 @@ _NOT_FOR_ACTION_REQUESTS = {
     "mount_path": ("--mount-path", "/workspace", "the request's mounts[].target"),
     "s3_input": ("--s3-input", None, "the staging map (storage tier A only)"),
     "s3_output": ("--s3-output", None, "--results-dir (storage tier A only)"),
+    "s3_tools_image": ("--s3-tools-image", None, "nothing: action requests use storage tier A"),
     "launcher": ("--launcher", "tao", "spec_bundle.command (one pod, no rendezvous)"),
     "master_port": ("--master-port", 29500, "nothing: an action request runs one pod"),
     "rendezvous_timeout": ("--rendezvous-timeout", 300, "nothing: an action request runs one pod"),
@@ -361,15 +373,22 @@ def _forwarded(forward: list[str], credentials: dict[str, str]) -> dict[str, str
     return creds
 
 
-def _placement(job: dict[str, Any], gpus: int) -> Any:
-    from kubectl_tao.action import Placement
+def targeting(job: dict[str, Any]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """The node selector (--node-selector, --gpu-product) and the tolerations (--toleration) of the job
+    flags, parsed: what every verb that places pods (submit, probe nccl) applies."""
     from kubectl_tao.render import parse_key_values, parse_toleration
 
     selector = list(job.get("node_selector") or [])
     if job.get("gpu_product"):
         selector.append(contract.gpu_product_selector(job["gpu_product"]))
-    node_selector = parse_key_values(selector, "node selector")
-    tolerations = [parse_toleration(t) for t in job.get("toleration") or []]
+    return parse_key_values(selector, "node selector"), [parse_toleration(t) for t in job.get("toleration") or []]
+
+
+def _placement(job: dict[str, Any], gpus: int) -> Any:
+    from kubectl_tao.action import Placement
+    from kubectl_tao.render import parse_key_values
+
+    node_selector, tolerations = targeting(job)
     if gpus > 0:
         tolerations.append(GPU_TOLERATION)
     return Placement(

@@ -119,3 +119,18 @@ def test_existing_env_secret_is_referenced_and_checked() -> None:
 def test_env_secret_and_credentials_are_exclusive() -> None:
     with pytest.raises(UsageError, match="--env-secret names an existing Secret"):
         build(flags(env_secret="team-creds"), "ns", {"HF_TOKEN": "x"})
+
+
+def test_s3_tools_image_is_the_tier_c_fetch_steps_image() -> None:
+    tier_c = {"storage_tier": "C", "pvc": None, "s3_output": "s3://bkt/out", "s3_input": ["s3://bkt/in/x.txt"]}
+    job = build(flags(**tier_c, s3_tools_image="kubectl-tao.local/s3-tools:1"), "ns", {}).render("j", "r", None)[0]
+    (fetch,) = job["spec"]["template"]["spec"]["initContainers"]
+    assert fetch["image"] == "kubectl-tao.local/s3-tools:1"
+    default = build(flags(**tier_c), "ns", {}).render("j", "r", None)[0]
+    assert default["spec"]["template"]["spec"]["initContainers"][0]["image"] == "docker.io/amazon/aws-cli:2.22.0"
+
+
+def test_s3_tools_image_needs_tier_c() -> None:
+    with pytest.raises(UsageError, match=r"^--s3-tools-image is the image of tier C's fetch step: it needs "
+                                         r"--storage-tier C$"):
+        build(flags(s3_tools_image="kubectl-tao.local/s3-tools:1"), "ns", {})
