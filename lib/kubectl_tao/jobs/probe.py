@@ -10,6 +10,11 @@ TIMEOUT`: the script text is one container argument, never shell text. Outcomes:
   fail  the Job ended in ERROR (the reason is kept), or a watchdog removed it before every rank started
   hang  every rank had started and the Job was still not finished `timeout` seconds later: canceled
 
+Without CUDA or NCCL in the pods (CPU nodes, a CPU-only torch) the script falls back to gloo on CPU and
+each rank's last line says so (`result ok backend=gloo`); a pass reads those lines back. A gloo pass shows
+that the pods, DNS and TCP between the nodes work and nothing about NCCL: the report and the cached entry
+say `backend: gloo`, its NCCL settings are not applied to later submits, and multi-node submits still warn.
+
 Results are cached per cluster, keyed by the API server URL and the server version, in
 `$TAO_STATE_DIR/probes/nccl.json` (else `~/.tao/probes/nccl.json`). A cached result younger than 24 h
 is reported instead of probing again (unless forced). A probe that never got every rank started says
@@ -32,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from kubectl_tao import gates, names, render, templates
-from kubectl_tao.errors import UsageError
+from kubectl_tao.errors import TaoError, UsageError
 from kubectl_tao.jobs import cancel as cancelling
 from kubectl_tao.jobs import track, wait
 from kubectl_tao.jobs.submit import Plan, execute
@@ -42,7 +47,7 @@ from kubectl_tao.k8s import contract
 from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.output import age_text
 from kubectl_tao.store import probecache
-from kubectl_tao.store.probecache import FAIL, HANG, NCCL_ENV_RE, NOT_CARRIED, PASS, RESULTS
+from kubectl_tao.store.probecache import FAIL, GLOO, HANG, NCCL, NCCL_ENV_RE, NOT_CARRIED, PASS, RESULTS
 from kubectl_tao.store.records import preview_id
 
 NETWORK_ARCH = "nccl"
@@ -64,6 +69,8 @@ __all__ = ["FAIL", "HANG", "PASS", "RESULTS"]  # the outcomes, defined with the 
 _NCCL_FLAG_VARS = {"NCCL_SOCKET_IFNAME": "--nccl-socket-ifname", "NCCL_IB_HCA": "--nccl-ib-hca"}
 _DURATION_RE = re.compile(r"(\d{1,7})(s|m|h)?")
 _UNIT_SECONDS = {None: 1, "s": 1, "m": 60, "h": 3600}
+# The last line of each rank of templates/k8s/nccl-probe.py.
+_RESULT_LINE_RE = re.compile(r"nccl-probe: rank \d+ result (?:ok|WRONG) backend=(nccl|gloo)\b")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -94,6 +101,8 @@ class ProbeOptions:
     nccl_env: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     master_port: int = render.DEFAULT_MASTER_PORT
+    node_selector: Mapping[str, str] = field(default_factory=dict)  # --node-selector, --gpu-product
+    tolerations: tuple[Mapping[str, Any], ...] = ()  # --toleration (the GPU taint's is always added)
 
 
 def validate_options(opts: ProbeOptions) -> ProbeOptions:
@@ -166,7 +175,8 @@ def probe_spec(opts: ProbeOptions, namespace: str, job_name: str, record_id: str
         launcher="torchrun",
         nccl_socket_ifname=opts.nccl_socket_ifname,
         nccl_ib_hca=opts.nccl_ib_hca,
-        tolerations=[contract.GPU_TOLERATION],
+        node_selector=dict(opts.node_selector),
+        tolerations=[contract.GPU_TOLERATION, *(dict(t) for t in opts.tolerations)],
         # ranks may start as far apart as the pending timeout allows (image pulls on different nodes)
         rendezvous_timeout_seconds=min(opts.pending_timeout_s, render.MAX_RENDEZVOUS_TIMEOUT),
     )
@@ -214,7 +224,8 @@ def build_plan(opts: ProbeOptions, namespace: str) -> Plan:
         nodes=opts.nodes,
         pvc=opts.pvc,
         image_pull_secret=opts.image_pull_secret,
-        tolerations=[dict(contract.GPU_TOLERATION)],
+        node_selector=dict(opts.node_selector),
+        tolerations=[dict(contract.GPU_TOLERATION), *(dict(t) for t in opts.tolerations)],
         min_version=(1, 28),
         min_version_feature="multi-node jobs",
         skip_probe_warning=True,
@@ -289,6 +300,7 @@ class ProbeReport:
     cached: bool = False
     exercised: bool = True  # every rank started; False: a watchdog fired first (not cached)
     settings: dict[str, str] = field(default_factory=dict)  # the NCCL_* env the probe ran with
+    backend: str = ""  # nccl | gloo, as the ranks said; "" when no rank said (simulated nodes)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -324,11 +336,35 @@ class ProbeReport:
             cached=cached,
             exercised=bool(entry.get("exercised", True)),
             settings=probecache.valid_settings(entry.get("settings")),
+            backend=str(entry.get("backend")) if entry.get("backend") in (NCCL, GLOO) else "",
         )
 
 
 # --------------------------------------------------------------------------------------------------
 # Running it
+
+
+def backend_from_logs(text: str) -> str:
+    """gloo when any rank says it ran over gloo, nccl when the ranks that said anything all ran over NCCL,
+    "" when none said (simulated nodes run no container)."""
+    found = set(_RESULT_LINE_RE.findall(text))
+    if GLOO in found:
+        return GLOO
+    return NCCL if found else ""
+
+
+def read_backend(kc: Kubectl, tracked: Tracked, nodes: int) -> str:
+    """The backend the probe's ranks ran over, from their last log lines; "" when they cannot be read."""
+    from kubectl_tao.logs import kubectl_args
+
+    if not tracked.namespace or not tracked.job_name:
+        return ""
+    args = kubectl_args(tracked.namespace, tracked.job_name, tail=50, follow=False, rank=None, nodes=nodes)
+    try:
+        result = kc.run(args, namespaced=False, check=False, timeout=60)
+    except TaoError:
+        return ""
+    return backend_from_logs(result.stdout) if result.returncode == 0 else ""
 
 
 @dataclass
@@ -487,6 +523,8 @@ def run_probe(
     report = report_for(
         waited, opts, server=server, version=version, checked_at=probecache.utc_stamp(now()), duration_s=clock() - began
     )
+    if report.result == PASS:
+        report.backend = read_backend(kc, tracked, opts.nodes)
     if report.exercised:
         probecache.save_result(cache_file, report)
     return report
@@ -500,7 +538,8 @@ def describe(report: ProbeReport, now: datetime | None = None) -> str:
         parts.append(f"{int(report.duration_s)}s")
     if report.record_id:
         parts.append(f"job {report.record_id}")
-    line = f"nccl probe: {report.result} ({', '.join(parts)})"
+    gloo = report.backend == GLOO
+    line = f"nccl probe: {report.result}{' over gloo, not NCCL' if gloo else ''} ({', '.join(parts)})"
     if report.result != PASS:
         line += f": {report.reason}: {report.message}"
     lines = [line]
@@ -512,7 +551,15 @@ def describe(report: ProbeReport, now: datetime | None = None) -> str:
         )
     elif not report.exercised:
         lines.append("not cached: the ranks never all started, so NCCL was not exercised")
-    if report.result == PASS and report.settings:
+    if gloo:
+        lines.append(
+            "backend: gloo on CPU (no CUDA or NCCL in the pods): NCCL was NOT exercised. This pass shows that the "
+            "pods, DNS and TCP between the nodes work, not that NCCL or its settings do; they are not applied to "
+            "later submits"
+        )
+    elif report.backend == NCCL:
+        lines.append("backend: nccl")
+    if report.result == PASS and report.settings and not gloo:
         applied = " ".join(f"{key}={value}" for key, value in report.settings.items())
         lines.append(f"settings cached with the pass: later multi-node submits on this cluster apply {applied}")
     lines += [f"note: {hint.why}" for hint in report.hints if not hint.flag]

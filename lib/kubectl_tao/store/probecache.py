@@ -3,7 +3,8 @@
 
 A cached result younger than 24 h answers `probe nccl` instead of probing again; `probe_warning` turns a
 cached fail or hang (or no result) into the warning multi-node submits print; a pass carries the NCCL
-settings later multi-node submits apply (`passing_settings`).
+settings later multi-node submits apply (`passing_settings`). A pass over gloo (no CUDA or NCCL in the
+pods) proves nothing about NCCL: it carries no settings, and multi-node submits still warn.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ CACHE_MAX_AGE_S = 24 * 3600
 CACHE_SCHEMA_VERSION = 1
 PASS, FAIL, HANG = "pass", "fail", "hang"
 RESULTS = (PASS, FAIL, HANG)
+NCCL, GLOO = "nccl", "gloo"  # the backend a probe ran over, as its ranks said
 NCCL_ENV_RE = re.compile(r"NCCL_[A-Z0-9_]+")
 # NCCL's own logging helps to debug but fixes nothing: it is not carried over to later jobs.
 NOT_CARRIED = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE")
@@ -132,11 +134,17 @@ def probe_warning(cache: Mapping[str, Any], server: str, version: str, now: date
             f"no NCCL probe result is cached for this cluster ({server}, {version}): multi-node jobs may stall at "
             "their first collective if NCCL cannot reach the other nodes; check with `kubectl tao probe nccl`"
         )
-    if entry["result"] == PASS:
-        return None
     stamp = parse_stamp(entry["checked_at"])
     assert stamp is not None
     when = age_text(((now or datetime.now(UTC)) - stamp).total_seconds())
+    if entry["result"] == PASS and entry.get("backend") == GLOO:
+        return (
+            f"the last probe of this cluster ({when} ago) passed over gloo on CPU, not NCCL: the pods reach each "
+            "other, but NCCL was not exercised; on GPU nodes run `kubectl tao probe nccl --force` with an image "
+            "that has CUDA and NCCL"
+        )
+    if entry["result"] == PASS:
+        return None
     what = "hung" if entry["result"] == HANG else "failed"
     reason = f" ({entry['reason']})" if entry.get("reason") else ""
     return (
@@ -166,7 +174,7 @@ def passing_settings(cache: Mapping[str, Any], server: str) -> tuple[dict[str, s
     if not server or not entries:
         return {}, ""
     newest = max(entries, key=lambda entry: parse_stamp(entry["checked_at"]) or datetime.min.replace(tzinfo=UTC))
-    if newest["result"] != PASS:
+    if newest["result"] != PASS or newest.get("backend") == GLOO:  # a gloo pass proves nothing about NCCL
         return {}, ""
     return valid_settings(newest.get("settings")), str(newest["checked_at"])
 

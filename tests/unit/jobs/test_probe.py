@@ -17,6 +17,7 @@ from support.fake_kubectl import FakeKubectl, fixture_json
 from kubectl_tao.errors import TaoError, UsageError
 from kubectl_tao.jobs import probe
 from kubectl_tao.jobs.track import Observation, Tracked
+from kubectl_tao.k8s import contract
 from kubectl_tao.lint import lint_documents
 from kubectl_tao.store import probecache
 
@@ -72,7 +73,10 @@ def test_probe_script_is_python_with_a_main_and_the_documented_argv() -> None:
     tree = ast.parse(SCRIPT)
     functions = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
     assert "main" in functions
-    assert "dist.all_reduce" in SCRIPT and 'init_process_group("nccl"' in SCRIPT
+    assert "dist.all_reduce" in SCRIPT and "init_process_group(backend" in SCRIPT
+    assert {"main", "pick_backend"} <= functions
+    # the line probe.backend_from_logs reads, with both backends
+    assert 'result {\'ok\' if correct else \'WRONG\'} backend={backend}' in SCRIPT
     assert shlex.split(shlex.join(probe.probe_argv(120))) == probe.probe_argv(120)
 
 
@@ -486,3 +490,70 @@ def test_status_counts_ranks_for_multi_node_jobs_only() -> None:
     assert rank_counts(obs(2, ["Running", "Failed"], 0, 1)) == "Ranks: 1 running, 0 succeeded, 1 failed (of 2)"
     assert rank_counts(obs(4, ["Succeeded", "Running"], 1, 0)) == "Ranks: 1 running, 1 succeeded, 0 failed (of 4)"
     assert rank_counts(obs(1, ["Running"], 0, 0)) == ""
+
+
+# ------------------------------------------------------------------ targeting and the gloo fallback
+
+
+def test_targeting_flags_place_every_rank_and_reach_the_fit_gate() -> None:
+    over = {
+        "node_selector": {"kubectl-tao.io/real-node": "true"},
+        "tolerations": ({"key": "kubectl-tao.io/real-node", "operator": "Equal", "value": "true",
+                         "effect": "NoSchedule"},),
+    }
+    _, job = objects(**over)
+    pod = job["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"kubectl-tao.io/real-node": "true"}
+    assert pod["tolerations"] == [contract.GPU_TOLERATION, *over["tolerations"]]
+    plan = probe.build_plan(probe.ProbeOptions(**over), "lab")  # type: ignore[arg-type]
+    assert plan.node_selector == {"kubectl-tao.io/real-node": "true"}
+    assert plan.tolerations == [contract.GPU_TOLERATION, *over["tolerations"]]
+
+
+def test_probe_command_takes_submits_targeting_flags(cli: Any, fake_kubectl: FakeKubectl, tao_env: Path) -> None:
+    code, out, err = cli("probe", "nccl", "--toleration", "=x:NoSchedule", "--node-selector", "a=b")
+    assert (code, out) == (2, "")
+    assert err.startswith("error: --toleration '=x:NoSchedule': the key is empty")
+    code, out, err = cli("probe", "nccl", "--node-selector", "no-equals-sign")
+    assert (code, out, err) == (2, "", "error: node selector 'no-equals-sign' must look like KEY=VALUE\n")
+    assert fake_kubectl.calls == []
+
+
+@pytest.mark.parametrize(
+    ("logs", "backend"),
+    [
+        ("[rank 0] nccl-probe: rank 0 result ok backend=gloo\n[rank 1] nccl-probe: rank 1 result ok backend=gloo\n",
+         "gloo"),
+        ("nccl-probe: rank 0 result ok backend=nccl\nnccl-probe: rank 1 result ok backend=nccl\n", "nccl"),
+        ("nccl-probe: rank 0 result ok backend=nccl\nnccl-probe: rank 1 result ok backend=gloo\n", "gloo"),
+        ("simulated log line\n", ""),
+    ],
+)
+def test_the_backend_is_read_from_each_ranks_last_line(logs: str, backend: str) -> None:
+    assert probe.backend_from_logs(logs) == backend
+
+
+def test_a_gloo_pass_says_nccl_was_not_exercised_everywhere(tmp_path: Path) -> None:
+    gloo = replace(report("pass"), backend="gloo", settings={"NCCL_IB_DISABLE": "1"}, hints=[])
+    text = probe.describe(gloo)
+    assert text.startswith("nccl probe: pass over gloo, not NCCL (2 nodes x 1 GPU, 12s, job nccl-probe-1a2b3c)\n")
+    assert "backend: gloo on CPU (no CUDA or NCCL in the pods): NCCL was NOT exercised" in text
+    assert "later multi-node submits on this cluster apply" not in text
+    assert gloo.to_dict()["backend"] == "gloo"
+    path = saved(tmp_path, gloo)
+    cache, _ = probecache.load_cache(path)
+    entry = probecache.lookup(cache, SERVER, "v1.30.2", now=NOW)
+    assert entry is not None and entry["backend"] == "gloo"
+    assert probe.ProbeReport.from_entry(entry).backend == "gloo"
+    # not proof that NCCL or its settings work: nothing applied, and multi-node submits still warn
+    assert probecache.passing_settings(cache, SERVER) == ({}, "")
+    warning = probecache.probe_warning(cache, SERVER, "v1.30.2", NOW)
+    assert warning is not None and "passed over gloo on CPU, not NCCL" in warning
+
+
+def test_an_nccl_pass_keeps_applying_its_settings(tmp_path: Path) -> None:
+    nccl = replace(report("pass"), backend="nccl", settings={"NCCL_IB_DISABLE": "1"}, hints=[])
+    assert "backend: nccl" in probe.describe(nccl)
+    cache, _ = probecache.load_cache(saved(tmp_path, nccl))
+    assert probecache.passing_settings(cache, SERVER)[0] == {"NCCL_IB_DISABLE": "1"}
+    assert probecache.probe_warning(cache, SERVER, "v1.30.2", NOW) is None
