@@ -7,6 +7,7 @@
 # Needs from the caller: dir, cache, VERSITYGW_VERSION, real_gw, start, ours, alive, pid_of, terminate, wait_for,
 # die, note, now_ns, since, usage_error.
 # shellcheck disable=SC2154 # the variables above are set by scripts/local-cluster
+set -euo pipefail # as in scripts/local-cluster (a no-op there)
 
 s3_port=${KUBECTL_TAO_S3_PORT:-9000}
 [[ $s3_port =~ ^[0-9]{1,5}$ ]] && [ "$s3_port" -ge 1 ] && [ "$s3_port" -le 65535 ] ||
