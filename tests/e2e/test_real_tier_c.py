@@ -59,9 +59,10 @@ class Store:
         return self._curl(path=f"/{BUCKET}/{key}")
 
     def keys(self, prefix: str) -> list[str]:
-        xml = self._curl("-G", "--data-urlencode", "list-type=2", "--data-urlencode", f"prefix={prefix}",
-                         path=f"/{BUCKET}")
-        return sorted(re.findall(r"<Key>([^<]*)</Key>", xml.decode()))
+        # The whole bucket, ListObjects without a query string (curl 7.88 signed a listing query the store refused),
+        # filtered here; it holds only the tests' few objects.
+        xml = self._curl(path=f"/{BUCKET}")
+        return sorted(key for key in re.findall(r"<Key>([^<]*)</Key>", xml.decode()) if key.startswith(prefix))
 
 
 @pytest.fixture(scope="module")
