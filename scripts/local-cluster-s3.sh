@@ -19,8 +19,9 @@ s3_bin() { echo "$cache/versitygw-$VERSITYGW_VERSION/bin/versitygw"; }
 s3_dir() { echo "$dir/s3"; }
 s3_endpoint() { echo "http://$real_gw:$s3_port"; }
 
-s3_preflight() { # before anything starts: the port must be free on every address (the bridge's included)
-  if ! python3 -c 'import socket,sys; s=socket.socket(); s.bind(("0.0.0.0", int(sys.argv[1])))' "$s3_port" 2>/dev/null; then
+s3_preflight() { # before anything starts: nothing may listen on the port, on any address (the bridge's included)
+  # SO_REUSEADDR, as the server sets it: connections of an earlier store in TIME_WAIT do not count.
+  if ! python3 -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen()' "$s3_port" 2>/dev/null; then
     die "TCP port $s3_port is in use on this machine (needed by the S3 store on $real_gw:$s3_port); stop what listens there or set KUBECTL_TAO_S3_PORT to a free port"
   fi
 }

@@ -86,7 +86,7 @@ host_leftovers() {
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   python3 -c 'import socket, sys, time; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(60)' "$port" &
   LISTENER=$!
-  sleep 0.5
+  until ss -ltn "sport = :$port" | grep -q LISTEN; do sleep 0.1; done
   KUBECTL_TAO_S3_PORT=$port run --separate-stderr "$LOCAL_CLUSTER" up
   assert_failure 1
   assert_equal "$stderr" "local-cluster: TCP port $port is in use on this machine (needed by the S3 store on 10.88.0.1:$port); stop what listens there or set KUBECTL_TAO_S3_PORT to a free port"
