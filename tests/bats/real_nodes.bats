@@ -97,6 +97,14 @@ host_leftovers() {
 
 @test "up starts a real node with its kubelet and containerd; down leaves nothing on the host" {
   needs_real_nodes
+  # A closed connection of an earlier store, in TIME_WAIT on the store's port, must not stop up.
+  python3 -c '
+import socket
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", 9000)); srv.listen()
+cli = socket.create_connection(("127.0.0.1", 9000)); conn, _ = srv.accept()
+conn.close(); cli.close(); srv.close()'
+  ss -tan state time-wait "sport = :9000" | grep -q 9000
   run "$LOCAL_CLUSTER" up
   assert_success
   assert_output --partial "1 real node(s)"
