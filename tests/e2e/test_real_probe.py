@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from support.cluster import Cluster, Tao, wait_for
 
-from .helpers import Cluster, Tao, wait_for
 from .test_real_pods import ON_REAL_NODES, images, real, real_images, record_pods  # noqa: F401
 
 pytestmark = pytest.mark.e2e

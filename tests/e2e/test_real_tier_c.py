@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cluster import Cluster, Tao, wait_for
 
-from .helpers import Cluster, Tao, wait_for
 from .test_real_pods import ON_REAL_NODES, images, real, real_images, record_pods, status_json  # noqa: F401
 
 pytestmark = pytest.mark.e2e
