@@ -4,10 +4,11 @@
 # with the CRDs, RBAC and webhooks of its own module config. Kueue serves its webhooks (Job defaulting
 # and validation, its own kinds, CRD conversion v1beta1 <-> v1beta2) on 127.0.0.1; the API server
 # calls them by URL and trusts them through a CA made with the cluster's PKI.
-# Needs from the caller: dir, cache, repo, cmd, KUEUE_VERSION, kctl, start, ours, pid_of, alive,
-# terminate, wait_for, die, note, port, free_ports, write_kubeconfig, and issue() (defined by pki).
+# Needs from the caller: dir, cache, repo, KUEUE_VERSION, kctl, usage_error, die, note, and, from the
+# other parts (sourced after this one, called only after they are): start, port, wait_for, free_ports,
+# write_kubeconfig, components, watched, and issue() (defined by pki).
 # shellcheck disable=SC2154 # the variables above are set by scripts/local-cluster
-set -euo pipefail # as the caller's; stated so that the file is strict on its own too
+set -euo pipefail # as in scripts/local-cluster (a no-op there)
 
 kueue_ns=kueue-system
 kueue_user=kueue-controller

@@ -12,15 +12,19 @@ every rank is one pod that must land whole on one node, and multi-node ranks go 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from decimal import ROUND_CEILING
 from typing import Any
 
-from .errors import GateError, NeverFitsError, TaoError
+from kubectl_tao import quantities
+from kubectl_tao.errors import GateError, NeverFitsError, TaoError, UsageError
+from kubectl_tao.k8s import contract
 
-GPU_RESOURCE = "nvidia.com/gpu"
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_RESOURCE = contract.GPU_RESOURCE
+GPU_PRODUCT_LABEL = contract.GPU_PRODUCT_LABEL
 MULTI_NODE_MIN_VERSION = (1, 28)
 RETRIES_PER_INDEX_MIN_VERSION = (1, 29)
 
@@ -121,11 +125,6 @@ def require_retries_per_index(version: ServerVersion) -> None:
 # --------------------------------------------------------------------------------------------------------
 # Quantities and pod GPU requests
 
-_DECIMAL_SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
-_BINARY_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_QUANTITY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?\s*$")
-
-
 def gpu_quantity(value: Any) -> int:
     """A whole count from a Kubernetes quantity ("8", 8, "1k", "2000m"). Malformed or missing -> 0.
 
@@ -134,22 +133,13 @@ def gpu_quantity(value: Any) -> int:
     """
     if isinstance(value, bool) or value is None:
         return 0
-    if isinstance(value, int):
-        return max(value, 0)
     if isinstance(value, float):
-        return max(int(-(-value // 1)), 0)
-    match = _QUANTITY.match(str(value))
-    if not match:
+        return max(math.ceil(value), 0)
+    try:
+        number = quantities.parse_quantity(value.strip() if isinstance(value, str) else value)
+    except UsageError:
         return 0
-    number, suffix = match.group(1), match.group(2) or ""
-    whole, _, frac = number.partition(".")
-    numerator = int(whole + frac)
-    denominator = 10 ** len(frac)
-    if suffix == "m":
-        denominator *= 1000
-    else:
-        numerator *= _DECIMAL_SUFFIX.get(suffix) or _BINARY_SUFFIX[suffix]
-    return -(-numerator // denominator)
+    return max(int(number.to_integral_value(rounding=ROUND_CEILING)), 0)
 
 
 def _container_gpus(container: Mapping[str, Any]) -> int:

@@ -14,9 +14,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kubectl_tao.k8s import contract
+
 WORKLOADS = "workloads.kueue.x-k8s.io"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+QUEUE_LABEL = contract.QUEUE_LABEL
+JOB_UID_LABEL = contract.KUEUE_JOB_UID_LABEL
 
 NO_WORKLOAD = "no-workload"
 PENDING = "pending"
@@ -144,97 +146,3 @@ def admission(job: Mapping[str, Any] | None, workloads_json: Any) -> Admission |
         return make(INADMISSIBLE, reserved)
     return make(PENDING, reserved)
 
-
-def _quota_text(quota: Any) -> str:
-    from .gates import GPU_RESOURCE
-
-    flavors = ", ".join(
-        f"{f.used} of {f.nominal} {GPU_RESOURCE} reserved" + (f" in flavor {f.name}" if f.name else "")
-        for f in quota.flavors
-    )
-    counts = f"{quota.admitted_workloads} workload(s) admitted, {quota.pending_workloads} pending"
-    return f"ClusterQueue {quota.cluster_queue}: {flavors or 'no ' + GPU_RESOURCE + ' quota'}; {counts}"
-
-
-def findings(admission_data: Mapping[str, Any], quota: Any, namespace: str, job_name: str) -> list[Any]:
-    """explain's findings for a Job Kueue holds: Kueue's reason as the evidence, and the fix it calls for.
-
-    `admission_data` is Admission.to_dict() (as JobStatus.kueue carries it); `quota` a gates.QueueQuota of
-    its ClusterQueue, or None when that could not be read."""
-    from .diagnose import Finding
-
-    state = str(admission_data.get("state") or "")
-    lq = str(admission_data.get("local_queue") or "")
-    message = str(admission_data.get("message") or "")
-    reason = str(admission_data.get("reason") or "")
-    workload = admission_data.get("workload")
-    usage = f"; {_quota_text(quota)}" if quota is not None else ""
-    lists = f"`kubectl get {WORKLOADS} -n {namespace}` lists the queue"
-    found: list[Any] = []
-    if quota is not None and quota.inactive:
-        found.append(
-            Finding(
-                f"ClusterQueue {quota.cluster_queue} admits no workload",
-                quota.inactive,
-                f"a cluster admin must fix ClusterQueue {quota.cluster_queue} (`kubectl describe clusterqueue "
-                f"{quota.cluster_queue}`; a missing ResourceFlavor is the usual cause)",
-                "kueue-queue-inactive",
-            )
-        )
-    if state == NO_WORKLOAD:
-        found.append(
-            Finding(
-                "Kueue has not taken up the Job: it made no Workload for it",
-                f"Job {job_name} is suspended with {QUEUE_LABEL}={lq}, and no Workload has label "
-                f"{JOB_UID_LABEL} of its UID",
-                f"check that Kueue runs, integrates batch/job and manages namespace {namespace} (its "
-                f"managedJobsNamespaceSelector); {lists}",
-                "kueue-no-workload",
-            )
-        )
-    elif state == INADMISSIBLE:
-        if "LocalQueue" in message:
-            fix = (
-                f"create LocalQueue {lq} in namespace {namespace}, or cancel the job and submit it again with "
-                f"--queue set to one of `kubectl get localqueues.kueue.x-k8s.io -n {namespace}`"
-            )
-        else:
-            fix = "a cluster admin must create or fix the ClusterQueue named above (`kubectl get clusterqueues`)"
-        found.append(Finding("Kueue cannot admit the job", f"{reason}: {message}", fix, "kueue-inadmissible"))
-    elif state == DEACTIVATED:
-        found.append(
-            Finding(
-                "Kueue deactivated the job's Workload: it will not be admitted again",
-                f"{reason}: {message}" if reason else message or f"Workload {workload} has spec.active: false",
-                f"`kubectl describe workload {workload} -n {namespace}` says why; cancel the job and submit it again",
-                "kueue-deactivated",
-            )
-        )
-    elif state == EVICTED:
-        found.append(
-            Finding(
-                f"Kueue evicted the job ({reason}) and queues it again",
-                message + usage,
-                f"it starts again when Kueue admits it; {lists}",
-                "kueue-evicted",
-            )
-        )
-    elif state == RESERVED:
-        found.append(
-            Finding(
-                "Kueue reserved quota for the job and waits for its admission checks",
-                message + usage,
-                f"`kubectl describe workload {workload} -n {namespace}` lists the checks and their state",
-                "kueue-admission-checks",
-            )
-        )
-    elif state == PENDING:
-        found.append(
-            Finding(
-                "Kueue has not admitted the job yet: the queue's quota is in use",
-                (message or f"Workload {workload} waits in LocalQueue {lq}") + usage,
-                f"the job starts when quota frees up ({lists}); or cancel it and submit a smaller job",
-                "awaiting-admission",
-            )
-        )
-    return found

@@ -17,10 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from kubectl_tao.capacity import NODES_READ, PODS_READ
-
-from .helpers import (
+from support.cluster import (
     EXIT_CODE,
     OOM,
     RUN_SECONDS,
@@ -31,6 +28,8 @@ from .helpers import (
     submitted_id,
     wait_for,
 )
+
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
 
 pytestmark = pytest.mark.e2e
 

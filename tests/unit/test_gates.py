@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import FIXTURES as FIXTURES_ROOT
 
 from kubectl_tao import gates
 from kubectl_tao.errors import EXIT_NEVER_FITS, GateError, NeverFitsError, TaoError
 from kubectl_tao.gates import NodeGpus, fit
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
+FIXTURES = FIXTURES_ROOT / "k8s"
 
 
 def load(name: str) -> Any:

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeKubectl, fixture_json
+from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
 from kubectl_tao import gates, kueue
+from kubectl_tao.classify import job_status
 from kubectl_tao.diagnose import explain
 from kubectl_tao.gates import FlavorGpus, NodeGpus, QueueQuota, fit
-from kubectl_tao.records import RecordStore
-from kubectl_tao.status import job_status
+from kubectl_tao.store.records import RecordStore
 
 SERVER = "https://127.0.0.1:6443"
 
@@ -266,7 +266,7 @@ def test_explain_without_rights_on_cluster_queues_notes_it(
 
 
 def fake_kubectl_error() -> Any:
-    from kubectl_tao.kubectl import Completed
+    from kubectl_tao.k8s.kubectl import Completed
 
     return Completed("", 'Error from server (Forbidden): clusterqueues.kueue.x-k8s.io is forbidden: User "u" '
                      "cannot list resource", 1)
@@ -276,12 +276,10 @@ def fake_kubectl_error() -> Any:
 
 
 def submit_cluster(fake: FakeKubectl) -> None:
-    from kubectl_tao import permissions
     from kubectl_tao.gpuinventory import DRA_READ
 
-    every = permissions.needed(credentials=False, service=True)
-    fake.on("create", "-o", permissions.REVIEW_TEMPLATE,
-            stdout="".join(f"{p.verb} {p.resource} {p.group or '-'} true\n" for p in every))
+    prefix, granted = review_answer()
+    fake.on(*prefix, stdout=granted)
     fake.on("get", "persistentvolumeclaim/data", stdout="PersistentVolumeClaim data Bound \n")
     fake.on("create", "--dry-run=server", stdout="job.batch/x\n")
     fake.capacity({"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
@@ -293,7 +291,7 @@ SUBMIT = ["submit", "--image", "busybox:1.36", "--command", "true", "--gpus", "8
 
 
 def objects_created(fake: FakeKubectl) -> list[list[str]]:
-    from kubectl_tao import permissions
+    from kubectl_tao.k8s import permissions
 
     return [c.argv for c in fake.calls if c.argv[:1] == ["create"] and "--dry-run=server" not in c.argv
             and permissions.REVIEW_TEMPLATE not in c.argv]
