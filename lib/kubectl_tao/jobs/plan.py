@@ -309,7 +309,7 @@ def _refuse_flags_the_request_decides(job: dict[str, Any]) -> None:
 
 def _request_results_dir(request: dict[str, Any], raw: str | None) -> str:
     """--results-dir of an action request: on a writable mount of the request (container path) or s3://."""
-    from kubectl_tao.names import is_under
+    from kubectl_tao.names import is_under, validate_abs_path
     from kubectl_tao.store.records import normalize_results_dir
 
     if not raw:
@@ -317,11 +317,16 @@ def _request_results_dir(request: dict[str, Any], raw: str | None) -> str:
     results_dir = normalize_results_dir(raw)
     if results_dir.startswith("s3://"):
         return results_dir
-    writable = [row.get("target") for row in request.get("mounts") or [] if row.get("read_only") is False]
-    if not any(isinstance(target, str) and is_under(results_dir, target) for target in writable):
+    # the targets are checked here too: a bad one must be refused as itself, not echoed in this message
+    writable = [
+        validate_abs_path(row.get("target"), f"mounts[{index}].target")
+        for index, row in enumerate(request.get("mounts") or [])
+        if row.get("read_only") is False
+    ]
+    if not any(is_under(results_dir, target) for target in writable):
         raise UsageError(
             f"--results-dir {results_dir}: not on a writable mount of the action request (writable targets: "
-            f"{', '.join(t for t in writable if isinstance(t, str)) or 'none'}); use a path under one, or s3://"
+            f"{', '.join(writable) or 'none'}); use a path under one, or s3://"
         )
     return results_dir
 

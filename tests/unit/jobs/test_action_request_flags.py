@@ -138,6 +138,16 @@ def test_results_dir_off_the_writable_mounts_is_refused(files: dict[str, str], r
         build(flags(files, results_dir=results_dir), "ns", CREDS)
 
 
+def test_a_bad_writable_target_is_refused_by_its_own_name(files: dict[str, str]) -> None:
+    request = json.loads(Path(files["request"]).read_text(encoding="utf-8"))
+    index = next(i for i, row in enumerate(request["mounts"]) if row["read_only"] is False)
+    request["mounts"][index]["target"] = "/data/a\nb"
+    Path(files["request"]).write_text(json.dumps(request), encoding="utf-8")
+    with pytest.raises(UsageError, match=rf"^mounts\[{index}\]\.target '/data/a\\nb' must not contain control") as err:
+        build(flags(files, results_dir="/elsewhere/out"), "ns", CREDS)
+    assert "\n" not in str(err.value)
+
+
 def test_legacy_access_key_names_satisfy_forward_env(files: dict[str, str], tmp_path: Path) -> None:
     request = json.loads(Path(files["request"]).read_text(encoding="utf-8"))
     request["forward_env"] = ["ACCESS_KEY", "SECRET_KEY"]
