@@ -115,6 +115,7 @@ class JobStatus:
     total: int = 1
     first_failed_rank: int | None = None
     job_uid: str | None = None
+    gang: dict[str, Any] | None = None  # gang.GangView.to_dict() of a native gang job
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

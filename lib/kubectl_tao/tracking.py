@@ -158,6 +158,32 @@ def fetch(kc: Kubectl, tracked: Tracked) -> tuple[dict[str, Any] | None, list[di
     return (jobs[0] if jobs else None), pods
 
 
+def reads_gang(tracked: Tracked) -> bool:
+    """A live job submitted with native gang scheduling: its PodGroup is read along with the Job."""
+    from .gang import NATIVE
+
+    return tracked.extra.get("gang") == NATIVE and not tracked.terminal and tracked.launched_here
+
+
+def fetch_with_gang(kc: Kubectl, tracked: Tracked) -> tuple[dict[str, Any] | None, list[dict[str, Any]], Any]:
+    """`fetch` plus the namespace's PodGroups and Workloads, read at once; the last item is their List (None when
+    they could not be read)."""
+    from .gang import groups_call
+    from .kubectl import Completed
+
+    ns, name = tracked.namespace or "default", tracked.job_name or ""
+    objects_call = ["get", "jobs,pods", "-n", ns, "-l", tracked.pod_selector, "-o", "json"]
+    results = kc.run_many({"objects": (objects_call, {"namespaced": False}), "groups": groups_call(ns)})
+    objects, groups = results["objects"], results["groups"]
+    if not isinstance(objects, Completed):
+        raise objects
+    items = (json.loads(objects.stdout) if objects.stdout.strip() else {}).get("items", [])
+    jobs = [i for i in items if i.get("kind") == "Job" and i["metadata"]["name"] == name]
+    pods = [i for i in items if i.get("kind") == "Pod"]
+    listed = json.loads(groups.stdout) if isinstance(groups, Completed) and groups.stdout.strip() else None
+    return (jobs[0] if jobs else None), pods, listed
+
+
 def check_uid(tracked: Tracked, job: dict[str, Any] | None, *, force: bool = False) -> None:
     pinned = tracked.extra.get("job_uid")
     if job is None or not pinned or force:
@@ -195,7 +221,10 @@ def observe(
         return _from_record(tracked, ["canceled; the Job was deleted by `kubectl tao cancel`"])
     if not tracked.job_name:
         return _from_record(tracked, ["never launched: the record has no backend_ref"])
-    if not fetched:
+    groups = None
+    if not fetched and reads_gang(tracked):
+        job, pods, groups = fetch_with_gang(kc, tracked)
+    elif not fetched:
         job, pods = fetch(kc, tracked)
     check_uid(tracked, job, force=force)
     pods = pods or []
@@ -206,6 +235,10 @@ def observe(
     if job is None and tracked.terminal:
         return _from_record(tracked, ["the Job is gone (ttlSecondsAfterFinished); showing the record"])
     status = classify(job, pods, [])
+    if job is not None and groups is not None:
+        from .gang import annotate
+
+        annotate(status, job, groups, pods)
     obs = Observation(tracked, status.state, status.reason, status.message, status.err_class, status.to_dict())
     obs.job_ttl = ((job or {}).get("spec") or {}).get("ttlSecondsAfterFinished")
     if job is None:
