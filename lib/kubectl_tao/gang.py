@@ -218,7 +218,7 @@ class GangView:
     state: str  # Scheduled | Waiting | Preempted | SchedulerError | Pending | NoPodGroup
     reason: str  # the condition's reason, as the scheduler wrote it
     message: str  # the scheduler's own message
-    summary: str  # one line for people
+    summary: str  # one line for people (status adds the scheduler's message to it)
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -317,9 +317,8 @@ def view(job: Mapping[str, Any], groups: Any, pods: Sequence[Mapping[str, Any]] 
     if reason == "SchedulerError":
         return GangView(pg_name, workload_name, policy, count, "SchedulerError", reason, message,
                         f"the scheduler could not place the gang: {message}")
-    summary = f"waiting until {ranks} fit together; no pod is bound meanwhile"
     return GangView(pg_name, workload_name, policy, count, "Waiting", reason, message,
-                    summary + (f" (scheduler: {message})" if message else ""))
+                    f"waiting until {ranks} fit together; no pod is bound meanwhile")
 
 
 def _one_line(text: Any, limit: int = 400) -> str:
@@ -341,7 +340,8 @@ def annotate(status: Any, job: Mapping[str, Any], groups: Any, pods: Sequence[Ma
     if status.state == "PENDING" and waiting and status.reason in _SCHEDULING_REASONS:
         # The pods' own reason is kept when it names the shortage (explain's findings key on it).
         status.reason = status.reason if status.reason in _SCHEDULER_SAID else "GangWaiting"
-        status.message = found.summary
+        said = f" (scheduler: {found.message})" if found.message and found.state == "Waiting" else ""
+        status.message = found.summary + said
 
 
 def describe(gang: Mapping[str, Any]) -> str:

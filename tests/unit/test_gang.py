@@ -191,8 +191,8 @@ def test_a_waiting_gang_names_its_podgroup_workload_and_the_schedulers_reason() 
     assert found is not None
     assert (found.podgroup, found.workload, found.policy, found.min_count, found.state) == (
         "dino-train-1-abc-pgt-0-xyz", "dino-train-1-abc", "gang", 2, "Waiting")
-    assert found.summary.startswith("waiting until 2 ranks fit together; no pod is bound meanwhile")
-    assert "(scheduler: 0/3 nodes are available: 2 Insufficient nvidia.com/gpu" in found.summary
+    assert found.summary == "waiting until 2 ranks fit together; no pod is bound meanwhile"
+    assert found.message.startswith("0/3 nodes are available: 2 Insufficient nvidia.com/gpu")
     assert gang.describe(found.to_dict()).startswith("native gang, PodGroup dino-train-1-abc-pgt-0-xyz (minCount 2):")
 
 
@@ -236,7 +236,8 @@ def test_annotate_makes_a_waiting_gangs_reason_the_status_message() -> None:
     assert status.reason == "Insufficient nvidia.com/gpu"
     gang.annotate(status, gang_job(), groups(podgroup([UNSCHEDULABLE])), [])
     assert status.state == "PENDING" and status.reason == "Insufficient nvidia.com/gpu"
-    assert status.message.startswith("waiting until 2 ranks fit together")
+    assert status.message == ("waiting until 2 ranks fit together; no pod is bound meanwhile (scheduler: "
+                              f"{UNSCHEDULABLE['message']})")
     assert status.gang is not None and status.gang["state"] == "Waiting"
     nothing_yet = st.job_status(gang_job(), [])
     gang.annotate(nothing_yet, gang_job(), groups(podgroup()), [])
