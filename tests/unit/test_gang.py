@@ -385,3 +385,12 @@ def test_preflight_warns_when_nothing_gangs_and_names_kueue_with_a_queue(
     _, out, _ = cli("preflight", "--gpus", "8", "--nodes", "2", "--queue", "team-a", "-o", "json")
     [check] = [c for c in json.loads(out)["checks"] if c["check"] == "gang"]
     assert check["status"] == "OK" and check["message"].startswith("kueue: ")
+
+
+def test_the_record_keeps_the_mechanism_and_its_schema_knows_the_values() -> None:
+    from kubectl_tao.schemas import is_valid
+
+    base = {"schema_version": 1, "id": "dino-train-1a2b3c"}
+    for kind in (gang.NATIVE, gang.KUEUE, gang.NONE, None):
+        assert is_valid({**base, "gang": kind}, "job-record-k8s")
+    assert not is_valid({**base, "gang": "volcano"}, "job-record-k8s")
