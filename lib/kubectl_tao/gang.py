@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .errors import TaoError, UsageError
+from .errors import ClusterUnreachableError, TaoError, UsageError
 from .kubectl import Completed, Kubectl
 
 NATIVE, KUEUE, NONE = "native", "kueue", "none"
@@ -151,12 +151,16 @@ def kept(result: Completed | TaoError) -> Support:
 def detect(kc: Kubectl, namespace: str, discovery: Completed | TaoError | None, nodes: int) -> Support:
     """Native gang support, from the discovery result the caller read in its first round trip; the dry run
     follows only where PodGroups are served."""
+    if isinstance(discovery, ClusterUnreachableError):
+        raise discovery  # an unreachable server says nothing about gang support
     ok, why = served(discovery)
     if not ok:
         return Support(False, why)
     args, kwargs = dry_run_call(namespace, nodes)
     try:
         result: Completed | TaoError = kc.run(args, **kwargs)
+    except ClusterUnreachableError:
+        raise
     except TaoError as exc:
         result = exc
     return kept(result)

@@ -13,7 +13,7 @@ from conftest import FakeKubectl, fixture_json, review_answer
 
 from kubectl_tao import gang
 from kubectl_tao import status as st
-from kubectl_tao.errors import TaoError, UsageError
+from kubectl_tao.errors import ClusterUnreachableError, TaoError, UsageError
 from kubectl_tao.kubectl import Completed
 
 DISCOVERY = ("get", "--raw", "/apis/scheduling.k8s.io/v1beta1")
@@ -119,6 +119,14 @@ def test_a_server_without_the_api_never_sees_the_field() -> None:
     assert support.native and kc.calls[0][:2] == ["create", "--dry-run=server"]
     refused = gang.detect(_Kc(TaoError("forbidden")), "ns", Completed(json.dumps(SERVED), "", 0), 2)  # type: ignore[arg-type]
     assert not refused.native and "forbidden" in refused.detail
+
+
+def test_an_unreachable_server_is_an_error_not_a_missing_feature() -> None:
+    gone = ClusterUnreachableError("connection refused")
+    with pytest.raises(ClusterUnreachableError):
+        gang.detect(_Kc(Completed("", "", 0)), "ns", gone, 2)  # type: ignore[arg-type]
+    with pytest.raises(ClusterUnreachableError):
+        gang.detect(_Kc(gone), "ns", Completed(json.dumps(SERVED), "", 0), 2)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- the Job
