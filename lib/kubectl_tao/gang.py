@@ -4,7 +4,7 @@ the native one, and what the scheduler says about a native gang.
 Three mechanisms, chosen in this order for a job of N > 1 ranks:
 
 - kueue   `--queue` names a Kueue LocalQueue: the Job is created suspended and Kueue admits it whole (its quota);
-          Job spec.scheduling is not sent (Kueue owns the Job's suspension and keeps it at that);
+          Job spec.scheduling is not sent: the Job's admission is Kueue's alone;
 - native  the API server gang-schedules Jobs (Kubernetes 1.37+ with the GenericWorkload and WorkloadWithJob
           feature gates and scheduling.k8s.io/v1beta1 served): the Job carries
           `spec.scheduling.schedulingPolicy.gang.minCount: N`, the Job controller creates a Workload and a
@@ -17,14 +17,14 @@ version enabled) in the caller's first round trip, then, only where PodGroups ar
 small Indexed Job with spec.scheduling: the API server keeps the field only with WorkloadWithJob on (it drops
 it silently otherwise). A server without the API never sees the field, not even in a dry run.
 
-Everything but `detect` and `read_groups` is pure.
+Everything but `detect` is pure.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from .errors import ClusterUnreachableError, TaoError, UsageError
@@ -223,22 +223,13 @@ class GangView:
     reason: str  # the condition's reason, as the scheduler wrote it
     message: str  # the scheduler's own message
     summary: str  # one line for people (status adds the scheduler's message to it)
-    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def read_groups(kc: Kubectl, namespace: str) -> Completed | TaoError:
-    """The namespace's PodGroups and Workloads (one call; the caller may run it with its other reads)."""
-    args, kwargs = groups_call(namespace)
-    try:
-        return kc.run(args, **kwargs)
-    except TaoError as exc:
-        return exc
-
-
 def groups_call(namespace: str) -> tuple[list[str], dict[str, Any]]:
+    """The namespace's PodGroups and Workloads in one call, for the caller's `Kubectl.run_many`."""
     return (["get", f"{PODGROUPS},{WORKLOADS}", "-n", namespace, "-o", "json"], {"namespaced": False})
 
 
