@@ -96,7 +96,9 @@ def served(result: Completed | TaoError | None) -> tuple[bool, str]:
     if result is None:
         return False, "not checked"
     if isinstance(result, TaoError):
-        return False, f"{API_VERSION} is not served by this API server ({_short(result.message)})"
+        if "could not find the requested resource" in result.message or "NotFound" in result.message:
+            return False, f"{API_VERSION} is not served by this API server"
+        return False, f"cannot read the discovery of {API_VERSION} ({_short(result.message)})"
     try:
         data = json.loads(result.stdout) if result.stdout.strip() else {}
     except json.JSONDecodeError:

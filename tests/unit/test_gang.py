@@ -77,8 +77,10 @@ def test_discovery_says_whether_podgroups_are_served() -> None:
     assert gang.served(Completed(json.dumps(SERVED), "", 0)) == (True, "")
     ok, why = gang.served(Completed(json.dumps({"resources": [{"name": "workloads"}]}), "", 0))
     assert not ok and "GenericWorkload" in why
-    ok, why = gang.served(TaoError("the server could not find the requested resource"))
-    assert not ok and "scheduling.k8s.io/v1beta1 is not served" in why
+    ok, why = gang.served(TaoError("Error from server (NotFound): the server could not find the requested resource"))
+    assert (ok, why) == (False, "scheduling.k8s.io/v1beta1 is not served by this API server")
+    ok, why = gang.served(TaoError("Error from server (Forbidden): forbidden"))
+    assert not ok and why.startswith("cannot read the discovery of scheduling.k8s.io/v1beta1 (Error from server")
     assert gang.served(Completed("{", "", 0))[0] is False
     assert gang.served(None) == (False, "not checked")
 
