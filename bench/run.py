@@ -519,8 +519,9 @@ def capacity_target(nodes: int) -> float:
 
 def bench_capacity(b: Bench, rows: list[bl.Row], nodes: int = 1000, pods: int = 5000) -> None:
     log(f"capacity gate over {nodes} nodes / {pods} pods")
-    from kubectl_tao import capacity, gates
-    from kubectl_tao.kubectl import Completed
+    from kubectl_tao import gates
+    from kubectl_tao.k8s import capacity
+    from kubectl_tao.k8s.kubectl import Completed
 
     nodes_text, pods_text = raw_lists(synthetic_cluster(nodes, pods))
     requests = [(8, 1), (8, 4), (4, 16), (16, 1)]  # fits, fits or queues, ..., never (no 16-GPU node)
@@ -595,12 +596,12 @@ def bench_big_cluster(b: Bench, rows: list[bl.Row], nodes: int, pods: int) -> No
     local control plane started for this and stopped after it. The nodes are plain Node objects (not run by
     kwok: a thousand simulated kubelets are too slow to start on a small machine), so they turn NotReady after
     a minute; the gate reads them all the same."""
-    from kubectl_tao import capacity
+    from kubectl_tao.k8s import capacity
 
     log(f"capacity gate end to end: a separate API server with {nodes} nodes and {pods} pods")
     cluster_dir = b.work / "big-cluster"
     env = {**b.env, "KUBECTL_TAO_CLUSTER_DIR": str(cluster_dir), "KUBECTL_TAO_GPU_NODES": "0",
-           "KUBECTL_TAO_CPU_NODES": "1", "KUBECONFIG": str(cluster_dir / "kubeconfig")}
+           "KUBECTL_TAO_CPU_NODES": "1", "KUBECTL_TAO_KUEUE": "0", "KUBECONFIG": str(cluster_dir / "kubeconfig")}
     script = str(ROOT / "scripts" / "local-cluster")
     label = f"kubectl tao fit --gpus 8 --nodes 4, {nodes} nodes / {pods} pods (real API server)"
     started = time.monotonic()
@@ -940,7 +941,7 @@ def bench_list(b: Bench, rows: list[bl.Row], sizes: Sequence[int], parallel: int
 def finished_history(state: Path, count: int) -> None:
     """A store of `count` finished records: one written by RecordStore, the rest copies under other ids and
     submission times (writing each through the store would take minutes and measure nothing of list)."""
-    from kubectl_tao.records import RecordStore
+    from kubectl_tao.store.records import RecordStore
 
     store = RecordStore(str(state))
     record = store.open(platform="kubernetes", image="nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt",

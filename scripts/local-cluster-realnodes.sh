@@ -12,10 +12,13 @@ real_subnet=10.88.0.0/16
 real_taint_key=kubectl-tao.io/real-node
 real_label=kubectl-tao.io/real-node=true
 real_fake_gpu_label=kubectl-tao.io/fake-gpu=true
-real_images_tag= # the busybox version the images are built from (real_up)
+real_images_tag= # scripts/build-node-images --tag: busybox version and recipe hash (real_up)
 real_pause_image=
 images_dir=
 real_cgroup_controllers=(cpu cpuacct cpuset memory devices freezer blkio pids systemd)
+
+# shellcheck source-path=SCRIPTDIR source=local-cluster-s3.sh
+. "$repo/scripts/local-cluster-s3.sh"
 
 real_node_name() { echo "real-node-$1"; }
 real_dir() { echo "$dir/real/$1"; }
@@ -53,6 +56,7 @@ real_preflight() {
   if ! python3 -c 'import socket,sys; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 53))' 2>/dev/null; then
     die "UDP port 53 is in use on this machine (needed by the cluster DNS on $real_gw:53); stop what listens there or set KUBECTL_TAO_REAL_NODES=0"
   fi
+  s3_preflight
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -308,37 +312,51 @@ real_launch_node() { # NODE INDEX
     --count "$real_gpus" --id-prefix "FAKE-GPU-$n"
 }
 
+# Imported after up returns (real_import_late): name in images.env, archive.
+real_late_images=("S3_TOOLS_IMAGE s3-tools" "TORCH_IMAGE torch")
+
 real_import_images() { # NODE: the small locally built images, into the node's containerd
-  local n=$1 d img
+  local n=$1 d img late
   d=$(real_dir "$n")
   for img in "$images_dir"/*.tar; do
-    [ "$img" != "$images_dir/torch.tar" ] || continue
+    for late in "${real_late_images[@]}"; do
+      [ "$img" != "$images_dir/${late#* }.tar" ] || continue 2
+    done
     ctr --address "$d/containerd.sock" --namespace k8s.io images import "$img" >/dev/null ||
       die "could not import $img into the containerd of $n; log: $dir/logs/$n-containerd.log"
   done
 }
 
-# The torch image (about 300 MB, 25 s a node) is imported after up returns, so that a warm up stays
-# well under a minute; TORCH_IMAGE is added to images.env once every node has it.
-real_import_torch() {
-  [ -f "$images_dir/torch.tar" ] || return 0
-  local socks=() i
+# The big images (s3-tools about 200 MB, torch about 350 MB; 10-25 s a node) are imported after up returns,
+# so that a warm up stays well under a minute; each one's name is added to images.env once every node has it.
+real_import_late() {
+  local socks=() i late imports=()
   for (( i = 0; i < real_nodes; i++ )); do socks+=("$(real_dir "$(real_node_name "$i")")/containerd.sock"); done
+  for late in "${real_late_images[@]}"; do
+    [ ! -f "$images_dir/${late#* }.tar" ] ||
+      imports+=("${late% *}=kubectl-tao.local/${late#* }:$real_images_tag" "$images_dir/${late#* }.tar")
+  done
+  [ "${#imports[@]}" -gt 0 ] || return 0
   # shellcheck disable=SC2016 # the inner script gets its values as arguments
-  start torch-import /bin/bash -c '
+  start image-import /bin/bash -c '
     set -euo pipefail
-    env_file=$1 tar=$2 image=$3
-    shift 3
-    for sock in "$@"; do ctr --address "$sock" --namespace k8s.io images import "$tar" >/dev/null & done
-    wait
-    echo "TORCH_IMAGE=$image" >>"$env_file"' torch-import "$dir/real/images.env" "$images_dir/torch.tar" \
-    "kubectl-tao.local/torch:$real_images_tag" "${socks[@]}"
+    env_file=$1 nsocks=$2
+    shift 2
+    socks=("${@:1:$nsocks}")
+    shift "$nsocks"
+    while [ "$#" -gt 0 ]; do
+      for sock in "${socks[@]}"; do ctr --address "$sock" --namespace k8s.io images import "$2" >/dev/null & done
+      wait
+      echo "$1" >>"$env_file"
+      shift 2
+    done' image-import "$dir/real/images.env" "${#socks[@]}" "${socks[@]}" "${imports[@]}"
 }
 
 real_components() { # the components of every recorded real node, plus coredns
   local n
   for n in $(real_nodes_recorded); do echo "$n-fakegpu $n-kubelet $n-containerd"; done
   [ -f "$dir/pids/coredns.pid" ] && echo coredns
+  [ -f "$dir/pids/s3.pid" ] && echo s3
   return 0
 }
 
@@ -374,10 +392,11 @@ real_stop_all() { # everything of the real nodes, then the bridge (veths go with
   local n
   local pid
   # The import's ctr processes share its process group (start uses setsid): stop them all.
-  if pid=$(pid_of torch-import) && ours "$pid"; then kill -TERM -- "-$pid" 2>/dev/null || true; fi
-  terminate 3 torch-import
+  if pid=$(pid_of image-import) && ours "$pid"; then kill -TERM -- "-$pid" 2>/dev/null || true; fi
+  terminate 3 image-import
   for n in $(real_nodes_recorded); do real_stop_node "$n"; done
   terminate 5 coredns
+  s3_stop
   if [ -f "$dir/real/bridge" ] && ip link show "$real_bridge" >/dev/null 2>&1; then
     local i
     for (( i = 0; i < 50; i++ )); do
@@ -397,12 +416,10 @@ real_nodes_ready() {
   [ "$(grep -c " True $real_gpus\$" <<<"$out")" -ge "$real_nodes" ]
 }
 
-real_images_version() { /bin/busybox | sed -n '1s/^BusyBox v\([0-9.]*\).*/\1/p'; }
-
 real_up() { # after the API server is up: bridge, DNS, nodes; does not wait for Ready
   local i n ports
   mkdir -p "$dir/real"
-  real_images_tag=$(real_images_version)
+  real_images_tag=$("$repo/scripts/build-node-images" --tag)
   real_pause_image=kubectl-tao.local/pause:$real_images_tag
   images_dir=$cache/node-images-$real_images_tag
   printf '%s\n' "BUSYBOX_IMAGE=kubectl-tao.local/busybox:$real_images_tag" \
@@ -411,6 +428,7 @@ real_up() { # after the API server is up: bridge, DNS, nodes; does not wait for 
   real_write_coredns
   real_rbac
   start coredns "$(coredns_bin)" -conf "$dir/real/Corefile"
+  s3_up
   mapfile -t ports < <(free_ports "$real_nodes")
   for (( i = 0; i < real_nodes; i++ )); do
     n=$(real_node_name "$i")
@@ -425,7 +443,7 @@ real_up() { # after the API server is up: bridge, DNS, nodes; does not wait for 
 
 real_wait_ready() {
   wait_for 90 "real nodes Ready with $real_gpus fake nvidia.com/gpu each" real_nodes_ready
-  real_import_torch
+  real_import_late
 }
 
 real_status() { # prints the rows; returns 1 if anything of a real node is not running
@@ -444,9 +462,15 @@ real_status() { # prints the rows; returns 1 if anything of a real node is not r
     echo "  real nodes: real containers on bridge $real_bridge ($real_subnet, no uplink); their nvidia.com/gpu are fake: no GPU exists"
     if grep -q '^TORCH_IMAGE=' "$dir/real/images.env" 2>/dev/null; then
       echo "  torch image: imported ($(sed -n 's/^TORCH_IMAGE=//p' "$dir/real/images.env"))"
-    elif alive torch-import; then
+    elif alive image-import; then
       echo "  torch image: importing into the real nodes"
     fi
+    if grep -q '^S3_TOOLS_IMAGE=' "$dir/real/images.env" 2>/dev/null; then
+      echo "  s3-tools image: imported ($(sed -n 's/^S3_TOOLS_IMAGE=//p' "$dir/real/images.env"))"
+    elif alive image-import; then
+      echo "  s3-tools image: importing into the real nodes"
+    fi
   fi
+  s3_status || ok=1
   return "$ok"
 }

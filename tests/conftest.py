@@ -3,7 +3,7 @@
 - ``cluster`` (session): reuses a running cluster (``scripts/local-cluster status`` exits 0) or brings
   one up, and tears it down at the end only if it started it (KUBECTL_TAO_KEEP_CLUSTER=1 keeps it).
   The data directory is ``KUBECTL_TAO_CLUSTER_DIR`` (default ``${TMPDIR:-/tmp}/kubectl-tao-cluster``),
-  as for scripts/local-cluster. Yields an e2e.helpers.Cluster: ``.kubeconfig``, ``.bin_dir``,
+  as for scripts/local-cluster. Yields an support.cluster.Cluster: ``.kubeconfig``, ``.bin_dir``,
   ``.data_dir``, ``.env`` (a full environment for subprocesses: os.environ plus KUBECONFIG and PATH
   with the cluster's kubectl first), ``.started_here`` and ``.kubectl(...)``.
 - ``namespace`` (function): a fresh namespace whose ``default`` ServiceAccount exists; deleted afterwards.
@@ -19,7 +19,7 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
-from e2e.helpers import (
+from support.cluster import (
     BUILD_LOCAL_CLUSTER,
     LOCAL_CLUSTER,
     Cluster,

@@ -20,7 +20,6 @@ import json
 import math
 import os
 import re
-import shlex
 import stat
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -30,6 +29,7 @@ from typing import Any
 
 from kubectl_tao import kubelet_text, names, quantities, schemas, templates
 from kubectl_tao.errors import TaoError, UsageError
+from kubectl_tao.k8s import contract
 
 REQUEST_SCHEMA = "action-request.v1"
 STAGING_SCHEMA = "staging-map.v1"
@@ -319,13 +319,9 @@ def _command(request: dict[str, Any], config_target: str | None) -> tuple[list[s
         if is_shell_script(text):
             return ["/bin/sh", "-c"], [text, "tao-action"]
         args = []
-    try:
-        command = shlex.split(text)
-    except ValueError as exc:
-        raise UsageError(f"spec_bundle.command cannot be split into arguments: {exc}") from exc
-    if not command or not command[0]:
-        raise UsageError("spec_bundle.command names no executable")
-    return command, args
+    from kubectl_tao.render import split_command
+
+    return split_command(text, "spec_bundle.command", "arguments", "names no executable"), args
 
 
 def _image_and_gpus(request: dict[str, Any]) -> tuple[str, int]:
@@ -513,7 +509,7 @@ def render_action_objects(
         "IMAGE": image,
         "COMMAND": command,
         "ARGS": args,
-        "RESOURCES": {"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else None,
+        "RESOURCES": {"limits": {contract.GPU_RESOURCE: str(gpus)}} if gpus else None,
         "ENV": env,
         "VOLUME_MOUNTS": volume_mounts,
         "SHM_SIZE": shm_size,
@@ -522,32 +518,9 @@ def render_action_objects(
     return kubelet_text.escape_workloads(templates.render_template(TEMPLATE, values))
 
 
-def render_action_job(
-    request: dict[str, Any],
-    staging_map: dict[str, Any],
-    *,
-    job_id: str,
-    namespace: str = "default",
-    pvc_claim: str,
-    credential_secret: str | None = None,
-    image_pull_secret: str | None = None,
-    config_source: str | Path | None = None,
-    ttl_seconds: int = 3600,
-    shm_size: str = "16Gi",
-) -> str:
-    """The Job manifest for an action request, as YAML (JSON documents; see render.to_yaml)."""
+def render_action_job(request: dict[str, Any], staging_map: dict[str, Any], **options: Any) -> str:
+    """The Job manifest for an action request, as YAML (JSON documents; see render.to_yaml); `options` are
+    those of render_action_objects."""
     from kubectl_tao.render import to_yaml
 
-    objects = render_action_objects(
-        request,
-        staging_map,
-        job_id=job_id,
-        namespace=namespace,
-        pvc_claim=pvc_claim,
-        credential_secret=credential_secret,
-        image_pull_secret=image_pull_secret,
-        config_source=config_source,
-        ttl_seconds=ttl_seconds,
-        shm_size=shm_size,
-    )
-    return to_yaml(objects)
+    return to_yaml(render_action_objects(request, staging_map, **options))

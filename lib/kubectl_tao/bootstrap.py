@@ -52,6 +52,8 @@ def missing_dependencies(names: Sequence[str] = DEPENDENCIES) -> list[str]:
     """Dependencies that cannot be found (without importing them: start-up time counts)."""
     missing = []
     for name in names:
+        if sys.modules.get(name) is not None:  # imported already (sh replaces its module: no __spec__ to find)
+            continue
         try:
             found = importlib.util.find_spec(name) is not None
         except (ImportError, ValueError):
@@ -123,6 +125,6 @@ def console_main() -> int:
     if missing:
         sys.stderr.write(f"error: {missing_message(install_method(None, sys.prefix), missing)}\n")
         return 2
-    from .cli import main
+    from kubectl_tao.cli import main
 
     return main()

@@ -11,8 +11,8 @@ from pathlib import Path
 import click
 import typer
 
-from .commands.common import GLOBAL_FLAGS_HELP, cluster_params, set_root_options
-from .errors import EXIT_FAILURE, EXIT_USAGE, TaoError
+from kubectl_tao.commands.common import GLOBAL_FLAGS_HELP, cluster_params, set_root_options
+from kubectl_tao.errors import EXIT_FAILURE, EXIT_USAGE, TaoError
 
 # One module per verb under commands/; each exposes register(app). Order is the order in --help.
 VERB_MODULES = (
@@ -50,8 +50,8 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from .commands.version import client_version_line
-        from .output import emit
+        from kubectl_tao.commands.version import client_version_line
+        from kubectl_tao.output import emit
 
         emit(client_version_line())
         raise typer.Exit()
@@ -98,8 +98,8 @@ def _prog_name() -> str:
 
 def _crash_log() -> Path:
     """The crash log's path, after checking the state directory is private (UsageError otherwise)."""
-    from .records import default_state_dir
-    from .statedir import check_private, make_private_dirs
+    from kubectl_tao.store.statedir import check_private, make_private_dirs
+    from kubectl_tao.store.statedir import state_dir as default_state_dir
 
     root = default_state_dir()
     make_private_dirs(root)
@@ -118,7 +118,7 @@ def _not_utf8(args: list[str]) -> int | None:
 
 def _scrubbed(message: str) -> str:
     """Every error goes through the redactor: messages quote flags, file lines and kubectl's own words."""
-    from .redact import redact_message
+    from kubectl_tao.redact import redact_message
 
     return redact_message(message)
 
@@ -155,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except Exception as exc:  # a bug: short message on the terminal, the traceback in a file
         try:
-            from .redact import redact_text
-            from .statedir import write_private
+            from kubectl_tao.redact import redact_text
+            from kubectl_tao.store.statedir import write_private
 
             log = _crash_log()
             write_private(log, redact_text(traceback.format_exc()).encode("utf-8"))

@@ -17,8 +17,9 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any
+
+from kubectl_tao.k8s.contract import STATES
 
 NO_FILES = 4
 FILES = 0
@@ -36,7 +37,7 @@ VALUE_CHOICES: dict[str, tuple[str, ...]] = {
     "--storage-tier": ("A", "C"),
     "--launcher": ("tao", "torchrun"),
     "--dry-run": ("none", "client", "server"),
-    "--state": ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN"),
+    "--state": STATES,
     "--source": ("agent", "poller", "backend-hook"),
     "--err-class": ("ERR_INFRA", "ERR_PROGRAM"),
     "--registry": ("nvcr.io",),
@@ -49,10 +50,13 @@ _ID_FILE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\.json")
 
 def record_ids(state_dir: str | None = None) -> list[str]:
     """Record ids from the store's file names, newest first; [] when the store is missing or unusable."""
-    root = state_dir if state_dir is not None else os.environ.get("TAO_STATE_DIR") or ""
-    if root and not os.path.isabs(root):
+    from kubectl_tao.errors import UsageError
+    from kubectl_tao.store.statedir import state_dir as resolve
+
+    try:
+        jobs = resolve(value=state_dir) / "jobs"
+    except UsageError:
         return []
-    jobs = Path(root) / "jobs" if root else Path.home() / ".tao" / "jobs"
     try:
         entries = [e for e in os.scandir(jobs) if _ID_FILE_RE.fullmatch(e.name) and e.is_file()]
     except OSError:
@@ -69,8 +73,8 @@ def _mtime(entry: os.DirEntry[str]) -> float:
 
 
 def _kubectl_lines(args: list[str], context: str | None, kubeconfig: str | None, *, cluster: bool) -> list[str]:
-    from .errors import TaoError
-    from .kubectl import ClusterOptions, Kubectl
+    from kubectl_tao.errors import TaoError
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl
 
     options = ClusterOptions(
         context=context, kubeconfig=kubeconfig, request_timeout=f"{int(KUBECTL_TIMEOUT_S) - 1}s" if cluster else None
@@ -100,7 +104,7 @@ def root_command() -> Any:
     """The click command tree of the CLI (imports every verb module)."""
     import typer
 
-    from .cli import app
+    from kubectl_tao.cli import app
 
     return typer.main.get_command(app)
 

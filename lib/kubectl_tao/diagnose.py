@@ -12,8 +12,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from . import status as st
-from .gates import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, total_allocatable
+from kubectl_tao import classify as st
+from kubectl_tao import kueue
+from kubectl_tao.gates import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, total_allocatable
+from kubectl_tao.k8s import contract
 
 GPU_OPERATOR_CHECK = "kubectl get nodes -o jsonpath='{.items[*].status.allocatable}'"
 
@@ -61,7 +63,7 @@ def _scheduler_messages(status: st.JobStatus, events: Any, pods: Sequence[Mappin
         _, _, reason, message, _ = st.event_fields(event)
         if reason == "FailedScheduling" and message:
             out.append(message)
-    if status.reason in ("Unschedulable", "Insufficient nvidia.com/gpu", "PVCNotFound", "PVCNotBound"):
+    if status.reason in ("Unschedulable", contract.INSUFFICIENT_GPU, "PVCNotFound", "PVCNotBound"):
         out.append(status.message.split(": ", 1)[-1] if status.message.startswith("rank ") else status.message)
     return list(dict.fromkeys(m for m in out if m))
 
@@ -342,6 +344,18 @@ def _failure_findings(status: st.JobStatus, job: str) -> list[Finding]:
                 "rendezvous-timeout",
             )
         ]
+    if reason == "UploadFailed":
+        return [
+            Finding(
+                "the command succeeded but its results did not reach S3 (storage tier C upload, exit 89)",
+                status.message,
+                f"read why in the upload's own lines: `kubectl tao logs {job} --rank {rank}`; check that the bucket "
+                "exists, that the job's Secret holds credentials that may write there (AWS_ACCESS_KEY_ID, "
+                "AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL for a store other than AWS) and that the image has an S3 "
+                "client (`aws` or Python's awscli); the results were in the pod's emptyDir and went with it",
+                "upload-failed",
+            )
+        ]
     if reason == "ExitCode":
         return [
             Finding(
@@ -384,16 +398,20 @@ def _failure_findings(status: st.JobStatus, job: str) -> list[Finding]:
     ]
 
 
-def _pending_findings(status: st.JobStatus, events: Any, job_name: str, ns: str) -> list[Finding]:
+def _pending_findings(
+    status: st.JobStatus, events: Any, job_name: str, ns: str, queue_quota: Any = None
+) -> list[Finding]:
     reason, message = status.reason, status.message
+    if status.kueue is not None:
+        return kueue_findings(status.kueue, queue_quota, ns, job_name)
     if reason == "Suspended":
         if "Kueue" in message:
             return [
                 Finding(
                     "Kueue has not admitted the job yet (the queue's GPU quota is in use)",
                     message,
-                    f"`kubectl get workloads -n {ns}` shows the queue position; the job starts when quota frees "
-                    "up, or cancel it and ask for fewer GPUs",
+                    f"`kubectl get workloads.kueue.x-k8s.io -n {ns}` shows the queue position; the job starts when "
+                    "quota frees up, or cancel it and ask for fewer GPUs",
                     "awaiting-admission",
                 )
             ]
@@ -447,6 +465,7 @@ def explain(
     namespace: str | None = None,
     job_name: str | None = None,
     no_gpu_hint: str | None = None,
+    queue_quota: Any = None,
 ) -> list[Finding]:
     """Causes with evidence and a fix, most important first; [] when nothing is wrong.
 
@@ -456,6 +475,7 @@ def explain(
     `nodes` (from gates.node_gpus) tells a GPU-less cluster from a busy one; without it an
     Insufficient nvidia.com/gpu finding mentions both possibilities. `no_gpu_hint` (gpuinventory.no_gpu_hint)
     is the fix when the GPUs exist as DRA devices that pods asking for nvidia.com/gpu cannot use.
+    `queue_quota` (gates.QueueQuota) is the ClusterQueue of a Job Kueue holds (status.kueue), when read.
     """
     pod_list = _pods(pods)
     ns = _namespace(pod_list, namespace)
@@ -479,7 +499,7 @@ def explain(
         found += _pvc_findings(status, messages, events, ns)
         found += _gpu_findings(messages, nodes, no_gpu_hint)
         if not found:
-            found += _pending_findings(status, events, job_name or job, ns)
+            found += _pending_findings(status, events, job_name or job, ns, queue_quota)
         if status.state == st.RUNNING and status.total > 1 and status.reason:
             found.insert(
                 0,
@@ -499,3 +519,99 @@ def explain(
             seen.add(finding.code)
             unique.append(finding)
     return unique
+
+
+# --------------------------------------------------------------------------------------------------------
+# Kueue
+
+
+def _queue_usage(quota: Any) -> str:
+    gpu = GPU_RESOURCE
+    flavors = ", ".join(
+        f"{f.used} of {f.nominal} {gpu} reserved" + (f" in flavor {f.name}" if f.name else "")
+        for f in quota.flavors
+    )
+    counts = f"{quota.admitted_workloads} workload(s) admitted, {quota.pending_workloads} pending"
+    return f"ClusterQueue {quota.cluster_queue}: {flavors or 'no ' + gpu + ' quota'}; {counts}"
+
+
+def kueue_findings(admission_data: Mapping[str, Any], quota: Any, namespace: str, job_name: str) -> list[Finding]:
+    """explain's findings for a Job Kueue holds: Kueue's reason as the evidence, and the fix it calls for.
+
+    `admission_data` is Admission.to_dict() (as JobStatus.kueue carries it); `quota` a gates.QueueQuota of
+    its ClusterQueue, or None when that could not be read."""
+    state = str(admission_data.get("state") or "")
+    lq = str(admission_data.get("local_queue") or "")
+    message = str(admission_data.get("message") or "")
+    reason = str(admission_data.get("reason") or "")
+    workload = admission_data.get("workload")
+    usage = f"; {_queue_usage(quota)}" if quota is not None else ""
+    lists = f"`kubectl get {kueue.WORKLOADS} -n {namespace}` lists the queue"
+    found: list[Finding] = []
+    if quota is not None and quota.inactive:
+        found.append(
+            Finding(
+                f"ClusterQueue {quota.cluster_queue} admits no workload",
+                quota.inactive,
+                f"a cluster admin must fix ClusterQueue {quota.cluster_queue} (`kubectl describe clusterqueue "
+                f"{quota.cluster_queue}`; a missing ResourceFlavor is the usual cause)",
+                "kueue-queue-inactive",
+            )
+        )
+    if state == kueue.NO_WORKLOAD:
+        found.append(
+            Finding(
+                "Kueue has not taken up the Job: it made no Workload for it",
+                f"Job {job_name} is suspended with {kueue.QUEUE_LABEL}={lq}, and no Workload has label "
+                f"{kueue.JOB_UID_LABEL} of its UID",
+                f"check that Kueue runs, integrates batch/job and manages namespace {namespace} (its "
+                f"managedJobsNamespaceSelector); {lists}",
+                "kueue-no-workload",
+            )
+        )
+    elif state == kueue.INADMISSIBLE:
+        if "LocalQueue" in message:
+            fix = (
+                f"create LocalQueue {lq} in namespace {namespace}, or cancel the job and submit it again with "
+                f"--queue set to one of `kubectl get localqueues.kueue.x-k8s.io -n {namespace}`"
+            )
+        else:
+            fix = "a cluster admin must create or fix the ClusterQueue named above (`kubectl get clusterqueues`)"
+        found.append(Finding("Kueue cannot admit the job", f"{reason}: {message}", fix, "kueue-inadmissible"))
+    elif state == kueue.DEACTIVATED:
+        found.append(
+            Finding(
+                "Kueue deactivated the job's Workload: it will not be admitted again",
+                f"{reason}: {message}" if reason else message or f"Workload {workload} has spec.active: false",
+                f"`kubectl describe workload {workload} -n {namespace}` says why; cancel the job and submit it again",
+                "kueue-deactivated",
+            )
+        )
+    elif state == kueue.EVICTED:
+        found.append(
+            Finding(
+                f"Kueue evicted the job ({reason}) and queues it again",
+                message + usage,
+                f"it starts again when Kueue admits it; {lists}",
+                "kueue-evicted",
+            )
+        )
+    elif state == kueue.RESERVED:
+        found.append(
+            Finding(
+                "Kueue reserved quota for the job and waits for its admission checks",
+                message + usage,
+                f"`kubectl describe workload {workload} -n {namespace}` lists the checks and their state",
+                "kueue-admission-checks",
+            )
+        )
+    elif state == kueue.PENDING:
+        found.append(
+            Finding(
+                "Kueue has not admitted the job yet: the queue's quota is in use",
+                (message or f"Workload {workload} waits in LocalQueue {lq}") + usage,
+                f"the job starts when quota frees up ({lists}); or cancel it and submit a smaller job",
+                "awaiting-admission",
+            )
+        )
+    return found

@@ -12,15 +12,19 @@ every rank is one pod that must land whole on one node, and multi-node ranks go 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from decimal import ROUND_CEILING
 from typing import Any
 
-from .errors import GateError, NeverFitsError, TaoError
+from kubectl_tao import quantities
+from kubectl_tao.errors import GateError, NeverFitsError, TaoError, UsageError
+from kubectl_tao.k8s import contract
 
-GPU_RESOURCE = "nvidia.com/gpu"
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_RESOURCE = contract.GPU_RESOURCE
+GPU_PRODUCT_LABEL = contract.GPU_PRODUCT_LABEL
 MULTI_NODE_MIN_VERSION = (1, 28)
 RETRIES_PER_INDEX_MIN_VERSION = (1, 29)
 
@@ -121,11 +125,6 @@ def require_retries_per_index(version: ServerVersion) -> None:
 # --------------------------------------------------------------------------------------------------------
 # Quantities and pod GPU requests
 
-_DECIMAL_SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
-_BINARY_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_QUANTITY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?\s*$")
-
-
 def gpu_quantity(value: Any) -> int:
     """A whole count from a Kubernetes quantity ("8", 8, "1k", "2000m"). Malformed or missing -> 0.
 
@@ -134,22 +133,13 @@ def gpu_quantity(value: Any) -> int:
     """
     if isinstance(value, bool) or value is None:
         return 0
-    if isinstance(value, int):
-        return max(value, 0)
     if isinstance(value, float):
-        return max(int(-(-value // 1)), 0)
-    match = _QUANTITY.match(str(value))
-    if not match:
+        return max(math.ceil(value), 0)
+    try:
+        number = quantities.parse_quantity(value.strip() if isinstance(value, str) else value)
+    except UsageError:
         return 0
-    number, suffix = match.group(1), match.group(2) or ""
-    whole, _, frac = number.partition(".")
-    numerator = int(whole + frac)
-    denominator = 10 ** len(frac)
-    if suffix == "m":
-        denominator *= 1000
-    else:
-        numerator *= _DECIMAL_SUFFIX.get(suffix) or _BINARY_SUFFIX[suffix]
-    return -(-numerator // denominator)
+    return max(int(number.to_integral_value(rounding=ROUND_CEILING)), 0)
 
 
 def _container_gpus(container: Mapping[str, Any]) -> int:
@@ -321,32 +311,84 @@ def _taint_text(taint: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class QueueQuota:
-    cluster_queue: str
+class FlavorGpus:
+    """One ResourceFlavor's nvidia.com/gpu in a ClusterQueue: quota, borrowing limit, reserved now."""
+
+    name: str
     nominal: int
-    borrowing_limit: int | None = None  # None: no limit stated (unlimited borrowing when in a cohort)
+    borrowing_limit: int | None = 0  # None: no limit stated (unlimited borrowing when in a cohort)
+    used: int = 0
+
+
+@dataclass(frozen=True)
+class QueueQuota:
+    """A ClusterQueue's nvidia.com/gpu as Kueue sees it: per-flavor quota from its spec, reserved GPUs from
+    its status (flavorsReservation), its Active condition and its workload counts.
+
+    Kueue assigns one flavor to all pods of a pod set, and a kubectl-tao job is one pod set, so a job must
+    fit inside one flavor: the ceiling and the room now are the best single flavor's, never a sum."""
+
+    cluster_queue: str
+    nominal: int  # summed over the flavors (for display)
+    borrowing_limit: int | None = 0
     used: int = 0
     cohort: str | None = None
+    flavors: tuple[FlavorGpus, ...] = ()
+    pending_workloads: int = 0
+    admitted_workloads: int = 0
+    inactive: str | None = None  # Kueue's reason and message when the ClusterQueue cannot admit anything
+
+    def _flavors(self) -> tuple[FlavorGpus, ...]:
+        return self.flavors or (FlavorGpus("", self.nominal, self.borrowing_limit, self.used),)
 
     @property
     def ceiling(self) -> int | None:
-        """The most GPUs the queue could ever admit at once; None when borrowing is unbounded."""
-        if self.borrowing_limit is not None:
-            return self.nominal + self.borrowing_limit
-        return None if self.cohort else self.nominal
+        """The most GPUs one job could ever get from this queue; None when borrowing is unbounded."""
+        best = 0
+        for flavor in self._flavors():
+            if flavor.borrowing_limit is None:
+                if self.cohort:
+                    return None
+                best = max(best, flavor.nominal)
+            else:
+                best = max(best, flavor.nominal + flavor.borrowing_limit)
+        return best
+
+    @property
+    def free(self) -> int:
+        """Unused nominal quota of the flavor with the most of it (what a job can take without borrowing)."""
+        return max((max(f.nominal - f.used, 0) for f in self._flavors()), default=0)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["ceiling"] = self.ceiling
+        data["free"] = self.free
         return data
+
+
+def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") == kind:
+            return condition
+    return None
+
+
+def inactive_text(obj: Mapping[str, Any]) -> str | None:
+    """Kueue's reason and message when a ClusterQueue or LocalQueue has condition Active=False."""
+    active = _condition(obj, "Active")
+    if active is None or active.get("status") != "False":
+        return None
+    reason, message = str(active.get("reason") or ""), str(active.get("message") or "")
+    return f"{reason}: {message}" if reason and message else reason or message or "inactive"
 
 
 def queue_quota(localqueue_json: Any, clusterqueue_json: Any) -> QueueQuota | None:
     """The ClusterQueue's nvidia.com/gpu quota behind a LocalQueue; None when there is no Kueue queue.
 
-    Quota is summed over the ClusterQueue's flavors (spec.resourceGroups[].flavors[].resources[]) and usage
-    over status.flavorsUsage[].resources[].total. A ClusterQueue that does not cover nvidia.com/gpu at all
-    can never admit a GPU workload: it is returned with nominal 0 and borrowing 0.
+    Quota per flavor from spec.resourceGroups[].flavors[].resources[]; what is reserved from
+    status.flavorsReservation (quota held by admitted workloads and those whose admission checks run; older
+    servers without it: status.flavorsUsage). A ClusterQueue that does not cover nvidia.com/gpu at all can
+    never admit a GPU workload: it has no GPU flavor, so its ceiling is 0.
     """
     if not isinstance(localqueue_json, Mapping) or not isinstance(clusterqueue_json, Mapping):
         return None
@@ -354,29 +396,59 @@ def queue_quota(localqueue_json: Any, clusterqueue_json: Any) -> QueueQuota | No
     spec = clusterqueue_json.get("spec") or {}
     status = clusterqueue_json.get("status") or {}
     name = str(meta.get("name") or (localqueue_json.get("spec") or {}).get("clusterQueue") or "")
-    nominal = 0
-    borrowing: int | None = 0
-    covered = False
+    used: dict[str, int] = {}
+    reserved = status.get("flavorsReservation")
+    for flavor in (reserved if reserved is not None else status.get("flavorsUsage")) or []:
+        for resource in flavor.get("resources") or []:
+            if resource.get("name") == GPU_RESOURCE:
+                key = str(flavor.get("name") or "")
+                used[key] = used.get(key, 0) + gpu_quantity(resource.get("total"))
+    flavors = []
     for group in spec.get("resourceGroups") or []:
         for flavor in group.get("flavors") or []:
             for resource in flavor.get("resources") or []:
                 if resource.get("name") != GPU_RESOURCE:
                     continue
-                covered = True
-                nominal += gpu_quantity(resource.get("nominalQuota"))
-                if "borrowingLimit" in resource and borrowing is not None:
-                    borrowing += gpu_quantity(resource.get("borrowingLimit"))
-                else:
-                    borrowing = None
-    used = 0
-    for flavor in status.get("flavorsUsage") or []:
-        for resource in flavor.get("resources") or []:
-            if resource.get("name") == GPU_RESOURCE:
-                used += gpu_quantity(resource.get("total"))
-    cohort = spec.get("cohort") or spec.get("cohortName") or None
-    if not covered:
-        return QueueQuota(name, 0, 0, used, cohort)
-    return QueueQuota(name, nominal, borrowing, used, cohort)
+                fname = str(flavor.get("name") or "")
+                limit = gpu_quantity(resource.get("borrowingLimit")) if "borrowingLimit" in resource else None
+                flavors.append(FlavorGpus(fname, gpu_quantity(resource.get("nominalQuota")), limit, used.get(fname, 0)))
+    cohort = spec.get("cohortName") or spec.get("cohort") or None
+    inactive = inactive_text(clusterqueue_json)
+    lq_inactive = inactive_text(localqueue_json)
+    if lq_inactive and not inactive:
+        inactive = f"LocalQueue {(localqueue_json.get('metadata') or {}).get('name')}: {lq_inactive}"
+    counts = {key: int(status.get(key) or 0) for key in ("pendingWorkloads", "admittedWorkloads")}
+    if not flavors:
+        flavors = [FlavorGpus("", 0, 0, sum(used.values()))]
+    limits = [f.borrowing_limit for f in flavors]
+    return QueueQuota(
+        name,
+        sum(f.nominal for f in flavors),
+        None if None in limits else sum(limit or 0 for limit in limits),
+        sum(f.used for f in flavors),
+        cohort,
+        tuple(flavors),
+        counts["pendingWorkloads"],
+        counts["admittedWorkloads"],
+        inactive,
+    )
+
+
+def inactive_queue_message(quota: QueueQuota) -> str:
+    return (
+        f"never (until the queue is fixed): ClusterQueue {quota.cluster_queue} admits no workload: {quota.inactive}"
+    )
+
+
+def _quota_room_text(quota: QueueQuota) -> str:
+    named = [f for f in quota.flavors if f.name]
+    if len(named) == 1:
+        f = named[0]
+        return f"{f.used} of {f.nominal} {GPU_RESOURCE} reserved in flavor {f.name} ({quota.free} unused)"
+    if named:
+        flavors = ", ".join(f"{f.name} {f.used}/{f.nominal}" for f in named)
+        return f"{GPU_RESOURCE} reserved per flavor: {flavors} ({quota.free} unused in the freest)"
+    return f"{quota.used} of {quota.nominal} in use ({quota.free} unused)"
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -518,12 +590,17 @@ def fit(
         )
 
     wanted = gpus * node_count
+    if quota is not None and quota.inactive:
+        return verdict(NEVER, inactive_queue_message(quota))
     if quota is not None and quota.ceiling is not None and wanted > quota.ceiling:
+        per_flavor = " in one flavor" if len(quota.flavors) > 1 else ""
+        best = max(quota.flavors, key=lambda f: f.nominal, default=None)
+        borrowing = best.borrowing_limit if best is not None else quota.borrowing_limit
         return verdict(
             NEVER,
             f"never: {request} needs {wanted} {GPU_RESOURCE} but ClusterQueue {quota.cluster_queue} can admit "
-            f"at most {quota.ceiling} (nominal {quota.nominal}"
-            f"{'' if not quota.borrowing_limit else f' + borrowing {quota.borrowing_limit}'}); "
+            f"at most {quota.ceiling}{per_flavor} (nominal {best.nominal if best else quota.nominal}"
+            f"{'' if not borrowing else f' + borrowing {borrowing}'}); "
             "ask for a smaller job or more quota",
         )
 
@@ -548,17 +625,21 @@ def fit(
             _never_message(request, gpus, node_count, eligible, ever, why_not, largest, taint_example, products),
         )
 
-    if len(now) < node_count:
-        return verdict(QUEUE, _queue_message(request, gpus, ever, now))
-
-    if quota is not None and wanted > 0 and wanted > quota.nominal - quota.used:
-        free_quota = max(quota.nominal - quota.used, 0)
-        return verdict(
-            QUEUE,
-            f"queue: {request} needs {wanted} {GPU_RESOURCE}; ClusterQueue {quota.cluster_queue} has "
-            f"{quota.used} of {quota.nominal} in use ({free_quota} unused); Kueue admits the job when quota "
-            "frees up",
+    quota_wait = ""
+    if quota is not None and wanted > 0 and wanted > quota.free:
+        ahead = f"; {_plural(quota.pending_workloads, 'workload')} pending" if quota.pending_workloads else ""
+        borrow = f"; it may borrow unused quota of cohort {quota.cohort}" if quota.cohort else ""
+        quota_wait = (
+            f"ClusterQueue {quota.cluster_queue} has {_quota_room_text(quota)}{ahead}{borrow}; Kueue admits the job "
+            "when quota frees up"
         )
+
+    if len(now) < node_count:
+        nodes_wait = _queue_message(request, gpus, ever, now)
+        return verdict(QUEUE, f"{nodes_wait}; {quota_wait}" if quota_wait else nodes_wait)
+
+    if quota_wait:
+        return verdict(QUEUE, f"queue: {request} needs {wanted} {GPU_RESOURCE}; {quota_wait}")
 
     where = ", ".join(f"{n.name} ({n.free} free)" if gpus else n.name for n in _named(now, chosen))
     best = " (best fit: the fullest nodes that still fit)" if gpus and len(now) > node_count else ""

@@ -20,11 +20,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .errors import TaoError, UsageError
-from .gates import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, node_gpus, pod_gpu_request
-from .kubectl import Completed
+from kubectl_tao.errors import TaoError, UsageError
+from kubectl_tao.gates import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, node_gpus, pod_gpu_request
+
+if TYPE_CHECKING:
+    from kubectl_tao.k8s.kubectl import Completed
 
 GPU_DRIVERS = ("gpu.nvidia.com",)
 SLICES = "resourceslices.v1.resource.k8s.io"

@@ -7,7 +7,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
-from .errors import GateError
+from kubectl_tao.errors import GateError
+from kubectl_tao.k8s import contract
 
 _PREFIX = re.compile(r"^\[pod/(?P<pod>[^/\]]+)/[^\]]+\] ?(?P<line>.*)$")
 
@@ -50,9 +51,9 @@ def kubectl_args(
 ) -> list[str]:
     """`selector` defaults to kubectl-tao's tao-job label; a Job launched another way is selected with
     job-name=<name> and read from its default container (`container=None`)."""
-    selector = selector or f"tao-job={job_name}"
+    selector = selector or contract.pod_selector(job_name)
     if rank is not None:
-        selector += f",batch.kubernetes.io/job-completion-index={rank}"
+        selector = contract.rank_selector(selector, rank)
     args = ["logs", "-n", namespace, "-l", selector, "--prefix"]
     if container:
         args += ["-c", container]

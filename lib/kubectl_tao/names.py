@@ -203,7 +203,7 @@ def validate_env_name(value: object, field: str) -> str:
     """An environment variable name usable from a POSIX shell: [A-Za-z_][A-Za-z0-9_]*.
 
     A rejected name is quoted only when it cannot hold a value (``NAME=<value>`` is not echoed)."""
-    from .redact import safe_to_show
+    from kubectl_tao.redact import safe_to_show
 
     text = require_string(value, field)
     if ENV_NAME_RE.fullmatch(text) is None:
@@ -226,7 +226,7 @@ _CONVENTIONAL_ENV_NAME_RE = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
 def shown_env_name(name: str, flag: str, position: int | None = None) -> str:
     """``--env NAME`` in an error when NAME looks like an environment variable (upper case, or a
     credential-like name), else the flag and its position: a lower-case word may be a pasted value."""
-    from .redact import is_credential_name, safe_to_show
+    from kubectl_tao.redact import is_credential_name, safe_to_show
 
     if safe_to_show(name) and (_CONVENTIONAL_ENV_NAME_RE.fullmatch(name) or is_credential_name(name)):
         return f"{flag} {name}"

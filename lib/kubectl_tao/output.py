@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from .errors import UsageError
+from kubectl_tao.errors import UsageError
 
 FORMATS = ("table", "wide", "json", "yaml", "name")
 
@@ -44,6 +45,40 @@ def dump_yaml(data: Any) -> str:
     buffer = io.StringIO()
     yaml.dump(data, buffer)
     return buffer.getvalue()
+
+
+def emit_data(fmt: str, data: Any) -> bool:
+    """Print `data` for -o json|yaml; False for any other format (the caller prints its own)."""
+    if fmt == "json":
+        emit(dump_json(data))
+    elif fmt == "yaml":
+        emit(dump_yaml(data))
+    else:
+        return False
+    return True
+
+
+def age_text(seconds: float) -> str:
+    """kubectl-style age of a duration: 45s, 12m, 5h, 3d."""
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    if seconds < 172800:
+        return f"{seconds // 3600}h"
+    return f"{seconds // 86400}d"
+
+
+def age(timestamp: str | None, now: datetime | None = None) -> str:
+    """kubectl-style age of a UTC timestamp (ISO 8601); <unknown> when there is none."""
+    if not timestamp:
+        return "<unknown>"
+    try:
+        then = datetime.strptime(timestamp.replace("Z", "+0000")[:19] + "+0000", "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError:
+        return "<unknown>"
+    return age_text(((now or datetime.now(UTC)) - then).total_seconds())
 
 
 def emit(text: str, stream: TextIO | None = None) -> None:

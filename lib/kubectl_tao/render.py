@@ -18,14 +18,15 @@ from typing import Any
 
 from kubectl_tao import kubelet_text, names, quantities, templates
 from kubectl_tao.errors import UsageError
+from kubectl_tao.k8s import contract
 
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-MANAGED_BY = "kubectl-tao"
-JOB_LABEL = "tao-job"
-RECORD_ID_KEY = "kubectl-tao.io/record-id"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
-GPU_RESOURCE = "nvidia.com/gpu"
+MANAGED_BY_LABEL = contract.MANAGED_BY_LABEL
+MANAGED_BY = contract.MANAGED_BY
+JOB_LABEL = contract.JOB_LABEL
+RECORD_ID_KEY = contract.RECORD_ID_ANNOTATION
+QUEUE_LABEL = contract.QUEUE_LABEL
+COMPLETION_INDEX_ANNOTATION = contract.COMPLETION_INDEX_ANNOTATION
+GPU_RESOURCE = contract.GPU_RESOURCE
 CONTAINER_NAME = "tao"
 
 # Exit codes reserved by the fixed pod scripts.
@@ -52,8 +53,8 @@ LAUNCHERS = ("tao", "torchrun")
 RECORD_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 NCCL_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:=^+-]{1,256}")
 NCCL_ENV_RE = re.compile(r"NCCL_[A-Z0-9_]+")
-_RESERVED_KEY_PREFIXES = ("kubectl-tao.io/", "batch.kubernetes.io/", "kueue.x-k8s.io/")
-_RESERVED_LABELS = {MANAGED_BY_LABEL, JOB_LABEL, "job-name", "controller-uid", "job-index"}
+_RESERVED_KEY_PREFIXES = contract.RESERVED_KEY_PREFIXES
+_RESERVED_LABELS = contract.RESERVED_LABELS
 # Mount paths that would hide the image's own system directories.
 _SYSTEM_DIRS = ("/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/run", "/sbin", "/usr", "/var")
 _KERNEL_DIRS = ("/dev", "/proc", "/sys")
@@ -377,14 +378,21 @@ def validate_spec(spec: JobSpec) -> JobSpec:
     return spec
 
 
-def _torchrun_argv(command: str) -> list[str]:
+def split_command(text: str, field: str, into: str, missing: str) -> list[str]:
+    """`text` split as a POSIX shell would split words (no expansion); UsageError naming `field` when it cannot
+    be split, or names no program first (`missing` says what is missing)."""
     try:
-        argv = shlex.split(command)
+        argv = shlex.split(text)
     except ValueError as exc:
-        raise UsageError(f"command cannot be split into torchrun arguments: {exc}") from exc
+        raise UsageError(f"{field} cannot be split into {into}: {exc}") from exc
     if not argv or not argv[0]:
-        raise UsageError("command must name the training script for --launcher torchrun")
+        raise UsageError(f"{field} {missing}")
     return argv
+
+
+def _torchrun_argv(command: str) -> list[str]:
+    missing = "must name the training script for --launcher torchrun"
+    return split_command(command, "command", "torchrun arguments", missing)
 
 
 # --------------------------------------------------------------------------- option parsing

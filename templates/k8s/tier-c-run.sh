@@ -6,6 +6,9 @@
 #   EXCLUDE   extra `aws s3 cp --exclude` patterns; `.tao/*` is always excluded
 # Uploads $TAO_RESULTS_ROOT/ to $TAO_UPLOAD_URI whatever the command's outcome, then exits with the
 # command's exit code, or 89 when the command succeeded but the upload failed.
+# The upload runs in this (the job's) image with the first S3 client found: `aws` on PATH (AWS CLI v1 or
+# v2), Python's awscli module (`python3 -m awscli`: pip's AWS CLI v1 without its script on PATH), or the
+# AWS CLI v2 bundle fetch-inputs left on the workspace (glibc images only).
 set -u
 
 EXIT_UPLOAD_FAILED=89
@@ -42,6 +45,8 @@ done
 aws_cli=""
 if command -v aws >/dev/null 2>&1; then
     aws_cli=aws
+elif command -v python3 >/dev/null 2>&1 && python3 -c 'import awscli' >/dev/null 2>&1; then
+    aws_cli=python3
 else
     for candidate in "$tools/aws-cli/dist/aws" "$tools/aws-cli/bin/aws"; do
         if [ -x "$candidate" ]; then
@@ -54,8 +59,10 @@ fi
 echo "kubectl-tao: command exited $status; uploading $results/ to $destination"
 upload=0
 if [ -z "$aws_cli" ]; then
-    echo "kubectl-tao: no aws CLI in this image and none left by fetch-inputs" >&2
+    echo "kubectl-tao: no aws CLI in this image and none left by fetch-inputs: the image needs \`aws\` (AWS CLI v1 or v2) on PATH or Python's awscli module" >&2
     upload=1
+elif [ "$aws_cli" = python3 ]; then
+    python3 -m awscli s3 cp --recursive --only-show-errors --exclude '.tao/*' "$@" "$results/" "$destination" || upload=$?
 else
     "$aws_cli" s3 cp --recursive --only-show-errors --exclude '.tao/*' "$@" "$results/" "$destination" || upload=$?
 fi

@@ -49,6 +49,18 @@ setup() {
   assert_output --partial "KUBECTL_TAO_KWOK_RUN_SECONDS must be a number of seconds"
 }
 
+@test "KUBECTL_TAO_KUEUE must be 0 or 1, for up and for the build" {
+  KUBECTL_TAO_KUEUE=yes run --separate-stderr "$LOCAL_CLUSTER" up
+  assert_failure 2
+  [[ "$stderr" == "local-cluster: KUBECTL_TAO_KUEUE must be 0 or 1, got 'yes'"* ]]
+  [ ! -e "$KUBECTL_TAO_CLUSTER_DIR" ]
+  KUBECTL_TAO_KUEUE=2 run --separate-stderr "$BUILD_LOCAL_CLUSTER" --check
+  assert_failure 2
+  assert_equal "$stderr" "build-local-cluster: KUBECTL_TAO_KUEUE must be 0 or 1, got '2'"
+  run "$LOCAL_CLUSTER" --help
+  assert_output --partial "KUBECTL_TAO_KUEUE           1 (default): run the Kueue controller"
+}
+
 @test "--help prints usage and the pod annotations" {
   run "$LOCAL_CLUSTER" --help
   assert_success
@@ -97,7 +109,10 @@ setup() {
   [[ "$stderr" == *"local-cluster: stop-component needs a component name"* ]]
   run --separate-stderr "$LOCAL_CLUSTER" start-component kube-apiserverx
   assert_failure 2
-  [[ "$stderr" == *"local-cluster: unknown component: kube-apiserverx (one of etcd kube-apiserver kube-controller-manager kube-scheduler kwok)"* ]]
+  [[ "$stderr" == *"local-cluster: unknown component: kube-apiserverx (one of etcd kube-apiserver kube-controller-manager kube-scheduler kwok kueue)"* ]]
+  KUBECTL_TAO_KUEUE=0 run --separate-stderr "$LOCAL_CLUSTER" start-component kueue
+  assert_failure 2
+  [[ "$stderr" == *"local-cluster: unknown component: kueue (one of etcd kube-apiserver kube-controller-manager kube-scheduler kwok)"* ]]
   run "$LOCAL_CLUSTER" --help
   assert_output --partial "local-cluster stop-component|start-component COMPONENT"
 }

@@ -82,6 +82,25 @@ rank() { PATH="$BATS_TEST_TMPDIR/fakes:$PATH" sh -c "$(cat "$K8S/indexed-rank-en
   [[ "$stderr" == *"no aws CLI in this image and none left by fetch-inputs"* ]]
 }
 
+@test "tier C: Python's awscli module is used when the image has no aws on PATH" {
+  fake python3 'case "$1" in -c) exit 0 ;; esac'
+  run -0 env PATH="$BATS_TEST_TMPDIR/fakes:/usr/bin:/bin" sh -c "$(cat "$K8S/tier-c-run.sh")" kubectl-tao true '*.tmp'
+  run cat "$CALLS"
+  assert_output --partial "python3:
+  [-m]
+  [awscli]
+  [s3]
+  [cp]
+  [--recursive]
+  [--only-show-errors]
+  [--exclude]
+  [.tao/*]
+  [--exclude]
+  [*.tmp]
+  [$TAO_WORKSPACE/results/]
+  [s3://bkt/results/run-1/]"
+}
+
 @test "tier C: the aws bundle left by fetch-inputs is used when the image has none" {
   mkdir -p ws/.kubectl-tao/aws-cli/dist
   printf '#!/bin/sh\necho "bundle $*" >>"$CALLS"\n' >ws/.kubectl-tao/aws-cli/dist/aws

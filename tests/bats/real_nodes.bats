@@ -15,6 +15,7 @@ LOCAL_CLUSTER="${LOCAL_CLUSTER:-$BATS_TEST_DIRNAME/../../scripts/local-cluster}"
 setup() {
   export KUBECTL_TAO_CLUSTER_DIR="$BATS_TEST_TMPDIR/cluster"
   export KUBECTL_TAO_REAL_NODES=1 KUBECTL_TAO_GPU_NODES=0 KUBECTL_TAO_CPU_NODES=0
+  export KUBECTL_TAO_KUEUE=0 # Kueue has its own tests (tests/e2e/test_kueue.py)
 }
 
 teardown() {
@@ -48,6 +49,9 @@ host_leftovers() {
   KUBECTL_TAO_REAL_NODE_GPUS=0 run "$LOCAL_CLUSTER" up
   assert_failure 2
   assert_output --partial "KUBECTL_TAO_REAL_NODE_GPUS must be at least 1"
+  KUBECTL_TAO_S3_PORT=70000 run "$LOCAL_CLUSTER" up
+  assert_failure 2
+  assert_output --partial "local-cluster: KUBECTL_TAO_S3_PORT must be a TCP port number (1-65535), got '70000'"
   [ ! -e "$KUBECTL_TAO_CLUSTER_DIR" ]
 }
 
@@ -78,8 +82,30 @@ host_leftovers() {
   assert_output ""
 }
 
+@test "the S3 store's TCP port in use stops up with one line and nothing running" {
+  needs_real_nodes
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  python3 -c 'import socket, sys, time; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(60)' "$port" &
+  LISTENER=$!
+  until ss -ltn "sport = :$port" | grep -q LISTEN; do sleep 0.1; done
+  KUBECTL_TAO_S3_PORT=$port run --separate-stderr "$LOCAL_CLUSTER" up
+  assert_failure 1
+  assert_equal "$stderr" "local-cluster: TCP port $port is in use on this machine (needed by the S3 store on 10.88.0.1:$port); stop what listens there or set KUBECTL_TAO_S3_PORT to a free port"
+  [ ! -e "$KUBECTL_TAO_CLUSTER_DIR" ]
+  run host_leftovers
+  assert_output ""
+}
+
 @test "up starts a real node with its kubelet and containerd; down leaves nothing on the host" {
   needs_real_nodes
+  # A closed connection of an earlier store, in TIME_WAIT on the store's port, must not stop up.
+  python3 -c '
+import socket
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", 9000)); srv.listen()
+cli = socket.create_connection(("127.0.0.1", 9000)); conn, _ = srv.accept()
+conn.close(); cli.close(); srv.close()'
+  ss -tan state time-wait "sport = :9000" | grep -q 9000
   run "$LOCAL_CLUSTER" up
   assert_success
   assert_output --partial "1 real node(s)"
@@ -89,6 +115,17 @@ host_leftovers() {
   assert_output --regexp "real-node-0 kubelet +running"
   assert_output --regexp "real-node-0 containerd +running"
   assert_output --regexp "coredns +running"
+  assert_output --regexp "s3 \(versitygw\) +running \(pid [0-9]+\) on http://10.88.0.1:9000"
+  # The S3 store answers on the bridge gateway only (an unsigned request: S3's AccessDenied), with
+  # credentials of its own in the cluster directory.
+  run curl -s -o /dev/null -w '%{http_code}' http://10.88.0.1:9000/
+  assert_output 403
+  run curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:9000/
+  assert_output 000
+  [ "$(stat -c %a "$KUBECTL_TAO_CLUSTER_DIR/s3/credentials.env")" = 600 ]
+  grep -q '^AWS_SECRET_ACCESS_KEY=.' "$KUBECTL_TAO_CLUSTER_DIR/s3/credentials.env"
+  ! grep -F "$(sed -n 's/^AWS_SECRET_ACCESS_KEY=//p' "$KUBECTL_TAO_CLUSTER_DIR/s3/credentials.env")" \
+    "/proc/$(cat "$KUBECTL_TAO_CLUSTER_DIR/pids/s3.pid")/cmdline"
   ip link show ktbr0 >/dev/null
   ls -d /sys/fs/cgroup/memory/kubectl-tao-real-node-0 >/dev/null
   # A running pod, so that down has a container, a veth and a network namespace to clean up.

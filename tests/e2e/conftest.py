@@ -16,8 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from .helpers import Cluster, Tao, bound_claim_objects, wait_for
+from support.cluster import Cluster, Tao, bound_claim_objects, wait_for
 
 HERE = Path(__file__).resolve().parent
 

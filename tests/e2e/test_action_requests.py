@@ -8,8 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from .helpers import REPO, Tao, pods_of_job, submitted_id
+from support.cluster import REPO, Tao, pods_of_job, submitted_id
 
 pytestmark = pytest.mark.e2e
 

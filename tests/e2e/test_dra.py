@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
-from .helpers import Tao, submitted_id, unique_name, wait_for
+from support.cluster import Tao, submitted_id, unique_name, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -1,4 +1,4 @@
-"""fit verdicts (fits / queue / never, Kueue quota) and explain, against the real local control plane."""
+"""fit verdicts (fits / queue / never) and explain, against the real local control plane (Kueue: test_kueue.py)."""
 
 from __future__ import annotations
 
@@ -10,33 +10,6 @@ import pytest
 from .test_verbs import Tao, submitted_id, wait_for  # the `tao` fixture comes from conftest.py
 
 pytestmark = pytest.mark.e2e
-
-KUEUE_CRDS = [
-    {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.kueue.x-k8s.io"},
-        "spec": {
-            "group": "kueue.x-k8s.io",
-            "scope": scope,
-            "names": {"plural": plural, "singular": plural[:-1], "kind": kind, "listKind": f"{kind}List"},
-            "versions": [
-                {
-                    "name": "v1beta1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                }
-            ],
-        },
-    }
-    for plural, kind, scope in (
-        ("localqueues", "LocalQueue", "Namespaced"),
-        ("clusterqueues", "ClusterQueue", "Cluster"),
-    )
-]
-
 
 def fit(t: Tao, *args: str) -> tuple[int, dict[str, Any]]:
     result = t("fit", *args, "-o", "json")
@@ -76,73 +49,6 @@ def test_fit_honours_the_gpu_product_label(tao: Tao) -> None:
     assert code == 0 and data["verdict"] == "fits"
     code, data = fit(tao, "--gpus", "1", "--gpu-product", "NVIDIA-A100-SXM4-80GB")
     assert code == 4 and data["verdict"] == "never"
-
-
-def test_fit_counts_the_kueue_cluster_queue_quota(tao: Tao) -> None:
-    tao.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": KUEUE_CRDS}))
-    wait_for(lambda: tao.kubectl("get", "localqueues.kueue.x-k8s.io", check=False).returncode == 0, 30)
-    cq = f"cq-{tao.namespace}"
-    tao.kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "List",
-                "items": [
-                    {
-                        "apiVersion": "kueue.x-k8s.io/v1beta1",
-                        "kind": "ClusterQueue",
-                        "metadata": {"name": cq},
-                        "spec": {
-                            "resourceGroups": [
-                                {
-                                    "coveredResources": ["nvidia.com/gpu"],
-                                    "flavors": [
-                                        {
-                                            "name": "default",
-                                            "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "8"}],
-                                        }
-                                    ],
-                                }
-                            ]
-                        },
-                    },
-                    {
-                        "apiVersion": "kueue.x-k8s.io/v1beta1",
-                        "kind": "LocalQueue",
-                        "metadata": {"name": "team", "namespace": tao.namespace},
-                        "spec": {"clusterQueue": cq},
-                    },
-                ],
-            }
-        ),
-    )
-    try:
-        code, data = fit(tao, "--gpus", "8", "--queue", "team")
-        assert code == 0 and data["verdict"] == "fits"
-        code, data = fit(tao, "--gpus", "8", "--nodes", "2", "--queue", "team")
-        assert code == 4 and data["verdict"] == "never" and "quota" in data["message"].lower()
-        tao.kubectl(
-            "patch",
-            "clusterqueue.kueue.x-k8s.io",
-            cq,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            json.dumps(
-                {
-                    "status": {
-                        "flavorsUsage": [{"name": "default", "resources": [{"name": "nvidia.com/gpu", "total": "8"}]}]
-                    }
-                }
-            ),
-        )
-        code, data = fit(tao, "--gpus", "8", "--queue", "team")
-        assert code == 1 and data["verdict"] == "queue"
-    finally:
-        tao.kubectl("delete", "clusterqueue.kueue.x-k8s.io", cq, "--ignore-not-found", check=False)
 
 
 def explain(t: Tao, record_id: str) -> tuple[int, list[dict[str, Any]]]:

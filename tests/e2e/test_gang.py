@@ -15,8 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from .helpers import STAY_RUNNING, TAO_IMAGE, Tao, k8s_minor, kubectl_json, submitted_id, wait_for
+from support.cluster import STAY_RUNNING, TAO_IMAGE, Tao, k8s_minor, kubectl_json, submitted_id, wait_for
 
 pytestmark = pytest.mark.e2e
 

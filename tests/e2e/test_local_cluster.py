@@ -12,8 +12,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-
-from .helpers import (
+from support.cluster import (
     EXIT_CODE,
     IMAGE_PULL,
     OOM,

@@ -1,6 +1,6 @@
 """Multi-node jobs end to end on the real control plane (2 simulated GPU nodes x 8 GPUs): the Indexed Job
 and its headless Service, the rendezvous environment, the gates, failing ranks, the rendezvous barrier's
-exit 88, Kueue suspension, retries per index, and `kubectl tao probe nccl`.
+exit 88, retries per index, and `kubectl tao probe nccl`.
 
 One rank is made to fail by annotating its running pod (the pod template's annotations reach every rank):
 the kwok stages act on the pod's own annotations, so `kwok.kubectl-tao.io/exit-code` on rank 1's pod ends
@@ -17,10 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from kubectl_tao.capacity import NODES_READ, PODS_READ
-
-from .helpers import (
+from support.cluster import (
     EXIT_CODE,
     OOM,
     RUN_SECONDS,
@@ -32,6 +29,8 @@ from .helpers import (
     submitted_id,
     wait_for,
 )
+
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
 
 pytestmark = pytest.mark.e2e
 
@@ -286,26 +285,6 @@ def test_rendezvous_timeout_exit_88_fails_the_job_at_once(tao: Tao) -> None:
     record = tao.record(job)
     assert record["terminal_state"] == "ERROR" and record["err_class"] == "ERR_INFRA"
     assert wait_for(lambda: nothing_running(tao), 30, message="rank 0 to be stopped")
-
-
-# ------------------------------------------------------------------ opt-in gang safety
-
-
-def test_a_kueue_queue_creates_the_job_suspended_and_cancel_removes_it(tao: Tao) -> None:
-    job = submitted_id(submit_multi(tao, "--queue", "team-a"))
-    obj = json.loads(tao.kubectl("get", "job", job, "-o", "json").stdout)
-    assert obj["spec"]["suspend"] is True
-    assert obj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"
-    service = json.loads(tao.kubectl("get", "service", job, "-o", "json").stdout)
-    assert "kueue.x-k8s.io/queue-name" not in service["metadata"]["labels"]
-    data = status(tao, job)
-    assert (data["state"], data["reason"]) == ("PENDING", "Suspended")
-    assert data["message"].startswith("waiting for admission (Kueue")
-    assert "waiting for admission (Kueue" in tao("status", job).stdout
-    assert pods(tao, job) == []  # a suspended Job starts no pod
-    cancel = tao("cancel", job)
-    assert cancel.returncode == 0, cancel.stderr
-    assert tao.leftovers() == [] and tao.record(job)["terminal_state"] == "CANCELED"
 
 
 def test_retries_per_index_fail_fast_on_oom_but_retry_other_exits(tao: Tao) -> None:

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from .helpers import LOCAL_CLUSTER, Cluster, Tao, kubectl, states, submitted_id, wait_for
+from support.cluster import LOCAL_CLUSTER, Cluster, Tao, kubectl, states, submitted_id, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -8,8 +8,7 @@ import subprocess
 from typing import Any
 
 import pytest
-
-from .helpers import REPO, RUN_SECONDS, SIMULATED_LOG_LINE, STAY_RUNNING, Tao, submitted_id, wait_for
+from support.cluster import REPO, RUN_SECONDS, SIMULATED_LOG_LINE, STAY_RUNNING, Tao, submitted_id, wait_for
 
 pytestmark = pytest.mark.e2e
 

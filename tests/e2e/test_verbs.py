@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 # Tao and the `tao` fixture (conftest.py) are shared by every e2e module; the names stay importable from here.
-from .helpers import TAO_IMAGE, Tao, k8s_version, states, submitted_id  # noqa: F401
+from support.cluster import TAO_IMAGE, Tao, k8s_version, states, submitted_id  # noqa: F401
 
 pytestmark = pytest.mark.e2e
 

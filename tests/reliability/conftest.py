@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e.helpers import Cluster
+from support.cluster import Cluster
 
 from .helpers import ControlPlane
 from .stats import STATS

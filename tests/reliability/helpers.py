@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from e2e.helpers import LOCAL_CLUSTER, REPO, Cluster, kubectl, wait_for
+from support.cluster import LOCAL_CLUSTER, REPO, Cluster, kubectl, wait_for
 
-from kubectl_tao.records import ALLOWED_TRANSITIONS, OPENING_MESSAGE, TERMINAL_STATES, schema_errors
+from kubectl_tao.store.records import ALLOWED_TRANSITIONS, OPENING_MESSAGE, TERMINAL_STATES, schema_errors
 
 from .stats import STATS
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e.helpers import STAY_RUNNING, Cluster, Tao, kubectl, submitted_id, wait_for
+from support.cluster import STAY_RUNNING, Cluster, Tao, kubectl, submitted_id, wait_for
 
 from kubectl_tao.kubelet_text import expand
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e.helpers import STAY_RUNNING, Cluster, Tao, wait_for
-from secret_corpus import CORPUS_DIR, cases
+from support.cluster import STAY_RUNNING, Cluster, Tao, wait_for
+from support.secret_corpus import CORPUS_DIR, cases
 
 from kubectl_tao import cli as cli_module
 from kubectl_tao import lint

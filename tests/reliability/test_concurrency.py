@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e.helpers import STAY_RUNNING, Cluster, Tao, kubectl
+from support.cluster import STAY_RUNNING, Cluster, Tao, kubectl
 
-from kubectl_tao.records import TERMINAL_STATES, RecordStore, schema_errors
+from kubectl_tao.store.records import TERMINAL_STATES, RecordStore, schema_errors
 
 from .helpers import TAO, check_record, names_of, objects, owned_by, record_ids, transition_problems, wait_gone
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from e2e.helpers import Cluster, Tao
+from support.cluster import Cluster, Tao
 
 from .helpers import objects, record_ids
 

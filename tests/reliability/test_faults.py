@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e.helpers import STAY_RUNNING, Cluster, Tao, bound_claim_objects, get, kubectl, unique_name, wait_for
+from support.cluster import STAY_RUNNING, Cluster, Tao, bound_claim_objects, get, kubectl, unique_name, wait_for
 
 from .helpers import (
     CLIENTS,

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from e2e.helpers import RUN_SECONDS, STAY_RUNNING, Cluster, Tao, get, kubectl, wait_for
+from support.cluster import RUN_SECONDS, STAY_RUNNING, Cluster, Tao, get, kubectl, wait_for
 
 from .helpers import CLIENTS, ControlPlane, check_record, states, wait_gone
 

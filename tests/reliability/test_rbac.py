@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from e2e.helpers import STAY_RUNNING, Cluster, Tao, kubectl
+from support.cluster import STAY_RUNNING, Cluster, Tao, kubectl
 
 from .helpers import check_record, objects, record_ids, service_account_kubeconfig, service_account_role, wait_gone
 

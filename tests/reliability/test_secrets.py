@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e.helpers import RUN_SECONDS, STAY_RUNNING, Cluster, Tao, kubectl
+from support.cluster import RUN_SECONDS, STAY_RUNNING, Cluster, Tao, kubectl
 
 from .helpers import REPO, TAO, check_record, record_ids, wait_gone
 from .stats import STATS

@@ -1,123 +1,20 @@
 """Fixtures for driving the CLI in-process with kubectl replaced by recorded answers.
 
 `cli(*argv, stdin=...)` runs `kubectl_tao.cli.main` and returns (exit code, stdout, stderr).
-`fake_kubectl` replaces `Kubectl.run` (every kubectl call goes through it): `.on(*prefix, ...)` says what
-kubectl answers to a call whose arguments start with `prefix`; `.calls` records each call's full argv and
-stdin, so tests can assert what was (and what was never) put on a command line.
+`fake_kubectl` replaces `Kubectl.run` with a support.fake_kubectl.FakeKubectl (what it answers, what it was asked).
 """
 
 from __future__ import annotations
 
 import io
-import json
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
+from support.fake_kubectl import KUBECONFIG, FakeKubectl
 
-from kubectl_tao.capacity import NODES_READ, PODS_READ
-from kubectl_tao.kubectl import Completed, Kubectl
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
-
-KUBECONFIG = """\
-apiVersion: v1
-kind: Config
-current-context: lab
-clusters:
-- name: lab
-  cluster: {server: "https://127.0.0.1:6443"}
-contexts:
-- name: lab
-  context: {cluster: lab, user: lab, namespace: tao-jobs}
-- name: other
-  context: {cluster: lab, user: lab, namespace: other-ns}
-users:
-- name: lab
-  user: {token: placeholder}
-"""
-
-
-def fixture_json(name: str) -> Any:
-    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
-
-
-@dataclass
-class Call:
-    argv: list[str]
-    stdin: str | None
-
-
-def open_kubernetes_record(store: Any) -> Any:
-    """A kubernetes record opened in STORE as submit opens it (busybox, dino train, tier A)."""
-    return store.open(
-        platform="kubernetes",
-        image="busybox",
-        network_arch="dino",
-        action="train",
-        storage_tier="A",
-        results_dir="/workspace/results/x",
-    )
-
-
-def review_answer(*, deny: tuple[str, ...] = ()) -> tuple[tuple[str, ...], str]:
-    """The argv prefix of submit's one SelfSubjectAccessReview call, and an answer granting every permission
-    submit can need except those in DENY (their text, e.g. "create jobs.batch")."""
-    from kubectl_tao import permissions
-
-    rows = "".join(
-        f"{p.verb} {p.resource} {p.group or '-'} {'false' if p.text in deny else 'true'}\n"
-        for p in permissions.needed(credentials=True, service=True, patch_job=True)
-    )
-    return ("create", "-o", permissions.REVIEW_TEMPLATE), rows
-
-
-class FakeKubectl:
-    def __init__(self) -> None:
-        self.rules: list[tuple[tuple[str, ...], Completed]] = []
-        self.calls: list[Call] = []
-
-    def on(self, *prefix: str, stdout: str = "", stderr: str = "", rc: int = 0, data: Any = None) -> None:
-        """Answer calls whose arguments (after the global flags) start with `prefix`; first match wins."""
-        if data is not None:
-            stdout = json.dumps(data)
-        self.rules.append((prefix, Completed(stdout, stderr, rc)))
-
-    def capacity(self, data: Any) -> None:
-        """Answer the fit gate's two `get --raw` reads from a `get nodes,pods -o json`-style list, as the API
-        server would: the nodes and the pods apart, items without `kind`, finished pods left out by the field
-        selector."""
-
-        def raw(items: list[dict[str, Any]]) -> dict[str, Any]:
-            return {"kind": "List", "items": [{k: v for k, v in i.items() if k != "kind"} for i in items]}
-
-        items = data.get("items") or []
-        nodes = [i for i in items if i.get("kind") == "Node"]
-        pods = [i for i in items if i.get("kind") == "Pod"
-                and (i.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
-        self.on(*NODES_READ, data=raw(nodes))
-        self.on(*PODS_READ, data=raw(pods))
-
-    def capacity_refused(self, *, nodes: str | None = None, pods: str | None = None) -> None:
-        """Make the nodes and/or the pods read fail with kubectl's stderr `nodes`/`pods` (exit 1)."""
-        if nodes is not None:
-            self.on(*NODES_READ, stderr=nodes, rc=1)
-        if pods is not None:
-            self.on(*PODS_READ, stderr=pods, rc=1)
-
-    def run(self, kc: Kubectl, args: list[str], **kwargs: Any) -> Completed:
-        stdin = kwargs.get("stdin")
-        self.calls.append(Call(kc.argv(list(args), namespaced=kwargs.get("namespaced", True)), stdin))
-        kc.calls += 1
-        missing = Completed("", f"error: the fake kubectl has no answer for {' '.join(args)}", 1)
-        result = next((answer for prefix, answer in self.rules if tuple(args[: len(prefix)]) == prefix), missing)
-        return kc.settle(result, check=kwargs.get("check", True), best_effort=kwargs.get("best_effort", False))
-
-    def argvs(self) -> list[list[str]]:
-        return [call.argv for call in self.calls]
+from kubectl_tao.k8s.kubectl import Kubectl
 
 
 @pytest.fixture

@@ -8,15 +8,15 @@ import os
 import stat
 import threading
 import tomllib
-from pathlib import Path
 
 import pytest
 import yaml
+from support import FIXTURES as FIXTURES_ROOT
 
 from kubectl_tao import action, kubelet_text, names
 from kubectl_tao.errors import TaoError, UsageError
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "action"
+FIXTURES = FIXTURES_ROOT / "action"
 JOB_ID = "dino-train-1a2b3c"
 
 

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import ROOT as REPO_ROOT
 
 from kubectl_tao import bootstrap
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 
 
 def archive_layout(root: Path, tags: tuple[str, ...] = ("cp311", "cp312", "cp313", "cp314")) -> Path:

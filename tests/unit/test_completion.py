@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import ROOT as REPO_ROOT
 
 from kubectl_tao.completion import FILES, NO_FILES, Completer, record_ids, render
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 HELPER = ROOT / "scripts" / "kubectl_complete-tao"
 IDS = ["dino-train-3f9a1c", "dino-eval-77aa01"]
 

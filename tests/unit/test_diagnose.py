@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support import FIXTURES as FIXTURES_ROOT
 
 from kubectl_tao import diagnose, gates
+from kubectl_tao.classify import JobStatus, job_status
 from kubectl_tao.diagnose import explain
-from kubectl_tao.status import JobStatus, job_status
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
+FIXTURES = FIXTURES_ROOT / "k8s"
 
 
 def load(name: str) -> Any:
@@ -194,6 +194,22 @@ def test_rendezvous_timeout_lists_network_dns_version_and_nccl() -> None:
         assert needle in found[0].fix
 
 
+def test_upload_failed_names_the_bucket_the_credentials_and_the_client() -> None:
+    pod = {
+        "metadata": {"name": "j-a", "namespace": "ns", "annotations": {}},
+        "spec": {"containers": [{"name": "tao", "env": [{"name": "TAO_UPLOAD_URI", "value": "s3://bkt/o/r/"}]}]},
+        "status": {"phase": "Failed", "containerStatuses": [
+            {"name": "tao", "state": {"terminated": {"exitCode": 89, "reason": "Error"}}, "restartCount": 0}]},
+    }
+    job = {"metadata": {"name": "j", "uid": "u"}, "spec": {"completions": 1},
+           "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}}
+    found = explain(job_status(job, [pod], {"items": []}), {"items": []}, [pod], job="j")
+    assert codes(found) == ["upload-failed"]
+    assert "s3://bkt/o/r/" in found[0].evidence
+    for needle in ("bucket", "AWS_ACCESS_KEY_ID", "AWS_ENDPOINT_URL", "awscli", "kubectl tao logs j --rank 0"):
+        assert needle in found[0].fix
+
+
 def test_program_error_points_at_the_logs_and_says_they_are_not_read() -> None:
     found = findings("exit-code")
     assert codes(found) == ["program-error"]
@@ -229,7 +245,7 @@ def test_job_gone() -> None:
 def test_kueue_admission_wait() -> None:
     found = findings("kueue-suspended", namespace="tao-jobs")
     assert codes(found) == ["awaiting-admission"]
-    assert "kubectl get workloads -n tao-jobs" in found[0].fix
+    assert "kubectl get workloads.kueue.x-k8s.io -n tao-jobs" in found[0].fix
 
 
 def test_plain_suspend_says_how_to_resume() -> None:

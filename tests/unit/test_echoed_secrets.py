@@ -10,8 +10,8 @@ import pytest
 
 from kubectl_tao.envfile import parse_env_file
 from kubectl_tao.errors import UsageError
+from kubectl_tao.jobs.plan import read_credentials
 from kubectl_tao.names import validate_env_name
-from kubectl_tao.plan import read_credentials
 from kubectl_tao.redact import safe_to_show
 
 CANARY = "s3cr3tCanaryValue"  # fake; shaped like a password nobody's detector knows

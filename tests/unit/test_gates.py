@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import FIXTURES as FIXTURES_ROOT
 
 from kubectl_tao import gates
 from kubectl_tao.errors import EXIT_NEVER_FITS, GateError, NeverFitsError, TaoError
 from kubectl_tao.gates import NodeGpus, fit
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
+FIXTURES = FIXTURES_ROOT / "k8s"
 
 
 def load(name: str) -> Any:
@@ -393,8 +393,8 @@ def test_thousand_node_cluster_is_linear_in_nodes_and_pods() -> None:
 def test_queue_quota_reads_clusterqueue_nominal_borrowing_and_usage() -> None:
     quota = gates.queue_quota(load("kueue-localqueue.json"), load("kueue-clusterqueue.json"))
     assert quota is not None
-    assert (quota.cluster_queue, quota.nominal, quota.borrowing_limit, quota.used) == ("gpu-cluster-queue", 16, 0, 8)
-    assert quota.ceiling == 16
+    assert (quota.cluster_queue, quota.nominal, quota.borrowing_limit, quota.used) == ("team-cq", 16, None, 8)
+    assert quota.ceiling == 16 and quota.free == 8  # no cohort: no borrowing, whatever the limit
 
 
 def test_queue_quota_is_none_without_kueue() -> None:

@@ -13,7 +13,7 @@ import copy
 from typing import Any
 
 import pytest
-from conftest import fixture_json
+from support.fake_kubectl import fixture_json
 
 from kubectl_tao import gates
 from kubectl_tao.errors import TaoError, UsageError
@@ -30,7 +30,7 @@ from kubectl_tao.gpuinventory import (
     pick_device_class,
     read_dra,
 )
-from kubectl_tao.kubectl import Completed
+from kubectl_tao.k8s.kubectl import Completed
 
 GPU_TOLERATION = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 

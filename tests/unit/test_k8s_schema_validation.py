@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,9 @@ from kubectl_tao import action, render
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 from kubernetes_validate import utils as kv_utils  # noqa: E402
+from support import FIXTURES as FIXTURES_ROOT  # noqa: E402
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "action"
+FIXTURES = FIXTURES_ROOT / "action"
 WANTED = "1.36"
 
 

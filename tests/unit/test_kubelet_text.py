@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from kubectl_tao import kubelet_text, render
 from kubectl_tao.errors import GateError
-from kubectl_tao.submit import _lint
+from kubectl_tao.jobs.submit import _lint
 
 # Input / output pairs from the test table of Kubernetes' own expansion (third_party/forked/golang/expansion),
 # with VAR_A=A, VAR_B=B, VAR_C=C, VAR_REF=$(VAR_A), VAR_EMPTY="".

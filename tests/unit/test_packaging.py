@@ -21,8 +21,9 @@ from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
+from support import ROOT as REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 TEMPLATE = ROOT / "plugins" / "tao.yaml.tmpl"
 PACKAGE_RELEASE = ROOT / "scripts" / "package-release"
 KREW_API_VERSION = "krew.googlecontainertools.github.com/v1alpha2"

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 
 import pytest
 import yaml
+from support import ROOT as REPO_ROOT
 
 from kubectl_tao import kubelet_text, render
 from kubectl_tao.errors import UsageError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 ENTRYPOINT = (ROOT / "templates/k8s/indexed-rank-entrypoint.sh").read_text()
 BARRIER = (ROOT / "templates/k8s/rendezvous-barrier.sh").read_text()
 

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml  # PyYAML: a YAML 1.1 reader, as kubectl is
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
+from support import ROOT as REPO_ROOT
 
 from kubectl_tao import kubelet_text, names, render, templates
 from kubectl_tao.errors import UsageError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 BASE = {"image": "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt", "command": "dino train -e /workspace/s.yaml"}
 
 

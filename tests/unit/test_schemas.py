@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
+from support import ROOT as REPO_ROOT
 
 from kubectl_tao import schemas, templates
 from kubectl_tao.errors import TaoError, UsageError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 FIXTURES = ROOT / "tests" / "fixtures" / "action"
 MINE = ["action-request.v1", "staging-map.v1"]
 

@@ -3,7 +3,7 @@ The figures are in the README's Security section."""
 
 from __future__ import annotations
 
-from secret_corpus import cases, findings
+from support.secret_corpus import cases, findings
 
 CREDENTIALS = cases("credentials.txt")
 HONEST = cases("honest.txt")

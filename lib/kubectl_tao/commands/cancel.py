@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import OutputOption, record_store, session, with_cluster_flags
+from kubectl_tao.commands.common import OutputOption, record_store, session, with_cluster_flags
 
 EPILOG = """\b
 Examples:
@@ -32,13 +32,13 @@ def register(app: typer.Typer) -> None:
         output: str = OutputOption,
     ) -> int:
         """Stop a job: delete its Job, Service and Secret, and mark its record CANCELED."""
-        from .. import tracking
-        from ..cancel import cancel as run_cancel
-        from ..output import check_format, dump_json, dump_yaml, emit, info
+        from kubectl_tao.jobs import track as tracking
+        from kubectl_tao.jobs.cancel import cancel as run_cancel
+        from kubectl_tao.output import check_format, emit, emit_data, info
 
         fmt = check_format(output, ("table", "json", "yaml", "name"))
         if wait.lower() not in ("true", "false"):
-            from ..errors import UsageError
+            from kubectl_tao.errors import UsageError
 
             raise UsageError(f"--wait={wait}: use --wait=true (the default) or --wait=false")
         sess = session()
@@ -53,12 +53,10 @@ def register(app: typer.Typer) -> None:
             wait=wait.lower() == "true" and not no_wait,
             timeout=timeout,
         )
-        if fmt == "json":
-            emit(dump_json(result.to_dict()))
-        elif fmt == "yaml":
-            emit(dump_yaml(result.to_dict()))
-        elif fmt == "name":
+        if fmt == "name":
             emit(f"job/{result.record_id}\n")
+        elif emit_data(fmt, result.to_dict()):
+            pass  # json/yaml
         elif result.already:
             emit(f"job {result.record_id} was already canceled\n")
         else:

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from ..kubectl import ClusterOptions, Kubectl
+from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl
 
 if TYPE_CHECKING:
-    from ..kubeconfig import Target
+    from kubectl_tao.k8s.kubeconfig import Target
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,7 +39,7 @@ class Session:
     def target(self) -> Target:
         """The cluster and namespace the global flags point at (read from the kubeconfig, no kubectl call)."""
         if self._target is None:
-            from ..kubeconfig import resolve
+            from kubectl_tao.k8s.kubeconfig import resolve
 
             o = self.options
             self._target = resolve(o.kubeconfig, o.context, o.namespace)
@@ -132,14 +131,9 @@ OutputOption = typer.Option("table", "--output", "-o", help="Output format: tabl
 NoHeadersOption = typer.Option(False, "--no-headers", help="Omit the table header line.")
 
 
-def state_dir() -> str | None:
-    """TAO_STATE_DIR if set; records.py validates it (must be absolute)."""
-    return os.environ.get("TAO_STATE_DIR") or None
-
-
 def record_store() -> Any:
     """The job-record store ($TAO_STATE_DIR/jobs, else ~/.tao/jobs)."""
-    from ..records import RecordStore
+    from kubectl_tao.store.records import RecordStore
 
     return RecordStore()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import with_cluster_flags
+from kubectl_tao.commands.common import with_cluster_flags
 
 EPILOG = """\b
 Examples:
@@ -36,9 +36,9 @@ def register(app: typer.Typer) -> None:
         shell: str = typer.Argument(..., metavar="SHELL", help="bash, zsh or fish."),
     ) -> int:
         """Print a bash, zsh or fish completion script for kubectl-tao."""
-        from ..completion import SCRIPTS, Completer, render
-        from ..errors import UsageError
-        from ..output import emit
+        from kubectl_tao.completion import SCRIPTS, Completer, render
+        from kubectl_tao.errors import UsageError
+        from kubectl_tao.output import emit
 
         words = list(ctx.args)
         if shell == "__complete":  # what the printed scripts call: candidates for the words typed

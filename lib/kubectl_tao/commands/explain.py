@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import OutputOption, record_store, session, with_cluster_flags
+from kubectl_tao.commands.common import OutputOption, record_store, session, with_cluster_flags
 
 EPILOG = """\b
 Examples:
@@ -19,7 +19,7 @@ by its TTL is explained from the history its record captured. Container logs are
 
 
 def _text(explanation: object) -> str:
-    from ..explaining import Explanation
+    from kubectl_tao.jobs.explain import Explanation
 
     assert isinstance(explanation, Explanation)
     e = explanation
@@ -49,19 +49,15 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Look even if kubectl points at another cluster or Job UID."),
     ) -> int:
         """Explain why a job is pending or failed: cause, evidence, fix."""
-        from .. import tracking
-        from ..explaining import explain_job
-        from ..output import check_format, dump_json, dump_yaml, emit, info
+        from kubectl_tao.jobs import track as tracking
+        from kubectl_tao.jobs.explain import explain_job
+        from kubectl_tao.output import check_format, emit, emit_data, info
 
         fmt = check_format(output, ("table", "json", "yaml"))
         sess = session()
         tracked = tracking.load(record_store(), job)
         result = explain_job(sess.kubectl(), tracked, server=sess.target().server, force=force)
-        if fmt == "json":
-            emit(dump_json(result.to_dict()))
-        elif fmt == "yaml":
-            emit(dump_yaml(result.to_dict()))
-        else:
+        if not emit_data(fmt, result.to_dict()):
             for note in result.notes:
                 info(f"note: {note}")
             emit(_text(result))

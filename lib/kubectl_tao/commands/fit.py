@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import OutputOption, session, with_cluster_flags
+from kubectl_tao.commands.common import OutputOption, session, with_cluster_flags
 
 EPILOG = """\b
 Examples:
@@ -42,11 +42,11 @@ def register(app: typer.Typer) -> None:
         output: str = OutputOption,
     ) -> int:
         """Say whether a job of G GPUs x N nodes fits now, must queue, or never fits."""
-        from .. import fitting
-        from ..errors import EXIT_FAILURE, EXIT_NEVER_FITS, EXIT_OK, UsageError
-        from ..output import check_format, dump_json, dump_yaml, emit, info
-        from ..plan import GPU_TOLERATION
-        from ..render import _check_toleration, parse_key_values, parse_toleration
+        from kubectl_tao.errors import EXIT_FAILURE, EXIT_NEVER_FITS, EXIT_OK, UsageError
+        from kubectl_tao.jobs import fit as fitting
+        from kubectl_tao.k8s.contract import GPU_TOLERATION
+        from kubectl_tao.output import check_format, emit, emit_data, info
+        from kubectl_tao.render import _check_toleration, parse_key_values, parse_toleration
 
         fmt = check_format(output, ("table", "json", "yaml"))
         selector = parse_key_values(node_selector, "--node-selector")
@@ -71,11 +71,7 @@ def register(app: typer.Typer) -> None:
             gpu_product=gpu_product,
             queue=queue,
         )
-        if fmt == "json":
-            emit(dump_json(report.to_dict()))
-        elif fmt == "yaml":
-            emit(dump_yaml(report.to_dict()))
-        else:
+        if not emit_data(fmt, report.to_dict()):
             for note in report.notes:
                 info(f"note: {note}")
             if nodes > 1:

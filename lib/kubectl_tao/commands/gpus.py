@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import NoHeadersOption, OutputOption, session, with_cluster_flags
+from kubectl_tao.commands.common import NoHeadersOption, OutputOption, session, with_cluster_flags
 
 EPILOG = """\b
 Examples:
@@ -34,16 +34,12 @@ def register(app: typer.Typer) -> None:
         no_headers: bool = NoHeadersOption,
     ) -> int:
         """Show which GPUs are free right now, per node and per namespace."""
-        from ..gpus import gather
-        from ..output import check_format, dump_json, dump_yaml, emit, info, table
+        from kubectl_tao.jobs.gpus import gather
+        from kubectl_tao.output import check_format, emit, emit_data, info, table
 
         fmt = check_format(output, ("table", "wide", "json", "yaml"))
         inv = gather(session().kubectl(), device_class=device_class)
-        if fmt == "json":
-            emit(dump_json(inv.to_dict()))
-            return 0
-        if fmt == "yaml":
-            emit(dump_yaml(inv.to_dict()))
+        if emit_data(fmt, inv.to_dict()):
             return 0
         for note in inv.notes:
             info(f"note: {note}")

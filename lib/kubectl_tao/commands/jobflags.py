@@ -57,6 +57,11 @@ JOB_FLAGS: dict[str, tuple[Any, Any]] = {
     "upload_exclude": _opt(
         None, "--upload-exclude", help="Glob left out of the tier C upload (repeat).", annotation=list[str] | None
     ),
+    "s3_tools_image": _opt(
+        None,
+        "--s3-tools-image",
+        help="Tier C: image of the fetch-inputs step, with `aws` on PATH [amazon/aws-cli, AWS CLI v2].",
+    ),
     "launcher": _opt("tao", "--launcher", help="Multi-node: tao (env rendezvous) or torchrun.", annotation=str),
     "master_port": _opt(29500, "--master-port", help="Multi-node rendezvous port.", annotation=int),
     "rendezvous_timeout": _opt(
@@ -147,6 +152,6 @@ def probe_settings(job: dict[str, Any], server: str) -> tuple[dict[str, str], st
     probe cache, no cluster call), and when; nothing otherwise."""
     if job.get("action_request") or int(job.get("nodes") or 1) <= 1:
         return {}, ""
-    from ..probe import cached_settings
+    from kubectl_tao.store.probecache import cached_settings
 
     return cached_settings(server)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .common import with_cluster_flags
+from kubectl_tao.commands.common import with_cluster_flags
 
 EPILOG = """\b
 Examples:
@@ -33,9 +33,9 @@ def register(app: typer.Typer) -> None:
         import sys
         from pathlib import Path
 
-        from ..errors import UsageError
-        from ..lint import FIX_HINT, lint_manifest_text
-        from ..output import info
+        from kubectl_tao.errors import UsageError
+        from kubectl_tao.lint import FIX_HINT, lint_manifest_text
+        from kubectl_tao.output import info
 
         if files.count("-") > 1:
             raise UsageError("FILE: '-' (stdin) may be given only once")

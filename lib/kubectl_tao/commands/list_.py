@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import NoHeadersOption, OutputOption, record_store, session, with_cluster_flags
+from kubectl_tao.commands.common import NoHeadersOption, OutputOption, record_store, session, with_cluster_flags
 
 DEFAULT_LIMIT = 100  # the newest records `list` shows; --all shows every one
 
@@ -33,10 +33,10 @@ def register(app: typer.Typer) -> None:
         all_: bool = typer.Option(False, "--all", help="Show every record."),
     ) -> int:
         """List job records, newest first, with their live state."""
-        from .. import present
-        from ..errors import UsageError
-        from ..listing import observe_all
-        from ..output import check_format, info
+        from kubectl_tao.commands import present
+        from kubectl_tao.errors import UsageError
+        from kubectl_tao.jobs.listing import observe_all
+        from kubectl_tao.output import check_format, info
 
         if limit < 1:
             raise UsageError(f"--limit must be at least 1 (got {limit}); use --all to show every record")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import OutputOption, session, with_cluster_flags
+from kubectl_tao.commands.common import OutputOption, session, with_cluster_flags
 
 EPILOG = """\b
 Examples:
@@ -32,8 +32,8 @@ def register(app: typer.Typer) -> None:
         output: str = OutputOption,
     ) -> int:
         """Check that this machine and cluster can run TAO jobs."""
-        from ..output import check_format, dump_json, dump_yaml, emit
-        from ..preflight import MISSING, cluster_checks, host_runtime_check, kubectl_check
+        from kubectl_tao.jobs.preflight import MISSING, cluster_checks, host_runtime_check, kubectl_check
+        from kubectl_tao.output import check_format, emit, emit_data
 
         fmt = check_format(output, ("table", "json", "yaml"))
         sess = session()
@@ -50,10 +50,6 @@ def register(app: typer.Typer) -> None:
                 gpu_product=gpu_product,
                 queue=queue,
             )
-        if fmt == "json":
-            emit(dump_json({"checks": [c.to_dict() for c in checks]}))
-        elif fmt == "yaml":
-            emit(dump_yaml({"checks": [c.to_dict() for c in checks]}))
-        else:
+        if not emit_data(fmt, {"checks": [c.to_dict() for c in checks]}):
             emit("".join(c.line() + "\n" for c in checks))
         return 1 if any(c.status == MISSING for c in checks) else 0

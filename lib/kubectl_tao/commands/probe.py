@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from .common import lazy_record_store, session, with_cluster_flags
+from kubectl_tao.commands.common import lazy_record_store, session, with_cluster_flags
+from kubectl_tao.commands.jobflags import JOB_FLAGS
 
 EPILOG = """\b
 Examples:
@@ -16,6 +17,9 @@ Examples:
   kubectl tao probe nccl --force --nccl-socket-ifname eth0 --nccl-env NCCL_DEBUG=INFO
   # For scripts
   kubectl tao probe nccl -o json
+  # On chosen nodes only (submit's own flags): here the local cluster's real nodes, with its torch image
+  kubectl tao probe nccl --image kubectl-tao.local/torch:TAG --node-selector kubectl-tao.io/real-node=true \\
+      --toleration kubectl-tao.io/real-node=true:NoSchedule
 
 \b
 The probe is a multi-node job like any other (Indexed Job + headless Service, one rank per node, every
@@ -30,8 +34,13 @@ exercise NCCL and is not cached. Results are cached per API server URL and serve
 $TAO_STATE_DIR/probes/nccl.json (else ~/.tao/probes/nccl.json); multi-node submits warn when the cluster
 has no cached result or it is fail or hang. A pass caches the NCCL settings it ran with (NCCL_DEBUG* left
 out), and later multi-node submits on the cluster apply them (printed; a flag for the same variable wins).
-A real pass needs real GPU nodes: on simulated nodes (KWOK, the local cluster) no container runs, and a
-pass only shows that the probe's objects are accepted, placed one rank per node and complete.
+--node-selector, --gpu-product and --toleration place the ranks as they place a submit's pods.
+A real pass needs real GPU nodes with CUDA and NCCL in the image. Without them (CPU nodes, a CPU-only
+torch, the local cluster's real nodes with their fake GPUs) every rank falls back to gloo on CPU and says
+so: the report reads "pass over gloo, not NCCL" with "backend: gloo"; such a pass shows the pods, DNS and
+TCP between nodes work, is cached with backend gloo, applies no NCCL settings to later submits, and
+multi-node submits still warn. On simulated nodes (KWOK) no container runs, and a pass only shows that the
+probe's objects are accepted, placed one rank per node and complete.
 Exit codes: 0 pass, 1 fail or hang (or a gate refused it), 2 bad flags, 3 unreachable, 4 never fits."""
 
 probe_app = typer.Typer(
@@ -50,6 +59,10 @@ NCCL_ENV_OPTION = typer.Option(
 )
 # Hidden: pod annotations, for tests that steer simulated pods (kwok.kubectl-tao.io/...).
 ANNOTATION_OPTION = typer.Option(None, "--annotation", hidden=True, help="KEY=VALUE pod annotation (repeat).")
+# Where the ranks may run: submit's own options, parsed the same way (plan.targeting).
+NODE_SELECTOR_OPTION = JOB_FLAGS["node_selector"][1]
+TOLERATION_OPTION = JOB_FLAGS["toleration"][1]
+GPU_PRODUCT_OPTION = JOB_FLAGS["gpu_product"][1]
 
 
 @probe_app.command("nccl", epilog=EPILOG)
@@ -70,17 +83,24 @@ def nccl(
     nccl_socket_ifname: str = typer.Option(None, "--nccl-socket-ifname", help="NCCL_SOCKET_IFNAME, e.g. eth0."),
     nccl_ib_hca: str = typer.Option(None, "--nccl-ib-hca", help="NCCL_IB_HCA for RDMA nodes, e.g. mlx5."),
     nccl_env: list[str] | None = NCCL_ENV_OPTION,
+    node_selector: list[str] | None = NODE_SELECTOR_OPTION,
+    toleration: list[str] | None = TOLERATION_OPTION,
+    gpu_product: str | None = GPU_PRODUCT_OPTION,
     force: bool = typer.Option(False, "--force", help="Probe even when a result younger than 24h is cached."),
     annotation: list[str] | None = ANNOTATION_OPTION,
     output: str = typer.Option("table", "--output", "-o", help="Output format: table (default), json, yaml."),
 ) -> int:
     """Run a 2-node all_reduce job and report pass, fail or hang (cached per cluster)."""
-    from ..output import check_format, dump_json, dump_yaml, emit, info
-    from ..probe import DEFAULT_IMAGE, PASS, ProbeOptions, cache_path, describe, parse_duration, run_probe
-    from ..records import default_state_dir
-    from ..render import parse_key_values
+    from kubectl_tao.jobs.plan import targeting
+    from kubectl_tao.jobs.probe import DEFAULT_IMAGE, PASS, ProbeOptions, describe, parse_duration, run_probe
+    from kubectl_tao.output import check_format, emit, emit_data, info
+    from kubectl_tao.render import parse_key_values
+    from kubectl_tao.store.probecache import cache_path
 
     fmt = check_format(output, ("table", "json", "yaml"))
+    selector, tolerations = targeting(
+        {"node_selector": node_selector, "toleration": toleration, "gpu_product": gpu_product}
+    )
     opts = ProbeOptions(
         nodes=nodes,
         gpus=gpus,
@@ -94,8 +114,10 @@ def nccl(
         nccl_ib_hca=nccl_ib_hca,
         nccl_env=parse_key_values(nccl_env, "--nccl-env"),
         annotations=parse_key_values(annotation, "annotation"),
+        node_selector=selector,
+        tolerations=tuple(tolerations),
     )
-    cache_file = cache_path(default_state_dir())  # a bad TAO_STATE_DIR is bad input: before any cluster call
+    cache_file = cache_path()  # a bad TAO_STATE_DIR is bad input: before any cluster call
     sess = session()
     namespace = sess.namespace()
     target = sess.target()
@@ -112,11 +134,7 @@ def nccl(
         cache_file=cache_file,
         on_progress=info,
     )
-    if fmt == "json":
-        emit(dump_json(report.to_dict()))
-    elif fmt == "yaml":
-        emit(dump_yaml(report.to_dict()))
-    else:
+    if not emit_data(fmt, report.to_dict()):
         emit(describe(report))
     return 0 if report.result == PASS else 1
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .common import NoHeadersOption, OutputOption, record_store, with_cluster_flags
+from kubectl_tao.commands.common import NoHeadersOption, OutputOption, record_store, with_cluster_flags
 
 EPILOG = """\b
 Examples:
@@ -32,7 +32,7 @@ record_app = typer.Typer(
 
 
 def _format(value: str, allowed: tuple[str, ...]) -> str:
-    from ..errors import UsageError
+    from kubectl_tao.errors import UsageError
 
     fmt = (value or allowed[0]).lower()
     if fmt not in allowed:
@@ -41,7 +41,7 @@ def _format(value: str, allowed: tuple[str, ...]) -> str:
 
 
 def _emit_record(record: dict, fmt: str) -> None:
-    from ..output import dump_json, dump_yaml, emit
+    from kubectl_tao.output import dump_json, dump_yaml, emit
 
     emit(dump_yaml(dict(record)) if fmt == "yaml" else dump_json(dict(record)))
 
@@ -68,7 +68,7 @@ def open_(
     output: str = typer.Option("name", "--output", "-o", help="name (the id, default), json or yaml."),
 ) -> int:
     """Open a record (state OPEN until launched) and print its new id."""
-    from ..output import emit
+    from kubectl_tao.output import emit
 
     fmt = _format(output, ("name", "json", "yaml"))
     record = record_store().open(
@@ -131,20 +131,16 @@ def show(
 @with_cluster_flags
 def list_(output: str = OutputOption, no_headers: bool = NoHeadersOption) -> int:
     """List records, newest first, without asking the cluster."""
-    from ..output import check_format, dump_json, dump_yaml, emit, info, table
+    from kubectl_tao.output import check_format, emit, emit_data, info, table
 
     fmt = check_format(output, ("table", "json", "yaml", "name"))
     errors: list[str] = []
     records = record_store().list(errors)
     for problem in errors:
         info(f"warning: {problem}")
-    if fmt == "json":
-        emit(dump_json([dict(r) for r in records]))
-    elif fmt == "yaml":
-        emit(dump_yaml([dict(r) for r in records]))
-    elif fmt == "name":
+    if fmt == "name":
         emit("".join(f"{r.id}\n" for r in records))
-    else:
+    elif not emit_data(fmt, [dict(r) for r in records]):
         rows = [[r.id, r.get("platform"), r.effective_state, r.get("results_dir")] for r in records]
         emit(table(rows, ["ID", "PLATFORM", "STATE", "RESULTS_DIR"], no_headers=no_headers))
     return 0

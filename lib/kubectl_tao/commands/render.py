@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from .common import OutputOption, session, with_cluster_flags
-from .jobflags import probe_settings, with_job_flags
+from kubectl_tao.commands.common import OutputOption, session, with_cluster_flags
+from kubectl_tao.commands.jobflags import probe_settings, with_job_flags
 
 EPILOG = """\b
 Examples:
@@ -29,11 +29,11 @@ def register(app: typer.Typer) -> None:
         output: str = OutputOption,
     ) -> int:
         """Print the Kubernetes manifests for a job without contacting the cluster."""
-        from .. import plan as planning
-        from ..names import validate_job_name
-        from ..output import check_format, emit, info
-        from ..render import to_json, to_yaml
-        from ..submit import execute
+        from kubectl_tao.jobs import plan as planning
+        from kubectl_tao.jobs.submit import execute
+        from kubectl_tao.names import validate_job_name
+        from kubectl_tao.output import check_format, emit, info
+        from kubectl_tao.render import to_json, to_yaml
 
         fmt = check_format(output, ("table", "yaml", "json"))
         sess = session()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import session, with_cluster_flags
+from kubectl_tao.commands.common import session, with_cluster_flags
 
 EPILOG = """\b
 Examples:
@@ -37,9 +37,9 @@ def _read_key(from_env: str | None) -> str:
     import os
     import sys
 
-    from ..errors import UsageError
-    from ..names import shown_env_name, validate_env_name
-    from ..pullsecret import check_key
+    from kubectl_tao.errors import UsageError
+    from kubectl_tao.k8s.pullsecret import check_key
+    from kubectl_tao.names import shown_env_name, validate_env_name
 
     if from_env:
         name = validate_env_name(from_env, "--from-env")
@@ -68,9 +68,9 @@ def image_pull(
     output: str = typer.Option("table", "--output", "-o", help="table (default), name, json or yaml."),
 ) -> int:
     """Create an image-pull Secret (dockerconfigjson) with the key read from stdin."""
-    from ..names import validate_dns_subdomain
-    from ..output import check_format, dump_json, dump_yaml, emit
-    from ..pullsecret import check_registry, check_username, create, secret_object
+    from kubectl_tao.k8s.pullsecret import check_registry, check_username, create, secret_object
+    from kubectl_tao.names import validate_dns_subdomain
+    from kubectl_tao.output import check_format, emit, emit_data
 
     fmt = check_format(output, ("table", "name", "json", "yaml"))
     name = validate_dns_subdomain(name, "NAME")
@@ -80,13 +80,9 @@ def image_pull(
     sess = session()
     namespace = sess.namespace()
     outcome = create(sess.kubectl(), secret_object(name, namespace, registry, username, key), key, replace=replace)
-    if fmt == "json":
-        emit(dump_json(outcome.to_dict()))
-    elif fmt == "yaml":
-        emit(dump_yaml(outcome.to_dict()))
-    elif fmt == "name":
+    if fmt == "name":
         emit(f"secret/{outcome.name}\n")
-    else:
+    elif not emit_data(fmt, outcome.to_dict()):
         emit(f"secret/{outcome.name} {outcome.action} in namespace {outcome.namespace} for {outcome.registry}\n")
     return 0
 

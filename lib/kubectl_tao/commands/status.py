@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import NoHeadersOption, OutputOption, record_store, session, with_cluster_flags
+from kubectl_tao.commands.common import NoHeadersOption, OutputOption, record_store, session, with_cluster_flags
 
 EPILOG = """\b
 Examples:
@@ -40,15 +40,16 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Look even if kubectl points at another cluster or Job UID."),
     ) -> int:
         """Show a job's state (PENDING/RUNNING/COMPLETE/ERROR/UNKNOWN) and why."""
-        from .. import present, tracking
+        from kubectl_tao.commands import present
+        from kubectl_tao.jobs import track as tracking
 
         sess = session()
         store = record_store()
         tracked = tracking.load(store, job)
         target = sess.target()
         if watch:
-            from ..watch import Watchdogs
-            from ..watch import watch as run_watch
+            from kubectl_tao.jobs.wait import Watchdogs
+            from kubectl_tao.jobs.wait import watch as run_watch
 
             obs = run_watch(
                 sess.kubectl(),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from .common import OutputOption, lazy_record_store, session, with_cluster_flags
-from .jobflags import probe_settings, with_job_flags
+from kubectl_tao.commands.common import OutputOption, lazy_record_store, session, with_cluster_flags
+from kubectl_tao.commands.jobflags import probe_settings, with_job_flags
 
 EPILOG = """\b
 Examples:
@@ -51,10 +51,10 @@ def register(app: typer.Typer) -> None:
         output: str = OutputOption,
     ) -> int:
         """Launch a TAO (or any PyTorch-style) GPU job after every gate passes."""
-        from .. import plan as planning
-        from ..errors import UsageError
-        from ..output import check_format, dump_json, dump_yaml, emit, info
-        from ..submit import execute
+        from kubectl_tao.errors import UsageError
+        from kubectl_tao.jobs import plan as planning
+        from kubectl_tao.jobs.submit import execute
+        from kubectl_tao.output import check_format, dump_json, dump_yaml, emit, info
 
         fmt = check_format(output, ("table", "json", "yaml", "name"))
         if dry_run not in ("none", "client", "server"):
@@ -96,7 +96,7 @@ def register(app: typer.Typer) -> None:
             ),
         )
         if dry_run != "none":
-            from ..render import to_json, to_yaml
+            from kubectl_tao.render import to_json, to_yaml
 
             for warning in outcome.warnings if dry_run == "client" else []:
                 info(f"warning: {warning}")
@@ -122,8 +122,8 @@ def register(app: typer.Typer) -> None:
             )
         if not wait:
             return 0
-        from .. import tracking
-        from ..watch import Watchdogs, watch
+        from kubectl_tao.jobs import track as tracking
+        from kubectl_tao.jobs.wait import Watchdogs, watch
 
         tracked = tracking.load(store(), outcome.record_id)
         obs = watch(

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import typer
 
-from .common import OutputOption, session, with_cluster_flags
+from kubectl_tao.commands.common import OutputOption, session, with_cluster_flags
 
 
 def client_version_line() -> str:
     """What `kubectl tao version` (and `kubectl tao --version`) prints first."""
-    from .. import __version__
+    from kubectl_tao import __version__
 
     return f"kubectl-tao {__version__}\n"
 
@@ -25,21 +25,17 @@ def register(app: typer.Typer) -> None:
         output: str = OutputOption,
     ) -> None:
         """Print the kubectl-tao version (and the cluster's with --server)."""
-        from .. import __version__
-        from ..output import check_format, dump_json, dump_yaml, emit
+        from kubectl_tao import __version__
+        from kubectl_tao.output import check_format, emit, emit_data
 
         fmt = check_format(output, ("table", "json", "yaml"))
         data: dict[str, str] = {"clientVersion": __version__}
         if server:
-            from ..gates import parse_server_version
+            from kubectl_tao.gates import parse_server_version
 
             raw = session().kubectl().json(["version"], namespaced=False)
             data["serverVersion"] = parse_server_version(raw).text
-        if fmt == "json":
-            emit(dump_json(data))
-        elif fmt == "yaml":
-            emit(dump_yaml(data))
-        else:
+        if not emit_data(fmt, data):
             emit(client_version_line())
             if server:
                 emit(f"server {data['serverVersion']}\n")

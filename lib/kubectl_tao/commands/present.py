@@ -1,0 +1,112 @@
+"""How observations of jobs are shown: the kubectl-style table, wide columns, rank tables, names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubectl_tao.jobs.track import Observation
+from kubectl_tao.output import age, check_format, dump_json, dump_yaml, emit, table
+
+HEADERS = ["NAME", "STATE", "GPUS", "NODES", "AGE", "REASON"]
+WIDE = ["NAMESPACE", "JOB", "IMAGE", "RESULTS"]
+
+
+def row(obs: Observation, wide: bool) -> list[Any]:
+    extra = obs.tracked.extra
+    reason = obs.reason or ("" if obs.state in ("RUNNING", "COMPLETE") else obs.message)
+    cells: list[Any] = [
+        obs.tracked.id,
+        obs.state,
+        extra.get("gpus", "-"),
+        extra.get("nodes", "-"),
+        age(obs.tracked.record.get("submitted_at")),
+        (reason or "")[:80],
+    ]
+    if wide:
+        cells += [
+            obs.tracked.namespace or "-",
+            obs.tracked.job_name or "-",
+            obs.tracked.record.get("image", "-"),
+            obs.tracked.record.get("results_dir", "-"),
+        ]
+    return cells
+
+
+def rank_rows(obs: Observation) -> list[list[Any]]:
+    ranks = (obs.live or {}).get("ranks") or (obs.tracked.extra.get("history") or {}).get("ranks") or []
+    return [
+        [
+            r.get("rank"),
+            r.get("pod"),
+            r.get("node") or "-",
+            r.get("phase") or "-",
+            "-" if r.get("exit_code") is None else r.get("exit_code"),
+            r.get("reason") or "",
+        ]
+        for r in ranks
+    ]
+
+
+def rank_counts(obs: Observation) -> str:
+    """Multi-node: `Ranks: R running, S succeeded, F failed (of N)` (pods Running now; the Job's own
+    succeeded and failed pod counts, which include ranks the Job controller stopped)."""
+    live = obs.live or {}
+    total = int(live.get("total") or 1)
+    if total < 2:
+        return ""
+    running = sum(1 for r in live.get("ranks") or [] if r.get("phase") == "Running")
+    return (
+        f"Ranks: {running} running, {int(live.get('succeeded') or 0)} succeeded, "
+        f"{int(live.get('failed') or 0)} failed (of {total})"
+    )
+
+
+def _scrubbed(value: Any) -> Any:
+    """Strings the cluster wrote (pod, condition and event messages) through the redactor."""
+    from kubectl_tao.redact import redact_cluster_text
+
+    if isinstance(value, str):
+        return redact_cluster_text(value)
+    if isinstance(value, list):
+        return [_scrubbed(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _scrubbed(v) for k, v in value.items()}
+    return value
+
+
+def show(observations: list[Observation], output: str, no_headers: bool, *, ranks: bool = False) -> None:
+    """`ranks` (status of one job): also the message, the rank table and notes, all redacted."""
+    fmt = check_format(output)
+    if fmt == "json":
+        data: Any = [o.to_dict() for o in observations]
+        emit(dump_json(_scrubbed(data[0]) if ranks and len(data) == 1 else {"items": data}))
+    elif fmt == "yaml":
+        data = [o.to_dict() for o in observations]
+        emit(dump_yaml(_scrubbed(data[0]) if ranks and len(data) == 1 else {"items": data}))
+    elif fmt == "name":
+        emit("".join(f"job/{o.tracked.id}\n" for o in observations))
+    else:
+        wide = fmt == "wide"
+        rows_shown = [row(o, wide) for o in observations]
+        emit(table(_scrubbed(rows_shown) if ranks else rows_shown, HEADERS + (WIDE if wide else []),
+                   no_headers=no_headers))
+        if ranks:
+            for obs in observations:
+                if obs.message and obs.state not in ("RUNNING", "COMPLETE"):
+                    emit(f"\nMessage: {_scrubbed(obs.message)}\n")
+                rows = _scrubbed(rank_rows(obs))
+                if rows and (len(rows) > 1 or obs.state == "ERROR" or wide):
+                    emit("\n" + table(rows, ["RANK", "POD", "NODE", "PHASE", "EXIT", "REASON"]))
+                counts = rank_counts(obs)
+                if counts:
+                    emit(f"\n{counts}\n")
+                gang = (obs.live or {}).get("gang")
+                if gang:
+                    from kubectl_tao.k8s.gang import describe
+
+                    emit(f"Gang: {_scrubbed(describe(gang))}\n")
+                first = (obs.live or {}).get("first_failed_rank")
+                if first is not None:
+                    emit(f"\nFirst failed rank: {first}\n")
+                for note in obs.notes:
+                    emit(f"Note: {_scrubbed(note)}\n")

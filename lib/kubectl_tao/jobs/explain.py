@@ -1,0 +1,255 @@
+"""`kubectl tao explain JOB`: fetch what diagnose.explain reads, in as few kubectl calls as possible.
+
+Round trip 1 (two processes at once, three for a job submitted with native gang scheduling): the Job and its
+pods (one call, by label, as tracking.fetch does), the namespace's events (filtered here to the Job and its pods)
+and the namespace's PodGroups and Workloads (gang.py). Round trip 2, only when the scheduler has
+refused a pod: nodes and pods of every namespace, and the DRA devices and claims (two processes at once),
+so that "no GPUs anywhere" (the GPU Operator is missing) is told from "GPUs busy". A Job that is gone is
+explained from the history the record captured at its end.
+Nothing here writes to the record: explain only reads.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubectl_tao import classify as st
+from kubectl_tao import kueue
+from kubectl_tao.diagnose import Finding
+from kubectl_tao.errors import TaoError
+from kubectl_tao.jobs.track import Tracked, check_pin, check_uid, reads_gang
+from kubectl_tao.k8s import contract, gang
+from kubectl_tao.k8s.kubectl import Completed, Kubectl
+
+
+@dataclass
+class Explanation:
+    id: str
+    namespace: str | None
+    job: str | None
+    state: str
+    reason: str
+    message: str
+    source: str  # "cluster" (live objects) or "record" (the Job is gone or was never created)
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    gang: dict[str, Any] | None = None  # gang.GangView.to_dict() of a native gang job
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "namespace": self.namespace,
+            "job": self.job,
+            "state": self.state,
+            "reason": self.reason,
+            "message": self.message,
+            "source": self.source,
+            "findings": [f.to_dict() for f in self.findings],
+            "notes": list(self.notes),
+            "gang": self.gang,
+        }
+
+
+def redacted(e: Explanation) -> Explanation:
+    """``e`` with every text that may quote the cluster (events, conditions, container messages, the
+    record's last message) through the redactor: explain prints them as evidence."""
+    from kubectl_tao.redact import redact_cluster_text as redact_text
+
+    findings = [
+        Finding(redact_text(f.cause), redact_text(f.evidence), redact_text(f.fix), f.code) for f in e.findings
+    ]
+    gang = {k: redact_text(v) if isinstance(v, str) else v for k, v in e.gang.items()} if e.gang else None
+    return Explanation(
+        e.id, e.namespace, e.job, e.state, redact_text(e.reason), redact_text(e.message), e.source, findings,
+        [redact_text(note) for note in e.notes], gang,
+    )
+
+
+def _last_message(tracked: Tracked) -> str:
+    transitions = tracked.record.get("transitions") or []
+    return str(transitions[-1].get("message", "")) if transitions else ""
+
+
+def _loads(result: Completed) -> Any:
+    try:
+        return json.loads(result.stdout) if result.stdout.strip() else {}
+    except json.JSONDecodeError:
+        raise TaoError("kubectl get returned output that is not JSON") from None
+
+
+def from_history(tracked: Tracked) -> Explanation:
+    """Explain a job whose Job object is gone (or was never created) from what its record kept."""
+    from kubectl_tao.diagnose import explain
+
+    rid, ns, name = tracked.id, tracked.namespace, tracked.job_name
+    state = tracked.record_state
+    last = _last_message(tracked)
+    if state == "CANCELED":
+        finding = Finding(
+            "the job was canceled",
+            last or "record state CANCELED",
+            f"nothing to repair; to run it again submit it anew (the record keeps its history: "
+            f"`kubectl tao record show {rid}`)",
+            "canceled",
+        )
+        return Explanation(rid, ns, name, state, "", last, "record", [finding])
+    if not name:
+        finding = Finding(
+            "the job was never launched (the record names no Kubernetes Job)",
+            last or "record state " + state,
+            "read the reason above; fix it and submit again (a record follows one launch)",
+            "not-launched",
+        )
+        return Explanation(rid, ns, name, state, "", last, "record", [finding])
+    history = tracked.extra.get("history") or {}
+    if history.get("state"):
+        status = st.JobStatus(
+            state=str(history["state"]),
+            reason=str(history.get("reason") or ""),
+            message=str(history.get("message") or ""),
+            err_class=history.get("err_class"),
+            total=max(len(history.get("ranks") or []), 1),
+            first_failed_rank=history.get("first_failed_rank"),
+        )
+        note = f"the Job is gone; explained from the history the record captured at {history.get('captured_at')}"
+    elif tracked.terminal:
+        status = st.JobStatus(state=state, reason="", message=last, err_class=tracked.record.get("err_class"))
+        note = "the Job is gone and the record kept no history; explained from the record's last state"
+    else:
+        status = st.job_status(None, [])
+        note = ""
+    found = explain(status, None, [], job=rid, namespace=ns, job_name=name)
+    result = Explanation(rid, ns, name, status.state, status.reason, status.message, "record", found)
+    if note:
+        result.notes.append(note)
+    return result
+
+
+def _needs_nodes(status: st.JobStatus, events: list[Any]) -> bool:
+    if status.state not in (st.PENDING, st.RUNNING):
+        return False
+    if status.reason in ("Unschedulable", contract.INSUFFICIENT_GPU):
+        return True
+    return any(st.event_fields(event)[2] == "FailedScheduling" for event in events)
+
+
+def _kueue_view(kc: Kubectl, ns: str, job: dict[str, Any], notes: list[str]) -> tuple[Any, Any]:
+    """Round trip 2 for a Job Kueue holds suspended (three reads at once): its Workload, its LocalQueue and
+    the ClusterQueues. Returns (kueue.Admission | None, gates.QueueQuota | None); what cannot be read
+    becomes a note (a namespace user may not read ClusterQueues, which are cluster-scoped)."""
+    from kubectl_tao.gates import queue_quota
+    from kubectl_tao.jobs.fit import CLUSTERQUEUES, LOCALQUEUES
+
+    queue = str(kueue.queue_of(job))
+    uid = str((job.get("metadata") or {}).get("uid") or "")
+    reads = kc.run_many(
+        {
+            "workloads": ([*kueue.workload_read(ns, uid), "-o", "json"], {"namespaced": False}),
+            "localqueue": (["get", LOCALQUEUES, queue, "-n", ns, "-o", "json"], {"namespaced": False}),
+            "clusterqueues": (["get", CLUSTERQUEUES, "-o", "json"], {"namespaced": False}),
+        }
+    )
+    answers: dict[str, Any] = {}
+    for key, answer in reads.items():
+        if isinstance(answer, TaoError):
+            if key != "localqueue" or "not found" not in answer.message.lower():
+                notes.append(f"Kueue's {key} not read ({answer.message})")
+            answers[key] = None
+        else:
+            assert isinstance(answer, Completed)
+            answers[key] = _loads(answer)
+    admission = kueue.admission(job, answers["workloads"]) if answers["workloads"] is not None else None
+    lq = answers["localqueue"]
+    cq_name = ((lq or {}).get("spec") or {}).get("clusterQueue")
+    listed = (answers["clusterqueues"] or {}).get("items") or []
+    cqs = [c for c in listed if (c.get("metadata") or {}).get("name") == cq_name]
+    return admission, (queue_quota(lq, cqs[0]) if lq and cqs else None)
+
+
+def explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = False) -> Explanation:
+    """Findings for a record's Job: live when the Job exists, else from the record; redacted."""
+    return redacted(_explain_job(kc, tracked, server=server, force=force))
+
+
+def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = False) -> Explanation:
+    from kubectl_tao import gpuinventory
+    from kubectl_tao.diagnose import explain
+    from kubectl_tao.k8s import capacity
+
+    if not tracked.on_kubernetes:
+        result = from_history(tracked)
+        result.notes.append(f"platform {tracked.platform or '?'}: explained from the record only")
+        return result
+    check_pin(tracked, server, force=force)
+    ns, name = tracked.namespace, tracked.job_name
+    if tracked.record_state == "CANCELED" or not ns or not name:
+        return from_history(tracked)
+    calls = {"events": ["get", "events", "-n", ns]}
+    if tracked.launched_here:
+        calls["objects"] = ["get", "jobs,pods", "-n", ns, "-l", tracked.pod_selector]
+    else:  # a Job launched another way: by its name, its pods by job-name=
+        calls["objects"] = ["get", "job", name, "-n", ns, "--ignore-not-found"]
+        calls["pods"] = ["get", "pods", "-n", ns, "-l", tracked.pod_selector]
+    requests = {key: ([*args, "-o", "json"], {"namespaced": False}) for key, args in calls.items()}
+    if reads_gang(tracked):
+        requests["groups"] = gang.groups_call(ns)
+    results = kc.run_many(requests)
+    items: list[Any] = []
+    for key in ("objects", "pods"):
+        answer = results.get(key)
+        if isinstance(answer, TaoError):
+            raise answer
+        if isinstance(answer, Completed):
+            data = _loads(answer)
+            items += data.get("items") or ([data] if data.get("kind") else [])
+    jobs = [i for i in items if i.get("kind") == "Job" and (i.get("metadata") or {}).get("name") == name]
+    pods = [i for i in items if i.get("kind") == "Pod"]
+    job = jobs[0] if jobs else None
+    check_uid(tracked, job, force=force)
+    if job is None:
+        return from_history(tracked)
+    notes: list[str] = []
+    events_result = results["events"]
+    events: list[Any] = []
+    if isinstance(events_result, TaoError):
+        notes.append(f"events not read ({events_result.message}); findings come from the Job and pods only")
+    else:
+        assert isinstance(events_result, Completed)
+        pod_names = [str((p.get("metadata") or {}).get("name")) for p in pods]
+        events = st.job_events(_loads(events_result), name, pod_names)
+    status = st.job_status(job, pods, events)
+    queue_quota = None
+    if status.reason == "Suspended" and kueue.queue_of(job):
+        admission, queue_quota = _kueue_view(kc, ns, job, notes)
+        status = st.job_status(job, pods, events, admission=admission)
+    groups = results.get("groups")
+    gang_view = gang.view(job, _loads(groups), pods) if isinstance(groups, Completed) else None
+    if gang_view is not None:
+        gang.annotate(status, job, _loads(groups), pods)
+    node_list = None
+    hint = None
+    if _needs_nodes(status, events):
+        reads = kc.run_many({**capacity.calls(), "dra": (gpuinventory.DRA_READ, {"namespaced": False})})
+        try:
+            seen = capacity.read(reads)
+        except TaoError as exc:
+            notes.append(f"nodes not read ({exc.message}); cannot tell a missing GPU Operator from busy GPUs")
+        else:
+            dra, dra_note = gpuinventory.read_dra(reads["dra"])
+            if dra_note:
+                notes.append(dra_note)
+            node_list = gpuinventory.fit_nodes(seen.nodes, seen.pods, dra)
+            hint = gpuinventory.no_gpu_hint(dra)
+    found = explain(
+        status, events, pods, nodes=node_list, job=tracked.id, namespace=ns, job_name=name, no_gpu_hint=hint,
+        queue_quota=queue_quota,
+    )
+    gang_finding = gang.finding(gang_view, gpus=tracked.extra.get("gpus")) if gang_view else None
+    if gang_finding is not None and status.state == st.PENDING:
+        found.insert(0, gang_finding)
+    return Explanation(
+        tracked.id, ns, name, status.state, status.reason, status.message, "cluster", found, notes,
+        gang_view.to_dict() if gang_view else None,
+    )

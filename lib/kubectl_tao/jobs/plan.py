@@ -1,0 +1,492 @@
+"""Turn the job flags into a validated submit Plan: every file read and every value checked before any
+cluster call, so bad input exits 2 with nothing created."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubectl_tao.errors import UsageError
+from kubectl_tao.jobs.submit import Plan
+from kubectl_tao.k8s import contract
+
+GPU_TOLERATION = contract.GPU_TOLERATION
+TIERS = ("A", "C")
+
+
+def read_credentials(
+    env_file: str | None, env_names: list[str] | None, *, stdin_text: str | None = None
+) -> dict[str, str]:
+    """Credentials for the per-job Secret: an env-file (or '-' for stdin) plus named environment variables.
+    Values are never echoed: errors name the file, line or variable only."""
+    from kubectl_tao.envfile import map_legacy_s3_names, parse_env_file
+
+    creds: dict[str, str] = {}
+    if env_file:
+        if env_file == "-":
+            data: str | bytes = stdin_text if stdin_text is not None else sys.stdin.buffer.read()
+            source = "stdin"
+        else:
+            path = Path(env_file)
+            try:
+                data = path.read_bytes()
+            except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+                reason = exc.strerror if isinstance(exc, OSError) else "the path contains a NUL character"
+                raise UsageError(f"--env-file: cannot read {env_file!r}: {reason}") from None
+            source = env_file
+        creds.update(parse_env_file(data, source))
+    for position, name in enumerate(env_names or [], start=1):
+        from kubectl_tao.names import shown_env_name, validate_env_name
+
+        validate_env_name(name, f"--env #{position}")
+        if name not in os.environ:
+            raise UsageError(
+                f"{shown_env_name(name, '--env', position)}: the variable is not set in your environment; export "
+                "it or use --env-file"
+            )
+        if name in creds:
+            raise UsageError(f"{shown_env_name(name, '--env', position)}: also given in --env-file; give it once")
+        creds[name] = os.environ[name]
+    for name, value in creds.items():
+        if "\n" in value or "\x00" in value:
+            raise UsageError(f"credential {name}: values cannot contain newlines or NUL")
+    return map_legacy_s3_names(creds) if creds else creds
+
+
+def _load_json(path: str | None, flag: str) -> dict[str, Any]:
+    from kubectl_tao.action import load_json_object
+
+    if not path:
+        raise UsageError(f"{flag} is required with --action-request")
+    return load_json_object(Path(path), flag.lstrip("-").replace("-", " "))
+
+
+def build(job: dict[str, Any], namespace: str, credentials: dict[str, str]) -> Plan:
+    if job.get("action_request"):
+        return _action_plan(job, namespace, credentials)
+    return _spec_plan(job, namespace, credentials)
+
+
+def _common_checks(job: dict[str, Any]) -> None:
+    tier = str(job.get("storage_tier") or "A").upper()
+    if tier not in TIERS:
+        raise UsageError(f"--storage-tier {job.get('storage_tier')!r}: use A (a bound PVC) or C (S3 in the pod)")
+    from kubectl_tao.names import require_ascii_name
+
+    for flag, example in (("network_arch", "dino"), ("action", "train")):
+        value = job.get(flag) or ""
+        if not value or any(ch.isspace() for ch in value) or len(value) > 40:
+            raise UsageError(f"--{flag.replace('_', '-')}: give a short word without spaces (e.g. dino, train)")
+        require_ascii_name(value, f"--{flag.replace('_', '-')}", example=example)
+
+
+@dataclass
+class _Nccl:
+    socket_ifname: str | None
+    ib_hca: str | None
+    env: dict[str, str]
+    notes: list[str]
+
+
+def _nccl_settings(job: dict[str, Any], nodes: int) -> _Nccl:
+    """The NCCL settings of a job: the flags, plus (multi-node) the settings this cluster's last probe passed
+    with (`job["probe_nccl"]`: settings and when they were checked), where no flag sets the same variable."""
+    from kubectl_tao.render import parse_key_values
+
+    env = parse_key_values(list(job.get("nccl_env") or []), "--nccl-env")
+    result = _Nccl(job.get("nccl_socket_ifname"), job.get("nccl_ib_hca"), env, [])
+    cached, checked_at = job.get("probe_nccl") or ({}, "")
+    if nodes <= 1 or not cached:
+        return result
+    applied = []
+    for key, value in cached.items():
+        if key == "NCCL_SOCKET_IFNAME" and result.socket_ifname is None:
+            result.socket_ifname = value
+        elif key == "NCCL_IB_HCA" and result.ib_hca is None:
+            result.ib_hca = value
+        elif key not in ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA") and key not in result.env:
+            result.env[key] = value
+        else:
+            continue
+        applied.append(f"{key}={value}")
+    if applied:
+        result.notes.append(
+            f"applying the NCCL settings this cluster's probe passed with ({checked_at}): {' '.join(applied)}; "
+            "override with --nccl-socket-ifname, --nccl-ib-hca or --nccl-env NAME=VALUE"
+        )
+    return result
+
+
+def _s3_tools_image(job: dict[str, Any], tier: str) -> dict[str, str]:
+    """--s3-tools-image, which only tier C's fetch step uses (absent: render's default image)."""
+    image = job.get("s3_tools_image")
+    if not image:
+        return {}
+    if tier != "C":
+        raise UsageError("--s3-tools-image is the image of tier C's fetch step: it needs --storage-tier C")
+    return {"s3_tools_image": str(image)}
+
+
+def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str]) -> Plan:
+    from kubectl_tao import render
+    from kubectl_tao.names import is_under, kubernetes_job_name, secret_name_for
+    from kubectl_tao.store.records import normalize_results_dir, preview_id
+
+    _common_checks(job)
+    for key, flag in (("staging_map", "--staging-map"), ("config_source", "--config-source")):
+        if job.get(key):
+            raise UsageError(f"{flag} is only for --action-request; drop it or give the request")
+    if not job.get("image"):
+        raise UsageError("--image is required (or --action-request)")
+    if not job.get("command"):
+        raise UsageError("--command is required (or --action-request)")
+    tier = str(job["storage_tier"]).upper()
+    gpus, nodes = int(job["gpus"]), int(job["nodes"])
+    from kubectl_tao.k8s.gang import check_mode
+
+    gang_mode = check_mode(job.get("gang"), nodes=nodes, queue=job.get("queue"))
+    existing_secret = job.get("env_secret")
+    if existing_secret and credentials:
+        raise UsageError("--env-secret names an existing Secret: give it or --env-file/--env, not both")
+    node_selector = list(job.get("node_selector") or [])
+    if job.get("gpu_product"):
+        node_selector.append(contract.gpu_product_selector(job["gpu_product"]))
+    tolerations: list[Any] = list(job.get("toleration") or [])
+    if gpus > 0:
+        tolerations.append(GPU_TOLERATION)
+    mount = job.get("mount_path") or "/workspace"
+    results_dir = job.get("results_dir")
+    results_root = None
+    if results_dir:
+        results_dir = normalize_results_dir(results_dir)
+    elif tier == "C":
+        if not job.get("s3_output"):
+            raise UsageError("--storage-tier C needs --s3-output s3://BUCKET/PREFIX (or --results-dir s3://...)")
+        results_root = str(job["s3_output"]).rstrip("/")
+    else:
+        results_root = mount.rstrip("/") + "/results"
+    if results_dir and tier == "A" and not results_dir.startswith("s3://") and not is_under(results_dir, mount):
+        raise UsageError(
+            f"--results-dir {results_dir}: must be on the mounted volume (under --mount-path {mount}) or an s3:// "
+            "prefix, so results survive the pod"
+        )
+    probe_id = preview_id(job["network_arch"], job["action"])
+
+    def results_for(record_id: str) -> str:
+        return results_dir or f"{results_root}/{record_id}"
+
+    def spec_results(record_id: str) -> str | None:
+        # Tier C uploads to <s3-output>/<record id>/ on its own; the spec takes the prefix, not a results dir.
+        return None if tier == "C" and not results_dir else results_for(record_id)
+
+    ttl = None if job.get("keep_until_captured") else int(job["ttl_seconds"])
+    nccl = _nccl_settings(job, nodes)
+    base = dict(
+        image=job["image"],
+        command=job["command"],
+        namespace=namespace,
+        gpus=gpus,
+        nodes=nodes,
+        storage_tier=tier,
+        pvc=job.get("pvc"),
+        mount_path=mount,
+        image_pull_secret=job.get("image_pull_secret"),
+        ttl_seconds=ttl,
+        shm_size=job["shm_size"],
+        s3_inputs=list(job.get("s3_input") or []),
+        s3_output=job.get("s3_output"),
+        upload_excludes=list(job.get("upload_exclude") or []),
+        **_s3_tools_image(job, tier),
+        labels=list(job.get("label") or []),
+        annotations=list(job.get("annotation") or []),
+        master_port=int(job["master_port"]),
+        launcher=job["launcher"],
+        nccl_socket_ifname=nccl.socket_ifname,
+        nccl_ib_hca=nccl.ib_hca,
+        nccl_env=nccl.env,
+        active_deadline_seconds=job.get("active_deadline"),
+        node_selector=node_selector,
+        tolerations=tolerations,
+        queue_name=job.get("queue"),
+        retries_per_index=job.get("retries_per_index"),
+        rendezvous_timeout_seconds=int(job["rendezvous_timeout"]),
+    )
+    probe_name = kubernetes_job_name(probe_id)
+    spec = render.spec_from_options(
+        name=probe_name,
+        record_id=probe_id,
+        results_dir=spec_results(probe_id),
+        env_secret=existing_secret or (secret_name_for(probe_name) if credentials else None),
+        **base,
+    )
+    warnings = render.warnings_for(spec)
+
+    def render_objects(job_name: str, record_id: str, secret: str | None) -> list[dict[str, Any]]:
+        final = render.with_overrides(
+            spec,
+            name=job_name,
+            record_id=record_id,
+            results_dir=spec_results(record_id),
+            env_secret=existing_secret or secret,
+        )
+        return render.render(final)
+
+    min_version = None
+    feature = ""
+    if job.get("retries_per_index") is not None:
+        min_version, feature = (1, 29), "--retries-per-index"
+    elif nodes > 1:
+        min_version, feature = (1, 28), "multi-node jobs"
+    record = {
+        "platform": "kubernetes",
+        "image": job["image"],
+        "network_arch": job["network_arch"],
+        "action": job["action"],
+        "storage_tier": tier,
+        "upload_excludes": list(job.get("upload_exclude") or []),
+    }
+    if results_dir:
+        record["results_dir"] = results_dir
+    else:
+        record["results_root"] = results_root
+    return Plan(
+        record=record,
+        render=render_objects,
+        image=job["image"],
+        gpus=gpus,
+        nodes=nodes,
+        credentials=credentials,
+        pvc=job.get("pvc") if tier == "A" else None,
+        secret_refs={existing_secret: []} if existing_secret else {},
+        image_pull_secret=job.get("image_pull_secret"),
+        node_selector=dict(item.split("=", 1) for item in node_selector),
+        tolerations=[t for t in spec.tolerations],
+        gpu_product=job.get("gpu_product"),
+        queue=job.get("queue"),
+        min_version=min_version,
+        min_version_feature=feature,
+        warnings=warnings,
+        patches_job=bool(job.get("keep_until_captured")),
+        notes=nccl.notes,
+        gang_mode=gang_mode,
+    )
+
+
+# Job flags an action request cannot take (the request decides these): flag, default, what decides instead.
+_NOT_FOR_ACTION_REQUESTS = {
+    "gpus": ("--gpus", 1, "spec_bundle.compute_shape.gpus"),
+    "nodes": ("--nodes", 1, "spec_bundle.compute_shape.nodes (an action request runs one pod)"),
+    "mount_path": ("--mount-path", "/workspace", "the request's mounts[].target"),
+    "s3_input": ("--s3-input", None, "the staging map (storage tier A only)"),
+    "s3_output": ("--s3-output", None, "--results-dir (storage tier A only)"),
+    "s3_tools_image": ("--s3-tools-image", None, "nothing: action requests use storage tier A"),
+    "launcher": ("--launcher", "tao", "spec_bundle.command (one pod, no rendezvous)"),
+    "master_port": ("--master-port", 29500, "nothing: an action request runs one pod"),
+    "rendezvous_timeout": ("--rendezvous-timeout", 300, "nothing: an action request runs one pod"),
+    "nccl_socket_ifname": ("--nccl-socket-ifname", None, "the request's environment"),
+    "nccl_ib_hca": ("--nccl-ib-hca", None, "the request's environment"),
+    "nccl_env": ("--nccl-env", None, "the request's environment"),
+    "retries_per_index": ("--retries-per-index", None, "nothing: an action request runs one pod"),
+    "gang": ("--gang", "auto", "nothing: an action request runs one pod"),
+}
+
+
+def _given(job: dict[str, Any], key: str, default: Any) -> bool:
+    """Whether a flag was set: the CLI says which were on the command line; other callers pass plain values."""
+    if "given" in job:
+        return key in job["given"]
+    return job.get(key) not in (None, [], default)
+
+
+def _refuse_flags_the_request_decides(job: dict[str, Any]) -> None:
+    tier = str(job.get("storage_tier") or "A").upper()
+    if tier != "A":
+        raise UsageError(
+            f"--storage-tier {tier} does not apply to --action-request: its sources are staged on --pvc (tier A)"
+        )
+    for key, (flag, default, instead) in _NOT_FOR_ACTION_REQUESTS.items():
+        if _given(job, key, default):
+            raise UsageError(f"{flag} does not apply to --action-request (set by {instead}); drop {flag}")
+
+
+def _request_results_dir(request: dict[str, Any], raw: str | None) -> str:
+    """--results-dir of an action request: on a writable mount of the request (container path) or s3://."""
+    from kubectl_tao.names import is_under, validate_abs_path
+    from kubectl_tao.store.records import normalize_results_dir
+
+    if not raw:
+        raise UsageError("--action-request needs --results-dir (a writable mount target of the request or s3://)")
+    results_dir = normalize_results_dir(raw)
+    if results_dir.startswith("s3://"):
+        return results_dir
+    # the targets are checked here too: a bad one must be refused as itself, not echoed in this message
+    writable = [
+        validate_abs_path(row.get("target"), f"mounts[{index}].target")
+        for index, row in enumerate(request.get("mounts") or [])
+        if row.get("read_only") is False
+    ]
+    if not any(is_under(results_dir, target) for target in writable):
+        raise UsageError(
+            f"--results-dir {results_dir}: not on a writable mount of the action request (writable targets: "
+            f"{', '.join(writable) or 'none'}); use a path under one, or s3://"
+        )
+    return results_dir
+
+
+def _counterparts(name: str) -> set[str]:
+    """A credential name with its legacy / AWS twin (read_credentials moves legacy names to the AWS ones)."""
+    from kubectl_tao.envfile import LEGACY_S3_NAMES
+
+    twins = {name, LEGACY_S3_NAMES.get(name, name)}
+    twins.update(legacy for legacy, modern in LEGACY_S3_NAMES.items() if modern == name)
+    return twins
+
+
+def _unforwarded(job: dict[str, Any], forward: list[str], credentials: dict[str, str]) -> list[str]:
+    """Credentials the request does not forward: an `--env NAME` is refused, env-file keys are named in a
+    warning (an env-file often holds more than one job needs); none of them reaches the Secret."""
+    forwarded = set().union(*(_counterparts(name) for name in forward))
+    for name in job.get("env") or []:
+        if not _counterparts(name) & forwarded:
+            raise UsageError(
+                f"--env {name}: the action request does not forward it (forward_env: {', '.join(forward) or 'none'}); "
+                "drop it or add it to the request's forward_env"
+            )
+    left = sorted(key for key in credentials if not _counterparts(key) & forwarded)
+    if not left:
+        return []
+    return [f"--env-file keys the action request does not forward are left out of the Secret: {', '.join(left)}"]
+
+
+def _forwarded(forward: list[str], credentials: dict[str, str]) -> dict[str, str]:
+    """The forwarded credentials by the names the request uses; a legacy name (ACCESS_KEY, SECRET_KEY, ...)
+    is satisfied by the value the env-file gave under it, which read_credentials moved to the AWS name."""
+    from kubectl_tao.envfile import LEGACY_S3_NAMES
+
+    creds: dict[str, str] = {}
+    missing = []
+    for name in forward:
+        modern = LEGACY_S3_NAMES.get(name)
+        if name in credentials:
+            creds[name] = credentials[name]
+        elif modern and modern in credentials:
+            creds[name] = credentials[modern]
+        else:
+            missing.append(name)
+    if missing:
+        raise UsageError(
+            f"request.forward_env needs {', '.join(missing)}: pass them with --env-file or --env (values never on "
+            "the command line), or name an existing Secret holding them with --env-secret"
+        )
+    return creds
+
+
+def targeting(job: dict[str, Any]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """The node selector (--node-selector, --gpu-product) and the tolerations (--toleration) of the job
+    flags, parsed: what every verb that places pods (submit, probe nccl) applies."""
+    from kubectl_tao.render import parse_key_values, parse_toleration
+
+    selector = list(job.get("node_selector") or [])
+    if job.get("gpu_product"):
+        selector.append(contract.gpu_product_selector(job["gpu_product"]))
+    return parse_key_values(selector, "node selector"), [parse_toleration(t) for t in job.get("toleration") or []]
+
+
+def _placement(job: dict[str, Any], gpus: int) -> Any:
+    from kubectl_tao.action import Placement
+    from kubectl_tao.render import parse_key_values
+
+    node_selector, tolerations = targeting(job)
+    if gpus > 0:
+        tolerations.append(GPU_TOLERATION)
+    return Placement(
+        labels=parse_key_values(list(job.get("label") or []), "label"),
+        annotations=parse_key_values(list(job.get("annotation") or []), "annotation"),
+        node_selector=node_selector,
+        tolerations=tuple(tolerations),
+        active_deadline_seconds=job.get("active_deadline"),
+        queue_name=job.get("queue"),
+    )
+
+
+def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str]) -> Plan:
+    from kubectl_tao.action import render_action_objects, validate_request
+    from kubectl_tao.names import kubernetes_job_name, secret_name_for
+    from kubectl_tao.store.records import preview_id
+
+    _common_checks(job)
+    if job.get("image") or job.get("command"):
+        raise UsageError("--action-request carries its own image and command; drop --image/--command")
+    _refuse_flags_the_request_decides(job)
+    if not job.get("pvc"):
+        raise UsageError("--action-request needs --pvc (the claim holding the staged sources)")
+    request = _load_json(job["action_request"], "--action-request")
+    staging = _load_json(job.get("staging_map"), "--staging-map")
+    validate_request(request)
+    forward = list(request.get("forward_env") or [])
+    existing_secret = job.get("env_secret")
+    if existing_secret:
+        if credentials:
+            raise UsageError("--env-secret names an existing Secret: give it or --env-file/--env, not both")
+        if not forward:
+            raise UsageError("--env-secret: the action request forwards no credentials (forward_env is empty)")
+        creds: dict[str, str] = {}
+    else:
+        creds = _forwarded(forward, credentials)
+    warnings = _unforwarded(job, forward, credentials)
+    bundle = request.get("spec_bundle") or {}
+    image = str(bundle.get("image") or "")
+    gpus = int((bundle.get("compute_shape") or {}).get("gpus") or 0)
+    results_dir = _request_results_dir(request, job.get("results_dir"))
+    ttl = None if job.get("keep_until_captured") else int(job["ttl_seconds"])
+    placement = _placement(job, gpus)
+
+    def render_objects(job_name: str, record_id: str, secret: str | None) -> list[dict[str, Any]]:
+        objects = render_action_objects(
+            request,
+            staging,
+            job_id=record_id,
+            namespace=namespace,
+            pvc_claim=job["pvc"],
+            credential_secret=(existing_secret or secret) if forward else None,
+            image_pull_secret=job.get("image_pull_secret"),
+            config_source=job.get("config_source"),
+            ttl_seconds=ttl,
+            shm_size=job["shm_size"],
+            placement=placement,
+        )
+        if objects and objects[0]["metadata"]["name"] != job_name:
+            raise UsageError(f"action renderer named the Job {objects[0]['metadata']['name']}, expected {job_name}")
+        return objects
+
+    probe = preview_id(job["network_arch"], job["action"])
+    render_objects(kubernetes_job_name(probe), probe, secret_name_for(kubernetes_job_name(probe)) if creds else None)
+    if placement.queue_name is not None:
+        warnings.append(f"the Job is created suspended; Kueue starts it when queue {placement.queue_name!r} admits it")
+    return Plan(
+        record={
+            "platform": "kubernetes",
+            "image": image,
+            "network_arch": job["network_arch"],
+            "action": job["action"],
+            "storage_tier": "A",
+            "results_dir": results_dir,
+            "upload_excludes": list(job.get("upload_exclude") or []),
+        },
+        render=render_objects,
+        image=image,
+        gpus=gpus,
+        nodes=1,
+        credentials=creds,
+        pvc=job["pvc"],
+        secret_refs={existing_secret: forward} if existing_secret else {},
+        image_pull_secret=job.get("image_pull_secret"),
+        node_selector=dict(placement.node_selector),
+        tolerations=[dict(t) for t in placement.tolerations],
+        gpu_product=job.get("gpu_product"),
+        queue=placement.queue_name,
+        warnings=warnings,
+    )

@@ -1,0 +1,452 @@
+"""`submit`: gates, record, Secret, render, lint, server dry-run, create, pin, mark RUNNING.
+
+Order (each step only after the previous one passed):
+  1. local validation of every flag and file (bad input: exit 2, nothing touched);
+  2. gates, read-only and run at once: fit verdict over nodes and pods, server version (multi-node),
+     referenced PVC / Secrets / keys (names only, never values);
+  3. open the job record (mints the id, binds results_dir) -- "record opened before launch";
+  4. render the manifests for the record's Kubernetes name; lint them for inline credentials;
+  5. `kubectl create --dry-run=server` of the credential Secret (stdin) plus the manifests;
+  6. `kubectl create` of the same stream; owner references so the Secret and Service go with the Job;
+  7. mark the record RUNNING with backend_ref=<namespace>/<job name> and pin cluster, context and UID.
+Any failure after 3 marks the record ERROR with the reason and deletes what this submit created. When the
+API server vanishes while creating, the outcome is unknown: the record is marked UNKNOWN (not terminal) and
+`status`/`cancel` settle it once the server is back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubectl_tao.errors import (
+    ClusterUnreachableError,
+    GateError,
+    KubectlError,
+    NeverFitsError,
+    TaoError,
+    UsageError,
+)
+from kubectl_tao.k8s import contract, objects
+from kubectl_tao.k8s.kubectl import Completed, Kubectl
+from kubectl_tao.names import kubernetes_job_name, secret_name_for
+from kubectl_tao.store.probecache import cached_probe_warning
+
+PRIVATE_REGISTRIES = ("nvcr.io",)
+
+
+@dataclass
+class Plan:
+    """Everything submit needs, validated locally before any cluster call."""
+
+    record: dict[str, Any]  # platform, image, network_arch, action, storage_tier, results_dir, upload_excludes
+    render: Callable[[str, str, str | None], list[dict[str, Any]]]  # (job_name, record_id, secret) -> objects
+    image: str
+    gpus: int
+    nodes: int
+    credentials: dict[str, str] = field(default_factory=dict)
+    pvc: str | None = None
+    secret_refs: dict[str, list[str]] = field(default_factory=dict)  # existing Secret name -> keys required
+    image_pull_secret: str | None = None
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+    gpu_product: str | None = None
+    queue: str | None = None  # Kueue LocalQueue (--queue): it must exist; its ClusterQueue quota is gated
+    min_version: tuple[int, int] | None = None
+    min_version_feature: str = ""
+    warnings: list[str] = field(default_factory=list)
+    require_fit_now: bool = False
+    skip_probe_warning: bool = False  # the NCCL probe itself: no warning about the last probe
+    notes: list[str] = field(default_factory=list)  # what was decided for the user (printed, not warnings)
+    patches_job: bool = False  # --keep-until-captured: `status` sets the Job's TTL once the history is captured
+    gang_mode: str = "auto"  # --gang: auto | native | off (gang.py)
+
+
+@dataclass
+class Outcome:
+    record_id: str | None
+    job_name: str
+    namespace: str
+    objects: list[dict[str, Any]]
+    warnings: list[str]
+    fit: dict[str, Any] | None = None
+    job_uid: str | None = None
+    dry_run: str = "none"
+    gang: dict[str, Any] | None = None  # gang.Mechanism.to_dict()
+
+
+# ---------------------------------------------------------------- gates
+
+
+def _ref_query(plan: Plan) -> list[str] | None:
+    names = []
+    if plan.pvc:
+        names.append(f"persistentvolumeclaim/{plan.pvc}")
+    names += [f"secret/{name}" for name in sorted(plan.secret_refs)]
+    if plan.image_pull_secret and plan.image_pull_secret not in plan.secret_refs:
+        names.append(f"secret/{plan.image_pull_secret}")
+    if not names:
+        return None
+    # Names and key names only: a go-template never prints a Secret's values. One name gets the object
+    # itself back, several a List: the template prints a row for either.
+    row = (
+        "{{.kind}} {{.metadata.name}} {{if .status}}{{.status.phase}}{{else}}-{{end}} "
+        '{{range $k, $v := .data}}{{$k}},{{end}}{{"\\n"}}'
+    )
+    template = (
+        f'{{{{define "row"}}}}{row}{{{{end}}}}'
+        '{{if .items}}{{range .items}}{{template "row" .}}{{end}}{{else}}{{template "row" .}}{{end}}'
+    )
+    return ["get", *names, "-o", f"go-template={template}"]
+
+
+def parse_refs(text: str) -> dict[tuple[str, str], tuple[str, set[str]]]:
+    found: dict[tuple[str, str], tuple[str, set[str]]] = {}
+    for line in text.splitlines():
+        parts = line.split(" ")
+        if len(parts) < 3:
+            continue
+        kind, name, phase = parts[0], parts[1], parts[2]
+        keys = {k for k in (parts[3] if len(parts) > 3 else "").split(",") if k}
+        found[(kind, name)] = (phase, keys)
+    return found
+
+
+def check_refs(plan: Plan, namespace: str, result: Completed | TaoError) -> None:
+    if isinstance(result, ClusterUnreachableError):
+        raise result
+    stdout = result.stdout if isinstance(result, Completed) else ""
+    if isinstance(result, KubectlError) and result.reason == "Forbidden":
+        raise GateError(f"cannot read PVCs/Secrets in namespace {namespace}: {result.message}")
+    found = parse_refs(stdout)
+    if plan.pvc:
+        pvc = found.get(("PersistentVolumeClaim", plan.pvc))
+        if pvc is None:
+            raise GateError(
+                f"--pvc: PersistentVolumeClaim {plan.pvc!r} not found in namespace {namespace}; create it "
+                "(storage tier A mounts a Bound claim holding the data) or choose --storage-tier C"
+            )
+        if pvc[0] != "Bound":
+            raise GateError(
+                f"--pvc: PersistentVolumeClaim {plan.pvc!r} is {pvc[0]}, not Bound; the pod would stay "
+                "Pending until it binds (check its StorageClass / PersistentVolume)"
+            )
+    for name, keys in sorted(plan.secret_refs.items()):
+        secret = found.get(("Secret", name))
+        if secret is None:
+            raise GateError(
+                f"Secret {name!r} not found in namespace {namespace}; create it first "
+                "(values from stdin, e.g. `kubectl create secret generic NAME --from-env-file=/dev/stdin`)"
+            )
+        missing = sorted(set(keys) - secret[1])
+        if missing:
+            raise GateError(f"Secret {name!r} lacks key(s) {', '.join(missing)}; add them or drop them")
+    if plan.image_pull_secret and ("Secret", plan.image_pull_secret) not in found:
+        raise GateError(
+            f"--image-pull-secret: Secret {plan.image_pull_secret!r} not found in namespace {namespace}; "
+            f"create it with `kubectl tao secret image-pull {plan.image_pull_secret} --registry <host>`"
+        )
+
+
+def registry_of(image: str) -> str:
+    first = image.split("/", 1)[0]
+    if "/" in image and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return "docker.io"
+
+
+def image_pull_warning(plan: Plan) -> str | None:
+    registry = registry_of(plan.image)
+    if registry in PRIVATE_REGISTRIES and not plan.image_pull_secret:
+        return (
+            f"image {plan.image} is on {registry}, which needs credentials, and no --image-pull-secret was "
+            f"given: the pod may stay in ImagePullBackOff (create one with `kubectl tao secret image-pull "
+            f"NAME --registry {registry}`)"
+        )
+    return None
+
+
+def run_gates(
+    kc: Kubectl, plan: Plan, namespace: str, server: str = ""
+) -> tuple[dict[str, Any] | None, list[str], Any]:
+    """Read-only checks before anything is created. Returns the fit verdict (as a dict), warnings (including a
+    cached NCCL probe of this cluster, `server`, that failed or hung, for nodes > 1) and the gang.Mechanism."""
+    from kubectl_tao import gates, gpuinventory
+    from kubectl_tao.jobs import fit as fitting
+    from kubectl_tao.k8s import capacity, gang, permissions
+
+    calls: dict[str, tuple[list[str], dict[str, Any]]] = {}
+    if plan.queue:
+        calls["queues"] = fitting.queue_call(namespace)
+    if plan.gpus > 0 or plan.nodes > 1:
+        calls.update(capacity.calls())
+        calls["dra"] = (gpuinventory.DRA_READ, {"namespaced": False})
+    if plan.min_version:
+        calls["version"] = (["version", "-o", "json"], {"namespaced": False})
+    refs = _ref_query(plan)
+    if refs:
+        calls["refs"] = (refs, {"check": False})
+    detect_gang = plan.nodes > 1 and not plan.queue and plan.gang_mode != "off"
+    if detect_gang:
+        calls["gang"] = gang.DISCOVERY_CALL
+    # Permissions first: every verb on every kind this job's objects will need (create, patch, delete, get,
+    # list), so a partial role is refused before a record opens instead of leaving objects it cannot remove.
+    needed = permissions.needed(
+        credentials=bool(plan.credentials), service=plan.nodes > 1, patch_job=plan.patches_job
+    )
+    calls["permissions"] = permissions.review_call(needed, namespace)
+    results = kc.run_many(calls)
+    warnings = list(plan.warnings)
+    permissions.require(needed, results["permissions"], namespace)
+    seen = capacity.view(results) if "nodes" in results else None
+    if seen is not None and seen.warning:
+        warnings.append(seen.warning)
+    version_error = results.get("version")
+    if isinstance(version_error, TaoError):
+        raise version_error
+    if "version" in results:
+        version_result = results["version"]
+        assert isinstance(version_result, Completed)
+        version = gates.parse_server_version(json.loads(version_result.stdout))
+        gates.require_version(version, plan.min_version or (1, 28), plan.min_version_feature or "multi-node jobs")
+        if plan.nodes > 1 and server and not plan.skip_probe_warning:
+            probe_warning = cached_probe_warning(server, version.text)
+            if probe_warning:
+                warnings.append(probe_warning)
+    if "refs" in results:
+        check_refs(plan, namespace, results["refs"])
+    quota = None
+    if plan.queue:
+        queues = results["queues"]
+        assert isinstance(queues, (Completed, TaoError))
+        quota, _, queue_notes = fitting.read_queue(kc, queues, plan.queue, namespace)
+        warnings += queue_notes
+        if quota is not None and quota.inactive and (seen is None or seen.nodes is None):
+            raise NeverFitsError(gates.inactive_queue_message(quota))  # no fit below says it
+    verdict_dict: dict[str, Any] | None = None
+    if seen is not None and seen.nodes is not None:
+        dra, dra_note = gpuinventory.read_dra(results.get("dra"))
+        verdict = gates.fit(
+            gpuinventory.fit_nodes(seen.nodes, seen.pods, dra),
+            plan.gpus,
+            plan.nodes,
+            node_selector=plan.node_selector or None,
+            tolerations=plan.tolerations or None,
+            gpu_product=plan.gpu_product,
+            quota=quota,
+            no_gpu_hint=gpuinventory.no_gpu_hint(dra),
+        )
+        if dra_note and verdict.verdict != "fits":
+            # Only where DRA GPUs could have changed the verdict: say they were not counted.
+            verdict = dataclasses.replace(verdict, message=f"{verdict.message} ({dra_note})")
+        verdict_dict = verdict.to_dict()
+        warnings += gates.capacity_gate(verdict)
+        if plan.require_fit_now and verdict.verdict != "fits":
+            raise GateError(f"{verdict.message} (--require-fit-now)")
+        if plan.require_fit_now and not seen.usage_known:
+            raise GateError(
+                "--require-fit-now: cannot tell whether the GPUs are free now, as listing pods in all namespaces "
+                "is forbidden; ask for `list pods` cluster-wide, or drop --require-fit-now"
+            )
+    support = gang.detect(kc, namespace, results["gang"], plan.nodes) if detect_gang else None
+    mechanism = gang.choose(plan.nodes, plan.queue, support, plan.gang_mode)
+    warning = image_pull_warning(plan)
+    if warning:
+        warnings.append(warning)
+    return verdict_dict, warnings, mechanism
+
+
+# ---------------------------------------------------------------- apply
+
+
+def execute(
+    kc: Kubectl,
+    plan: Plan,
+    *,
+    namespace: str,
+    target_server: str,
+    target_context: str,
+    dry_run: str,
+    store_factory: Callable[[], Any],
+    on_progress: Callable[[str], None] = lambda _msg: None,
+    name: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Outcome:
+    """Run the submit sequence. dry_run: none | client | server. `extra` goes into the record's kubectl-tao
+    data before the Job is created (so whoever first sees the Job end knows, e.g., that its TTL is held).
+
+    After opening it, the record is written twice on success: the Kubernetes names before the dry run, then
+    the Job's UID with RUNNING. A submit cut off between the two (API server gone, SIGKILL) leaves submit_phase
+    "dry-run": `status` finds the Job by its labels and record annotation and finishes the pin and the owner
+    references (track.observe), or settles the record when no Job was created."""
+    from kubectl_tao.k8s import gang
+
+    if dry_run == "client":
+        return _dry(plan, namespace, None, plan.warnings, gang.choose(plan.nodes, plan.queue, None, plan.gang_mode),
+                    name=name)
+    verdict, warnings, mechanism = run_gates(kc, plan, namespace, target_server)
+    for warning in warnings:
+        on_progress(f"warning: {warning}")
+    if plan.nodes > 1:
+        on_progress(mechanism.line())
+    if dry_run == "server":
+        outcome = _dry(plan, namespace, verdict, warnings, mechanism)
+        objects.dry_run(kc, _with_secret(plan, outcome))
+        outcome.dry_run = "server"
+        return outcome
+
+    store = store_factory()
+    record = store.open(**plan.record)
+    record_id = record["id"]
+    job_name = kubernetes_job_name(record_id)
+    secret = secret_name_for(job_name) if plan.credentials else None
+    on_progress(f"record {record_id} opened (Kubernetes name {namespace}/{job_name})")
+    created_any = False
+    try:
+        rendered = gang.apply(plan.render(job_name, record_id, secret), mechanism)
+        _lint(rendered)
+        payload = list(rendered)
+        if secret:
+            payload.insert(
+                0, objects.secret_object(secret, namespace, contract.job_labels(job_name), plan.credentials)
+            )
+        store.update_extra(
+            record_id,
+            api_server=target_server,
+            context=target_context,
+            namespace=namespace,
+            job_name=job_name,
+            secret_names=[secret] if secret else [],
+            service_name=job_name if plan.nodes > 1 else None,
+            gpus=plan.gpus,
+            nodes=plan.nodes,
+            gang=mechanism.kind,
+            submit_phase="dry-run",
+            warnings=warnings,
+            **(extra or {}),
+        )
+        objects.dry_run(kc, payload, namespace)
+        # Still submit_phase "dry-run" while creating and adopting: a cut-off submit is settled from the
+        # cluster (see the docstring), so the record is not written again until the Job is whole.
+        created_any = True
+        created = objects.create(kc, payload, namespace)
+        job = objects.created_job(created)
+        dependents = [o for o in created if o.get("kind") in ("Secret", "Service")]
+        uid = job["metadata"]["uid"]
+        if dependents:
+            objects.adopt(kc, job, dependents, namespace)
+        store.mark(
+            record_id,
+            "RUNNING",
+            message=f"applied Job {namespace}/{job_name}",
+            source="agent",
+            backend_ref=f"{namespace}/{job_name}",
+            extra={"job_uid": uid, "submit_phase": "created"},
+        )
+    except ClusterUnreachableError as exc:
+        if created_any:
+            store.mark(
+                record_id,
+                "UNKNOWN",
+                message=f"API server unreachable while creating; the Job may or may not exist: {exc.message}",
+                source="agent",
+                backend_ref=f"{namespace}/{job_name}",
+            )
+            raise ClusterUnreachableError(
+                f"{exc.message}; record {record_id} is UNKNOWN: run `kubectl tao status {record_id}` when the "
+                "cluster is back (it settles the record and removes leftovers)"
+            ) from None
+        store.mark(record_id, "ERROR", message=f"not launched: {exc.message}", source="agent", err_class="ERR_INFRA")
+        raise
+    except TaoError as exc:
+        klass = "ERR_PROGRAM" if isinstance(exc, (UsageError, GateError)) else "ERR_INFRA"
+        created = _created_names(plan, job_name, secret) if created_any else None
+        note = _roll_back(kc, store, record_id, namespace, job_name, created, f"not launched: {exc.message}", klass)
+        raise type(exc)(f"{exc.message} (record {record_id} marked ERROR; {note or 'nothing left running'})") from None
+    except BaseException as exc:  # a bug or Ctrl-C mid-submit: still leave nothing half-done
+        created = _created_names(plan, job_name, secret) if created_any else None
+        interrupted = f"not launched: interrupted ({type(exc).__name__})"
+        _roll_back(kc, store, record_id, namespace, job_name, created, interrupted, "ERR_INFRA")
+        raise
+    return Outcome(record_id, job_name, namespace, rendered, warnings, verdict, uid, "none", mechanism.to_dict())
+
+
+def _roll_back(
+    kc: Kubectl,
+    store: Any,
+    record_id: str,
+    namespace: str,
+    job_name: str,
+    created: list[str] | None,
+    message: str,
+    err_class: str,
+) -> str:
+    """Remove what this submit may have `created` (None: nothing yet) and mark the record ERROR (one write);
+    the left-behind note, if any."""
+    left = objects.teardown(kc, namespace, job_name, created=created).left if created is not None else []
+    note = objects.left_behind_note(namespace, left) if left else ""
+    store.mark(
+        record_id,
+        "ERROR",
+        message=message + (f"; {note}" if note else ""),
+        source="agent",
+        err_class=err_class,
+        extra={"left_behind": left} if left else None,
+    )
+    return note
+
+
+def _created_names(plan: Plan, job_name: str, secret: str | None) -> list[str]:
+    """`kind/name` of everything a submit of this plan creates."""
+    names = [f"secret/{secret}"] if secret else []
+    if plan.nodes > 1:
+        names.append(f"service/{job_name}")
+    return [*names, f"job.batch/{job_name}"]
+
+
+def _with_secret(plan: Plan, outcome: Outcome) -> list[dict[str, Any]]:
+    items = list(outcome.objects)
+    if plan.credentials:
+        # A dry run sends placeholder values: the shape is checked, the credentials never leave the host.
+        placeholders = dict.fromkeys(plan.credentials, "dry-run")
+        secret = secret_name_for(outcome.job_name)
+        labels = contract.job_labels(outcome.job_name)
+        items.insert(0, objects.secret_object(secret, outcome.namespace, labels, placeholders))
+    return items
+
+
+def _dry(
+    plan: Plan,
+    namespace: str,
+    verdict: dict[str, Any] | None,
+    warnings: list[str],
+    mechanism: Any,
+    *,
+    name: str | None = None,
+) -> Outcome:
+    from kubectl_tao.k8s.gang import apply
+    from kubectl_tao.store.records import preview_id
+
+    record_id = name or preview_id(plan.record["network_arch"], plan.record["action"])
+    job_name = kubernetes_job_name(record_id)
+    secret = secret_name_for(job_name) if plan.credentials else None
+    rendered = apply(plan.render(job_name, record_id, secret), mechanism)
+    _lint(rendered)
+    return Outcome(None, job_name, namespace, rendered, list(warnings), verdict, None, "client", mechanism.to_dict())
+
+
+def _lint(objects: list[dict[str, Any]]) -> None:
+    from kubectl_tao.kubelet_text import as_delivered
+    from kubectl_tao.lint import lint_documents
+
+    # Judge the text the containers receive: `$$(NAME)` in the manifest is the `$(NAME)` reference the user wrote.
+    findings = lint_documents(as_delivered(objects), "rendered manifest")
+    if findings:
+        first = findings[0]
+        raise GateError(
+            f"secret lint: the rendered manifest carries an inline credential ({first}); pass credentials "
+            "with --env-file/--env so they go into a Secret"
+        )

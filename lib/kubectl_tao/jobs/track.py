@@ -1,0 +1,429 @@
+"""Following a submitted job: find it from its record, refuse the wrong cluster or object, read its live
+state in one kubectl call, write state changes back to the record, and capture its history at the end.
+
+The record is the source of truth once the Job is gone (ttlSecondsAfterFinished deletes it and its logs),
+so at the terminal transition each rank's pod, node, exit code, reason and last log lines are copied into
+the record's sibling file before the record is marked terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from kubectl_tao.classify import classify
+from kubectl_tao.errors import GateError, TaoError
+from kubectl_tao.k8s import contract, objects
+from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.redact import redact_text
+from kubectl_tao.store.records import INCOMPLETE_SUBMIT_PHASES
+
+LOG_TAIL_LINES = 50
+KUBERNETES_PLATFORMS = ("kubernetes", "k8s")
+DEFAULT_TTL_SECONDS = 3600
+
+
+@dataclass
+class Tracked:
+    """A record with what kubectl-tao knows about its Kubernetes objects."""
+
+    record: dict[str, Any]
+    extra: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return str(self.record["id"])
+
+    @property
+    def namespace(self) -> str | None:
+        ns = self.extra.get("namespace")
+        if ns:
+            return str(ns)
+        ref = self.record.get("backend_ref") or ""
+        return ref.split("/", 1)[0] if "/" in ref else None
+
+    @property
+    def job_name(self) -> str | None:
+        name = self.extra.get("job_name")
+        if name:
+            return str(name)
+        ref = self.record.get("backend_ref") or ""
+        return ref.split("/", 1)[1] if "/" in ref else None
+
+    @property
+    def platform(self) -> str:
+        return str(self.record.get("platform") or "")
+
+    @property
+    def on_kubernetes(self) -> bool:
+        """Records of other platforms (slurm, brev, ...) share the store; kubectl-tao never touches them."""
+        return self.platform in KUBERNETES_PLATFORMS
+
+    @property
+    def launched_here(self) -> bool:
+        """True when kubectl-tao's submit created the Job (its objects carry the tao-job label); False for a
+        Job launched the reference's way (the record tool plus a Job made by hand or by another tool)."""
+        return bool(self.extra.get("job_name"))
+
+    @property
+    def pod_selector(self) -> str:
+        return contract.pod_selector(str(self.job_name), launched_here=self.launched_here)
+
+    @property
+    def record_state(self) -> str:
+        transitions = self.record.get("transitions") or []
+        return str(self.record.get("terminal_state") or (transitions[-1]["state"] if transitions else "PENDING"))
+
+    @property
+    def terminal(self) -> bool:
+        return self.record.get("terminal_state") in contract.TERMINAL_STATES
+
+
+@dataclass
+class Observation:
+    tracked: Tracked
+    state: str  # what to show: live state, or the record's terminal / UNKNOWN state
+    reason: str
+    message: str
+    err_class: str | None
+    live: dict[str, Any] | None  # JobStatus.to_dict() when the Job was found
+    notes: list[str] = field(default_factory=list)
+    job_ttl: int | None = None  # the live Job's ttlSecondsAfterFinished
+
+    def to_dict(self) -> dict[str, Any]:
+        record = self.tracked.record
+        extra = self.tracked.extra
+        return {
+            "id": self.tracked.id,
+            "state": self.state,
+            "reason": self.reason,
+            "message": self.message,
+            "err_class": self.err_class,
+            "namespace": self.tracked.namespace,
+            "job": self.tracked.job_name,
+            "backend_ref": record.get("backend_ref"),
+            "image": record.get("image"),
+            "gpus": extra.get("gpus"),
+            "nodes": extra.get("nodes"),
+            "submitted_at": record.get("submitted_at"),
+            "results_dir": record.get("results_dir"),
+            "live": self.live,
+            "history": extra.get("history"),
+            "notes": self.notes,
+        }
+
+
+def load(store: Any, record_id: str) -> Tracked:
+    record = store.show(record_id)
+    extra = store.get_extra(record_id) or {}
+    return Tracked(record, extra)
+
+
+def check_pin(tracked: Tracked, server: str, *, force: bool = False) -> None:
+    """Refuse to act for a record on a cluster other than the one it was submitted to."""
+    pinned = tracked.extra.get("api_server")
+    if force or not pinned or not server or pinned == server:
+        return
+    raise GateError(
+        f"job {tracked.id} was submitted to {pinned} (context {tracked.extra.get('context') or '?'}), but kubectl "
+        f"now points at {server}; switch with --context/--kubeconfig, or pass --force to look anyway"
+    )
+
+
+def refuse_other_platform(tracked: Tracked, verb: str) -> None:
+    if not tracked.on_kubernetes:
+        raise GateError(
+            f"job {tracked.id} runs on platform {tracked.platform or '?'} (backend_ref "
+            f"{tracked.record.get('backend_ref')}); kubectl-tao does not {verb} it: use that platform's own tools"
+        )
+
+
+def fetch(kc: Kubectl, tracked: Tracked) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The Job and its pods: one kubectl call by the tao-job label for a Job kubectl-tao launched; for one
+    launched another way, the Job by its backend_ref name and its pods by job-name= (two calls)."""
+    ns, name = tracked.namespace, tracked.job_name
+    if not ns or not name:
+        return None, []
+    if not tracked.launched_here:
+        found = kc.json(["get", "job", name, "-n", ns, "--ignore-not-found"], namespaced=False)
+        pods = kc.json(["get", "pods", "-n", ns, "-l", tracked.pod_selector], namespaced=False)
+        return (found or None), list((pods or {}).get("items", []))
+    data = kc.json(["get", "jobs,pods", "-n", ns, "-l", tracked.pod_selector], namespaced=False)
+    items = (data or {}).get("items", [])
+    jobs = [i for i in items if i.get("kind") == "Job" and i["metadata"]["name"] == name]
+    pods = [i for i in items if i.get("kind") == "Pod"]
+    return (jobs[0] if jobs else None), pods
+
+
+def reads_gang(tracked: Tracked) -> bool:
+    """A live job submitted with native gang scheduling: its PodGroup is read along with the Job."""
+    from kubectl_tao.k8s.gang import NATIVE
+
+    return tracked.extra.get("gang") == NATIVE and not tracked.terminal and tracked.launched_here
+
+
+def fetch_with_gang(kc: Kubectl, tracked: Tracked) -> tuple[dict[str, Any] | None, list[dict[str, Any]], Any]:
+    """`fetch` plus the namespace's PodGroups and Workloads, read at once; the last item is their List (None when
+    they could not be read)."""
+    from kubectl_tao.k8s.gang import groups_call
+    from kubectl_tao.k8s.kubectl import Completed
+
+    ns, name = tracked.namespace or "default", tracked.job_name or ""
+    objects_call = ["get", "jobs,pods", "-n", ns, "-l", tracked.pod_selector, "-o", "json"]
+    results = kc.run_many({"objects": (objects_call, {"namespaced": False}), "groups": groups_call(ns)})
+    found, groups = results["objects"], results["groups"]
+    if not isinstance(found, Completed):
+        raise found
+    items = (json.loads(found.stdout) if found.stdout.strip() else {}).get("items", [])
+    jobs = [i for i in items if i.get("kind") == "Job" and i["metadata"]["name"] == name]
+    pods = [i for i in items if i.get("kind") == "Pod"]
+    listed = json.loads(groups.stdout) if isinstance(groups, Completed) and groups.stdout.strip() else None
+    return (jobs[0] if jobs else None), pods, listed
+
+
+def read_admission(kc: Kubectl, job: dict[str, Any] | None) -> Any:
+    """Kueue's account of a Job it holds suspended (kueue.Admission), from its Workload; None for a Job
+    without a queue, or when the Workload cannot be read (status then words the wait from the label)."""
+    from kubectl_tao import kueue
+
+    meta = (job or {}).get("metadata") or {}
+    if kueue.queue_of(job) is None or not meta.get("uid") or not meta.get("namespace"):
+        return None
+    try:
+        found = kc.json(kueue.workload_read(str(meta["namespace"]), str(meta["uid"])), namespaced=False)
+    except TaoError:
+        return None
+    return kueue.admission(job, found)
+
+
+def check_uid(tracked: Tracked, job: dict[str, Any] | None, *, force: bool = False) -> None:
+    pinned = tracked.extra.get("job_uid")
+    if job is None or not pinned or force:
+        return
+    uid = job["metadata"].get("uid")
+    if uid != pinned:
+        raise GateError(
+            f"Job {tracked.namespace}/{tracked.job_name} now has UID {uid}, but record {tracked.id} was pinned "
+            f"to UID {pinned}: it is a different Job with the same name; refusing to act on it"
+        )
+
+
+def observe(
+    kc: Kubectl,
+    store: Any,
+    tracked: Tracked,
+    *,
+    server: str,
+    force: bool = False,
+    update: bool = True,
+    job: dict[str, Any] | None = None,
+    pods: list[dict[str, Any]] | None = None,
+    fetched: bool = False,
+) -> Observation:
+    """Live state of a record's Job, written back to the record (state changes only)."""
+    if not tracked.on_kubernetes:
+        return _from_record(
+            tracked, [f"platform {tracked.platform or '?'}: shown as recorded; kubectl-tao leaves it to that platform"]
+        )
+    check_pin(tracked, server, force=force)
+    if tracked.terminal and tracked.record_state == "CANCELED":
+        return _from_record(tracked, ["canceled; the Job was deleted by `kubectl tao cancel`"])
+    if not tracked.job_name:
+        return _from_record(tracked, ["never launched: the record has no backend_ref"])
+    groups = None
+    if not fetched and reads_gang(tracked):
+        job, pods, groups = fetch_with_gang(kc, tracked)
+    elif not fetched:
+        job, pods = fetch(kc, tracked)
+    check_uid(tracked, job, force=force)
+    pods = pods or []
+    if job is None and not tracked.terminal and store is not None:
+        # Another process (a `status`, a `list`) may have captured the ending and let the TTL delete the Job
+        # since this record was read: the record on disk knows.
+        tracked.record, tracked.extra = store.show(tracked.id), store.get_extra(tracked.id)
+    if job is None and tracked.terminal:
+        return _from_record(tracked, ["the Job is gone (ttlSecondsAfterFinished); showing the record"])
+    status = classify(job, pods, [])
+    if not fetched and status.reason == "Suspended":
+        status = classify(job, pods, [], admission=read_admission(kc, job))
+    if job is not None and groups is not None:
+        from kubectl_tao.k8s.gang import annotate
+
+        annotate(status, job, groups, pods)
+    obs = Observation(tracked, status.state, status.reason, status.message, status.err_class, status.to_dict())
+    obs.job_ttl = ((job or {}).get("spec") or {}).get("ttlSecondsAfterFinished")
+    if job is None:
+        return _settle_missing(kc, store, tracked, obs, update)
+    if update and not tracked.terminal and tracked.extra.get("submit_phase") in INCOMPLETE_SUBMIT_PHASES:
+        # The submit was cut off (API server gone) after the Job was created: finish what it left undone (owner
+        # references for its Secret/Service, the UID pin), so TTL or cancel removes them with it.
+        objects.adopt_orphans(kc, job, tracked.namespace or "default", tracked.id)
+        tracked.extra = store.update_extra(tracked.id, job_uid=job["metadata"]["uid"], submit_phase="created")
+    if update:
+        _write_back(kc, store, tracked, obs, pods)
+    return obs
+
+
+def _from_record(tracked: Tracked, notes: list[str]) -> Observation:
+    transitions = tracked.record.get("transitions") or []
+    last = transitions[-1] if transitions else {}
+    return Observation(
+        tracked,
+        tracked.record_state,
+        "",
+        str(last.get("message", "")),
+        tracked.record.get("err_class"),
+        None,
+        notes,
+    )
+
+
+def _settle_missing(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, update: bool) -> Observation:
+    """Job not found: either a submit that never finished creating it, or a Job deleted (TTL, by hand)."""
+    phase = tracked.extra.get("submit_phase")
+    if phase in ("dry-run", "creating") and not tracked.extra.get("job_uid"):
+        namespace = tracked.namespace or "default"
+        left = objects.teardown(kc, namespace, tracked.job_name or "").left
+        note = f"; {objects.left_behind_note(namespace, left)}" if left else ""
+        if update:
+            store.mark(
+                tracked.id,
+                "ERROR",
+                message="submit did not complete: the Job was never created" + note,
+                source="poller",
+                err_class="ERR_INFRA",
+            )
+            tracked.record = store.show(tracked.id)
+        obs.state, obs.reason = "ERROR", "NotLaunched"
+        obs.message = "submit did not complete: the Job was never created" + (note or "; leftovers removed")
+        return obs
+    obs.notes.append("the Job is gone (deleted by hand or by ttlSecondsAfterFinished); the record keeps its history")
+    if update and tracked.record_state != "UNKNOWN":
+        store.mark(tracked.id, "UNKNOWN", message="Job not found (TTL-deleted or removed)", source="poller")
+        tracked.record = store.show(tracked.id)
+    return obs
+
+
+def _write_back(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, pods: list[dict[str, Any]]) -> None:
+    if tracked.terminal:
+        return
+    message = obs.message or obs.reason or obs.state.lower()
+    transitions = tracked.record.get("transitions") or []
+    last = transitions[-1] if transitions else {}
+    if obs.state in ("COMPLETE", "ERROR"):
+        capture_history(kc, store, tracked, obs, pods)
+    elif last.get("state") == obs.state and last.get("message") == message:
+        return
+    store.mark(
+        tracked.id,
+        obs.state,
+        message=message,
+        source="poller",
+        err_class=obs.err_class if obs.state == "ERROR" else None,
+    )
+    tracked.record = store.show(tracked.id)
+
+
+_PREFIX = re.compile(r"^\[pod/(?P<pod>[^/\]]+)/(?P<container>[^\]]+)\] ?(?P<line>.*)$")
+
+
+def split_prefixed_logs(text: str) -> dict[str, list[str]]:
+    """`kubectl logs --prefix` output -> lines per pod."""
+    out: dict[str, list[str]] = {}
+    for raw in text.splitlines():
+        match = _PREFIX.match(raw)
+        if match:
+            out.setdefault(match["pod"], []).append(match["line"])
+    return out
+
+
+def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, pods: list[dict[str, Any]]) -> None:
+    """Per rank: pod, node, exit code, reason and the last log lines, into the record (redacted by the store)."""
+    logs: dict[str, list[str]] = {}
+    if pods and tracked.namespace and tracked.job_name:
+        args = [
+            "logs",
+            "-n",
+            tracked.namespace,
+            "-l",
+            tracked.pod_selector,
+            "--prefix",
+            f"--tail={LOG_TAIL_LINES}",
+            f"--max-log-requests={max(5, len(pods))}",
+        ]
+        # kubectl-tao names its container tao; a Job made elsewhere gets its default container.
+        result = kc.run(
+            [*args, "-c", "tao"] if tracked.launched_here else args, namespaced=False, check=False, best_effort=True
+        )
+        logs = split_prefixed_logs(result.stdout)
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ranks = []
+    for rank in (obs.live or {}).get("ranks", []):
+        ranks.append(
+            {
+                "rank": rank.get("rank"),
+                "pod": rank.get("pod"),
+                "node": rank.get("node"),
+                "phase": rank.get("phase"),
+                "exit_code": rank.get("exit_code"),
+                "reason": rank.get("reason"),
+                "log_tail": [redact_text(line) for line in logs.get(str(rank.get("pod")), [])],
+                "captured_at": now,
+            }
+        )
+    history = {
+        "state": obs.state,
+        "reason": obs.reason,
+        "message": redact_text(obs.message),
+        "err_class": obs.err_class,
+        "first_failed_rank": (obs.live or {}).get("first_failed_rank"),
+        "ranks": ranks,
+        "captured_at": now,
+    }
+    held = bool(tracked.extra.get("keep_until_captured"))
+    fields: dict[str, Any] = {"history": history}
+    if tracked.extra.get("ttl_hold"):
+        fields["ttl_hold"] = None  # captured: a waiter leaving now has nothing to give back
+    store.update_extra(tracked.id, **fields)
+    tracked.extra.update(fields)
+    if held:
+        # The history is safe in the record now: let ttlSecondsAfterFinished remove the Job.
+        set_ttl(kc, tracked, held_ttl(tracked))
+
+
+def held_ttl(tracked: Tracked) -> int:
+    ttl = tracked.extra.get("ttl_seconds")
+    return DEFAULT_TTL_SECONDS if ttl is None else int(ttl)
+
+
+def set_ttl(kc: Kubectl, tracked: Tracked, ttl: int | None) -> bool:
+    """Set (None: remove) the Job's ttlSecondsAfterFinished, on the pinned UID only (objects.set_ttl)."""
+    if not tracked.namespace or not tracked.job_name:
+        return False
+    return objects.set_ttl(kc, tracked.namespace, tracked.job_name, tracked.extra.get("job_uid"), ttl)
+
+
+def hold_ttl(kc: Kubectl, store: Any, tracked: Tracked, ttl: int, holder: str) -> bool:
+    """Keep a waited-on Job from being deleted by its TTL before its ending is captured: the record says so
+    first (so whoever captures the history sets the TTL back), then the TTL is removed from the Job."""
+    if tracked.extra.get("history"):
+        return False
+    ours = not tracked.extra.get("keep_until_captured")  # else already held (--wait, --keep-until-captured)
+    if ours:
+        tracked.extra = store.update_extra(tracked.id, keep_until_captured=True, ttl_seconds=ttl, ttl_hold=holder)
+    if set_ttl(kc, tracked, None):
+        return True
+    if ours:
+        tracked.extra = store.update_extra(tracked.id, keep_until_captured=False, ttl_hold=None)
+    return False
+
+
+def release_ttl(kc: Kubectl, store: Any, tracked: Tracked) -> None:
+    """A waiter leaving before the ending was captured gives the Job its TTL back."""
+    if not tracked.extra.get("ttl_hold"):
+        return
+    set_ttl(kc, tracked, held_ttl(tracked))
+    tracked.extra = store.update_extra(tracked.id, keep_until_captured=False, ttl_hold=None)

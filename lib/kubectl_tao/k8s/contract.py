@@ -1,0 +1,81 @@
+"""What kubectl-tao and the cluster agree on: the only place that spells a label, an annotation, a selector,
+the GPU resource and its toleration, and the job states (pure constants and string builders).
+
+Every object a job owns (its Job, pods, headless Service, credential Secret) carries MANAGED_BY_LABEL=
+MANAGED_BY and JOB_LABEL=<Kubernetes name>, and the record id in RECORD_ID_ANNOTATION; that is how
+`status`, `cancel`, `list`, `logs` and every teardown find them again. `tests/unit/test_house_rules.py`
+refuses these strings anywhere else in lib/.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# ---------------------------------------------------------------- labels and annotations kubectl-tao sets
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "kubectl-tao"
+COMPONENT_LABEL = "app.kubernetes.io/component"
+JOB_LABEL = "tao-job"
+RECORD_ID_ANNOTATION = "kubectl-tao.io/record-id"
+PROBE_LABEL = "kubectl-tao.io/probe"
+OWN_KEY_PREFIX = "kubectl-tao.io/"
+
+# ---------------------------------------------------------------- labels and annotations Kubernetes sets
+POD_JOB_LABEL = "job-name"  # the Job controller's label on every pod of a Job (how Jobs made elsewhere are found)
+COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"  # Kueue's label on the Workload it makes for a Job: the Job's UID
+# Keys a user may not set on a job's labels or annotations: the ones above and those of the Job controller/Kueue.
+RESERVED_KEY_PREFIXES = (OWN_KEY_PREFIX, "batch.kubernetes.io/", "kueue.x-k8s.io/")
+RESERVED_LABELS = frozenset({MANAGED_BY_LABEL, JOB_LABEL, POD_JOB_LABEL, "controller-uid", "job-index"})
+
+# ---------------------------------------------------------------- GPUs
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+# The taint GPU node pools commonly carry; GPU jobs tolerate it (and the fit gate assumes so).
+GPU_TOLERATION: dict[str, Any] = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+INSUFFICIENT_GPU = f"Insufficient {GPU_RESOURCE}"  # the scheduler's reason, as classified
+
+# ---------------------------------------------------------------- job states (records and live status)
+PENDING, RUNNING, COMPLETE, ERROR, CANCELED, UNKNOWN = "PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN"
+STATES = (PENDING, RUNNING, COMPLETE, ERROR, CANCELED, UNKNOWN)
+TERMINAL_STATES = frozenset({COMPLETE, ERROR, CANCELED})
+END_STATES = (COMPLETE, ERROR, CANCELED, UNKNOWN)  # a wait ends on these (UNKNOWN: the Job is gone)
+
+# ---------------------------------------------------------------- selectors
+MANAGED_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
+MANAGED_SELECTOR_QUERY = "app.kubernetes.io%2Fmanaged-by%3Dkubectl-tao"  # MANAGED_SELECTOR, URL-encoded
+
+
+def job_labels(job_name: str) -> dict[str, str]:
+    """The labels every object of job `job_name` carries."""
+    return {MANAGED_BY_LABEL: MANAGED_BY, JOB_LABEL: job_name}
+
+
+def job_selector(job_name: str) -> str:
+    """Every object kubectl-tao made for job `job_name`."""
+    return f"{JOB_LABEL}={job_name},{MANAGED_SELECTOR}"
+
+
+def pod_selector(job_name: str, *, launched_here: bool = True) -> str:
+    """The pods of a Job: by kubectl-tao's label, or by the Job controller's for a Job made elsewhere."""
+    return f"{JOB_LABEL if launched_here else POD_JOB_LABEL}={job_name}"
+
+
+def rank_selector(selector: str, rank: int) -> str:
+    """`selector` narrowed to the pod of one rank of an Indexed Job."""
+    return f"{selector},{COMPLETION_INDEX_ANNOTATION}={rank}"
+
+
+def gpu_product_selector(product: str) -> str:
+    return f"{GPU_PRODUCT_LABEL}={product}"
+
+
+def owned_by_record(meta: dict[str, Any], record_id: str) -> bool:
+    """Whether object metadata says kubectl-tao made it for `record_id`."""
+    managed = (meta.get("labels") or {}).get(MANAGED_BY_LABEL)
+    return managed == MANAGED_BY and record_annotation(meta) == record_id
+
+
+def record_annotation(meta: dict[str, Any]) -> str | None:
+    return (meta.get("annotations") or {}).get(RECORD_ID_ANNOTATION)

@@ -1,0 +1,106 @@
+"""Which cluster kubectl will talk to, read from the kubeconfig files without starting kubectl.
+
+Records pin the API server URL and context they were submitted to; status, logs and cancel compare the
+current target with the pin. Reading the file here (instead of `kubectl config view`) keeps `status` at one
+kubectl call. Merge rules follow kubectl's: files from --kubeconfig, else $KUBECONFIG (':'-separated, the
+first file that sets a value wins), else ~/.kube/config; with no kubeconfig at all, the in-cluster service
+account (KUBERNETES_SERVICE_HOST/PORT).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubectl_tao.errors import UsageError
+
+IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The cluster a kubectl call would reach: server URL, context name and default namespace."""
+
+    server: str
+    context: str
+    namespace: str
+    source: str  # "kubeconfig" or "in-cluster" or "none"
+
+
+def _files(explicit: str | None) -> list[Path]:
+    if explicit:
+        return [Path(explicit).expanduser()]
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
+    return [Path.home() / ".kube" / "config"]
+
+
+def _load(path: Path) -> dict[str, Any]:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise UsageError(f"--kubeconfig: cannot read {path}: {exc.strerror}") from None
+    try:
+        data = YAML(typ="safe", pure=True).load(text)
+    except YAMLError:
+        raise UsageError(f"--kubeconfig: {path} is not valid YAML; fix or regenerate it") from None
+    return data if isinstance(data, dict) else {}
+
+
+def _named(items: Any) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for item in items or []:
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            out.setdefault(item["name"], item)
+    return out
+
+
+def resolve(
+    kubeconfig: str | None = None, context: str | None = None, namespace: str | None = None
+) -> Target:
+    """The target of a kubectl call made with these global flags."""
+    docs = [_load(path) for path in _files(kubeconfig)]
+    docs = [d for d in docs if d]
+    if not docs:
+        return _in_cluster(namespace)
+    contexts: dict[str, dict[str, Any]] = {}
+    clusters: dict[str, dict[str, Any]] = {}
+    current = ""
+    for doc in docs:
+        for name, item in _named(doc.get("contexts")).items():
+            contexts.setdefault(name, item)
+        for name, item in _named(doc.get("clusters")).items():
+            clusters.setdefault(name, item)
+        if not current and isinstance(doc.get("current-context"), str):
+            current = doc["current-context"]
+    name = context or current
+    ctx = (contexts.get(name) or {}).get("context") or {}
+    if context and context not in contexts:
+        raise UsageError(
+            f"--context: context {context!r} is not in the kubeconfig; see `kubectl config get-contexts`"
+        )
+    cluster = (clusters.get(ctx.get("cluster", "")) or {}).get("cluster") or {}
+    server = str(cluster.get("server") or "")
+    ns = namespace or str(ctx.get("namespace") or "") or "default"
+    return Target(server=server.rstrip("/"), context=name, namespace=ns, source="kubeconfig")
+
+
+def _in_cluster(namespace: str | None) -> Target:
+    host = os.environ.get("KUBERNETES_SERVICE_HOST")
+    port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    if host and IN_CLUSTER_TOKEN.exists():
+        ns = namespace
+        if not ns and IN_CLUSTER_NAMESPACE.exists():
+            ns = IN_CLUSTER_NAMESPACE.read_text(encoding="utf-8").strip()
+        bracketed = f"[{host}]" if ":" in host else host
+        return Target(f"https://{bracketed}:{port}", "", ns or "default", "in-cluster")
+    return Target("", "", namespace or "default", "none")

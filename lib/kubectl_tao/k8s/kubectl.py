@@ -1,0 +1,338 @@
+"""The only place kubectl-tao starts a process: every cluster call is a `kubectl` subprocess.
+
+It adds the global flags (--context, --namespace, --kubeconfig, --request-timeout) to each call, feeds
+secrets through stdin only, classifies failures from kubectl's stderr, scrubs every message it raises,
+and counts (optionally traces) its invocations so the benchmarks can report kubectl calls per verb.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_tao.errors import ClusterUnreachableError, CredentialsRefusedError, KubectlError, TaoError, UsageError
+
+# Checked before the unreachable markers: "Unable to connect to the server: getting credentials: exec: ..." is a
+# credential failure, not a network one.
+_CREDENTIAL_MARKERS = (
+    "(unauthorized)",
+    "you must be logged in",
+    "provide credentials",
+    "getting credentials",
+    "invalid bearer token",
+    "token has expired",
+    "token is expired",
+    "refresh token",
+    "no valid credentials",
+)
+
+CREDENTIALS_FIX = (
+    "point kubectl at a working kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config; --context) and refresh "
+    "it: EKS `aws eks update-kubeconfig --name <cluster> --region <region>`, GKE `gcloud container clusters "
+    "get-credentials <cluster> --region <region>`, AKS `az aks get-credentials --resource-group <rg> --name "
+    "<cluster>`; check with `kubectl get nodes`"
+)
+
+_UNREACHABLE_MARKERS = (
+    "unable to connect to the server",
+    "connection refused",
+    "was refused",
+    "connection reset by peer",
+    "no such host",
+    "i/o timeout",
+    "tls handshake timeout",
+    "client.timeout exceeded",
+    "context deadline exceeded",
+    "the server is currently unable to handle the request",
+    "no configuration has been provided",
+    "couldn't get current server api group list",
+    "server misbehaving",
+    "eof",
+)
+
+_REASONS = (
+    ("(notfound)", "NotFound"),
+    ("(alreadyexists)", "AlreadyExists"),
+    ("(forbidden)", "Forbidden"),
+    ("(conflict)", "Conflict"),
+    ("(invalid)", "Invalid"),
+    ("(badrequest)", "BadRequest"),
+    (" not found", "NotFound"),
+    ("already exists", "AlreadyExists"),
+    ("forbidden", "Forbidden"),
+)
+
+
+# sh hands output over in chunks of this size; its default, line by line, costs about 1 s per 20 MB of
+# `get nodes,pods -A -o json` on a large cluster (64 KiB chunks: about 40 ms). `stream` keeps lines.
+_CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """Where kubectl talks to; None means kubectl's own default (kubeconfig, then in-cluster)."""
+
+    context: str | None = None
+    namespace: str | None = None
+    kubeconfig: str | None = None
+    request_timeout: str | None = None
+
+    def flags(self, *, namespaced: bool = True) -> list[str]:
+        out: list[str] = []
+        if self.kubeconfig:
+            out.append(f"--kubeconfig={self.kubeconfig}")
+        if self.context:
+            out.append(f"--context={self.context}")
+        if namespaced and self.namespace:
+            out.append(f"--namespace={self.namespace}")
+        if self.request_timeout:
+            out.append(f"--request-timeout={self.request_timeout}")
+        return out
+
+
+@dataclass(frozen=True)
+class Completed:
+    stdout: str
+    stderr: str
+    returncode: int
+
+
+def classify_stderr(stderr: str) -> str:
+    """Name the kind of failure kubectl reported: Unreachable, NotFound, Forbidden, ... or ''."""
+    low = stderr.lower()
+    if any(marker in low for marker in _CREDENTIAL_MARKERS):
+        return "Unauthorized"
+    for marker in _UNREACHABLE_MARKERS:
+        if marker == "eof":
+            if low.rstrip().endswith(": eof") or " eof\n" in low:
+                return "Unreachable"
+            continue
+        if marker in low:
+            return "Unreachable"
+    if "context" in low and "does not exist" in low:
+        return "NoContext"
+    for marker, reason in _REASONS:
+        if marker in low:
+            return reason
+    return ""
+
+
+def _scrub(text: str) -> str:
+    from kubectl_tao.redact import redact_text
+
+    return redact_text(text)
+
+
+def first_error_line(stderr: str) -> str:
+    """kubectl's own message, one line, scrubbed (no credential can surface through it)."""
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    picked = next((ln for ln in lines if ln.lower().startswith("error")), lines[-1] if lines else "")
+    return _scrub(picked)[:500]
+
+
+class Kubectl:
+    """Runs kubectl with the global flags; raises TaoError subclasses with scrubbed one-line messages."""
+
+    def __init__(self, options: ClusterOptions | None = None, binary: str | None = None) -> None:
+        self.options = options or ClusterOptions()
+        self.binary = binary or os.environ.get("KUBECTL_TAO_KUBECTL", "kubectl")
+        self.calls = 0
+        self._command: Any = None
+
+    def _resolve(self) -> Any:
+        if self._command is None:
+            import sh
+
+            try:
+                self._command = sh.Command(self.binary).bake(_tty_out=False, _err_to_out=False, _return_cmd=True)
+            except sh.CommandNotFound as exc:
+                raise ClusterUnreachableError(
+                    f"kubectl not found on PATH ({self.binary}); install kubectl or set KUBECTL_TAO_KUBECTL"
+                ) from exc
+        return self._command
+
+    def argv(self, args: list[str], *, namespaced: bool = True) -> list[str]:
+        return [*self.options.flags(namespaced=namespaced), *args]
+
+    def run(
+        self,
+        args: list[str],
+        *,
+        stdin: str | None = None,
+        namespaced: bool = True,
+        timeout: float | None = None,
+        check: bool = True,
+        best_effort: bool = False,
+    ) -> Completed:
+        """Run `kubectl <global flags> <args>`. Secrets may only travel in `stdin`, never in `args`.
+        `check`/`best_effort`: see `settle`."""
+        import sh
+
+        command = self._resolve()
+        full = self.argv(args, namespaced=namespaced)
+        started = time.monotonic()
+        self.calls += 1
+        try:
+            proc = command(
+                *full,
+                _in=stdin if stdin is not None else "",
+                _timeout=timeout,
+                _ok_code=list(range(256)),
+                _out_bufsize=_CHUNK,
+                _err_bufsize=_CHUNK,
+            )
+            result = Completed(_decode(proc.stdout), _decode(proc.stderr), proc.exit_code)
+        except sh.TimeoutException as exc:
+            self._trace(full, started, 124)
+            raise ClusterUnreachableError(
+                f"kubectl {args[0] if args else ''} timed out after {timeout}s; check the API server "
+                "or raise --request-timeout"
+            ) from exc
+        except (sh.ErrorReturnCode, OSError) as exc:  # OSError: exec failed (permission, bad binary)
+            self._trace(full, started, -1)
+            raise TaoError(f"could not run kubectl: {_scrub(type(exc).__name__)}") from None
+        self._trace(full, started, result.returncode)
+        return self.settle(result, check=check, best_effort=best_effort)
+
+    def run_many(self, calls: dict[str, tuple[list[str], dict[str, Any]]]) -> dict[str, Completed | TaoError]:
+        """Run independent read-only calls at once (each still one kubectl process): the gates before a
+        submit cost one round trip instead of several. Each result is a Completed or the TaoError it raised."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(item: tuple[list[str], dict[str, Any]]) -> Completed | TaoError:
+            args, kwargs = item
+            try:
+                return self.run(args, **kwargs)
+            except TaoError as exc:
+                return exc
+
+        if not calls:
+            return {}
+        with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+            futures = {key: pool.submit(one, item) for key, item in calls.items()}
+            return {key: future.result() for key, future in futures.items()}
+
+    def json(self, args: list[str], **kwargs: Any) -> Any:
+        result = self.run([*args, "-o", "json"], **kwargs)
+        try:
+            return json.loads(result.stdout) if result.stdout.strip() else None
+        except json.JSONDecodeError as exc:
+            raise TaoError(f"kubectl {args[0]} returned output that is not JSON: {exc.msg}") from None
+
+    def error_for(self, stderr: str) -> TaoError:
+        reason = classify_stderr(stderr)
+        message = first_error_line(stderr) or "kubectl failed without a message"
+        if reason == "Unauthorized":
+            return CredentialsRefusedError(f"the API server refused your credentials: {message}; {CREDENTIALS_FIX}")
+        missing = self._missing_kubeconfig(stderr, reason)
+        if missing:
+            return CredentialsRefusedError(f"no credentials: {missing}; {CREDENTIALS_FIX}")
+        if reason == "Unreachable":
+            return ClusterUnreachableError(
+                f"cluster unreachable: {message} (check --kubeconfig/$KUBECONFIG, --context, and that the "
+                "API server is up)"
+            )
+        if reason == "NoContext":
+            return UsageError(f"--context: {message}; list contexts with `kubectl config get-contexts`")
+        return KubectlError(message, stderr=_scrub(stderr), reason=reason)
+
+    def _missing_kubeconfig(self, stderr: str, reason: str) -> str:
+        """Why kubectl had no kubeconfig to use, or '' (an explicit file that does not exist, or none at all,
+        which makes kubectl fall back to http://localhost:8080)."""
+        low = stderr.lower()
+        explicit = self.options.kubeconfig
+        if explicit and "no such file or directory" in low and "stat " in low:
+            return f"--kubeconfig {explicit} does not exist"
+        if reason == "Unreachable" and "localhost:8080" in low:
+            listed = os.environ.get("KUBECONFIG")
+            where = f"$KUBECONFIG={listed}" if listed else "~/.kube/config"
+            return f"kubectl found no kubeconfig ({where} does not exist) and fell back to localhost:8080"
+        return ""
+
+    def settle(self, result: Completed, *, check: bool, best_effort: bool = False) -> Completed:
+        """Raise for a failed call when `check`; without it kubectl's answer is returned whatever its exit code,
+        except when there is no answer to read (the server could not be reached or refused the credentials):
+        that still raises unless `best_effort` (cleanup that must not stop on it)."""
+        if result.returncode == 0:
+            return result
+        error = self.error_for(result.stderr)
+        if check or (isinstance(error, ClusterUnreachableError) and not best_effort):
+            raise error
+        return result
+
+    def stream(self, args: list[str], *, namespaced: bool = True) -> Iterator[str]:
+        """Yield kubectl's stdout line by line as it arrives (for `logs -f` across ranks)."""
+        import sh
+
+        command = self._resolve()
+        full = self.argv(args, namespaced=namespaced)
+        started = time.monotonic()
+        self.calls += 1
+        proc = command(*full, _iter=True, _ok_code=list(range(256)), _bg_exc=False)
+        try:
+            for line in proc:
+                yield line if isinstance(line, str) else line.decode("utf-8", errors="replace")
+        except sh.ErrorReturnCode:  # pragma: no cover - _ok_code accepts every status
+            pass
+        finally:
+            if proc.process.is_alive()[0]:
+                proc.terminate()
+        self._trace(full, started, proc.exit_code or 0)
+        if proc.exit_code:
+            raise self.error_for(_decode(proc.stderr))
+
+    def exec(self, args: list[str], *, namespaced: bool = True) -> None:
+        """Replace this process with kubectl (for `logs -f`: kubectl then owns the terminal and signals)."""
+        import shutil
+
+        path = shutil.which(self.binary) or self.binary
+        full = self.argv(args, namespaced=namespaced)
+        self.calls += 1
+        self._trace(full, time.monotonic(), 0)
+        os.execvp(path, [path, *full])  # noqa: S606 - deliberate exec of kubectl with a list argv
+
+    def _trace(self, argv: list[str], started: float, rc: int) -> None:
+        target = os.environ.get("KUBECTL_TAO_TRACE")
+        if not target:
+            return
+        elapsed = time.monotonic() - started
+        entry = {
+            "argv": argv,
+            "ms": round(elapsed * 1000, 1),
+            "rc": rc,
+            "pid": os.getpid(),
+            "start": round(time.time() - elapsed, 4),  # epoch seconds: lets the benchmark find the critical path
+        }
+        try:  # tracing is for benchmarks and tests: it must never break a verb
+            os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+            with open(target, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(entry) + "\n")
+        except OSError:
+            pass
+
+
+def run_host_check(script: str, args: list[str], timeout: float = 60.0) -> tuple[int, str]:
+    """Run the node host runtime check script (the one non-kubectl process preflight needs).
+
+    Returns (exit code, combined output); a missing script is exit 127.
+    """
+    import sh
+
+    try:
+        bash = sh.Command("bash").bake(_tty_out=False, _return_cmd=True, _err_to_out=True)
+        proc = bash(script, *args, _ok_code=list(range(256)), _timeout=timeout)
+    except sh.TimeoutException:
+        return 124, f"{script} timed out after {timeout:.0f}s"
+    except sh.CommandNotFound:
+        return 127, "bash not found"
+    return proc.exit_code, _decode(proc.stdout)
+
+
+def _decode(raw: bytes | str) -> str:
+    if isinstance(raw, str):
+        return raw
+    return raw.decode("utf-8", errors="replace")

@@ -1,0 +1,202 @@
+"""`kubectl tao fit`: the verdict over recorded kubectl JSON, its exit codes and its kubectl calls."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from support.fake_kubectl import FakeKubectl, fixture_json
+
+from kubectl_tao.gpuinventory import DRA_READ
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
+
+NO_KUEUE = 'error: the server doesn\'t have a resource type "localqueues"'
+
+
+def cluster(nodes: str = "nodes-2x8.json", pods: str = "pods-busy.json") -> dict[str, Any]:
+    return {"kind": "List", "items": fixture_json(nodes)["items"] + fixture_json(pods)["items"]}
+
+
+def without_kueue(fake: FakeKubectl, nodes: str = "nodes-2x8.json", pods: str = "pods-busy.json") -> None:
+    fake.capacity(cluster(nodes, pods))
+    fake.on(*DRA_READ[:2], data={"kind": "List", "items": []})
+    fake.on("get", "localqueues.kueue.x-k8s.io", stderr=NO_KUEUE, rc=1)
+
+
+def test_fits_now_exits_0_and_names_the_best_fit_node(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    without_kueue(fake_kubectl)
+    code, out, err = cli("fit", "--gpus", "4")
+    assert code == 0
+    assert out == "fits: 1 x 4 nvidia.com/gpu on gpu-node-1 (6 free)\n"
+    assert err == ""
+
+
+def test_busy_nodes_queue_with_exit_1(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    without_kueue(fake_kubectl)
+    code, out, _ = cli("fit", "--gpus", "8", "--nodes", "2")
+    assert code == 1
+    assert out.startswith("queue: 2 x 8 nvidia.com/gpu: 2 nodes are big enough but only 0 have 8 free now")
+
+
+def test_too_big_for_any_node_never_fits_with_exit_4(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    without_kueue(fake_kubectl)
+    code, out, _ = cli("fit", "--gpus", "16")
+    assert code == 4
+    assert "never: 1 x 16 nvidia.com/gpu needs a node with >= 16 nvidia.com/gpu" in out
+
+
+def test_cluster_without_gpus_never_fits_and_names_the_gpu_operator(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    without_kueue(fake_kubectl, nodes="nodes-cpu-only.json")
+    code, out, _ = cli("fit", "--gpus", "1")
+    assert code == 4
+    assert "GPU Operator" in out
+
+
+def test_gpu_taint_is_tolerated_by_default(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    without_kueue(fake_kubectl, nodes="nodes-mixed.json")
+    code, out, _ = cli("fit", "--gpus", "8", "--gpu-product", "NVIDIA-H100-80GB-HBM3")
+    assert (code, out) == (0, "fits: 1 x 8 nvidia.com/gpu on h100-0 (8 free)\n")
+
+
+def test_node_selector_and_extra_toleration_are_applied(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    without_kueue(fake_kubectl)
+    code, out, _ = cli("fit", "--gpus", "1", "--node-selector", "pool=none", "--toleration", "dedicated=ml:NoSchedule")
+    assert code == 4
+    assert "not matching the node selector" in out
+
+
+def test_json_output_carries_the_verdict(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    without_kueue(fake_kubectl)
+    code, out, _ = cli("fit", "--gpus", "2", "--nodes", "2", "-o", "json")
+    data = json.loads(out)
+    assert code == 0
+    assert data["verdict"] == "fits"
+    assert data["chosen"] == ["gpu-node-0", "gpu-node-1"]
+    assert data["namespace"] == "tao-jobs" and data["localQueue"] is None and data["quota"] is None
+
+
+def test_one_round_trip_nodes_pods_dra_and_queue_without_kueue(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    without_kueue(fake_kubectl)
+    cli("fit", "--gpus", "4", "-n", "team")
+    assert sorted(fake_kubectl.argvs()) == sorted(
+        [
+            NODES_READ,
+            PODS_READ,
+            DRA_READ,
+            ["get", "localqueues.kueue.x-k8s.io", "-n", "team", "-o", "json"],
+        ]
+    )
+
+
+def _kueue(fake: FakeKubectl, used: int | None = None) -> None:
+    fake.capacity(cluster())
+    localqueue = fixture_json("kueue-localqueue.json")
+    fake.on("get", "localqueues.kueue.x-k8s.io", data={"kind": "List", "items": [localqueue]})
+    clusterqueue = copy.deepcopy(fixture_json("kueue-clusterqueue.json"))
+    if used is not None:
+        for flavor in clusterqueue["status"]["flavorsReservation"]:
+            for resource in flavor["resources"]:
+                if resource["name"] == "nvidia.com/gpu":
+                    resource["total"] = str(used)
+    fake.on("get", "clusterqueues.kueue.x-k8s.io", data=clusterqueue)
+
+
+def test_only_local_queue_quota_is_checked(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    _kueue(fake_kubectl)
+    code, out, _ = cli("fit", "--gpus", "4", "-o", "json")
+    data = json.loads(out)
+    assert code == 0
+    assert data["localQueue"] == "team"
+    assert data["quota"]["cluster_queue"] == "team-cq" and data["quota"]["nominal"] == 16
+    assert data["quota"]["free"] == 8 and data["quota"]["flavors"] == [
+        {"name": "default", "nominal": 16, "borrowing_limit": None, "used": 8}
+    ]
+    assert "using LocalQueue team, the only one in namespace tao-jobs" in data["notes"]
+    assert ["get", "clusterqueues.kueue.x-k8s.io", "team-cq", "-o", "json"] in fake_kubectl.argvs()
+
+
+def test_quota_in_use_queues_with_exit_1(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    _kueue(fake_kubectl, used=14)
+    code, out, err = cli("fit", "--gpus", "4")
+    assert code == 1
+    assert "ClusterQueue team-cq has 14 of 16 nvidia.com/gpu reserved in flavor default (2 unused)" in out
+    assert "note: using LocalQueue team" in err
+
+
+def test_request_above_the_quota_ceiling_never_fits(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    _kueue(fake_kubectl)
+    code, out, _ = cli("fit", "--gpus", "8", "--nodes", "3")
+    assert code == 4
+    assert "ClusterQueue team-cq can admit at most 16" in out
+
+
+def test_unknown_queue_is_a_usage_error(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    _kueue(fake_kubectl)
+    code, out, err = cli("fit", "--gpus", "1", "--queue", "nope")
+    assert code == 2 and out == ""
+    assert err == (
+        "error: --queue nope: no LocalQueue 'nope' in namespace tao-jobs (found: team); "
+        "`kubectl get localqueues.kueue.x-k8s.io -n tao-jobs` lists them\n"
+    )
+
+
+def test_queue_on_a_cluster_without_kueue_is_a_usage_error(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    without_kueue(fake_kubectl)
+    code, _, err = cli("fit", "--gpus", "1", "--queue", "q")
+    assert code == 2
+    assert "--queue q: this cluster has no Kueue" in err
+
+
+def test_a_local_queue_whose_cluster_queue_is_missing_is_a_usage_error(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    fake_kubectl.capacity(cluster())
+    fake_kubectl.on("get", "localqueues.kueue.x-k8s.io", data={"kind": "List", "items": [
+        fixture_json("kueue-localqueue.json")]})
+    fake_kubectl.on("get", "clusterqueues.kueue.x-k8s.io", rc=1,
+                    stderr='Error from server (NotFound): clusterqueues.kueue.x-k8s.io "team-cq" not found')
+    code, out, err = cli("fit", "--gpus", "1", "--queue", "team")
+    assert code == 2 and out == ""
+    assert err == (
+        "error: --queue team: LocalQueue team points at ClusterQueue team-cq, which does not exist; Kueue admits "
+        "nothing from it (`kubectl get clusterqueues.kueue.x-k8s.io` lists them)\n"
+    )
+    code, _, err = cli("fit", "--gpus", "1")  # picked without --queue: a note, not an error
+    assert code == 0 and "Kueue quota not checked: cannot read ClusterQueue team-cq" in err
+
+
+def test_forbidden_localqueues_leave_a_note_not_an_error(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    fake_kubectl.capacity(cluster())
+    fake_kubectl.on(
+        "get", "localqueues.kueue.x-k8s.io", rc=1,
+        stderr='Error from server (Forbidden): localqueues.kueue.x-k8s.io is forbidden: User "u" cannot list',
+    )
+    code, out, err = cli("fit", "--gpus", "4")
+    assert code == 0 and out.startswith("fits: ")
+    assert err.startswith("note: Kueue quota not checked: cannot list localqueues.kueue.x-k8s.io in tao-jobs")
+
+
+def test_unreachable_cluster_exits_3(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    refused = "The connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?"
+    fake_kubectl.on("get", stderr=refused, rc=1)
+    code, out, err = cli("fit", "--gpus", "1")
+    assert code == 3 and out == ""
+    assert err.startswith("error: cluster unreachable:")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["fit"], "Missing option '--gpus'"),
+        (["fit", "--gpus", "-1"], "--gpus"),
+        (["fit", "--gpus", "1", "--nodes", "0"], "--nodes"),
+        (["fit", "--gpus", "1", "-o", "wide"], "-o/--output: unknown format 'wide'"),
+        (["fit", "--gpus", "1", "--node-selector", "novalue"], "--node-selector 'novalue' must look like KEY=VALUE"),
+        (["fit", "--gpus", "1", "--toleration", "k:Sometimes"], "--toleration 'k:Sometimes': toleration 0 effect must"),
+    ],
+)
+def test_bad_flags_are_usage_errors(cli: Any, fake_kubectl: FakeKubectl, argv: list[str], message: str) -> None:
+    code, out, err = cli(*argv)
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and message in err
+    assert fake_kubectl.calls == []

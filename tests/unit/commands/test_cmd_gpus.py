@@ -1,0 +1,132 @@
+"""`kubectl tao gpus`, and fit/preflight on a DRA cluster, over JSON recorded from the local 1.36.3 cluster
+(see test_gpuinventory.py for what the recording holds)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from support.fake_kubectl import FakeKubectl, fixture_json
+
+from kubectl_tao.gpuinventory import DRA_READ
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
+
+NO_KUEUE = 'error: the server doesn\'t have a resource type "localqueues"'
+NO_DRA = 'error: the server doesn\'t have a resource type "resourceslices"'
+
+
+def serve(fake: FakeKubectl, *, dra_only: bool = False, with_class: bool = True, dra: bool = True) -> None:
+    capacity = fixture_json("dra-nodes-pods.json")
+    if dra_only:
+        capacity["items"] = [i for i in capacity["items"] if not i["metadata"]["name"].startswith("gpu-node-")]
+    fake.capacity(capacity)
+    objects = fixture_json("dra-objects.json")
+    if not with_class:
+        objects["items"] = [i for i in objects["items"] if i["kind"] != "DeviceClass"]
+    if dra:
+        fake.on(*DRA_READ[:2], data=objects)
+    else:
+        fake.on(*DRA_READ[:2], stderr=NO_DRA, rc=1)
+    fake.on("get", "localqueues.kueue.x-k8s.io", stderr=NO_KUEUE, rc=1)
+
+
+def test_table_lists_gpu_nodes_namespaces_and_totals(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    serve(fake_kubectl)
+    code, out, err = cli("gpus")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].split() == ["NODE", "PRODUCT", "TOTAL", "ALLOCATED", "FREE", "CORDONED", "TAINTS"]
+    assert lines[1].split() == ["dra-node-0", "NVIDIA", "H200", "4", "3", "1", "no", "-"]
+    assert lines[2].split() == ["gpu-node-0", "NVIDIA-H100-80GB-HBM3", "8", "2", "6", "no", "-"]
+    assert lines[3].split() == ["gpu-node-1", "NVIDIA-H100-80GB-HBM3", "8", "0", "8", "no", "dedicated=ml:NoSchedule"]
+    assert lines[4].split() == ["TOTAL", "20", "5", "15"]
+    assert lines[6].split() == ["NAMESPACE", "GPUS-IN-USE"] and lines[7].split() == ["rec", "5"]
+
+
+def test_wide_adds_source_readiness_and_gpu_pods(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    serve(fake_kubectl)
+    code, out, _ = cli("gpus", "-o", "wide")
+    assert code == 0
+    assert out.splitlines()[0].split()[-3:] == ["SOURCE", "READY", "GPU-PODS"]
+    assert out.splitlines()[1].split()[-3:] == ["dra", "yes", "1"]
+
+
+def test_json_and_two_calls_in_one_round_trip(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    serve(fake_kubectl)
+    code, out, _ = cli("gpus", "-o", "json")
+    data = json.loads(out)
+    assert code == 0
+    assert data["totals"] == {"nodes": 3, "total": 20, "allocated": 5, "free": 15, "freeSchedulable": 15}
+    assert data["namespaces"] == [{"namespace": "rec", "gpus": 5}]
+    assert data["dra"] == {"deviceClass": "gpu.nvidia.com", "drivers": ["gpu.nvidia.com"], "offNode": 0}
+    assert sorted(fake_kubectl.argvs()) == sorted([NODES_READ, PODS_READ, DRA_READ])
+
+
+def test_cluster_without_dra_api_shows_device_plugin_gpus_only(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    serve(fake_kubectl, dra=False)
+    code, out, err = cli("gpus", "-o", "json")
+    assert code == 0 and err == ""
+    assert [n["name"] for n in json.loads(out)["nodes"]] == ["gpu-node-0", "gpu-node-1"]
+
+
+def test_unmapped_dra_gpus_are_listed_with_a_note(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    serve(fake_kubectl, with_class=False)
+    code, out, err = cli("gpus")
+    assert code == 0
+    assert "dra-node-0" in out
+    assert err.startswith("note: this cluster has 4 GPUs published through DRA")
+
+
+def test_non_gpu_device_class_is_refused_in_one_line_with_exit_2(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    serve(fake_kubectl)
+    code, out, err = cli("gpus", "--device-class", "mig.nvidia.com")
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1
+    assert err.startswith("error: --device-class mig.nvidia.com: not a GPU DeviceClass")
+    assert "or drop --device-class" in err
+
+
+def test_missing_device_class_is_refused_with_exit_2(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    serve(fake_kubectl)
+    code, _, err = cli("gpus", "--device-class", "gpu")
+    assert code == 2 and "no DeviceClass 'gpu' on this cluster (found: gpu.nvidia.com, mig.nvidia.com)" in err
+
+
+def test_device_class_on_a_cluster_without_dra_is_refused_with_exit_2(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    serve(fake_kubectl, dra=False)
+    code, _, err = cli("gpus", "--device-class", "gpu.nvidia.com")
+    assert code == 2 and "does not serve resource.k8s.io/v1" in err
+
+
+def test_unknown_output_format_exits_2_before_any_call(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    code, _, err = cli("gpus", "-o", "name")
+    assert code == 2 and err.startswith("error: -o/--output: unknown format 'name'")
+    assert fake_kubectl.calls == []
+
+
+def test_fit_on_a_dra_only_cluster_counts_its_devices(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    serve(fake_kubectl, dra_only=True)
+    assert cli("fit", "--gpus", "1") == (0, "fits: 1 x 1 nvidia.com/gpu on dra-node-0 (1 free)\n", "")
+    code, out, _ = cli("fit", "--gpus", "4")
+    assert code == 1
+    assert out.startswith("queue: 1 x 4 nvidia.com/gpu: 1 node is big enough but only 0 have 4 free now; 3 of their 4")
+
+
+def test_fit_without_a_serving_class_names_the_device_class_fix(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    serve(fake_kubectl, dra_only=True, with_class=False)
+    code, out, _ = cli("fit", "--gpus", "1")
+    assert code == 4
+    assert out.startswith("never: no eligible node offers nvidia.com/gpu to pods: this cluster has 4 GPUs published")
+
+
+def test_preflight_on_a_dra_only_cluster_is_not_told_no_gpus(
+    cli: Any, fake_kubectl: FakeKubectl, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("TAO_K8S_SKIP_NODE_RUNTIME_CHECK", "1")
+    serve(fake_kubectl, dra_only=True)
+    fake_kubectl.on("version", data=fixture_json("version-gke-1.30.json"))
+    fake_kubectl.on("auth", stdout="yes\n")
+    _, out, _ = cli("preflight", "--gpus", "1")
+    expected = "OK: gpu-operator: 4 nvidia.com/gpu allocatable on 1 node(s) (DRA devices via DeviceClass gpu.nvidia.com"
+    assert expected in out
+    assert "OK: capacity: fits: 1 x 1 nvidia.com/gpu on dra-node-0 (1 free)" in out

@@ -1,0 +1,111 @@
+"""The capacity gate never disappears silently: without `list pods` cluster-wide it falls back to the nodes'
+allocatable (per-node fit, usage unknown) and says so; without `list nodes` either it warns that capacity
+was not checked. Driven through `submit --dry-run=server` with recorded kubectl answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
+
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
+
+PODS_FORBIDDEN = (
+    'Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:t:u" cannot list resource '
+    '"pods" in API group "" at the cluster scope'
+)
+NODES_FORBIDDEN = (
+    'Error from server (Forbidden): nodes is forbidden: User "system:serviceaccount:t:u" cannot list resource '
+    '"nodes" in API group "" at the cluster scope'
+)
+SUBMIT = ["submit", "--image", "busybox", "--command", "true", "--storage-tier", "C", "--s3-output", "s3://bucket/out",
+          "--dry-run=server"]
+
+
+def allowed(fake: FakeKubectl) -> None:
+    review, granted = review_answer()
+    fake.on(*review, stdout=granted)
+    fake.on("create", "--dry-run=server", stdout="job.batch/x created (server dry run)\n")
+
+
+def test_forbidden_pods_fall_back_to_per_node_allocatable(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    allowed(fake_kubectl)
+    fake_kubectl.capacity_refused(pods=PODS_FORBIDDEN)
+    fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
+    code, _, err = cli(*SUBMIT, "--gpus", "8")
+    assert code == 0, err
+    assert "warning: cannot list pods in all namespaces" in err
+    assert "checked each node's allocatable nvidia.com/gpu only, not what is in use" in err
+    # the nodes were read alongside the pods: the fallback costs no further kubectl call
+    reads = [call.argv for call in fake_kubectl.calls if call.argv[:2] == ["get", "--raw"]]
+    assert sorted(reads) == sorted([NODES_READ, PODS_READ])
+
+
+def test_forbidden_pods_still_refuse_what_no_node_can_hold(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    allowed(fake_kubectl)
+    fake_kubectl.capacity_refused(pods=PODS_FORBIDDEN)
+    fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
+    code, out, err = cli(*SUBMIT, "--gpus", "12")
+    assert code == 4, err
+    [line] = err.strip().splitlines()[-1:]
+    assert out == "" and line.startswith("error: ") and "12 nvidia.com/gpu" in line
+
+
+def test_require_fit_now_refuses_when_usage_is_unknown(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    allowed(fake_kubectl)
+    fake_kubectl.capacity_refused(pods=PODS_FORBIDDEN)
+    fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
+    code, _, err = cli(*SUBMIT, "--gpus", "8", "--require-fit-now")
+    assert code == 1
+    assert err.strip().splitlines()[-1].startswith("error: --require-fit-now: cannot tell whether the GPUs are free")
+
+
+def test_forbidden_nodes_warn_that_capacity_was_not_checked(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    allowed(fake_kubectl)
+    fake_kubectl.capacity_refused(nodes=NODES_FORBIDDEN, pods=PODS_FORBIDDEN)
+    code, _, err = cli(*SUBMIT, "--gpus", "8")
+    assert code == 0, err
+    [warning] = [line for line in err.splitlines() if "capacity" in line]
+    assert warning.startswith("warning: cannot list nodes") and "GPU capacity was not checked" in warning
+
+
+def test_preflight_keeps_a_capacity_line_without_cluster_wide_pods(fake_kubectl: FakeKubectl) -> None:
+    from kubectl_tao.jobs.preflight import WARN, cluster_checks
+    from kubectl_tao.k8s.kubectl import Kubectl
+
+    fake_kubectl.on("version", data=fixture_json("version-gke-1.30.json"))
+    fake_kubectl.on("auth", "can-i", stdout="yes\n")
+    fake_kubectl.capacity_refused(pods=PODS_FORBIDDEN)
+    fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
+    checks = {check.name: check for check in cluster_checks(Kubectl(), "ns", gpus=8, nodes=1, pvc=None,
+                                                              need_secrets=False)}
+    assert checks["gpu-operator"].message.startswith("16 nvidia.com/gpu allocatable on 2 node(s)")
+    capacity = checks["capacity"]
+    assert capacity.status == WARN and capacity.message.startswith("fits: ")
+    assert "cannot list pods in all namespaces" in capacity.message
+
+
+DRA_FORBIDDEN = (
+    'Error from server (Forbidden): resourceslices.resource.k8s.io is forbidden: User "system:serviceaccount:t:u" '
+    'cannot list resource "resourceslices" in API group "resource.k8s.io" at the cluster scope'
+)
+
+
+def test_forbidden_dra_read_is_named_when_the_job_does_not_fit_without_it(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    allowed(fake_kubectl)
+    fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
+    fake_kubectl.on("get", "resourceslices", stderr=DRA_FORBIDDEN, rc=1)
+    code, _, err = cli(*SUBMIT, "--gpus", "12")
+    assert code == 4
+    assert "DRA GPUs not counted: cannot list ResourceSlices" in err
+
+
+def test_forbidden_dra_read_stays_quiet_when_device_plugin_gpus_fit(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    allowed(fake_kubectl)
+    fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
+    fake_kubectl.on("get", "resourceslices", stderr=DRA_FORBIDDEN, rc=1)
+    code, _, err = cli(*SUBMIT, "--gpus", "8")
+    assert code == 0, err
+    assert "DRA" not in err

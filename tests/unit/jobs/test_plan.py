@@ -1,0 +1,136 @@
+"""Flag validation before any cluster call: each bad input gives its one-line error (exit 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubectl_tao.commands.jobflags import JOB_FLAGS
+from kubectl_tao.errors import UsageError
+from kubectl_tao.jobs.plan import GPU_TOLERATION, build, read_credentials
+
+
+def flags(**over: Any) -> dict[str, Any]:
+    job = {key: option.default for key, (_, option) in JOB_FLAGS.items()}
+    job.update(
+        image="nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt",
+        command="dino train -e /workspace/spec.yaml",
+        pvc="tao-data",
+        gpus=8,
+    )
+    job.update(over)
+    return job
+
+
+def test_a_valid_single_node_plan_renders_one_job() -> None:
+    plan = build(flags(), "ns", {})
+    objects = plan.render("dino-train-abc123", "dino-train-abc123", None)
+    assert [o["kind"] for o in objects] == ["Job"]
+    assert plan.record["results_root"] == "/workspace/results"
+    assert GPU_TOLERATION in plan.tolerations
+
+
+def test_results_dir_defaults_under_the_mount_per_record() -> None:
+    plan = build(flags(), "ns", {})
+    job = plan.render("n1", "rec-1", None)[0]
+    env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["TAO_RESULTS_ROOT"] == "/workspace/results/rec-1"
+
+
+def test_multi_node_plan_needs_version_1_28() -> None:
+    plan = build(flags(nodes=2), "ns", {})
+    assert plan.min_version == (1, 28)
+    assert [o["kind"] for o in plan.render("j", "j", None)] == ["Service", "Job"]
+
+
+def test_retries_per_index_needs_1_29() -> None:
+    assert build(flags(nodes=2, retries_per_index=2), "ns", {}).min_version == (1, 29)
+
+
+def test_credentials_become_a_secret_reference_only() -> None:
+    plan = build(flags(), "ns", {"HF_TOKEN": "hf_canaryvalue1234567890"})
+    job = plan.render("j", "j", "tao-creds-j")[0]
+    text = str(job)
+    assert "hf_canaryvalue1234567890" not in text
+    assert {"secretRef": {"name": "tao-creds-j", "optional": False}} in job["spec"]["template"]["spec"]["containers"][
+        0
+    ]["envFrom"]
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"image": None}, "--image is required"),
+        ({"command": None}, "--command is required"),
+        ({"storage_tier": "B"}, "--storage-tier 'B': use A"),
+        ({"network_arch": "two words"}, "--network-arch: give a short word"),
+        ({"action": ""}, "--action: give a short word"),
+        ({"results_dir": "/elsewhere/out"}, "must be on the mounted volume"),
+        ({"storage_tier": "C", "pvc": None}, "--storage-tier C needs --s3-output"),
+        ({"results_dir": "relative/dir"}, "results"),
+    ],
+)
+def test_bad_flags_are_refused_with_the_field_named(over: dict[str, Any], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        build(flags(**over), "ns", {})
+
+
+def test_action_request_rejects_image_flag(tmp_path: Path) -> None:
+    request = tmp_path / "r.json"
+    request.write_text("{}", encoding="utf-8")
+    with pytest.raises(UsageError, match="drop --image/--command"):
+        build(flags(action_request=str(request)), "ns", {})
+
+
+def test_env_file_missing_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--env-file: cannot read"):
+        read_credentials(str(tmp_path / "none.env"), None)
+
+
+def test_env_name_must_be_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    with pytest.raises(UsageError, match="--env HF_TOKEN: the variable is not set"):
+        read_credentials(None, ["HF_TOKEN"])
+
+
+def test_env_name_and_file_duplicate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "c.env"
+    path.write_text("HF_TOKEN=a\n", encoding="utf-8")
+    monkeypatch.setenv("HF_TOKEN", "b")
+    with pytest.raises(UsageError, match="also given in --env-file"):
+        read_credentials(str(path), ["HF_TOKEN"])
+
+
+def test_env_file_from_stdin_maps_legacy_names() -> None:
+    creds = read_credentials("-", None, stdin_text="ACCESS_KEY=a\nSECRET_KEY=b\n")
+    assert creds == {"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"}
+
+
+def test_existing_env_secret_is_referenced_and_checked() -> None:
+    plan = build(flags(env_secret="team-creds"), "ns", {})
+    job = plan.render("j", "j", None)[0]
+    env_from = job["spec"]["template"]["spec"]["containers"][0]["envFrom"]
+    assert {"secretRef": {"name": "team-creds", "optional": False}} in env_from
+    assert plan.secret_refs == {"team-creds": []}
+
+
+def test_env_secret_and_credentials_are_exclusive() -> None:
+    with pytest.raises(UsageError, match="--env-secret names an existing Secret"):
+        build(flags(env_secret="team-creds"), "ns", {"HF_TOKEN": "x"})
+
+
+def test_s3_tools_image_is_the_tier_c_fetch_steps_image() -> None:
+    tier_c = {"storage_tier": "C", "pvc": None, "s3_output": "s3://bkt/out", "s3_input": ["s3://bkt/in/x.txt"]}
+    job = build(flags(**tier_c, s3_tools_image="kubectl-tao.local/s3-tools:1"), "ns", {}).render("j", "r", None)[0]
+    (fetch,) = job["spec"]["template"]["spec"]["initContainers"]
+    assert fetch["image"] == "kubectl-tao.local/s3-tools:1"
+    default = build(flags(**tier_c), "ns", {}).render("j", "r", None)[0]
+    assert default["spec"]["template"]["spec"]["initContainers"][0]["image"] == "docker.io/amazon/aws-cli:2.22.0"
+
+
+def test_s3_tools_image_needs_tier_c() -> None:
+    with pytest.raises(UsageError, match=r"^--s3-tools-image is the image of tier C's fetch step: it needs "
+                                         r"--storage-tier C$"):
+        build(flags(s3_tools_image="kubectl-tao.local/s3-tools:1"), "ns", {})

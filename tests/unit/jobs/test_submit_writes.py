@@ -1,0 +1,40 @@
+"""A submit writes its record as few times as its crash guarantees allow: open, the Kubernetes names before the
+dry-run, then the Job UID together with RUNNING (one write under one lock)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support.fake_kubectl import FakeKubectl, review_answer
+
+from kubectl_tao.store.records import RecordStore
+
+SUBMIT = ["submit", "--image", "busybox", "--command", "true", "--storage-tier", "C", "--s3-output", "s3://bucket/out",
+          "--gpus", "0"]
+
+
+def test_a_submit_writes_the_record_twice_after_opening_it(
+    cli: Any, fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes: list[str] = []
+    for method in ("open", "mark", "update_extra"):
+        real = getattr(RecordStore, method)
+
+        def spy(self: RecordStore, *args: Any, _real: Any = real, _name: str = method, **kwargs: Any) -> Any:
+            if _name == "update_extra":
+                writes.append(str(kwargs.get("submit_phase")))
+            elif _name == "mark" and kwargs.get("extra"):
+                writes.append(f"mark+{kwargs['extra'].get('submit_phase')}")
+            else:
+                writes.append(_name)
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(RecordStore, method, spy)
+    review, granted = review_answer()
+    fake_kubectl.on(*review, stdout=granted)
+    fake_kubectl.on("create", "--dry-run=server", stdout="job.batch/x created (server dry run)\n")
+    fake_kubectl.on("create", "-f", stdout="Job x 0b9b6c1e-1111-2222-3333-444455556666\n")
+    code, _, err = cli(*SUBMIT)
+    assert code == 0, err
+    assert writes == ["open", "dry-run", "mark+created"]
