@@ -27,7 +27,7 @@ def _text(explanation: object) -> str:
     why = f" - {e.reason}" if e.reason else ""
     lines = [f"job {e.id}{where}: {e.state}{why}"]
     if e.gang:
-        from ..gang import describe
+        from kubectl_tao.k8s.gang import describe
 
         lines.append(f"gang: {describe(e.gang)}")
     if not e.findings:
