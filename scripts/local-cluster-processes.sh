@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sourced by scripts/local-cluster: the control plane's processes: start, stop and watch them (the same flags, ports
-# and data on every start). Needs from the caller: dir, cache, repo, k8s_bin, etcd_bin, components, watched,
+# and data on every start). Needs from the caller: dir, cache, repo, k8s_bin, etcd_bin, feature_gates, runtime_config, components, watched,
 # die, note, kctl, and the health and pki parts (functions are looked up when called).
 # Sourced into a shell that runs with set -euo pipefail (scripts/local-cluster).
 # shellcheck disable=SC2154 # the variables above are set by scripts/local-cluster
@@ -114,7 +114,7 @@ launch() { # COMPONENT: start it (returns at once; wait_healthy waits for it)
         --kubelet-client-key "$p/apiserver-kubelet-client.key" \
         --kubelet-certificate-authority "$p/ca.crt" \
         --kubelet-preferred-address-types InternalIP \
-        --allow-privileged=true --profiling=false ;;
+        --allow-privileged=true --profiling=false "${feature_gates[@]}" "${runtime_config[@]}" ;;
     kube-controller-manager)
       start kube-controller-manager "$k8s_bin/kube-controller-manager" \
         --kubeconfig "$dir/kube-controller-manager.kubeconfig" \
@@ -123,12 +123,12 @@ launch() { # COMPONENT: start it (returns at once; wait_healthy waits for it)
         --service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
         --use-service-account-credentials=true \
         --cluster-signing-cert-file "$p/ca.crt" --cluster-signing-key-file "$p/ca.key" \
-        --service-cluster-ip-range 10.96.0.0/16 --profiling=false ;;
+        --service-cluster-ip-range 10.96.0.0/16 --profiling=false "${feature_gates[@]}" ;;
     kube-scheduler)
       start kube-scheduler "$k8s_bin/kube-scheduler" \
         --kubeconfig "$dir/kube-scheduler.kubeconfig" \
         --bind-address 127.0.0.1 --secure-port "$(port SCHEDULER_PORT)" --cert-dir "$dir/pki/scheduler" \
-        --leader-elect=false --profiling=false ;;
+        --leader-elect=false --profiling=false "${feature_gates[@]}" ;;
     kwok)
       KWOK_WORKDIR=$dir/kwok start kwok "$cache/kwok-$(kwok_version)/bin/kwok" \
         --kubeconfig "$dir/kwok.kubeconfig" --config "$dir/kwok/kwok.yaml" \

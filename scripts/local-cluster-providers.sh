@@ -11,6 +11,8 @@ local_up() {
   local t0
   t0=$(now_ns)
   if local_status >/dev/null 2>&1; then
+    [ -z "$recorded_version" ] || [ "$recorded_version" = "$K8S_VERSION" ] ||
+      usage_error "already up with Kubernetes $recorded_version in $dir, not $K8S_VERSION; run \`scripts/local-cluster down\` first"
     note "already up; kubeconfig: $kubeconfig"
     return 0
   fi
@@ -33,6 +35,7 @@ local_up() {
   mkdir -p "$dir/pids" "$dir/logs" "$dir/kwok" "$dir/etcd"
   chmod 700 "$dir"
   echo local >"$dir/provider"
+  echo "$K8S_VERSION" >"$dir/k8s-version"
   local ports
   mapfile -t ports < <(free_ports 6)
   cat >"$dir/ports.env" <<EOF

@@ -113,6 +113,7 @@ class JobStatus:
     total: int = 1
     first_failed_rank: int | None = None
     job_uid: str | None = None
+    gang: dict[str, Any] | None = None  # gang.GangView.to_dict() of a native gang job
     kueue: dict[str, Any] | None = None  # kueue.Admission of a Job held suspended by Kueue, when it was read
 
     def to_dict(self) -> dict[str, Any]:

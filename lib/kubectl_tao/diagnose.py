@@ -506,8 +506,9 @@ def explain(
                 Finding(
                     "a partial start: some ranks run while others wait, and rank 0 waits for all of them",
                     f"{status.reason}; {status.message}",
-                    "cancel and resubmit when `kubectl tao fit` says the whole job fits, or use Kueue for "
-                    "all-or-nothing admission; the running ranks hold their GPUs meanwhile",
+                    "cancel and resubmit when `kubectl tao fit` says the whole job fits, or with all-or-nothing "
+                    "scheduling: native gang (`--gang`, Kubernetes 1.37+) or Kueue (`--queue`); the running ranks "
+                    "hold their GPUs meanwhile",
                     "partial-start",
                 ),
             )

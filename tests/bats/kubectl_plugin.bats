@@ -10,7 +10,9 @@ load '/usr/lib/bats/bats-assert/load'
 REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
 KUBECTL_TAO="${KUBECTL_TAO:-$REPO/kubectl-tao}"
 COMPLETE_TAO="${COMPLETE_TAO:-$REPO/scripts/kubectl_complete-tao}"
-CACHED_KUBECTL="${KUBECTL_TAO_CACHE:-$HOME/.cache/kubectl-tao}/k8s-v1.36.3/bin/kubectl"
+# shellcheck source=../../cluster/versions.env
+. "$REPO/cluster/versions.env"
+CACHED_KUBECTL="${KUBECTL_TAO_CACHE:-$HOME/.cache/kubectl-tao}/k8s-${KUBECTL_TAO_K8S_VERSION:-$K8S_VERSION}/bin/kubectl"
 if [ -z "${KUBECTL:-}" ]; then
   if [ -x "$CACHED_KUBECTL" ]; then KUBECTL="$CACHED_KUBECTL"; else KUBECTL="$(command -v kubectl)"; fi
 fi

@@ -192,3 +192,36 @@ setup() {
   run "$BUILD_LOCAL_CLUSTER" --check
   assert_failure 1
 }
+
+@test "KUBECTL_TAO_K8S_VERSION must be one of the versions in cluster/versions.env" {
+  . "$BATS_TEST_DIRNAME/../../cluster/versions.env"
+  KUBECTL_TAO_K8S_VERSION=v1.30.0 run "$LOCAL_CLUSTER" up
+  assert_failure 2
+  assert_output "local-cluster: KUBECTL_TAO_K8S_VERSION must be one of ${K8S_VERSIONS//,/, }, got 'v1.30.0'"
+  KUBECTL_TAO_K8S_VERSION=latest run "$BUILD_LOCAL_CLUSTER" --check
+  assert_failure 2
+  assert_output --partial "build-local-cluster: KUBECTL_TAO_K8S_VERSION must be one of"
+  # Every listed version has its own module file for the build.
+  for v in ${K8S_VERSIONS//,/ }; do
+    grep -qE "^[[:space:]]*k8s.io/kubernetes $v\$" "$BATS_TEST_DIRNAME/../../cluster/k8s-$v.mod"
+  done
+}
+
+@test "commands after up use the version up recorded; another explicit version is refused" {
+  . "$BATS_TEST_DIRNAME/../../cluster/versions.env"
+  other=${K8S_VERSIONS##*,}
+  [ "$other" != "$K8S_VERSION" ]
+  mkdir -p "$KUBECTL_TAO_CLUSTER_DIR"
+  echo local >"$KUBECTL_TAO_CLUSTER_DIR/provider"
+  echo "$other" >"$KUBECTL_TAO_CLUSTER_DIR/k8s-version"
+  touch "$KUBECTL_TAO_CLUSTER_DIR/kubeconfig"
+  run "$LOCAL_CLUSTER" env
+  assert_success
+  assert_output --partial "export PATH=$KUBECTL_TAO_CACHE/k8s-$other/bin:"
+  KUBECTL_TAO_K8S_VERSION=$K8S_VERSION run "$LOCAL_CLUSTER" env
+  assert_failure 2
+  assert_output --partial "local-cluster: the cluster in $KUBECTL_TAO_CLUSTER_DIR runs Kubernetes $other, not KUBECTL_TAO_K8S_VERSION=$K8S_VERSION"
+  KUBECTL_TAO_K8S_VERSION=$K8S_VERSION run "$LOCAL_CLUSTER" down
+  assert_success
+  [ ! -e "$KUBECTL_TAO_CLUSTER_DIR" ]
+}

@@ -1,4 +1,4 @@
-"""DRA GPUs on the real local control plane (1.36.3: resource.k8s.io/v1 GA, DRAExtendedResource beta and on).
+"""DRA GPUs on the real local control plane (resource.k8s.io/v1; DRAExtendedResource GA in 1.37, on in 1.36).
 
 The test publishes what a GPU driver would: two KWOK nodes with no nvidia.com/gpu allocatable, one
 ResourceSlice of driver gpu.nvidia.com per node (4 GPUs and a MIG device each), and a DeviceClass that serves

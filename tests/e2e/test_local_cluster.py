@@ -5,6 +5,7 @@ with every node address on loopback."""
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import time
 from datetime import datetime
@@ -23,11 +24,12 @@ from support.cluster import (
     events_for,
     get,
     job,
+    k8s_minor,
+    k8s_version,
     kubectl,
     kubectl_json,
     pods_of_job,
     terminated_state,
-    versions,
     wait_for,
     wait_job_finished,
 )
@@ -109,8 +111,25 @@ def test_real_nodes_use_the_bridge_gateway_address_and_carry_their_own_taint(clu
 def test_server_and_client_report_the_pinned_version(cluster: Cluster) -> None:
     version = kubectl_json("version")
     assert version["serverVersion"]["gitVersion"] == version["clientVersion"]["gitVersion"]
-    assert version["serverVersion"]["gitVersion"] == versions()["K8S_VERSION"]
+    assert version["serverVersion"]["gitVersion"] == k8s_version()
     assert str(cluster.bin_dir) in cluster.env["PATH"].split(os.pathsep)[0]
+
+
+def test_workload_aware_scheduling_is_served_from_1_37_on(cluster: Cluster) -> None:
+    """1.37+: the feature gates and runtime-config of scripts/local-cluster serve the Workload and PodGroup API
+    at scheduling.k8s.io/v1beta1 and keep a Job's spec.scheduling; 1.36: neither (the no-gang path)."""
+    served = kubectl("api-resources", "--api-group=scheduling.k8s.io", "-o", "name").stdout.split()
+    gang_job = job("gang-check", completions=2, parallelism=2, indexed=True)
+    gang_job["spec"]["scheduling"] = {"schedulingPolicy": {"gang": {"minCount": 2}}}
+    kept = kubectl("create", "--dry-run=server", "--validate=ignore", "-f", "-", "-n", "default", "-o",
+                   "jsonpath={.spec.scheduling.schedulingPolicy.gang.minCount}", input=json.dumps(gang_job)).stdout
+    if k8s_minor() >= 37:
+        assert {"podgroups.scheduling.k8s.io", "workloads.scheduling.k8s.io"} <= set(served)
+        assert kubectl("get", "--raw", "/apis/scheduling.k8s.io/v1beta1").returncode == 0
+        assert kept == "2"
+    else:
+        assert "podgroups.scheduling.k8s.io" not in served
+        assert kept == ""
 
 
 # ------------------------------------------------------------------ scheduling and completion

@@ -35,7 +35,8 @@ from .stats import STATS
 
 # (name, regex on the space-joined kubectl argv, when, delay before the signal in `during`)
 POINTS = {
-    "record-open-before-dry-run": (r" create --dry-run=server ", "before", 0.0),
+    # submit's own dry run (`-o name`), not the gang check's before the record opens (`-o go-template=...`)
+    "record-open-before-dry-run": (r" create --dry-run=server -f - -n [^ ]+ -o name ", "before", 0.0),
     "between-dry-run-and-create": (r" create -f - ", "before", 0.0),
     "during-create": (r" create -f - ", "during", 0.07),
     "after-create-before-adopt": (r" create -f - ", "after", 0.0),

@@ -140,6 +140,19 @@ def versions() -> dict[str, str]:
     return out
 
 
+def k8s_version() -> str:
+    """The Kubernetes version of the local cluster: what `up` recorded in the data directory, else the one
+    KUBECTL_TAO_K8S_VERSION selects, else the default of cluster/versions.env."""
+    recorded = data_dir() / "k8s-version"
+    if recorded.is_file():
+        return recorded.read_text(encoding="utf-8").strip()
+    return os.environ.get("KUBECTL_TAO_K8S_VERSION") or versions()["K8S_VERSION"]
+
+
+def k8s_minor() -> int:
+    return int(k8s_version().split(".")[1])
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("KUBECTL_TAO_CACHE") or Path.home() / ".cache" / "kubectl-tao")
 
@@ -153,7 +166,7 @@ def data_dir() -> Path:
 
 def bin_dir() -> Path:
     """Directory with kube-apiserver, kube-controller-manager, kube-scheduler and kubectl."""
-    return cache_dir() / f"k8s-{versions()['K8S_VERSION']}" / "bin"
+    return cache_dir() / f"k8s-{k8s_version()}" / "bin"
 
 
 def kubeconfig_path() -> Path:

@@ -26,6 +26,10 @@ def _text(explanation: object) -> str:
     where = f" ({e.namespace}/{e.job})" if e.namespace and e.job else ""
     why = f" - {e.reason}" if e.reason else ""
     lines = [f"job {e.id}{where}: {e.state}{why}"]
+    if e.gang:
+        from kubectl_tao.k8s.gang import describe
+
+        lines.append(f"gang: {describe(e.gang)}")
     if not e.findings:
         lines.append(f"nothing wrong found ({e.message})" if e.message else "nothing wrong found")
     for number, finding in enumerate(e.findings, start=1):

@@ -19,6 +19,8 @@ Examples:
 Each rank is one pod that must land whole on one node; ranks go to distinct nodes. The taint
 nvidia.com/gpu:NoSchedule is tolerated for GPU jobs, as submit does. When the namespace has a Kueue
 LocalQueue (--queue, else one named "default", else the only one), its ClusterQueue quota counts too.
+For --nodes > 1 it also says which gang mechanism keeps the ranks from starting one by one: native (the API
+server gang-schedules Jobs), kueue (--queue) or none.
 Exit codes: 0 fits now, 1 must queue (nodes busy or quota in use), 4 can never fit this cluster."""
 
 
@@ -72,5 +74,7 @@ def register(app: typer.Typer) -> None:
         if not emit_data(fmt, report.to_dict()):
             for note in report.notes:
                 info(f"note: {note}")
+            if nodes > 1:
+                info(report.gang.line())
             emit(report.verdict.message + "\n")
         return {"fits": EXIT_OK, "queue": EXIT_FAILURE}.get(report.verdict.verdict, EXIT_NEVER_FITS)

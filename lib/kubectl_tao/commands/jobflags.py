@@ -86,6 +86,12 @@ JOB_FLAGS: dict[str, tuple[Any, Any]] = {
         None, "--toleration", help="KEY[=VALUE][:EFFECT] taint to tolerate (repeat).", annotation=list[str] | None
     ),
     "queue": _opt(None, "--queue", help="Kueue LocalQueue: the Job is created suspended and admitted whole."),
+    "gang": _opt(
+        "auto",
+        "--gang",
+        help="Multi-node: auto (native gang scheduling where the API server has it), native (require it) or off.",
+        annotation=str,
+    ),
     "retries_per_index": _opt(
         None,
         "--retries-per-index",

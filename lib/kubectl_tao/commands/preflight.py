@@ -13,7 +13,9 @@ Examples:
   TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1 kubectl tao preflight --pvc tao-data
 
 \b
-Each check prints OK, WARN or MISSING with the fix. Exit 0 only when nothing is MISSING. Set
+Each check prints OK, WARN or MISSING with the fix. With --nodes > 1 the gang check says which mechanism
+keeps the ranks from starting one by one: native, kueue (--queue) or none (WARN). Exit 0 only when nothing is
+MISSING. Set
 TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1 on managed GPU nodes (EKS/GKE/AKS node images, GPU Operator policy)."""
 
 
@@ -26,6 +28,7 @@ def register(app: typer.Typer) -> None:
         pvc: str = typer.Option(None, "--pvc", help="PersistentVolumeClaim the job mounts (tier A)."),
         credentials: bool = typer.Option(False, "--credentials", help="Also check you may create Secrets."),
         gpu_product: str = typer.Option(None, "--gpu-product", help="Required nvidia.com/gpu.product label."),
+        queue: str = typer.Option(None, "--queue", help="Kueue LocalQueue the job will use (for the gang check)."),
         output: str = OutputOption,
     ) -> int:
         """Check that this machine and cluster can run TAO jobs."""
@@ -38,7 +41,14 @@ def register(app: typer.Typer) -> None:
         checks = [host_runtime_check(), kubectl_check(kc.binary)]
         if checks[-1].status != MISSING:
             checks += cluster_checks(
-                kc, sess.namespace(), gpus=gpus, nodes=nodes, pvc=pvc, need_secrets=credentials, gpu_product=gpu_product
+                kc,
+                sess.namespace(),
+                gpus=gpus,
+                nodes=nodes,
+                pvc=pvc,
+                need_secrets=credentials,
+                gpu_product=gpu_product,
+                queue=queue,
             )
         if not emit_data(fmt, {"checks": [c.to_dict() for c in checks]}):
             emit("".join(c.line() + "\n" for c in checks))

@@ -100,6 +100,11 @@ def show(observations: list[Observation], output: str, no_headers: bool, *, rank
                 counts = rank_counts(obs)
                 if counts:
                     emit(f"\n{counts}\n")
+                gang = (obs.live or {}).get("gang")
+                if gang:
+                    from kubectl_tao.k8s.gang import describe
+
+                    emit(f"Gang: {_scrubbed(describe(gang))}\n")
                 first = (obs.live or {}).get("first_failed_rank")
                 if first is not None:
                     emit(f"\nFirst failed rank: {first}\n")

@@ -21,7 +21,8 @@ Examples:
   kubectl tao submit ... --dry-run=server -o yaml
 
 \b
-Order: fit gate (GPUs x nodes, per node), version gate (multi-node), PVC/Secret checks, open the record,
+Order: fit gate (GPUs x nodes, per node), version gate (multi-node), PVC/Secret checks, gang mechanism
+(multi-node: native where the API server gang-schedules Jobs, Kueue with --queue, else none), open the record,
 render, secret lint, create --dry-run=server, create, mark RUNNING. A failure after the record opens marks it
 ERROR and removes what was created. Exit codes: 0 ok, 1 gate/job failure, 2 bad input, 3 cluster unreachable,
 4 the job can never fit this cluster."""
@@ -109,6 +110,7 @@ def register(app: typer.Typer) -> None:
                 "job": f"{namespace}/{outcome.job_name}",
                 "uid": outcome.job_uid,
                 "fit": outcome.fit,
+                "gang": outcome.gang,
                 "warnings": outcome.warnings,
             }
             emit(dump_json(data) if fmt == "json" else dump_yaml(data))

@@ -1,7 +1,8 @@
 """`kubectl tao explain JOB`: fetch what diagnose.explain reads, in as few kubectl calls as possible.
 
-Round trip 1 (two processes at once): the Job and its pods (one call, by label, as tracking.fetch does) and
-the namespace's events (filtered here to the Job and its pods). Round trip 2, only when the scheduler has
+Round trip 1 (two processes at once, three for a job submitted with native gang scheduling): the Job and its
+pods (one call, by label, as tracking.fetch does), the namespace's events (filtered here to the Job and its pods)
+and the namespace's PodGroups and Workloads (gang.py). Round trip 2, only when the scheduler has
 refused a pod: nodes and pods of every namespace, and the DRA devices and claims (two processes at once),
 so that "no GPUs anywhere" (the GPU Operator is missing) is told from "GPUs busy". A Job that is gone is
 explained from the history the record captured at its end.
@@ -18,8 +19,8 @@ from kubectl_tao import classify as st
 from kubectl_tao import kueue
 from kubectl_tao.diagnose import Finding
 from kubectl_tao.errors import TaoError
-from kubectl_tao.jobs.track import Tracked, check_pin, check_uid
-from kubectl_tao.k8s import contract
+from kubectl_tao.jobs.track import Tracked, check_pin, check_uid, reads_gang
+from kubectl_tao.k8s import contract, gang
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
 
@@ -34,6 +35,7 @@ class Explanation:
     source: str  # "cluster" (live objects) or "record" (the Job is gone or was never created)
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    gang: dict[str, Any] | None = None  # gang.GangView.to_dict() of a native gang job
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -46,6 +48,7 @@ class Explanation:
             "source": self.source,
             "findings": [f.to_dict() for f in self.findings],
             "notes": list(self.notes),
+            "gang": self.gang,
         }
 
 
@@ -57,9 +60,10 @@ def redacted(e: Explanation) -> Explanation:
     findings = [
         Finding(redact_text(f.cause), redact_text(f.evidence), redact_text(f.fix), f.code) for f in e.findings
     ]
+    gang = {k: redact_text(v) if isinstance(v, str) else v for k, v in e.gang.items()} if e.gang else None
     return Explanation(
         e.id, e.namespace, e.job, e.state, redact_text(e.reason), redact_text(e.message), e.source, findings,
-        [redact_text(note) for note in e.notes],
+        [redact_text(note) for note in e.notes], gang,
     )
 
 
@@ -188,7 +192,10 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
     else:  # a Job launched another way: by its name, its pods by job-name=
         calls["objects"] = ["get", "job", name, "-n", ns, "--ignore-not-found"]
         calls["pods"] = ["get", "pods", "-n", ns, "-l", tracked.pod_selector]
-    results = kc.run_many({key: ([*args, "-o", "json"], {"namespaced": False}) for key, args in calls.items()})
+    requests = {key: ([*args, "-o", "json"], {"namespaced": False}) for key, args in calls.items()}
+    if reads_gang(tracked):
+        requests["groups"] = gang.groups_call(ns)
+    results = kc.run_many(requests)
     items: list[Any] = []
     for key in ("objects", "pods"):
         answer = results.get(key)
@@ -217,6 +224,10 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
     if status.reason == "Suspended" and kueue.queue_of(job):
         admission, queue_quota = _kueue_view(kc, ns, job, notes)
         status = st.job_status(job, pods, events, admission=admission)
+    groups = results.get("groups")
+    gang_view = gang.view(job, _loads(groups), pods) if isinstance(groups, Completed) else None
+    if gang_view is not None:
+        gang.annotate(status, job, _loads(groups), pods)
     node_list = None
     hint = None
     if _needs_nodes(status, events):
@@ -235,4 +246,10 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
         status, events, pods, nodes=node_list, job=tracked.id, namespace=ns, job_name=name, no_gpu_hint=hint,
         queue_quota=queue_quota,
     )
-    return Explanation(tracked.id, ns, name, status.state, status.reason, status.message, "cluster", found, notes)
+    gang_finding = gang.finding(gang_view, gpus=tracked.extra.get("gpus")) if gang_view else None
+    if gang_finding is not None and status.state == st.PENDING:
+        found.insert(0, gang_finding)
+    return Explanation(
+        tracked.id, ns, name, status.state, status.reason, status.message, "cluster", found, notes,
+        gang_view.to_dict() if gang_view else None,
+    )

@@ -1,10 +1,12 @@
 """`kubectl tao fit`: gather what gates.fit needs in as few kubectl calls as possible, then ask it.
 
-Round trip 1 (four processes at once): the nodes and running pods (capacity.calls), the DRA devices and
-claims (gpuinventory.DRA_READ) and `get localqueues.kueue.x-k8s.io -n NS -o json`. Round trip 2, only when
-a LocalQueue is used: `get clusterqueues.kueue.x-k8s.io CQ -o json`. A cluster without Kueue answers the
-LocalQueue call with "the server doesn't have a resource type"; that is not an error, it means no quota to
-check (nor is it when the DRA read gets that answer: no resource.k8s.io/v1, no DRA GPUs).
+Round trip 1 (four processes at once, five for --nodes > 1 without --queue): the nodes and running pods
+(capacity.calls), the DRA devices and claims (gpuinventory.DRA_READ), `get localqueues.kueue.x-k8s.io -n NS
+-o json` and the discovery of scheduling.k8s.io/v1beta1 (gang.py). Round trip 2, only when a LocalQueue is
+used: `get clusterqueues.kueue.x-k8s.io CQ -o json`; and only where PodGroups are served, the gang dry run.
+A cluster without Kueue answers the LocalQueue call with "the server doesn't have a resource type"; that is not
+an error, it means no quota to check (nor is it when the DRA read gets that answer: no resource.k8s.io/v1, no
+DRA GPUs).
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ class FitReport:
     namespace: str
     local_queue: str | None = None
     notes: list[str] = field(default_factory=list)
+    gang: Any = None  # gang.Mechanism
 
     def to_dict(self) -> dict[str, Any]:
         data = self.verdict.to_dict()
         data["namespace"] = self.namespace
         data["localQueue"] = self.local_queue
         data["notes"] = list(self.notes)
+        data["gang"] = self.gang.to_dict() if self.gang is not None else None
         return data
 
 
@@ -133,13 +137,15 @@ def check(
     queue: str | None = None,
 ) -> FitReport:
     from kubectl_tao import gates, gpuinventory
-    from kubectl_tao.k8s import capacity
+    from kubectl_tao.k8s import capacity, gang
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {
         **capacity.calls(),
         "dra": (gpuinventory.DRA_READ, {"namespaced": False}),
         "queues": queue_call(namespace),
     }
+    if nodes > 1 and not queue:
+        calls["gang"] = gang.DISCOVERY_CALL
     results = kc.run_many(calls)
     seen = capacity.read(results)
     dra, dra_note = gpuinventory.read_dra(results["dra"])
@@ -158,4 +164,5 @@ def check(
     )
     if dra_note and verdict.verdict != gates.FITS:
         notes.append(dra_note)
-    return FitReport(verdict, namespace, local_queue, notes)
+    support = gang.detect(kc, namespace, results["gang"], nodes) if "gang" in results else None
+    return FitReport(verdict, namespace, local_queue, notes, gang.choose(nodes, queue, support))

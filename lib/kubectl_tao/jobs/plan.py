@@ -145,6 +145,9 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         raise UsageError("--command is required (or --action-request)")
     tier = str(job["storage_tier"]).upper()
     gpus, nodes = int(job["gpus"]), int(job["nodes"])
+    from kubectl_tao.k8s.gang import check_mode
+
+    gang_mode = check_mode(job.get("gang"), nodes=nodes, queue=job.get("queue"))
     existing_secret = job.get("env_secret")
     if existing_secret and credentials:
         raise UsageError("--env-secret names an existing Secret: give it or --env-file/--env, not both")
@@ -268,6 +271,7 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         warnings=warnings,
         patches_job=bool(job.get("keep_until_captured")),
         notes=nccl.notes,
+        gang_mode=gang_mode,
     )
 
 
@@ -286,6 +290,7 @@ _NOT_FOR_ACTION_REQUESTS = {
     "nccl_ib_hca": ("--nccl-ib-hca", None, "the request's environment"),
     "nccl_env": ("--nccl-env", None, "the request's environment"),
     "retries_per_index": ("--retries-per-index", None, "nothing: an action request runs one pod"),
+    "gang": ("--gang", "auto", "nothing: an action request runs one pod"),
 }
 
 

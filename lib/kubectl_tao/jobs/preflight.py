@@ -1,7 +1,9 @@
 """`preflight`: every check the reference names, one line each (OK / WARN / MISSING with the fix).
 
 The cluster checks run at once (one round trip): server version, nodes and pods (GPU allocatable and fit),
-`auth can-i create jobs` and `... secrets` in the namespace, and the PVC when one is named.
+`auth can-i create jobs` and `... secrets` in the namespace, the PVC when one is named, and for --nodes > 1
+without --queue the discovery of scheduling.k8s.io/v1beta1 (gang.py; its dry run follows where PodGroups are
+served).
 """
 
 from __future__ import annotations
@@ -75,9 +77,10 @@ def cluster_checks(
     pvc: str | None,
     need_secrets: bool,
     gpu_product: str | None = None,
+    queue: str | None = None,
 ) -> list[Check]:
     from kubectl_tao import gates, gpuinventory
-    from kubectl_tao.k8s import capacity
+    from kubectl_tao.k8s import capacity, gang
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {
         "version": (["version", "-o", "json"], {"namespaced": False}),
@@ -92,6 +95,8 @@ def cluster_checks(
         )
     if pvc:
         calls["pvc"] = (["get", "persistentvolumeclaim", pvc, "-n", namespace, "-o", "json"], {"namespaced": False})
+    if nodes > 1 and not queue:
+        calls["gang"] = gang.DISCOVERY_CALL
     results = kc.run_many(calls)
     version = results["version"]
     if isinstance(version, TaoError):
@@ -174,7 +179,18 @@ def cluster_checks(
                 "" if ok else "upgrade the cluster to 1.28+ or run single-node",
             )
         )
+        support = gang.detect(kc, namespace, results["gang"], nodes) if "gang" in results else None
+        checks.append(gang_check(gang.choose(nodes, queue, support)))
     return checks
+
+
+def gang_check(mechanism: Any) -> Check:
+    """The gang mechanism of a multi-node job; none is a warning (a partial start can hold GPUs)."""
+    from kubectl_tao.k8s.gang import ENABLE_HINT, NONE
+
+    if mechanism.kind == NONE:
+        return Check("gang", WARN, f"none: {mechanism.message}", f"submit with --queue (Kueue), or {ENABLE_HINT}")
+    return Check("gang", OK, f"{mechanism.kind}: {mechanism.message}")
 
 
 def _can_i(result: Completed | TaoError, verb: str, namespace: str) -> Check:

@@ -62,6 +62,7 @@ class Plan:
     skip_probe_warning: bool = False  # the NCCL probe itself: no warning about the last probe
     notes: list[str] = field(default_factory=list)  # what was decided for the user (printed, not warnings)
     patches_job: bool = False  # --keep-until-captured: `status` sets the Job's TTL once the history is captured
+    gang_mode: str = "auto"  # --gang: auto | native | off (gang.py)
 
 
 @dataclass
@@ -74,6 +75,7 @@ class Outcome:
     fit: dict[str, Any] | None = None
     job_uid: str | None = None
     dry_run: str = "none"
+    gang: dict[str, Any] | None = None  # gang.Mechanism.to_dict()
 
 
 # ---------------------------------------------------------------- gates
@@ -167,12 +169,14 @@ def image_pull_warning(plan: Plan) -> str | None:
     return None
 
 
-def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tuple[dict[str, Any] | None, list[str]]:
-    """Read-only checks before anything is created. Returns the fit verdict (as a dict) and warnings
-    (including a cached NCCL probe of this cluster, `server`, that failed or hung, for nodes > 1)."""
+def run_gates(
+    kc: Kubectl, plan: Plan, namespace: str, server: str = ""
+) -> tuple[dict[str, Any] | None, list[str], Any]:
+    """Read-only checks before anything is created. Returns the fit verdict (as a dict), warnings (including a
+    cached NCCL probe of this cluster, `server`, that failed or hung, for nodes > 1) and the gang.Mechanism."""
     from kubectl_tao import gates, gpuinventory
     from kubectl_tao.jobs import fit as fitting
-    from kubectl_tao.k8s import capacity, permissions
+    from kubectl_tao.k8s import capacity, gang, permissions
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {}
     if plan.queue:
@@ -185,6 +189,9 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
     refs = _ref_query(plan)
     if refs:
         calls["refs"] = (refs, {"check": False})
+    detect_gang = plan.nodes > 1 and not plan.queue and plan.gang_mode != "off"
+    if detect_gang:
+        calls["gang"] = gang.DISCOVERY_CALL
     # Permissions first: every verb on every kind this job's objects will need (create, patch, delete, get,
     # list), so a partial role is refused before a record opens instead of leaving objects it cannot remove.
     needed = permissions.needed(
@@ -244,10 +251,12 @@ def run_gates(kc: Kubectl, plan: Plan, namespace: str, server: str = "") -> tupl
                 "--require-fit-now: cannot tell whether the GPUs are free now, as listing pods in all namespaces "
                 "is forbidden; ask for `list pods` cluster-wide, or drop --require-fit-now"
             )
+    support = gang.detect(kc, namespace, results["gang"], plan.nodes) if detect_gang else None
+    mechanism = gang.choose(plan.nodes, plan.queue, support, plan.gang_mode)
     warning = image_pull_warning(plan)
     if warning:
         warnings.append(warning)
-    return verdict_dict, warnings
+    return verdict_dict, warnings, mechanism
 
 
 # ---------------------------------------------------------------- apply
@@ -273,13 +282,18 @@ def execute(
     the Job's UID with RUNNING. A submit cut off between the two (API server gone, SIGKILL) leaves submit_phase
     "dry-run": `status` finds the Job by its labels and record annotation and finishes the pin and the owner
     references (track.observe), or settles the record when no Job was created."""
+    from kubectl_tao.k8s import gang
+
     if dry_run == "client":
-        return _dry(plan, namespace, None, plan.warnings, name=name)
-    verdict, warnings = run_gates(kc, plan, namespace, target_server)
+        return _dry(plan, namespace, None, plan.warnings, gang.choose(plan.nodes, plan.queue, None, plan.gang_mode),
+                    name=name)
+    verdict, warnings, mechanism = run_gates(kc, plan, namespace, target_server)
     for warning in warnings:
         on_progress(f"warning: {warning}")
+    if plan.nodes > 1:
+        on_progress(mechanism.line())
     if dry_run == "server":
-        outcome = _dry(plan, namespace, verdict, warnings)
+        outcome = _dry(plan, namespace, verdict, warnings, mechanism)
         objects.dry_run(kc, _with_secret(plan, outcome))
         outcome.dry_run = "server"
         return outcome
@@ -292,7 +306,7 @@ def execute(
     on_progress(f"record {record_id} opened (Kubernetes name {namespace}/{job_name})")
     created_any = False
     try:
-        rendered = plan.render(job_name, record_id, secret)
+        rendered = gang.apply(plan.render(job_name, record_id, secret), mechanism)
         _lint(rendered)
         payload = list(rendered)
         if secret:
@@ -309,6 +323,7 @@ def execute(
             service_name=job_name if plan.nodes > 1 else None,
             gpus=plan.gpus,
             nodes=plan.nodes,
+            gang=mechanism.kind,
             submit_phase="dry-run",
             warnings=warnings,
             **(extra or {}),
@@ -356,7 +371,7 @@ def execute(
         interrupted = f"not launched: interrupted ({type(exc).__name__})"
         _roll_back(kc, store, record_id, namespace, job_name, created, interrupted, "ERR_INFRA")
         raise
-    return Outcome(record_id, job_name, namespace, rendered, warnings, verdict, uid, "none")
+    return Outcome(record_id, job_name, namespace, rendered, warnings, verdict, uid, "none", mechanism.to_dict())
 
 
 def _roll_back(
@@ -404,16 +419,23 @@ def _with_secret(plan: Plan, outcome: Outcome) -> list[dict[str, Any]]:
 
 
 def _dry(
-    plan: Plan, namespace: str, verdict: dict[str, Any] | None, warnings: list[str], *, name: str | None = None
+    plan: Plan,
+    namespace: str,
+    verdict: dict[str, Any] | None,
+    warnings: list[str],
+    mechanism: Any,
+    *,
+    name: str | None = None,
 ) -> Outcome:
+    from kubectl_tao.k8s.gang import apply
     from kubectl_tao.store.records import preview_id
 
     record_id = name or preview_id(plan.record["network_arch"], plan.record["action"])
     job_name = kubernetes_job_name(record_id)
     secret = secret_name_for(job_name) if plan.credentials else None
-    objects = plan.render(job_name, record_id, secret)
-    _lint(objects)
-    return Outcome(None, job_name, namespace, objects, list(warnings), verdict, None, "client")
+    rendered = apply(plan.render(job_name, record_id, secret), mechanism)
+    _lint(rendered)
+    return Outcome(None, job_name, namespace, rendered, list(warnings), verdict, None, "client", mechanism.to_dict())
 
 
 def _lint(objects: list[dict[str, Any]]) -> None:

@@ -8,6 +8,7 @@ the record's sibling file before the record is marked terminal.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -157,6 +158,32 @@ def fetch(kc: Kubectl, tracked: Tracked) -> tuple[dict[str, Any] | None, list[di
     return (jobs[0] if jobs else None), pods
 
 
+def reads_gang(tracked: Tracked) -> bool:
+    """A live job submitted with native gang scheduling: its PodGroup is read along with the Job."""
+    from kubectl_tao.k8s.gang import NATIVE
+
+    return tracked.extra.get("gang") == NATIVE and not tracked.terminal and tracked.launched_here
+
+
+def fetch_with_gang(kc: Kubectl, tracked: Tracked) -> tuple[dict[str, Any] | None, list[dict[str, Any]], Any]:
+    """`fetch` plus the namespace's PodGroups and Workloads, read at once; the last item is their List (None when
+    they could not be read)."""
+    from kubectl_tao.k8s.gang import groups_call
+    from kubectl_tao.k8s.kubectl import Completed
+
+    ns, name = tracked.namespace or "default", tracked.job_name or ""
+    objects_call = ["get", "jobs,pods", "-n", ns, "-l", tracked.pod_selector, "-o", "json"]
+    results = kc.run_many({"objects": (objects_call, {"namespaced": False}), "groups": groups_call(ns)})
+    found, groups = results["objects"], results["groups"]
+    if not isinstance(found, Completed):
+        raise found
+    items = (json.loads(found.stdout) if found.stdout.strip() else {}).get("items", [])
+    jobs = [i for i in items if i.get("kind") == "Job" and i["metadata"]["name"] == name]
+    pods = [i for i in items if i.get("kind") == "Pod"]
+    listed = json.loads(groups.stdout) if isinstance(groups, Completed) and groups.stdout.strip() else None
+    return (jobs[0] if jobs else None), pods, listed
+
+
 def read_admission(kc: Kubectl, job: dict[str, Any] | None) -> Any:
     """Kueue's account of a Job it holds suspended (kueue.Admission), from its Workload; None for a Job
     without a queue, or when the Workload cannot be read (status then words the wait from the label)."""
@@ -206,7 +233,10 @@ def observe(
         return _from_record(tracked, ["canceled; the Job was deleted by `kubectl tao cancel`"])
     if not tracked.job_name:
         return _from_record(tracked, ["never launched: the record has no backend_ref"])
-    if not fetched:
+    groups = None
+    if not fetched and reads_gang(tracked):
+        job, pods, groups = fetch_with_gang(kc, tracked)
+    elif not fetched:
         job, pods = fetch(kc, tracked)
     check_uid(tracked, job, force=force)
     pods = pods or []
@@ -219,6 +249,10 @@ def observe(
     status = classify(job, pods, [])
     if not fetched and status.reason == "Suspended":
         status = classify(job, pods, [], admission=read_admission(kc, job))
+    if job is not None and groups is not None:
+        from kubectl_tao.k8s.gang import annotate
+
+        annotate(status, job, groups, pods)
     obs = Observation(tracked, status.state, status.reason, status.message, status.err_class, status.to_dict())
     obs.job_ttl = ((job or {}).get("spec") or {}).get("ttlSecondsAfterFinished")
     if job is None:
