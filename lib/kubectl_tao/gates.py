@@ -133,8 +133,12 @@ def gpu_quantity(value: Any) -> int:
     """
     if isinstance(value, bool) or value is None:
         return 0
+    if isinstance(value, int):
+        return max(value, 0)
     if isinstance(value, float):
         return max(math.ceil(value), 0)
+    if isinstance(value, str) and value.isascii() and value.strip().isdigit():
+        return int(value)  # "8", what the API server sends: no Decimal needed (the fit gate reads thousands)
     try:
         number = quantities.parse_quantity(value.strip() if isinstance(value, str) else value)
     except UsageError:
@@ -312,12 +316,20 @@ def _taint_text(taint: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class FlavorGpus:
-    """One ResourceFlavor's nvidia.com/gpu in a ClusterQueue: quota, borrowing limit, reserved now."""
+    """One ResourceFlavor's nvidia.com/gpu in a ClusterQueue: quota, borrowing limit, reserved now (and of
+    that, what admitted workloads use and what is borrowed from the cohort)."""
 
     name: str
     nominal: int
     borrowing_limit: int | None = 0  # None: no limit stated (unlimited borrowing when in a cohort)
-    used: int = 0
+    used: int = 0  # status.flavorsReservation: what Kueue counts against the quota
+    admitted: int = 0  # status.flavorsUsage: held by admitted workloads
+    borrowed: int = 0  # of `used`, borrowed from the cohort
+
+    @property
+    def remaining(self) -> int:
+        """Unused nominal quota: what a job can still take from this flavor without borrowing."""
+        return max(self.nominal - self.used, 0)
 
 
 @dataclass(frozen=True)
@@ -357,7 +369,7 @@ class QueueQuota:
     @property
     def free(self) -> int:
         """Unused nominal quota of the flavor with the most of it (what a job can take without borrowing)."""
-        return max((max(f.nominal - f.used, 0) for f in self._flavors()), default=0)
+        return max((f.remaining for f in self._flavors()), default=0)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -382,6 +394,20 @@ def inactive_text(obj: Mapping[str, Any]) -> str | None:
     return f"{reason}: {message}" if reason and message else reason or message or "inactive"
 
 
+def _flavor_gpus(flavors: Any) -> tuple[dict[str, int], dict[str, int]]:
+    """nvidia.com/gpu `total` and `borrowed` per flavor of a ClusterQueue status list (flavorsReservation or
+    flavorsUsage)."""
+    total: dict[str, int] = {}
+    borrowed: dict[str, int] = {}
+    for flavor in flavors or []:
+        for resource in flavor.get("resources") or []:
+            if resource.get("name") == GPU_RESOURCE:
+                key = str(flavor.get("name") or "")
+                total[key] = total.get(key, 0) + gpu_quantity(resource.get("total"))
+                borrowed[key] = borrowed.get(key, 0) + gpu_quantity(resource.get("borrowed"))
+    return total, borrowed
+
+
 def queue_quota(localqueue_json: Any, clusterqueue_json: Any) -> QueueQuota | None:
     """The ClusterQueue's nvidia.com/gpu quota behind a LocalQueue; None when there is no Kueue queue.
 
@@ -396,13 +422,9 @@ def queue_quota(localqueue_json: Any, clusterqueue_json: Any) -> QueueQuota | No
     spec = clusterqueue_json.get("spec") or {}
     status = clusterqueue_json.get("status") or {}
     name = str(meta.get("name") or (localqueue_json.get("spec") or {}).get("clusterQueue") or "")
-    used: dict[str, int] = {}
     reserved = status.get("flavorsReservation")
-    for flavor in (reserved if reserved is not None else status.get("flavorsUsage")) or []:
-        for resource in flavor.get("resources") or []:
-            if resource.get("name") == GPU_RESOURCE:
-                key = str(flavor.get("name") or "")
-                used[key] = used.get(key, 0) + gpu_quantity(resource.get("total"))
+    used, borrowed = _flavor_gpus(reserved if reserved is not None else status.get("flavorsUsage"))
+    admitted, _ = _flavor_gpus(status.get("flavorsUsage"))
     flavors = []
     for group in spec.get("resourceGroups") or []:
         for flavor in group.get("flavors") or []:
@@ -411,7 +433,10 @@ def queue_quota(localqueue_json: Any, clusterqueue_json: Any) -> QueueQuota | No
                     continue
                 fname = str(flavor.get("name") or "")
                 limit = gpu_quantity(resource.get("borrowingLimit")) if "borrowingLimit" in resource else None
-                flavors.append(FlavorGpus(fname, gpu_quantity(resource.get("nominalQuota")), limit, used.get(fname, 0)))
+                flavors.append(FlavorGpus(
+                    fname, gpu_quantity(resource.get("nominalQuota")), limit, used.get(fname, 0),
+                    admitted.get(fname, 0), borrowed.get(fname, 0),
+                ))
     cohort = spec.get("cohortName") or spec.get("cohort") or None
     inactive = inactive_text(clusterqueue_json)
     lq_inactive = inactive_text(localqueue_json)
@@ -419,7 +444,7 @@ def queue_quota(localqueue_json: Any, clusterqueue_json: Any) -> QueueQuota | No
         inactive = f"LocalQueue {(localqueue_json.get('metadata') or {}).get('name')}: {lq_inactive}"
     counts = {key: int(status.get(key) or 0) for key in ("pendingWorkloads", "admittedWorkloads")}
     if not flavors:
-        flavors = [FlavorGpus("", 0, 0, sum(used.values()))]
+        flavors = [FlavorGpus("", 0, 0, sum(used.values()), sum(admitted.values()), sum(borrowed.values()))]
     limits = [f.borrowing_limit for f in flavors]
     return QueueQuota(
         name,

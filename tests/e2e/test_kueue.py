@@ -212,6 +212,29 @@ def test_fit_reads_the_cluster_queue_quota_and_what_kueue_reserved(tao: Tao) -> 
         q.delete()
 
 
+def test_gpus_queue_shows_the_quota_an_admitted_job_left(tao: Tao, queue16: Queue) -> None:
+    result = tao("gpus", "--queue", "team", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    flavor = {"name": queue16.flavor, "nominalQuota": 16, "reserved": 0, "used": 0, "borrowed": 0, "remaining": 16,
+              "borrowingLimit": None}
+    assert json.loads(result.stdout)["queue"]["flavors"] == [flavor]
+
+    holder = submit(tao, stay=True)  # 1 x 8, admitted at once
+    wait_for(lambda: condition(workload(tao, holder), "Admitted").get("status") == "True", 30,
+             message="Kueue to admit the job")
+    wait_for(lambda: queue16.reserved() == 8, 30, message="the ClusterQueue's status to count the job")
+    wait_for(lambda: pod_phases(tao, holder) == ["Running"], 60, message="the job to run")
+    result = tao("gpus", "--queue", "team", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["queue"]["clusterQueue"] == queue16.cq and data["queue"]["remaining"] == 8
+    assert data["queue"]["flavors"] == [{**flavor, "reserved": 8, "used": 8, "remaining": 8}]
+    assert {"namespace": tao.namespace, "gpus": 8} in data["namespaces"]
+    table = tao("gpus", "--queue", "team").stdout.split("\n\n")[-1].splitlines()
+    assert table[0].split() == ["LOCALQUEUE", "CLUSTERQUEUE", "FLAVOR", "NOMINAL", "RESERVED", "REMAINING"]
+    assert table[1].split() == ["team", queue16.cq, queue16.flavor, "16", "8", "8"]
+
+
 def test_a_cluster_queue_kueue_holds_inactive_is_never(tao: Tao) -> None:
     q = Queue(tao, 8, flavor="no-such-flavor")
     try:
@@ -221,6 +244,10 @@ def test_a_cluster_queue_kueue_holds_inactive_is_never(tao: Tao) -> None:
         assert code == 4 and data["verdict"] == "never"
         assert data["message"].startswith(f"never (until the queue is fixed): ClusterQueue {q.cq} admits no workload: "
                                           "FlavorNotFound"), data["message"]
+        result = tao("gpus", "--queue", "team")
+        assert (result.returncode, result.stdout) == (2, "")
+        assert result.stderr.startswith(f"error: --queue team: ClusterQueue {q.cq} admits no workload (FlavorNotFound")
+        assert result.stderr.count("\n") == 1
     finally:
         q.delete()
 
@@ -234,6 +261,9 @@ def test_submit_to_a_queue_that_does_not_exist_is_refused_and_creates_nothing(ta
         f"`kubectl get localqueues.kueue.x-k8s.io -n {tao.namespace}` lists them\n"
     )
     assert tao.leftovers() == [] and tao.records() == []
+    result = tao("gpus", "--queue", "nosuch")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith(f"error: --queue nosuch: no LocalQueue 'nosuch' in namespace {tao.namespace}")
 
 
 def test_a_queue_deleted_under_a_waiting_job_is_inadmissible_and_cancel_removes_everything(

@@ -139,7 +139,7 @@ def test_version_comparison_uses_patch_level() -> None:
 @pytest.mark.parametrize(
     ("value", "expected"),
     [("8", 8), (8, 8), ("0", 0), ("1k", 1000), ("2000m", 2), ("1500m", 2), ("1.5", 2), ("bogus", 0), (None, 0),
-     ("", 0), (True, 0), ("1Ki", 1024), (-3, 0)],
+     ("", 0), (True, 0), ("1Ki", 1024), (-3, 0), (" 8 ", 8), ("08", 8), ("+8", 8), ("-8", 0), ("٨", 0), ("8 8", 0)],
 )
 def test_gpu_quantity(value: Any, expected: int) -> None:
     assert gates.gpu_quantity(value) == expected

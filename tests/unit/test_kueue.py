@@ -117,15 +117,17 @@ def test_the_workload_read_selects_by_the_job_uid() -> None:
 def test_quota_per_flavor_from_spec_and_reservation_from_status() -> None:
     q = quota()
     assert (q.cluster_queue, q.nominal, q.used, q.free, q.ceiling) == ("team-cq", 16, 8, 8, 16)
-    assert q.flavors == (FlavorGpus("default", 16, None, 8),)
+    assert q.flavors == (FlavorGpus("default", 16, None, 8, admitted=8, borrowed=0),)
     assert (q.pending_workloads, q.admitted_workloads, q.inactive, q.cohort) == (1, 1, None, None)
 
 
 def test_reservation_counts_not_usage() -> None:
     cq = copy.deepcopy(fixture_json("kueue-clusterqueue.json"))
     cq["status"]["flavorsReservation"][0]["resources"][0]["total"] = "12"  # admission checks still running
+    cq["status"]["flavorsReservation"][0]["resources"][0]["borrowed"] = "2"
     found = gates.queue_quota(fixture_json("kueue-localqueue.json"), cq)
     assert found is not None and (found.used, found.free) == (12, 4)
+    assert (found.flavors[0].admitted, found.flavors[0].borrowed, found.flavors[0].remaining) == (8, 2, 4)
 
 
 def test_a_job_must_fit_in_one_flavor() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from kubectl_tao.commands.common import NoHeadersOption, OutputOption, session, with_cluster_flags
@@ -16,11 +18,16 @@ Examples:
   kubectl tao gpus -o json
   # Count DRA devices through one DeviceClass (its driver)
   kubectl tao gpus --device-class gpu.nvidia.com
+  # Also what is left of the Kueue quota behind LocalQueue team (its ClusterQueue, per flavor)
+  kubectl tao gpus --queue team -n ml
 
 \b
 A node's GPUs come from its device plugin (allocatable nvidia.com/gpu, used by pod requests) or from
 DRA (devices a GPU driver publishes in ResourceSlices, used by allocated ResourceClaims), or both.
-Two kubectl calls in one round trip, whatever the number of nodes: the same reads as the fit gate."""
+The same reads as the fit gate, in one round trip whatever the number of nodes. With --queue: the
+ClusterQueue's nvidia.com/gpu quota per flavor (nominal, reserved as Kueue counts it, remaining; the
+borrowing limit in a cohort), read as `fit --queue` reads it. A LocalQueue that does not exist, a cluster
+without Kueue and an inactive queue exit 2."""
 
 
 def register(app: typer.Typer) -> None:
@@ -30,6 +37,9 @@ def register(app: typer.Typer) -> None:
         device_class: str = typer.Option(
             None, "--device-class", help="Count DRA devices of this GPU DeviceClass's driver only."
         ),
+        queue: str = typer.Option(
+            None, "--queue", help="Kueue LocalQueue of the namespace: also show its ClusterQueue's remaining quota."
+        ),
         output: str = OutputOption,
         no_headers: bool = NoHeadersOption,
     ) -> int:
@@ -38,9 +48,13 @@ def register(app: typer.Typer) -> None:
         from kubectl_tao.output import check_format, emit, emit_data, info, table
 
         fmt = check_format(output, ("table", "wide", "json", "yaml"))
-        inv = gather(session().kubectl(), device_class=device_class)
-        if emit_data(fmt, inv.to_dict()):
+        sess = session()
+        view = gather(
+            sess.kubectl(), device_class=device_class, queue=queue, namespace=sess.namespace() if queue else ""
+        )
+        if emit_data(fmt, view.to_dict()):
             return 0
+        inv = view.inventory
         for note in inv.notes:
             info(f"note: {note}")
         headers = ["node", "product", "total", "allocated", "free", "cordoned", "taints"]
@@ -62,4 +76,32 @@ def register(app: typer.Typer) -> None:
             info("no node offers GPUs (neither nvidia.com/gpu allocatable nor DRA GPU devices)")
         if inv.namespaces:
             emit("\n" + table(sorted(inv.namespaces.items()), ["namespace", "gpus-in-use"], no_headers=no_headers))
+        if view.queue is not None and view.queue.quota is not None:
+            emit("\n" + queue_table(view.queue, wide=fmt == "wide", no_headers=no_headers))
         return 0
+
+
+def queue_table(view: Any, *, wide: bool, no_headers: bool) -> str:
+    """One row per ResourceFlavor of the ClusterQueue behind the LocalQueue (a jobs.gpus.QueueView)."""
+    from kubectl_tao.jobs.gpus import borrowing_limit
+    from kubectl_tao.output import table
+
+    quota = view.quota
+    headers = ["localqueue", "clusterqueue", "flavor", "nominal", "reserved", "remaining"]
+    show_borrowing = wide or bool(quota.cohort)
+    if show_borrowing:
+        headers += ["borrowing-limit"]
+    if wide:
+        headers += ["borrowed", "used", "cohort", "admitted-workloads", "pending-workloads"]
+    rows = []
+    for flavor in quota.flavors:
+        row: list[Any] = [view.local_queue, quota.cluster_queue, flavor.name or "-", flavor.nominal, flavor.used,
+                          flavor.remaining]
+        if show_borrowing:
+            limit = borrowing_limit(quota, flavor)
+            row.append("-" if limit is None else limit)
+        if wide:
+            row += [flavor.borrowed, flavor.admitted, quota.cohort or "-", quota.admitted_workloads,
+                    quota.pending_workloads]
+        rows.append(row)
+    return table(rows, headers, no_headers=no_headers)

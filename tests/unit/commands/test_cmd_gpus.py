@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
 from support.fake_kubectl import FakeKubectl, fixture_json
 
 from kubectl_tao.gpuinventory import DRA_READ
-from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_FIRST_PAGE
 
 NO_KUEUE = 'error: the server doesn\'t have a resource type "localqueues"'
 NO_DRA = 'error: the server doesn\'t have a resource type "resourceslices"'
@@ -59,7 +60,7 @@ def test_json_and_two_calls_in_one_round_trip(cli: Any, fake_kubectl: FakeKubect
     assert data["totals"] == {"nodes": 3, "total": 20, "allocated": 5, "free": 15, "freeSchedulable": 15}
     assert data["namespaces"] == [{"namespace": "rec", "gpus": 5}]
     assert data["dra"] == {"deviceClass": "gpu.nvidia.com", "drivers": ["gpu.nvidia.com"], "offNode": 0}
-    assert sorted(fake_kubectl.argvs()) == sorted([NODES_READ, PODS_READ, DRA_READ])
+    assert sorted(fake_kubectl.argvs()) == sorted([NODES_READ, PODS_FIRST_PAGE, DRA_READ])
 
 
 def test_cluster_without_dra_api_shows_device_plugin_gpus_only(cli: Any, fake_kubectl: FakeKubectl) -> None:
@@ -130,3 +131,141 @@ def test_preflight_on_a_dra_only_cluster_is_not_told_no_gpus(
     expected = "OK: gpu-operator: 4 nvidia.com/gpu allocatable on 1 node(s) (DRA devices via DeviceClass gpu.nvidia.com"
     assert expected in out
     assert "OK: capacity: fits: 1 x 1 nvidia.com/gpu on dra-node-0 (1 free)" in out
+
+
+# ------------------------------------------------------------------------------------------ gpus --queue
+
+LQ_READ = ["get", "localqueues.kueue.x-k8s.io", "-n", "tao-jobs", "-o", "json"]
+CQ_READ = ["get", "clusterqueues.kueue.x-k8s.io", "team-cq", "-o", "json"]
+
+
+def serve_kueue(fake: FakeKubectl, cq: dict[str, Any] | None = None, lq: dict[str, Any] | None = None) -> None:
+    """Kueue's LocalQueue team -> ClusterQueue team-cq as recorded (16 GPUs, 8 reserved), before serve()."""
+    fake.on("get", "localqueues.kueue.x-k8s.io", data={"kind": "List", "items": [lq or fixture_json(
+        "kueue-localqueue.json")]})
+    fake.on("get", "clusterqueues.kueue.x-k8s.io", data=cq or fixture_json("kueue-clusterqueue.json"))
+    serve(fake)
+
+
+def in_cohort() -> dict[str, Any]:
+    cq = copy.deepcopy(fixture_json("kueue-clusterqueue.json"))
+    cq["spec"]["cohortName"] = "research"
+    cq["spec"]["resourceGroups"][0]["flavors"].append(
+        {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "8", "borrowingLimit": "4"}]}
+    )
+    cq["status"]["flavorsReservation"].append(
+        {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "total": "10", "borrowed": "2"}]}
+    )
+    return cq
+
+
+def test_queue_table_shows_the_cluster_queue_quota_left_per_flavor(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    serve_kueue(fake_kubectl)
+    code, out, err = cli("gpus", "--queue", "team")
+    assert code == 0 and err == ""
+    tail = out.split("\n\n")[-1].splitlines()
+    assert [line.split() for line in tail] == [
+        ["LOCALQUEUE", "CLUSTERQUEUE", "FLAVOR", "NOMINAL", "RESERVED", "REMAINING"],
+        ["team", "team-cq", "default", "16", "8", "8"],
+    ]
+    assert out.startswith("NODE ")  # the node view is still there
+    assert LQ_READ in fake_kubectl.argvs() and CQ_READ in fake_kubectl.argvs()
+
+
+def test_queue_in_a_cohort_shows_borrowing_limits_and_wide_adds_kueues_counts(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    serve_kueue(fake_kubectl, cq=in_cohort())
+    code, out, _ = cli("gpus", "--queue", "team")
+    assert code == 0
+    assert [line.split() for line in out.split("\n\n")[-1].splitlines()] == [
+        ["LOCALQUEUE", "CLUSTERQUEUE", "FLAVOR", "NOMINAL", "RESERVED", "REMAINING", "BORROWING-LIMIT"],
+        ["team", "team-cq", "default", "16", "8", "8", "unlimited"],
+        ["team", "team-cq", "h100", "8", "10", "0", "4"],
+    ]
+    code, out, _ = cli("gpus", "--queue", "team", "-o", "wide")
+    rows = [line.split() for line in out.split("\n\n")[-1].splitlines()]
+    assert rows[0][-6:] == ["BORROWING-LIMIT", "BORROWED", "USED", "COHORT", "ADMITTED-WORKLOADS", "PENDING-WORKLOADS"]
+    assert rows[1][-6:] == ["unlimited", "0", "8", "research", "1", "1"]
+    assert rows[2][-6:] == ["4", "2", "0", "research", "1", "1"]
+
+
+def test_queue_json_carries_the_quota_per_flavor(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    serve_kueue(fake_kubectl, cq=in_cohort())
+    code, out, _ = cli("gpus", "--queue", "team", "-o", "json")
+    data = json.loads(out)
+    assert code == 0 and data["totals"]["total"] == 20
+    assert data["queue"] == {
+        "localQueue": "team", "namespace": "tao-jobs", "clusterQueue": "team-cq", "cohort": "research",
+        "pendingWorkloads": 1, "admittedWorkloads": 1, "remaining": 8,
+        "flavors": [
+            {"name": "default", "nominalQuota": 16, "reserved": 8, "used": 8, "borrowed": 0, "remaining": 8,
+             "borrowingLimit": "unlimited"},
+            {"name": "h100", "nominalQuota": 8, "reserved": 10, "used": 0, "borrowed": 2, "remaining": 0,
+             "borrowingLimit": 4},
+        ],
+    }
+
+
+def test_without_queue_no_kueue_read_and_json_queue_is_null(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    serve_kueue(fake_kubectl)
+    code, out, _ = cli("gpus", "-o", "json")
+    assert code == 0 and json.loads(out)["queue"] is None
+    assert not any("localqueues.kueue.x-k8s.io" in argv for argv in fake_kubectl.argvs())
+
+
+def test_a_queue_without_gpu_quota_gets_a_note(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    cq = copy.deepcopy(fixture_json("kueue-clusterqueue.json"))
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["name"] = "cpu"
+    serve_kueue(fake_kubectl, cq=cq)
+    code, out, err = cli("gpus", "--queue", "team")
+    assert code == 0
+    assert "note: ClusterQueue team-cq has no nvidia.com/gpu quota: Kueue admits no GPU job from LocalQueue team" in err
+    assert out.split("\n\n")[-1].splitlines()[1].split() == ["team", "team-cq", "-", "0", "8", "0"]
+
+
+def test_unreadable_cluster_queue_leaves_a_note_and_the_node_view(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    fake_kubectl.on("get", "clusterqueues.kueue.x-k8s.io", rc=1, stderr=(
+        'Error from server (Forbidden): clusterqueues.kueue.x-k8s.io "team-cq" is forbidden: User "u" cannot get'))
+    serve_kueue(fake_kubectl)
+    code, out, _ = cli("gpus", "--queue", "team", "-o", "json")
+    assert code == 0
+    assert json.loads(out)["queue"] == {"localQueue": "team", "namespace": "tao-jobs", "clusterQueue": None}
+    assert "Kueue quota not checked: cannot read ClusterQueue team-cq" in json.loads(out)["notes"][0]
+
+
+def test_queue_that_does_not_exist_is_refused_with_exit_2(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    serve_kueue(fake_kubectl)
+    code, out, err = cli("gpus", "--queue", "nope")
+    assert (code, out) == (2, "")
+    assert err == (
+        "error: --queue nope: no LocalQueue 'nope' in namespace tao-jobs (found: team); "
+        "`kubectl get localqueues.kueue.x-k8s.io -n tao-jobs` lists them\n"
+    )
+
+
+def test_queue_on_a_cluster_without_kueue_is_refused_with_exit_2(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    serve(fake_kubectl)
+    code, out, err = cli("gpus", "--queue", "team")
+    assert (code, out) == (2, "")
+    assert err == (
+        "error: --queue team: this cluster has no Kueue (localqueues.kueue.x-k8s.io is not a resource); "
+        "drop --queue\n"
+    )
+
+
+def test_inactive_queue_is_refused_with_exit_2_and_kueues_reason(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    lq = copy.deepcopy(fixture_json("kueue-localqueue.json"))
+    lq["spec"]["clusterQueue"] = "broken-cq"
+    fake_kubectl.on("get", "clusterqueues.kueue.x-k8s.io", data=fixture_json("kueue-clusterqueue-inactive.json"))
+    serve_kueue(fake_kubectl, lq=lq)
+    code, out, err = cli("gpus", "--queue", "team", "-o", "json")
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1
+    assert err == (
+        "error: --queue team: ClusterQueue broken-cq admits no workload (FlavorNotFound: Can't admit new "
+        "workloads: references missing ResourceFlavor(s): no-such-flavor.); fix it (`kubectl describe "
+        "clusterqueues.kueue.x-k8s.io broken-cq`) or pass another LocalQueue (`kubectl get "
+        "localqueues.kueue.x-k8s.io -n tao-jobs`)\n"
+    )
+    assert not any(verb in argv for argv in fake_kubectl.argvs() for verb in ("create", "apply", "patch"))
