@@ -13,6 +13,8 @@ local_up() {
   if local_status >/dev/null 2>&1; then
     [ -z "$recorded_version" ] || [ "$recorded_version" = "$K8S_VERSION" ] ||
       usage_error "already up with Kubernetes $recorded_version in $dir, not $K8S_VERSION; run \`scripts/local-cluster down\` first"
+    [ ! -f "$dir/feature-gates" ] || [ "$(cat "$dir/feature-gates")" = "$gates" ] ||
+      usage_error "already up with feature gates '$(cat "$dir/feature-gates")' in $dir, not '$gates' (KUBECTL_TAO_FEATURE_GATES); run \`scripts/local-cluster down\` first"
     note "already up; kubeconfig: $kubeconfig"
     return 0
   fi
@@ -28,6 +30,7 @@ local_up() {
   if [ "$real_nodes" != 0 ]; then
     "$repo/scripts/build-node-images" --check || "$repo/scripts/build-node-images"
   fi
+  check_gate_names "$k8s_bin/kube-apiserver" || exit 2
   t0=$(now_ns)
   # If anything below fails (or is interrupted), stop what was started; keep the logs for a look.
   trap 'stop_all; echo "local-cluster: up failed; logs kept in $dir/logs (the next up or down removes them)" >&2' EXIT
@@ -36,6 +39,7 @@ local_up() {
   chmod 700 "$dir"
   echo local >"$dir/provider"
   echo "$K8S_VERSION" >"$dir/k8s-version"
+  echo "$gates" >"$dir/feature-gates"
   local ports
   mapfile -t ports < <(free_ports 6)
   cat >"$dir/ports.env" <<EOF

@@ -61,6 +61,19 @@ setup() {
   assert_output --partial "KUBECTL_TAO_KUEUE           1 (default): run the Kueue controller"
 }
 
+@test "KUBECTL_TAO_FEATURE_GATES must be NAME=true|false items: one line, exit 2, nothing started" {
+  for bad in "WorkloadWithJob" "WorkloadWithJob=off" "workloadWithJob=false" "A=true,,B=false" "A=true," "--x=true"; do
+    KUBECTL_TAO_FEATURE_GATES="$bad" run --separate-stderr "$LOCAL_CLUSTER" up
+    assert_failure 2
+    assert_equal "${lines[*]:-}" ""
+    [[ "$stderr" == "local-cluster: KUBECTL_TAO_FEATURE_GATES: '"*"' is not NAME=true|false; use e.g. KUBECTL_TAO_FEATURE_GATES=WorkloadWithJob=false (comma-separated)" ]]
+    [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+    [ ! -e "$KUBECTL_TAO_CLUSTER_DIR" ]
+  done
+  run "$LOCAL_CLUSTER" --help
+  assert_output --partial "KUBECTL_TAO_FEATURE_GATES   NAME=true|false[,...]: feature gates of kube-apiserver"
+}
+
 @test "--help prints usage and the pod annotations" {
   run "$LOCAL_CLUSTER" --help
   assert_success

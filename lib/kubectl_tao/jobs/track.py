@@ -160,9 +160,8 @@ def fetch(kc: Kubectl, tracked: Tracked) -> tuple[dict[str, Any] | None, list[di
 
 def reads_gang(tracked: Tracked) -> bool:
     """A live job submitted with native gang scheduling: its PodGroup is read along with the Job."""
-    from kubectl_tao.k8s.gang import NATIVE
-
-    return tracked.extra.get("gang") == NATIVE and not tracked.terminal and tracked.launched_here
+    # contract's spelling, not k8s.gang's: importing gang for this test cost status more than its own work
+    return tracked.extra.get("gang") == contract.GANG_NATIVE and not tracked.terminal and tracked.launched_here
 
 
 def fetch_with_gang(kc: Kubectl, tracked: Tracked) -> tuple[dict[str, Any] | None, list[dict[str, Any]], Any]:

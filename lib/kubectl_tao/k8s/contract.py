@@ -41,6 +41,8 @@ PENDING, RUNNING, COMPLETE, ERROR, CANCELED, UNKNOWN = "PENDING", "RUNNING", "CO
 STATES = (PENDING, RUNNING, COMPLETE, ERROR, CANCELED, UNKNOWN)
 TERMINAL_STATES = frozenset({COMPLETE, ERROR, CANCELED})
 END_STATES = (COMPLETE, ERROR, CANCELED, UNKNOWN)  # a wait ends on these (UNKNOWN: the Job is gone)
+# A multi-node job's gang mechanism, as its record's additions name it (k8s/gang.py acts on them).
+GANG_NATIVE, GANG_KUEUE, GANG_NONE = "native", "kueue", "none"
 
 # ---------------------------------------------------------------- selectors
 MANAGED_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY}"

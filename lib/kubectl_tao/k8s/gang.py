@@ -31,7 +31,7 @@ from kubectl_tao.errors import ClusterUnreachableError, TaoError, UsageError
 from kubectl_tao.k8s import contract
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
-NATIVE, KUEUE, NONE = "native", "kueue", "none"
+NATIVE, KUEUE, NONE = contract.GANG_NATIVE, contract.GANG_KUEUE, contract.GANG_NONE
 MODES = ("auto", "native", "off")  # --gang
 API_VERSION = "scheduling.k8s.io/v1beta1"
 DISCOVERY_CALL = (["get", "--raw", f"/apis/{API_VERSION}"], {"namespaced": False})

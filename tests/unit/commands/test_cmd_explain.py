@@ -10,7 +10,7 @@ import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json
 
 from kubectl_tao.gpuinventory import DRA_READ
-from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_FIRST_PAGE
 from kubectl_tao.store.records import RecordStore
 
 SERVER = "https://127.0.0.1:6443"
@@ -70,7 +70,7 @@ def test_pending_job_costs_four_calls_in_two_round_trips(cli: Any, fake_kubectl:
         ["get", "events", "-n", "tao-jobs", "-o", "json"],
         ["get", "jobs,pods", "-n", "tao-jobs", "-l", f"tao-job={name}", "-o", "json"],
     ]
-    assert sorted(second) == sorted([NODES_READ, PODS_READ, DRA_READ])
+    assert sorted(second) == sorted([NODES_READ, PODS_FIRST_PAGE, DRA_READ])
 
 
 def test_cluster_without_gpus_points_at_the_gpu_operator(cli: Any, fake_kubectl: FakeKubectl) -> None:
@@ -282,3 +282,70 @@ def test_status_redacts_the_cluster_messages_it_shows(cli: Any, fake_kubectl: Fa
     assert code == 0, err
     for _, canary in LEAKY.values():
         assert canary not in out + err
+
+
+# ------------------------------------------------------------------------------- native gang (PodGroup waiting)
+
+GANG_MESSAGE = "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) had untolerated taint."
+
+
+def serve_native_gang(fake: FakeKubectl) -> str:
+    """A 2 x 8 Job submitted with spec.scheduling gang (minCount 2) whose PodGroup the scheduler holds:
+    both pods exist, none is bound, PodGroupInitiallyScheduled=False. Built on the pending-gpu recording."""
+    from kubectl_tao import classify
+    from kubectl_tao.k8s import gang
+
+    job = fixture_json("pending-gpu.job.json")
+    name, uid = job["metadata"]["name"], job["metadata"]["uid"]
+    job["spec"].update(completionMode="Indexed", completions=2, parallelism=2, scheduling=gang.scheduling_field(2))
+    group = f"{name}-wl-pgt-0-x"
+    [pod] = fixture_json("pending-gpu.pods.json")["items"]
+    pods = []
+    for index in range(2):
+        copy = json.loads(json.dumps(pod))
+        copy["metadata"]["name"] = f"{name}-{index}-q9w4z"
+        copy["metadata"]["annotations"] = {classify.INDEX_KEY: str(index)}
+        copy["spec"]["schedulingGroup"] = {"podGroupName": group}
+        copy["status"]["conditions"][0]["message"] = GANG_MESSAGE
+        pods.append(copy)
+    podgroup = {
+        "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": group, "namespace": "tao-jobs",
+                     "ownerReferences": [{"kind": "Job", "name": name, "uid": uid, "controller": True}]},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+        "status": {"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "False",
+                                   "reason": "Unschedulable", "message": GANG_MESSAGE}]},
+    }
+    fake.on("get", "jobs,pods", data={"kind": "List", "items": [job, *pods]})
+    fake.on("get", "events", data={"kind": "List", "items": []})
+    fake.on("get", gang.groups_call("tao-jobs")[0][1], data={"kind": "List", "items": [podgroup]})
+    fake.capacity({"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]
+                   + fixture_json("pods-busy.json")["items"]})
+    fake.on(*DRA_READ[:2], data={"kind": "List", "items": []})
+    return str(name)
+
+
+def test_native_gang_waiting_until_its_ranks_fit_together(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    name = serve_native_gang(fake_kubectl)
+    rid = launched(name, gang="native", gpus=8)
+    code, out, err = cli("explain", rid)
+    assert code == 1 and err == ""
+    lines = out.splitlines()
+    assert lines[0] == f"job {rid} (tao-jobs/{name}): PENDING - Insufficient nvidia.com/gpu"
+    assert lines[1] == (f"gang: native gang, PodGroup {name}-wl-pgt-0-x (minCount 2): waiting until 2 ranks fit "
+                        "together; no pod is bound meanwhile")
+    assert lines[2] == ("1. native gang scheduling holds all 2 ranks until they fit together; no pod is bound and "
+                        "no GPU is held meanwhile")
+    assert lines[3] == (f"   evidence: PodGroup {name}-wl-pgt-0-x: PodGroupInitiallyScheduled=False (Unschedulable): "
+                        f"{GANG_MESSAGE}")
+    assert lines[4].startswith("   fix: nothing to repair: it starts whole as soon as 2 nodes have the GPUs free")
+    assert "`kubectl tao fit --gpus 8 --nodes 2`" in lines[4]
+    assert lines[5] == "2. not enough free GPUs on any single node"  # the scheduler's words, second
+    code, out, _ = cli("explain", rid, "-o", "json")
+    data = json.loads(out)
+    assert data["findings"][0]["code"] == "gang-waiting"
+    assert (data["gang"]["state"], data["gang"]["min_count"], data["gang"]["podgroup"]) == (
+        "Waiting", 2, f"{name}-wl-pgt-0-x")
+    # The PodGroups are read in the first round trip, beside the Job and the events.
+    assert ["get", "podgroups.v1beta1.scheduling.k8s.io,workloads.v1beta1.scheduling.k8s.io", "-n", "tao-jobs", "-o",
+            "json"] in fake_kubectl.argvs()[:3]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
+from support.fake_kubectl import FakeKubectl, answer_pvc_submit
 
 from kubectl_tao import classify as st
 from kubectl_tao.errors import ClusterUnreachableError, TaoError, UsageError
@@ -277,12 +277,7 @@ def answers(fake: FakeKubectl, *, served: bool, kept: bool = True) -> None:
     else:
         fake.on(*DISCOVERY, stderr="Error from server (NotFound): the server could not find the requested resource",
                 rc=1)
-    review, granted = review_answer()
-    fake.on(*review, stdout=granted)
-    fake.on("version", data=fixture_json("version-gke-1.30.json"))
-    fake.capacity({"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
-    fake.on("get", "persistentvolumeclaim/data", stdout="PersistentVolumeClaim data Bound \n")
-    fake.on("create", "--dry-run=server", stdout="job.batch/x\n")
+    answer_pvc_submit(fake)
 
 
 SUBMIT = ["submit", "--image", "busybox", "--command", "true", "--gpus", "8", "--nodes", "2", "--pvc", "data",
