@@ -48,6 +48,7 @@ def test_the_archive_carries_every_imported_package(linux_release: Built) -> Non
         assert any(n.startswith(f"vendor/common/{package}/") for n in names), package
     for tag in PYTHONS:
         assert f"vendor/cp{tag}/rpds/rpds.cpython-{tag}-x86_64-linux-gnu.so" in names
+        assert f"vendor/cp{tag}/msgspec/_core.cpython-{tag}-x86_64-linux-gnu.so" in names  # the fit gate's decoder
     assert not [n for n in names if n.startswith("vendor/") and n.endswith(("-darwin.so", "aarch64-linux-gnu.so"))]
 
 
@@ -90,6 +91,14 @@ def test_krew_installs_it_offline_and_it_runs_with_a_bare_python3(
                      "--action", "train", "--storage-tier", "A", "--results-root", "/workspace/results")
     assert opened.returncode == 0, opened.stderr
     assert re.fullmatch(r"dino-train-[0-9a-f]{6}\n", opened.stdout)
+    # the fit gate's typed decoder (msgspec, compiled) loads from vendor/cp3XY under the bare python3
+    decoder = subprocess.run(
+        [str(bare_python_dir / "python3"), "-c",
+         "import sys, pathlib; sys.path.insert(0, sys.argv[1] + '/lib'); from kubectl_tao import bootstrap; "
+         "bootstrap.add_bundled_packages(pathlib.Path(sys.argv[1])); from kubectl_tao.k8s import gatelists; "
+         "print(gatelists._decoders().__name__)", str(store)],
+        capture_output=True, text=True, env=env, check=False, timeout=60)
+    assert (decoder.returncode, decoder.stdout) == (0, "kubectl_tao.k8s.gatetypes\n"), decoder.stderr
     completed = kubectl("__complete", "tao", "su")
     assert completed.stdout.splitlines()[0] == "submit", completed.stdout + completed.stderr
 

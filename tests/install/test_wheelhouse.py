@@ -37,6 +37,7 @@ def test_wheelhouse_is_reproducible_and_holds_wheels_for_each_python(wheelhouse:
     assert f"kubectl_tao-{VERSION}-py3-none-any.whl" in names
     for tag in ("cp311", "cp312", "cp313", "cp314"):
         assert any(n.startswith("rpds_py-") and f"-{tag}-{tag}-manylinux" in n for n in names), tag
+        assert any(n.startswith("msgspec-") and f"-{tag}-{tag}-manylinux" in n for n in names), tag
 
 
 def test_pip_installs_it_offline_into_a_fresh_venv_and_the_plugin_runs(

@@ -140,14 +140,14 @@ def check(
     from kubectl_tao.k8s import capacity, gang
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {
-        **capacity.calls(),
+        **capacity.calls(paged=True),
         "dra": (gpuinventory.DRA_READ, {"namespaced": False}),
         "queues": queue_call(namespace),
     }
     if nodes > 1 and not queue:
         calls["gang"] = gang.DISCOVERY_CALL
     results = kc.run_many(calls)
-    seen = capacity.read(results)
+    seen = capacity.read(results, kc)
     dra, dra_note = gpuinventory.read_dra(results["dra"])
     queues = results["queues"]
     assert isinstance(queues, (Completed, TaoError))

@@ -84,7 +84,7 @@ def cluster_checks(
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {
         "version": (["version", "-o", "json"], {"namespaced": False}),
-        **capacity.calls(),
+        **capacity.calls(paged=True),
         "dra": (gpuinventory.DRA_READ, {"namespaced": False}),
         "jobs": (["auth", "can-i", "create", "jobs.batch", "-n", namespace], {"namespaced": False, "check": False}),
     }
@@ -109,7 +109,7 @@ def cluster_checks(
     except (TaoError, ValueError) as exc:
         return [Check("cluster", MISSING, f"cannot read the server version: {exc}", REACH_FIX)]
     try:
-        seen = capacity.view(results)
+        seen = capacity.view(results, kc)
         nodes_json, pods_json, usage_known, usage_note = seen.nodes, seen.pods, seen.usage_known, seen.warning
     except TaoError as exc:
         nodes_json, pods_json, usage_known, usage_note = None, {}, True, f"cannot list nodes: {exc.message}"

@@ -34,6 +34,31 @@ _OWNERS_TEMPLATE = (
 )
 
 
+# Field validation by the API server alone: with kubectl's default (`--validate=strict`) kubectl first loads the
+# server's whole OpenAPI v2 document to validate on its own side too, about twice the CPU of the rest of a
+# `create`. With `warn` the server still checks every field and names an unknown or duplicate one in a warning;
+# a dry run refuses on those warnings (`field_problems`), as strict would, and `create` sends only a stream that
+# passed that dry run.
+VALIDATE = "--validate=warn"
+_FIELD_WARNING = re.compile(r"^Warning: (?:unknown|duplicate) field ")
+
+
+def field_problems(stderr: str) -> list[str]:
+    """The server's unknown/duplicate-field warnings in kubectl's stderr (what strict validation refuses)."""
+    lines = [line.strip() for line in stderr.splitlines()]
+    return [line.removeprefix("Warning: ") for line in lines if _FIELD_WARNING.match(line)]
+
+
+def field_error(stderr: str) -> KubectlError | None:
+    """A KubectlError (Invalid) naming the fields the server did not accept, or None."""
+    problems = field_problems(stderr)
+    if not problems:
+        return None
+    return KubectlError(
+        f"the API server does not accept {'; '.join(problems[:3])}", stderr=stderr, reason="Invalid"
+    )
+
+
 def secret_object(name: str, namespace: str, labels: dict[str, str], data: dict[str, str]) -> dict[str, Any]:
     """The per-job credential Secret; it only ever travels to kubectl through stdin."""
     return {
@@ -73,17 +98,23 @@ def created_job(created: list[dict[str, Any]]) -> dict[str, Any]:
 def dry_run(kc: Kubectl, objects: list[dict[str, Any]], namespace: str | None = None) -> None:
     """`kubectl create --dry-run=server` of `objects` (in `namespace`, else kubectl's own)."""
     where = ["-n", namespace] if namespace else []
-    kc.run(
-        ["create", "--dry-run=server", "-f", "-", *where, "-o", "name"],
+    result = kc.run(
+        ["create", "--dry-run=server", "-f", "-", *where, "-o", "name", VALIDATE],
         stdin=stream(objects),
         namespaced=namespace is None,
     )
+    error = field_error(result.stderr)
+    if error is not None:
+        raise error
 
 
 def create(kc: Kubectl, objects: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
-    """Create `objects` in one call; kind, name and UID of each created one."""
+    """Create `objects` in one call (a stream that passed a server dry run: see VALIDATE); kind, name and UID of
+    each created one."""
     result = kc.run(
-        ["create", "-f", "-", "-n", namespace, "-o", CREATED_TEMPLATE], stdin=stream(objects), namespaced=False
+        ["create", "-f", "-", "-n", namespace, "-o", CREATED_TEMPLATE, VALIDATE],
+        stdin=stream(objects),
+        namespaced=False,
     )
     return parse_created(result.stdout)
 

@@ -10,7 +10,7 @@ import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json
 
 from kubectl_tao.gpuinventory import DRA_READ
-from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_FIRST_PAGE
 
 NO_KUEUE = 'error: the server doesn\'t have a resource type "localqueues"'
 
@@ -83,7 +83,7 @@ def test_one_round_trip_nodes_pods_dra_and_queue_without_kueue(cli: Any, fake_ku
     assert sorted(fake_kubectl.argvs()) == sorted(
         [
             NODES_READ,
-            PODS_READ,
+            PODS_FIRST_PAGE,
             DRA_READ,
             ["get", "localqueues.kueue.x-k8s.io", "-n", "team", "-o", "json"],
         ]
@@ -111,7 +111,7 @@ def test_only_local_queue_quota_is_checked(cli: Any, fake_kubectl: FakeKubectl) 
     assert data["localQueue"] == "team"
     assert data["quota"]["cluster_queue"] == "team-cq" and data["quota"]["nominal"] == 16
     assert data["quota"]["free"] == 8 and data["quota"]["flavors"] == [
-        {"name": "default", "nominal": 16, "borrowing_limit": None, "used": 8}
+        {"name": "default", "nominal": 16, "borrowing_limit": None, "used": 8, "admitted": 8, "borrowed": 0}
     ]
     assert "using LocalQueue team, the only one in namespace tao-jobs" in data["notes"]
     assert ["get", "clusterqueues.kueue.x-k8s.io", "team-cq", "-o", "json"] in fake_kubectl.argvs()

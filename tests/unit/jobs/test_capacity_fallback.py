@@ -8,7 +8,7 @@ from typing import Any
 
 from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
-from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_FIRST_PAGE
 
 PODS_FORBIDDEN = (
     'Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:t:u" cannot list resource '
@@ -38,7 +38,7 @@ def test_forbidden_pods_fall_back_to_per_node_allocatable(cli: Any, fake_kubectl
     assert "checked each node's allocatable nvidia.com/gpu only, not what is in use" in err
     # the nodes were read alongside the pods: the fallback costs no further kubectl call
     reads = [call.argv for call in fake_kubectl.calls if call.argv[:2] == ["get", "--raw"]]
-    assert sorted(reads) == sorted([NODES_READ, PODS_READ])
+    assert sorted(reads) == sorted([NODES_READ, PODS_FIRST_PAGE])
 
 
 def test_forbidden_pods_still_refuse_what_no_node_can_hold(cli: Any, fake_kubectl: FakeKubectl) -> None:
@@ -100,6 +100,7 @@ def test_forbidden_dra_read_is_named_when_the_job_does_not_fit_without_it(
     code, _, err = cli(*SUBMIT, "--gpus", "12")
     assert code == 4
     assert "DRA GPUs not counted: cannot list ResourceSlices" in err
+    assert sum("resourceslices" in " ".join(argv) for argv in fake_kubectl.argvs()) == 1
 
 
 def test_forbidden_dra_read_stays_quiet_when_device_plugin_gpus_fit(cli: Any, fake_kubectl: FakeKubectl) -> None:
@@ -109,3 +110,25 @@ def test_forbidden_dra_read_stays_quiet_when_device_plugin_gpus_fit(cli: Any, fa
     code, _, err = cli(*SUBMIT, "--gpus", "8")
     assert code == 0, err
     assert "DRA" not in err
+    # DRA devices can only add GPUs: with the device plugins' GPUs enough, they are not even read
+    assert not any("resourceslices" in " ".join(argv) for argv in fake_kubectl.argvs())
+
+
+def test_a_job_that_fits_only_on_dra_gpus_reads_them_after_the_device_plugins_fall_short(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    from kubectl_tao.gpuinventory import DRA_READ
+
+    allowed(fake_kubectl)
+    capacity = fixture_json("dra-nodes-pods.json")  # dra-node-0: 4 DRA GPUs, 3 allocated; no device plugin
+    capacity["items"] = [i for i in capacity["items"] if not i["metadata"]["name"].startswith("gpu-node-")]
+    fake_kubectl.capacity(capacity)
+    fake_kubectl.on(*DRA_READ[:2], data=fixture_json("dra-objects.json"))
+    code, _, err = cli(*SUBMIT, "--gpus", "1")
+    assert code == 0, err  # without the DRA devices: exit 4, no node has allocatable nvidia.com/gpu
+    assert "queue:" not in err and "never" not in err  # it fits now, on the DRA node's free GPU
+    reads = [argv for argv in fake_kubectl.argvs() if "resourceslices" in " ".join(argv)]
+    assert len(reads) == 1
+    # read after the round of gates that found the device plugins short, not beside it
+    order = [" ".join(argv) for argv in fake_kubectl.argvs()]
+    assert order.index(" ".join(reads[0])) > max(i for i, a in enumerate(order) if "--raw" in a)

@@ -1,0 +1,95 @@
+"""msgspec types of the fields the fit gate reads from the nodes and pods lists (see gatelists.py).
+
+Imported only by gatelists, and only when msgspec is installed. msgspec skips every field not named here
+without building it. Every field is optional (and null is accepted), as the API server omits empty ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from kubectl_tao.k8s.contract import GPU_RESOURCE
+
+UNSET = msgspec.UNSET
+
+
+class Meta(msgspec.Struct):
+    name: str | None = None
+    namespace: str | None = None
+    labels: dict[str, str] | None = None
+
+
+class ListMeta(msgspec.Struct):
+    token: str | None = msgspec.field(default=None, name="continue")
+
+
+class Gpus(msgspec.Struct):
+    """A resource map (requests, limits, allocatable) read for nvidia.com/gpu alone; UNSET when absent."""
+
+    value: Any = msgspec.field(default=UNSET, name=GPU_RESOURCE)
+
+
+class Resources(msgspec.Struct):
+    requests: Gpus | None = None
+    limits: Gpus | None = None
+
+
+class Container(msgspec.Struct):
+    resources: Resources | None = None
+    restartPolicy: str | None = None
+
+
+class PodSpec(msgspec.Struct):
+    nodeName: str | None = None
+    containers: list[Container] | None = None
+    initContainers: list[Container] | None = None
+
+
+class PodStatus(msgspec.Struct):
+    phase: str | None = None
+
+
+class Pod(msgspec.Struct):
+    metadata: Meta | None = None
+    spec: PodSpec | None = None
+    status: PodStatus | None = None
+
+
+class PodList(msgspec.Struct):
+    metadata: ListMeta | None = None
+    items: list[Pod] | None = None
+
+
+class Condition(msgspec.Struct):
+    type: str | None = None
+    status: str | None = None
+
+
+class NodeSpec(msgspec.Struct):
+    taints: list[dict[str, Any]] | None = None
+    unschedulable: bool | None = None
+
+
+class NodeStatus(msgspec.Struct):
+    allocatable: Gpus | None = None
+    conditions: list[Condition] | None = None
+
+
+class Node(msgspec.Struct):
+    metadata: Meta | None = None
+    spec: NodeSpec | None = None
+    status: NodeStatus | None = None
+
+
+class NodeList(msgspec.Struct):
+    metadata: ListMeta | None = None
+    items: list[Node] | None = None
+
+
+DECODERS = {
+    "pods": msgspec.json.Decoder(PodList),
+    "nodes": msgspec.json.Decoder(NodeList),
+}
+ERRORS = (msgspec.ValidationError, msgspec.DecodeError)
