@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cluster import LOCAL_CLUSTER, Cluster, Tao, kubectl, states, submitted_id, wait_for
+from support.cluster import (
+    LOCAL_CLUSTER,
+    Cluster,
+    Tao,
+    bound_claim_objects,
+    kubectl,
+    states,
+    submitted_id,
+    wait_for,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -59,35 +68,7 @@ def real(cluster: Cluster, namespace: str, tmp_path: Path, images: dict[str, str
         "-f",
         "-",
         input=json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "List",
-                "items": [
-                    {
-                        "apiVersion": "v1",
-                        "kind": "PersistentVolume",
-                        "metadata": {"name": pv},
-                        "spec": {
-                            "capacity": {"storage": "1Gi"},
-                            "accessModes": ["ReadWriteMany"],
-                            "storageClassName": "manual",
-                            "hostPath": {"path": str(volume), "type": "DirectoryOrCreate"},
-                            "claimRef": {"namespace": namespace, "name": "tao-data"},
-                        },
-                    },
-                    {
-                        "apiVersion": "v1",
-                        "kind": "PersistentVolumeClaim",
-                        "metadata": {"name": "tao-data", "namespace": namespace},
-                        "spec": {
-                            "accessModes": ["ReadWriteMany"],
-                            "storageClassName": "manual",
-                            "volumeName": pv,
-                            "resources": {"requests": {"storage": "1Gi"}},
-                        },
-                    },
-                ],
-            }
+            {"apiVersion": "v1", "kind": "List", "items": bound_claim_objects(namespace, pv, host_path=str(volume))}
         ),
     )
     wait_for(

@@ -161,15 +161,14 @@ def test_missing_pvc_refused_before_the_record_opens(tao: Tao) -> None:
     assert tao.records() == []
 
 
-def test_server_dry_run_failure_marks_error_and_leaves_nothing(tao: Tao) -> None:
+def test_server_dry_run_failure_is_refused_before_the_record_opens_and_leaves_nothing(tao: Tao) -> None:
     tao.kubectl("create", "quota", "no-jobs", "--hard=count/jobs.batch=0")
     result = tao.submit("--env-file", "-", input=f"HF_TOKEN={CANARY}\n")
     assert result.returncode == 1
-    assert "exceeded quota" in result.stderr
-    [record_id] = tao.records()
-    record = tao.record(record_id)
-    assert record["terminal_state"] == "ERROR" and "not launched" in record["transitions"][-1]["message"]
-    assert tao.leftovers() == []
+    [line] = result.stderr.strip().splitlines()[-1:]
+    assert line.startswith("error: server dry run refused the job: ") and "exceeded quota" in line
+    assert CANARY not in result.stderr
+    assert tao.records() == [] and tao.leftovers() == []
 
 
 def test_bad_input_exits_2_with_nothing_created(tao: Tao) -> None:

@@ -1,6 +1,7 @@
 """Real faults in the middle of `submit`: the API server is killed (SIGKILL: gone, connection refused) or
 frozen (SIGSTOP: a hang, cut short by a --request-timeout on the calls from the fault on) at each step
-after the record opened, by the tests/reliability/fault-kubectl wrapper given as KUBECTL_TAO_KUBECTL. Then:
+after the record opened, by the tests/reliability/fault-kubectl wrapper given as KUBECTL_TAO_KUBECTL (and at
+the gates' server dry run, before it opens: then no record and nothing on the cluster). Then:
 
 - right away the record is truthful: ERROR with a reason, or UNKNOWN (the Job may exist), or RUNNING with
   the Job there;
@@ -24,6 +25,7 @@ from .helpers import (
     ControlPlane,
     api_ready,
     check_record,
+    names_of,
     objects,
     owned_by,
     record_ids,
@@ -35,8 +37,7 @@ from .stats import STATS
 
 # (name, regex on the space-joined kubectl argv, when, delay before the signal in `during`)
 POINTS = {
-    # submit's own dry run (`-o name`), not the gang check's before the record opens (`-o go-template=...`)
-    "record-open-before-dry-run": (r" create --dry-run=server -f - -n [^ ]+ -o name ", "before", 0.0),
+    # the record has just opened (submit's server dry run is a gate: it ran before the open)
     "between-dry-run-and-create": (r" create -f - ", "before", 0.0),
     "during-create": (r" create -f - ", "during", 0.07),
     "after-create-before-adopt": (r" create -f - ", "after", 0.0),
@@ -193,6 +194,48 @@ def test_api_server_fault_mid_submit_leaves_a_truthful_record_and_no_orphans(
     wait_gone(fault_namespace, job_name, kinds="secrets,services", timeout=30)
     job = get("job", job_name, fault_namespace)
     assert job is None or job["metadata"].get("deletionTimestamp"), "the Job outlived cancel"
+    STATS.faults_survived += 1
+
+
+# The gates' server dry run, which carries the permission reviews (`-o go-template={{if eq .kind ...`): before it
+# (single node) or the gang check's (multi-node) the record has not opened yet.
+GATES_DRY_RUN = r" create --dry-run=server -f - -n [^ ]+ -o go-template=\{\{if eq \.kind "
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("kind", KINDS)
+def test_api_server_fault_at_the_gates_dry_run_opens_no_record_and_creates_nothing(
+    kind: str, cluster: Cluster, fault_namespace: str, plane: ControlPlane, tmp_path: Path
+) -> None:
+    STATS.faults_injected += 1
+    tao = Tao(cluster, fault_namespace, tmp_path / "state")
+    fired = tmp_path / "fired"
+    tao.env.update({
+        "KUBECTL_TAO_KUBECTL": str(FAULT_KUBECTL),
+        "FAULT_REAL_KUBECTL": str(cluster.bin_dir / "kubectl"),
+        "FAULT_PIDFILE": str(plane.pidfile("kube-apiserver")),
+        "FAULT_MATCH": GATES_DRY_RUN,
+        "FAULT_WHEN": "before",
+        "FAULT_KIND": kind,
+        "FAULT_DELAY": "0",
+        "FAULT_FIRED": str(fired),
+        "FAULT_TIMEOUT": SUBMIT_TIMEOUT,
+    })
+    submit = tao(
+        "submit", "--image", "busybox:1.36", "--command", "sleep 3600", "--pvc", "tao-data", "--gpus", "0",
+        "--network-arch", "fault", "--action", "gates", "--annotation", f"{STAY_RUNNING}=true", timeout=60,
+    )  # fmt: skip
+    assert fired.exists(), f"the fault never fired: {submit.stderr}"
+    assert submit.returncode == 3, submit.stdout + submit.stderr
+    assert "unreachable" in _one_line_error(submit.stderr)
+    assert record_ids(tao.state_dir) == []
+    if kind == "kill":
+        plane.start("kube-apiserver")
+    else:
+        plane.resume("kube-apiserver")
+    wait_for(api_ready, timeout=60, message="the API server to come back")
+    made = names_of(objects(fault_namespace, kinds="jobs,secrets,services"))
+    assert [name for name in made if "/fault-gates-" in name] == []
     STATS.faults_survived += 1
 
 

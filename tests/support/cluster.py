@@ -339,8 +339,14 @@ def events_for(name: str, ns: str, kind: str = "Pod") -> list[dict[str, Any]]:
     return items
 
 
-def bound_claim_objects(namespace: str, pv: str, claim: str = "tao-data") -> list[dict[str, Any]]:
-    """A hostPath PersistentVolume pre-bound to a ReadWriteMany claim in `namespace` (no provisioner here)."""
+def bound_claim_objects(
+    namespace: str, pv: str, claim: str = "tao-data", host_path: str | None = None
+) -> list[dict[str, Any]]:
+    """A hostPath PersistentVolume pre-bound to a ReadWriteMany claim in `namespace` (no provisioner here).
+    `host_path` names a directory real nodes create on demand; without it the path is never used (KWOK)."""
+    volume_source: dict[str, str] = (
+        {"path": host_path, "type": "DirectoryOrCreate"} if host_path else {"path": f"/tmp/{pv}"}
+    )
     return [
         {
             "apiVersion": "v1",
@@ -350,7 +356,7 @@ def bound_claim_objects(namespace: str, pv: str, claim: str = "tao-data") -> lis
                 "capacity": {"storage": "1Gi"},
                 "accessModes": ["ReadWriteMany"],
                 "storageClassName": "manual",
-                "hostPath": {"path": f"/tmp/{pv}"},
+                "hostPath": volume_source,
                 "claimRef": {"namespace": namespace, "name": claim},
             },
         },

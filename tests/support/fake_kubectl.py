@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_FIRST_PAGE, PODS_READ
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 from support import FIXTURES as ALL_FIXTURES
 
@@ -95,6 +95,7 @@ class FakeKubectl:
                 and (i.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
         self.on(*NODES_READ, data=raw(nodes))
         self.on(*PODS_READ, data=raw(pods))
+        self.on(*PODS_FIRST_PAGE, data=raw(pods))
 
     def capacity_refused(self, *, nodes: str | None = None, pods: str | None = None) -> None:
         """Make the nodes and/or the pods read fail with kubectl's stderr `nodes`/`pods` (exit 1)."""
@@ -102,16 +103,39 @@ class FakeKubectl:
             self.on(*NODES_READ, stderr=nodes, rc=1)
         if pods is not None:
             self.on(*PODS_READ, stderr=pods, rc=1)
+            self.on(*PODS_FIRST_PAGE, stderr=pods, rc=1)
+
+    def answer(self, args: list[str]) -> Completed:
+        missing = Completed("", f"error: the fake kubectl has no answer for {' '.join(args)}", 1)
+        return next((answer for prefix, answer in self.rules if tuple(args[: len(prefix)]) == prefix), missing)
 
     def run(self, kc: Kubectl, args: list[str], **kwargs: Any) -> Completed:
+        from kubectl_tao.k8s import permissions
+
         stdin = kwargs.get("stdin")
         self.calls.append(Call(kc.argv(list(args), namespaced=kwargs.get("namespaced", True)), stdin))
         kc.calls += 1
-        missing = Completed("", f"error: the fake kubectl has no answer for {' '.join(args)}", 1)
-        result = next((answer for prefix, answer in self.rules if tuple(args[: len(prefix)]) == prefix), missing)
+        result = self.answer(list(args))
+        if permissions.COMBINED_TEMPLATE in args:
+            # The permission reviews ride in submit's server dry run: kubectl prints each review's answer (as
+            # the review call would), then each dry-run object; a failed review call is a failed call.
+            review = self.answer(permissions.review_call([], "")[0])
+            if review.returncode != 0:
+                result = review
+            else:
+                result = Completed(review.stdout + result.stdout, result.stderr, result.returncode)
         return kc.settle(result, check=kwargs.get("check", True), best_effort=kwargs.get("best_effort", False))
 
     def argvs(self) -> list[list[str]]:
         return [call.argv for call in self.calls]
 
 
+def answer_pvc_submit(fake: FakeKubectl) -> None:
+    """Answers for a submit's gates on a GKE 1.30 server with two 8-GPU nodes: every permission granted, PVC
+    `data` Bound, and the server dry run accepted. Registered after a test's own rules, which win."""
+    review, granted = review_answer()
+    fake.on(*review, stdout=granted)
+    fake.on("version", data=fixture_json("version-gke-1.30.json"))
+    fake.capacity({"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
+    fake.on("get", "persistentvolumeclaim/data", stdout="PersistentVolumeClaim data Bound \n")
+    fake.on("create", "--dry-run=server", stdout="job.batch/x\n")

@@ -2,15 +2,19 @@
 
 Order (each step only after the previous one passed):
   1. local validation of every flag and file (bad input: exit 2, nothing touched);
-  2. gates, read-only and run at once: fit verdict over nodes and pods, server version (multi-node),
-     referenced PVC / Secrets / keys (names only, never values);
-  3. open the job record (mints the id, binds results_dir) -- "record opened before launch";
-  4. render the manifests for the record's Kubernetes name; lint them for inline credentials;
-  5. `kubectl create --dry-run=server` of the credential Secret (stdin) plus the manifests;
-  6. `kubectl create` of the same stream; owner references so the Secret and Service go with the Job;
-  7. mark the record RUNNING with backend_ref=<namespace>/<job name> and pin cluster, context and UID.
-Any failure after 3 marks the record ERROR with the reason and deletes what this submit created. When the
-API server vanishes while creating, the outcome is unknown: the record is marked UNKNOWN (not terminal) and
+  2. mint the record id (not yet written), render the manifests for its Kubernetes name, lint them for
+     inline credentials;
+  3. gates, read-only and run at once: permissions, fit verdict over nodes and pods, server version
+     (multi-node), referenced PVC / Secrets / keys (names only, never values), and `kubectl create
+     --dry-run=server` of the credential Secret (stdin) plus the manifests -- the permission reviews ride in
+     that same dry run, one process for both (a multi-node job whose gang mechanism is detected here gets its
+     dry run once the mechanism is known, still before the record opens);
+  4. open the job record under that id -- "record opened before launch";
+  5. `kubectl create` of the dry-run stream; owner references so the Secret and Service go with the Job;
+  6. mark the record RUNNING with backend_ref=<namespace>/<job name> and pin cluster, context and UID.
+A gate that refuses (the server dry run included) leaves no record and nothing on the cluster. Any failure
+after 4 marks the record ERROR with the reason and deletes what this submit created. When the API server
+vanishes while creating, the outcome is unknown: the record is marked UNKNOWN (not terminal) and
 `status`/`cancel` settle it once the server is back.
 """
 
@@ -169,27 +173,37 @@ def image_pull_warning(plan: Plan) -> str | None:
     return None
 
 
+def gang_detected(plan: Plan) -> bool:
+    """Whether the gates must find out the gang mechanism (multi-node, no --queue, --gang not off): only then
+    are the manifests unknown until the gates have run."""
+    return plan.nodes > 1 and not plan.queue and plan.gang_mode != "off"
+
+
 def run_gates(
-    kc: Kubectl, plan: Plan, namespace: str, server: str = ""
+    kc: Kubectl, plan: Plan, namespace: str, server: str = "", dry_objects: list[dict[str, Any]] | None = None
 ) -> tuple[dict[str, Any] | None, list[str], Any]:
     """Read-only checks before anything is created. Returns the fit verdict (as a dict), warnings (including a
-    cached NCCL probe of this cluster, `server`, that failed or hung, for nodes > 1) and the gang.Mechanism."""
-    from kubectl_tao import gates, gpuinventory
-    from kubectl_tao.jobs import fit as fitting
-    from kubectl_tao.k8s import capacity, gang, permissions
+    cached NCCL probe of this cluster, `server`, that failed or hung, for nodes > 1) and the gang.Mechanism.
+    `dry_objects`: the job's objects, dry-run by the server in the same process as the permission reviews
+    (GateError when the server refuses them; checked after every other gate, as before)."""
+    from kubectl_tao.k8s import gang, permissions
+
+    if plan.queue or plan.gpus > 0 or plan.nodes > 1 or plan.min_version:  # a 0-GPU single-node job needs none
+        from kubectl_tao import gates, gpuinventory
+        from kubectl_tao.jobs import fit as fitting
+        from kubectl_tao.k8s import capacity
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {}
     if plan.queue:
         calls["queues"] = fitting.queue_call(namespace)
     if plan.gpus > 0 or plan.nodes > 1:
-        calls.update(capacity.calls())
-        calls["dra"] = (gpuinventory.DRA_READ, {"namespaced": False})
+        calls.update(capacity.calls(paged=True))  # DRA only when the device plugins' GPUs do not fit (below)
     if plan.min_version:
         calls["version"] = (["version", "-o", "json"], {"namespaced": False})
     refs = _ref_query(plan)
     if refs:
         calls["refs"] = (refs, {"check": False})
-    detect_gang = plan.nodes > 1 and not plan.queue and plan.gang_mode != "off"
+    detect_gang = gang_detected(plan)
     if detect_gang:
         calls["gang"] = gang.DISCOVERY_CALL
     # Permissions first: every verb on every kind this job's objects will need (create, patch, delete, get,
@@ -197,11 +211,17 @@ def run_gates(
     needed = permissions.needed(
         credentials=bool(plan.credentials), service=plan.nodes > 1, patch_job=plan.patches_job
     )
-    calls["permissions"] = permissions.review_call(needed, namespace)
+    if dry_objects is None:
+        calls["permissions"] = permissions.review_call(needed, namespace)
+    else:
+        calls["permissions"] = permissions.with_dry_run(needed, namespace, dry_objects)
     results = kc.run_many(calls)
     warnings = list(plan.warnings)
-    permissions.require(needed, results["permissions"], namespace)
-    seen = capacity.view(results) if "nodes" in results else None
+    reviews, dry_error = results["permissions"], None
+    if dry_objects is not None:
+        reviews, dry_error = permissions.split(reviews, kc.error_for)
+    permissions.require(needed, reviews, namespace)
+    seen = capacity.view(results, kc) if "nodes" in results else None
     if seen is not None and seen.warning:
         warnings.append(seen.warning)
     version_error = results.get("version")
@@ -228,17 +248,28 @@ def run_gates(
             raise NeverFitsError(gates.inactive_queue_message(quota))  # no fit below says it
     verdict_dict: dict[str, Any] | None = None
     if seen is not None and seen.nodes is not None:
-        dra, dra_note = gpuinventory.read_dra(results.get("dra"))
-        verdict = gates.fit(
-            gpuinventory.fit_nodes(seen.nodes, seen.pods, dra),
-            plan.gpus,
-            plan.nodes,
-            node_selector=plan.node_selector or None,
-            tolerations=plan.tolerations or None,
-            gpu_product=plan.gpu_product,
-            quota=quota,
-            no_gpu_hint=gpuinventory.no_gpu_hint(dra),
-        )
+        nodes, pods = seen.nodes, seen.pods
+
+        def judge(dra: Any) -> Any:
+            return gates.fit(
+                gpuinventory.fit_nodes(nodes, pods, dra),
+                plan.gpus,
+                plan.nodes,
+                node_selector=plan.node_selector or None,
+                tolerations=plan.tolerations or None,
+                gpu_product=plan.gpu_product,
+                quota=quota,
+                no_gpu_hint=gpuinventory.no_gpu_hint(dra),
+            )
+
+        # DRA devices only ever add GPUs to nodes the device plugins leave at zero (gpuinventory.gate_nodes),
+        # so a job that fits without them fits with them: their read (the costliest of the gate) is made only
+        # when it could change the verdict.
+        verdict, dra_note = judge(None), ""
+        if verdict.verdict != gates.FITS:
+            dra_read = kc.run_many({"dra": (gpuinventory.DRA_READ, {"namespaced": False})})["dra"]
+            dra, dra_note = gpuinventory.read_dra(dra_read)
+            verdict = judge(dra)
         if dra_note and verdict.verdict != "fits":
             # Only where DRA GPUs could have changed the verdict: say they were not counted.
             verdict = dataclasses.replace(verdict, message=f"{verdict.message} ({dra_note})")
@@ -253,10 +284,22 @@ def run_gates(
             )
     support = gang.detect(kc, namespace, results["gang"], plan.nodes) if detect_gang else None
     mechanism = gang.choose(plan.nodes, plan.queue, support, plan.gang_mode)
+    if dry_error is not None:
+        raise dry_run_refused(dry_error)
     warning = image_pull_warning(plan)
     if warning:
         warnings.append(warning)
     return verdict_dict, warnings, mechanism
+
+
+def dry_run_refused(error: TaoError) -> TaoError:
+    """The error of a refused server dry run, before any record opened (unreachable stays exit 3)."""
+    if isinstance(error, ClusterUnreachableError):
+        return error
+    return GateError(
+        f"server dry run refused the job: {error.message}; fix that and submit again (nothing was created, no "
+        "record opened)"
+    )
 
 
 # ---------------------------------------------------------------- apply
@@ -278,41 +321,49 @@ def execute(
     """Run the submit sequence. dry_run: none | client | server. `extra` goes into the record's kubectl-tao
     data before the Job is created (so whoever first sees the Job end knows, e.g., that its TTL is held).
 
-    After opening it, the record is written twice on success: the Kubernetes names before the dry run, then
-    the Job's UID with RUNNING. A submit cut off between the two (API server gone, SIGKILL) leaves submit_phase
-    "dry-run": `status` finds the Job by its labels and record annotation and finishes the pin and the owner
-    references (track.observe), or settles the record when no Job was created."""
+    After opening it, the record is written twice on success: the Kubernetes names just before the create,
+    then the Job's UID with RUNNING. A submit cut off between the two (API server gone, SIGKILL) leaves
+    submit_phase "dry-run": `status` finds the Job by its labels and record annotation and finishes the pin and
+    the owner references (track.observe), or settles the record when no Job was created."""
     from kubectl_tao.k8s import gang
 
     if dry_run == "client":
         return _dry(plan, namespace, None, plan.warnings, gang.choose(plan.nodes, plan.queue, None, plan.gang_mode),
                     name=name)
-    verdict, warnings, mechanism = run_gates(kc, plan, namespace, target_server)
+    store = store_factory() if dry_run == "none" else None
+    record_id = _new_id(plan, store) if store is not None else (name or _new_id(plan, None))
+    job_name = kubernetes_job_name(record_id)
+    secret = secret_name_for(job_name) if plan.credentials else None
+    payload: list[dict[str, Any]] | None = None
+    rendered: list[dict[str, Any]] = []
+    if not gang_detected(plan):  # the manifests are known now: dry-run them with the gates, in one process
+        rendered = gang.apply(plan.render(job_name, record_id, secret), gang.choose(plan.nodes, plan.queue, None,
+                                                                                   plan.gang_mode))
+        _lint(rendered)
+        payload = _payload(plan, rendered, job_name, namespace, real=store is not None)
+        verdict, warnings, mechanism = run_gates(kc, plan, namespace, target_server, payload)
+    else:
+        verdict, warnings, mechanism = run_gates(kc, plan, namespace, target_server)
+        rendered = gang.apply(plan.render(job_name, record_id, secret), mechanism)
+        _lint(rendered)
+        payload = _payload(plan, rendered, job_name, namespace, real=store is not None)
     for warning in warnings:
         on_progress(f"warning: {warning}")
     if plan.nodes > 1:
         on_progress(mechanism.line())
-    if dry_run == "server":
-        outcome = _dry(plan, namespace, verdict, warnings, mechanism)
-        objects.dry_run(kc, _with_secret(plan, outcome))
-        outcome.dry_run = "server"
-        return outcome
+    if gang_detected(plan):
+        try:
+            objects.dry_run(kc, payload, namespace)
+        except KubectlError as exc:
+            raise dry_run_refused(exc) from None
+    if store is None:
+        return Outcome(None, job_name, namespace, rendered, list(warnings), verdict, None, "server",
+                       mechanism.to_dict())
 
-    store = store_factory()
-    record = store.open(**plan.record)
-    record_id = record["id"]
-    job_name = kubernetes_job_name(record_id)
-    secret = secret_name_for(job_name) if plan.credentials else None
+    record = store.open(**plan.record, record_id=record_id)
     on_progress(f"record {record_id} opened (Kubernetes name {namespace}/{job_name})")
     created_any = False
     try:
-        rendered = gang.apply(plan.render(job_name, record_id, secret), mechanism)
-        _lint(rendered)
-        payload = list(rendered)
-        if secret:
-            payload.insert(
-                0, objects.secret_object(secret, namespace, contract.job_labels(job_name), plan.credentials)
-            )
         store.update_extra(
             record_id,
             api_server=target_server,
@@ -328,7 +379,6 @@ def execute(
             warnings=warnings,
             **(extra or {}),
         )
-        objects.dry_run(kc, payload, namespace)
         # Still submit_phase "dry-run" while creating and adopting: a cut-off submit is settled from the
         # cluster (see the docstring), so the record is not written again until the Job is whole.
         created_any = True
@@ -371,7 +421,36 @@ def execute(
         interrupted = f"not launched: interrupted ({type(exc).__name__})"
         _roll_back(kc, store, record_id, namespace, job_name, created, interrupted, "ERR_INFRA")
         raise
+    assert record.id == record_id
     return Outcome(record_id, job_name, namespace, rendered, warnings, verdict, uid, "none", mechanism.to_dict())
+
+
+def _new_id(plan: Plan, store: Any) -> str:
+    """A record id for this submit, minted before the gates so the manifests they dry-run carry it; `open`
+    writes it afterwards (O_EXCL: a concurrent submit can never take the same id). Without a store (a server
+    dry run) nothing is reserved."""
+    from kubectl_tao.store.records import preview_id
+
+    arch, action = plan.record["network_arch"], plan.record["action"]
+    for _ in range(20):
+        record_id = preview_id(arch, action)
+        if store is None or not store.exists(record_id):
+            return record_id
+    raise TaoError(f"could not mint a free record id in {store.jobs_dir} after 20 attempts")
+
+
+def _payload(
+    plan: Plan, rendered: list[dict[str, Any]], job_name: str, namespace: str, *, real: bool
+) -> list[dict[str, Any]]:
+    """What `create` (and its dry run) receive: the credential Secret first, then the manifests. A dry run
+    of its own (`real` False) sends placeholder values: the shape is checked, the credentials never leave."""
+    items = list(rendered)
+    if plan.credentials:
+        data = plan.credentials if real else dict.fromkeys(plan.credentials, "dry-run")
+        items.insert(
+            0, objects.secret_object(secret_name_for(job_name), namespace, contract.job_labels(job_name), data)
+        )
+    return items
 
 
 def _roll_back(
@@ -405,17 +484,6 @@ def _created_names(plan: Plan, job_name: str, secret: str | None) -> list[str]:
     if plan.nodes > 1:
         names.append(f"service/{job_name}")
     return [*names, f"job.batch/{job_name}"]
-
-
-def _with_secret(plan: Plan, outcome: Outcome) -> list[dict[str, Any]]:
-    items = list(outcome.objects)
-    if plan.credentials:
-        # A dry run sends placeholder values: the shape is checked, the credentials never leave the host.
-        placeholders = dict.fromkeys(plan.credentials, "dry-run")
-        secret = secret_name_for(outcome.job_name)
-        labels = contract.job_labels(outcome.job_name)
-        items.insert(0, objects.secret_object(secret, outcome.namespace, labels, placeholders))
-    return items
 
 
 def _dry(

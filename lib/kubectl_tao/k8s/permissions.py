@@ -5,16 +5,22 @@ Secret and Job created, fail at the owner-reference patch, and be unable to clea
 server about each verb on each kind it touches (create and patch to launch, delete to roll back and cancel,
 get and list to follow the job) in one `kubectl create` of SelfSubjectAccessReviews, the same question
 `kubectl auth can-i` asks, and refuses naming everything that is missing.
+
+When the manifests are known before the gates (no gang detection), the reviews ride in the same
+`kubectl create --dry-run=server` as the job's objects (`with_dry_run`): the API server answers a review in a
+dry run as in a real create, so one process both asks and dry-runs, and `split` tells the two answers apart.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kubectl_tao.errors import ClusterUnreachableError, GateError, TaoError
 from kubectl_tao.k8s.kubectl import Completed
+from kubectl_tao.k8s.objects import VALIDATE, field_error
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,14 @@ REVIEW_TEMPLATE = (
 )
 
 
+# The reviews and the dry-run objects of `with_dry_run`, one line each: kubectl prints every object it
+# created (or dry-ran) on its own, reviews as _ROW, the job's objects as `Kind/name`.
+COMBINED_TEMPLATE = (
+    f'go-template={{{{if eq .kind "SelfSubjectAccessReview"}}}}{_ROW}'
+    '{{else}}{{.kind}}/{{.metadata.name}}{{"\\n"}}{{end}}'
+)
+
+
 def needed(*, credentials: bool, service: bool, patch_job: bool = False) -> list[Permission]:
     """What submit, its rollback, `status` and `cancel` do to the job's objects (`patch_job`: a Job submitted
     without a TTL gets one from `status` once its history is captured; without patch it would never go)."""
@@ -53,9 +67,9 @@ def needed(*, credentials: bool, service: bool, patch_job: bool = False) -> list
     return out
 
 
-def review_stream(permissions: list[Permission], namespace: str) -> str:
-    """The SelfSubjectAccessReviews (one per permission) for `kubectl create -f -`."""
-    items: list[dict[str, Any]] = [
+def review_items(permissions: list[Permission], namespace: str) -> list[dict[str, Any]]:
+    """One SelfSubjectAccessReview per permission."""
+    return [
         {
             "apiVersion": "authorization.k8s.io/v1",
             "kind": "SelfSubjectAccessReview",
@@ -70,7 +84,45 @@ def review_stream(permissions: list[Permission], namespace: str) -> str:
         }
         for p in permissions
     ]
-    return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+
+
+def review_stream(permissions: list[Permission], namespace: str) -> str:
+    """The SelfSubjectAccessReviews (one per permission) for `kubectl create -f -`."""
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": review_items(permissions, namespace)})
+
+
+def with_dry_run(
+    permissions: list[Permission], namespace: str, objects: list[dict[str, Any]]
+) -> tuple[list[str], dict[str, Any]]:
+    """One `kubectl create --dry-run=server` of the reviews followed by `objects` (in `namespace`). kubectl
+    goes on past an object the server refuses, so the reviews are answered whatever the dry run says.
+    `check` is off: a refused dry run still hands back the reviews' answers (see `split`)."""
+    items = [*review_items(permissions, namespace), *objects]
+    stream = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+    return (
+        ["create", "--dry-run=server", "-f", "-", "-n", namespace, "-o", COMBINED_TEMPLATE, VALIDATE],
+        {"stdin": stream, "namespaced": False, "check": False},
+    )
+
+
+def answered(answer: str) -> bool:
+    """Whether the output holds at least one review's answer."""
+    return any(len(line.split()) >= 4 and line.split()[-1] in ("true", "false") for line in answer.splitlines())
+
+
+def split(
+    result: Completed | TaoError, error_for: Callable[[str], TaoError]
+) -> tuple[Completed | TaoError, TaoError | None]:
+    """A `with_dry_run` result -> (what `require` reads, the dry run's own error or None: kubectl's, or an
+    unknown or duplicate field the server warned about). `error_for` turns kubectl's stderr into its TaoError
+    (Kubectl.error_for). When kubectl failed before any review was
+    answered, both are that error: the permissions could not be checked."""
+    if isinstance(result, TaoError):
+        return result, result
+    if result.returncode == 0:
+        return result, field_error(result.stderr)  # strict validation's refusals, from the server's warnings
+    error: TaoError = error_for(result.stderr)
+    return (result if answered(result.stdout) else error), error
 
 
 def review_call(permissions: list[Permission], namespace: str) -> tuple[list[str], dict[str, Any]]:

@@ -37,7 +37,6 @@ import json
 import os
 import posixpath
 import re
-import secrets
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -154,6 +153,8 @@ def _clean_id_part(value: str, flag: str) -> str:
 
 
 def _new_suffix() -> str:
+    import secrets  # here: its import (hmac, hashlib, random) would cost every reader, e.g. `status`
+
     return secrets.token_hex(3)
 
 
@@ -273,6 +274,10 @@ def schema_errors(instance: object, schema_name: str) -> list[str]:
 
 
 def _require_valid(instance: object, schema_name: str, what: str) -> None:
+    from kubectl_tao.store.shape import certainly_valid
+
+    if certainly_valid(instance, schema_name):  # the common case, without importing jsonschema
+        return
     errors = schema_errors(instance, schema_name)
     if errors:
         from kubectl_tao.redact import redact_text
@@ -349,6 +354,8 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def _write_temp(directory: Path, name: str, data: bytes) -> Path:
+    import secrets
+
     tmp = directory / f".{name}.{secrets.token_hex(4)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -517,8 +524,11 @@ class RecordStore:
         upload_excludes: Iterable[str] = (),
         parent_job: str | None = None,
         retry_of: str | None = None,
+        record_id: str | None = None,
     ) -> Record:
-        """Mint an id and create the record, PENDING "record opened before launch" (shown as OPEN)."""
+        """Mint an id and create the record, PENDING "record opened before launch" (shown as OPEN).
+        `record_id`: an id minted beforehand (`make_id`), e.g. one the manifests already carry; it is not
+        re-minted: TaoError when a record of that id exists."""
         from kubectl_tao.redact import redact_obj
 
         fields = _open_fields(
@@ -534,8 +544,9 @@ class RecordStore:
             retry_of,
         )
         self._ensure_dirs()
-        for _ in range(_OPEN_ATTEMPTS):
-            record_id = make_id(network_arch, action)
+        given = record_id
+        for _ in range(1 if given else _OPEN_ATTEMPTS):
+            record_id = validate_id(given) if given else make_id(network_arch, action)
             record = _new_record(record_id, fields)
             redacted = redact_obj(record)
             assert isinstance(redacted, dict)
@@ -543,6 +554,8 @@ class RecordStore:
             _require_valid(redacted, "job-record", f"job record {record_id}")
             if _create_exclusively(self.path(record_id), redacted):
                 return Record(redacted)
+        if given:
+            raise TaoError(f"job record {given} already exists in {self.jobs_dir}; nothing was created, submit again")
         raise TaoError(f"could not mint a free record id in {self.jobs_dir} after {_OPEN_ATTEMPTS} attempts")
 
     def mark(

@@ -41,21 +41,23 @@ def _deletes(fake: FakeKubectl) -> list[list[str]]:
 # ------------------------------------------------------------------ submit's failure paths
 
 
-def test_a_refused_server_dry_run_marks_error_and_deletes_nothing(cli: Any, fake_kubectl: FakeKubectl) -> None:
+def test_a_refused_server_dry_run_is_a_gate_no_record_opens_and_nothing_is_created(
+    cli: Any, fake_kubectl: FakeKubectl, tao_env: Path
+) -> None:
     _granted(fake_kubectl)
     fake_kubectl.on(
         "create", "--dry-run=server",
         stderr='Error from server (Invalid): Job.batch "x" is invalid: spec.template: Required value', rc=1,
     )  # fmt: skip
     code, _, err = cli(*SUBMIT)
-    store, rid = _only_record()
-    record = store.show(rid)
     assert code == 1
-    assert err.strip().endswith(f"(record {rid} marked ERROR; nothing left running)")
-    assert record["terminal_state"] == "ERROR" and record["err_class"] == "ERR_INFRA"
-    assert record["transitions"][-1]["message"].startswith("not launched: ")
-    assert _deletes(fake_kubectl) == []  # nothing was created, so nothing is torn down
-    assert store.get_extra(rid)["submit_phase"] == "dry-run"
+    [line] = err.strip().splitlines()
+    assert line.startswith("error: server dry run refused the job: Error from server (Invalid)")
+    assert line.endswith("fix that and submit again (nothing was created, no record opened)")
+    jobs = tao_env / "state" / "jobs"
+    assert RecordStore().list() == [] and (not jobs.exists() or list(jobs.glob("*.json")) == [])
+    assert [argv for argv in fake_kubectl.argvs() if "create" in argv and "--dry-run=server" not in argv] == []
+    assert _deletes(fake_kubectl) == []
 
 
 def test_a_create_without_a_pinnable_uid_rolls_back_by_label(cli: Any, fake_kubectl: FakeKubectl) -> None:

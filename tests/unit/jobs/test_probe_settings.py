@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
+from support.fake_kubectl import FakeKubectl, answer_pvc_submit
 
 from kubectl_tao.jobs import probe
 from kubectl_tao.jobs.track import Observation, Tracked
@@ -69,12 +69,7 @@ def test_a_hand_edited_cache_cannot_inject_other_variables(tmp_path: Path) -> No
 
 
 def answers(fake: FakeKubectl) -> None:
-    review, granted = review_answer()
-    fake.on(*review, stdout=granted)
-    fake.on("version", data=fixture_json("version-gke-1.30.json"))
-    fake.capacity({"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
-    fake.on("get", "persistentvolumeclaim/data", stdout="PersistentVolumeClaim data Bound \n")
-    fake.on("create", "--dry-run=server", stdout="job.batch/x\n")
+    answer_pvc_submit(fake)
 
 
 def submit(nodes: int) -> list[str]:

@@ -165,3 +165,97 @@ def test_a_cleanup_that_worked_still_says_nothing_is_left(cli: Any, fake_kubectl
     fake_kubectl.on("delete", "jobs,services,secrets", stdout="")
     code, _, err = cli(*SUBMIT, stdin=f"HF_TOKEN={CANARY}\n")
     assert code == 1 and error_line(err).endswith("marked ERROR; nothing left running)")
+
+
+# ------------------------------------------------------------------ the reviews ride in the server dry run
+
+
+def test_the_reviews_travel_in_the_gates_dry_run_first_and_no_review_call_of_their_own(
+    cli: Any, fake_kubectl: FakeKubectl, tao_env: Path
+) -> None:
+    cluster(fake_kubectl)
+    uid = "0b9b6c1e-1111-2222-3333-444455556666"
+    fake_kubectl.on("create", "-f", "-", "-n", stdout=f"Secret tao-creds-j 1111\nJob j {uid}\n")
+    fake_kubectl.on("patch", stdout="secret/tao-creds-j\n")
+    code, _, err = cli(*SUBMIT, stdin=f"HF_TOKEN={CANARY}\n")
+    assert code == 0, err
+    dry = [c for c in fake_kubectl.calls if "--dry-run=server" in c.argv]
+    assert len(dry) == 1 and permissions.COMBINED_TEMPLATE in dry[0].argv
+    assert not any(permissions.REVIEW_TEMPLATE in c.argv for c in fake_kubectl.calls)
+    kinds = [item["kind"] for item in json.loads(dry[0].stdin or "")["items"]]
+    reviews = len(permissions.needed(credentials=True, service=False))
+    assert kinds == ["SelfSubjectAccessReview"] * reviews + ["Secret", "Job"]
+    # the dry run carries the real stream that create sends next (the Secret through stdin, never argv)
+    [create] = [c for c in fake_kubectl.calls if c.argv[:2] == ["create", "-f"]]
+    assert json.loads(create.stdin or "")["items"] == json.loads(dry[0].stdin or "")["items"][reviews:]
+    assert not any(CANARY in " ".join(c.argv) for c in fake_kubectl.calls)
+
+
+def test_a_denied_verb_wins_over_the_dry_runs_own_forbidden(cli: Any, fake_kubectl: FakeKubectl, tao_env: Path) -> None:
+    cluster(fake_kubectl, deny=("create jobs.batch",))
+    fake_kubectl.on("create", "--dry-run=server", rc=1, stdout="Secret/x\n",
+                    stderr='Error from server (Forbidden): error when creating "STDIN": jobs.batch is forbidden')
+    code, _, err = cli(*SUBMIT, stdin=f"HF_TOKEN={CANARY}\n")
+    assert code == 1
+    assert error_line(err).startswith("error: permission denied: you may not create jobs.batch in namespace tao-jobs")
+    assert creates(fake_kubectl) == [] and records(tao_env) == []
+
+
+def test_a_dry_run_that_failed_before_any_review_was_answered_could_not_check_permissions(
+    cli: Any, fake_kubectl: FakeKubectl, tao_env: Path
+) -> None:
+    cluster(fake_kubectl)
+    fake_kubectl.rules.insert(0, (SSAR, permissions.Completed("", "error: unable to decode \"STDIN\"", 1)))
+    code, _, err = cli(*SUBMIT, stdin=f"HF_TOKEN={CANARY}\n")
+    assert code == 1
+    assert error_line(err).startswith("error: could not check your permissions in namespace tao-jobs (")
+    assert records(tao_env) == []
+
+
+def test_split_tells_the_reviews_from_the_dry_runs_error() -> None:
+    from kubectl_tao.errors import ClusterUnreachableError, KubectlError
+    from kubectl_tao.k8s.kubectl import Completed, Kubectl
+
+    kc = Kubectl()
+    rows = "create jobs batch true\nJob/x\n"
+    ok = Completed(rows, "", 0)
+    assert permissions.split(ok, kc.error_for) == (ok, None)
+    refused = Completed(rows, 'Error from server (Invalid): Job.batch "x" is invalid', 1)
+    reviews, error = permissions.split(refused, kc.error_for)
+    assert reviews is refused and isinstance(error, KubectlError) and error.reason == "Invalid"
+    silent = Completed("", "error: something broke before the server answered", 1)
+    reviews, error = permissions.split(silent, kc.error_for)
+    assert reviews is error and isinstance(error, KubectlError)
+    gone = ClusterUnreachableError("cluster unreachable")
+    assert permissions.split(gone, kc.error_for) == (gone, gone)
+    assert permissions.answered("get pods - false\n") and not permissions.answered("Job/x\nSecret/y\n")
+
+
+def test_the_combined_call_lists_the_reviews_before_the_objects_in_the_namespace() -> None:
+    wanted = [Permission("create", "jobs", "batch")]
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}}
+    args, kwargs = permissions.with_dry_run(wanted, "team-a", [job])
+    assert args[:4] == ["create", "--dry-run=server", "-f", "-"] and args[args.index("-n") + 1] == "team-a"
+    assert kwargs["check"] is False and kwargs["namespaced"] is False
+    items = json.loads(kwargs["stdin"])["items"]
+    assert items[0]["spec"]["resourceAttributes"]["namespace"] == "team-a" and items[1] == job
+
+
+def test_an_unknown_field_the_server_warns_about_refuses_the_dry_run_as_strict_validation_would(
+    cli: Any, fake_kubectl: FakeKubectl, tao_env: Path
+) -> None:
+    from kubectl_tao.k8s import objects
+
+    cluster(fake_kubectl)
+    fake_kubectl.rules.insert(0, (("create", "--dry-run=server"), permissions.Completed(
+        "secret/x\njob.batch/x\n", 'Warning: unknown field "spec.template.spec.bogus"\n', 0)))
+    code, _, err = cli(*SUBMIT, stdin=f"HF_TOKEN={CANARY}\n")
+    assert code == 1 and records(tao_env) == [] and creates(fake_kubectl) == []
+    assert error_line(err).startswith(
+        'error: server dry run refused the job: the API server does not accept unknown field "spec.template.spec.bogus"'
+    )
+    [dry] = [c.argv for c in fake_kubectl.calls if "--dry-run=server" in c.argv]
+    assert objects.VALIDATE in dry  # the server validates; kubectl does not load the OpenAPI document
+    assert objects.field_problems("Warning: duplicate field \"a\"\nWarning: would violate PodSecurity\n") == [
+        'duplicate field "a"'
+    ]

@@ -58,6 +58,18 @@ def _open(store: RecordStore, **overrides: Any) -> str:
 # ------------------------------------------------------------------------------------------------
 
 
+def test_open_under_an_id_minted_beforehand_never_takes_an_existing_record(store: RecordStore) -> None:
+    minted = records.make_id("dino", "train")
+    record = store.open(**OPEN_ARGS, record_id=minted)
+    assert record.id == minted and record["results_dir"] == f"/results/{minted}"
+    before = store.path(minted).read_bytes()
+    with pytest.raises(TaoError, match=f"job record {minted} already exists in .*; nothing was created, submit again"):
+        store.open(**OPEN_ARGS, record_id=minted)
+    assert store.path(minted).read_bytes() == before
+    with pytest.raises(UsageError, match="is not a record id"):
+        store.open(**OPEN_ARGS, record_id="../escape")
+
+
 def test_open_writes_the_reference_fields(store: RecordStore) -> None:
     record = store.open(**OPEN_ARGS, upload_excludes=["*.ckpt"], parent_job="dino-train-aaaaaa")
     assert re.fullmatch(r"dino-train-[0-9a-f]{6}", record.id)
