@@ -15,9 +15,10 @@ The OPEN and CANCELED states come from the job record, not from the cluster, and
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -96,7 +97,7 @@ class RankStatus:
     restarts: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in _RANK_FIELDS}  # scalars only: asdict's copies cost more
 
 
 @dataclass
@@ -117,11 +118,19 @@ class JobStatus:
     kueue: dict[str, Any] | None = None  # kueue.Admission of a Job held suspended by Kueue, when it was read
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """What dataclasses.asdict gives, built directly (list calls it once per running record)."""
+        out = {name: getattr(self, name) for name in _JOB_FIELDS}
+        out["ranks"] = [rank.to_dict() for rank in self.ranks]
+        out["gang"], out["kueue"] = copy.deepcopy(self.gang), copy.deepcopy(self.kueue)
+        return out
 
     @property
     def terminal(self) -> bool:
         return is_terminal(self.state)
+
+
+_RANK_FIELDS = tuple(f.name for f in fields(RankStatus))
+_JOB_FIELDS = tuple(f.name for f in fields(JobStatus))
 
 
 def is_terminal(state: str) -> bool:

@@ -447,3 +447,19 @@ def test_exit_89_of_a_tier_c_pod_is_a_failed_upload() -> None:
 def test_exit_89_without_an_upload_is_the_programs_own_exit_code() -> None:
     result = job_status(make_job(conditions=FAILED), [make_pod("j-a", phase="Failed", state=term(89))])
     assert (result.reason, result.err_class) == ("ExitCode", "ERR_PROGRAM")
+
+
+@pytest.mark.parametrize(
+    "name", ["complete", "config-error", "deadline", "evicted", "exit-code", "imagepull", "multi-partial", "running"],
+)
+def test_to_dict_is_what_asdict_gives(name: str) -> None:
+    """to_dict builds the dict by hand (list calls it per running record); it must stay asdict's."""
+    import dataclasses
+
+    status = of(name)
+    status.gang = {"mechanism": "native", "groups": [{"name": "g", "members": [1, 2]}]}
+    status.kueue = {"queue": "q", "flavors": {"gpu": ["a100"]}}
+    got = status.to_dict()
+    assert got == dataclasses.asdict(status) and list(got) == list(dataclasses.asdict(status))
+    assert got["gang"] is not status.gang and got["gang"]["groups"][0] is not status.gang["groups"][0]
+    assert [r.to_dict() for r in status.ranks] == [dataclasses.asdict(r) for r in status.ranks]

@@ -1,19 +1,23 @@
-"""`list`'s index of finished records: what the table needs of each terminal record, so a long history is
-listed without opening every record file.
+"""`list`'s index of records: what the table needs of each terminal record, so a long history is listed
+without opening every record file, and each running record as read, so it is not parsed and redacted again.
 
-The index lives in `jobs/.kubectl-tao/.list-index.json` (a cache: deleting it is always safe). Each entry
-holds a record with its last transition only and the kubectl-tao additions without the captured history, next
-to the stamp (inode, size, mtime in ns) of both files as they were *before* they were read. A file written
-since (every write replaces the file, so its inode changes) no longer matches its stamp and is read again;
-a record file that is gone drops out. Only terminal records are kept: a running job is observed anyway. The
-index is written atomically (temporary file, fsync, rename), so a crash leaves the old index or the new one,
-and two `list`s at once each write an index that is right for the files it saw. An index that cannot be read
-or has another version is rebuilt from the records.
+The index lives in `jobs/.kubectl-tao/.list-index.json` (a cache: deleting it is always safe). A terminal
+record's entry holds the record with its last transition only and the kubectl-tao additions without the
+captured history, next to the stamp (inode, size, mtime in ns) of both files as they were *before* they were
+read. A file written since (every write replaces the file, so its inode changes) no longer matches its stamp
+and is read again; a record file that is gone drops out. A running record's files are written while its job
+runs, so its entry is keyed by their content instead: the whole record (redacted, as `RecordStore.show` gave
+it) and additions, next to a digest of both files' bytes taken *before* they were read; `list` reads the
+bytes (cheap) and uses the entry only when the digest matches, which spares the parse, the schema check and
+the redaction (most of its time per running record). The index is written atomically (temporary file, fsync,
+rename), so a crash leaves the old index or the new one, and two `list`s at once each write an index that is
+right for the files it saw. An index that cannot be read or has another version is rebuilt from the records.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -39,6 +43,24 @@ def stamp(path: str) -> Stamp | None:
     except FileNotFoundError:
         return None
     return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def digest(record_path: str, extra_path: str) -> str | None:
+    """A digest of both files' bytes (a missing additions file counts as such); None when the record file
+    cannot be read."""
+    h = hashlib.blake2b(digest_size=16)
+    for path in (record_path, extra_path):
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            if path is record_path:
+                return None
+            h.update(b"-")
+            continue
+        h.update(b"%d:" % len(data))
+        h.update(data)
+    return h.hexdigest()
 
 
 def slim(record: dict[str, Any], extra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -73,6 +95,20 @@ class ListIndex:
         if not isinstance(record, dict) or not isinstance(extra, dict):
             return None
         return record, extra
+
+    def lookup_running(self, record_id: str, content: str | None) -> tuple[dict, dict] | None:
+        """The cached (record, extra) of a running record whose files hold exactly the bytes they held then."""
+        entry = self.entries.get(record_id)
+        if content is None or not isinstance(entry, dict) or entry.get("digest") != content:
+            return None
+        record, extra = entry.get("record"), entry.get("extra")
+        if not isinstance(record, dict) or not isinstance(extra, dict):
+            return None
+        return record, extra
+
+    def remember_running(self, record_id: str, content: str, record: dict, extra: dict) -> None:
+        self.entries[record_id] = {"digest": content, "record": record, "extra": extra}
+        self.changed = True
 
     def remember(self, record_id: str, stamps: tuple[Stamp | None, Stamp | None], record: dict, extra: dict) -> None:
         small_record, small_extra = slim(record, extra)
@@ -117,22 +153,33 @@ def load(
     index: ListIndex,
     terminal: Callable[[dict], bool],
 ) -> Iterator[tuple[dict, dict, bool]]:
-    """(record, extra, cached) for each readable id: terminal records from the index when their files are
-    unchanged, everything else through `read` (None: unreadable, skipped and not indexed). Keeps the index up
-    to date."""
+    """(record, extra, slim) for each readable id: terminal records from the index when their files are
+    unchanged (slim: the few fields a table needs), running ones from the index when their files hold the same
+    bytes (whole), everything else through `read` (None: unreadable, skipped and not indexed). Keeps the index
+    up to date."""
     jobs, extras = str(jobs_dir), str(extras_dir)  # plain strings: 20,000 Path objects cost more than the stats
     for record_id in ids:
-        stamps = (stamp(f"{jobs}/{record_id}.json"), stamp(f"{extras}/{record_id}.json"))
+        paths = (f"{jobs}/{record_id}.json", f"{extras}/{record_id}.json")
+        stamps = (stamp(paths[0]), stamp(paths[1]))
         if stamps[0] is None:
             continue
         hit = index.lookup(record_id, stamps)
         if hit is not None:
             yield hit[0], hit[1], True
             continue
+        entry = index.entries.get(record_id)
+        fresh = not isinstance(entry, dict) or "digest" in entry
+        content = digest(*paths) if fresh else None  # taken before the read: see the module's docstring
+        hit = index.lookup_running(record_id, content)
+        if hit is not None:
+            yield hit[0], hit[1], False
+            continue
         found = read(record_id)
         if found is not None and terminal(found[0]):
             index.remember(record_id, stamps, *found)
-        elif record_id in index.entries:  # running again, or unreadable now: its entry describes an old file
+        elif found is not None and content is not None:
+            index.remember_running(record_id, content, *found)
+        elif record_id in index.entries:  # unreadable now, or running again: its entry describes an old file
             del index.entries[record_id]
             index.changed = True
         if found is not None:

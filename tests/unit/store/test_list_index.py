@@ -192,3 +192,67 @@ def test_without_cluster_wide_list_the_raw_reads_go_per_namespace(cli: Any, fake
     assert code == 0, err
     assert out.splitlines()[1].split()[1] == "RUNNING"
     assert sorted([jobs, pods]) == sorted(a for a in fake_kubectl.argvs() if "/namespaces/" in a[-1])
+
+
+def _list_running(cli: Any, fake_kubectl: Any, job: dict[str, Any]) -> tuple[int, str, str]:
+    from support.fake_kubectl import fixture_json
+
+    from kubectl_tao.jobs.listing import raw_reads
+
+    jobs, pods = (argv for argv, _ in raw_reads().values())
+    fake_kubectl.rules.clear()
+    fake_kubectl.on(*jobs, data=_raw([job]))
+    fake_kubectl.on(*pods, data=_raw(fixture_json("running.pods.json")["items"]))
+    return cli("list", "-o", "wide")
+
+
+def test_an_unchanged_running_record_is_not_parsed_again(
+    cli: Any, fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Running records come from the index by the digest of their files' bytes: no parse, schema check or
+    redaction while nothing wrote them; the live state is still read and shown."""
+    store = RecordStore()
+    job = _running_record(store)
+    _list_running(cli, fake_kubectl, job)  # writes what it saw ("running on ..."), then indexes it
+    first = _list_running(cli, fake_kubectl, job)
+    opened = count_reads(monkeypatch)
+    second = _list_running(cli, fake_kubectl, job)
+    assert second == first and second[0] == 0 and opened == []
+    assert second[1].splitlines()[1].split()[1] == "RUNNING"
+    [entry] = json.loads((store.extras_dir / INDEX_NAME).read_text())["records"].values()
+    assert set(entry) == {"digest", "record", "extra"} and entry["extra"]["namespace"] == "tao-jobs"
+
+
+def test_a_running_record_changed_in_place_is_read_again(
+    cli: Any, fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same inode, size and mtime, other bytes (a writer in place, a coarse clock): the digest sees it."""
+    import os
+
+    store = RecordStore()
+    job = _running_record(store)
+    _list_running(cli, fake_kubectl, job)
+    _list_running(cli, fake_kubectl, job)
+    path = store.extra_path(next(iter(json.loads((store.extras_dir / INDEX_NAME).read_text())["records"])))
+    before = os.stat(path)
+    body = path.read_text()
+    with open(path, "r+", encoding="utf-8") as handle:  # "nodes": 1 -> 7, in place
+        handle.write(body.replace('"nodes": 1', '"nodes": 7'))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    opened = count_reads(monkeypatch)
+    code, out, _ = _list_running(cli, fake_kubectl, job)
+    assert code == 0 and len(opened) == 1
+    assert out.splitlines()[1].split()[3] == "7"  # the NODES column
+
+
+def test_a_running_record_that_ends_moves_to_the_slim_entry(cli: Any, fake_kubectl: Any) -> None:
+    store = RecordStore()
+    job = _running_record(store)
+    _list_running(cli, fake_kubectl, job)
+    [record_id] = json.loads((store.extras_dir / INDEX_NAME).read_text())["records"]
+    store.mark(record_id, "CANCELED", message="canceled by hand")
+    assert cli("list", "--no-live")[0] == 0
+    entry = json.loads((store.extras_dir / INDEX_NAME).read_text())["records"][record_id]
+    assert "record_stamp" in entry and "digest" not in entry and entry["record"]["terminal_state"] == "CANCELED"
