@@ -1,94 +1,25 @@
-"""The typer app: wires the verbs and the global flags, maps errors to exit codes. No logic of its own."""
+"""The process entry: hand-parsed fast paths for the verbs that must start fast (commands/fastpath.py), else
+the typer app (app.py); maps errors to exit codes. click and typer are imported only when the app runs."""
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import sys
-import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import click
-import typer
+if TYPE_CHECKING:
+    from typing import Any
 
-from kubectl_tao.commands.common import GLOBAL_FLAGS_HELP, cluster_params, set_root_options
 from kubectl_tao.errors import EXIT_FAILURE, EXIT_USAGE, TaoError
 
-# One module per verb under commands/; each exposes register(app). Order is the order in --help.
-VERB_MODULES = (
-    "preflight",
-    "fit",
-    "gpus",
-    "submit",
-    "status",
-    "logs",
-    "cancel",
-    "list_",
-    "explain",
-    "render",
-    "lint",
-    "record",
-    "probe",
-    "secret",
-    "completion",
-    "version",
-)
 
-app = typer.Typer(
-    name="kubectl tao",
-    help=(
-        "Run NVIDIA TAO and PyTorch-style GPU container jobs on Kubernetes with kubectl: single-pod Jobs "
-        "for one node, Indexed Jobs plus a headless Service for several.\n\n" + GLOBAL_FLAGS_HELP
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-)
+def __getattr__(name: str) -> Any:
+    """`kubectl_tao.cli.app`, the typer app, as before it moved to app.py (imported on first use)."""
+    if name == "app":
+        from kubectl_tao.app import app
 
-
-def _print_version(value: bool) -> None:
-    if value:
-        from kubectl_tao.commands.version import client_version_line
-        from kubectl_tao.output import emit
-
-        emit(client_version_line())
-        raise typer.Exit()
-
-
-_VERSION_FLAG = inspect.Parameter(
-    "version",
-    inspect.Parameter.KEYWORD_ONLY,
-    annotation=bool,
-    default=typer.Option(
-        False, "--version", is_eager=True, callback=_print_version, help="Print the kubectl-tao version and exit."
-    ),
-)
-
-
-def _root(**kwargs: str | bool | None) -> None:
-    kwargs.pop("version", None)  # handled by its eager callback
-    set_root_options(**{k: v for k, v in kwargs.items() if not isinstance(v, bool)})
-
-
-_root.__signature__ = inspect.Signature([*cluster_params(), _VERSION_FLAG])  # type: ignore[attr-defined]
-_root.__annotations__ = {**{p.name: str | None for p in cluster_params()}, "version": bool}
-app.callback()(_root)
-
-
-def _register_all() -> None:
-    for name in VERB_MODULES:
-        try:
-            module = importlib.import_module(f".commands.{name}", __package__)
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.endswith(f"commands.{name}"):
-                continue  # verb not built yet
-            raise
-        module.register(app)
-
-
-_register_all()
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _prog_name() -> str:
@@ -131,10 +62,44 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: argument {position} is not valid UTF-8 text; pass UTF-8 values only\n")
         return EXIT_USAGE
     try:
-        result = app(args=args, prog_name=_prog_name(), standalone_mode=False)
+        from kubectl_tao.commands import fastpath
+
+        handled = fastpath.run(args)
+        return _run_app(args) if handled is None else handled
     except TaoError as exc:
         sys.stderr.write(f"error: {_scrubbed(exc.message)}\n")
         return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug: short message on the terminal, the traceback in a file
+        try:
+            import traceback
+
+            from kubectl_tao.redact import redact_text
+            from kubectl_tao.store.statedir import write_private
+
+            log = _crash_log()
+            write_private(log, redact_text(traceback.format_exc()).encode("utf-8"))
+            where = f"; details in {log}"
+        except (OSError, TaoError):  # no crash log rather than one written through a planted link
+            where = ""
+        sys.stderr.write(f"error: internal error ({type(exc).__name__}){where}\n")
+        return EXIT_FAILURE
+
+
+def _run_app(args: list[str]) -> int:
+    """The typer app over ARGS: click's usage errors, help and exits become exit codes here; TaoError and
+    anything else go up to main."""
+    import click
+
+    app = globals().get("app")  # kubectl_tao.cli.app when assigned (a test's stand-in), else the real one
+    if app is None:
+        from kubectl_tao.app import app
+    try:
+        result = app(args=args, prog_name=_prog_name(), standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
         sys.stdout.write(exc.ctx.get_help() + "\n" if exc.ctx else "")
         return 0
@@ -148,23 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except click.exceptions.Abort:
         sys.stderr.write("error: interrupted\n")
         return 130
-    except BrokenPipeError:
-        return 0
-    except Exception as exc:  # a bug: short message on the terminal, the traceback in a file
-        try:
-            from kubectl_tao.redact import redact_text
-            from kubectl_tao.store.statedir import write_private
-
-            log = _crash_log()
-            write_private(log, redact_text(traceback.format_exc()).encode("utf-8"))
-            where = f"; details in {log}"
-        except (OSError, TaoError):  # no crash log rather than one written through a planted link
-            where = ""
-        sys.stderr.write(f"error: internal error ({type(exc).__name__}){where}\n")
-        return EXIT_FAILURE
     return result if isinstance(result, int) else 0
 
 

@@ -104,7 +104,7 @@ def root_command() -> Any:
     """The click command tree of the CLI (imports every verb module)."""
     import typer
 
-    from kubectl_tao.cli import app
+    from kubectl_tao.app import app
 
     return typer.main.get_command(app)
 

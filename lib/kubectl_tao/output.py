@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -11,6 +12,7 @@ from typing import Any, TextIO
 from kubectl_tao.errors import UsageError
 
 FORMATS = ("table", "wide", "json", "yaml", "name")
+_STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}")
 
 
 def check_format(value: str | None, allowed: Sequence[str] = FORMATS) -> str:
@@ -75,7 +77,12 @@ def age(timestamp: str | None, now: datetime | None = None) -> str:
     if not timestamp:
         return "<unknown>"
     try:
-        then = datetime.strptime(timestamp.replace("Z", "+0000")[:19] + "+0000", "%Y-%m-%dT%H:%M:%S%z")
+        if _STAMP.match(timestamp):  # the usual form, without strptime (its import and parse, once per row)
+            ts = timestamp
+            then = datetime(int(ts[:4]), int(ts[5:7]), int(ts[8:10]), int(ts[11:13]), int(ts[14:16]),
+                            int(ts[17:19]), tzinfo=UTC)
+        else:
+            then = datetime.strptime(timestamp.replace("Z", "+0000")[:19] + "+0000", "%Y-%m-%dT%H:%M:%S%z")
     except ValueError:
         return "<unknown>"
     return age_text(((now or datetime.now(UTC)) - then).total_seconds())

@@ -22,6 +22,7 @@ import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 REDACTED = "***REDACTED***"
 
@@ -69,6 +70,23 @@ _REFERENCE_SUFFIXES = frozenset(
         "SCANNING", "ROTATION", "POLICY", "MANAGER", "STORE", "BACKEND", "ENGINE",
     }
 )
+class _Lazy:
+    """A pattern compiled on its first use. The command-form and token-format rules only run when a cheap hint
+    is in the text (see _finditer, _TOKEN_HINT_RE), so most text -- a status table's cells -- never needs them,
+    and compiling every pattern at import was a third of the redactor's import cost."""
+
+    __slots__ = ("_args", "_compiled")
+
+    def __init__(self, *args: Any) -> None:
+        self._args = args
+        self._compiled: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._compiled is None:
+            self._compiled = re.compile(*self._args)
+        return getattr(self._compiled, name)
+
+
 _WORD_RE = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
 
 
@@ -218,32 +236,32 @@ _PRIVATE_KEY_RE = re.compile(
 
 # (kind, regex); group 1 (or the whole match) is the credential.
 _TOKEN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("aws-access-key-id", re.compile(r"(?<![A-Za-z0-9])((?:AKIA|ASIA)[A-Z0-9]{16})(?![A-Za-z0-9])")),
-    ("jwt", re.compile(r"(?<![A-Za-z0-9_-])(eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})")),
-    ("ngc-api-key", re.compile(r"(?<![A-Za-z0-9_-])(nvapi-[A-Za-z0-9_-]{20,})")),
-    ("hf-token", re.compile(r"(?<![A-Za-z0-9_-])(hf_[A-Za-z0-9]{30,})(?![A-Za-z0-9_])")),
+    ("aws-access-key-id", _Lazy(r"(?<![A-Za-z0-9])((?:AKIA|ASIA)[A-Z0-9]{16})(?![A-Za-z0-9])")),
+    ("jwt", _Lazy(r"(?<![A-Za-z0-9_-])(eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})")),
+    ("ngc-api-key", _Lazy(r"(?<![A-Za-z0-9_-])(nvapi-[A-Za-z0-9_-]{20,})")),
+    ("hf-token", _Lazy(r"(?<![A-Za-z0-9_-])(hf_[A-Za-z0-9]{30,})(?![A-Za-z0-9_])")),
     (
         "github-token",
-        re.compile(r"(?<![A-Za-z0-9_-])(gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+        _Lazy(r"(?<![A-Za-z0-9_-])(gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
     ),
-    ("slack-token", re.compile(r"(?<![A-Za-z0-9_-])(xox[abposr]-[A-Za-z0-9-]{10,})")),
-    ("slack-webhook", re.compile(r"hooks\.slack\.com/(?:services|workflows)/([A-Za-z0-9+/_-]{20,})")),
-    ("gitlab-token", re.compile(r"(?<![A-Za-z0-9_-])(gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,})")),
-    ("npm-token", re.compile(r"(?<![A-Za-z0-9_-])(npm_[A-Za-z0-9]{36})(?![A-Za-z0-9])")),
-    ("pypi-token", re.compile(r"(?<![A-Za-z0-9_-])(pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,})")),
-    ("google-api-key", re.compile(r"(?<![A-Za-z0-9_-])(AIza[0-9A-Za-z_-]{35})(?![A-Za-z0-9_-])")),
-    ("stripe-key", re.compile(r"(?<![A-Za-z0-9_-])((?:sk|rk)_(?:test|live|prod)_[0-9A-Za-z]{10,99})")),
-    ("sendgrid-key", re.compile(r"(?<![A-Za-z0-9_-])(SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})")),
-    ("digitalocean-token", re.compile(r"(?<![A-Za-z0-9_-])(do[opr]_v1_[a-f0-9]{64})")),
-    ("databricks-token", re.compile(r"(?<![A-Za-z0-9_-])(dapi[a-f0-9]{32}(?:-\d)?)(?![A-Za-z0-9])")),
-    ("shopify-token", re.compile(r"(?<![A-Za-z0-9_-])(shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32})")),
-    ("replicate-token", re.compile(r"(?<![A-Za-z0-9_-])(r8_[A-Za-z0-9]{37})(?![A-Za-z0-9])")),
-    ("groq-key", re.compile(r"(?<![A-Za-z0-9_-])(gsk_[A-Za-z0-9]{52})(?![A-Za-z0-9])")),
-    ("twilio-key", re.compile(r"(?<![A-Za-z0-9_-])(SK[0-9a-f]{32})(?![A-Za-z0-9])")),
-    ("mailgun-key", re.compile(r"(?<![A-Za-z0-9_-])(key-[0-9a-f]{32})(?![A-Za-z0-9])")),
+    ("slack-token", _Lazy(r"(?<![A-Za-z0-9_-])(xox[abposr]-[A-Za-z0-9-]{10,})")),
+    ("slack-webhook", _Lazy(r"hooks\.slack\.com/(?:services|workflows)/([A-Za-z0-9+/_-]{20,})")),
+    ("gitlab-token", _Lazy(r"(?<![A-Za-z0-9_-])(gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,})")),
+    ("npm-token", _Lazy(r"(?<![A-Za-z0-9_-])(npm_[A-Za-z0-9]{36})(?![A-Za-z0-9])")),
+    ("pypi-token", _Lazy(r"(?<![A-Za-z0-9_-])(pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,})")),
+    ("google-api-key", _Lazy(r"(?<![A-Za-z0-9_-])(AIza[0-9A-Za-z_-]{35})(?![A-Za-z0-9_-])")),
+    ("stripe-key", _Lazy(r"(?<![A-Za-z0-9_-])((?:sk|rk)_(?:test|live|prod)_[0-9A-Za-z]{10,99})")),
+    ("sendgrid-key", _Lazy(r"(?<![A-Za-z0-9_-])(SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})")),
+    ("digitalocean-token", _Lazy(r"(?<![A-Za-z0-9_-])(do[opr]_v1_[a-f0-9]{64})")),
+    ("databricks-token", _Lazy(r"(?<![A-Za-z0-9_-])(dapi[a-f0-9]{32}(?:-\d)?)(?![A-Za-z0-9])")),
+    ("shopify-token", _Lazy(r"(?<![A-Za-z0-9_-])(shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32})")),
+    ("replicate-token", _Lazy(r"(?<![A-Za-z0-9_-])(r8_[A-Za-z0-9]{37})(?![A-Za-z0-9])")),
+    ("groq-key", _Lazy(r"(?<![A-Za-z0-9_-])(gsk_[A-Za-z0-9]{52})(?![A-Za-z0-9])")),
+    ("twilio-key", _Lazy(r"(?<![A-Za-z0-9_-])(SK[0-9a-f]{32})(?![A-Za-z0-9])")),
+    ("mailgun-key", _Lazy(r"(?<![A-Za-z0-9_-])(key-[0-9a-f]{32})(?![A-Za-z0-9])")),
     (
         "sk-api-key",
-        re.compile(r"(?<![A-Za-z0-9_-])(sk-(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,})"),
+        _Lazy(r"(?<![A-Za-z0-9_-])(sk-(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,})"),
     ),
 )
 
@@ -323,45 +341,45 @@ _INLINE_COLON_RE = re.compile(
 )
 # curl -u user:PASS (also --user, wget/httpie-style --user=...): the part after the first ':' (docker -u
 # 1000:1000 is a uid:gid, so only for HTTP clients).
-_USER_FLAG_RE = re.compile(
+_USER_FLAG_RE = _Lazy(
     r"\b(?:curl|wget|http|https|xh|lftp|ftp)\b[^\n;&|]*?(?<![\w-])(?:-u|--user|--proxy-user|--http-user)(?:=|\s*)("
     + _WORD + ")"
 )
 # -H 'X-API-Key: VALUE' / --header "Private-Token: VALUE": a credential-like header name.
-_HEADER_FLAG_RE = re.compile(
+_HEADER_FLAG_RE = _Lazy(
     r"(?<![\w-])(?:-H|--header)(?:=|\s*)([\"']?)([A-Za-z][A-Za-z0-9_-]*)\s*:\s*([^\"'\n]+?)\s*\1(?=\s|$|[;&|)])"
 )
 # mysql -pPASS (no space: with a space mysql prompts and PASS is the database name).
-_MYSQL_RE = re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n;&|]*?\s-p(" + _WORD + ")")
+_MYSQL_RE = _Lazy(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n;&|]*?\s-p(" + _WORD + ")")
 # -p PASS of docker/podman/helm login and sshpass, -a PASS of redis-cli.
-_SHORT_PASSWORD_RE = re.compile(
+_SHORT_PASSWORD_RE = _Lazy(
     r"\b(?:(?:docker|podman|buildah|skopeo|nerdctl|oras)\s+login|helm\s+registry\s+login|sshpass|redis-cli)\b"
     r"[^\n;&|]*?\s(?:-p|-a)(?:=|\s+)(" + _WORD + ")"
 )
 # keytool/openssl: -storepass X, -keypass X, -passin pass:X, -passout pass:X.
-_DASH_PASS_RE = re.compile(
+_DASH_PASS_RE = _Lazy(
     r"(?<![\w-])-(?:src|dest)?(?:store|key)?pass(?:word)?\s+(" + _WORD + ")"
     r"|(?<![\w-])-pass(?:in|out)?\s+pass:(" + _WORD + ")"
 )
 # java -Dsome.keyStorePassword=VALUE
-_JAVA_PROPERTY_RE = re.compile(r"(?<![\w-])-D((?:[A-Za-z0-9_-]+\.)*[A-Za-z0-9_-]+)=(" + _WORD + ")")
+_JAVA_PROPERTY_RE = _Lazy(r"(?<![\w-])-D((?:[A-Za-z0-9_-]+\.)*[A-Za-z0-9_-]+)=(" + _WORD + ")")
 # .netrc: machine HOST [login USER] password VALUE
-_NETRC_RE = re.compile(r"\bmachine\s+\S+(?:\s+login\s+\S+)?\s+password\s+([^\s\"']+)")
+_NETRC_RE = _Lazy(r"\bmachine\s+\S+(?:\s+login\s+\S+)?\s+password\s+([^\s\"']+)")
 # aws configure set aws_secret_access_key VALUE
-_AWS_CONFIGURE_RE = re.compile(r"\baws\s+configure\s+set\s+([A-Za-z_.]+)\s+(" + _WORD + ")")
+_AWS_CONFIGURE_RE = _Lazy(r"\baws\s+configure\s+set\s+([A-Za-z_.]+)\s+(" + _WORD + ")")
 # NAME = "VALUE", NAME: 'VALUE', NAME := "VALUE" (Python, JS, Go, TOML, HCL): quoted, with spaces allowed.
-_QUOTED_ASSIGN_RE = re.compile(
+_QUOTED_ASSIGN_RE = _Lazy(
     r"(?<![\w$.\-/\[\\\"'])([A-Za-z_][A-Za-z0-9_.-]*)\s*(?::=|=|:)\s*([\"'])((?:(?!\2)[^\\\n]|\\.)+)\2"
 )
 # os.environ["HF_TOKEN"] = "VALUE", env["X"] = '...', os.environ.setdefault("X", "VALUE"), os.putenv(...).
-_SUBSCRIPT_RE = re.compile(
+_SUBSCRIPT_RE = _Lazy(
     r"\[\s*([\"'])([A-Za-z_][A-Za-z0-9_.-]*)\1\s*\]\s*=\s*([\"'])((?:(?!\3)[^\\\n]|\\.)*)\3"
 )
-_SETENV_RE = re.compile(
+_SETENV_RE = _Lazy(
     r"\b(?:setdefault|putenv|setenv|Setenv)\(\s*([\"'])([A-Za-z_][A-Za-z0-9_.-]*)\1\s*,\s*([\"'])"
     r"((?:(?!\3)[^\\\n]|\\.)*)\3"
 )
-_HEREDOC_RE = re.compile(r"<<-?\s*([\"']?)([A-Za-z_][A-Za-z0-9_]*)\1[^\n]*\n(.*?)(?:^\s*\2\s*$|\Z)",
+_HEREDOC_RE = _Lazy(r"<<-?\s*([\"']?)([A-Za-z_][A-Za-z0-9_]*)\1[^\n]*\n(.*?)(?:^\s*\2\s*$|\Z)",
                          re.DOTALL | re.MULTILINE)
 # A blob may follow '=' (cfg=<blob>); it may not continue a longer run of base64 characters.
 _BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/_-])([A-Za-z0-9+/_-]{20,}={0,2})(?![A-Za-z0-9+/=_-])")

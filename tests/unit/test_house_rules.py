@@ -88,8 +88,9 @@ PACKAGE = "kubectl_tao"
 # Pure modules: data in, data out. They may use each other, errors and k8s.contract, never the cluster
 # (k8s.kubectl, k8s.objects and the other k8s readers), the record store or the job lifecycle.
 PURE = (
-    "action", "classify", "diagnose", "envfile", "errors", "gates", "gpuinventory", "kubelet_text", "kueue", "lint",
-    "logs", "names", "output", "quantities", "redact", "render", "schemas", "templates", "k8s.contract",
+    "action", "blockyaml", "classify", "diagnose", "envfile", "errors", "gates", "gpuinventory", "kubelet_text",
+    "kueue", "lint", "logs", "names", "output", "quantities", "redact", "render", "schemas", "templates",
+    "k8s.contract",
 )
 PURE_MAY_USE = {f"{PACKAGE}.{name}" for name in PURE}
 # Label/annotation keys, selectors and the GPU resource, spelled as values (no whitespace: prose may name them).

@@ -276,3 +276,23 @@ def test_cluster_text_redacts_name_colon_value_anywhere_in_a_line() -> None:
 def test_own_messages_keep_the_word_after_a_name_and_colon() -> None:
     message = "--from-env NGC_API_KEY: the key is empty"
     assert redact_text(message) == message
+
+
+def test_the_hint_gated_patterns_compile_only_when_text_needs_them() -> None:
+    """A status table's cells reach none of them (start-up time), and once compiled they find what they did."""
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from kubectl_tao import redact as r\n"
+        "lazy = [v for v in vars(r).values() if isinstance(v, r._Lazy)] + [rx for _, rx in r._TOKEN_RULES]\n"
+        "r.redact_cluster_text('dino-train-3f9a1c   RUNNING   8   1   5m   ranks running 1/1')\n"
+        "print(len(lazy), sum(v._compiled is not None for v in lazy))\n"
+        "print(r.redact_text('curl -u admin:S3cretPassw0rd https://x ghp_' + 'a' * 36))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, str(ROOT / "lib")], capture_output=True, text=True,
+                         check=True, timeout=60).stdout.splitlines()
+    assert out[0] == "33 0"
+    assert "S3cretPassw0rd" not in out[1] and "ghp_" not in out[1].replace("***REDACTED***", "")

@@ -1,10 +1,14 @@
-"""`kubectl tao status JOB`."""
+"""`kubectl tao status JOB`. typer is imported only to register the verb: the hand-parsed start-up path
+(commands/fastpath.py) runs `show` without it."""
 
 from __future__ import annotations
 
-import typer
+from typing import TYPE_CHECKING
 
-from kubectl_tao.commands.common import NoHeadersOption, OutputOption, record_store, session, with_cluster_flags
+from kubectl_tao.commands.session import record_store, session
+
+if TYPE_CHECKING:
+    import typer
 
 EPILOG = """\b
 Examples:
@@ -20,7 +24,25 @@ States: PENDING, RUNNING, COMPLETE, ERROR (with ERR_INFRA / ERR_PROGRAM), CANCEL
 the record keeps its history). Exit 0 when the state was read; with --watch, 0 only for COMPLETE."""
 
 
+def show(job: str, output: str, no_headers: bool, force: bool) -> int:
+    """One observation of JOB, printed (status without --watch)."""
+    from kubectl_tao.commands import present
+    from kubectl_tao.jobs import track as tracking
+
+    sess = session()
+    store = record_store()
+    tracked = tracking.load(store, job)
+    target = sess.target()
+    obs = tracking.observe(sess.kubectl(), store, tracked, server=target.server, force=force)
+    present.show([obs], output, no_headers, ranks=True)
+    return 0
+
+
 def register(app: typer.Typer) -> None:
+    import typer
+
+    from kubectl_tao.commands.common import NoHeadersOption, OutputOption, with_cluster_flags
+
     @app.command("status", epilog=EPILOG)
     @with_cluster_flags
     def status(
@@ -40,27 +62,24 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Look even if kubectl points at another cluster or Job UID."),
     ) -> int:
         """Show a job's state (PENDING/RUNNING/COMPLETE/ERROR/UNKNOWN) and why."""
+        if not watch:
+            return show(job, output, no_headers, force)
         from kubectl_tao.commands import present
         from kubectl_tao.jobs import track as tracking
+        from kubectl_tao.jobs.wait import Watchdogs
+        from kubectl_tao.jobs.wait import watch as run_watch
 
         sess = session()
         store = record_store()
         tracked = tracking.load(store, job)
         target = sess.target()
-        if watch:
-            from kubectl_tao.jobs.wait import Watchdogs
-            from kubectl_tao.jobs.wait import watch as run_watch
-
-            obs = run_watch(
-                sess.kubectl(),
-                store,
-                tracked,
-                server=target.server,
-                dogs=Watchdogs(pending_timeout, image_pull_timeout, timeout),
-                force=force,
-            )
-            present.show([obs], output, no_headers, ranks=True)
-            return 0 if obs.state == "COMPLETE" else 1
-        obs = tracking.observe(sess.kubectl(), store, tracked, server=target.server, force=force)
+        obs = run_watch(
+            sess.kubectl(),
+            store,
+            tracked,
+            server=target.server,
+            dogs=Watchdogs(pending_timeout, image_pull_timeout, timeout),
+            force=force,
+        )
         present.show([obs], output, no_headers, ranks=True)
-        return 0
+        return 0 if obs.state == "COMPLETE" else 1

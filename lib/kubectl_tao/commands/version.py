@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import typer
+from typing import TYPE_CHECKING
 
-from kubectl_tao.commands.common import OutputOption, session, with_cluster_flags
+from kubectl_tao.commands.session import session
+
+if TYPE_CHECKING:
+    import typer
 
 
 def client_version_line() -> str:
@@ -15,6 +18,10 @@ def client_version_line() -> str:
 
 
 def register(app: typer.Typer) -> None:
+    import typer
+
+    from kubectl_tao.commands.common import OutputOption, with_cluster_flags
+
     @app.command(
         "version",
         epilog="\b\nExamples:\n  kubectl tao version\n  kubectl tao version --server -o json",

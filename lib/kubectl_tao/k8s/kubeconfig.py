@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubectl_tao import blockyaml
 from kubectl_tao.errors import UsageError
 
 IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
@@ -40,20 +41,26 @@ def _files(explicit: str | None) -> list[Path]:
 
 
 def _load(path: Path) -> dict[str, Any]:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise UsageError(f"--kubeconfig: cannot read {path}: {exc.strerror}") from None
+    data = blockyaml.load(text)  # the form kubectl writes, without importing ruamel.yaml
+    if data is None:
+        data = _load_yaml(text, path)
+    return data if isinstance(data, dict) else {}
+
+
+def _load_yaml(text: str, path: Path) -> Any:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
     try:
-        data = YAML(typ="safe", pure=True).load(text)
+        return YAML(typ="safe", pure=True).load(text)
     except YAMLError:
         raise UsageError(f"--kubeconfig: {path} is not valid YAML; fix or regenerate it") from None
-    return data if isinstance(data, dict) else {}
 
 
 def _named(items: Any) -> dict[str, dict[str, Any]]:

@@ -67,11 +67,6 @@ _REASONS = (
 )
 
 
-# sh hands output over in chunks of this size; its default, line by line, costs about 1 s per 20 MB of
-# `get nodes,pods -A -o json` on a large cluster (64 KiB chunks: about 40 ms). `stream` keeps lines.
-_CHUNK = 64 * 1024
-
-
 @dataclass(frozen=True)
 class ClusterOptions:
     """Where kubectl talks to; None means kubectl's own default (kubeconfig, then in-cluster)."""
@@ -150,10 +145,13 @@ class Kubectl:
             try:
                 self._command = sh.Command(self.binary).bake(_tty_out=False, _err_to_out=False, _return_cmd=True)
             except sh.CommandNotFound as exc:
-                raise ClusterUnreachableError(
-                    f"kubectl not found on PATH ({self.binary}); install kubectl or set KUBECTL_TAO_KUBECTL"
-                ) from exc
+                raise self._not_found() from exc
         return self._command
+
+    def _not_found(self) -> ClusterUnreachableError:
+        return ClusterUnreachableError(
+            f"kubectl not found on PATH ({self.binary}); install kubectl or set KUBECTL_TAO_KUBECTL"
+        )
 
     def argv(self, args: list[str], *, namespaced: bool = True) -> list[str]:
         return [*self.options.flags(namespaced=namespaced), *args]
@@ -169,30 +167,34 @@ class Kubectl:
         best_effort: bool = False,
     ) -> Completed:
         """Run `kubectl <global flags> <args>`. Secrets may only travel in `stdin`, never in `args`.
-        `check`/`best_effort`: see `settle`."""
-        import sh
+        `check`/`best_effort`: see `settle`.
 
-        command = self._resolve()
+        Started with `subprocess`, not sh: importing sh (asyncio, logging, importlib.metadata) cost more than
+        the rest of `kubectl tao status` together (BENCHMARKS.md); `stream` and `run_host_check` keep sh."""
+        import subprocess
+
         full = self.argv(args, namespaced=namespaced)
         started = time.monotonic()
         self.calls += 1
         try:
-            proc = command(
-                *full,
-                _in=stdin if stdin is not None else "",
-                _timeout=timeout,
-                _ok_code=list(range(256)),
-                _out_bufsize=_CHUNK,
-                _err_bufsize=_CHUNK,
+            proc = subprocess.run(
+                [self.binary, *full],
+                input=(stdin or "").encode("utf-8"),
+                capture_output=True,
+                timeout=timeout,
+                check=False,
             )
-            result = Completed(_decode(proc.stdout), _decode(proc.stderr), proc.exit_code)
-        except sh.TimeoutException as exc:
+            result = Completed(_decode(proc.stdout), _decode(proc.stderr), proc.returncode)
+        except subprocess.TimeoutExpired as exc:
             self._trace(full, started, 124)
             raise ClusterUnreachableError(
                 f"kubectl {args[0] if args else ''} timed out after {timeout}s; check the API server "
                 "or raise --request-timeout"
             ) from exc
-        except (sh.ErrorReturnCode, OSError) as exc:  # OSError: exec failed (permission, bad binary)
+        except (FileNotFoundError, PermissionError) as exc:  # as sh's lookup: no executable of that name
+            self._trace(full, started, -1)
+            raise self._not_found() from exc
+        except OSError as exc:  # exec failed (bad binary)
             self._trace(full, started, -1)
             raise TaoError(f"could not run kubectl: {_scrub(type(exc).__name__)}") from None
         self._trace(full, started, result.returncode)

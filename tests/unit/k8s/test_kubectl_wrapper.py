@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import pytest
 
-from kubectl_tao.errors import ClusterUnreachableError, KubectlError, UsageError
+from kubectl_tao.errors import ClusterUnreachableError, KubectlError, TaoError, UsageError
 from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl, classify_stderr, first_error_line
 
 
@@ -53,3 +56,41 @@ def test_missing_kubectl_binary_is_reported_as_unreachable() -> None:
     kc = Kubectl(ClusterOptions(), binary="/nonexistent/kubectl")
     with pytest.raises(ClusterUnreachableError, match="kubectl not found"):
         kc.run(["version"])
+
+
+def _stand_in(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "kubectl"
+    path.write_text("#!/bin/sh\n" + body, encoding="utf-8")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_real_process_gets_argv_and_stdin_and_hands_back_output_and_exit_code(tmp_path: Path) -> None:
+    binary = _stand_in(tmp_path, 'printf "%s|" "$@"; cat; echo "Error from server (NotFound): x" >&2; exit 1\n')
+    kc = Kubectl(ClusterOptions(context="c", namespace="n"), binary=binary)
+    result = kc.run(["get", "job", "x"], stdin="héllo", check=False)
+    assert (result.stdout, result.returncode) == ("--context=c|--namespace=n|get|job|x|héllo", 1)
+    assert result.stderr == "Error from server (NotFound): x\n" and kc.calls == 1
+    with pytest.raises(KubectlError) as raised:
+        kc.run(["get", "job", "x"])
+    assert raised.value.reason == "NotFound"
+
+
+def test_a_call_past_its_timeout_is_killed_and_reported_as_unreachable(tmp_path: Path) -> None:
+    kc = Kubectl(ClusterOptions(), binary=_stand_in(tmp_path, "exec sleep 30\n"))
+    started = time.monotonic()
+    with pytest.raises(ClusterUnreachableError, match=r"kubectl get timed out after 0.5s"):
+        kc.run(["get", "pods"], timeout=0.5)
+    assert time.monotonic() - started < 10
+
+
+def test_a_kubectl_that_cannot_be_executed_is_one_line_error(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage"
+    garbage.write_bytes(b"\x7fELF not really")
+    garbage.chmod(0o755)
+    with pytest.raises(TaoError, match=r"^could not run kubectl: OSError$"):
+        Kubectl(binary=str(garbage)).run(["version"])
+    not_executable = tmp_path / "plain"
+    not_executable.write_text("#!/bin/sh\n")
+    with pytest.raises(ClusterUnreachableError, match="kubectl not found on PATH"):
+        Kubectl(binary=str(not_executable)).run(["version"])

@@ -1,0 +1,98 @@
+"""The session every verb shares: the global cluster flags as parsed, the kubectl wrapper built from them, the
+record store. Free of typer and click, so the hand-parsed start-up path (commands/fastpath.py) uses it too."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kubectl_tao.k8s.kubeconfig import Target
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl
+
+GLOBAL_FLAGS_HELP = (
+    "Global flags (accepted by every verb, before or after it): --context, -n/--namespace, --kubeconfig, "
+    "--request-timeout. Env: TAO_K8S_CONTEXT, TAO_K8S_NAMESPACE. Precedence: flag > env > kubeconfig."
+)
+CLUSTER_KEYS = ("context", "namespace", "kubeconfig", "request_timeout")
+# The environment variable each global flag falls back to when it is not given.
+CLUSTER_ENVVARS = {"context": "TAO_K8S_CONTEXT", "namespace": "TAO_K8S_NAMESPACE"}
+
+
+class Session:
+    """The parsed global flags and the kubectl wrapper built from them (one per process)."""
+
+    def __init__(self, options: ClusterOptions) -> None:
+        self.options = options
+        self._kubectl: Kubectl | None = None
+        self._target: Target | None = None
+
+    def kubectl(self) -> Kubectl:
+        if self._kubectl is None:
+            from kubectl_tao.k8s.kubectl import Kubectl
+
+            self._kubectl = Kubectl(self.options)
+        return self._kubectl
+
+    def target(self) -> Target:
+        """The cluster and namespace the global flags point at (read from the kubeconfig, no kubectl call)."""
+        if self._target is None:
+            from kubectl_tao.k8s.kubeconfig import resolve
+
+            o = self.options
+            self._target = resolve(o.kubeconfig, o.context, o.namespace)
+        return self._target
+
+    def namespace(self) -> str:
+        """Flag, then TAO_K8S_NAMESPACE (both already in options), then the kubeconfig context's, then default."""
+        return self.options.namespace or self.target().namespace
+
+
+_root_options: dict[str, str | None] = {}
+_session: Session | None = None
+
+
+def set_root_options(**values: str | None) -> None:
+    """Flags given before the verb (`kubectl tao --context c status x`)."""
+    global _session
+    _root_options.update({k: v for k, v in values.items() if v})
+    _session = None
+
+
+def use_verb_options(given: dict[str, str | None]) -> None:
+    """Flags given after the verb (or their environment variables): they win over those given before it."""
+    global _session
+    _session = _new_session({key: given.get(key) or _root_options.get(key) for key in CLUSTER_KEYS})
+
+
+def session() -> Session:
+    global _session
+    if _session is None:
+        _session = _new_session({k: _root_options.get(k) for k in CLUSTER_KEYS})
+    return _session
+
+
+def _new_session(values: dict[str, str | None]) -> Session:
+    from kubectl_tao.k8s.kubectl import ClusterOptions  # here: `version` never needs the wrapper
+
+    return Session(ClusterOptions(**values))
+
+
+def reset_session() -> None:
+    """For tests that invoke the app several times in one process."""
+    global _session
+    _session = None
+    _root_options.clear()
+
+
+def record_store() -> Any:
+    """The job-record store ($TAO_STATE_DIR/jobs, else ~/.tao/jobs)."""
+    from kubectl_tao.store.records import RecordStore
+
+    return RecordStore()
+
+
+def lazy_record_store() -> Callable[[], Any]:
+    """record_store(), opened on the first call and reused after (a dry run never opens it)."""
+    return functools.cache(record_store)
