@@ -1,9 +1,10 @@
 """`kubectl tao fit`: gather what gates.fit needs in as few kubectl calls as possible, then ask it.
 
-Round trip 1 (four processes at once, five for --nodes > 1 without --queue): the nodes and running pods
-(capacity.calls), the DRA devices and claims (gpuinventory.DRA_READ), `get localqueues.kueue.x-k8s.io -n NS
--o json` and the discovery of scheduling.k8s.io/v1beta1 (gang.py). Round trip 2, only when a LocalQueue is
-used: `get clusterqueues.kueue.x-k8s.io CQ -o json`; and only where PodGroups are served, the gang dry run.
+Round trip 1 (three processes at once, four for --nodes > 1 without --queue): the nodes and running pods
+(capacity.calls), `get localqueues.kueue.x-k8s.io -n NS -o json` and the discovery of scheduling.k8s.io/v1beta1
+(gang.py). Round trip 2, only when a LocalQueue is used: `get clusterqueues.kueue.x-k8s.io CQ -o json`; only
+when the device plugins' GPUs do not fit, the DRA devices and claims (gpuinventory.DRA_READ); and only where
+PodGroups are served, the gang dry run.
 A cluster without Kueue answers the LocalQueue call with "the server doesn't have a resource type"; that is not
 an error, it means no quota to check (nor is it when the DRA read gets that answer: no resource.k8s.io/v1, no
 DRA GPUs).
@@ -12,7 +13,7 @@ DRA GPUs).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,6 +126,22 @@ def read_queue(
     return gates.queue_quota(chosen, cq), local_queue, notes
 
 
+def judge_reading_dra_if_needed(kc: Kubectl, judge: Callable[[Any], Any]) -> tuple[Any, str]:
+    """`judge(dra)` -> gates.FitVerdict, judged first without DRA devices and again with them only when that
+    does not fit. DRA devices only ever add GPUs to nodes the device plugins leave at zero
+    (gpuinventory.gate_nodes), so a job that fits without them fits with them, and their read (the costliest
+    of the gate on a big cluster) is made only when it could change the verdict. Returns the verdict and, when
+    it still does not fit, why DRA GPUs were not counted ('' when they were or there are none)."""
+    from kubectl_tao import gates, gpuinventory
+
+    verdict = judge(None)
+    if verdict.verdict == gates.FITS:
+        return verdict, ""
+    dra, note = gpuinventory.read_dra(kc.run_many({"dra": (gpuinventory.DRA_READ, {"namespaced": False})})["dra"])
+    verdict = judge(dra)
+    return verdict, note if verdict.verdict != gates.FITS else ""
+
+
 def check(
     kc: Kubectl,
     namespace: str,
@@ -139,30 +156,29 @@ def check(
     from kubectl_tao import gates, gpuinventory
     from kubectl_tao.k8s import capacity, gang
 
-    calls: dict[str, tuple[list[str], dict[str, Any]]] = {
-        **capacity.calls(paged=True),
-        "dra": (gpuinventory.DRA_READ, {"namespaced": False}),
-        "queues": queue_call(namespace),
-    }
+    calls: dict[str, tuple[list[str], dict[str, Any]]] = {**capacity.calls(paged=True), "queues": queue_call(namespace)}
     if nodes > 1 and not queue:
         calls["gang"] = gang.DISCOVERY_CALL
     results = kc.run_many(calls)
     seen = capacity.read(results, kc)
-    dra, dra_note = gpuinventory.read_dra(results["dra"])
     queues = results["queues"]
     assert isinstance(queues, (Completed, TaoError))
     quota, local_queue, notes = read_queue(kc, queues, queue, namespace)
-    verdict = gates.fit(
-        gpuinventory.fit_nodes(seen.nodes, seen.pods, dra),
-        gpus,
-        nodes,
-        node_selector=node_selector or None,
-        tolerations=tolerations or None,
-        gpu_product=gpu_product,
-        quota=quota,
-        no_gpu_hint=gpuinventory.no_gpu_hint(dra),
-    )
-    if dra_note and verdict.verdict != gates.FITS:
+
+    def judge(dra: Any) -> Any:
+        return gates.fit(
+            gpuinventory.fit_nodes(seen.nodes, seen.pods, dra),
+            gpus,
+            nodes,
+            node_selector=node_selector or None,
+            tolerations=tolerations or None,
+            gpu_product=gpu_product,
+            quota=quota,
+            no_gpu_hint=gpuinventory.no_gpu_hint(dra),
+        )
+
+    verdict, dra_note = judge_reading_dra_if_needed(kc, judge)
+    if dra_note:
         notes.append(dra_note)
     support = gang.detect(kc, namespace, results["gang"], nodes) if "gang" in results else None
     return FitReport(verdict, namespace, local_queue, notes, gang.choose(nodes, queue, support))

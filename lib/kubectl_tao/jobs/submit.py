@@ -262,15 +262,8 @@ def run_gates(
                 no_gpu_hint=gpuinventory.no_gpu_hint(dra),
             )
 
-        # DRA devices only ever add GPUs to nodes the device plugins leave at zero (gpuinventory.gate_nodes),
-        # so a job that fits without them fits with them: their read (the costliest of the gate) is made only
-        # when it could change the verdict.
-        verdict, dra_note = judge(None), ""
-        if verdict.verdict != gates.FITS:
-            dra_read = kc.run_many({"dra": (gpuinventory.DRA_READ, {"namespaced": False})})["dra"]
-            dra, dra_note = gpuinventory.read_dra(dra_read)
-            verdict = judge(dra)
-        if dra_note and verdict.verdict != "fits":
+        verdict, dra_note = fitting.judge_reading_dra_if_needed(kc, judge)
+        if dra_note:
             # Only where DRA GPUs could have changed the verdict: say they were not counted.
             verdict = dataclasses.replace(verdict, message=f"{verdict.message} ({dra_note})")
         verdict_dict = verdict.to_dict()

@@ -77,16 +77,27 @@ def test_json_output_carries_the_verdict(cli: Any, fake_kubectl: FakeKubectl) ->
     assert data["namespace"] == "tao-jobs" and data["localQueue"] is None and data["quota"] is None
 
 
-def test_one_round_trip_nodes_pods_dra_and_queue_without_kueue(cli: Any, fake_kubectl: FakeKubectl) -> None:
+def test_one_round_trip_nodes_pods_and_queue_when_the_device_plugins_gpus_fit(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
     without_kueue(fake_kubectl)
-    cli("fit", "--gpus", "4", "-n", "team")
+    code, _, _ = cli("fit", "--gpus", "4", "-n", "team")
+    assert code == 0
     assert sorted(fake_kubectl.argvs()) == sorted(
-        [
-            NODES_READ,
-            PODS_FIRST_PAGE,
-            DRA_READ,
-            ["get", "localqueues.kueue.x-k8s.io", "-n", "team", "-o", "json"],
-        ]
+        [NODES_READ, PODS_FIRST_PAGE, ["get", "localqueues.kueue.x-k8s.io", "-n", "team", "-o", "json"]]
+    )
+
+
+def test_dra_devices_are_read_only_when_the_device_plugins_gpus_do_not_fit(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    without_kueue(fake_kubectl)
+    code, _, _ = cli("fit", "--gpus", "64", "-n", "team")
+    assert code == 4
+    argvs = fake_kubectl.argvs()
+    assert argvs[-1] == DRA_READ and argvs.count(DRA_READ) == 1
+    assert sorted(argvs[:-1]) == sorted(
+        [NODES_READ, PODS_FIRST_PAGE, ["get", "localqueues.kueue.x-k8s.io", "-n", "team", "-o", "json"]]
     )
 
 
