@@ -6,7 +6,6 @@ when it is acceptable, and raises UsageError naming the field and the fix otherw
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 import re
 
@@ -119,6 +118,13 @@ def validate_qualified_name(value: object, field: str) -> str:
     return text
 
 
+def _digest(text: str) -> str:
+    """The first hex digits of the SHA-256 of `text` (hashlib is imported here: most runs never need it)."""
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_DIGEST_LEN]
+
+
 def kubernetes_job_name(record_id: object) -> str:
     """The Kubernetes Job name for a job-record id.
 
@@ -129,7 +135,7 @@ def kubernetes_job_name(record_id: object) -> str:
     text = require_string(record_id, "job id")
     if len(text) <= JOB_NAME_MAX and DNS_LABEL_RE.fullmatch(text):
         return text
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:_DIGEST_LEN]
+    digest = _digest(text)
     slug = "-".join(part for part in re.split(r"[^a-z0-9]+", text.lower()) if part)
     room = JOB_NAME_MAX - _DIGEST_LEN - 1
     slug = slug[:room].rstrip("-") or "tao-job"
@@ -142,7 +148,7 @@ def secret_name_for(job_name: str) -> str:
     candidate = SECRET_PREFIX + name
     if len(candidate) <= DNS_LABEL_MAX:
         return candidate
-    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:_DIGEST_LEN]
+    digest = _digest(name)
     room = DNS_LABEL_MAX - len(SECRET_PREFIX) - _DIGEST_LEN - 1
     return f"{SECRET_PREFIX}{name[:room].rstrip('-')}-{digest}"
 
