@@ -65,6 +65,13 @@ def _parser() -> Any:
     return parser
 
 
+def _out(text: str) -> None:
+    """TEXT and its newline in one write: print() makes two when stdout is unbuffered (PYTHONUNBUFFERED), and
+    concurrent `open`s appending to one file (`open >> ids &`) then interleave ids and newlines."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
 def _table(rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "".join("   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n" for r in rows)
@@ -85,18 +92,18 @@ def _run(args: Any) -> int:
             parent_job=args.parent_job,
             retry_of=args.retry_of,
         )
-        print(record.id)
+        _out(record.id)
     elif args.verb == "mark":
         store.mark(args.id, args.state, args.message, args.source, args.backend_ref, args.err_class)
     elif args.verb == "show":
-        print(json.dumps(store.show(args.id), indent=2, ensure_ascii=False))
+        _out(json.dumps(store.show(args.id), indent=2, ensure_ascii=False))
     else:
         errors: list[str] = []
         records = store.list(errors)
         for problem in errors:
             print(f"WARNING: {problem}", file=sys.stderr)
         if args.json:
-            print(json.dumps(records, indent=2, ensure_ascii=False))
+            _out(json.dumps(records, indent=2, ensure_ascii=False))
         else:
             rows = [["ID", "PLATFORM", "STATE", "RESULTS_DIR"]]
             rows += [[r.id, str(r.get("platform")), r.effective_state, str(r.get("results_dir"))] for r in records]

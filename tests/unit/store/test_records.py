@@ -595,6 +595,29 @@ def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     return code, out, err
 
 
+def test_cli_open_writes_the_id_and_its_newline_in_one_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Concurrent `open >> ids` appenders must never interleave an id with another's newline (PYTHONUNBUFFERED
+    makes print() write them apart)."""
+    writes: list[str] = []
+
+    class Recorder:
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setenv("TAO_STATE_DIR", str(tmp_path))
+    monkeypatch.setattr("sys.stdout", Recorder())
+    code = main(["open", "--platform", "kubernetes", "--image", "img:1", "--network-arch", "dino", "--action",
+                 "train", "--storage-tier", "A", "--results-root", "/results"])
+    assert code == 0
+    assert len(writes) == 1 and re.fullmatch(r"dino-train-[0-9a-f]{6}\n", writes[0]), writes
+
+
 def test_cli_open_mark_show_list(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
