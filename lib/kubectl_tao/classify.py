@@ -18,9 +18,8 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubectl_tao.k8s import contract
 from kubectl_tao.k8s.contract import CANCELED, COMPLETE, ERROR, PENDING, RUNNING, TERMINAL_STATES, UNKNOWN
@@ -82,8 +81,7 @@ _INFRA_WORDS = {
 INFRA_JOB_REASONS = {"DeadlineExceeded"}
 
 
-@dataclass
-class RankStatus:
+class RankStatus(NamedTuple):
     rank: int
     pod: str
     node: str | None
@@ -97,28 +95,48 @@ class RankStatus:
     restarts: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in _RANK_FIELDS}  # scalars only: asdict's copies cost more
+        return self._asdict()
 
 
-@dataclass
+# JobStatus's fields in the order `to_dict` (status and list `-o json`) gives them.
+_JOB_FIELDS = ("state", "reason", "message", "err_class", "ranks", "active", "ready", "succeeded", "failed", "total",
+               "first_failed_rank", "job_uid", "gang", "kueue")
+
+
 class JobStatus:
-    state: str
-    reason: str
-    message: str
-    err_class: str | None = None
-    ranks: list[RankStatus] = field(default_factory=list)
-    active: int = 0
-    ready: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    total: int = 1
-    first_failed_rank: int | None = None
-    job_uid: str | None = None
-    gang: dict[str, Any] | None = None  # gang.GangView.to_dict() of a native gang job
-    kueue: dict[str, Any] | None = None  # kueue.Admission of a Job held suspended by Kueue, when it was read
+    """What classify makes of a Job and its pods; classify fills it in as it goes. A plain class, not a
+    dataclass: `status` imports this module, and importing dataclasses (with inspect) cost it more than a
+    tenth of its start-up."""
+
+    __slots__ = _JOB_FIELDS
+
+    def __init__(
+        self,
+        state: str,
+        reason: str,
+        message: str,
+        err_class: str | None = None,
+        ranks: list[RankStatus] | None = None,
+        active: int = 0,
+        ready: int = 0,
+        succeeded: int = 0,
+        failed: int = 0,
+        total: int = 1,
+        first_failed_rank: int | None = None,
+        job_uid: str | None = None,
+        gang: dict[str, Any] | None = None,  # gang.GangView.to_dict() of a native gang job
+        kueue: dict[str, Any] | None = None,  # kueue.Admission of a Job held suspended by Kueue, when it was read
+    ) -> None:
+        self.state, self.reason, self.message, self.err_class = state, reason, message, err_class
+        self.ranks: list[RankStatus] = ranks if ranks is not None else []
+        self.active, self.ready, self.succeeded, self.failed, self.total = active, ready, succeeded, failed, total
+        self.first_failed_rank, self.job_uid, self.gang, self.kueue = first_failed_rank, job_uid, gang, kueue
+
+    def __repr__(self) -> str:
+        return f"JobStatus({', '.join(f'{name}={getattr(self, name)!r}' for name in _JOB_FIELDS)})"
 
     def to_dict(self) -> dict[str, Any]:
-        """What dataclasses.asdict gives, built directly (list calls it once per running record)."""
+        """Every field by name, in declaration order; ranks as dicts, gang and kueue copied."""
         out = {name: getattr(self, name) for name in _JOB_FIELDS}
         out["ranks"] = [rank.to_dict() for rank in self.ranks]
         out["gang"], out["kueue"] = copy.deepcopy(self.gang), copy.deepcopy(self.kueue)
@@ -127,10 +145,6 @@ class JobStatus:
     @property
     def terminal(self) -> bool:
         return is_terminal(self.state)
-
-
-_RANK_FIELDS = tuple(f.name for f in fields(RankStatus))
-_JOB_FIELDS = tuple(f.name for f in fields(JobStatus))
 
 
 def is_terminal(state: str) -> bool:
@@ -206,8 +220,7 @@ def _pod_env(pod: Mapping[str, Any], name: str) -> str | None:
 # Ranks
 
 
-@dataclass
-class _Salient:
+class _Salient(NamedTuple):
     """The one container state that best describes a pod."""
 
     exit_code: int | None = None

@@ -21,8 +21,7 @@ import bisect
 import itertools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 REDACTED = "***REDACTED***"
 
@@ -193,8 +192,7 @@ def _unquote(value: str) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """One credential found: where and what kind; never the value.
 
     ``line`` is 1-based (0 when the input carried no line information); ``name`` is the variable,
@@ -216,8 +214,7 @@ class Finding:
         return self.format()
 
 
-@dataclass(frozen=True)
-class _Hit:
+class _Hit(NamedTuple):
     start: int  # span of the value to redact
     end: int
     kind: str

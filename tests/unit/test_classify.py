@@ -452,14 +452,20 @@ def test_exit_89_without_an_upload_is_the_programs_own_exit_code() -> None:
 @pytest.mark.parametrize(
     "name", ["complete", "config-error", "deadline", "evicted", "exit-code", "imagepull", "multi-partial", "running"],
 )
-def test_to_dict_is_what_asdict_gives(name: str) -> None:
-    """to_dict builds the dict by hand (list calls it per running record); it must stay asdict's."""
-    import dataclasses
-
+def test_to_dict_names_every_field_in_order_and_copies_what_is_mutable(name: str) -> None:
+    """`-o json` of status and list carries these keys; a field added to JobStatus or RankStatus shows here."""
     status = of(name)
     status.gang = {"mechanism": "native", "groups": [{"name": "g", "members": [1, 2]}]}
     status.kueue = {"queue": "q", "flavors": {"gpu": ["a100"]}}
     got = status.to_dict()
-    assert got == dataclasses.asdict(status) and list(got) == list(dataclasses.asdict(status))
+    assert list(got) == [
+        "state", "reason", "message", "err_class", "ranks", "active", "ready", "succeeded", "failed", "total",
+        "first_failed_rank", "job_uid", "gang", "kueue",
+    ]
+    assert all(got[key] == getattr(status, key) for key in got if key != "ranks")
     assert got["gang"] is not status.gang and got["gang"]["groups"][0] is not status.gang["groups"][0]
-    assert [r.to_dict() for r in status.ranks] == [dataclasses.asdict(r) for r in status.ranks]
+    assert got["kueue"] is not status.kueue
+    rank_keys = ["rank", "pod", "node", "phase", "ready", "exit_code", "reason", "message", "started_at",
+                 "finished_at", "restarts"]
+    assert [list(r) for r in got["ranks"]] == [rank_keys] * len(status.ranks)
+    assert got["ranks"] == [{key: getattr(r, key) for key in rank_keys} for r in status.ranks]

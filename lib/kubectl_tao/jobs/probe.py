@@ -433,7 +433,7 @@ def wait_for_probe(
         problem = _pull_problem(obs)
         pull.update(problem is not None, now)
         if problem and pull.longer_than(opts.image_pull_timeout_s, now):
-            stuck = replace(obs, reason=problem[0], message=problem[1])
+            stuck = obs.replaced(reason=problem[0], message=problem[1])
             dog = wait.fire(kc, store, tracked, stuck, "image-pull-timeout", opts.image_pull_timeout_s, server=server)
             return Waited(FAIL, dog, False)
         if now - start >= opts.pending_timeout_s:

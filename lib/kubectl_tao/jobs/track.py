@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,12 +25,19 @@ KUBERNETES_PLATFORMS = ("kubernetes", "k8s")
 DEFAULT_TTL_SECONDS = 3600
 
 
-@dataclass
 class Tracked:
-    """A record with what kubectl-tao knows about its Kubernetes objects."""
+    """A record with what kubectl-tao knows about its Kubernetes objects. This class and Observation are plain
+    classes, not dataclasses: `status` imports this module, and importing dataclasses (with inspect) cost it
+    more than a tenth of its start-up."""
 
-    record: dict[str, Any]
-    extra: dict[str, Any]
+    __slots__ = ("extra", "record")
+
+    def __init__(self, record: dict[str, Any], extra: dict[str, Any]) -> None:
+        self.record = record
+        self.extra = extra
+
+    def __repr__(self) -> str:
+        return f"Tracked(record={self.record!r}, extra={self.extra!r})"
 
     @property
     def id(self) -> str:
@@ -82,16 +88,33 @@ class Tracked:
         return self.record.get("terminal_state") in contract.TERMINAL_STATES
 
 
-@dataclass
 class Observation:
-    tracked: Tracked
-    state: str  # what to show: live state, or the record's terminal / UNKNOWN state
-    reason: str
-    message: str
-    err_class: str | None
-    live: dict[str, Any] | None  # JobStatus.to_dict() when the Job was found
-    notes: list[str] = field(default_factory=list)
-    job_ttl: int | None = None  # the live Job's ttlSecondsAfterFinished
+    """One look at a tracked job: what to show, and what the live Job said."""
+
+    __slots__ = ("err_class", "job_ttl", "live", "message", "notes", "reason", "state", "tracked")
+
+    def __init__(
+        self,
+        tracked: Tracked,
+        state: str,  # what to show: live state, or the record's terminal / UNKNOWN state
+        reason: str,
+        message: str,
+        err_class: str | None,
+        live: dict[str, Any] | None,  # JobStatus.to_dict() when the Job was found
+        notes: list[str] | None = None,
+        job_ttl: int | None = None,  # the live Job's ttlSecondsAfterFinished
+    ) -> None:
+        self.tracked, self.state, self.reason, self.message = tracked, state, reason, message
+        self.err_class, self.live, self.job_ttl = err_class, live, job_ttl
+        self.notes: list[str] = notes if notes is not None else []
+
+    def replaced(self, **changes: Any) -> Observation:
+        """A copy with `changes` (field=value) applied, as dataclasses.replace would make it."""
+        fields = {name: getattr(self, name) for name in self.__slots__}
+        return Observation(**{**fields, **changes})
+
+    def __repr__(self) -> str:
+        return f"Observation({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
     def to_dict(self) -> dict[str, Any]:
         record = self.tracked.record

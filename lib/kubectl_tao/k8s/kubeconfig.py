@@ -10,9 +10,8 @@ account (KUBERNETES_SERVICE_HOST/PORT).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubectl_tao import blockyaml
 from kubectl_tao.errors import UsageError
@@ -21,8 +20,7 @@ IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     """The cluster a kubectl call would reach: server URL, context name and default namespace."""
 
     server: str

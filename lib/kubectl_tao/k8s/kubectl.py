@@ -11,8 +11,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubectl_tao.errors import ClusterUnreachableError, CredentialsRefusedError, KubectlError, TaoError, UsageError
 
@@ -67,8 +66,7 @@ _REASONS = (
 )
 
 
-@dataclass(frozen=True)
-class ClusterOptions:
+class ClusterOptions(NamedTuple):
     """Where kubectl talks to; None means kubectl's own default (kubeconfig, then in-cluster)."""
 
     context: str | None = None
@@ -89,8 +87,7 @@ class ClusterOptions:
         return out
 
 
-@dataclass(frozen=True)
-class Completed:
+class Completed(NamedTuple):
     stdout: str
     stderr: str
     returncode: int

@@ -11,8 +11,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubectl_tao.errors import GateError, KubectlError, TaoError
 from kubectl_tao.k8s import contract
@@ -198,10 +197,9 @@ def owned_job_uid(kc: Kubectl, namespace: str, name: str, record_id: str) -> str
 # ---------------------------------------------------------------- teardown
 
 
-@dataclass
-class Teardown:
-    deleted: list[str] = field(default_factory=list)  # `kind/name` removed by this call (when kubectl said)
-    left: list[str] = field(default_factory=list)  # `kind/name` that could not be removed
+class Teardown(NamedTuple):
+    deleted: list[str]  # `kind/name` removed by this call (when kubectl said)
+    left: list[str]  # `kind/name` that could not be removed
 
 
 def _delete_options(uid: str | None) -> str:
@@ -250,7 +248,7 @@ def teardown(
     strict: a failed label delete raises; otherwise what is left is listed into `left` (when even that listing
     fails: `created`, what the caller may have created, else a description of the selector).
     """
-    done = Teardown()
+    done = Teardown([], [])
     if job == "name" and _delete_job(kc, namespace, name, uid):
         done.deleted.append(f"job.batch/{name}")
     if not labelled:
@@ -266,7 +264,8 @@ def teardown(
         best_effort=not strict,
     )
     if result.returncode == 0:
-        done.deleted += [line.strip() for line in result.stdout.splitlines() if "/" in line and " " not in line.strip()]
+        names = (line.strip() for line in result.stdout.splitlines())
+        done.deleted.extend(name for name in names if "/" in name and " " not in name)
         return done
     listed = kc.run(
         ["get", kinds, "-n", namespace, "-l", selector, "-o", _LEFT_TEMPLATE],
@@ -275,7 +274,7 @@ def teardown(
         best_effort=True,  # a server gone mid-rollback: name what was created, and still settle the record
     )
     if listed.returncode != 0:
-        done.left = list(created or [f"objects labelled {selector}"])
+        done.left.extend(created or [f"objects labelled {selector}"])
         return done
     for line in listed.stdout.splitlines():
         kind, _, left_name = line.strip().partition("/")

@@ -383,7 +383,7 @@ class Script:
 
         def fire(_kc: Any, _store: Any, _t: Any, obs: Observation, dog: str, seconds: float, **_k: Any) -> Observation:
             self.fired.append(f"{dog} {int(seconds)} {obs.reason}")
-            return replace(obs, state="ERROR", message=f"{dog} fired")
+            return obs.replaced(state="ERROR", message=f"{dog} fired")
 
         monkeypatch.setattr("kubectl_tao.jobs.wait.observe", observe)
         monkeypatch.setattr("kubectl_tao.jobs.cancel.cancel", cancel)
