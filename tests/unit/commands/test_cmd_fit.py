@@ -77,15 +77,17 @@ def test_json_output_carries_the_verdict(cli: Any, fake_kubectl: FakeKubectl) ->
     assert data["namespace"] == "tao-jobs" and data["localQueue"] is None and data["quota"] is None
 
 
+# What `fit -n team` reads at once: the nodes, the first page of pods and the namespace's LocalQueues.
+ROUND_ONE = [NODES_READ, PODS_FIRST_PAGE, ["get", "localqueues.kueue.x-k8s.io", "-n", "team", "-o", "json"]]
+
+
 def test_one_round_trip_nodes_pods_and_queue_when_the_device_plugins_gpus_fit(
     cli: Any, fake_kubectl: FakeKubectl
 ) -> None:
     without_kueue(fake_kubectl)
     code, _, _ = cli("fit", "--gpus", "4", "-n", "team")
     assert code == 0
-    assert sorted(fake_kubectl.argvs()) == sorted(
-        [NODES_READ, PODS_FIRST_PAGE, ["get", "localqueues.kueue.x-k8s.io", "-n", "team", "-o", "json"]]
-    )
+    assert sorted(fake_kubectl.argvs()) == sorted(ROUND_ONE)
 
 
 def test_dra_devices_are_read_only_when_the_device_plugins_gpus_do_not_fit(
@@ -96,9 +98,7 @@ def test_dra_devices_are_read_only_when_the_device_plugins_gpus_do_not_fit(
     assert code == 4
     argvs = fake_kubectl.argvs()
     assert argvs[-1] == DRA_READ and argvs.count(DRA_READ) == 1
-    assert sorted(argvs[:-1]) == sorted(
-        [NODES_READ, PODS_FIRST_PAGE, ["get", "localqueues.kueue.x-k8s.io", "-n", "team", "-o", "json"]]
-    )
+    assert sorted(argvs[:-1]) == sorted(ROUND_ONE)
 
 
 def _kueue(fake: FakeKubectl, used: int | None = None) -> None:
