@@ -32,7 +32,20 @@ start() { # COMPONENT BINARY ARGS...
   # setsid: the component survives the Ctrl-C of whoever ran `up`; `down` stops it by pid.
   # 9>&-: the component must not inherit (and hold) the up/down lock.
   setsid "$@" >>"$dir/logs/$name.log" 2>&1 </dev/null 9>&- &
-  echo "$!" >"$dir/pids/$name.pid"
+  local pid=$! tries=0
+  echo "$pid" >"$dir/pids/$name.pid"
+  # Until the child has exec'd, its /proc cmdline is this script's, and `ours` (so `alive`) would report a
+  # component that is still starting as exited. Wait for the exec (or the exit), at most 2 s.
+  while ! exec_done "$pid" && [ "$tries" -lt 200 ]; do
+    tries=$((tries + 1))
+    sleep 0.01
+  done
+}
+
+exec_done() { # PID: it runs its own program now (ours), or it has already exited (no cmdline)
+  local cmdline
+  cmdline=$(tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline") || return 0
+  [ -z "$cmdline" ] || ours "$1"
 }
 
 terminate() { # GRACE_S COMPONENT... : TERM the ones that are ours, KILL what is left after GRACE_S

@@ -238,3 +238,22 @@ setup() {
   assert_success
   [ ! -e "$KUBECTL_TAO_CLUSTER_DIR" ]
 }
+
+@test "start returns only once the component runs its own program, so alive never calls a starting one gone" {
+  # The window between fork and exec, made wide: a setsid that waits before it runs the component. Until the
+  # exec, the child's /proc cmdline is the caller's, which names no data directory.
+  run -0 bash -c '
+    set -euo pipefail
+    dir=$1
+    mkdir -p "$dir/pids" "$dir/logs"
+    source "$2"
+    now_ns() { date +%s%N; }
+    setsid() { sleep 0.3; exec "$(command -v setsid)" "$@"; }
+    start sleeper sh -c "sleep 5" "$dir/marker"
+    alive sleeper && echo "alive at once"
+    terminate 1 sleeper
+    alive sleeper || echo "gone after terminate"
+  ' _ "$BATS_TEST_TMPDIR/data" "$BATS_TEST_DIRNAME/../../scripts/local-cluster-processes.sh"
+  assert_output "alive at once
+gone after terminate"
+}
