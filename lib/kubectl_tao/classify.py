@@ -19,10 +19,11 @@ import copy
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from kubectl_tao.k8s import contract
 from kubectl_tao.k8s.contract import CANCELED, COMPLETE, ERROR, PENDING, RUNNING, TERMINAL_STATES, UNKNOWN
+from kubectl_tao.valueclass import Value
 
 __all__ = ["CANCELED", "COMPLETE", "ERROR", "PENDING", "RUNNING", "TERMINAL_STATES", "UNKNOWN"]
 
@@ -81,34 +82,42 @@ _INFRA_WORDS = {
 INFRA_JOB_REASONS = {"DeadlineExceeded"}
 
 
-class RankStatus(NamedTuple):
-    rank: int
-    pod: str
-    node: str | None
-    phase: str
-    ready: bool
-    exit_code: int | None
-    reason: str
-    message: str
-    started_at: str | None
-    finished_at: str | None
-    restarts: int
+class RankStatus(Value):
+    """One rank's pod as classify sees it (`to_dict` keys in `_fields` order: status and list `-o json`)."""
+
+    _fields = ("rank", "pod", "node", "phase", "ready", "exit_code", "reason", "message", "started_at",
+               "finished_at", "restarts")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        rank: int,
+        pod: str,
+        node: str | None,
+        phase: str,
+        ready: bool,
+        exit_code: int | None,
+        reason: str,
+        message: str,
+        started_at: str | None,
+        finished_at: str | None,
+        restarts: int,
+    ) -> None:
+        self.rank, self.pod, self.node, self.phase, self.ready = rank, pod, node, phase, ready
+        self.exit_code, self.reason, self.message = exit_code, reason, message
+        self.started_at, self.finished_at, self.restarts = started_at, finished_at, restarts
 
     def to_dict(self) -> dict[str, Any]:
-        return self._asdict()
+        return self.as_dict()
 
 
-# JobStatus's fields in the order `to_dict` (status and list `-o json`) gives them.
-_JOB_FIELDS = ("state", "reason", "message", "err_class", "ranks", "active", "ready", "succeeded", "failed", "total",
-               "first_failed_rank", "job_uid", "gang", "kueue")
+class JobStatus(Value):
+    """What classify makes of a Job and its pods; classify fills it in as it goes (`to_dict` keys in
+    `_fields` order: status and list `-o json`)."""
 
-
-class JobStatus:
-    """What classify makes of a Job and its pods; classify fills it in as it goes. A plain class, not a
-    dataclass: `status` imports this module, and importing dataclasses (with inspect) cost it more than a
-    tenth of its start-up."""
-
-    __slots__ = _JOB_FIELDS
+    _fields = ("state", "reason", "message", "err_class", "ranks", "active", "ready", "succeeded", "failed",
+               "total", "first_failed_rank", "job_uid", "gang", "kueue")
+    __slots__ = _fields
 
     def __init__(
         self,
@@ -132,12 +141,9 @@ class JobStatus:
         self.active, self.ready, self.succeeded, self.failed, self.total = active, ready, succeeded, failed, total
         self.first_failed_rank, self.job_uid, self.gang, self.kueue = first_failed_rank, job_uid, gang, kueue
 
-    def __repr__(self) -> str:
-        return f"JobStatus({', '.join(f'{name}={getattr(self, name)!r}' for name in _JOB_FIELDS)})"
-
     def to_dict(self) -> dict[str, Any]:
-        """Every field by name, in declaration order; ranks as dicts, gang and kueue copied."""
-        out = {name: getattr(self, name) for name in _JOB_FIELDS}
+        """Every field by name, in `_fields` order; ranks as dicts, gang and kueue copied."""
+        out = self.as_dict()
         out["ranks"] = [rank.to_dict() for rank in self.ranks]
         out["gang"], out["kueue"] = copy.deepcopy(self.gang), copy.deepcopy(self.kueue)
         return out
@@ -220,14 +226,22 @@ def _pod_env(pod: Mapping[str, Any], name: str) -> str | None:
 # Ranks
 
 
-class _Salient(NamedTuple):
+class _Salient(Value):
     """The one container state that best describes a pod."""
 
-    exit_code: int | None = None
-    reason: str = ""
-    message: str = ""
-    started_at: str | None = None
-    finished_at: str | None = None
+    _fields = ("exit_code", "reason", "message", "started_at", "finished_at")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        exit_code: int | None = None,
+        reason: str = "",
+        message: str = "",
+        started_at: str | None = None,
+        finished_at: str | None = None,
+    ) -> None:
+        self.exit_code, self.reason, self.message = exit_code, reason, message
+        self.started_at, self.finished_at = started_at, finished_at
 
 
 def _by_name_first(statuses: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -21,7 +21,9 @@ import bisect
 import itertools
 import re
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any
+
+from kubectl_tao.valueclass import Value
 
 REDACTED = "***REDACTED***"
 
@@ -192,7 +194,7 @@ def _unquote(value: str) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-class Finding(NamedTuple):
+class Finding(Value):
     """One credential found: where and what kind; never the value.
 
     ``line`` is 1-based (0 when the input carried no line information); ``name`` is the variable,
@@ -200,11 +202,11 @@ class Finding(NamedTuple):
     manifests; ``rule`` names the rule that fired.
     """
 
-    line: int
-    kind: str
-    name: str
-    rule: str
-    source: str = ""
+    _fields = ("line", "kind", "name", "rule", "source")
+    __slots__ = _fields
+
+    def __init__(self, line: int, kind: str, name: str, rule: str, source: str = "") -> None:
+        self.line, self.kind, self.name, self.rule, self.source = line, kind, name, rule, source
 
     def format(self, source: str | None = None) -> str:
         src = source if source is not None else (self.source or "-")
@@ -214,12 +216,14 @@ class Finding(NamedTuple):
         return self.format()
 
 
-class _Hit(NamedTuple):
-    start: int  # span of the value to redact
-    end: int
-    kind: str
-    name: str  # "" when the rule has no name: reported as the column
-    rule: str
+class _Hit(Value):
+    _fields = ("start", "end", "kind", "name", "rule")
+    __slots__ = _fields
+
+    def __init__(self, start: int, end: int, kind: str, name: str, rule: str) -> None:
+        self.start, self.end = start, end  # span of the value to redact
+        self.kind, self.rule = kind, rule
+        self.name = name  # "" when the rule has no name: reported as the column
 
 
 # --------------------------------------------------------------------------------------------------

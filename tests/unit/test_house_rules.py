@@ -89,7 +89,7 @@ PACKAGE = "kubectl_tao"
 # (k8s.kubectl, k8s.objects and the other k8s readers), the record store or the job lifecycle.
 PURE = (
     "action", "blockyaml", "classify", "diagnose", "envfile", "errors", "gates", "gpuinventory", "kubelet_text",
-    "kueue", "lint", "logs", "names", "output", "quantities", "redact", "render", "schemas", "templates",
+    "kueue", "lint", "logs", "names", "output", "quantities", "redact", "render", "schemas", "templates", "valueclass",
     "k8s.contract",
 )
 PURE_MAY_USE = {f"{PACKAGE}.{name}" for name in PURE}

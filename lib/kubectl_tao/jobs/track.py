@@ -19,25 +19,22 @@ from kubectl_tao.k8s import contract, objects
 from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.redact import redact_text
 from kubectl_tao.store.records import INCOMPLETE_SUBMIT_PHASES
+from kubectl_tao.valueclass import Value
 
 LOG_TAIL_LINES = 50
 KUBERNETES_PLATFORMS = ("kubernetes", "k8s")
 DEFAULT_TTL_SECONDS = 3600
 
 
-class Tracked:
-    """A record with what kubectl-tao knows about its Kubernetes objects. This class and Observation are plain
-    classes, not dataclasses: `status` imports this module, and importing dataclasses (with inspect) cost it
-    more than a tenth of its start-up."""
+class Tracked(Value):
+    """A record with what kubectl-tao knows about its Kubernetes objects."""
 
-    __slots__ = ("extra", "record")
+    _fields = ("record", "extra")
+    __slots__ = _fields
 
     def __init__(self, record: dict[str, Any], extra: dict[str, Any]) -> None:
         self.record = record
         self.extra = extra
-
-    def __repr__(self) -> str:
-        return f"Tracked(record={self.record!r}, extra={self.extra!r})"
 
     @property
     def id(self) -> str:
@@ -88,10 +85,11 @@ class Tracked:
         return self.record.get("terminal_state") in contract.TERMINAL_STATES
 
 
-class Observation:
+class Observation(Value):
     """One look at a tracked job: what to show, and what the live Job said."""
 
-    __slots__ = ("err_class", "job_ttl", "live", "message", "notes", "reason", "state", "tracked")
+    _fields = ("tracked", "state", "reason", "message", "err_class", "live", "notes", "job_ttl")
+    __slots__ = _fields
 
     def __init__(
         self,
@@ -107,14 +105,6 @@ class Observation:
         self.tracked, self.state, self.reason, self.message = tracked, state, reason, message
         self.err_class, self.live, self.job_ttl = err_class, live, job_ttl
         self.notes: list[str] = notes if notes is not None else []
-
-    def replaced(self, **changes: Any) -> Observation:
-        """A copy with `changes` (field=value) applied, as dataclasses.replace would make it."""
-        fields = {name: getattr(self, name) for name in self.__slots__}
-        return Observation(**{**fields, **changes})
-
-    def __repr__(self) -> str:
-        return f"Observation({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
     def to_dict(self) -> dict[str, Any]:
         record = self.tracked.record

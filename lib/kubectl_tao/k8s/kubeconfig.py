@@ -11,22 +11,25 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from kubectl_tao import blockyaml
 from kubectl_tao.errors import UsageError
+from kubectl_tao.valueclass import Value
 
 IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
-class Target(NamedTuple):
+class Target(Value):
     """The cluster a kubectl call would reach: server URL, context name and default namespace."""
 
-    server: str
-    context: str
-    namespace: str
-    source: str  # "kubeconfig" or "in-cluster" or "none"
+    _fields = ("server", "context", "namespace", "source")
+    __slots__ = _fields
+
+    def __init__(self, server: str, context: str, namespace: str, source: str) -> None:
+        self.server, self.context, self.namespace = server, context, namespace
+        self.source = source  # "kubeconfig" or "in-cluster" or "none"
 
 
 def _files(explicit: str | None) -> list[Path]:

@@ -11,9 +11,10 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 from kubectl_tao.errors import ClusterUnreachableError, CredentialsRefusedError, KubectlError, TaoError, UsageError
+from kubectl_tao.valueclass import Value
 
 # Checked before the unreachable markers: "Unable to connect to the server: getting credentials: exec: ..." is a
 # credential failure, not a network one.
@@ -66,13 +67,21 @@ _REASONS = (
 )
 
 
-class ClusterOptions(NamedTuple):
+class ClusterOptions(Value):
     """Where kubectl talks to; None means kubectl's own default (kubeconfig, then in-cluster)."""
 
-    context: str | None = None
-    namespace: str | None = None
-    kubeconfig: str | None = None
-    request_timeout: str | None = None
+    _fields = ("context", "namespace", "kubeconfig", "request_timeout")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        context: str | None = None,
+        namespace: str | None = None,
+        kubeconfig: str | None = None,
+        request_timeout: str | None = None,
+    ) -> None:
+        self.context, self.namespace = context, namespace
+        self.kubeconfig, self.request_timeout = kubeconfig, request_timeout
 
     def flags(self, *, namespaced: bool = True) -> list[str]:
         out: list[str] = []
@@ -87,10 +96,14 @@ class ClusterOptions(NamedTuple):
         return out
 
 
-class Completed(NamedTuple):
-    stdout: str
-    stderr: str
-    returncode: int
+class Completed(Value):
+    """What a kubectl process printed and how it exited."""
+
+    _fields = ("stdout", "stderr", "returncode")
+    __slots__ = _fields
+
+    def __init__(self, stdout: str, stderr: str, returncode: int) -> None:
+        self.stdout, self.stderr, self.returncode = stdout, stderr, returncode
 
 
 def classify_stderr(stderr: str) -> str:

@@ -11,11 +11,12 @@ import json
 import re
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from kubectl_tao.errors import GateError, KubectlError, TaoError
 from kubectl_tao.k8s import contract
 from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.valueclass import Value
 
 UID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Kind, name and UID of each created object: the go-template keeps Secret data out of this process.
@@ -197,9 +198,13 @@ def owned_job_uid(kc: Kubectl, namespace: str, name: str, record_id: str) -> str
 # ---------------------------------------------------------------- teardown
 
 
-class Teardown(NamedTuple):
-    deleted: list[str]  # `kind/name` removed by this call (when kubectl said)
-    left: list[str]  # `kind/name` that could not be removed
+class Teardown(Value):
+    _fields = ("deleted", "left")
+    __slots__ = _fields
+
+    def __init__(self, deleted: list[str], left: list[str]) -> None:
+        self.deleted = deleted  # `kind/name` removed by this call (when kubectl said)
+        self.left = left  # `kind/name` that could not be removed
 
 
 def _delete_options(uid: str | None) -> str:
