@@ -10,7 +10,8 @@ Two families of rules:
   headers, and base64 blobs whose decoded text holds any of these).
 
 ``find_in_text`` reports where (line, kind, name, rule) and never the value; ``redact_text`` replaces
-each value with ``***REDACTED***`` and keeps the name.  Only the standard library is imported.
+each value with ``***REDACTED***`` and keeps the name.  Only the standard library (and the package's
+valueclass) is imported.
 """
 
 from __future__ import annotations
