@@ -73,9 +73,9 @@ _REFERENCE_SUFFIXES = frozenset(
     }
 )
 class _Lazy:
-    """A pattern compiled on its first use. The command-form and token-format rules only run when a cheap hint
-    is in the text (see _finditer, _TOKEN_HINT_RE), so most text -- a status table's cells -- never needs them,
-    and compiling every pattern at import was a third of the redactor's import cost."""
+    """A pattern compiled on its first use. Every pattern here is one, so a process compiles only those its text
+    reaches (`status` reaches about a third of them); the command-form and token-format rules only run when a
+    cheap hint is in the text (see _finditer, _TOKEN_HINT_RE)."""
 
     __slots__ = ("_args", "_compiled")
 
@@ -89,7 +89,7 @@ class _Lazy:
         return getattr(self._compiled, name)
 
 
-_WORD_RE = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
+_WORD_RE = _Lazy(r"[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
 
 
 def name_words(name: str) -> list[str]:
@@ -139,8 +139,8 @@ def _drop_special_tokens(words: list[str]) -> list[str]:
 # Values that are references or placeholders, not credentials
 # --------------------------------------------------------------------------------------------------
 
-_REFERENCE_RE = re.compile(r"(?:\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*)+")
-_PLACEHOLDER_RE = re.compile(
+_REFERENCE_RE = _Lazy(r"(?:\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*)+")
+_PLACEHOLDER_RE = _Lazy(
     r"<[^<>]*>|\[[^\[\]]*\]|\*+|x{3,}|X{3,}|\.{3}|…|@@[A-Z0-9_]+@@|\{\{.*\}\}"
     r"|(?:%[-#0-9.]*[a-zA-Z]|\\[ntr])+|\**\s*REDACTED\s*\**",
     re.IGNORECASE,
@@ -149,17 +149,17 @@ _HARMLESS_WORDS = frozenset(
     {"", "-", "stdin", "/dev/stdin", "true", "false", "yes", "no", "none", "null", "nil", "on", "off",
      "0", "1"}
 )
-_PATH_VALUE_RE = re.compile(r"[~.]?/[\w.@/+:-]*")
+_PATH_VALUE_RE = _Lazy(r"[~.]?/[\w.@/+:-]*")
 # `secrets` (lower case) is also the Kubernetes resource a ResourceQuota counts: in `requested: secrets=1,
 # used: secrets=12` the value is an object count (`count/secrets=` never matches: a '/' precedes the name).
-_COUNT_RE = re.compile(r"[0-9]+,?")
+_COUNT_RE = _Lazy(r"[0-9]+,?")
 
 
 # ${VAR:-default}, ${VAR-default}, ${VAR:=default}, ${VAR=default}: the default is a value.
-_DEFAULT_RE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=]([^}]*)\}")
+_DEFAULT_RE = _Lazy(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=]([^}]*)\}")
 # A secret access key is 40 base64 characters and may start with '/' (then it is no path).
-_AWS_SECRET_SHAPE_RE = re.compile(r"[A-Za-z0-9/+]{40}")
-_RANDOM_SEGMENT_RE = re.compile(r"(?=[^/]*[A-Z])(?=[^/]*[a-z])(?=[^/]*[0-9])[A-Za-z0-9+=]{16,}")
+_AWS_SECRET_SHAPE_RE = _Lazy(r"[A-Za-z0-9/+]{40}")
+_RANDOM_SEGMENT_RE = _Lazy(r"(?=[^/]*[A-Z])(?=[^/]*[a-z])(?=[^/]*[0-9])[A-Za-z0-9+=]{16,}")
 
 
 def is_placeholder(value: str) -> bool:
@@ -231,7 +231,7 @@ class _Hit(Value):
 # Rules
 # --------------------------------------------------------------------------------------------------
 
-_PRIVATE_KEY_RE = re.compile(
+_PRIVATE_KEY_RE = _Lazy(
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
     re.DOTALL,
 )
@@ -268,36 +268,36 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 # Every prefix a _TOKEN_RULES pattern starts with (kept in step with them; the unit tests cover each rule).
-_TOKEN_HINT_RE = re.compile(
+_TOKEN_HINT_RE = _Lazy(
     r"AKIA|ASIA|eyJ|nvapi-|hf_|gh[pousr]_|github_pat_|xox[abposr]-|hooks\.slack\.com|gl(?:pat|dt|ptt|rt)-|npm_|pypi-"
     r"|AIza|[sr]k_|SG\.|do[opr]_v1_|dapi|shp|r8_|gsk_|SK[0-9a-f]|key-|sk-"
 )
-_PRESIGNED_RE = re.compile(
+_PRESIGNED_RE = _Lazy(
     r"[?&]((?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|X-Goog-Signature|X-Goog-Credential))"
     r"=([^&\s\"'<>]+)",
     re.IGNORECASE,
 )
-_URL_USERINFO_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@?#\"']*:([^\s/@?#\"']+)@")
-_AUTH_HEADER_RE = re.compile(
+_URL_USERINFO_RE = _Lazy(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@?#\"']*:([^\s/@?#\"']+)@")
+_AUTH_HEADER_RE = _Lazy(
     r"\b((?:Proxy-)?Authorization)\s*[:=]\s*[\"']?(?:Bearer|Basic|Token|Digest|Bot)\s+([^\s\"',;]+)",
     re.IGNORECASE,
 )
-_BEARER_RE = re.compile(r"\bBearer\s+([A-Za-z0-9._~+/-]{16,}=*)")
+_BEARER_RE = _Lazy(r"\bBearer\s+([A-Za-z0-9._~+/-]{16,}=*)")
 # A shell word: quoted, or a run of $(...), ${...} and plain characters.
 _SUBST = r"\$\([^)\n]*\)|\$\{[^}\n]*\}"
 _WORD = r"\"[^\"\n]*\"|'[^'\n]*'|(?:" + _SUBST + r"|[^\s\"';&|`])+"
 _FLAG_WORDS = (
     r"password|passwd|passphrase|pwd|token|api[-_]key|apikey|secret|access[-_]key|secret[-_]key|client[-_]secret"
 )
-_FLAG_RE = re.compile(
+_FLAG_RE = _Lazy(
     r"(?<![\w-])(--(?:[a-z0-9]+[-_])*(?:" + _FLAG_WORDS + r"))(?:=|\s+)(" + _WORD + ")",
     re.IGNORECASE,
 )
-_FLAG_SHAPE_RE = re.compile(r"--(?:[a-z0-9]+[-_])*(?:" + _FLAG_WORDS + r")", re.IGNORECASE)
+_FLAG_SHAPE_RE = _Lazy(r"--(?:[a-z0-9]+[-_])*(?:" + _FLAG_WORDS + r")", re.IGNORECASE)
 # `--secret NAME` / `--env-secret NAME` name a Secret object (kubectl, docker and podman style) when NAME is a
 # Kubernetes name, optionally with options (`id=hf,src=/run/secrets/hf`, `ngc,type=env,target=NGC_API_KEY`).
 _OBJECT_NAME = r"[a-z0-9](?:[-a-z0-9_]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9_]*[a-z0-9])?)*"
-_SECRET_SPEC_RE = re.compile(
+_SECRET_SPEC_RE = _Lazy(
     r"(?:id=)?" + _OBJECT_NAME + r"(?:,(?:id|src|source|type|target|env|mode|uid|gid|required)=[^,\s]*)*"
 )
 # A --*-secret flag whose value is a credential, not a name (--client-secret abc).
@@ -324,21 +324,21 @@ def flag_value_is_credential(flag: str, value: str) -> bool:
     words = name_words(flag.lstrip("-"))
     names_an_object = words[-1] == "SECRET" and (len(words) == 1 or words[-2] not in _VALUE_SECRET_WORDS)
     return not (names_an_object and _SECRET_SPEC_RE.fullmatch(_unquote(value)))  # --secret hf-secret
-_FROM_LITERAL_RE = re.compile(r"--from-literal[= ]([A-Za-z0-9._-]+)=(\"[^\"]*\"|'[^']*'|[^\s\"']*)")
+_FROM_LITERAL_RE = _Lazy(r"--from-literal[= ]([A-Za-z0-9._-]+)=(\"[^\"]*\"|'[^']*'|[^\s\"']*)")
 # NAME=VALUE (export X=.., docker -e X=.., sbatch --export=A=..,B=.., env-files, k=v lists).
-_ASSIGN_RE = re.compile(
+_ASSIGN_RE = _Lazy(
     r"(?<![\w$.\-/])((?:[A-Za-z_][A-Za-z0-9_-]*\.)*[A-Za-z_][A-Za-z0-9_]*)="
     r"(\"[^\"\n]*\"|'[^'\n]*'|(?:" + _SUBST + r"|[^\s,;&|'\"`]|,(?![A-Za-z_][A-Za-z0-9_]*=))*)"
 )
 # "key": "value" inside JSON text (also with escaped quotes, as JSON embedded in a string).
-_JSON_KEY_RE = re.compile(r"(\\?\")([A-Za-z_][A-Za-z0-9_.-]*)\1\s*:\s*\1((?:[^\"\\]|\\[^\"])*)\1")
+_JSON_KEY_RE = _Lazy(r"(\\?\")([A-Za-z_][A-Za-z0-9_.-]*)\1\s*:\s*\1((?:[^\"\\]|\\[^\"])*)\1")
 # name: value (YAML/HTTP-header style); only for redaction, too loose for linting prose.
-_COLON_RE = re.compile(
+_COLON_RE = _Lazy(
     r"(?m)^[ \t-]*[\"']?([A-Za-z_][A-Za-z0-9_.-]*)[\"']?[ \t]*:[ \t]+([^\s#][^\n]*?)[ \t]*$"
 )
 # name: value anywhere in a line (an event message folded to one line): redaction only. A lookahead, so
 # that `reason: password: x` is tried at every word.
-_INLINE_COLON_RE = re.compile(
+_INLINE_COLON_RE = _Lazy(
     r"(?<![\w.-])(?=[\"']?([A-Za-z_][A-Za-z0-9_.-]*)[\"']?[ \t]*:[ \t]*[\"']?([^\s\"',;]+))"
 )
 # curl -u user:PASS (also --user, wget/httpie-style --user=...): the part after the first ':' (docker -u
@@ -384,8 +384,8 @@ _SETENV_RE = _Lazy(
 _HEREDOC_RE = _Lazy(r"<<-?\s*([\"']?)([A-Za-z_][A-Za-z0-9_]*)\1[^\n]*\n(.*?)(?:^\s*\2\s*$|\Z)",
                          re.DOTALL | re.MULTILINE)
 # A blob may follow '=' (cfg=<blob>); it may not continue a longer run of base64 characters.
-_BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/_-])([A-Za-z0-9+/_-]{20,}={0,2})(?![A-Za-z0-9+/=_-])")
-_HEX_RE = re.compile(r"[0-9a-fA-F]+")
+_BASE64_RE = _Lazy(r"(?<![A-Za-z0-9+/_-])([A-Za-z0-9+/_-]{20,}={0,2})(?![A-Za-z0-9+/=_-])")
+_HEX_RE = _Lazy(r"[0-9a-fA-F]+")
 _BASE64_DEPTH = 4  # base64 of base64 of base64 of a credential is still found
 
 
@@ -640,8 +640,8 @@ def redact_obj(obj: object) -> object:
     return out
 
 
-_SHOWABLE_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-_RANDOM_RUN_RE = re.compile(r"[A-Za-z0-9]{24,}")
+_SHOWABLE_NAME_RE = _Lazy(r"[A-Za-z0-9_.-]{1,64}")
+_RANDOM_RUN_RE = _Lazy(r"[A-Za-z0-9]{24,}")
 
 
 def safe_to_show(name: str) -> bool:
