@@ -3,12 +3,13 @@ the typer app (app.py); maps errors to exit codes. click and typer are imported 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, NoReturn
 
 from kubectl_tao.errors import EXIT_FAILURE, EXIT_USAGE, TaoError
 
@@ -119,8 +120,23 @@ def _run_app(args: list[str]) -> int:
     return result if isinstance(result, int) else 0
 
 
+def exit_now(code: int) -> NoReturn:
+    """Exit with CODE once stdout and stderr are flushed, without the interpreter's teardown: freeing every
+    module took 6-8 ms, a tenth of `status`. Nothing here registers exit handlers; while another thread still
+    runs, the usual exit (which waits for it)."""
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:
+        raise SystemExit(code)
+    import contextlib
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing can reach the reader
+            stream.flush()
+    os._exit(code & 0xFF)
+
+
 def run() -> None:
-    raise SystemExit(main())
+    exit_now(main())
 
 
 if __name__ == "__main__":

@@ -131,3 +131,15 @@ def test_a_checkout_without_its_venv_says_make_venv(tmp_path: Path) -> None:
     assert result.stderr.endswith(f"run `make venv` in {copy} (or `make install`), or `{sys.executable} -m pip "
                                   "install .`\n")
     assert sorted(os.listdir(copy)) == ["kubectl-tao", "lib", "pyproject.toml"]
+
+
+def test_the_entrypoint_exits_with_the_code_after_flushing_everything(tmp_path: Path) -> None:
+    """cli.exit_now skips the interpreter's teardown: what was written still reaches a pipe, codes are kept."""
+    env = {**os.environ, "TAO_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path)}
+    helped = subprocess.run([str(REPO_ROOT / "kubectl-tao"), "submit", "--help"], capture_output=True, text=True,
+                            env=env, timeout=60, check=False)
+    assert helped.returncode == 0 and len(helped.stdout) > 4096
+    assert helped.stdout.rstrip().endswith("never fit this cluster.")
+    missing = subprocess.run([str(REPO_ROOT / "kubectl-tao"), "status", "no-such-job"], capture_output=True, text=True,
+                             env=env, timeout=60, check=False)
+    assert missing.returncode == 1 and missing.stderr.startswith("error: no job record no-such-job")

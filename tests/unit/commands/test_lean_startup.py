@@ -23,6 +23,9 @@ CLI = {"typer", "click"}
 RUN = """\
 import json, os, runpy, sys
 sys.argv = [os.environ["LEAN_ENTRY"], *json.loads(os.environ["LEAN_ARGS"])]
+def _exit(code):  # the entrypoint ends with os._exit: here it raises instead, and the modules are written
+    raise SystemExit(code)
+os._exit = _exit
 try:
     runpy.run_path(sys.argv[0], run_name="__main__")
 except SystemExit as exc:
