@@ -1,9 +1,10 @@
 """The fake kubectl of the unit tests and the recorded answers they share.
 
-`FakeKubectl` replaces `Kubectl.run` (every kubectl call goes through it; see the `fake_kubectl` fixture in
-tests/unit/conftest.py): `.on(*prefix, ...)` says what kubectl answers to a call whose arguments start with
-`prefix`; `.calls` records each call's full argv and stdin, so tests can assert what was (and what was never)
-put on a command line.
+`FakeKubectl` replaces the kubectl process (`Kubectl._spawn`, which every call goes through; see the
+`fake_kubectl` fixture in tests/unit/conftest.py): `.on(*prefix, ...)` says what kubectl answers to a call whose
+arguments start with `prefix`; `.calls` records each call's full argv and stdin when it starts, so tests can
+assert what was (and what was never) put on a command line. A call prestarted and never taken over is recorded
+too, with `killed` set.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def fixture_json(name: str) -> Any:
 class Call:
     argv: list[str]
     stdin: str | None
+    killed: bool = False
 
 
 def open_kubernetes_record(store: Any) -> Any:
@@ -68,6 +70,25 @@ def review_answer(*, deny: tuple[str, ...] = ()) -> tuple[tuple[str, ...], str]:
         for p in permissions.needed(credentials=True, service=True, patch_job=True)
     )
     return ("create", "-o", permissions.REVIEW_TEMPLATE), rows
+
+
+class FakeRunning:
+    """A started fake call: answered when waited on (as `k8s.kubectl.Running`)."""
+
+    def __init__(self, fake: FakeKubectl, kc: Kubectl, args: list[str], call: Call) -> None:
+        self.fake, self.kc, self.args, self.call = fake, kc, args, call
+
+    def command_line(self) -> list[str]:
+        return [self.kc.binary, *self.call.argv]
+
+    def adopt(self, kc: Kubectl) -> None:
+        self.kc = kc
+
+    def kill(self) -> None:
+        self.call.killed = True
+
+    def wait(self, *, timeout: float | None = None, check: bool = True, best_effort: bool = False) -> Completed:
+        return self.fake.settled(self.kc, self.args, check=check, best_effort=best_effort)
 
 
 class FakeKubectl:
@@ -109,12 +130,20 @@ class FakeKubectl:
         missing = Completed("", f"error: the fake kubectl has no answer for {' '.join(args)}", 1)
         return next((answer for prefix, answer in self.rules if tuple(args[: len(prefix)]) == prefix), missing)
 
+    def spawn(self, kc: Kubectl, args: list[str], full: list[str], stdin: bytes) -> FakeRunning:
+        call = Call(list(full), stdin.decode("utf-8") or None)
+        self.calls.append(call)
+        return FakeRunning(self, kc, list(args), call)
+
     def run(self, kc: Kubectl, args: list[str], **kwargs: Any) -> Completed:
+        """A call answered at once (for tests that replace `Kubectl.run` with their own)."""
+        self.calls.append(Call(kc.argv(list(args), namespaced=kwargs.get("namespaced", True)), kwargs.get("stdin")))
+        kc.calls += 1
+        return self.settled(kc, args, check=kwargs.get("check", True), best_effort=kwargs.get("best_effort", False))
+
+    def settled(self, kc: Kubectl, args: list[str], *, check: bool, best_effort: bool) -> Completed:
         from kubectl_tao.k8s import permissions
 
-        stdin = kwargs.get("stdin")
-        self.calls.append(Call(kc.argv(list(args), namespaced=kwargs.get("namespaced", True)), stdin))
-        kc.calls += 1
         result = self.answer(list(args))
         if permissions.COMBINED_TEMPLATE in args:
             # The permission reviews ride in submit's server dry run: kubectl prints each review's answer (as
@@ -124,10 +153,14 @@ class FakeKubectl:
                 result = review
             else:
                 result = Completed(review.stdout + result.stdout, result.stderr, result.returncode)
-        return kc.settle(result, check=kwargs.get("check", True), best_effort=kwargs.get("best_effort", False))
+        return kc.settle(result, check=check, best_effort=best_effort)
 
     def argvs(self) -> list[list[str]]:
-        return [call.argv for call in self.calls]
+        """The command lines of the calls a verb made and read (not the prestarted ones it killed unread)."""
+        return [call.argv for call in self.calls if not call.killed]
+
+    def killed(self) -> list[list[str]]:
+        return [call.argv for call in self.calls if call.killed]
 
 
 def answer_pvc_submit(fake: FakeKubectl) -> None:

@@ -35,7 +35,7 @@ def tao_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def fake_kubectl(monkeypatch: pytest.MonkeyPatch) -> FakeKubectl:
     fake = FakeKubectl()
-    monkeypatch.setattr(Kubectl, "run", lambda self, args, **kw: fake.run(self, args, **kw))
+    monkeypatch.setattr(Kubectl, "_spawn", lambda self, args, full, stdin: fake.spawn(self, args, full, stdin))
     return fake
 
 

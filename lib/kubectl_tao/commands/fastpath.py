@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from kubectl_tao.commands.session import CLUSTER_ENVVARS, CLUSTER_KEYS, set_root_options, use_verb_options
+from kubectl_tao.commands.session import CLUSTER_ENVVARS, CLUSTER_KEYS, session, set_root_options, use_verb_options
 
 # Flags that take a value, every spelling -> its key; the root accepts the cluster flags only.
 _CLUSTER_FLAGS = {
@@ -104,6 +104,13 @@ def run(args: Sequence[str]) -> int | None:
     flags, (job,) = parsed
     set_root_options(**_cluster(root[0]))
     use_verb_options(_cluster(flags))
-    from kubectl_tao.commands.status import show
+    from kubectl_tao.jobs import early_read
+    from kubectl_tao.k8s.kubectl import discard_prestarted
 
-    return show(job, str(flags.get("output", "table")), bool(flags.get("no_headers")), bool(flags.get("force")))
+    early_read.start(job, session().options)
+    try:
+        from kubectl_tao.commands.status import show
+
+        return show(job, str(flags.get("output", "table")), bool(flags.get("no_headers")), bool(flags.get("force")))
+    finally:
+        discard_prestarted()

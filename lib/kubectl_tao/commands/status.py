@@ -25,15 +25,18 @@ the record keeps its history). Exit 0 when the state was read; with --watch, 0 o
 
 
 def show(job: str, output: str, no_headers: bool, force: bool) -> int:
-    """One observation of JOB, printed (status without --watch)."""
-    from kubectl_tao.commands import present
+    """One observation of JOB, printed (status without --watch). The kubectl read starts first: what reads and
+    prints its answer is imported while kubectl runs."""
     from kubectl_tao.jobs import track as tracking
 
     sess = session()
     store = record_store()
     tracked = tracking.load(store, job)
     target = sess.target()
-    obs = tracking.observe(sess.kubectl(), store, tracked, server=target.server, force=force)
+    started = tracking.start_fetch(sess.kubectl(), tracked, server=target.server, force=force)
+    from kubectl_tao.commands import present
+
+    obs = tracking.observe(sess.kubectl(), store, tracked, server=target.server, force=force, started=started)
     present.show([obs], output, no_headers, ranks=True)
     return 0
 

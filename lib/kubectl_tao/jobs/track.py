@@ -10,19 +10,15 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
 from typing import Any
 
-from kubectl_tao.classify import classify
 from kubectl_tao.errors import GateError, TaoError
-from kubectl_tao.k8s import contract, objects
+from kubectl_tao.k8s import contract
 from kubectl_tao.k8s.kubectl import Kubectl
-from kubectl_tao.redact import redact_text
 from kubectl_tao.store.records import INCOMPLETE_SUBMIT_PHASES
 from kubectl_tao.valueclass import Value
 
 LOG_TAIL_LINES = 50
-KUBERNETES_PLATFORMS = ("kubernetes", "k8s")
 DEFAULT_TTL_SECONDS = 3600
 
 
@@ -63,7 +59,7 @@ class Tracked(Value):
     @property
     def on_kubernetes(self) -> bool:
         """Records of other platforms (slurm, brev, ...) share the store; kubectl-tao never touches them."""
-        return self.platform in KUBERNETES_PLATFORMS
+        return self.platform in contract.KUBERNETES_PLATFORMS
 
     @property
     def launched_here(self) -> bool:
@@ -154,46 +150,96 @@ def refuse_other_platform(tracked: Tracked, verb: str) -> None:
         )
 
 
+class Fetching:
+    """The live read of a tracked job, started at once: the Job and its pods in one kubectl call by the tao-job
+    label for a Job kubectl-tao launched (plus the namespace's PodGroups and Workloads for a native gang); for
+    one launched another way, the Job by its backend_ref name and its pods by job-name= (two calls). `status`
+    starts it before importing what reads the answer, so kubectl and that import overlap."""
+
+    def __init__(self, kc: Kubectl, tracked: Tracked) -> None:
+        self.tracked = tracked
+        self.calls: dict[str, Any] = {}
+        ns, name = tracked.namespace, tracked.job_name
+        if not ns or not name:
+            return
+        if not tracked.launched_here:
+            self._start(kc, "job", ["get", "job", name, "-n", ns, "--ignore-not-found", "-o", "json"])
+            self._start(kc, "pods", ["get", "pods", "-n", ns, "-l", tracked.pod_selector, "-o", "json"])
+            return
+        self._start(kc, "objects", contract.job_objects_read(ns, name))
+        if reads_gang(tracked):
+            from kubectl_tao.k8s.gang import groups_call
+
+            args, kwargs = groups_call(ns)
+            self._start(kc, "groups", args, **kwargs)
+
+    def _start(self, kc: Kubectl, key: str, args: list[str], **kwargs: Any) -> None:
+        try:
+            self.calls[key] = kc.start(args, **{"namespaced": False, **kwargs})
+        except TaoError as exc:
+            self.calls[key] = exc
+
+    def result(self) -> tuple[dict[str, Any] | None, list[dict[str, Any]], Any]:
+        """The Job (None when gone), its pods, and the PodGroups/Workloads List (None when not read or not
+        readable); raises the first failed read of the Job or pods once every process has ended."""
+        answers: dict[str, Any] = {}
+        for key, call in self.calls.items():
+            try:
+                answers[key] = call.wait() if not isinstance(call, TaoError) else call
+            except TaoError as exc:
+                answers[key] = exc
+        for key in ("objects", "job", "pods"):
+            if isinstance(answers.get(key), TaoError):
+                raise answers[key]
+        if "objects" in answers:
+            items = _items(answers["objects"].stdout)
+            name = self.tracked.job_name
+            jobs = [i for i in items if i.get("kind") == "Job" and i["metadata"]["name"] == name]
+            pods = [i for i in items if i.get("kind") == "Pod"]
+            job = jobs[0] if jobs else None
+        elif "job" in answers:
+            job, pods = _parsed(answers["job"].stdout) or None, _items(answers["pods"].stdout)
+        else:
+            return None, [], None
+        groups = answers.get("groups")
+        try:
+            listed = _parsed(groups.stdout) if groups is not None and not isinstance(groups, TaoError) else None
+        except TaoError:
+            listed = None  # as an unreadable List: status words the gang from the Job alone
+        return job, pods, listed
+
+
+def _parsed(stdout: str) -> Any:
+    try:
+        return json.loads(stdout) if stdout.strip() else None
+    except json.JSONDecodeError as exc:
+        raise TaoError(f"kubectl get returned output that is not JSON: {exc.msg}") from None
+
+
+def _items(stdout: str) -> list[dict[str, Any]]:
+    return list((_parsed(stdout) or {}).get("items", []))
+
+
 def fetch(kc: Kubectl, tracked: Tracked) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """The Job and its pods: one kubectl call by the tao-job label for a Job kubectl-tao launched; for one
-    launched another way, the Job by its backend_ref name and its pods by job-name= (two calls)."""
-    ns, name = tracked.namespace, tracked.job_name
-    if not ns or not name:
-        return None, []
-    if not tracked.launched_here:
-        found = kc.json(["get", "job", name, "-n", ns, "--ignore-not-found"], namespaced=False)
-        pods = kc.json(["get", "pods", "-n", ns, "-l", tracked.pod_selector], namespaced=False)
-        return (found or None), list((pods or {}).get("items", []))
-    data = kc.json(["get", "jobs,pods", "-n", ns, "-l", tracked.pod_selector], namespaced=False)
-    items = (data or {}).get("items", [])
-    jobs = [i for i in items if i.get("kind") == "Job" and i["metadata"]["name"] == name]
-    pods = [i for i in items if i.get("kind") == "Pod"]
-    return (jobs[0] if jobs else None), pods
+    """The Job and its pods (see Fetching)."""
+    job, pods, _ = Fetching(kc, tracked).result()
+    return job, pods
+
+
+def start_fetch(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = False) -> Fetching | None:
+    """The read `observe` would make, started now (None when it reads nothing: the record answers)."""
+    if not tracked.on_kubernetes:
+        return None
+    check_pin(tracked, server, force=force)
+    if (tracked.terminal and tracked.record_state == "CANCELED") or not tracked.job_name:
+        return None
+    return Fetching(kc, tracked)
 
 
 def reads_gang(tracked: Tracked) -> bool:
     """A live job submitted with native gang scheduling: its PodGroup is read along with the Job."""
     # contract's spelling, not k8s.gang's: importing gang for this test cost status more than its own work
     return tracked.extra.get("gang") == contract.GANG_NATIVE and not tracked.terminal and tracked.launched_here
-
-
-def fetch_with_gang(kc: Kubectl, tracked: Tracked) -> tuple[dict[str, Any] | None, list[dict[str, Any]], Any]:
-    """`fetch` plus the namespace's PodGroups and Workloads, read at once; the last item is their List (None when
-    they could not be read)."""
-    from kubectl_tao.k8s.gang import groups_call
-    from kubectl_tao.k8s.kubectl import Completed
-
-    ns, name = tracked.namespace or "default", tracked.job_name or ""
-    objects_call = ["get", "jobs,pods", "-n", ns, "-l", tracked.pod_selector, "-o", "json"]
-    results = kc.run_many({"objects": (objects_call, {"namespaced": False}), "groups": groups_call(ns)})
-    found, groups = results["objects"], results["groups"]
-    if not isinstance(found, Completed):
-        raise found
-    items = (json.loads(found.stdout) if found.stdout.strip() else {}).get("items", [])
-    jobs = [i for i in items if i.get("kind") == "Job" and i["metadata"]["name"] == name]
-    pods = [i for i in items if i.get("kind") == "Pod"]
-    listed = json.loads(groups.stdout) if isinstance(groups, Completed) and groups.stdout.strip() else None
-    return (jobs[0] if jobs else None), pods, listed
 
 
 def read_admission(kc: Kubectl, job: dict[str, Any] | None) -> Any:
@@ -234,8 +280,10 @@ def observe(
     job: dict[str, Any] | None = None,
     pods: list[dict[str, Any]] | None = None,
     fetched: bool = False,
+    started: Fetching | None = None,
 ) -> Observation:
-    """Live state of a record's Job, written back to the record (state changes only)."""
+    """Live state of a record's Job, written back to the record (state changes only). JOB and PODS when
+    `fetched` (read by the caller), else STARTED's answer (start_fetch), else read here."""
     if not tracked.on_kubernetes:
         return _from_record(
             tracked, [f"platform {tracked.platform or '?'}: shown as recorded; kubectl-tao leaves it to that platform"]
@@ -246,10 +294,8 @@ def observe(
     if not tracked.job_name:
         return _from_record(tracked, ["never launched: the record has no backend_ref"])
     groups = None
-    if not fetched and reads_gang(tracked):
-        job, pods, groups = fetch_with_gang(kc, tracked)
-    elif not fetched:
-        job, pods = fetch(kc, tracked)
+    if not fetched:
+        job, pods, groups = (started or Fetching(kc, tracked)).result()
     check_uid(tracked, job, force=force)
     pods = pods or []
     if job is None and not tracked.terminal and store is not None:
@@ -258,6 +304,8 @@ def observe(
         tracked.record, tracked.extra = store.show(tracked.id), store.get_extra(tracked.id)
     if job is None and tracked.terminal:
         return _from_record(tracked, ["the Job is gone (ttlSecondsAfterFinished); showing the record"])
+    from kubectl_tao.classify import classify  # here, not above: imported while status's kubectl runs
+
     status = classify(job, pods, [])
     if not fetched and status.reason == "Suspended":
         status = classify(job, pods, [], admission=read_admission(kc, job))
@@ -272,6 +320,8 @@ def observe(
     if update and not tracked.terminal and tracked.extra.get("submit_phase") in INCOMPLETE_SUBMIT_PHASES:
         # The submit was cut off (API server gone) after the Job was created: finish what it left undone (owner
         # references for its Secret/Service, the UID pin), so TTL or cancel removes them with it.
+        from kubectl_tao.k8s import objects
+
         objects.adopt_orphans(kc, job, tracked.namespace or "default", tracked.id)
         tracked.extra = store.update_extra(tracked.id, job_uid=job["metadata"]["uid"], submit_phase="created")
     if update:
@@ -298,6 +348,8 @@ def _settle_missing(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
     phase = tracked.extra.get("submit_phase")
     if phase in ("dry-run", "creating") and not tracked.extra.get("job_uid"):
         namespace = tracked.namespace or "default"
+        from kubectl_tao.k8s import objects
+
         left = objects.teardown(kc, namespace, tracked.job_name or "").left
         note = f"; {objects.left_behind_note(namespace, left)}" if left else ""
         if update:
@@ -371,6 +423,10 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
             [*args, "-c", "tao"] if tracked.launched_here else args, namespaced=False, check=False, best_effort=True
         )
         logs = split_prefixed_logs(result.stdout)
+    from datetime import UTC, datetime
+
+    from kubectl_tao.redact import redact_text
+
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     ranks = []
     for rank in (obs.live or {}).get("ranks", []):
@@ -415,6 +471,8 @@ def set_ttl(kc: Kubectl, tracked: Tracked, ttl: int | None) -> bool:
     """Set (None: remove) the Job's ttlSecondsAfterFinished, on the pinned UID only (objects.set_ttl)."""
     if not tracked.namespace or not tracked.job_name:
         return False
+    from kubectl_tao.k8s import objects
+
     return objects.set_ttl(kc, tracked.namespace, tracked.job_name, tracked.extra.get("job_uid"), ttl)
 
 

@@ -41,6 +41,8 @@ PENDING, RUNNING, COMPLETE, ERROR, CANCELED, UNKNOWN = "PENDING", "RUNNING", "CO
 STATES = (PENDING, RUNNING, COMPLETE, ERROR, CANCELED, UNKNOWN)
 TERMINAL_STATES = frozenset({COMPLETE, ERROR, CANCELED})
 END_STATES = (COMPLETE, ERROR, CANCELED, UNKNOWN)  # a wait ends on these (UNKNOWN: the Job is gone)
+# The record platforms that are Kubernetes jobs (the store holds records of other platforms too).
+KUBERNETES_PLATFORMS = ("kubernetes", "k8s")
 # A multi-node job's gang mechanism, as its record's additions name it (k8s/gang.py acts on them).
 GANG_NATIVE, GANG_KUEUE, GANG_NONE = "native", "kueue", "none"
 
@@ -62,6 +64,11 @@ def job_selector(job_name: str) -> str:
 def pod_selector(job_name: str, *, launched_here: bool = True) -> str:
     """The pods of a Job: by kubectl-tao's label, or by the Job controller's for a Job made elsewhere."""
     return f"{JOB_LABEL if launched_here else POD_JOB_LABEL}={job_name}"
+
+
+def job_objects_read(namespace: str, job_name: str) -> list[str]:
+    """The one kubectl read of a Job kubectl-tao launched and its pods (run with namespaced=False)."""
+    return ["get", "jobs,pods", "-n", namespace, "-l", pod_selector(job_name), "-o", "json"]
 
 
 def rank_selector(selector: str, rank: int) -> str:

@@ -177,38 +177,45 @@ class Kubectl:
         best_effort: bool = False,
     ) -> Completed:
         """Run `kubectl <global flags> <args>`. Secrets may only travel in `stdin`, never in `args`.
-        `check`/`best_effort`: see `settle`.
+        `check`/`best_effort`: see `settle`."""
+        return self.start(args, stdin=stdin, namespaced=namespaced).wait(
+            timeout=timeout, check=check, best_effort=best_effort
+        )
+
+    def start(self, args: list[str], *, stdin: str | None = None, namespaced: bool = True) -> Running:
+        """Start `kubectl <global flags> <args>` and return at once; `wait()` on the result for its answer.
+        A verb starts its read first and imports what reads the answer while kubectl runs. The same command
+        line prestarted earlier (`prestart`) is taken over instead of started again."""
+        full = self.argv(args, namespaced=namespaced)
+        self.calls += 1
+        early = _take_prestarted([self.binary, *full], stdin)
+        if early is not None:
+            early.adopt(self)
+            return early
+        return self._spawn(args, full, (stdin or "").encode("utf-8"))
+
+    def _spawn(self, args: list[str], full: list[str], stdin: bytes) -> Running:
+        """The kubectl process itself (the unit tests' fake kubectl replaces this one method).
 
         Started with `subprocess`, not sh: importing sh (asyncio, logging, importlib.metadata) cost more than
         the rest of `kubectl tao status` together (BENCHMARKS.md); `stream` and `run_host_check` keep sh."""
         import subprocess
 
-        full = self.argv(args, namespaced=namespaced)
         started = time.monotonic()
-        self.calls += 1
         try:
-            proc = subprocess.run(
+            proc = subprocess.Popen(
                 [self.binary, *full],
-                input=(stdin or "").encode("utf-8"),
-                capture_output=True,
-                timeout=timeout,
-                check=False,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
             )
-            result = Completed(_decode(proc.stdout), _decode(proc.stderr), proc.returncode)
-        except subprocess.TimeoutExpired as exc:
-            self._trace(full, started, 124)
-            raise ClusterUnreachableError(
-                f"kubectl {args[0] if args else ''} timed out after {timeout}s; check the API server "
-                "or raise --request-timeout"
-            ) from exc
         except (FileNotFoundError, PermissionError) as exc:  # as sh's lookup: no executable of that name
             self._trace(full, started, -1)
             raise self._not_found() from exc
         except OSError as exc:  # exec failed (bad binary)
             self._trace(full, started, -1)
             raise TaoError(f"could not run kubectl: {_scrub(type(exc).__name__)}") from None
-        self._trace(full, started, result.returncode)
-        return self.settle(result, check=check, best_effort=best_effort)
+        return Running(self, proc, full, started, stdin, args[0] if args else "")
 
     def run_many(self, calls: dict[str, tuple[list[str], dict[str, Any]]]) -> dict[str, Completed | TaoError]:
         """Run independent read-only calls at once (each still one kubectl process): the gates before a
@@ -325,6 +332,72 @@ class Kubectl:
                 handle.write(json.dumps(entry) + "\n")
         except OSError:
             pass
+
+
+class Running:
+    """A kubectl process started by `Kubectl.start`; `wait` collects its answer once."""
+
+    def __init__(self, kc: Kubectl, proc: Any, argv: list[str], started: float, stdin: bytes, verb: str) -> None:
+        self._kc, self._proc, self._argv, self._started, self._stdin, self._verb = kc, proc, argv, started, stdin, verb
+
+    def command_line(self) -> list[str]:
+        return [self._kc.binary, *self._argv]
+
+    def adopt(self, kc: Kubectl) -> None:
+        """From now on KC traces and settles this call (a prestarted read taken over by the verb's own)."""
+        self._kc = kc
+
+    def kill(self) -> None:
+        """Stop a call nobody will read, and reap it."""
+        self._proc.kill()
+        self._proc.communicate()
+        self._kc._trace(self._argv, self._started, -9)
+
+    def wait(self, *, timeout: float | None = None, check: bool = True, best_effort: bool = False) -> Completed:
+        """kubectl's answer (`check`/`best_effort`: see `Kubectl.settle`); TIMEOUT seconds from now at most."""
+        import subprocess
+
+        try:
+            out, err = self._proc.communicate(self._stdin, timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            self._proc.kill()
+            self._proc.communicate()
+            self._kc._trace(self._argv, self._started, 124)
+            raise ClusterUnreachableError(
+                f"kubectl {self._verb} timed out after {timeout}s; check the API server or raise --request-timeout"
+            ) from exc
+        result = Completed(_decode(out), _decode(err), self._proc.returncode)
+        self._kc._trace(self._argv, self._started, result.returncode)
+        return self._kc.settle(result, check=check, best_effort=best_effort)
+
+
+_prestarted: list[Running] = []
+
+
+def prestart(options: ClusterOptions, args: list[str], *, namespaced: bool = True, binary: str | None = None) -> None:
+    """Start a read-only call now, before the verb knows it needs it: the first `Kubectl.start` of the very same
+    command line (binary, flags, arguments, no stdin) takes it over instead of starting its own, and
+    `discard_prestarted` kills it if none does. Nothing is decided on a guess: the verb validates what it
+    read as before and asks for the call itself. A call that cannot be started is simply not prestarted."""
+    import contextlib
+
+    with contextlib.suppress(TaoError):
+        _prestarted.append(Kubectl(options, binary).start(args, namespaced=namespaced))
+
+
+def _take_prestarted(command_line: list[str], stdin: str | None) -> Running | None:
+    if stdin:
+        return None
+    for index, early in enumerate(_prestarted):
+        if early.command_line() == command_line:
+            return _prestarted.pop(index)
+    return None
+
+
+def discard_prestarted() -> None:
+    """Kill and reap every prestarted call that no verb took over."""
+    while _prestarted:
+        _prestarted.pop().kill()
 
 
 def run_host_check(script: str, args: list[str], timeout: float = 60.0) -> tuple[int, str]:

@@ -76,7 +76,6 @@ PLATFORM_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 _ID_PART_MAX = 64
 _BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _K8S_REF_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
-_KUBERNETES_PLATFORMS = frozenset({"kubernetes", "k8s"})
 
 MAX_MESSAGE_CHARS = 4096
 LOG_TAIL_MAX_LINES = 200
@@ -210,7 +209,7 @@ def normalize_results_dir(value: str, flag: str = "--results-dir") -> str:
 
 def _validate_backend_ref(ref: str, platform: str) -> str:
     _text_field(ref, "--backend-ref", max_len=512, spaces=False)
-    if platform in _KUBERNETES_PLATFORMS and not _K8S_REF_RE.fullmatch(ref):
+    if platform in contract.KUBERNETES_PLATFORMS and not _K8S_REF_RE.fullmatch(ref):
         raise UsageError(f"--backend-ref {ref!r} must be <namespace>/<job name> (lower-case DNS names) on Kubernetes")
     return ref
 

@@ -109,6 +109,8 @@ def test_the_fast_path_answers_as_the_typer_app_does(
     monkeypatch.setattr(fastpath, "run", spy)
     fast = cli(*args), fake_kubectl.argvs(), _untimed(_files(state))
     assert answers == (["raised"] if fast[0][0] else [0]), fast
+    # The one read status prestarts (jobs/early_read.py), killed unread when status refuses before asking for it.
+    assert all(argv[-8:-5] == ["get", "jobs,pods", "-n"] for argv in fake_kubectl.killed())
 
     _restore(state, before)
     fake_kubectl.calls.clear()

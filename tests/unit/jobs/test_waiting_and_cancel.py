@@ -66,14 +66,14 @@ def test_watch_holds_the_ttl_and_gives_it_back_only_after_the_history_is_capture
     answers = iter([_list(running, *pods), _list(complete, *done_pods)])
     fake_kubectl.on("patch", stdout="job.batch/patched\n")
     fake_kubectl.on("logs", stdout="")
-    original_run = fake_kubectl.run
+    original_spawn = fake_kubectl.spawn
 
-    def run(kc: Kubectl, args: list[str], **kw: Any) -> Any:
+    def spawn(kc: Kubectl, args: list[str], *rest: Any) -> Any:
         if args[:2] == ["get", "jobs,pods"]:
             fake_kubectl.rules.insert(0, (("get", "jobs,pods"), _completed(json.dumps(next(answers)))))
-        return original_run(kc, args, **kw)
+        return original_spawn(kc, args, *rest)
 
-    fake_kubectl.run = run  # type: ignore[method-assign]
+    fake_kubectl.spawn = spawn  # type: ignore[method-assign]
     obs = watch(
         Kubectl(),
         store,

@@ -1,12 +1,20 @@
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import pytest
 
 from kubectl_tao.errors import ClusterUnreachableError, KubectlError, TaoError, UsageError
-from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl, classify_stderr, first_error_line
+from kubectl_tao.k8s.kubectl import (
+    ClusterOptions,
+    Kubectl,
+    classify_stderr,
+    discard_prestarted,
+    first_error_line,
+    prestart,
+)
 
 
 @pytest.mark.parametrize(
@@ -94,3 +102,45 @@ def test_a_kubectl_that_cannot_be_executed_is_one_line_error(tmp_path: Path) -> 
     not_executable.write_text("#!/bin/sh\n")
     with pytest.raises(ClusterUnreachableError, match="kubectl not found on PATH"):
         Kubectl(binary=str(not_executable)).run(["version"])
+
+
+def _counting_stand_in(tmp_path: Path) -> tuple[str, Path]:
+    """A kubectl that appends its pid and argv to a log, then answers with its argv after a short while."""
+    log = tmp_path / "runs.log"
+    return _stand_in(tmp_path, f'echo "$$ $*" >> "{log}"; sleep 0.2; printf "%s " "$@"\n'), log
+
+
+def test_a_prestarted_read_is_taken_over_by_the_same_command_line(tmp_path: Path) -> None:
+    binary, log = _counting_stand_in(tmp_path)
+    options = ClusterOptions(context="c")
+    prestart(options, ["get", "jobs,pods", "-n", "ns"], namespaced=False, binary=binary)
+    kc = Kubectl(options, binary=binary)
+    result = kc.run(["get", "jobs,pods", "-n", "ns"], namespaced=False)
+    assert result.stdout == "--context=c get jobs,pods -n ns " and kc.calls == 1
+    assert len(log.read_text().splitlines()) == 1  # one process, started by prestart
+    discard_prestarted()
+    assert len(log.read_text().splitlines()) == 1
+
+
+def test_a_prestarted_read_nobody_asks_for_is_killed_and_reaped(tmp_path: Path) -> None:
+    binary, log = _counting_stand_in(tmp_path)
+    options = ClusterOptions()
+    prestart(options, ["get", "jobs,pods", "-n", "guessed"], namespaced=False, binary=binary)
+    kc = Kubectl(options, binary=binary)
+    # Another namespace, the namespaced flags, or a call with stdin: none of them is the prestarted command line.
+    assert kc.run(["get", "jobs,pods", "-n", "other"], namespaced=False).stdout == "get jobs,pods -n other "
+    assert Kubectl(ClusterOptions(namespace="guessed"), binary=binary).run(["get", "jobs,pods"]).returncode == 0
+    assert kc.run(["get", "jobs,pods", "-n", "guessed"], namespaced=False, stdin="x").returncode == 0
+    time.sleep(0.05)
+    pids = [int(line.split()[0]) for line in log.read_text().splitlines()]
+    assert len(pids) == 4
+    discard_prestarted()
+    with pytest.raises(ProcessLookupError):  # killed and reaped: no zombie left under this pid
+        os.kill(pids[0], 0)
+
+
+def test_a_prestart_that_cannot_start_is_no_error(tmp_path: Path) -> None:
+    prestart(ClusterOptions(), ["get", "pods"], binary=str(tmp_path / "missing"))
+    discard_prestarted()
+    with pytest.raises(ClusterUnreachableError, match="kubectl not found"):
+        Kubectl(ClusterOptions(), binary=str(tmp_path / "missing")).run(["get", "pods"])
