@@ -47,12 +47,15 @@ def fill(template_text: str, values: dict[str, Any]) -> str:
         return dumps(values[name])
 
     rendered = MARKER_RE.sub(substitute, template_text)
+    _check_markers(missing, set(values) - used)
+    return rendered
+
+
+def _check_markers(missing: set[str], unused: set[str]) -> None:
     if missing:
         raise TaoError(f"template has unresolved markers: {', '.join(sorted(missing))}")
-    unused = set(values) - used
     if unused:
         raise TaoError(f"template has no marker for values: {', '.join(sorted(unused))}")
-    return rendered
 
 
 def data_dir(kind: str) -> Path:
@@ -103,5 +106,58 @@ def parse_documents(text: str) -> list[dict[str, Any]]:
 
 
 def render_template(name: str, values: dict[str, Any]) -> list[dict[str, Any]]:
-    """load_template + fill + parse_documents."""
-    return parse_documents(fill(load_template(name), values))
+    """The template's documents with every marker filled: what parse_documents(fill(...)) returns, without
+    importing ruamel.yaml (most of a submit's YAML cost) when the template's own text is plain block YAML."""
+    text = load_template(name)
+    skeleton = _skeleton(text)
+    if skeleton is None:
+        return parse_documents(fill(text, values))
+    used: set[str] = set()
+    missing: set[str] = set()
+
+    def filled(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {key: filled(item) for key, item in node.items()}
+        if isinstance(node, list):
+            return [filled(item) for item in node]
+        marker = MARKER_RE.fullmatch(node) if isinstance(node, str) else None
+        if marker is None:
+            return node
+        if marker.group(1) not in values:
+            missing.add(marker.group(1))
+            return node
+        used.add(marker.group(1))
+        # The value as the text path reads it back: JSON is YAML flow, so this is what the parser would make.
+        return json.loads(dumps(values[marker.group(1)]))
+
+    documents = [filled(doc) for doc in skeleton]
+    _check_markers(missing, set(values) - used)
+    return [prune_nulls(doc) for doc in documents]
+
+
+def _skeleton(text: str) -> list[dict[str, Any]] | None:
+    """The template's documents with each marker a string "@@NAME@@" in its place, read by blockyaml; None
+    when the text is outside blockyaml's plain subset (a marker inside a quoted or block scalar, a flow
+    collection, a number...): the caller then fills the text and parses it with ruamel.yaml."""
+    from kubectl_tao import blockyaml
+
+    quoted = MARKER_RE.sub(lambda match: f'"{match.group(0)}"', text)
+    documents = []
+    for part in re.split(r"(?m)^---[ \t]*$", quoted):
+        if all(not line.strip() or line.lstrip().startswith("#") for line in part.split("\n")):
+            continue  # nothing but comments before a first "---"
+        doc = blockyaml.load(part)
+        if not isinstance(doc, dict):
+            return None
+        documents.append(doc)
+    if _marker_count(documents) != len(MARKER_RE.findall(text)):
+        return None  # a marker inside a scalar with more text around it: not a whole value
+    return documents or None
+
+
+def _marker_count(node: Any) -> int:
+    if isinstance(node, dict):
+        return sum(_marker_count(item) for item in node.values())
+    if isinstance(node, list):
+        return sum(_marker_count(item) for item in node)
+    return 1 if isinstance(node, str) and MARKER_RE.fullmatch(node) else 0

@@ -83,3 +83,47 @@ def test_every_marker_sits_in_a_value_position(name):
     for line in templates.load_template(name).splitlines():
         if "@@" in line and not line.lstrip().startswith("#"):
             assert re.fullmatch(r"\s*(- )?[A-Za-z][\w./-]*: @@[A-Z_]+@@", line), line
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda c: st.lists(c) | st.dictionaries(st.text(), c),
+    max_leaves=12,
+)
+
+
+@pytest.mark.parametrize("name", ["single-pod-job.yaml.tmpl", "indexed-job.yaml.tmpl"])
+def test_the_job_templates_are_filled_without_the_yaml_parser(name, monkeypatch):
+    """submit's templates are plain block YAML: filled in place, ruamel.yaml is never asked."""
+    monkeypatch.setattr(templates, "parse_documents", lambda _text: pytest.fail("parsed the filled text"))
+    markers = set(templates.MARKER_RE.findall(templates.load_template(name)))
+    documents = templates.render_template(name, dict.fromkeys(markers, "x"))
+    assert documents and all(isinstance(doc, dict) for doc in documents)
+
+
+@pytest.mark.parametrize("name", ["single-pod-job.yaml.tmpl", "indexed-job.yaml.tmpl", "action-job.yaml.tmpl"])
+@settings(deadline=None, max_examples=40)
+@given(value=JSON_VALUES, other=JSON_VALUES, shift=st.integers(0, 2))
+def test_filling_in_place_gives_what_parsing_the_filled_text_gives(name, value, other, shift):
+    """The same documents either way for any JSON values (null removes its key): each marker gets VALUE,
+    OTHER or null, in turns."""
+    text = templates.load_template(name)
+    markers = sorted(set(templates.MARKER_RE.findall(text)))
+    values = {marker: (value, other, None)[(i + shift) % 3] for i, marker in enumerate(markers)}
+    assert templates.render_template(name, values) == templates.parse_documents(templates.fill(text, values))
+
+
+def test_filling_in_place_refuses_unresolved_markers_and_unused_values_as_fill_does():
+    text = templates.load_template("single-pod-job.yaml.tmpl")
+    values = dict.fromkeys(templates.MARKER_RE.findall(text), "x")
+    with pytest.raises(TaoError, match=r"template has unresolved markers: IMAGE$"):
+        templates.render_template("single-pod-job.yaml.tmpl", {k: v for k, v in values.items() if k != "IMAGE"})
+    with pytest.raises(TaoError, match=r"template has no marker for values: EXTRA$"):
+        templates.render_template("single-pod-job.yaml.tmpl", {**values, "EXTRA": 1})
+
+
+def test_a_template_outside_the_plain_subset_is_parsed_after_filling():
+    assert templates._skeleton("kind: Demo\nlist: [@@ITEM@@]\n") is None  # a marker in a flow collection
+    assert templates._skeleton("kind: Demo\nvalue: 'a @@ITEM@@'\n") is None  # inside a quoted scalar
+    assert templates._skeleton("# only\n---\nkind: A\n---\nkind: B\nv: @@V@@\n") == [
+        {"kind": "A"}, {"kind": "B", "v": "@@V@@"}]
