@@ -371,7 +371,8 @@ class Running:
         return self._kc.settle(result, check=check, best_effort=best_effort)
 
 
-_prestarted: list[Running] = []
+# Prestarted calls by command line; dict.pop is atomic, so run_many's threads may take them over at once.
+_prestarted: dict[tuple[str, ...], Running] = {}
 
 
 def prestart(options: ClusterOptions, args: list[str], *, namespaced: bool = True, binary: str | None = None) -> None:
@@ -382,22 +383,21 @@ def prestart(options: ClusterOptions, args: list[str], *, namespaced: bool = Tru
     import contextlib
 
     with contextlib.suppress(TaoError):
-        _prestarted.append(Kubectl(options, binary).start(args, namespaced=namespaced))
+        running = Kubectl(options, binary).start(args, namespaced=namespaced)
+        if tuple(running.command_line()) in _prestarted:
+            running.kill()  # the same read is already on its way
+        else:
+            _prestarted[tuple(running.command_line())] = running
 
 
 def _take_prestarted(command_line: list[str], stdin: str | None) -> Running | None:
-    if stdin:
-        return None
-    for index, early in enumerate(_prestarted):
-        if early.command_line() == command_line:
-            return _prestarted.pop(index)
-    return None
+    return None if stdin or not _prestarted else _prestarted.pop(tuple(command_line), None)
 
 
 def discard_prestarted() -> None:
     """Kill and reap every prestarted call that no verb took over."""
     while _prestarted:
-        _prestarted.pop().kill()
+        _prestarted.popitem()[1].kill()
 
 
 def run_host_check(script: str, args: list[str], timeout: float = 60.0) -> tuple[int, str]:
