@@ -143,3 +143,19 @@ def test_the_entrypoint_exits_with_the_code_after_flushing_everything(tmp_path: 
     missing = subprocess.run([str(REPO_ROOT / "kubectl-tao"), "status", "no-such-job"], capture_output=True, text=True,
                              env=env, timeout=60, check=False)
     assert missing.returncode == 1 and missing.stderr.startswith("error: no job record no-such-job")
+
+
+def test_exit_handlers_a_wrapper_registered_still_run_at_the_entrypoints_exit(tmp_path: Path) -> None:
+    """A coverage tool or a wrapper (bench/run.py's peak-RSS report) registers atexit handlers around the
+    entrypoint: the fast exit runs them before leaving."""
+    wrapper = (
+        "import atexit, runpy, sys\n"
+        f"atexit.register(lambda: open({str(tmp_path / 'ran')!r}, 'w').write('yes'))\n"
+        "sys.argv = sys.argv[1:]\n"
+        "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+    )
+    env = {**os.environ, "TAO_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", wrapper, str(REPO_ROOT / "kubectl-tao"), "version"],
+                          capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("kubectl-tao ")
+    assert (tmp_path / "ran").read_text() == "yes"
