@@ -144,3 +144,12 @@ def summary(rows: Sequence[Row]) -> tuple[int, int]:
     met = sum(1 for r in rows if r.result == MET)
     missed = sum(1 for r in rows if r.result == MISSED)
     return met, missed
+
+
+def collected_instructions(stderr: str) -> int | None:
+    """The instruction count in callgrind's summary (`==PID== Collected : N`), or None when there is none."""
+    for line in stderr.splitlines():
+        head, sep, count = line.rpartition("Collected :")
+        if sep and head.startswith("==") and count.strip().isdigit():
+            return int(count.strip())
+    return None

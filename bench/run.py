@@ -13,6 +13,9 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
   those nodes and pods, next to the bare kubectl reads;
 - CLI start-up: `--help` and `version` through ./kubectl-tao and the virtualenv's console script, plus a
   -X importtime check that jsonschema, ruamel.yaml and sh stay out of start-up;
+- instructions (when valgrind is installed): what the plugin's Python process executes for `status JOB` with a
+  stub kubectl, `version`, `--help` and the bare interpreter (callgrind; the same on a busy machine as on an
+  idle one, so start-up work can be compared across runs and machines);
 - per verb: kubectl calls (from the KUBECTL_TAO_TRACE file), wall time, peak memory of the Python process
   (its VmHWM) and of its largest kubectl child (/usr/bin/time around each kubectl);
 - peers (unless --no-peers): `sky --help` (SkyPilot) and `torchx --help`, each installed from PyPI into its own
@@ -62,7 +65,7 @@ PEERS = (  # (name, PyPI package, command)
     ("torchx", "torchx", "torchx"),
 )
 PEER_INSTALL_TIMEOUT_S = 300
-PHASES = ("startup", "peers", "capacity", "submit", "status", "verbs", "list")
+PHASES = ("startup", "instructions", "peers", "capacity", "submit", "status", "verbs", "list")
 MARK_BEGIN = "<!-- bench:begin (bench/run.py --markdown writes between these lines) -->"
 MARK_END = "<!-- bench:end -->"
 
@@ -965,6 +968,85 @@ def bench_list(b: Bench, rows: list[bl.Row], sizes: Sequence[int], parallel: int
     log(f"list: {have} jobs submitted in {submit_time:.0f}s ({parallel} at a time)")
 
 
+# ----------------------------------------------------------------------------------------------- instructions
+
+STUB_KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+current-context: bench
+clusters:
+- name: bench
+  cluster:
+    server: https://127.0.0.1:6443
+contexts:
+- name: bench
+  context:
+    cluster: bench
+    user: bench
+    namespace: tao-jobs
+users:
+- name: bench
+  user:
+    token: placeholder
+"""
+
+
+def callgrind_instructions(argv: Sequence[str], env: dict[str, str]) -> int:
+    """Instructions the Python process of ARGV executes (valgrind's callgrind; its children are not followed)."""
+    proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv], env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+    if proc.returncode != 0:  # the count of an error path would say nothing about the verb
+        shown = " ".join(argv[1:4])
+        raise BenchError(f"{shown} exited {proc.returncode} under callgrind: {proc.stderr.strip()[-300:]}")
+    count = bl.collected_instructions(proc.stderr)
+    if count is not None:
+        return count
+    raise BenchError(f"callgrind counted nothing for {' '.join(argv[:3])}: {proc.stderr.strip()[-300:]}")
+
+
+def bench_instructions(b: Bench, rows: list[bl.Row]) -> None:
+    """Python instructions of the start-up paths (load-independent, unlike wall time): `status JOB` with a stub
+    kubectl that prints recorded JSON (so kubectl's own cost is in no number), `version`, `--help`, and the bare
+    interpreter. 100 M instructions are about 23 ms on an idle core here."""
+    log("Python instructions (callgrind)")
+    if shutil.which("valgrind") is None:
+        rows.append(bl.Row("instructions", "Python instructions of status, version, --help", "skipped",
+                           reference="valgrind is not installed"))
+        return
+    from kubectl_tao.store.records import RecordStore
+
+    work = b.work / "instructions"
+    work.mkdir()
+    fixtures = ROOT / "tests" / "fixtures" / "k8s"
+    job = json.loads((fixtures / "running.job.json").read_text())
+    pods = json.loads((fixtures / "running.pods.json").read_text())["items"]
+    answer = work / "answer.json"
+    answer.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [job, *pods]}))
+    stub = work / "kubectl"
+    stub.write_text(f"#!/bin/sh\nexec cat '{answer}'\n")
+    stub.chmod(0o755)
+    (work / "kubeconfig").write_text(STUB_KUBECONFIG)
+    state = work / "state"
+    store = RecordStore(str(state))
+    name = job["metadata"]["name"]
+    record = store.open(platform="kubernetes", image="busybox", network_arch="dino", action="train",
+                        storage_tier="A", results_dir="/workspace/results/x")
+    store.mark(record.id, "RUNNING", message="applied", backend_ref=f"tao-jobs/{name}")
+    store.update_extra(record.id, namespace="tao-jobs", job_name=name, gpus=8, nodes=1)
+    env = {**b.env, "KUBECONFIG": str(work / "kubeconfig"), "TAO_STATE_DIR": str(state),
+           "KUBECTL_TAO_KUBECTL": str(stub), "HOME": str(work)}
+    cases = [
+        ("status JOB (stub kubectl)", [str(VENV_PYTHON), str(PLUGIN), "status", record.id]),
+        ("version", [str(VENV_PYTHON), str(PLUGIN), "version"]),
+        ("--help", [str(VENV_PYTHON), str(PLUGIN), "--help"]),
+        ("python -c pass", [str(VENV_PYTHON), "-c", "pass"]),
+    ]
+    for label, argv in cases:
+        timed(argv, env)  # warm-up: bytecode written once
+        count = callgrind_instructions(argv, env)
+        rows.append(bl.Row("instructions", f"Python instructions of `{label}`", f"{count / 1e6:.0f} M"))
+
+
 # ----------------------------------------------------------------------------------------------- report
 
 
@@ -1113,6 +1195,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "startup" in only:
             with phase("start-up", durations):
                 bench_startup(b, rows, info)
+        if "instructions" in only:
+            with phase("instructions", durations):
+                bench_instructions(b, rows)
         if "peers" in only and not args.no_peers:
             with phase("peers", durations):
                 bench_peers(b, rows)

@@ -98,3 +98,13 @@ def test_replace_section_keeps_the_text_around_the_markers() -> None:
 def test_replace_section_appends_when_the_markers_are_missing() -> None:
     assert bl.replace_section("# B", "t", "<b>", "<e>") == "# B\n<b>\nt\n<e>\n"
     assert bl.replace_section("", "t", "<b>", "<e>") == "<b>\nt\n<e>\n"
+
+
+def test_callgrinds_instruction_count_is_read_from_its_summary() -> None:
+    stderr = (
+        "==4711== Callgrind, a call-graph generating cache profiler\n==4711== Events    : Ir\n"
+        "==4711== Collected : 190345678\n"
+    )
+    assert bl.collected_instructions(stderr) == 190_345_678
+    assert bl.collected_instructions("error: no job record x\n") is None
+    assert bl.collected_instructions("the program printed Collected : 12\n") is None
