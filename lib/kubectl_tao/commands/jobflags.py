@@ -7,112 +7,127 @@ import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import typer
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _opt(default: Any, *names: str, help: str, annotation: Any = str | None, **kw: Any) -> tuple[Any, Any]:
-    return annotation, typer.Option(default, *names, help=help, **kw)
+class Flag:
+    """One job flag, free of typer: its spellings, default, kind and help. Kinds: "text" (a string, default
+    None), "word" (a string with a default), "int", "optint" (an integer, default None), "many" (a repeatable
+    string, a list or None) and "switch" (a boolean flag, default False)."""
+
+    __slots__ = ("default", "help", "kind", "names")
+
+    def __init__(self, default: Any, *names: str, help: str, kind: str = "text") -> None:
+        self.names, self.default, self.kind, self.help = names, default, kind, help
 
 
-JOB_FLAGS: dict[str, tuple[Any, Any]] = {
-    "image": _opt(None, "--image", help="Container image (e.g. nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt)."),
-    "command": _opt(None, "--command", help="Command run by /bin/sh -c in the container (your own text)."),
-    "gpus": _opt(1, "--gpus", help="nvidia.com/gpu per node (0 = lifecycle-only run, no GPU).", annotation=int),
-    "nodes": _opt(1, "--nodes", help="Nodes; > 1 gives an Indexed Job plus a headless Service.", annotation=int),
-    "network_arch": _opt(
-        "custom", "--network-arch", help="TAO network architecture (record field, id prefix).", annotation=str
+JOB_FLAG_SPECS: dict[str, Flag] = {
+    "image": Flag(None, "--image", help="Container image (e.g. nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt)."),
+    "command": Flag(None, "--command", help="Command run by /bin/sh -c in the container (your own text)."),
+    "gpus": Flag(1, "--gpus", help="nvidia.com/gpu per node (0 = lifecycle-only run, no GPU).", kind="int"),
+    "nodes": Flag(1, "--nodes", help="Nodes; > 1 gives an Indexed Job plus a headless Service.", kind="int"),
+    "network_arch": Flag(
+        "custom", "--network-arch", help="TAO network architecture (record field, id prefix).", kind="word"
     ),
-    "action": _opt("run", "--action", help="TAO action, e.g. train (record field, id part).", annotation=str),
-    "storage_tier": _opt(
-        "A", "--storage-tier", help="A: a bound PVC (default); C: S3 fetch/upload in the pod.", annotation=str
+    "action": Flag("run", "--action", help="TAO action, e.g. train (record field, id part).", kind="word"),
+    "storage_tier": Flag(
+        "A", "--storage-tier", help="A: a bound PVC (default); C: S3 fetch/upload in the pod.", kind="word"
     ),
-    "pvc": _opt(None, "--pvc", help="PersistentVolumeClaim mounted at --mount-path (tier A)."),
-    "mount_path": _opt("/workspace", "--mount-path", help="Where the volume is mounted in the pod.", annotation=str),
-    "results_dir": _opt(
+    "pvc": Flag(None, "--pvc", help="PersistentVolumeClaim mounted at --mount-path (tier A)."),
+    "mount_path": Flag("/workspace", "--mount-path", help="Where the volume is mounted in the pod.", kind="word"),
+    "results_dir": Flag(
         None,
         "--results-dir",
         help="Results directory on the volume, or an s3:// prefix (default: <mount-path>/results/<record id>).",
     ),
-    "env_file": _opt(None, "--env-file", help="KEY=VALUE file ('-' = stdin) for the per-job credential Secret."),
-    "env": _opt(
+    "env_file": Flag(None, "--env-file", help="KEY=VALUE file ('-' = stdin) for the per-job credential Secret."),
+    "env": Flag(
+        None, "--env", help="Credential NAME taken from your environment into the Secret (repeat).", kind="many"
+    ),
+    "env_secret": Flag(
         None,
-        "--env",
-        help="Credential NAME taken from your environment into the Secret (repeat).",
-        annotation=list[str] | None,
+        "--env-secret",
+        help="Existing Secret whose keys become the pod's environment (instead of --env-file/--env).",
     ),
-    "env_secret": _opt(None, "--env-secret", help="Existing Secret whose keys become the pod's environment "
-                       "(instead of --env-file/--env)."),
-    "image_pull_secret": _opt(None, "--image-pull-secret", help="Existing image-pull Secret for the registry."),
-    "ttl_seconds": _opt(3600, "--ttl-seconds", help="ttlSecondsAfterFinished (0..604800).", annotation=int),
-    "shm_size": _opt("16Gi", "--shm-size", help="/dev/shm size (memory emptyDir).", annotation=str),
-    "s3_input": _opt(
-        None,
-        "--s3-input",
-        help="Tier C: s3:// object or prefix/ fetched before the run (repeat).",
-        annotation=list[str] | None,
+    "image_pull_secret": Flag(None, "--image-pull-secret", help="Existing image-pull Secret for the registry."),
+    "ttl_seconds": Flag(3600, "--ttl-seconds", help="ttlSecondsAfterFinished (0..604800).", kind="int"),
+    "shm_size": Flag("16Gi", "--shm-size", help="/dev/shm size (memory emptyDir).", kind="word"),
+    "s3_input": Flag(
+        None, "--s3-input", help="Tier C: s3:// object or prefix/ fetched before the run (repeat).", kind="many"
     ),
-    "s3_output": _opt(None, "--s3-output", help="Tier C: s3:// prefix results are uploaded to."),
-    "upload_exclude": _opt(
-        None, "--upload-exclude", help="Glob left out of the tier C upload (repeat).", annotation=list[str] | None
-    ),
-    "s3_tools_image": _opt(
+    "s3_output": Flag(None, "--s3-output", help="Tier C: s3:// prefix results are uploaded to."),
+    "upload_exclude": Flag(None, "--upload-exclude", help="Glob left out of the tier C upload (repeat).", kind="many"),
+    "s3_tools_image": Flag(
         None,
         "--s3-tools-image",
         help="Tier C: image of the fetch-inputs step, with `aws` on PATH [amazon/aws-cli, AWS CLI v2].",
     ),
-    "launcher": _opt("tao", "--launcher", help="Multi-node: tao (env rendezvous) or torchrun.", annotation=str),
-    "master_port": _opt(29500, "--master-port", help="Multi-node rendezvous port.", annotation=int),
-    "rendezvous_timeout": _opt(
+    "launcher": Flag("tao", "--launcher", help="Multi-node: tao (env rendezvous) or torchrun.", kind="word"),
+    "master_port": Flag(29500, "--master-port", help="Multi-node rendezvous port.", kind="int"),
+    "rendezvous_timeout": Flag(
         300,
         "--rendezvous-timeout",
         help="Multi-node: seconds each rank waits for its peers before exiting 88 (0 = no barrier).",
-        annotation=int,
+        kind="int",
     ),
-    "nccl_socket_ifname": _opt(None, "--nccl-socket-ifname", help="NCCL_SOCKET_IFNAME for multi-NIC nodes."),
-    "nccl_ib_hca": _opt(None, "--nccl-ib-hca", help="NCCL_IB_HCA for RDMA nodes."),
-    "nccl_env": _opt(
+    "nccl_socket_ifname": Flag(None, "--nccl-socket-ifname", help="NCCL_SOCKET_IFNAME for multi-NIC nodes."),
+    "nccl_ib_hca": Flag(None, "--nccl-ib-hca", help="NCCL_IB_HCA for RDMA nodes."),
+    "nccl_env": Flag(
         None,
         "--nccl-env",
         help="NCCL_NAME=VALUE in every rank, e.g. NCCL_IB_DISABLE=1 (repeat; overrides a cached probe's setting).",
-        annotation=list[str] | None,
+        kind="many",
     ),
-    "gpu_product": _opt(None, "--gpu-product", help="Only nodes labelled nvidia.com/gpu.product=VALUE."),
-    "node_selector": _opt(
-        None, "--node-selector", help="KEY=VALUE node label the pods require (repeat).", annotation=list[str] | None
+    "gpu_product": Flag(None, "--gpu-product", help="Only nodes labelled nvidia.com/gpu.product=VALUE."),
+    "node_selector": Flag(
+        None, "--node-selector", help="KEY=VALUE node label the pods require (repeat).", kind="many"
     ),
-    "toleration": _opt(
-        None, "--toleration", help="KEY[=VALUE][:EFFECT] taint to tolerate (repeat).", annotation=list[str] | None
-    ),
-    "queue": _opt(None, "--queue", help="Kueue LocalQueue: the Job is created suspended and admitted whole."),
-    "gang": _opt(
+    "toleration": Flag(None, "--toleration", help="KEY[=VALUE][:EFFECT] taint to tolerate (repeat).", kind="many"),
+    "queue": Flag(None, "--queue", help="Kueue LocalQueue: the Job is created suspended and admitted whole."),
+    "gang": Flag(
         "auto",
         "--gang",
         help="Multi-node: auto (native gang scheduling where the API server has it), native (require it) or off.",
-        annotation=str,
+        kind="word",
     ),
-    "retries_per_index": _opt(
-        None,
-        "--retries-per-index",
-        help="backoffLimitPerIndex (k8s >= 1.29); OOMKilled still fails fast.",
-        annotation=int | None,
+    "retries_per_index": Flag(
+        None, "--retries-per-index", help="backoffLimitPerIndex (k8s >= 1.29); OOMKilled still fails fast.",
+        kind="optint",
     ),
-    "active_deadline": _opt(
-        None, "--active-deadline-seconds", help="Fail the Job after this many seconds.", annotation=int | None
+    "active_deadline": Flag(
+        None, "--active-deadline-seconds", help="Fail the Job after this many seconds.", kind="optint"
     ),
-    "annotation": _opt(None, "--annotation", help="KEY=VALUE pod annotation (repeat).", annotation=list[str] | None),
-    "label": _opt(None, "--label", help="KEY=VALUE pod label (repeat).", annotation=list[str] | None),
-    "action_request": _opt(None, "--action-request", help="Action request v1 JSON (instead of --image/--command)."),
-    "staging_map": _opt(None, "--staging-map", help="Staging map v1 JSON for --action-request."),
-    "config_source": _opt(None, "--config-source", help="Materialized config file (mode=config requests)."),
-    "keep_until_captured": _opt(
+    "annotation": Flag(None, "--annotation", help="KEY=VALUE pod annotation (repeat).", kind="many"),
+    "label": Flag(None, "--label", help="KEY=VALUE pod label (repeat).", kind="many"),
+    "action_request": Flag(None, "--action-request", help="Action request v1 JSON (instead of --image/--command)."),
+    "staging_map": Flag(None, "--staging-map", help="Staging map v1 JSON for --action-request."),
+    "config_source": Flag(None, "--config-source", help="Materialized config file (mode=config requests)."),
+    "keep_until_captured": Flag(
         False,
         "--keep-until-captured",
         help="Create the Job without a TTL and set it once its history is captured.",
-        annotation=bool,
+        kind="switch",
     ),
 }
+
+
+def job_defaults() -> dict[str, Any]:
+    """Every job flag at its default, as the verbs receive them when none is given."""
+    return {key: flag.default for key, flag in JOB_FLAG_SPECS.items()}
+
+
+@functools.cache
+def typer_options() -> dict[str, tuple[Any, Any]]:
+    """The job flags as typer parameters: key -> (annotation, typer.Option)."""
+    import typer
+
+    annotations: dict[str, Any] = {
+        "text": str | None, "word": str, "int": int, "optint": int | None, "many": list[str] | None, "switch": bool
+    }
+    return {
+        key: (annotations[flag.kind], typer.Option(flag.default, *flag.names, help=flag.help))
+        for key, flag in JOB_FLAG_SPECS.items()
+    }
 
 
 def _given_on_command_line() -> set[str]:
@@ -123,7 +138,7 @@ def _given_on_command_line() -> set[str]:
     ctx = click.get_current_context(silent=True)
     if ctx is None:
         return set()
-    return {key for key in JOB_FLAGS if ctx.get_parameter_source(key) not in (None, ParameterSource.DEFAULT)}
+    return {key for key in JOB_FLAG_SPECS if ctx.get_parameter_source(key) not in (None, ParameterSource.DEFAULT)}
 
 
 def with_job_flags(func: F) -> F:
@@ -132,18 +147,19 @@ def with_job_flags(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        job = {key: kwargs.pop(key) for key in JOB_FLAGS}
+        job = {key: kwargs.pop(key) for key in JOB_FLAG_SPECS}
         job["given"] = _given_on_command_line()
         return func(*args, job=job, **kwargs)
 
     params = [p for p in signature.parameters.values() if p.name != "job"]
+    options = typer_options()
     extra = [
         inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
-        for key, (annotation, option) in JOB_FLAGS.items()
+        for key, (annotation, option) in options.items()
     ]
     wrapper.__signature__ = signature.replace(parameters=[*params, *extra])  # type: ignore[attr-defined]
     annotations = {k: v for k, v in func.__annotations__.items() if k != "job"}
-    wrapper.__annotations__ = {**annotations, **{key: ann for key, (ann, _) in JOB_FLAGS.items()}}
+    wrapper.__annotations__ = {**annotations, **{key: ann for key, (ann, _) in options.items()}}
     return wrapper  # type: ignore[return-value]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from kubectl_tao.commands.common import lazy_record_store, session, with_cluster_flags
-from kubectl_tao.commands.jobflags import JOB_FLAGS
+from kubectl_tao.commands.jobflags import typer_options
 
 EPILOG = """\b
 Examples:
@@ -60,9 +60,9 @@ NCCL_ENV_OPTION = typer.Option(
 # Hidden: pod annotations, for tests that steer simulated pods (kwok.kubectl-tao.io/...).
 ANNOTATION_OPTION = typer.Option(None, "--annotation", hidden=True, help="KEY=VALUE pod annotation (repeat).")
 # Where the ranks may run: submit's own options, parsed the same way (plan.targeting).
-NODE_SELECTOR_OPTION = JOB_FLAGS["node_selector"][1]
-TOLERATION_OPTION = JOB_FLAGS["toleration"][1]
-GPU_PRODUCT_OPTION = JOB_FLAGS["gpu_product"][1]
+NODE_SELECTOR_OPTION = typer_options()["node_selector"][1]
+TOLERATION_OPTION = typer_options()["toleration"][1]
+GPU_PRODUCT_OPTION = typer_options()["gpu_product"][1]
 
 
 @probe_app.command("nccl", epilog=EPILOG)

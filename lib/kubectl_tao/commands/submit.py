@@ -1,11 +1,15 @@
-"""`kubectl tao submit`."""
+"""`kubectl tao submit`: its typer command (register) and what it runs (run), which the hand-parsed fast
+path (commands/fastpath.py) calls too; typer is imported only by register."""
 
 from __future__ import annotations
 
-import typer
+from typing import TYPE_CHECKING, Any
 
-from kubectl_tao.commands.common import OutputOption, lazy_record_store, session, with_cluster_flags
-from kubectl_tao.commands.jobflags import probe_settings, with_job_flags
+from kubectl_tao.commands.jobflags import probe_settings
+from kubectl_tao.commands.session import lazy_record_store, session
+
+if TYPE_CHECKING:
+    import typer
 
 EPILOG = """\b
 Examples:
@@ -29,6 +33,11 @@ Exit codes: 0 ok, 1 gate/job failure, 2 bad input, 3 cluster unreachable, 4 the 
 
 
 def register(app: typer.Typer) -> None:
+    import typer
+
+    from kubectl_tao.commands.common import OutputOption, with_cluster_flags
+    from kubectl_tao.commands.jobflags import with_job_flags
+
     @app.command("submit", epilog=EPILOG)
     @with_cluster_flags
     @with_job_flags
@@ -51,87 +60,111 @@ def register(app: typer.Typer) -> None:
         output: str = OutputOption,
     ) -> int:
         """Launch a TAO (or any PyTorch-style) GPU job after every gate passes."""
-        from kubectl_tao.errors import UsageError
-        from kubectl_tao.jobs import plan as planning
-        from kubectl_tao.jobs.submit import execute
-        from kubectl_tao.output import check_format, dump_json, dump_yaml, emit, info
-
-        fmt = check_format(output, ("table", "json", "yaml", "name"))
-        if dry_run not in ("none", "client", "server"):
-            raise UsageError(f"--dry-run={dry_run!r}: use none, client or server")
-        if (timeout or pending_timeout or image_pull_timeout) and not wait:
-            raise UsageError("--timeout/--pending-timeout/--image-pull-timeout need --wait")
-        sess = session()
-        namespace = sess.namespace()
-        held = None
-        if wait and dry_run == "none" and not job.get("keep_until_captured"):
-            # The Job is created without a TTL and gets it back once --wait has captured its ending (or
-            # gives up), so a short --ttl-seconds can never delete the outcome before it is seen.
-            job = {**job, "keep_until_captured": True}
-            held = "wait"
-        creds = planning.read_credentials(job.get("env_file"), job.get("env"))
-        target = sess.target()
-        job["probe_nccl"] = probe_settings(job, target.server)
-        the_plan = planning.build(job, namespace, creds)
-        the_plan.require_fit_now = require_fit_now
-        store = lazy_record_store()
-        for note in the_plan.notes:
-            info(note)
-
-        if dry_run == "none":
-            store()  # a bad TAO_STATE_DIR is bad input: refuse before any cluster call
-        outcome = execute(
-            sess.kubectl(),
-            the_plan,
-            namespace=namespace,
-            target_server=target.server,
-            target_context=target.context,
+        return run(
+            job,
             dry_run=dry_run,
-            store_factory=store,
-            on_progress=info,
-            extra=(
-                {"keep_until_captured": True, "ttl_seconds": int(job["ttl_seconds"]), "ttl_hold": held}
-                if job.get("keep_until_captured")
-                else None
-            ),
+            wait=wait,
+            timeout=timeout,
+            pending_timeout=pending_timeout,
+            image_pull_timeout=image_pull_timeout,
+            require_fit_now=require_fit_now,
+            output=output,
         )
-        if dry_run != "none":
-            from kubectl_tao.render import to_json, to_yaml
 
-            for warning in outcome.warnings if dry_run == "client" else []:
-                info(f"warning: {warning}")
-            emit(to_json(outcome.objects) if fmt == "json" else to_yaml(outcome.objects))
-            return 0
-        if fmt == "name":
-            emit(f"job/{outcome.record_id}\n")
-        elif fmt in ("json", "yaml"):
-            data = {
-                "id": outcome.record_id,
-                "job": f"{namespace}/{outcome.job_name}",
-                "uid": outcome.job_uid,
-                "fit": outcome.fit,
-                "gang": outcome.gang,
-                "warnings": outcome.warnings,
-            }
-            emit(dump_json(data) if fmt == "json" else dump_yaml(data))
-        else:
-            emit(f"{outcome.record_id}\n")
-            info(
-                f"submitted job {outcome.record_id} as {namespace}/{outcome.job_name}; follow it with "
-                f"`kubectl tao status {outcome.record_id} --watch`"
-            )
-        if not wait:
-            return 0
-        from kubectl_tao.jobs import track as tracking
-        from kubectl_tao.jobs.wait import Watchdogs, watch
 
-        tracked = tracking.load(store(), outcome.record_id)
-        obs = watch(
-            sess.kubectl(),
-            store(),
-            tracked,
-            server=target.server,
-            dogs=Watchdogs(pending_timeout, image_pull_timeout, timeout),
+def run(
+    job: dict[str, Any],
+    *,
+    dry_run: str = "none",
+    wait: bool = False,
+    timeout: float | None = None,
+    pending_timeout: float | None = None,
+    image_pull_timeout: float | None = None,
+    require_fit_now: bool = False,
+    output: str = "table",
+) -> int:
+    """Submit JOB (the job flags, as jobflags.with_job_flags packs them); the exit code."""
+    from kubectl_tao.errors import UsageError
+    from kubectl_tao.jobs import plan as planning
+    from kubectl_tao.jobs.submit import execute
+    from kubectl_tao.output import check_format, dump_json, dump_yaml, emit, info
+
+    fmt = check_format(output, ("table", "json", "yaml", "name"))
+    if dry_run not in ("none", "client", "server"):
+        raise UsageError(f"--dry-run={dry_run!r}: use none, client or server")
+    if (timeout or pending_timeout or image_pull_timeout) and not wait:
+        raise UsageError("--timeout/--pending-timeout/--image-pull-timeout need --wait")
+    sess = session()
+    namespace = sess.namespace()
+    held = None
+    if wait and dry_run == "none" and not job.get("keep_until_captured"):
+        # The Job is created without a TTL and gets it back once --wait has captured its ending (or
+        # gives up), so a short --ttl-seconds can never delete the outcome before it is seen.
+        job = {**job, "keep_until_captured": True}
+        held = "wait"
+    creds = planning.read_credentials(job.get("env_file"), job.get("env"))
+    target = sess.target()
+    job["probe_nccl"] = probe_settings(job, target.server)
+    the_plan = planning.build(job, namespace, creds)
+    the_plan.require_fit_now = require_fit_now
+    store = lazy_record_store()
+    for note in the_plan.notes:
+        info(note)
+
+    if dry_run == "none":
+        store()  # a bad TAO_STATE_DIR is bad input: refuse before any cluster call
+    outcome = execute(
+        sess.kubectl(),
+        the_plan,
+        namespace=namespace,
+        target_server=target.server,
+        target_context=target.context,
+        dry_run=dry_run,
+        store_factory=store,
+        on_progress=info,
+        extra=(
+            {"keep_until_captured": True, "ttl_seconds": int(job["ttl_seconds"]), "ttl_hold": held}
+            if job.get("keep_until_captured")
+            else None
+        ),
+    )
+    if dry_run != "none":
+        from kubectl_tao.render import to_json, to_yaml
+
+        for warning in outcome.warnings if dry_run == "client" else []:
+            info(f"warning: {warning}")
+        emit(to_json(outcome.objects) if fmt == "json" else to_yaml(outcome.objects))
+        return 0
+    if fmt == "name":
+        emit(f"job/{outcome.record_id}\n")
+    elif fmt in ("json", "yaml"):
+        data = {
+            "id": outcome.record_id,
+            "job": f"{namespace}/{outcome.job_name}",
+            "uid": outcome.job_uid,
+            "fit": outcome.fit,
+            "gang": outcome.gang,
+            "warnings": outcome.warnings,
+        }
+        emit(dump_json(data) if fmt == "json" else dump_yaml(data))
+    else:
+        emit(f"{outcome.record_id}\n")
+        info(
+            f"submitted job {outcome.record_id} as {namespace}/{outcome.job_name}; follow it with "
+            f"`kubectl tao status {outcome.record_id} --watch`"
         )
-        info(f"job {outcome.record_id} ended {obs.state}" + (f": {obs.message}" if obs.message else ""))
-        return 0 if obs.state == "COMPLETE" else 1
+    if not wait:
+        return 0
+    from kubectl_tao.jobs import track as tracking
+    from kubectl_tao.jobs.wait import Watchdogs, watch
+
+    tracked = tracking.load(store(), outcome.record_id)
+    obs = watch(
+        sess.kubectl(),
+        store(),
+        tracked,
+        server=target.server,
+        dogs=Watchdogs(pending_timeout, image_pull_timeout, timeout),
+    )
+    info(f"job {outcome.record_id} ended {obs.state}" + (f": {obs.message}" if obs.message else ""))
+    return 0 if obs.state == "COMPLETE" else 1

@@ -19,7 +19,7 @@ last word.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -81,7 +81,6 @@ def _expired(error: TaoError) -> bool:
 def _pods(first: Completed, kc: Kubectl | None) -> tuple[list[dict[str, Any]], int]:
     """Every page's reduced pods, starting from the answer to the first read; the next page is fetched while
     the current one is reduced. An expired continue token restarts the list once."""
-    from concurrent.futures import Future, ThreadPoolExecutor
 
     def fetch(token: str) -> Completed:
         assert kc is not None
@@ -89,30 +88,55 @@ def _pods(first: Completed, kc: Kubectl | None) -> tuple[list[dict[str, Any]], i
 
     items: list[dict[str, Any]] = []
     pages, restarted, result = 0, False, first
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        while True:
-            ahead = gatelists.continue_token(result.stdout) if kc is not None else ""
-            upcoming: Future[Completed] | None = pool.submit(fetch, ahead) if ahead else None
-            page = gatelists.reduce(result.stdout, "pods")
-            items += page.items
-            pages += 1
-            if not page.token:
-                return items, pages
-            if kc is None:
-                raise TaoError("internal error: a paged pods read needs its Kubectl (capacity.read(results, kc))")
-            try:
-                result = upcoming.result() if upcoming is not None and ahead == page.token else fetch(page.token)
-            except KubectlError as exc:
-                if not _expired(exc):
-                    raise
-                if restarted:
-                    raise TaoError(
-                        "kubectl get --raw pods: the API server expired the list's continue token twice (410 "
-                        "Expired: the read took longer than the server keeps a list's snapshot); run the command "
-                        "again"
-                    ) from None
-                restarted, items = True, []
-                result = fetch("")
+    while True:
+        ahead = gatelists.continue_token(result.stdout) if kc is not None else ""
+        upcoming = _Ahead(fetch, ahead) if ahead else None
+        page = gatelists.reduce(result.stdout, "pods")
+        items += page.items
+        pages += 1
+        if not page.token:
+            return items, pages
+        if kc is None:
+            raise TaoError("internal error: a paged pods read needs its Kubectl (capacity.read(results, kc))")
+        try:
+            result = upcoming.result() if upcoming is not None and ahead == page.token else fetch(page.token)
+        except KubectlError as exc:
+            if not _expired(exc):
+                raise
+            if restarted:
+                raise TaoError(
+                    "kubectl get --raw pods: the API server expired the list's continue token twice (410 "
+                    "Expired: the read took longer than the server keeps a list's snapshot); run the command "
+                    "again"
+                ) from None
+            restarted, items = True, []
+            result = fetch("")
+
+
+class _Ahead:
+    """The next page, fetched on a thread of its own while the current one is reduced (a single-page read,
+    the usual one, starts none)."""
+
+    def __init__(self, fetch: Callable[[str], Completed], token: str) -> None:
+        import threading
+
+        self._answer: Completed | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fetch, token), daemon=True)
+        self._thread.start()
+
+    def _run(self, fetch: Callable[[str], Completed], token: str) -> None:
+        try:
+            self._answer = fetch(token)
+        except BaseException as exc:  # raised in the reader's thread by result()
+            self._error = exc
+
+    def result(self) -> Completed:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._answer is not None
+        return self._answer
 
 
 def _nodes(result: Completed) -> dict[str, Any]:

@@ -220,20 +220,27 @@ class Kubectl:
     def run_many(self, calls: dict[str, tuple[list[str], dict[str, Any]]]) -> dict[str, Completed | TaoError]:
         """Run independent read-only calls at once (each still one kubectl process): the gates before a
         submit cost one round trip instead of several. Each result is a Completed or the TaoError it raised."""
-        from concurrent.futures import ThreadPoolExecutor
+        import threading  # not concurrent.futures: it imports logging, a few ms of every submit
 
-        def one(item: tuple[list[str], dict[str, Any]]) -> Completed | TaoError:
-            args, kwargs = item
+        results: dict[str, Completed | TaoError] = {}
+        crashed: list[BaseException] = []  # anything else (a bug) is raised here, as a call of its own would be
+
+        def one(key: str, args: list[str], kwargs: dict[str, Any]) -> None:
             try:
-                return self.run(args, **kwargs)
+                results[key] = self.run(args, **kwargs)
             except TaoError as exc:
-                return exc
+                results[key] = exc
+            except BaseException as exc:  # handed to the caller's thread below
+                crashed.append(exc)
 
-        if not calls:
-            return {}
-        with ThreadPoolExecutor(max_workers=len(calls)) as pool:
-            futures = {key: pool.submit(one, item) for key, item in calls.items()}
-            return {key: future.result() for key, future in futures.items()}
+        threads = [threading.Thread(target=one, args=(key, *item)) for key, item in calls.items()]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if crashed:
+            raise crashed[0]
+        return {key: results[key] for key in calls}
 
     def json(self, args: list[str], **kwargs: Any) -> Any:
         result = self.run([*args, "-o", "json"], **kwargs)

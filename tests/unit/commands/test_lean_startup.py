@@ -1,5 +1,5 @@
 """What each start-up path imports, in a fresh interpreter (sys.modules at exit): `--help` builds no verb and
-imports none of the heavy dependencies; `version` and `status JOB` (commands/fastpath.py) not even typer or
+imports none of the heavy dependencies; `version`, `status JOB` and `submit` (commands/fastpath.py) not even typer or
 click, and status reads the kubeconfig without ruamel.yaml and runs kubectl without sh. Not a timing test:
 BENCHMARKS.md has the times; this keeps the paths from growing back."""
 
@@ -125,3 +125,19 @@ def test_status_imports_neither_typer_click_ruamel_jsonschema_nor_sh(
     assert store.path(record.id).read_bytes() == before  # nothing new to write: no schema to load
     assert (HEAVY | CLI) & modules == set()
     assert _verbs(modules) == {"kubectl_tao.commands.status", "kubectl_tao.commands.present"}
+
+
+def test_submit_imports_neither_typer_click_ruamel_jsonschema_nor_sh(tmp_path: Path) -> None:
+    (tmp_path / "kubeconfig").write_text(KUBECTL_WRITTEN)
+    job = ["submit", "--image", "busybox", "--command", "true", "--pvc", "data"]
+    code, modules, out = _run(tmp_path, *job, "--gpus", "0", "--dry-run=client", "-o", "json")
+    assert code == 0 and json.loads(out)["kind"] == "Job"
+    assert (HEAVY | CLI) & modules == set()
+    # With the gates: here kubectl is refused at once, after every gate's module was loaded and its call started.
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text("#!/bin/sh\necho 'The connection to the server 127.0.0.1:6443 was refused' >&2\nexit 1\n")
+    kubectl.chmod(0o755)
+    code, modules, _ = _run(tmp_path, *job, "--gpus", "8", KUBECTL_TAO_KUBECTL=str(kubectl))
+    assert code == 3
+    assert {"kubectl_tao.gates", "kubectl_tao.k8s.capacity", "kubectl_tao.k8s.permissions"} <= modules
+    assert (HEAVY | CLI | {"concurrent.futures", "logging"}) & modules == set()

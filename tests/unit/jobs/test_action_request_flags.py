@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from support import FIXTURES as FIXTURES_ROOT
 
-from kubectl_tao.commands.jobflags import JOB_FLAGS
+from kubectl_tao.commands.jobflags import job_defaults
 from kubectl_tao.errors import UsageError
 from kubectl_tao.jobs.plan import GPU_TOLERATION, build, read_credentials
 
@@ -29,7 +29,7 @@ def files(tmp_path: Path) -> dict[str, str]:
 
 
 def flags(files: dict[str, str], **over: Any) -> dict[str, Any]:
-    job = {key: option.default for key, (_, option) in JOB_FLAGS.items()}
+    job = job_defaults()
     job.update(
         action_request=files["request"],
         staging_map=files["staging"],
@@ -186,7 +186,7 @@ def test_env_file_keys_the_request_does_not_forward_are_named_in_a_warning(files
 
 @pytest.mark.parametrize(("key", "flag"), [("staging_map", "--staging-map"), ("config_source", "--config-source")])
 def test_action_request_only_flags_are_refused_without_one(key: str, flag: str) -> None:
-    job = {k: option.default for k, (_, option) in JOB_FLAGS.items()}
+    job = job_defaults()
     job.update(image="busybox", command="true", pvc="tao-data", **{key: "/tmp/x.json"})
     with pytest.raises(UsageError, match=f"^{flag} is only for --action-request"):
         build(job, "ns", {})

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.commands.jobflags import JOB_FLAGS
+from kubectl_tao.commands.jobflags import job_defaults
 from kubectl_tao.errors import UsageError
 from kubectl_tao.jobs.plan import GPU_TOLERATION, build, read_credentials
 
 
 def flags(**over: Any) -> dict[str, Any]:
-    job = {key: option.default for key, (_, option) in JOB_FLAGS.items()}
+    job = job_defaults()
     job.update(
         image="nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt",
         command="dino train -e /workspace/spec.yaml",
