@@ -77,6 +77,7 @@ class FakeRunning:
 
     def __init__(self, fake: FakeKubectl, kc: Kubectl, args: list[str], call: Call) -> None:
         self.fake, self.kc, self.args, self.call = fake, kc, args, call
+        self.done = False
 
     def command_line(self) -> list[str]:
         return [self.kc.binary, *self.call.argv]
@@ -85,9 +86,14 @@ class FakeRunning:
         self.kc = kc
 
     def kill(self) -> None:
-        self.call.killed = True
+        self.done = self.call.killed = True
+
+    def stop(self) -> None:
+        if not self.done:
+            self.kill()
 
     def wait(self, *, timeout: float | None = None, check: bool = True, best_effort: bool = False) -> Completed:
+        self.done = True
         return self.fake.settled(self.kc, self.args, check=check, best_effort=best_effort)
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubectl_tao.errors import TaoError, UsageError
-from kubectl_tao.k8s.kubectl import Completed, Kubectl
+from kubectl_tao.k8s.kubectl import Completed, Kubectl, Running
 
 LOCALQUEUES = "localqueues.kueue.x-k8s.io"
 CLUSTERQUEUES = "clusterqueues.kueue.x-k8s.io"
@@ -126,18 +126,30 @@ def read_queue(
     return gates.queue_quota(chosen, cq), local_queue, notes
 
 
-def judge_reading_dra_if_needed(kc: Kubectl, judge: Callable[[Any], Any]) -> tuple[Any, str]:
+def judge_reading_dra_if_needed(
+    kc: Kubectl, judge: Callable[[Any], Any], *, first: Any = None, started: Running | None = None
+) -> tuple[Any, str]:
     """`judge(dra)` -> gates.FitVerdict, judged first without DRA devices and again with them only when that
     does not fit. DRA devices only ever add GPUs to nodes the device plugins leave at zero
     (gpuinventory.gate_nodes), so a job that fits without them fits with them, and their read (the costliest
     of the gate on a big cluster) is made only when it could change the verdict. Returns the verdict and, when
-    it still does not fit, why DRA GPUs were not counted ('' when they were or there are none)."""
+    it still does not fit, why DRA GPUs were not counted ('' when they were or there are none). `first`: the
+    verdict without DRA devices when the caller has it already; `started`: DRA_READ already on its way (the
+    caller's to stop when it is not read here)."""
     from kubectl_tao import gates, gpuinventory
 
-    verdict = judge(None)
+    verdict = judge(None) if first is None else first
     if verdict.verdict == gates.FITS:
         return verdict, ""
-    dra, note = gpuinventory.read_dra(kc.run_many({"dra": (gpuinventory.DRA_READ, {"namespaced": False})})["dra"])
+    answer: Completed | TaoError
+    if started is not None:
+        try:
+            answer = started.wait()
+        except TaoError as exc:
+            answer = exc
+    else:
+        answer = kc.run_many({"dra": (gpuinventory.DRA_READ, {"namespaced": False})})["dra"]
+    dra, note = gpuinventory.read_dra(answer)
     verdict = judge(dra)
     return verdict, note if verdict.verdict != gates.FITS else ""
 

@@ -35,7 +35,7 @@ from kubectl_tao.errors import (
     UsageError,
 )
 from kubectl_tao.k8s import contract, objects
-from kubectl_tao.k8s.kubectl import Completed, Kubectl
+from kubectl_tao.k8s.kubectl import Completed, Kubectl, Running
 from kubectl_tao.names import kubernetes_job_name, secret_name_for
 from kubectl_tao.store.probecache import cached_probe_warning
 
@@ -215,66 +215,81 @@ def run_gates(
         calls["permissions"] = permissions.review_call(needed, namespace)
     else:
         calls["permissions"] = permissions.with_dry_run(needed, namespace, dry_objects)
-    results = kc.run_many(calls)
-    warnings = list(plan.warnings)
-    reviews, dry_error = results["permissions"], None
-    if dry_objects is not None:
-        reviews, dry_error = permissions.split(reviews, kc.error_for)
-    permissions.require(needed, reviews, namespace)
-    seen = capacity.view(results, kc) if "nodes" in results else None
-    if seen is not None and seen.warning:
-        warnings.append(seen.warning)
-    version_error = results.get("version")
-    if isinstance(version_error, TaoError):
-        raise version_error
-    if "version" in results:
-        version_result = results["version"]
-        assert isinstance(version_result, Completed)
-        version = gates.parse_server_version(json.loads(version_result.stdout))
-        gates.require_version(version, plan.min_version or (1, 28), plan.min_version_feature or "multi-node jobs")
-        if plan.nodes > 1 and server and not plan.skip_probe_warning:
-            probe_warning = cached_probe_warning(server, version.text)
-            if probe_warning:
-                warnings.append(probe_warning)
-    if "refs" in results:
-        check_refs(plan, namespace, results["refs"])
-    quota = None
-    if plan.queue:
-        queues = results["queues"]
-        assert isinstance(queues, (Completed, TaoError))
-        quota, _, queue_notes = fitting.read_queue(kc, queues, plan.queue, namespace)
-        warnings += queue_notes
-        if quota is not None and quota.inactive and (seen is None or seen.nodes is None):
-            raise NeverFitsError(gates.inactive_queue_message(quota))  # no fit below says it
-    verdict_dict: dict[str, Any] | None = None
-    if seen is not None and seen.nodes is not None:
-        nodes, pods = seen.nodes, seen.pods
-
-        def judge(dra: Any) -> Any:
-            return gates.fit(
-                gpuinventory.fit_nodes(nodes, pods, dra),
-                plan.gpus,
-                plan.nodes,
-                node_selector=plan.node_selector or None,
-                tolerations=plan.tolerations or None,
-                gpu_product=plan.gpu_product,
-                quota=quota,
-                no_gpu_hint=gpuinventory.no_gpu_hint(dra),
+    batch = kc.start_many(calls)
+    # The capacity first, while the other calls still run: when the device plugins' GPUs do not fit without a
+    # queue's quota (which only takes GPUs away), the DRA read starts now instead of after the slowest call.
+    # Its error, if any, is raised in its turn below.
+    seen: Any = None
+    seen_error: TaoError | None = None
+    plain: Any = None  # the verdict without DRA devices or quota
+    dra_read: Running | None = None
+    try:
+        if "nodes" in calls:
+            try:
+                seen = capacity.view({key: batch.result(key) for key in ("nodes", "pods")}, kc)
+            except TaoError as exc:
+                seen_error = exc
+            if seen is not None and seen.nodes is not None:
+                plain = _judge(plan, seen, None, None)
+                if plain.verdict != gates.FITS:
+                    dra_read = kc.start(gpuinventory.DRA_READ, namespaced=False)
+        results = batch.results()
+        warnings = list(plan.warnings)
+        reviews, dry_error = results["permissions"], None
+        if dry_objects is not None:
+            reviews, dry_error = permissions.split(reviews, kc.error_for)
+        permissions.require(needed, reviews, namespace)
+        if seen_error is not None:
+            raise seen_error
+        if seen is not None and seen.warning:
+            warnings.append(seen.warning)
+        version_error = results.get("version")
+        if isinstance(version_error, TaoError):
+            raise version_error
+        if "version" in results:
+            version_result = results["version"]
+            assert isinstance(version_result, Completed)
+            version = gates.parse_server_version(json.loads(version_result.stdout))
+            gates.require_version(
+                version, plan.min_version or (1, 28), plan.min_version_feature or "multi-node jobs"
             )
-
-        verdict, dra_note = fitting.judge_reading_dra_if_needed(kc, judge)
-        if dra_note:
-            # Only where DRA GPUs could have changed the verdict: say they were not counted.
-            verdict = dataclasses.replace(verdict, message=f"{verdict.message} ({dra_note})")
-        verdict_dict = verdict.to_dict()
-        warnings += gates.capacity_gate(verdict)
-        if plan.require_fit_now and verdict.verdict != "fits":
-            raise GateError(f"{verdict.message} (--require-fit-now)")
-        if plan.require_fit_now and not seen.usage_known:
-            raise GateError(
-                "--require-fit-now: cannot tell whether the GPUs are free now, as listing pods in all namespaces "
-                "is forbidden; ask for `list pods` cluster-wide, or drop --require-fit-now"
+            if plan.nodes > 1 and server and not plan.skip_probe_warning:
+                probe_warning = cached_probe_warning(server, version.text)
+                if probe_warning:
+                    warnings.append(probe_warning)
+        if "refs" in results:
+            check_refs(plan, namespace, results["refs"])
+        quota = None
+        if plan.queue:
+            queues = results["queues"]
+            assert isinstance(queues, (Completed, TaoError))
+            quota, _, queue_notes = fitting.read_queue(kc, queues, plan.queue, namespace)
+            warnings += queue_notes
+            if quota is not None and quota.inactive and (seen is None or seen.nodes is None):
+                raise NeverFitsError(gates.inactive_queue_message(quota))  # no fit below says it
+        verdict_dict: dict[str, Any] | None = None
+        if seen is not None and seen.nodes is not None:
+            verdict, dra_note = fitting.judge_reading_dra_if_needed(
+                kc,
+                lambda dra: _judge(plan, seen, dra, quota),
+                first=plain if quota is None else None,
+                started=dra_read,
             )
+            if dra_note:
+                # Only where DRA GPUs could have changed the verdict: say they were not counted.
+                verdict = dataclasses.replace(verdict, message=f"{verdict.message} ({dra_note})")
+            verdict_dict = verdict.to_dict()
+            warnings += gates.capacity_gate(verdict)
+            if plan.require_fit_now and verdict.verdict != "fits":
+                raise GateError(f"{verdict.message} (--require-fit-now)")
+            if plan.require_fit_now and not seen.usage_known:
+                raise GateError(
+                    "--require-fit-now: cannot tell whether the GPUs are free now, as listing pods in all "
+                    "namespaces is forbidden; ask for `list pods` cluster-wide, or drop --require-fit-now"
+                )
+    finally:
+        if dra_read is not None:
+            dra_read.stop()  # not read: a refusal came first
     support = gang.detect(kc, namespace, results["gang"], plan.nodes) if detect_gang else None
     mechanism = gang.choose(plan.nodes, plan.queue, support, plan.gang_mode)
     if dry_error is not None:
@@ -283,6 +298,22 @@ def run_gates(
     if warning:
         warnings.append(warning)
     return verdict_dict, warnings, mechanism
+
+
+def _judge(plan: Plan, seen: Any, dra: Any, quota: Any) -> Any:
+    """PLAN's fit verdict over what the gate saw (nodes and the pods on them), DRA devices and a queue's quota."""
+    from kubectl_tao import gates, gpuinventory
+
+    return gates.fit(
+        gpuinventory.fit_nodes(seen.nodes, seen.pods, dra),
+        plan.gpus,
+        plan.nodes,
+        node_selector=plan.node_selector or None,
+        tolerations=plan.tolerations or None,
+        gpu_product=plan.gpu_product,
+        quota=quota,
+        no_gpu_hint=gpuinventory.no_gpu_hint(dra),
+    )
 
 
 def dry_run_refused(error: TaoError) -> TaoError:

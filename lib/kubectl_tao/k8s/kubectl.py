@@ -220,27 +220,11 @@ class Kubectl:
     def run_many(self, calls: dict[str, tuple[list[str], dict[str, Any]]]) -> dict[str, Completed | TaoError]:
         """Run independent read-only calls at once (each still one kubectl process): the gates before a
         submit cost one round trip instead of several. Each result is a Completed or the TaoError it raised."""
-        import threading  # not concurrent.futures: it imports logging, a few ms of every submit
+        return self.start_many(calls).results()
 
-        results: dict[str, Completed | TaoError] = {}
-        crashed: list[BaseException] = []  # anything else (a bug) is raised here, as a call of its own would be
-
-        def one(key: str, args: list[str], kwargs: dict[str, Any]) -> None:
-            try:
-                results[key] = self.run(args, **kwargs)
-            except TaoError as exc:
-                results[key] = exc
-            except BaseException as exc:  # handed to the caller's thread below
-                crashed.append(exc)
-
-        threads = [threading.Thread(target=one, args=(key, *item)) for key, item in calls.items()]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if crashed:
-            raise crashed[0]
-        return {key: results[key] for key in calls}
+    def start_many(self, calls: dict[str, tuple[list[str], dict[str, Any]]]) -> Batch:
+        """`run_many` started, not waited for: the caller may read one answer while the others still run."""
+        return Batch(self, calls)
 
     def json(self, args: list[str], **kwargs: Any) -> Any:
         result = self.run([*args, "-o", "json"], **kwargs)
@@ -341,11 +325,43 @@ class Kubectl:
             pass
 
 
+class Batch:
+    """Calls run at once, each on a thread of its own (not concurrent.futures: it imports logging, a few ms of
+    every submit). `result(key)` waits for one of them; a crash (a bug, not a TaoError) is raised there."""
+
+    def __init__(self, kc: Kubectl, calls: dict[str, tuple[list[str], dict[str, Any]]]) -> None:
+        import threading
+
+        self._answers: dict[str, Completed | TaoError | BaseException] = {}
+        self._threads = {key: threading.Thread(target=self._one, args=(kc, key, *item)) for key, item in calls.items()}
+        for thread in self._threads.values():
+            thread.start()
+
+    def _one(self, kc: Kubectl, key: str, args: list[str], kwargs: dict[str, Any]) -> None:
+        try:
+            self._answers[key] = kc.run(args, **kwargs)
+        except BaseException as exc:  # a TaoError is an answer; anything else is raised by result()
+            self._answers[key] = exc
+
+    def result(self, key: str) -> Completed | TaoError:
+        self._threads[key].join()
+        answer = self._answers[key]
+        if isinstance(answer, BaseException) and not isinstance(answer, TaoError):
+            raise answer
+        return answer
+
+    def results(self) -> dict[str, Completed | TaoError]:
+        for thread in self._threads.values():
+            thread.join()
+        return {key: self.result(key) for key in self._threads}
+
+
 class Running:
     """A kubectl process started by `Kubectl.start`; `wait` collects its answer once."""
 
     def __init__(self, kc: Kubectl, proc: Any, argv: list[str], started: float, stdin: bytes, verb: str) -> None:
         self._kc, self._proc, self._argv, self._started, self._stdin, self._verb = kc, proc, argv, started, stdin, verb
+        self._done = False
 
     def command_line(self) -> list[str]:
         return [self._kc.binary, *self._argv]
@@ -356,14 +372,21 @@ class Running:
 
     def kill(self) -> None:
         """Stop a call nobody will read, and reap it."""
+        self._done = True
         self._proc.kill()
         self._proc.communicate()
         self._kc._trace(self._argv, self._started, -9)
+
+    def stop(self) -> None:
+        """`kill` unless the answer was read already."""
+        if not self._done:
+            self.kill()
 
     def wait(self, *, timeout: float | None = None, check: bool = True, best_effort: bool = False) -> Completed:
         """kubectl's answer (`check`/`best_effort`: see `Kubectl.settle`); TIMEOUT seconds from now at most."""
         import subprocess
 
+        self._done = True
         try:
             out, err = self._proc.communicate(self._stdin, timeout=timeout)
         except subprocess.TimeoutExpired as exc:

@@ -4,8 +4,10 @@ was not checked. Driven through `submit --dry-run=server` with recorded kubectl 
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
 from kubectl_tao.k8s.capacity import NODES_READ, PODS_FIRST_PAGE
@@ -129,6 +131,58 @@ def test_a_job_that_fits_only_on_dra_gpus_reads_them_after_the_device_plugins_fa
     assert "queue:" not in err and "never" not in err  # it fits now, on the DRA node's free GPU
     reads = [argv for argv in fake_kubectl.argvs() if "resourceslices" in " ".join(argv)]
     assert len(reads) == 1
-    # read after the round of gates that found the device plugins short, not beside it
+    # read once the nodes and pods showed the device plugins short, not beside them
     order = [" ".join(argv) for argv in fake_kubectl.argvs()]
     assert order.index(" ".join(reads[0])) > max(i for i, a in enumerate(order) if "--raw" in a)
+
+
+def _dra_short(fake: FakeKubectl) -> None:
+    """Device plugins' GPUs short for `--gpus 1` (no device plugin on the DRA node), DRA devices that fit it."""
+    from kubectl_tao.gpuinventory import DRA_READ
+
+    capacity = fixture_json("dra-nodes-pods.json")
+    capacity["items"] = [i for i in capacity["items"] if not i["metadata"]["name"].startswith("gpu-node-")]
+    fake.capacity(capacity)
+    fake.on(*DRA_READ[:2], data=fixture_json("dra-objects.json"))
+
+
+def test_the_dra_read_starts_while_the_slowest_gate_still_runs(
+    cli: Any, fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server dry run (with the permission reviews) is answered only once the DRA read has started: the
+    DRA read waits for the nodes and pods, not for every gate."""
+    from support import fake_kubectl as fake_module
+
+    allowed(fake_kubectl)
+    _dra_short(fake_kubectl)
+    dra_started = threading.Event()
+    waited: list[bool] = []
+    real_wait, real_spawn = fake_module.FakeRunning.wait, fake_kubectl.spawn
+
+    def spawn(kc: Any, args: list[str], full: list[str], stdin: bytes) -> Any:
+        running = real_spawn(kc, args, full, stdin)
+        if "resourceslices" in " ".join(args):
+            dra_started.set()
+        return running
+
+    def wait(self: Any, **kwargs: Any) -> Any:
+        if "--dry-run=server" in self.args:
+            waited.append(dra_started.wait(timeout=10))
+        return real_wait(self, **kwargs)
+
+    monkeypatch.setattr(fake_kubectl, "spawn", spawn)
+    monkeypatch.setattr(fake_module.FakeRunning, "wait", wait)
+    code, _, err = cli(*SUBMIT, "--gpus", "1")
+    assert code == 0, err
+    assert waited == [True]
+
+
+def test_a_refused_permission_stops_the_dra_read_unread(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    review, denied = review_answer(deny=("create jobs.batch",))
+    fake_kubectl.on(*review, stdout=denied)
+    fake_kubectl.on("create", "--dry-run=server", stdout="job.batch/x created (server dry run)\n")
+    _dra_short(fake_kubectl)
+    code, _, err = cli(*SUBMIT, "--gpus", "1")
+    assert code == 1 and "permission denied" in err and "create jobs.batch" in err
+    (killed,) = fake_kubectl.killed()  # started once the device plugins fell short, stopped unread
+    assert "resourceslices" in " ".join(killed)
