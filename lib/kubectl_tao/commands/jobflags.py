@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -143,6 +142,8 @@ def _given_on_command_line() -> set[str]:
 
 def with_job_flags(func: F) -> F:
     """Add every job flag to a verb; the verb receives them packed as `job: dict`."""
+    import inspect  # here: the hand-parsed submit (commands/fastpath.py) imports this module too
+
     signature = inspect.signature(func)
 
     @functools.wraps(func)

@@ -37,7 +37,6 @@ from kubectl_tao.errors import (
 from kubectl_tao.k8s import contract, objects
 from kubectl_tao.k8s.kubectl import Completed, Kubectl, Running
 from kubectl_tao.names import kubernetes_job_name, secret_name_for
-from kubectl_tao.store.probecache import cached_probe_warning
 
 PRIVATE_REGISTRIES = ("nvcr.io",)
 
@@ -254,6 +253,8 @@ def run_gates(
                 version, plan.min_version or (1, 28), plan.min_version_feature or "multi-node jobs"
             )
             if plan.nodes > 1 and server and not plan.skip_probe_warning:
+                from kubectl_tao.store.probecache import cached_probe_warning
+
                 probe_warning = cached_probe_warning(server, version.text)
                 if probe_warning:
                     warnings.append(probe_warning)

@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import re
-import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -201,7 +200,7 @@ def save_result(path: Path, report: Result) -> None:
         with _locked(path):
             cache, _ = load_cache(path)
             cache["probes"][cache_key(report.server, report.version)] = report.to_entry()
-            tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+            tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
             try:
                 write_private(tmp, (json.dumps(cache, indent=2) + "\n").encode("utf-8"))
                 os.replace(tmp, path)

@@ -152,9 +152,8 @@ def _clean_id_part(value: str, flag: str) -> str:
 
 
 def _new_suffix() -> str:
-    import secrets  # here: its import (hmac, hashlib, random) would cost every reader, e.g. `status`
-
-    return secrets.token_hex(3)
+    # os.urandom is what secrets.token_hex reads, without importing secrets (hmac, hashlib, random: a few ms)
+    return os.urandom(3).hex()
 
 
 def make_id(network_arch: str, action: str, suffix: str | None = None) -> str:
@@ -353,9 +352,7 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def _write_temp(directory: Path, name: str, data: bytes) -> Path:
-    import secrets
-
-    tmp = directory / f".{name}.{secrets.token_hex(4)}.tmp"
+    tmp = directory / f".{name}.{os.urandom(4).hex()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         os.write(fd, data)
