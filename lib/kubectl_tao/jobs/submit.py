@@ -180,9 +180,10 @@ def gang_detected(plan: Plan) -> bool:
 
 def run_gates(
     kc: Kubectl, plan: Plan, namespace: str, server: str = "", dry_objects: list[dict[str, Any]] | None = None
-) -> tuple[dict[str, Any] | None, list[str], Any]:
+) -> Gates:
     """Read-only checks before anything is created. Returns the fit verdict (as a dict), warnings (including a
-    cached NCCL probe of this cluster, `server`, that failed or hung, for nodes > 1) and the gang.Mechanism.
+    cached NCCL probe of this cluster, `server`, that failed or hung, for nodes > 1), the gang.Mechanism and, for
+    a job that must queue, the DRA read still to settle (Gates).
     `dry_objects`: the job's objects, dry-run by the server in the same process as the permission reviews
     (GateError when the server refuses them; checked after every other gate, as before)."""
     from kubectl_tao.k8s import gang, permissions
@@ -222,6 +223,7 @@ def run_gates(
     seen_error: TaoError | None = None
     plain: Any = None  # the verdict without DRA devices or quota
     dra_read: Running | None = None
+    later: LaterFit | None = None
     try:
         if "nodes" in calls:
             try:
@@ -270,35 +272,96 @@ def run_gates(
                 raise NeverFitsError(gates.inactive_queue_message(quota))  # no fit below says it
         verdict_dict: dict[str, Any] | None = None
         if seen is not None and seen.nodes is not None:
-            verdict, dra_note = fitting.judge_reading_dra_if_needed(
-                kc,
-                lambda dra: _judge(plan, seen, dra, quota),
-                first=plain if quota is None else None,
-                started=dra_read,
-            )
-            if dra_note:
-                # Only where DRA GPUs could have changed the verdict: say they were not counted.
-                verdict = dataclasses.replace(verdict, message=f"{verdict.message} ({dra_note})")
-            verdict_dict = verdict.to_dict()
-            warnings += gates.capacity_gate(verdict)
-            if plan.require_fit_now and verdict.verdict != "fits":
-                raise GateError(f"{verdict.message} (--require-fit-now)")
-            if plan.require_fit_now and not seen.usage_known:
-                raise GateError(
-                    "--require-fit-now: cannot tell whether the GPUs are free now, as listing pods in all "
-                    "namespaces is forbidden; ask for `list pods` cluster-wide, or drop --require-fit-now"
-                )
+
+            def judge(dra: Any) -> Any:
+                return _judge(plan, seen, dra, quota)
+
+            first = plain if quota is None else judge(None)
+            if first.verdict == gates.QUEUE and not plan.require_fit_now:
+                # DRA GPUs can only turn "queue" into "fits", never refuse the job: the create need not wait
+                # for their read, which goes on beside it (the LaterFit's now, to settle or stop).
+                later = LaterFit(kc, judge, first, dra_read or kc.start(gpuinventory.DRA_READ, namespaced=False))
+                dra_read = None
+            else:
+                verdict, dra_note = fitting.judge_reading_dra_if_needed(kc, judge, first=first, started=dra_read)
+                verdict_dict, capacity_warnings = fit_warnings(verdict, dra_note)
+                warnings += capacity_warnings
+                verdict = _noted(verdict, dra_note)
+                if plan.require_fit_now and verdict.verdict != "fits":
+                    raise GateError(f"{verdict.message} (--require-fit-now)")
+                if plan.require_fit_now and not seen.usage_known:
+                    raise GateError(
+                        "--require-fit-now: cannot tell whether the GPUs are free now, as listing pods in all "
+                        "namespaces is forbidden; ask for `list pods` cluster-wide, or drop --require-fit-now"
+                    )
+        support = gang.detect(kc, namespace, results["gang"], plan.nodes) if detect_gang else None
+        mechanism = gang.choose(plan.nodes, plan.queue, support, plan.gang_mode)
+        if dry_error is not None:
+            raise dry_run_refused(dry_error)
+    except BaseException:
+        if later is not None:
+            later.stop()
+        raise
     finally:
         if dra_read is not None:
             dra_read.stop()  # not read: a refusal came first
-    support = gang.detect(kc, namespace, results["gang"], plan.nodes) if detect_gang else None
-    mechanism = gang.choose(plan.nodes, plan.queue, support, plan.gang_mode)
-    if dry_error is not None:
-        raise dry_run_refused(dry_error)
     warning = image_pull_warning(plan)
     if warning:
         warnings.append(warning)
-    return verdict_dict, warnings, mechanism
+    return Gates(verdict_dict, warnings, mechanism, later)
+
+
+class Gates:
+    """What the gates found: the fit verdict (as a dict; None while `later` settles it or without a capacity
+    read), warnings, the gang.Mechanism and, for a job that must queue, the LaterFit still reading DRA GPUs."""
+
+    def __init__(self, fit: dict[str, Any] | None, warnings: list[str], mechanism: Any, later: LaterFit | None):
+        self.fit, self.warnings, self.mechanism, self.later = fit, warnings, mechanism, later
+
+    def settle(self) -> list[str]:
+        """The fit verdict with DRA GPUs counted, once `later` has them; the warnings that adds."""
+        if self.later is None:
+            return []
+        verdict, dra_note = self.later.settle()
+        self.later = None
+        self.fit, added = fit_warnings(verdict, dra_note)
+        self.warnings += added
+        return added
+
+    def stop(self) -> None:
+        """Stop the DRA read of a submit that ends before settling it."""
+        if self.later is not None:
+            self.later.stop()
+            self.later = None
+
+
+class LaterFit:
+    """A "queue" verdict judged without DRA devices and their read, still running: counting them can only
+    make it "fits" (gpuinventory.gate_nodes), so it is settled after the create instead of before."""
+
+    def __init__(self, kc: Kubectl, judge: Callable[[Any], Any], first: Any, dra_read: Running) -> None:
+        self._kc, self._judge, self._first, self._read = kc, judge, first, dra_read
+
+    def settle(self) -> tuple[Any, str]:
+        from kubectl_tao.jobs import fit as fitting
+
+        return fitting.judge_reading_dra_if_needed(self._kc, self._judge, first=self._first, started=self._read)
+
+    def stop(self) -> None:
+        self._read.stop()
+
+
+def _noted(verdict: Any, dra_note: str) -> Any:
+    """VERDICT with why DRA GPUs were not counted, where they could have changed it."""
+    return dataclasses.replace(verdict, message=f"{verdict.message} ({dra_note})") if dra_note else verdict
+
+
+def fit_warnings(verdict: Any, dra_note: str) -> tuple[dict[str, Any], list[str]]:
+    """The verdict as a dict and the capacity gate's warnings (NeverFitsError for "never")."""
+    from kubectl_tao import gates
+
+    verdict = _noted(verdict, dra_note)
+    return verdict.to_dict(), gates.capacity_gate(verdict)
 
 
 def _judge(plan: Plan, seen: Any, dra: Any, quota: Any) -> Any:
@@ -366,12 +429,45 @@ def execute(
                                                                                    plan.gang_mode))
         _lint(rendered)
         payload = _payload(plan, rendered, job_name, namespace, real=store is not None)
-        verdict, warnings, mechanism = run_gates(kc, plan, namespace, target_server, payload)
+        gated = run_gates(kc, plan, namespace, target_server, payload)
     else:
-        verdict, warnings, mechanism = run_gates(kc, plan, namespace, target_server)
-        rendered = gang.apply(plan.render(job_name, record_id, secret), mechanism)
-        _lint(rendered)
+        gated = run_gates(kc, plan, namespace, target_server)
+        try:
+            rendered = gang.apply(plan.render(job_name, record_id, secret), gated.mechanism)
+            _lint(rendered)
+        except BaseException:
+            gated.stop()
+            raise
         payload = _payload(plan, rendered, job_name, namespace, real=store is not None)
+    try:
+        return _launch(kc, plan, gated, store, record_id, job_name, secret, payload, rendered, namespace=namespace,
+                       target_server=target_server, target_context=target_context, on_progress=on_progress,
+                       extra=extra)
+    finally:
+        gated.stop()
+
+
+def _launch(
+    kc: Kubectl,
+    plan: Plan,
+    gated: Gates,
+    store: Any,
+    record_id: str,
+    job_name: str,
+    secret: str | None,
+    payload: list[dict[str, Any]],
+    rendered: list[dict[str, Any]],
+    *,
+    namespace: str,
+    target_server: str,
+    target_context: str,
+    on_progress: Callable[[str], None],
+    extra: dict[str, Any] | None,
+) -> Outcome:
+    """execute() once the gates passed: open the record, create, mark RUNNING (a server dry run stops before)."""
+    if store is None:  # a server dry run creates nothing: the DRA GPUs are counted at once
+        gated.settle()
+    warnings, mechanism = gated.warnings, gated.mechanism
     for warning in warnings:
         on_progress(f"warning: {warning}")
     if plan.nodes > 1:
@@ -382,7 +478,7 @@ def execute(
         except KubectlError as exc:
             raise dry_run_refused(exc) from None
     if store is None:
-        return Outcome(None, job_name, namespace, rendered, list(warnings), verdict, None, "server",
+        return Outcome(None, job_name, namespace, rendered, list(warnings), gated.fit, None, "server",
                        mechanism.to_dict())
 
     record = store.open(**plan.record, record_id=record_id)
@@ -413,13 +509,17 @@ def execute(
         uid = job["metadata"]["uid"]
         if dependents:
             objects.adopt(kc, job, dependents, namespace)
+        # A job that must queue: its DRA GPUs were read beside the create, for the verdict and its warning only.
+        added = gated.settle()
+        for warning in added:
+            on_progress(f"warning: {warning}")
         store.mark(
             record_id,
             "RUNNING",
             message=f"applied Job {namespace}/{job_name}",
             source="agent",
             backend_ref=f"{namespace}/{job_name}",
-            extra={"job_uid": uid, "submit_phase": "created"},
+            extra={"job_uid": uid, "submit_phase": "created", **({"warnings": warnings} if added else {})},
         )
     except ClusterUnreachableError as exc:
         if created_any:
@@ -447,7 +547,7 @@ def execute(
         _roll_back(kc, store, record_id, namespace, job_name, created, interrupted, "ERR_INFRA")
         raise
     assert record.id == record_id
-    return Outcome(record_id, job_name, namespace, rendered, warnings, verdict, uid, "none", mechanism.to_dict())
+    return Outcome(record_id, job_name, namespace, rendered, warnings, gated.fit, uid, "none", mechanism.to_dict())
 
 
 def _new_id(plan: Plan, store: Any) -> str:
