@@ -139,6 +139,20 @@ def first_error_line(stderr: str) -> str:
     return _scrub(picked)[:500]
 
 
+# Go's garbage collector, tuned for a kubectl call that lives well under a second: no collection until the heap
+# reaches GOMEMLIMIT, instead of one at every 4 MiB of growth while kubectl initialises. About a third less CPU
+# per call, a few MiB more memory (BENCHMARKS.md); a big read still collects once it nears the limit. Long calls
+# (`logs -f`: stream, exec) keep Go's defaults, and so does a user who set either variable.
+SHORT_CALL_GO_ENV = {"GOGC": "off", "GOMEMLIMIT": "256MiB"}
+
+
+def short_call_environment() -> dict[str, str]:
+    """The environment of a short kubectl call: this one, with SHORT_CALL_GO_ENV unless GOGC or GOMEMLIMIT is set."""
+    if any(name in os.environ for name in SHORT_CALL_GO_ENV):
+        return dict(os.environ)
+    return {**os.environ, **SHORT_CALL_GO_ENV}
+
+
 class Kubectl:
     """Runs kubectl with the global flags; raises TaoError subclasses with scrubbed one-line messages."""
 
@@ -208,6 +222,7 @@ class Kubectl:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
+                env=short_call_environment(),
             )
         except (FileNotFoundError, PermissionError) as exc:  # as sh's lookup: no executable of that name
             self._trace(full, started, -1)

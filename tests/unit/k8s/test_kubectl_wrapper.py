@@ -104,6 +104,26 @@ def test_a_kubectl_that_cannot_be_executed_is_one_line_error(tmp_path: Path) -> 
         Kubectl(binary=str(not_executable)).run(["version"])
 
 
+@pytest.mark.parametrize(
+    ("given", "seen"),
+    [
+        ({}, "off 256MiB"),
+        ({"GOGC": "100"}, "100 -"),  # the user's tuning wins, and no limit is added to it
+        ({"GOMEMLIMIT": "64MiB"}, "- 64MiB"),
+    ],
+)
+def test_a_short_call_runs_with_go_collection_tuned_unless_the_user_tuned_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: dict[str, str], seen: str
+) -> None:
+    for name in ("GOGC", "GOMEMLIMIT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in given.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("KUBECTL_TAO_SEEN", "kept")  # the rest of the environment goes along
+    binary = _stand_in(tmp_path, 'echo "${GOGC:--} ${GOMEMLIMIT:--} $KUBECTL_TAO_SEEN"\n')
+    assert Kubectl(binary=binary).run(["version"]).stdout == f"{seen} kept\n"
+
+
 def _counting_stand_in(tmp_path: Path) -> tuple[str, Path]:
     """A kubectl that appends its pid and argv to a log, then answers with its argv after a short while."""
     log = tmp_path / "runs.log"
