@@ -15,13 +15,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from decimal import ROUND_CEILING
 from typing import Any
 
 from kubectl_tao import quantities
 from kubectl_tao.errors import GateError, NeverFitsError, TaoError, UsageError
 from kubectl_tao.k8s import contract
+from kubectl_tao.valueclass import Factory, Value, plain, record
 
 GPU_RESOURCE = contract.GPU_RESOURCE
 GPU_PRODUCT_LABEL = contract.GPU_PRODUCT_LABEL
@@ -48,8 +48,8 @@ _CLOUD_UNINITIALIZED_TAINT = "node.cloudprovider.kubernetes.io/uninitialized"
 # Server version
 
 
-@dataclass(frozen=True)
-class ServerVersion:
+@record(frozen=True)
+class ServerVersion(Value):
     major: int
     minor: int
     patch: int
@@ -59,7 +59,7 @@ class ServerVersion:
         return (self.major, self.minor, self.patch) >= tuple(minimum) + (0,) * (3 - len(minimum))
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return plain(self)
 
 
 _GIT_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
@@ -180,20 +180,20 @@ def pod_gpu_request(pod: Mapping[str, Any]) -> int:
 # Nodes
 
 
-@dataclass(frozen=True)
-class NodeGpus:
+@record(frozen=True)
+class NodeGpus(Value):
     name: str
     allocatable: int
     requested: int
     free: int
-    labels: dict[str, str] = field(default_factory=dict)
-    taints: list[dict[str, Any]] = field(default_factory=list)
+    labels: dict[str, str] = Factory(dict)
+    taints: list[dict[str, Any]] = Factory(list)
     unschedulable: bool = False
     ready: bool = True
     gpu_pods: int = 0  # non-terminal pods on this node that hold at least one GPU
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return plain(self)
 
 
 def _items(data: Any) -> list[Mapping[str, Any]]:
@@ -314,8 +314,8 @@ def _taint_text(taint: Mapping[str, Any]) -> str:
 # Kueue quota
 
 
-@dataclass(frozen=True)
-class FlavorGpus:
+@record(frozen=True)
+class FlavorGpus(Value):
     """One ResourceFlavor's nvidia.com/gpu in a ClusterQueue: quota, borrowing limit, reserved now (and of
     that, what admitted workloads use and what is borrowed from the cohort)."""
 
@@ -332,8 +332,8 @@ class FlavorGpus:
         return max(self.nominal - self.used, 0)
 
 
-@dataclass(frozen=True)
-class QueueQuota:
+@record(frozen=True)
+class QueueQuota(Value):
     """A ClusterQueue's nvidia.com/gpu as Kueue sees it: per-flavor quota from its spec, reserved GPUs from
     its status (flavorsReservation), its Active condition and its workload counts.
 
@@ -372,7 +372,7 @@ class QueueQuota:
         return max((f.remaining for f in self._flavors()), default=0)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = plain(self)
         data["ceiling"] = self.ceiling
         data["free"] = self.free
         return data
@@ -480,8 +480,8 @@ def _quota_room_text(quota: QueueQuota) -> str:
 # Fit
 
 
-@dataclass(frozen=True)
-class FitVerdict:
+@record(frozen=True)
+class FitVerdict(Value):
     verdict: str  # "fits" | "queue" | "never"
     gpus_per_node: int
     node_count: int

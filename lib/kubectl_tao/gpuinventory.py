@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from kubectl_tao.errors import TaoError, UsageError
 from kubectl_tao.gates import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, node_gpus, pod_gpu_request
+from kubectl_tao.valueclass import Factory, Value, plain, record
 
 if TYPE_CHECKING:
     from kubectl_tao.k8s.kubectl import Completed
@@ -105,8 +105,8 @@ def pick_device_class(classes: Sequence[Mapping[str, Any]], wanted: str) -> Mapp
 # ResourceSlices and ResourceClaims
 
 
-@dataclass(frozen=True)
-class DraNode:
+@record(frozen=True)
+class DraNode(Value):
     total: int
     allocated: int
     product: str  # the productName attribute of its first GPU device ('' when the driver gives none)
@@ -116,8 +116,8 @@ class DraNode:
         return max(self.total - self.allocated, 0)
 
 
-@dataclass(frozen=True)
-class DraGpus:
+@record(frozen=True)
+class DraGpus(Value):
     nodes: dict[str, DraNode]
     drivers: tuple[str, ...]  # the drivers whose devices were counted as GPUs
     serving_class: str | None  # the DeviceClass whose extendedResourceName is nvidia.com/gpu
@@ -296,7 +296,7 @@ def gate_nodes(plugin: Sequence[NodeGpus], dra: DraGpus | None) -> list[NodeGpus
     for node in plugin:
         devices = dra.nodes.get(node.name)
         if node.allocatable == 0 and devices is not None:
-            node = replace(node, allocatable=devices.total, requested=devices.allocated, free=devices.free)
+            node = node.replaced(allocatable=devices.total, requested=devices.allocated, free=devices.free)
         out.append(node)
     return out
 
@@ -321,8 +321,8 @@ def fit_nodes(nodes_json: Any, pods_json: Any, dra: DraGpus | None) -> list[Node
 # The `gpus` view
 
 
-@dataclass(frozen=True)
-class NodeRow:
+@record(frozen=True)
+class NodeRow(Value):
     name: str
     product: str
     source: str  # "device-plugin", "dra" or "device-plugin+dra"
@@ -335,17 +335,17 @@ class NodeRow:
     gpu_pods: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return plain(self)
 
 
-@dataclass(frozen=True)
-class Inventory:
+@record(frozen=True)
+class Inventory(Value):
     nodes: list[NodeRow]
     namespaces: dict[str, int]
     dra_class: str | None
     dra_drivers: tuple[str, ...]
     off_node: int
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = Factory(list)
 
     @property
     def totals(self) -> dict[str, int]:

@@ -13,12 +13,12 @@ import json
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubectl_tao import kubelet_text, names, quantities, templates
 from kubectl_tao.errors import UsageError
 from kubectl_tao.k8s import contract
+from kubectl_tao.valueclass import Factory, Value, record
 
 MANAGED_BY_LABEL = contract.MANAGED_BY_LABEL
 MANAGED_BY = contract.MANAGED_BY
@@ -62,8 +62,8 @@ _TOLERATION_KEYS = {"key", "operator", "value", "effect", "tolerationSeconds"}
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
-@dataclass(frozen=True)
-class JobSpec:
+@record(frozen=True)
+class JobSpec(Value):
     """Everything a rendered job depends on. Build with `spec_from_options`, or directly and let
     `render` validate it."""
 
@@ -87,16 +87,16 @@ class JobSpec:
     s3_output: str | None = None  # tier C: results go to <s3_output>/<record_id>/
     upload_excludes: tuple[str, ...] = ()  # tier C: extra `aws s3 cp --exclude` patterns
     s3_tools_image: str = DEFAULT_S3_TOOLS_IMAGE
-    labels: Mapping[str, str] = field(default_factory=dict)  # extra, on the Job and its pods
-    annotations: Mapping[str, str] = field(default_factory=dict)  # extra, on the pod template
+    labels: Mapping[str, str] = Factory(dict)  # extra, on the Job and its pods
+    annotations: Mapping[str, str] = Factory(dict)  # extra, on the pod template
     master_port: int = DEFAULT_MASTER_PORT
     launcher: str = "tao"  # multi-node: tao (sh -c COMMAND) or torchrun (torchrun ... COMMAND-ARGV)
     nccl_socket_ifname: str | None = None
     nccl_ib_hca: str | None = None
-    nccl_env: Mapping[str, str] = field(default_factory=dict)  # other NCCL_* settings (e.g. NCCL_IB_DISABLE)
+    nccl_env: Mapping[str, str] = Factory(dict)  # other NCCL_* settings (e.g. NCCL_IB_DISABLE)
     backoff_limit: int = 0
     active_deadline_seconds: int | None = None
-    node_selector: Mapping[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = Factory(dict)
     tolerations: tuple[Mapping[str, Any], ...] = ()
     queue_name: str | None = None  # Kueue LocalQueue: label + suspend: true
     retries_per_index: int | None = None  # multi-node: backoffLimitPerIndex + FailIndex on 137
@@ -748,7 +748,7 @@ def render(spec: JobSpec) -> list[dict[str, Any]]:
 
 def with_overrides(spec: JobSpec, **changes: Any) -> JobSpec:
     """A copy of `spec` with some fields changed, validated."""
-    return validate_spec(replace(spec, **changes))
+    return validate_spec(spec.replaced(**changes))
 
 
 # --------------------------------------------------------------------------- output

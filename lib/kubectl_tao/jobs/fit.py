@@ -14,23 +14,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from kubectl_tao.errors import TaoError, UsageError
 from kubectl_tao.k8s.kubectl import Completed, Kubectl, Running
+from kubectl_tao.valueclass import Factory, Value, record
 
 LOCALQUEUES = "localqueues.kueue.x-k8s.io"
 CLUSTERQUEUES = "clusterqueues.kueue.x-k8s.io"
 _NO_KUEUE_MARKERS = ("doesn't have a resource type", "the server could not find the requested resource")
 
 
-@dataclass
-class FitReport:
+@record
+class FitReport(Value):
     verdict: Any  # gates.FitVerdict
     namespace: str
     local_queue: str | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = Factory(list)
     gang: Any = None  # gang.Mechanism
 
     def to_dict(self) -> dict[str, Any]:

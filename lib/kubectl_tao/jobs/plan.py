@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubectl_tao.errors import UsageError
 from kubectl_tao.jobs.submit import Plan
 from kubectl_tao.k8s import contract
+from kubectl_tao.valueclass import Value, record
 
 GPU_TOLERATION = contract.GPU_TOLERATION
 TIERS = ("A", "C")
@@ -83,8 +83,8 @@ def _common_checks(job: dict[str, Any]) -> None:
         require_ascii_name(value, f"--{flag.replace('_', '-')}", example=example)
 
 
-@dataclass
-class _Nccl:
+@record
+class _Nccl(Value):
     socket_ifname: str | None
     ib_hca: str | None
     env: dict[str, str]

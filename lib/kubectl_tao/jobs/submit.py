@@ -20,10 +20,8 @@ vanishes while creating, the outcome is unknown: the record is marked UNKNOWN (n
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from kubectl_tao.errors import (
@@ -37,12 +35,13 @@ from kubectl_tao.errors import (
 from kubectl_tao.k8s import contract, objects
 from kubectl_tao.k8s.kubectl import Completed, Kubectl, Running
 from kubectl_tao.names import kubernetes_job_name, secret_name_for
+from kubectl_tao.valueclass import Factory, Value, record
 
 PRIVATE_REGISTRIES = ("nvcr.io",)
 
 
-@dataclass
-class Plan:
+@record
+class Plan(Value):
     """Everything submit needs, validated locally before any cluster call."""
 
     record: dict[str, Any]  # platform, image, network_arch, action, storage_tier, results_dir, upload_excludes
@@ -50,26 +49,26 @@ class Plan:
     image: str
     gpus: int
     nodes: int
-    credentials: dict[str, str] = field(default_factory=dict)
+    credentials: dict[str, str] = Factory(dict)
     pvc: str | None = None
-    secret_refs: dict[str, list[str]] = field(default_factory=dict)  # existing Secret name -> keys required
+    secret_refs: dict[str, list[str]] = Factory(dict)  # existing Secret name -> keys required
     image_pull_secret: str | None = None
-    node_selector: dict[str, str] = field(default_factory=dict)
-    tolerations: list[dict[str, Any]] = field(default_factory=list)
+    node_selector: dict[str, str] = Factory(dict)
+    tolerations: list[dict[str, Any]] = Factory(list)
     gpu_product: str | None = None
     queue: str | None = None  # Kueue LocalQueue (--queue): it must exist; its ClusterQueue quota is gated
     min_version: tuple[int, int] | None = None
     min_version_feature: str = ""
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = Factory(list)
     require_fit_now: bool = False
     skip_probe_warning: bool = False  # the NCCL probe itself: no warning about the last probe
-    notes: list[str] = field(default_factory=list)  # what was decided for the user (printed, not warnings)
+    notes: list[str] = Factory(list)  # what was decided for the user (printed, not warnings)
     patches_job: bool = False  # --keep-until-captured: `status` sets the Job's TTL once the history is captured
     gang_mode: str = "auto"  # --gang: auto | native | off (gang.py)
 
 
-@dataclass
-class Outcome:
+@record
+class Outcome(Value):
     record_id: str | None
     job_name: str
     namespace: str
@@ -353,7 +352,7 @@ class LaterFit:
 
 def _noted(verdict: Any, dra_note: str) -> Any:
     """VERDICT with why DRA GPUs were not counted, where they could have changed it."""
-    return dataclasses.replace(verdict, message=f"{verdict.message} ({dra_note})") if dra_note else verdict
+    return verdict.replaced(message=f"{verdict.message} ({dra_note})") if dra_note else verdict
 
 
 def fit_warnings(verdict: Any, dra_note: str) -> tuple[dict[str, Any], list[str]]:

@@ -20,13 +20,13 @@ last word.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from kubectl_tao.errors import KubectlError, TaoError
 from kubectl_tao.k8s import gatelists
 from kubectl_tao.k8s.kubectl import Completed
+from kubectl_tao.valueclass import Value, record
 
 if TYPE_CHECKING:
     from kubectl_tao.k8s.kubectl import Kubectl
@@ -61,8 +61,8 @@ def calls(*, paged: bool = False) -> dict[str, tuple[list[str], dict[str, Any]]]
     return {"nodes": (NODES_READ, {"namespaced": False}), "pods": (pods, {"namespaced": False})}
 
 
-@dataclass(frozen=True)
-class Capacity:
+@record(frozen=True)
+class Capacity(Value):
     """What the gate can see. `nodes` None: nodes could not be listed (capacity unknown); `usage_known`
     False: pods could not be listed, so `pods` is empty and only each node's allocatable is known. Both hold
     reduced items (gatelists): every node, and the pods that hold GPUs on a node. `pages`: pod pages read."""

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from kubectl_tao.errors import ClusterUnreachableError, TaoError, UsageError
 from kubectl_tao.k8s import contract
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
+from kubectl_tao.valueclass import Value, plain, record
 
 NATIVE, KUEUE, NONE = contract.GANG_NATIVE, contract.GANG_KUEUE, contract.GANG_NONE
 MODES = ("auto", "native", "off")  # --gang
@@ -50,16 +50,16 @@ _SCHEDULING_REASONS = ("", "Pending", "NoPods", *_SCHEDULER_SAID)
 _DRY_RUN_TEMPLATE = 'go-template={{if .spec.scheduling}}{{if .spec.scheduling.schedulingPolicy.gang}}gang{{end}}{{end}}'
 
 
-@dataclass(frozen=True)
-class Support:
+@record(frozen=True)
+class Support(Value):
     """Whether this API server gang-schedules Jobs natively, and why (or why not)."""
 
     native: bool
     detail: str
 
 
-@dataclass(frozen=True)
-class Mechanism:
+@record(frozen=True)
+class Mechanism(Value):
     """The gang mechanism of one job: kind native | kueue | none, and the sentence that says why."""
 
     kind: str
@@ -67,7 +67,7 @@ class Mechanism:
     min_count: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return plain(self)
 
     def line(self) -> str:
         return f"gang scheduling: {self.kind} ({self.message})"
@@ -214,8 +214,8 @@ def apply(objects: Sequence[dict[str, Any]], mechanism: Mechanism) -> list[dict[
 # What the scheduler says about a native gang
 
 
-@dataclass
-class GangView:
+@record
+class GangView(Value):
     """A Job's PodGroup (and Workload) as status and explain show them."""
 
     podgroup: str | None
@@ -228,7 +228,7 @@ class GangView:
     summary: str  # one line for people (status adds the scheduler's message to it)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return plain(self)
 
 
 def groups_call(namespace: str) -> tuple[list[str], dict[str, Any]]:

@@ -18,22 +18,22 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from kubectl_tao.errors import TaoError
 from kubectl_tao.gates import GPU_RESOURCE, pod_gpu_request
+from kubectl_tao.valueclass import Factory, Value, record
 
 FINISHED = ("Succeeded", "Failed")
 # The list's own metadata before its items, the continue token a base64 string (no quote, no backslash).
 _HEAD = re.compile(r'\{[^\[]*?"metadata":\{[^{}]*?"continue":"([^"\\]*)"')
 
 
-@dataclass
-class Page:
+@record
+class Page(Value):
     """One list answer reduced: the kept items, the continue token ('' on the last page) and the item count."""
 
-    items: list[dict[str, Any]] = field(default_factory=list)
+    items: list[dict[str, Any]] = Factory(list)
     token: str = ""
     listed: int = 0
 

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from kubectl_tao.errors import ClusterUnreachableError, GateError, TaoError
 from kubectl_tao.k8s.kubectl import Completed
 from kubectl_tao.k8s.objects import VALIDATE, field_error
+from kubectl_tao.valueclass import Value, record
 
 
-@dataclass(frozen=True)
-class Permission:
+@record(frozen=True)
+class Permission(Value):
     verb: str
     resource: str
     group: str = ""
