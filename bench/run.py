@@ -1023,7 +1023,8 @@ def callgrind_instructions(argv: Sequence[str], env: dict[str, str]) -> int:
 
 def bench_instructions(b: Bench, rows: list[bl.Row]) -> None:
     """Python instructions of the start-up paths (load-independent, unlike wall time): `status JOB` with a stub
-    kubectl that prints recorded JSON (so kubectl's own cost is in no number), `version`, `--help`, and the bare
+    kubectl that prints recorded JSON (so kubectl's own cost is in no number), a client-side `submit` dry run
+    (parsing, plan, render, lint: what a submit runs before its gates), `version`, `--help`, and the bare
     interpreter. 100 M instructions are about 23 ms on an idle core here."""
     log("Python instructions (callgrind)")
     if shutil.which("valgrind") is None:
@@ -1054,6 +1055,9 @@ def bench_instructions(b: Bench, rows: list[bl.Row]) -> None:
            "KUBECTL_TAO_KUBECTL": str(stub), "HOME": str(work)}
     cases = [
         ("status JOB (stub kubectl)", [str(VENV_PYTHON), str(PLUGIN), "status", record.id]),
+        ("submit --gpus 8 --dry-run=client -o json (no kubectl)", [str(VENV_PYTHON), str(PLUGIN), "submit",
+                                                                   *job_args(8, RUN_SECONDS), "--dry-run=client",
+                                                                   "-o", "json"]),
         ("version", [str(VENV_PYTHON), str(PLUGIN), "version"]),
         ("--help", [str(VENV_PYTHON), str(PLUGIN), "--help"]),
         ("python -c pass", [str(VENV_PYTHON), "-c", "pass"]),

@@ -27,8 +27,9 @@ Examples:
 \b
 Order: render and secret lint; then at once: permissions, fit gate (GPUs x nodes, per node), version gate
 (multi-node), PVC/Secret checks, gang mechanism (multi-node: native where the API server gang-schedules Jobs,
-Kueue with --queue, else none) and create --dry-run=server; then open the record, create, mark RUNNING. A
-refused gate leaves no record; a failure after the record opens marks it ERROR and removes what was created.
+Kueue with --queue, else none) and create --dry-run=server; then open the record, create, mark RUNNING (a job
+that will queue is created while its DRA GPUs are read: they can only make it fit now). A refused gate leaves
+no record; a failure after the record opens marks it ERROR and removes what was created.
 Exit codes: 0 ok, 1 gate/job failure, 2 bad input, 3 cluster unreachable, 4 the job can never fit this cluster."""
 
 
