@@ -19,7 +19,7 @@ last word.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -88,55 +88,38 @@ def _pods(first: Completed, kc: Kubectl | None) -> tuple[list[dict[str, Any]], i
 
     items: list[dict[str, Any]] = []
     pages, restarted, result = 0, False, first
-    while True:
-        ahead = gatelists.continue_token(result.stdout) if kc is not None else ""
-        upcoming = _Ahead(fetch, ahead) if ahead else None
-        page = gatelists.reduce(result.stdout, "pods")
-        items += page.items
-        pages += 1
-        if not page.token:
-            return items, pages
-        if kc is None:
-            raise TaoError("internal error: a paged pods read needs its Kubectl (capacity.read(results, kc))")
-        try:
-            result = upcoming.result() if upcoming is not None and ahead == page.token else fetch(page.token)
-        except KubectlError as exc:
-            if not _expired(exc):
-                raise
-            if restarted:
-                raise TaoError(
-                    "kubectl get --raw pods: the API server expired the list's continue token twice (410 "
-                    "Expired: the read took longer than the server keeps a list's snapshot); run the command "
-                    "again"
-                ) from None
-            restarted, items = True, []
-            result = fetch("")
+    pool: Any = None  # one worker for every next page, made only when there is one (a single page is the usual read)
+    try:
+        while True:
+            ahead = gatelists.continue_token(result.stdout) if kc is not None else ""
+            if ahead and pool is None:
+                from concurrent.futures import ThreadPoolExecutor
 
-
-class _Ahead:
-    """The next page, fetched on a thread of its own while the current one is reduced (a single-page read,
-    the usual one, starts none)."""
-
-    def __init__(self, fetch: Callable[[str], Completed], token: str) -> None:
-        import threading
-
-        self._answer: Completed | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fetch, token), daemon=True)
-        self._thread.start()
-
-    def _run(self, fetch: Callable[[str], Completed], token: str) -> None:
-        try:
-            self._answer = fetch(token)
-        except BaseException as exc:  # raised in the reader's thread by result()
-            self._error = exc
-
-    def result(self) -> Completed:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._answer is not None
-        return self._answer
+                pool = ThreadPoolExecutor(max_workers=1)
+            upcoming = pool.submit(fetch, ahead) if ahead else None
+            page = gatelists.reduce(result.stdout, "pods")
+            items += page.items
+            pages += 1
+            if not page.token:
+                return items, pages
+            if kc is None:
+                raise TaoError("internal error: a paged pods read needs its Kubectl (capacity.read(results, kc))")
+            try:
+                result = upcoming.result() if upcoming is not None and ahead == page.token else fetch(page.token)
+            except KubectlError as exc:
+                if not _expired(exc):
+                    raise
+                if restarted:
+                    raise TaoError(
+                        "kubectl get --raw pods: the API server expired the list's continue token twice (410 "
+                        "Expired: the read took longer than the server keeps a list's snapshot); run the command "
+                        "again"
+                    ) from None
+                restarted, items = True, []
+                result = fetch("")
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
 
 
 def _nodes(result: Completed) -> dict[str, Any]:
