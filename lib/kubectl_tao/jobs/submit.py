@@ -314,7 +314,9 @@ class Gates:
     """What the gates found: the fit verdict (as a dict; None while `later` settles it or without a capacity
     read), warnings, the gang.Mechanism and, for a job that must queue, the LaterFit still reading DRA GPUs."""
 
-    def __init__(self, fit: dict[str, Any] | None, warnings: list[str], mechanism: Any, later: LaterFit | None):
+    def __init__(
+        self, fit: dict[str, Any] | None, warnings: list[str], mechanism: Any, later: LaterFit | None
+    ) -> None:
         self.fit, self.warnings, self.mechanism, self.later = fit, warnings, mechanism, later
 
     def settle(self) -> list[str]:
