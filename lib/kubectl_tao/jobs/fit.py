@@ -154,6 +154,33 @@ def judge_reading_dra_if_needed(
     return verdict, note if verdict.verdict != gates.FITS else ""
 
 
+def judge_seen(
+    seen: Any,
+    dra: Any,
+    gpus: int,
+    nodes: int,
+    *,
+    node_selector: Mapping[str, str] | None = None,
+    tolerations: Sequence[Mapping[str, Any]] | None = None,
+    gpu_product: str | None = None,
+    quota: Any = None,
+) -> Any:
+    """The fit verdict (gates.FitVerdict) of GPUS x NODES over what the gate read (capacity.Capacity: nodes and
+    the pods on them), DRA devices (gpuinventory.read_dra, or None) and a queue's quota (or None)."""
+    from kubectl_tao import gates, gpuinventory
+
+    return gates.fit(
+        gpuinventory.fit_nodes(seen.nodes, seen.pods, dra),
+        gpus,
+        nodes,
+        node_selector=node_selector or None,
+        tolerations=tolerations or None,
+        gpu_product=gpu_product,
+        quota=quota,
+        no_gpu_hint=gpuinventory.no_gpu_hint(dra),
+    )
+
+
 def check(
     kc: Kubectl,
     namespace: str,
@@ -165,7 +192,6 @@ def check(
     gpu_product: str | None = None,
     queue: str | None = None,
 ) -> FitReport:
-    from kubectl_tao import gates, gpuinventory
     from kubectl_tao.k8s import capacity, gang
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {**capacity.calls(paged=True), "queues": queue_call(namespace)}
@@ -178,16 +204,8 @@ def check(
     quota, local_queue, notes = read_queue(kc, queues, queue, namespace)
 
     def judge(dra: Any) -> Any:
-        return gates.fit(
-            gpuinventory.fit_nodes(seen.nodes, seen.pods, dra),
-            gpus,
-            nodes,
-            node_selector=node_selector or None,
-            tolerations=tolerations or None,
-            gpu_product=gpu_product,
-            quota=quota,
-            no_gpu_hint=gpuinventory.no_gpu_hint(dra),
-        )
+        return judge_seen(seen, dra, gpus, nodes, node_selector=node_selector, tolerations=tolerations,
+                          gpu_product=gpu_product, quota=quota)
 
     verdict, dra_note = judge_reading_dra_if_needed(kc, judge)
     if dra_note:

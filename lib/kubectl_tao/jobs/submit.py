@@ -282,10 +282,9 @@ def run_gates(
                 later = LaterFit(kc, judge, first, dra_read or kc.start(gpuinventory.DRA_READ, namespaced=False))
                 dra_read = None
             else:
-                verdict, dra_note = fitting.judge_reading_dra_if_needed(kc, judge, first=first, started=dra_read)
-                verdict_dict, capacity_warnings = fit_warnings(verdict, dra_note)
+                verdict = _noted(*fitting.judge_reading_dra_if_needed(kc, judge, first=first, started=dra_read))
+                verdict_dict, capacity_warnings = fit_warnings(verdict)
                 warnings += capacity_warnings
-                verdict = _noted(verdict, dra_note)
                 if plan.require_fit_now and verdict.verdict != "fits":
                     raise GateError(f"{verdict.message} (--require-fit-now)")
                 if plan.require_fit_now and not seen.usage_known:
@@ -323,9 +322,9 @@ class Gates:
         """The fit verdict with DRA GPUs counted, once `later` has them; the warnings that adds."""
         if self.later is None:
             return []
-        verdict, dra_note = self.later.settle()
+        verdict = _noted(*self.later.settle())
         self.later = None
-        self.fit, added = fit_warnings(verdict, dra_note)
+        self.fit, added = fit_warnings(verdict)
         self.warnings += added
         return added
 
@@ -357,28 +356,19 @@ def _noted(verdict: Any, dra_note: str) -> Any:
     return verdict.replaced(message=f"{verdict.message} ({dra_note})") if dra_note else verdict
 
 
-def fit_warnings(verdict: Any, dra_note: str) -> tuple[dict[str, Any], list[str]]:
+def fit_warnings(verdict: Any) -> tuple[dict[str, Any], list[str]]:
     """The verdict as a dict and the capacity gate's warnings (NeverFitsError for "never")."""
     from kubectl_tao import gates
 
-    verdict = _noted(verdict, dra_note)
     return verdict.to_dict(), gates.capacity_gate(verdict)
 
 
 def _judge(plan: Plan, seen: Any, dra: Any, quota: Any) -> Any:
-    """PLAN's fit verdict over what the gate saw (nodes and the pods on them), DRA devices and a queue's quota."""
-    from kubectl_tao import gates, gpuinventory
+    """PLAN's fit verdict over what the gate saw, DRA devices and a queue's quota (jobs/fit.py: judge_seen)."""
+    from kubectl_tao.jobs.fit import judge_seen
 
-    return gates.fit(
-        gpuinventory.fit_nodes(seen.nodes, seen.pods, dra),
-        plan.gpus,
-        plan.nodes,
-        node_selector=plan.node_selector or None,
-        tolerations=plan.tolerations or None,
-        gpu_product=plan.gpu_product,
-        quota=quota,
-        no_gpu_hint=gpuinventory.no_gpu_hint(dra),
-    )
+    return judge_seen(seen, dra, plan.gpus, plan.nodes, node_selector=plan.node_selector,
+                      tolerations=plan.tolerations, gpu_product=plan.gpu_product, quota=quota)
 
 
 def dry_run_refused(error: TaoError) -> TaoError:
