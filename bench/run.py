@@ -529,7 +529,7 @@ def capacity_target(nodes: int) -> float:
 
 def bench_capacity(b: Bench, rows: list[bl.Row], nodes: int = 1000, pods: int = 5000) -> None:
     log(f"capacity gate over {nodes} nodes / {pods} pods")
-    from kubectl_tao import gates
+    from kubectl_tao.core import gates
     from kubectl_tao.k8s import capacity, gatelists
     from kubectl_tao.k8s.kubectl import Completed
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from support.cluster import Cluster, kubectl_json, wait_for
 
-from kubectl_tao import gpuinventory
+from kubectl_tao.core import gpuinventory
 from kubectl_tao.k8s import capacity
 from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl
 

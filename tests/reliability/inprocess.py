@@ -63,7 +63,7 @@ class InProcess:
         """os.environ and the typer app set up for many calls; both restored afterwards."""
         import typer.main
 
-        from kubectl_tao.cli import app
+        from kubectl_tao.cli.app import app
 
         saved = {key: os.environ.get(key) for key in [*self.env, *_UNSET]}
         os.environ.update(self.env)
@@ -83,7 +83,7 @@ class InProcess:
                     os.environ[key] = value
 
     def run(self, argv: list[str], stdin: bytes = b"") -> tuple[int, str, str]:
-        from kubectl_tao.cli import main
+        from kubectl_tao.cli.main import main
         from kubectl_tao.commands.common import reset_session
 
         reset_session()

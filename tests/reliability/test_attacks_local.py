@@ -18,8 +18,8 @@ import pytest
 from support.cluster import STAY_RUNNING, Cluster, Tao, wait_for
 from support.secret_corpus import CORPUS_DIR, cases
 
-from kubectl_tao import cli as cli_module
-from kubectl_tao import lint
+from kubectl_tao.cli import app as app_module
+from kubectl_tao.core import lint
 
 from .helpers import check_record
 from .inprocess import InProcess
@@ -72,16 +72,16 @@ def test_planted_links_are_never_written_through(harness: InProcess, tmp_path: P
 
     crash = harness.state / "kubectl-tao-crash.log"
     crash.symlink_to(victim)
-    saved = cli_module.app
+    saved = app_module.app
 
     def boom(**_: Any) -> None:
         raise RuntimeError(f"a bug while HF_TOKEN={CANARY}")
 
-    cli_module.app = boom  # type: ignore[assignment]
+    app_module.app = boom  # type: ignore[assignment]
     try:
         code, out, err = harness.run(["list"])
     finally:
-        cli_module.app = saved
+        app_module.app = saved
     _attack(code == 1 and victim.read_text() == "precious\n" and CANARY not in out + err, "crash log link")
 
 

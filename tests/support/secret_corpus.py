@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubectl_tao.lint import lint_documents, lint_manifest_text
-from kubectl_tao.redact import Finding
+from kubectl_tao.core.lint import lint_documents, lint_manifest_text
+from kubectl_tao.core.redact import Finding
 
 CORPUS_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "secrets"
 

@@ -48,7 +48,7 @@ class _Stdin(io.TextIOWrapper):
 def cli(
     tao_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Callable[..., tuple[int, str, str]]]:
-    from kubectl_tao.cli import main
+    from kubectl_tao.cli.main import main
     from kubectl_tao.commands.common import reset_session
 
     monkeypatch.setattr(sys, "argv", ["kubectl-tao"])

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.envfile import parse_env_file
-from kubectl_tao.errors import UsageError
+from kubectl_tao.core.envfile import parse_env_file
+from kubectl_tao.core.errors import UsageError
+from kubectl_tao.core.names import validate_env_name
+from kubectl_tao.core.redact import safe_to_show
 from kubectl_tao.jobs.plan import read_credentials
-from kubectl_tao.names import validate_env_name
-from kubectl_tao.redact import safe_to_show
 
 CANARY = "s3cr3tCanaryValue"  # fake; shaped like a password nobody's detector knows
 TOKEN = "hf_" + "FakeCanaryToken0123456789abcdefXY"
@@ -100,7 +100,7 @@ def test_secret_from_env_does_not_echo_a_value(cli: Any) -> None:
 
 
 def test_error_lines_keep_a_field_and_its_complaint() -> None:
-    from kubectl_tao.cli import _scrubbed
+    from kubectl_tao.cli.main import _scrubbed
 
     message = '--image-pull-secret: Secret "absent" not found in namespace tao-jobs; create it first'
     assert _scrubbed(message) == message

@@ -85,14 +85,10 @@ def test_shell_scripts_use_strict_mode() -> None:
 # ---------------------------------------------------------------- layers (see CONTRIBUTING.md)
 
 PACKAGE = "kubectl_tao"
-# Pure modules: data in, data out. They may use each other, errors and k8s.contract, never the cluster
-# (k8s.kubectl, k8s.objects and the other k8s readers), the record store or the job lifecycle.
-PURE = (
-    "action", "blockyaml", "classify", "diagnose", "envfile", "errors", "gates", "gpuinventory", "kubelet_text",
-    "kueue", "lint", "logs", "names", "output", "quantities", "redact", "render", "schemas", "templates", "valueclass",
-    "k8s.contract",
-)
-PURE_MAY_USE = {f"{PACKAGE}.{name}" for name in PURE}
+# Pure modules (core/): data in, data out. They may use each other, never the cluster (k8s/), the record store,
+# the job lifecycle or the command line.
+PURE = tuple(sorted(p.stem for p in (LIB / "core").glob("*.py") if p.stem != "__init__"))
+PURE_MAY_USE = {f"{PACKAGE}.core", *(f"{PACKAGE}.core.{name}" for name in PURE)}
 # Label/annotation keys, selectors and the GPU resource, spelled as values (no whitespace: prose may name them).
 CONTRACT_WORDS = re.compile(
     r"app\.kubernetes\.io/|kubectl-tao\.io/|batch\.kubernetes\.io/|kueue\.x-k8s\.io/|nvidia\.com/gpu|"
@@ -116,6 +112,22 @@ def _under_type_checking(tree: ast.AST) -> set[int]:
     return skipped
 
 
+def _dynamic_import_target(node: ast.Call) -> str:
+    """The module an `importlib.import_module(...)` / `__import__(...)` call names: the whole name of a constant,
+    the constant head of an f-string ("kubectl_tao.commands." stands for every module under it); "" otherwise."""
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if name not in ("import_module", "__import__") or not node.args:
+        return ""
+    arg = node.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value if arg.value.startswith(PACKAGE) else ""
+    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        head = str(arg.values[0].value)
+        return head if head.startswith(f"{PACKAGE}.") else ""
+    return ""
+
+
 def _package_imports(path: Path, *, runtime_only: bool = False) -> set[str]:
     """The kubectl_tao modules `path` imports, anywhere in the file (function bodies too)."""
     modules = {_module_name(p) for p in LIB.rglob("*.py")}
@@ -129,6 +141,9 @@ def _package_imports(path: Path, *, runtime_only: bool = False) -> set[str]:
             continue
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.Call) and _dynamic_import_target(node):
+            head = _dynamic_import_target(node)
+            targets = [m for m in modules if m == head or (head.endswith(".") and m.startswith(head))]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -171,22 +186,43 @@ def test_no_import_cycles_counting_imports_inside_functions() -> None:
 def test_pure_modules_use_neither_the_cluster_the_store_nor_the_job_lifecycle() -> None:
     offenders = []
     for name in PURE:
-        path = LIB / f"{name.replace('.', '/')}.py"
+        path = LIB / "core" / f"{name}.py"
         bad = _package_imports(path, runtime_only=True) - PURE_MAY_USE
         if bad:
             offenders.append(f"{name}: {sorted(bad)}")
     assert offenders == []
 
 
-def test_lower_layers_never_import_the_job_lifecycle_or_the_commands() -> None:
+# Each layer and the layers above it that it must never import (CONTRIBUTING.md, "Layers").
+NEVER_IMPORTS = {
+    "k8s": ("jobs", "commands", "cli"),
+    "store": ("jobs", "commands", "cli"),
+    "jobs": ("commands", "cli"),
+    "commands": ("cli.main", "cli.app"),
+}
+
+
+def test_lower_layers_never_import_the_layers_above() -> None:
     offenders = []
     for path in sorted(LIB.rglob("*.py")):
         module = _module_name(path)
-        if module.startswith((f"{PACKAGE}.k8s", f"{PACKAGE}.store")):
-            bad = {m for m in _package_imports(path) if m.startswith((f"{PACKAGE}.jobs", f"{PACKAGE}.commands"))}
-            if bad:
-                offenders.append(f"{module}: {sorted(bad)}")
+        for layer, above in NEVER_IMPORTS.items():
+            if module.startswith(f"{PACKAGE}.{layer}"):
+                bad = {m for m in _package_imports(path) if m.startswith(tuple(f"{PACKAGE}.{a}" for a in above))}
+                if bad:
+                    offenders.append(f"{module}: {sorted(bad)}")
     assert offenders == []
+
+
+def test_a_dynamic_import_counts_as_an_import() -> None:
+    call = ast.parse('importlib.import_module(f"kubectl_tao.commands.{name}")').body[0].value
+    plain = ast.parse('__import__("kubectl_tao.jobs.submit")').body[0].value
+    other = ast.parse('importlib.import_module("json")').body[0].value
+    assert [_dynamic_import_target(c) for c in (call, plain, other)] == [  # type: ignore[arg-type]
+        "kubectl_tao.commands.",
+        "kubectl_tao.jobs.submit",
+        "",
+    ]
 
 
 def _string_values(tree: ast.AST) -> list[ast.Constant]:
@@ -207,7 +243,7 @@ def _string_values(tree: ast.AST) -> list[ast.Constant]:
 def test_labels_annotations_selectors_and_the_gpu_resource_are_spelled_only_in_the_contract() -> None:
     offenders = []
     for path in sorted(LIB.rglob("*.py")):
-        if path == LIB / "k8s" / "contract.py":
+        if path == LIB / "core" / "contract.py":
             continue
         for node in _string_values(ast.parse(path.read_text(encoding="utf-8"))):
             value = node.value

@@ -216,7 +216,7 @@ def test_the_lock_pins_every_runtime_dependency() -> None:
 
 def test_tree_files_are_what_the_plugin_needs_and_nothing_else() -> None:
     files = release.tree_files()
-    for needed in ("kubectl-tao", "lib/kubectl_tao/cli.py", "lib/kubectl_tao/bootstrap.py", "pyproject.toml",
+    for needed in ("kubectl-tao", "lib/kubectl_tao/cli/main.py", "lib/kubectl_tao/cli/bootstrap.py", "pyproject.toml",
                    "templates/k8s/single-pod-job.yaml.tmpl", "schemas/job-record.schema.json",
                    "scripts/kubectl_complete-tao"):
         assert needed in files

@@ -32,13 +32,13 @@ def register(app: typer.Typer) -> None:
         output: str = OutputOption,
     ) -> int:
         """Stop a job: delete its Job, Service and Secret, and mark its record CANCELED."""
+        from kubectl_tao.cli.output import check_format, emit, emit_data, info
         from kubectl_tao.jobs import track as tracking
         from kubectl_tao.jobs.cancel import cancel as run_cancel
-        from kubectl_tao.output import check_format, emit, emit_data, info
 
         fmt = check_format(output, ("table", "json", "yaml", "name"))
         if wait.lower() not in ("true", "false"):
-            from kubectl_tao.errors import UsageError
+            from kubectl_tao.core.errors import UsageError
 
             raise UsageError(f"--wait={wait}: use --wait=true (the default) or --wait=false")
         sess = session()

@@ -36,9 +36,9 @@ def register(app: typer.Typer) -> None:
         shell: str = typer.Argument(..., metavar="SHELL", help="bash, zsh or fish."),
     ) -> int:
         """Print a bash, zsh or fish completion script for kubectl-tao."""
-        from kubectl_tao.completion import SCRIPTS, Completer, render
-        from kubectl_tao.errors import UsageError
-        from kubectl_tao.output import emit
+        from kubectl_tao.cli.completion import SCRIPTS, Completer, render
+        from kubectl_tao.cli.output import emit
+        from kubectl_tao.core.errors import UsageError
 
         words = list(ctx.args)
         if shell == "__complete":  # what the printed scripts call: candidates for the words typed

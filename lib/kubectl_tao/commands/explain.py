@@ -49,9 +49,9 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Look even if kubectl points at another cluster or Job UID."),
     ) -> int:
         """Explain why a job is pending or failed: cause, evidence, fix."""
+        from kubectl_tao.cli.output import check_format, emit, emit_data, info
         from kubectl_tao.jobs import track as tracking
         from kubectl_tao.jobs.explain import explain_job
-        from kubectl_tao.output import check_format, emit, emit_data, info
 
         fmt = check_format(output, ("table", "json", "yaml"))
         sess = session()

@@ -105,8 +105,8 @@ def run(args: Sequence[str]) -> int | None:
         return None
     verb, rest = args[verb_at], args[verb_at + 1 :]
     if verb == "version" and not rest:
+        from kubectl_tao.cli.output import emit
         from kubectl_tao.commands.version import client_version_line
-        from kubectl_tao.output import emit
 
         emit(client_version_line())
         return 0

@@ -42,11 +42,11 @@ def register(app: typer.Typer) -> None:
         output: str = OutputOption,
     ) -> int:
         """Say whether a job of G GPUs x N nodes fits now, must queue, or never fits."""
-        from kubectl_tao.errors import EXIT_FAILURE, EXIT_NEVER_FITS, EXIT_OK, UsageError
+        from kubectl_tao.cli.output import check_format, emit, emit_data, info
+        from kubectl_tao.core.contract import GPU_TOLERATION
+        from kubectl_tao.core.errors import EXIT_FAILURE, EXIT_NEVER_FITS, EXIT_OK, UsageError
+        from kubectl_tao.core.render import _check_toleration, parse_key_values, parse_toleration
         from kubectl_tao.jobs import fit as fitting
-        from kubectl_tao.k8s.contract import GPU_TOLERATION
-        from kubectl_tao.output import check_format, emit, emit_data, info
-        from kubectl_tao.render import _check_toleration, parse_key_values, parse_toleration
 
         fmt = check_format(output, ("table", "json", "yaml"))
         selector = parse_key_values(node_selector, "--node-selector")

@@ -44,8 +44,8 @@ def register(app: typer.Typer) -> None:
         no_headers: bool = NoHeadersOption,
     ) -> int:
         """Show which GPUs are free right now, per node and per namespace."""
+        from kubectl_tao.cli.output import check_format, emit, emit_data, info, table
         from kubectl_tao.jobs.gpus import gather
-        from kubectl_tao.output import check_format, emit, emit_data, info, table
 
         fmt = check_format(output, ("table", "wide", "json", "yaml"))
         sess = session()
@@ -83,8 +83,8 @@ def register(app: typer.Typer) -> None:
 
 def queue_table(view: Any, *, wide: bool, no_headers: bool) -> str:
     """One row per ResourceFlavor of the ClusterQueue behind the LocalQueue (a jobs.gpus.QueueView)."""
+    from kubectl_tao.cli.output import table
     from kubectl_tao.jobs.gpus import borrowing_limit
-    from kubectl_tao.output import table
 
     quota = view.quota
     headers = ["localqueue", "clusterqueue", "flavor", "nominal", "reserved", "remaining"]

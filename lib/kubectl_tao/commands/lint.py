@@ -33,9 +33,9 @@ def register(app: typer.Typer) -> None:
         import sys
         from pathlib import Path
 
-        from kubectl_tao.errors import UsageError
-        from kubectl_tao.lint import FIX_HINT, lint_manifest_text
-        from kubectl_tao.output import info
+        from kubectl_tao.cli.output import info
+        from kubectl_tao.core.errors import UsageError
+        from kubectl_tao.core.lint import FIX_HINT, lint_manifest_text
 
         if files.count("-") > 1:
             raise UsageError("FILE: '-' (stdin) may be given only once")

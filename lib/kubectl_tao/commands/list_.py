@@ -33,10 +33,10 @@ def register(app: typer.Typer) -> None:
         all_: bool = typer.Option(False, "--all", help="Show every record."),
     ) -> int:
         """List job records, newest first, with their live state."""
+        from kubectl_tao.cli.output import check_format, info
         from kubectl_tao.commands import present
-        from kubectl_tao.errors import UsageError
+        from kubectl_tao.core.errors import UsageError
         from kubectl_tao.jobs.listing import observe_all
-        from kubectl_tao.output import check_format, info
 
         if limit < 1:
             raise UsageError(f"--limit must be at least 1 (got {limit}); use --all to show every record")

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from kubectl_tao.commands.common import record_store, session, with_cluster_flags
-from kubectl_tao.logs import DEFAULT_TAIL
+from kubectl_tao.core.logs import DEFAULT_TAIL
 
 EPILOG = """\b
 Examples:
@@ -35,10 +35,10 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Skip the cluster and UID pins."),
     ) -> int:
         """Print the logs of every rank of a job."""
-        from kubectl_tao.errors import UsageError
+        from kubectl_tao.cli.output import info
+        from kubectl_tao.core.errors import UsageError
+        from kubectl_tao.core.logs import from_history, kubectl_args, rewrite
         from kubectl_tao.jobs import track as tracking
-        from kubectl_tao.logs import from_history, kubectl_args, rewrite
-        from kubectl_tao.output import info
 
         if tail < -1:
             raise UsageError(f"--tail {tail}: give a number of lines >= 0, or -1 for the whole log")

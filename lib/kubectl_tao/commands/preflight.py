@@ -32,8 +32,8 @@ def register(app: typer.Typer) -> None:
         output: str = OutputOption,
     ) -> int:
         """Check that this machine and cluster can run TAO jobs."""
+        from kubectl_tao.cli.output import check_format, emit, emit_data
         from kubectl_tao.jobs.preflight import MISSING, cluster_checks, host_runtime_check, kubectl_check
-        from kubectl_tao.output import check_format, emit, emit_data
 
         fmt = check_format(output, ("table", "json", "yaml"))
         sess = session()

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubectl_tao.cli.output import check_format, dump_json, dump_yaml, emit, table
+from kubectl_tao.core.ages import age
 from kubectl_tao.jobs.track import Observation
-from kubectl_tao.output import age, check_format, dump_json, dump_yaml, emit, table
 
 HEADERS = ["NAME", "STATE", "GPUS", "NODES", "AGE", "REASON"]
 WIDE = ["NAMESPACE", "JOB", "IMAGE", "RESULTS"]
@@ -63,7 +64,7 @@ def rank_counts(obs: Observation) -> str:
 
 def _scrubbed(value: Any) -> Any:
     """Strings the cluster wrote (pod, condition and event messages) through the redactor."""
-    from kubectl_tao.redact import redact_cluster_text
+    from kubectl_tao.core.redact import redact_cluster_text
 
     if isinstance(value, str):
         return redact_cluster_text(value)

@@ -32,7 +32,7 @@ record_app = typer.Typer(
 
 
 def _format(value: str, allowed: tuple[str, ...]) -> str:
-    from kubectl_tao.errors import UsageError
+    from kubectl_tao.core.errors import UsageError
 
     fmt = (value or allowed[0]).lower()
     if fmt not in allowed:
@@ -41,7 +41,7 @@ def _format(value: str, allowed: tuple[str, ...]) -> str:
 
 
 def _emit_record(record: dict, fmt: str) -> None:
-    from kubectl_tao.output import dump_json, dump_yaml, emit
+    from kubectl_tao.cli.output import dump_json, dump_yaml, emit
 
     emit(dump_yaml(dict(record)) if fmt == "yaml" else dump_json(dict(record)))
 
@@ -68,7 +68,7 @@ def open_(
     output: str = typer.Option("name", "--output", "-o", help="name (the id, default), json or yaml."),
 ) -> int:
     """Open a record (state OPEN until launched) and print its new id."""
-    from kubectl_tao.output import emit
+    from kubectl_tao.cli.output import emit
 
     fmt = _format(output, ("name", "json", "yaml"))
     record = record_store().open(
@@ -131,7 +131,7 @@ def show(
 @with_cluster_flags
 def list_(output: str = OutputOption, no_headers: bool = NoHeadersOption) -> int:
     """List records, newest first, without asking the cluster."""
-    from kubectl_tao.output import check_format, emit, emit_data, info, table
+    from kubectl_tao.cli.output import check_format, emit, emit_data, info, table
 
     fmt = check_format(output, ("table", "json", "yaml", "name"))
     errors: list[str] = []

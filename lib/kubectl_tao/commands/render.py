@@ -29,11 +29,11 @@ def register(app: typer.Typer) -> None:
         output: str = OutputOption,
     ) -> int:
         """Print the Kubernetes manifests for a job without contacting the cluster."""
+        from kubectl_tao.cli.output import check_format, emit, info
+        from kubectl_tao.core.names import validate_job_name
+        from kubectl_tao.core.render import to_json, to_yaml
         from kubectl_tao.jobs import plan as planning
         from kubectl_tao.jobs.submit import execute
-        from kubectl_tao.names import validate_job_name
-        from kubectl_tao.output import check_format, emit, info
-        from kubectl_tao.render import to_json, to_yaml
 
         fmt = check_format(output, ("table", "yaml", "json"))
         sess = session()

@@ -37,9 +37,9 @@ def _read_key(from_env: str | None) -> str:
     import os
     import sys
 
-    from kubectl_tao.errors import UsageError
+    from kubectl_tao.core.errors import UsageError
+    from kubectl_tao.core.names import shown_env_name, validate_env_name
     from kubectl_tao.k8s.pullsecret import check_key
-    from kubectl_tao.names import shown_env_name, validate_env_name
 
     if from_env:
         name = validate_env_name(from_env, "--from-env")
@@ -68,9 +68,9 @@ def image_pull(
     output: str = typer.Option("table", "--output", "-o", help="table (default), name, json or yaml."),
 ) -> int:
     """Create an image-pull Secret (dockerconfigjson) with the key read from stdin."""
+    from kubectl_tao.cli.output import check_format, emit, emit_data
+    from kubectl_tao.core.names import validate_dns_subdomain
     from kubectl_tao.k8s.pullsecret import check_registry, check_username, create, secret_object
-    from kubectl_tao.names import validate_dns_subdomain
-    from kubectl_tao.output import check_format, emit, emit_data
 
     fmt = check_format(output, ("table", "name", "json", "yaml"))
     name = validate_dns_subdomain(name, "NAME")

@@ -85,10 +85,10 @@ def run(
     output: str = "table",
 ) -> int:
     """Submit JOB (the job flags, as jobflags.with_job_flags packs them); the exit code."""
-    from kubectl_tao.errors import UsageError
+    from kubectl_tao.cli.output import check_format, dump_json, dump_yaml, emit, info
+    from kubectl_tao.core.errors import UsageError
     from kubectl_tao.jobs import plan as planning
     from kubectl_tao.jobs.submit import execute
-    from kubectl_tao.output import check_format, dump_json, dump_yaml, emit, info
 
     fmt = check_format(output, ("table", "json", "yaml", "name"))
     if dry_run not in ("none", "client", "server"):
@@ -130,7 +130,7 @@ def run(
         ),
     )
     if dry_run != "none":
-        from kubectl_tao.render import to_json, to_yaml
+        from kubectl_tao.core.render import to_json, to_yaml
 
         for warning in outcome.warnings if dry_run == "client" else []:
             info(f"warning: {warning}")

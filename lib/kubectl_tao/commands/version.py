@@ -33,12 +33,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Print the kubectl-tao version (and the cluster's with --server)."""
         from kubectl_tao import __version__
-        from kubectl_tao.output import check_format, emit, emit_data
+        from kubectl_tao.cli.output import check_format, emit, emit_data
 
         fmt = check_format(output, ("table", "json", "yaml"))
         data: dict[str, str] = {"clientVersion": __version__}
         if server:
-            from kubectl_tao.gates import parse_server_version
+            from kubectl_tao.core.gates import parse_server_version
 
             raw = session().kubectl().json(["version"], namespaced=False)
             data["serverVersion"] = parse_server_version(raw).text

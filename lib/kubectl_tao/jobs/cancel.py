@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubectl_tao.errors import GateError
+from kubectl_tao.core.errors import GateError
 from kubectl_tao.jobs.track import Tracked, check_pin, fetch, observe, refuse_other_platform
 from kubectl_tao.k8s import objects
 from kubectl_tao.k8s.kubectl import Kubectl

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 
-from kubectl_tao.k8s import contract
+from kubectl_tao.core import contract
 from kubectl_tao.k8s.kubectl import ClusterOptions, prestart
 
 _LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")

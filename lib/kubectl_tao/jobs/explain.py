@@ -15,12 +15,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubectl_tao import classify as st
-from kubectl_tao import kueue
-from kubectl_tao.diagnose import Finding
-from kubectl_tao.errors import TaoError
+from kubectl_tao.core import classify as st
+from kubectl_tao.core import contract, kueue
+from kubectl_tao.core.diagnose import Finding
+from kubectl_tao.core.errors import TaoError
 from kubectl_tao.jobs.track import Tracked, check_pin, check_uid, reads_gang
-from kubectl_tao.k8s import contract, gang
+from kubectl_tao.k8s import gang
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
 
@@ -55,7 +55,7 @@ class Explanation:
 def redacted(e: Explanation) -> Explanation:
     """``e`` with every text that may quote the cluster (events, conditions, container messages, the
     record's last message) through the redactor: explain prints them as evidence."""
-    from kubectl_tao.redact import redact_cluster_text as redact_text
+    from kubectl_tao.core.redact import redact_cluster_text as redact_text
 
     findings = [
         Finding(redact_text(f.cause), redact_text(f.evidence), redact_text(f.fix), f.code) for f in e.findings
@@ -81,7 +81,7 @@ def _loads(result: Completed) -> Any:
 
 def from_history(tracked: Tracked) -> Explanation:
     """Explain a job whose Job object is gone (or was never created) from what its record kept."""
-    from kubectl_tao.diagnose import explain
+    from kubectl_tao.core.diagnose import explain
 
     rid, ns, name = tracked.id, tracked.namespace, tracked.job_name
     state = tracked.record_state
@@ -139,7 +139,7 @@ def _kueue_view(kc: Kubectl, ns: str, job: dict[str, Any], notes: list[str]) -> 
     """Round trip 2 for a Job Kueue holds suspended (three reads at once): its Workload, its LocalQueue and
     the ClusterQueues. Returns (kueue.Admission | None, gates.QueueQuota | None); what cannot be read
     becomes a note (a namespace user may not read ClusterQueues, which are cluster-scoped)."""
-    from kubectl_tao.gates import queue_quota
+    from kubectl_tao.core.gates import queue_quota
     from kubectl_tao.jobs.fit import CLUSTERQUEUES, LOCALQUEUES
 
     queue = str(kueue.queue_of(job))
@@ -174,8 +174,8 @@ def explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fal
 
 
 def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = False) -> Explanation:
-    from kubectl_tao import gpuinventory
-    from kubectl_tao.diagnose import explain
+    from kubectl_tao.core import gpuinventory
+    from kubectl_tao.core.diagnose import explain
     from kubectl_tao.k8s import capacity
 
     if not tracked.on_kubernetes:

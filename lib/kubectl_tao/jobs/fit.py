@@ -16,9 +16,9 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kubectl_tao.errors import TaoError, UsageError
+from kubectl_tao.core.errors import TaoError, UsageError
+from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.k8s.kubectl import Completed, Kubectl, Running
-from kubectl_tao.valueclass import Factory, Value, record
 
 LOCALQUEUES = "localqueues.kueue.x-k8s.io"
 CLUSTERQUEUES = "clusterqueues.kueue.x-k8s.io"
@@ -92,7 +92,7 @@ def read_queue(
 ) -> tuple[Any, str | None, list[str]]:
     """The quota (gates.QueueQuota) of the LocalQueue that applies, its name, and notes; round trip 2 reads
     its ClusterQueue. --queue naming no LocalQueue, or a cluster without Kueue, is a UsageError (exit 2)."""
-    from kubectl_tao import gates
+    from kubectl_tao.core import gates
 
     notes: list[str] = []
     if isinstance(queues, TaoError):
@@ -136,7 +136,7 @@ def judge_reading_dra_if_needed(
     it still does not fit, why DRA GPUs were not counted ('' when they were or there are none). `first`: the
     verdict without DRA devices when the caller has it already; `started`: DRA_READ already on its way (the
     caller's to stop when it is not read here)."""
-    from kubectl_tao import gates, gpuinventory
+    from kubectl_tao.core import gates, gpuinventory
 
     verdict = judge(None) if first is None else first
     if verdict.verdict == gates.FITS:
@@ -167,7 +167,7 @@ def judge_seen(
 ) -> Any:
     """The fit verdict (gates.FitVerdict) of GPUS x NODES over what the gate read (capacity.Capacity: nodes and
     the pods on them), DRA devices (gpuinventory.read_dra, or None) and a queue's quota (or None)."""
-    from kubectl_tao import gates, gpuinventory
+    from kubectl_tao.core import gates, gpuinventory
 
     return gates.fit(
         gpuinventory.fit_nodes(seen.nodes, seen.pods, dra),

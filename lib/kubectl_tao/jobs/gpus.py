@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_tao.errors import TaoError, UsageError
+from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
 
@@ -75,7 +75,7 @@ def gather(
     """The cluster's GPUs per node and per namespace, and with `queue` the remaining quota of that LocalQueue
     of `namespace`. A LocalQueue that does not exist, a cluster without Kueue and a queue Kueue marks
     inactive are UsageErrors (exit 2), raised before anything is printed."""
-    from kubectl_tao import gpuinventory
+    from kubectl_tao.core import gpuinventory
     from kubectl_tao.jobs import fit as fitting
     from kubectl_tao.k8s import capacity
 

@@ -15,9 +15,9 @@ import json
 import os
 from typing import Any
 
-from kubectl_tao.errors import KubectlError, TaoError
+from kubectl_tao.core import contract
+from kubectl_tao.core.errors import KubectlError, TaoError
 from kubectl_tao.jobs.track import Observation, Tracked, _from_record, observe
-from kubectl_tao.k8s import contract
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
 SELECTOR = contract.MANAGED_SELECTOR

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kubectl_tao.errors import UsageError
+from kubectl_tao.core import contract
+from kubectl_tao.core.errors import UsageError
+from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.jobs.submit import Plan
-from kubectl_tao.k8s import contract
-from kubectl_tao.valueclass import Value, record
 
 GPU_TOLERATION = contract.GPU_TOLERATION
 TIERS = ("A", "C")
@@ -22,7 +22,7 @@ def read_credentials(
 ) -> dict[str, str]:
     """Credentials for the per-job Secret: an env-file (or '-' for stdin) plus named environment variables.
     Values are never echoed: errors name the file, line or variable only."""
-    from kubectl_tao.envfile import map_legacy_s3_names, parse_env_file
+    from kubectl_tao.core.envfile import map_legacy_s3_names, parse_env_file
 
     creds: dict[str, str] = {}
     if env_file:
@@ -39,7 +39,7 @@ def read_credentials(
             source = env_file
         creds.update(parse_env_file(data, source))
     for position, name in enumerate(env_names or [], start=1):
-        from kubectl_tao.names import shown_env_name, validate_env_name
+        from kubectl_tao.core.names import shown_env_name, validate_env_name
 
         validate_env_name(name, f"--env #{position}")
         if name not in os.environ:
@@ -57,7 +57,7 @@ def read_credentials(
 
 
 def _load_json(path: str | None, flag: str) -> dict[str, Any]:
-    from kubectl_tao.action import load_json_object
+    from kubectl_tao.core.action import load_json_object
 
     if not path:
         raise UsageError(f"{flag} is required with --action-request")
@@ -74,7 +74,7 @@ def _common_checks(job: dict[str, Any]) -> None:
     tier = str(job.get("storage_tier") or "A").upper()
     if tier not in TIERS:
         raise UsageError(f"--storage-tier {job.get('storage_tier')!r}: use A (a bound PVC) or C (S3 in the pod)")
-    from kubectl_tao.names import require_ascii_name
+    from kubectl_tao.core.names import require_ascii_name
 
     for flag, example in (("network_arch", "dino"), ("action", "train")):
         value = job.get(flag) or ""
@@ -94,7 +94,7 @@ class _Nccl(Value):
 def _nccl_settings(job: dict[str, Any], nodes: int) -> _Nccl:
     """The NCCL settings of a job: the flags, plus (multi-node) the settings this cluster's last probe passed
     with (`job["probe_nccl"]`: settings and when they were checked), where no flag sets the same variable."""
-    from kubectl_tao.render import parse_key_values
+    from kubectl_tao.core.render import parse_key_values
 
     env = parse_key_values(list(job.get("nccl_env") or []), "--nccl-env")
     result = _Nccl(job.get("nccl_socket_ifname"), job.get("nccl_ib_hca"), env, [])
@@ -131,8 +131,8 @@ def _s3_tools_image(job: dict[str, Any], tier: str) -> dict[str, str]:
 
 
 def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str]) -> Plan:
-    from kubectl_tao import render
-    from kubectl_tao.names import is_under, kubernetes_job_name, secret_name_for
+    from kubectl_tao.core import render
+    from kubectl_tao.core.names import is_under, kubernetes_job_name, secret_name_for
     from kubectl_tao.store.records import normalize_results_dir, preview_id
 
     _common_checks(job)
@@ -314,7 +314,7 @@ def _refuse_flags_the_request_decides(job: dict[str, Any]) -> None:
 
 def _request_results_dir(request: dict[str, Any], raw: str | None) -> str:
     """--results-dir of an action request: on a writable mount of the request (container path) or s3://."""
-    from kubectl_tao.names import is_under, validate_abs_path
+    from kubectl_tao.core.names import is_under, validate_abs_path
     from kubectl_tao.store.records import normalize_results_dir
 
     if not raw:
@@ -338,7 +338,7 @@ def _request_results_dir(request: dict[str, Any], raw: str | None) -> str:
 
 def _counterparts(name: str) -> set[str]:
     """A credential name with its legacy / AWS twin (read_credentials moves legacy names to the AWS ones)."""
-    from kubectl_tao.envfile import LEGACY_S3_NAMES
+    from kubectl_tao.core.envfile import LEGACY_S3_NAMES
 
     twins = {name, LEGACY_S3_NAMES.get(name, name)}
     twins.update(legacy for legacy, modern in LEGACY_S3_NAMES.items() if modern == name)
@@ -364,7 +364,7 @@ def _unforwarded(job: dict[str, Any], forward: list[str], credentials: dict[str,
 def _forwarded(forward: list[str], credentials: dict[str, str]) -> dict[str, str]:
     """The forwarded credentials by the names the request uses; a legacy name (ACCESS_KEY, SECRET_KEY, ...)
     is satisfied by the value the env-file gave under it, which read_credentials moved to the AWS name."""
-    from kubectl_tao.envfile import LEGACY_S3_NAMES
+    from kubectl_tao.core.envfile import LEGACY_S3_NAMES
 
     creds: dict[str, str] = {}
     missing = []
@@ -387,7 +387,7 @@ def _forwarded(forward: list[str], credentials: dict[str, str]) -> dict[str, str
 def targeting(job: dict[str, Any]) -> tuple[dict[str, str], list[dict[str, Any]]]:
     """The node selector (--node-selector, --gpu-product) and the tolerations (--toleration) of the job
     flags, parsed: what every verb that places pods (submit, probe nccl) applies."""
-    from kubectl_tao.render import parse_key_values, parse_toleration
+    from kubectl_tao.core.render import parse_key_values, parse_toleration
 
     selector = list(job.get("node_selector") or [])
     if job.get("gpu_product"):
@@ -396,8 +396,8 @@ def targeting(job: dict[str, Any]) -> tuple[dict[str, str], list[dict[str, Any]]
 
 
 def _placement(job: dict[str, Any], gpus: int) -> Any:
-    from kubectl_tao.action import Placement
-    from kubectl_tao.render import parse_key_values
+    from kubectl_tao.core.action import Placement
+    from kubectl_tao.core.render import parse_key_values
 
     node_selector, tolerations = targeting(job)
     if gpus > 0:
@@ -413,8 +413,8 @@ def _placement(job: dict[str, Any], gpus: int) -> Any:
 
 
 def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str]) -> Plan:
-    from kubectl_tao.action import render_action_objects, validate_request
-    from kubectl_tao.names import kubernetes_job_name, secret_name_for
+    from kubectl_tao.core.action import render_action_objects, validate_request
+    from kubectl_tao.core.names import kubernetes_job_name, secret_name_for
     from kubectl_tao.store.records import preview_id
 
     _common_checks(job)

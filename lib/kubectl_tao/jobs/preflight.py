@@ -14,9 +14,9 @@ import shutil
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_tao.errors import TaoError
+from kubectl_tao.core.errors import TaoError
+from kubectl_tao.core.templates import data_dir
 from kubectl_tao.k8s.kubectl import Completed, Kubectl, run_host_check
-from kubectl_tao.templates import data_dir
 
 OK, WARN, MISSING = "OK", "WARN", "MISSING"
 
@@ -79,7 +79,7 @@ def cluster_checks(
     gpu_product: str | None = None,
     queue: str | None = None,
 ) -> list[Check]:
-    from kubectl_tao import gates, gpuinventory
+    from kubectl_tao.core import gates, gpuinventory
     from kubectl_tao.k8s import capacity, gang
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {
@@ -139,7 +139,7 @@ def cluster_checks(
                 via = f" (DRA devices via DeviceClass {dra.serving_class} included)"
             checks.append(Check("gpu-operator", OK, f"{total} nvidia.com/gpu allocatable on {gpu_nodes} node(s){via}"))
         if gpus > 0 or nodes > 1:
-            from kubectl_tao.k8s.contract import GPU_TOLERATION
+            from kubectl_tao.core.contract import GPU_TOLERATION
 
             verdict = gates.fit(
                 node_list,

@@ -36,16 +36,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kubectl_tao import gates, names, render, templates
-from kubectl_tao.errors import TaoError, UsageError
+from kubectl_tao.core import contract, gates, names, render, templates
+from kubectl_tao.core.ages import age_text
+from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.jobs import cancel as cancelling
 from kubectl_tao.jobs import track, wait
 from kubectl_tao.jobs.submit import Plan, execute
 from kubectl_tao.jobs.track import Observation, Tracked
 from kubectl_tao.jobs.wait import PULL_REASONS
-from kubectl_tao.k8s import contract
 from kubectl_tao.k8s.kubectl import Kubectl
-from kubectl_tao.output import age_text
 from kubectl_tao.store import probecache
 from kubectl_tao.store.probecache import FAIL, GLOO, HANG, NCCL, NCCL_ENV_RE, NOT_CARRIED, PASS, RESULTS
 from kubectl_tao.store.records import preview_id
@@ -355,7 +354,7 @@ def backend_from_logs(text: str) -> str:
 
 def read_backend(kc: Kubectl, tracked: Tracked, nodes: int) -> str:
     """The backend the probe's ranks ran over, from their last log lines; "" when they cannot be read."""
-    from kubectl_tao.logs import kubectl_args
+    from kubectl_tao.core.logs import kubectl_args
 
     if not tracked.namespace or not tracked.job_name:
         return ""

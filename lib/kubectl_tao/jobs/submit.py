@@ -24,7 +24,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from kubectl_tao.errors import (
+from kubectl_tao.core import contract
+from kubectl_tao.core.errors import (
     ClusterUnreachableError,
     GateError,
     KubectlError,
@@ -32,10 +33,10 @@ from kubectl_tao.errors import (
     TaoError,
     UsageError,
 )
-from kubectl_tao.k8s import contract, objects
+from kubectl_tao.core.names import kubernetes_job_name, secret_name_for
+from kubectl_tao.core.valueclass import Factory, Value, record
+from kubectl_tao.k8s import objects
 from kubectl_tao.k8s.kubectl import Completed, Kubectl, Running
-from kubectl_tao.names import kubernetes_job_name, secret_name_for
-from kubectl_tao.valueclass import Factory, Value, record
 
 PRIVATE_REGISTRIES = ("nvcr.io",)
 
@@ -188,7 +189,7 @@ def run_gates(
     from kubectl_tao.k8s import gang, permissions
 
     if plan.queue or plan.gpus > 0 or plan.nodes > 1 or plan.min_version:  # a 0-GPU single-node job needs none
-        from kubectl_tao import gates, gpuinventory
+        from kubectl_tao.core import gates, gpuinventory
         from kubectl_tao.jobs import fit as fitting
         from kubectl_tao.k8s import capacity
 
@@ -358,7 +359,7 @@ def _noted(verdict: Any, dra_note: str) -> Any:
 
 def fit_warnings(verdict: Any) -> tuple[dict[str, Any], list[str]]:
     """The verdict as a dict and the capacity gate's warnings (NeverFitsError for "never")."""
-    from kubectl_tao import gates
+    from kubectl_tao.core import gates
 
     return verdict.to_dict(), gates.capacity_gate(verdict)
 
@@ -623,8 +624,8 @@ def _dry(
 
 
 def _lint(objects: list[dict[str, Any]]) -> None:
-    from kubectl_tao.kubelet_text import as_delivered
-    from kubectl_tao.lint import lint_documents
+    from kubectl_tao.core.kubelet_text import as_delivered
+    from kubectl_tao.core.lint import lint_documents
 
     # Judge the text the containers receive: `$$(NAME)` in the manifest is the `$(NAME)` reference the user wrote.
     findings = lint_documents(as_delivered(objects), "rendered manifest")

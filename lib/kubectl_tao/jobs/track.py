@@ -12,11 +12,11 @@ import json
 import re
 from typing import Any
 
-from kubectl_tao.errors import GateError, TaoError
-from kubectl_tao.k8s import contract
+from kubectl_tao.core import contract
+from kubectl_tao.core.errors import GateError, TaoError
+from kubectl_tao.core.valueclass import Value
 from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.store.records import INCOMPLETE_SUBMIT_PHASES
-from kubectl_tao.valueclass import Value
 
 LOG_TAIL_LINES = 50
 DEFAULT_TTL_SECONDS = 3600
@@ -245,7 +245,7 @@ def reads_gang(tracked: Tracked) -> bool:
 def read_admission(kc: Kubectl, job: dict[str, Any] | None) -> Any:
     """Kueue's account of a Job it holds suspended (kueue.Admission), from its Workload; None for a Job
     without a queue, or when the Workload cannot be read (status then words the wait from the label)."""
-    from kubectl_tao import kueue
+    from kubectl_tao.core import kueue
 
     meta = (job or {}).get("metadata") or {}
     if kueue.queue_of(job) is None or not meta.get("uid") or not meta.get("namespace"):
@@ -304,7 +304,7 @@ def observe(
         tracked.record, tracked.extra = store.show(tracked.id), store.get_extra(tracked.id)
     if job is None and tracked.terminal:
         return _from_record(tracked, ["the Job is gone (ttlSecondsAfterFinished); showing the record"])
-    from kubectl_tao.classify import classify  # here, not above: imported while status's kubectl runs
+    from kubectl_tao.core.classify import classify  # here, not above: imported while status's kubectl runs
 
     status = classify(job, pods, [])
     if not fetched and status.reason == "Suspended":
@@ -425,7 +425,7 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
         logs = split_prefixed_logs(result.stdout)
     from datetime import UTC, datetime
 
-    from kubectl_tao.redact import redact_text
+    from kubectl_tao.core.redact import redact_text
 
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     ranks = []

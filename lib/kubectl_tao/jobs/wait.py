@@ -13,10 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
-from kubectl_tao.errors import TaoError
+from kubectl_tao.core import contract
+from kubectl_tao.core.contract import END_STATES
+from kubectl_tao.core.errors import TaoError
 from kubectl_tao.jobs.track import Observation, Tracked, hold_ttl, observe, refuse_other_platform, release_ttl
-from kubectl_tao.k8s import contract, objects
-from kubectl_tao.k8s.contract import END_STATES
+from kubectl_tao.k8s import objects
 from kubectl_tao.k8s.kubectl import Kubectl
 
 T = TypeVar("T")

@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from kubectl_tao.errors import KubectlError, TaoError
+from kubectl_tao.core.errors import KubectlError, TaoError
+from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.k8s import gatelists
 from kubectl_tao.k8s.kubectl import Completed
-from kubectl_tao.valueclass import Value, record
 
 if TYPE_CHECKING:
     from kubectl_tao.k8s.kubectl import Kubectl

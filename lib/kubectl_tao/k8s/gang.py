@@ -26,10 +26,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubectl_tao.errors import ClusterUnreachableError, TaoError, UsageError
-from kubectl_tao.k8s import contract
+from kubectl_tao.core import contract
+from kubectl_tao.core.errors import ClusterUnreachableError, TaoError, UsageError
+from kubectl_tao.core.valueclass import Value, plain, record
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
-from kubectl_tao.valueclass import Value, plain, record
 
 NATIVE, KUEUE, NONE = contract.GANG_NATIVE, contract.GANG_KUEUE, contract.GANG_NONE
 MODES = ("auto", "native", "off")  # --gang
@@ -353,7 +353,7 @@ def describe(gang: Mapping[str, Any]) -> str:
 
 def finding(found: GangView, *, gpus: Any = None) -> Any:
     """explain's finding for a native gang that is not placed yet (None once it is)."""
-    from kubectl_tao.diagnose import Finding
+    from kubectl_tao.core.diagnose import Finding
 
     if found.state == "Scheduled":
         return None

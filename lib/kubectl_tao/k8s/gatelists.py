@@ -20,9 +20,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kubectl_tao.errors import TaoError
-from kubectl_tao.gates import GPU_RESOURCE, pod_gpu_request
-from kubectl_tao.valueclass import Factory, Value, record
+from kubectl_tao.core.errors import TaoError
+from kubectl_tao.core.gates import GPU_RESOURCE, pod_gpu_request
+from kubectl_tao.core.valueclass import Factory, Value, record
 
 FINISHED = ("Succeeded", "Failed")
 # The list's own metadata before its items, the continue token a base64 string (no quote, no backslash).

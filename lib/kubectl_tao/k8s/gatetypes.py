@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from kubectl_tao.k8s.contract import GPU_RESOURCE
+from kubectl_tao.core.contract import GPU_RESOURCE
 
 UNSET = msgspec.UNSET
 

@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kubectl_tao import blockyaml
-from kubectl_tao.errors import UsageError
-from kubectl_tao.valueclass import Value
+from kubectl_tao.core import blockyaml
+from kubectl_tao.core.errors import UsageError
+from kubectl_tao.core.valueclass import Value
 
 IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")

@@ -13,8 +13,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from kubectl_tao.errors import ClusterUnreachableError, CredentialsRefusedError, KubectlError, TaoError, UsageError
-from kubectl_tao.valueclass import Value
+from kubectl_tao.core.errors import ClusterUnreachableError, CredentialsRefusedError, KubectlError, TaoError, UsageError
+from kubectl_tao.core.valueclass import Value
 
 # Checked before the unreachable markers: "Unable to connect to the server: getting credentials: exec: ..." is a
 # credential failure, not a network one.
@@ -127,7 +127,7 @@ def classify_stderr(stderr: str) -> str:
 
 
 def _scrub(text: str) -> str:
-    from kubectl_tao.redact import redact_text
+    from kubectl_tao.core.redact import redact_text
 
     return redact_text(text)
 

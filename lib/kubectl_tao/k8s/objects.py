@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kubectl_tao.errors import GateError, KubectlError, TaoError
-from kubectl_tao.k8s import contract
+from kubectl_tao.core import contract
+from kubectl_tao.core.errors import GateError, KubectlError, TaoError
+from kubectl_tao.core.valueclass import Value
 from kubectl_tao.k8s.kubectl import Kubectl
-from kubectl_tao.valueclass import Value
 
 UID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Kind, name and UID of each created object: the go-template keeps Secret data out of this process.

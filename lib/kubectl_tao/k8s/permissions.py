@@ -17,10 +17,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from kubectl_tao.errors import ClusterUnreachableError, GateError, TaoError
+from kubectl_tao.core.errors import ClusterUnreachableError, GateError, TaoError
+from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.k8s.kubectl import Completed
 from kubectl_tao.k8s.objects import VALIDATE, field_error
-from kubectl_tao.valueclass import Value, record
 
 
 @record(frozen=True)

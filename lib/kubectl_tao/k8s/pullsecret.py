@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_tao.errors import KubectlError, TaoError, UsageError
-from kubectl_tao.k8s import contract
+from kubectl_tao.core import contract
+from kubectl_tao.core.errors import KubectlError, TaoError, UsageError
 from kubectl_tao.k8s.kubectl import Kubectl
 
 DEFAULT_REGISTRY = "nvcr.io"

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from kubectl_tao.errors import TaoError
+from kubectl_tao.core.errors import TaoError
 
 
 @contextlib.contextmanager

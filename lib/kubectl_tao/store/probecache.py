@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from kubectl_tao import render
-from kubectl_tao.errors import TaoError
-from kubectl_tao.output import age_text
+from kubectl_tao.core import render
+from kubectl_tao.core.ages import age_text
+from kubectl_tao.core.errors import TaoError
 from kubectl_tao.store.locking import exclusive
 from kubectl_tao.store.statedir import check_private, make_private_dirs, write_private
 from kubectl_tao.store.statedir import state_dir as default_state_dir

@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from kubectl_tao.errors import TaoError
+from kubectl_tao.core.errors import TaoError
 from kubectl_tao.store.records import RecordStore
 
 USAGE = """\
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ERROR: {exc}", file=sys.stderr)
         return 2
     except TaoError as exc:
-        from kubectl_tao.redact import redact_message
+        from kubectl_tao.core.redact import redact_message
 
         print(f"ERROR: {redact_message(exc.message)}", file=sys.stderr)
         return exc.exit_code

@@ -42,13 +42,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kubectl_tao.errors import TaoError, UsageError
-from kubectl_tao.k8s import contract
-from kubectl_tao.names import require_ascii_name
+from kubectl_tao.core import contract
+from kubectl_tao.core.errors import TaoError, UsageError
+from kubectl_tao.core.names import require_ascii_name
+from kubectl_tao.core.templates import data_dir
 from kubectl_tao.store.locking import exclusive
 from kubectl_tao.store.statedir import check_private, make_private_dirs
 from kubectl_tao.store.statedir import state_dir as resolve_state_dir
-from kubectl_tao.templates import data_dir
 
 SCHEMA_VERSION = 1
 STATES = contract.STATES
@@ -278,7 +278,7 @@ def _require_valid(instance: object, schema_name: str, what: str) -> None:
         return
     errors = schema_errors(instance, schema_name)
     if errors:
-        from kubectl_tao.redact import redact_text
+        from kubectl_tao.core.redact import redact_text
 
         raise TaoError(f"{what} does not match {schema_name}.schema.json at {redact_text(errors[0])}; not written")
 
@@ -321,7 +321,7 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
     """Why a record read from disk cannot be used (the first schema error, redacted), or None."""
     if _shape_ok(record):
         return None
-    from kubectl_tao.redact import redact_text
+    from kubectl_tao.core.redact import redact_text
 
     errors = schema_errors(record, "job-record")
     return redact_text(errors[0]) if errors else "a field has the wrong type or a value outside the vocabulary"
@@ -525,7 +525,7 @@ class RecordStore:
         """Mint an id and create the record, PENDING "record opened before launch" (shown as OPEN).
         `record_id`: an id minted beforehand (`make_id`), e.g. one the manifests already carry; it is not
         re-minted: TaoError when a record of that id exists."""
-        from kubectl_tao.redact import redact_obj
+        from kubectl_tao.core.redact import redact_obj
 
         fields = _open_fields(
             platform,
@@ -567,7 +567,7 @@ class RecordStore:
     ) -> Record:
         """Append a transition under the record's lock; see the module docstring for the rules. `extra` is
         merged into kubectl-tao's additions under the same lock (as `update_extra`), before the transition."""
-        from kubectl_tao.redact import redact_obj, redact_text
+        from kubectl_tao.core.redact import redact_obj, redact_text
 
         _check_mark_args(state, source, err_class, message)
         path = self.path(record_id)
@@ -590,7 +590,7 @@ class RecordStore:
 
     def show(self, record_id: str) -> Record:
         """The record, redacted (whoever wrote it)."""
-        from kubectl_tao.redact import redact_obj
+        from kubectl_tao.core.redact import redact_obj
 
         record = redact_obj(_read_record(self.path(record_id), record_id))
         assert isinstance(record, dict)
@@ -602,7 +602,7 @@ class RecordStore:
     def list(self, errors: list[str] | None = None) -> list[Record]:
         """All records, newest first by submitted_at; unreadable files are skipped and described in
         ``errors`` when a list is given."""
-        from kubectl_tao.redact import redact_obj
+        from kubectl_tao.core.redact import redact_obj
 
         if not self.jobs_dir.is_dir():
             return []
@@ -653,7 +653,7 @@ class RecordStore:
 
     def _merge_extra(self, record_id: str, fields: dict[str, Any]) -> dict[str, Any]:
         """update_extra's write; the caller holds the record's lock."""
-        from kubectl_tao.redact import redact_obj
+        from kubectl_tao.core.redact import redact_obj
 
         reserved = _RESERVED_EXTRA_KEYS.intersection(fields)
         if reserved:

@@ -16,7 +16,7 @@ import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from kubectl_tao.errors import UsageError
+from kubectl_tao.core.errors import UsageError
 
 SUBDIRS = ("jobs", "jobs/.kubectl-tao", "probes")
 

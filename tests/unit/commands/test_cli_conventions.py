@@ -14,8 +14,8 @@ import typer
 from support import ROOT as REPO_ROOT
 from support.fake_kubectl import FakeKubectl, fixture_json
 
-from kubectl_tao import errors
-from kubectl_tao.cli import app
+from kubectl_tao.cli.app import app
+from kubectl_tao.core import errors
 
 ROOT = REPO_ROOT
 NO_KUEUE = 'error: the server doesn\'t have a resource type "localqueues"'

@@ -8,7 +8,7 @@ import click
 import pytest
 import typer
 
-from kubectl_tao.cli import app
+from kubectl_tao.cli.app import app
 
 ROOT = typer.main.get_command(app)
 

@@ -12,7 +12,7 @@ import pytest
 from support import FIXTURES as FIXTURES_ROOT
 
 from kubectl_tao.commands.jobflags import job_defaults
-from kubectl_tao.errors import UsageError
+from kubectl_tao.core.errors import UsageError
 from kubectl_tao.jobs.plan import GPU_TOLERATION, build, read_credentials
 
 FIXTURES = FIXTURES_ROOT / "action"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from support.fake_kubectl import FakeKubectl, open_kubernetes_record
 
-from kubectl_tao.errors import GateError
+from kubectl_tao.core.errors import GateError
 from kubectl_tao.jobs import track as tracking
 from kubectl_tao.jobs.cancel import cancel
 from kubectl_tao.k8s.kubectl import Kubectl

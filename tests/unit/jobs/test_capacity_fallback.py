@@ -119,7 +119,7 @@ def test_forbidden_dra_read_stays_quiet_when_device_plugin_gpus_fit(cli: Any, fa
 def test_a_job_that_fits_only_on_dra_gpus_reads_them_after_the_device_plugins_fall_short(
     cli: Any, fake_kubectl: FakeKubectl
 ) -> None:
-    from kubectl_tao.gpuinventory import DRA_READ
+    from kubectl_tao.core.gpuinventory import DRA_READ
 
     allowed(fake_kubectl)
     capacity = fixture_json("dra-nodes-pods.json")  # dra-node-0: 4 DRA GPUs, 3 allocated; no device plugin
@@ -138,7 +138,7 @@ def test_a_job_that_fits_only_on_dra_gpus_reads_them_after_the_device_plugins_fa
 
 def _dra_short(fake: FakeKubectl) -> None:
     """Device plugins' GPUs short for `--gpus 1` (no device plugin on the DRA node), DRA devices that fit it."""
-    from kubectl_tao.gpuinventory import DRA_READ
+    from kubectl_tao.core.gpuinventory import DRA_READ
 
     capacity = fixture_json("dra-nodes-pods.json")
     capacity["items"] = [i for i in capacity["items"] if not i["metadata"]["name"].startswith("gpu-node-")]

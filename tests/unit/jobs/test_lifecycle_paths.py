@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json, open_kubernetes_record, review_answer
 
-from kubectl_tao.errors import GateError
+from kubectl_tao.core import contract
+from kubectl_tao.core.errors import GateError
 from kubectl_tao.jobs import track
 from kubectl_tao.jobs.cancel import cancel
-from kubectl_tao.k8s import contract
 from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.store.records import RecordStore
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kubectl_tao.commands.jobflags import job_defaults
-from kubectl_tao.errors import UsageError
+from kubectl_tao.core.errors import UsageError
 from kubectl_tao.jobs.plan import GPU_TOLERATION, build, read_credentials
 
 

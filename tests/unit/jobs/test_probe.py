@@ -14,11 +14,11 @@ import pytest
 from support import ROOT as REPO_ROOT
 from support.fake_kubectl import FakeKubectl, fixture_json
 
-from kubectl_tao.errors import TaoError, UsageError
+from kubectl_tao.core import contract
+from kubectl_tao.core.errors import TaoError, UsageError
+from kubectl_tao.core.lint import lint_documents
 from kubectl_tao.jobs import probe
 from kubectl_tao.jobs.track import Observation, Tracked
-from kubectl_tao.k8s import contract
-from kubectl_tao.lint import lint_documents
 from kubectl_tao.store import probecache
 
 ROOT = REPO_ROOT

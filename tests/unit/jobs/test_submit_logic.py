@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_tao.errors import GateError
+from kubectl_tao.core.errors import GateError
 from kubectl_tao.jobs.submit import Plan, check_refs, image_pull_warning, parse_refs, registry_of
 from kubectl_tao.k8s.kubectl import Completed
 from kubectl_tao.k8s.objects import secret_object

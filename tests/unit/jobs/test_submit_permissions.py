@@ -213,7 +213,7 @@ def test_a_dry_run_that_failed_before_any_review_was_answered_could_not_check_pe
 
 
 def test_split_tells_the_reviews_from_the_dry_runs_error() -> None:
-    from kubectl_tao.errors import ClusterUnreachableError, KubectlError
+    from kubectl_tao.core.errors import ClusterUnreachableError, KubectlError
     from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
     kc = Kubectl()

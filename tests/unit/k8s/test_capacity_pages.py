@@ -16,8 +16,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from kubectl_tao import gates, gpuinventory
-from kubectl_tao.errors import KubectlError, TaoError
+from kubectl_tao.core import gates, gpuinventory
+from kubectl_tao.core.errors import KubectlError, TaoError
 from kubectl_tao.k8s import capacity, gatelists
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json
 
-from kubectl_tao.errors import TaoError
-from kubectl_tao.gpuinventory import DRA_READ
+from kubectl_tao.core.errors import TaoError
+from kubectl_tao.core.gpuinventory import DRA_READ
 from kubectl_tao.k8s import capacity
 from kubectl_tao.k8s.kubectl import Completed
 
@@ -37,7 +37,7 @@ def test_items_without_kind_are_counted(cli: Any, fake_kubectl: FakeKubectl) -> 
 
 
 def test_nodes_forbidden_with_pods_allowed_leaves_capacity_unchecked() -> None:
-    from kubectl_tao.errors import KubectlError
+    from kubectl_tao.core.errors import KubectlError
 
     seen = capacity.view({
         "nodes": KubectlError(NODES_FORBIDDEN, stderr=NODES_FORBIDDEN, reason="Forbidden"),

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from support.fake_kubectl import review_answer
 
-from kubectl_tao.errors import EXIT_UNREACHABLE, ClusterUnreachableError, CredentialsRefusedError, KubectlError
+from kubectl_tao.core.errors import EXIT_UNREACHABLE, ClusterUnreachableError, CredentialsRefusedError, KubectlError
 from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl, classify_stderr
 
 UNAUTHORIZED = "error: You must be logged in to the server (Unauthorized)"

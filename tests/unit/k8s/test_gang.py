@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from support.fake_kubectl import FakeKubectl, answer_pvc_submit
 
-from kubectl_tao import classify as st
-from kubectl_tao.errors import ClusterUnreachableError, TaoError, UsageError
+from kubectl_tao.core import classify as st
+from kubectl_tao.core.errors import ClusterUnreachableError, TaoError, UsageError
 from kubectl_tao.k8s import gang
 from kubectl_tao.k8s.kubectl import Completed
 
@@ -393,7 +393,7 @@ def test_preflight_warns_when_nothing_gangs_and_names_kueue_with_a_queue(
 
 
 def test_the_record_keeps_the_mechanism_and_its_schema_knows_the_values() -> None:
-    from kubectl_tao.schemas import is_valid
+    from kubectl_tao.core.schemas import is_valid
 
     base = {"schema_version": 1, "id": "dino-train-1a2b3c"}
     for kind in (gang.NATIVE, gang.KUEUE, gang.NONE, None):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_tao.errors import UsageError
+from kubectl_tao.core.errors import UsageError
 from kubectl_tao.k8s.kubeconfig import resolve
 
 CONFIG_A = """

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_tao.errors import ClusterUnreachableError, KubectlError, TaoError, UsageError
+from kubectl_tao.core.errors import ClusterUnreachableError, KubectlError, TaoError, UsageError
 from kubectl_tao.k8s.kubectl import (
     ClusterOptions,
     Kubectl,

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.errors import TaoError, UsageError
-from kubectl_tao.redact import REDACTED
+from kubectl_tao.core.errors import TaoError, UsageError
+from kubectl_tao.core.redact import REDACTED
 from kubectl_tao.store import records
 from kubectl_tao.store.recordcli import main
 from kubectl_tao.store.records import (

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.fake_kubectl import open_kubernetes_record
 
-from kubectl_tao.errors import TaoError
+from kubectl_tao.core.errors import TaoError
 from kubectl_tao.store import records, shape
 from kubectl_tao.store.records import RecordStore, schema_errors
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao import cli as cli_module
-from kubectl_tao.errors import TaoError, UsageError
+from kubectl_tao.cli import app as app_module
+from kubectl_tao.cli import main as cli_module
+from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.jobs import probe
 from kubectl_tao.store import probecache
 from kubectl_tao.store.locking import exclusive
@@ -99,7 +100,7 @@ def _crash(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) 
     def boom(**_: Any) -> None:
         raise RuntimeError("a bug, HF_TOKEN=CrashCanary123")
 
-    monkeypatch.setattr(cli_module, "app", boom)
+    monkeypatch.setattr(app_module, "app", boom)
     code = cli_module.main(["list"])
     return code, capsys.readouterr().err
 

@@ -1,0 +1,153 @@
+"""The process entry: hand-parsed fast paths for the verbs that must start fast (commands/fastpath.py), else
+the typer app (app.py); maps errors to exit codes. click and typer are imported only when the app runs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+from kubectl_tao.core.errors import EXIT_FAILURE, EXIT_USAGE, TaoError
+
+
+def _prog_name() -> str:
+    base = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "kubectl-tao"
+    return "kubectl tao" if base.startswith("kubectl-tao") or base == "__main__.py" else base
+
+
+def _crash_log() -> Path:
+    """The crash log's path, after checking the state directory is private (UsageError otherwise)."""
+    from kubectl_tao.store.statedir import check_private, make_private_dirs
+    from kubectl_tao.store.statedir import state_dir as default_state_dir
+
+    root = default_state_dir()
+    make_private_dirs(root)
+    check_private(root)
+    return root / "kubectl-tao-crash.log"
+
+
+def _not_utf8(args: list[str]) -> int | None:
+    """The 1-based position of the first argument that was not UTF-8 on the command line (Python hands
+    such bytes over as lone surrogates; sent on, the server would turn them into U+FFFD)."""
+    for position, arg in enumerate(args, start=1):
+        if any("\ud800" <= ch <= "\udfff" for ch in arg):
+            return position
+    return None
+
+
+def _scrubbed(message: str) -> str:
+    """Every error goes through the redactor: messages quote flags, file lines and kubectl's own words."""
+    from kubectl_tao.core.redact import redact_message
+
+    return redact_message(message)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (see errors.py)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    position = _not_utf8(args)
+    if position is not None:
+        sys.stderr.write(f"error: argument {position} is not valid UTF-8 text; pass UTF-8 values only\n")
+        return EXIT_USAGE
+    try:
+        from kubectl_tao.commands import fastpath
+
+        handled = fastpath.run(args)
+        return _run_app(args) if handled is None else handled
+    except TaoError as exc:
+        sys.stderr.write(f"error: {_scrubbed(exc.message)}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug: short message on the terminal, the traceback in a file
+        try:
+            import traceback
+
+            from kubectl_tao.core.redact import redact_text
+            from kubectl_tao.store.statedir import write_private
+
+            log = _crash_log()
+            write_private(log, redact_text(traceback.format_exc()).encode("utf-8"))
+            where = f"; details in {log}"
+        except (OSError, TaoError):  # no crash log rather than one written through a planted link
+            where = ""
+        sys.stderr.write(f"error: internal error ({type(exc).__name__}){where}\n")
+        return EXIT_FAILURE
+
+
+def _run_app(args: list[str]) -> int:
+    """The typer app over ARGS: click's usage errors, help and exits become exit codes here; TaoError and
+    anything else go up to main."""
+    import click
+
+    from kubectl_tao.cli.app import app
+
+    try:
+        result = app(args=args, prog_name=_prog_name(), standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        sys.stdout.write(exc.ctx.get_help() + "\n" if exc.ctx else "")
+        return 0
+    except click.exceptions.UsageError as exc:
+        where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+        message = exc.format_message()
+        head, sep, rest = message.partition(" Did you mean")
+        if sep and sep in rest:  # click and typer both add the same suggestion
+            message = head + sep + rest.split(sep)[0].rstrip()
+        sys.stderr.write(f"error: {_scrubbed(message)}{where}\n")
+        return EXIT_USAGE
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        sys.stderr.write("error: interrupted\n")
+        return 130
+    return result if isinstance(result, int) else 0
+
+
+def exit_now(code: int) -> NoReturn:
+    """Exit with CODE without the interpreter's teardown (freeing every module took 6-8 ms, a tenth of
+    `status`): exit handlers registered with atexit (a coverage tool's, a wrapper's) still run, and stdout and
+    stderr are flushed. While another thread still runs, the usual exit (which waits for it)."""
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:
+        raise SystemExit(code)
+    import atexit
+    import contextlib
+
+    atexit._run_exitfuncs()  # what a normal exit runs first (a handler's error is printed, not raised)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing can reach the reader
+            stream.flush()
+    os._exit(code & 0xFF)
+
+
+def run() -> None:
+    exit_now(main())
+
+
+def complete(argv: list[str] | None = None) -> int:
+    """Entry point of kubectl_complete-tao (`kubectl_complete-tao WORD... CURRENT`): the candidates, one a line,
+    then the directive line; never a traceback into the user's prompt."""
+    from kubectl_tao.cli.completion import NO_FILES, Completer, render
+
+    words = list(sys.argv[1:] if argv is None else argv)
+    try:
+        import typer
+
+        from kubectl_tao.cli.app import app
+
+        candidates, directive = Completer(typer.main.get_command(app)).complete(words)
+    except Exception:
+        candidates, directive = [], NO_FILES
+    sys.stdout.write(render(candidates, directive))
+    return 0
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,69 @@
+"""Printing data the way kubectl does: tables with upper-case headers, or -o json|yaml|name|wide."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
+
+from kubectl_tao.core.errors import UsageError
+
+FORMATS = ("table", "wide", "json", "yaml", "name")
+
+
+def check_format(value: str | None, allowed: Sequence[str] = FORMATS) -> str:
+    fmt = (value or "table").lower()
+    if fmt not in allowed:
+        raise UsageError(f"-o/--output: unknown format {value!r}; use one of {', '.join(allowed[1:])}")
+    return fmt
+
+
+def table(rows: Iterable[Sequence[Any]], headers: Sequence[str], *, no_headers: bool = False) -> str:
+    """Left-aligned columns separated by three spaces, like `kubectl get`."""
+    body = [["" if cell is None else str(cell) for cell in row] for row in rows]
+    grid = body if no_headers else [[h.upper() for h in headers], *body]
+    if not grid:
+        return ""
+    widths = [max(len(row[i]) for row in grid) for i in range(len(headers))]
+    lines = ["   ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in grid]
+    return "\n".join(lines) + "\n"
+
+
+def dump_json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=False) + "\n"
+
+
+def dump_yaml(data: Any) -> str:
+    import io
+
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    buffer = io.StringIO()
+    yaml.dump(data, buffer)
+    return buffer.getvalue()
+
+
+def emit_data(fmt: str, data: Any) -> bool:
+    """Print `data` for -o json|yaml; False for any other format (the caller prints its own)."""
+    if fmt == "json":
+        emit(dump_json(data))
+    elif fmt == "yaml":
+        emit(dump_yaml(data))
+    else:
+        return False
+    return True
+
+
+def emit(text: str, stream: TextIO | None = None) -> None:
+    out = stream or sys.stdout
+    out.write(text)
+    out.flush()
+
+
+def info(message: str) -> None:
+    """Diagnostics and progress go to stderr so stdout stays parseable."""
+    sys.stderr.write(message.rstrip("\n") + "\n")
+    sys.stderr.flush()

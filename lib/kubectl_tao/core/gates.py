@@ -1,0 +1,759 @@
+"""Pre-launch gates over the JSON kubectl returns: the server version gate and the GPU fit gate.
+
+Everything here is pure: callers fetch `kubectl version -o json`, `kubectl get nodes -o json`,
+`kubectl get pods -A -o json` (and, with Kueue, the LocalQueue and its ClusterQueue) and hand the parsed
+JSON in. Nothing here starts a process.
+
+The reference kit gates capacity on the *sum* of allocatable `nvidia.com/gpu` (`total_allocatable`). That
+sum says yes to requests no node can host: two 8-GPU nodes "have" 16 GPUs, yet a single pod asking for 12
+never schedules, and a 2 x 12 multi-node job never starts. `fit` checks what the scheduler checks instead:
+every rank is one pod that must land whole on one node, and multi-node ranks go to distinct nodes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import ROUND_CEILING
+from typing import Any
+
+from kubectl_tao.core import contract, quantities
+from kubectl_tao.core.errors import GateError, NeverFitsError, TaoError, UsageError
+from kubectl_tao.core.valueclass import Factory, Value, plain, record
+
+GPU_RESOURCE = contract.GPU_RESOURCE
+GPU_PRODUCT_LABEL = contract.GPU_PRODUCT_LABEL
+MULTI_NODE_MIN_VERSION = (1, 28)
+RETRIES_PER_INDEX_MIN_VERSION = (1, 29)
+
+FITS = "fits"
+QUEUE = "queue"
+NEVER = "never"
+
+# Why a feature needs a given minimum; used by require_version when the caller gives no reason of its own.
+_VERSION_WHY = {
+    "multi-node jobs": "stable Indexed Job pod hostnames <job>-<index> for MASTER_ADDR",
+    "--retries-per-index": "backoffLimitPerIndex on Indexed Jobs is on by default from 1.29",
+}
+
+# Taints the node lifecycle controller and the kubelet put on and take off by themselves (NotReady,
+# unreachable, pressure, cordon). They keep a pod off a node *now*, but say nothing about *ever*.
+_TRANSIENT_TAINT_PREFIX = "node.kubernetes.io/"
+_CLOUD_UNINITIALIZED_TAINT = "node.cloudprovider.kubernetes.io/uninitialized"
+
+
+# --------------------------------------------------------------------------------------------------------
+# Server version
+
+
+@record(frozen=True)
+class ServerVersion(Value):
+    major: int
+    minor: int
+    patch: int
+    text: str  # what the server reported, e.g. "v1.28.3-eks-4f4795d"
+
+    def at_least(self, minimum: Sequence[int]) -> bool:
+        return (self.major, self.minor, self.patch) >= tuple(minimum) + (0,) * (3 - len(minimum))
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain(self)
+
+
+_GIT_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+_LEADING_DIGITS = re.compile(r"^(\d+)")
+
+
+def parse_server_version(raw: Any) -> ServerVersion:
+    """Read `serverVersion` from `kubectl version -o json`.
+
+    gitVersion ("v1.28.3-eks-4f4795d", "v1.30.5-gke.1014001") is preferred when it parses, because it also
+    carries the patch level; otherwise major/minor are used, with vendor suffixes such as "28+" stripped.
+    """
+
+    def fail(what: str) -> TaoError:
+        return TaoError(f"cannot read the server version from `kubectl version -o json`: {what}")
+
+    if not isinstance(raw, Mapping):
+        raise fail("the output is not a JSON object")
+    server = raw.get("serverVersion")
+    if not isinstance(server, Mapping):
+        raise fail("no serverVersion in the output (could kubectl reach the API server?)")
+    git_version = server.get("gitVersion")
+    if isinstance(git_version, str):
+        match = _GIT_VERSION.match(git_version.strip())
+        if match:
+            major, minor, patch = match.groups()
+            return ServerVersion(int(major), int(minor), int(patch or 0), git_version.strip())
+    major_m = _LEADING_DIGITS.match(str(server.get("major", "")).strip())
+    minor_m = _LEADING_DIGITS.match(str(server.get("minor", "")).strip())
+    if not major_m or not minor_m:
+        shown = {k: server.get(k) for k in ("major", "minor", "gitVersion")}
+        raise fail(f"unrecognised version fields {shown}")
+    major_i, minor_i = int(major_m.group(1)), int(minor_m.group(1))
+    return ServerVersion(major_i, minor_i, 0, str(git_version or f"v{major_i}.{minor_i}"))
+
+
+def require_version(
+    version: ServerVersion,
+    minimum: tuple[int, int] = MULTI_NODE_MIN_VERSION,
+    feature: str = "multi-node jobs",
+    why: str | None = None,
+) -> None:
+    """Raise GateError when the server is older than `minimum` for `feature`."""
+    if version.at_least(minimum):
+        return
+    need = ".".join(str(part) for part in minimum)
+    reason = why if why is not None else _VERSION_WHY.get(feature, "")
+    because = f" ({reason})" if reason else ""
+    raise GateError(
+        f"{feature} need Kubernetes >= {need}{because}; this cluster runs {version.text}: "
+        f"upgrade the cluster or run without {feature}"
+    )
+
+
+def require_multi_node(version: ServerVersion) -> None:
+    require_version(version, MULTI_NODE_MIN_VERSION, "multi-node jobs")
+
+
+def require_retries_per_index(version: ServerVersion) -> None:
+    require_version(version, RETRIES_PER_INDEX_MIN_VERSION, "--retries-per-index")
+
+
+# --------------------------------------------------------------------------------------------------------
+# Quantities and pod GPU requests
+
+def gpu_quantity(value: Any) -> int:
+    """A whole count from a Kubernetes quantity ("8", 8, "1k", "2000m"). Malformed or missing -> 0.
+
+    Extended resources such as nvidia.com/gpu only take whole numbers (the API server rejects fractions),
+    so a fraction here can only be a hand-written fixture; it is rounded up, as a request would be.
+    """
+    if isinstance(value, bool) or value is None:
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, float):
+        return max(math.ceil(value), 0)
+    if isinstance(value, str) and value.isascii() and value.strip().isdigit():
+        return int(value)  # "8", what the API server sends: no Decimal needed (the fit gate reads thousands)
+    try:
+        number = quantities.parse_quantity(value.strip() if isinstance(value, str) else value)
+    except UsageError:
+        return 0
+    return max(int(number.to_integral_value(rounding=ROUND_CEILING)), 0)
+
+
+def _container_gpus(container: Mapping[str, Any]) -> int:
+    resources = container.get("resources") or {}
+    requests = resources.get("requests") or {}
+    limits = resources.get("limits") or {}
+    if GPU_RESOURCE in requests:
+        return gpu_quantity(requests[GPU_RESOURCE])
+    return gpu_quantity(limits.get(GPU_RESOURCE))
+
+
+def pod_gpu_request(pod: Mapping[str, Any]) -> int:
+    """The pod's effective nvidia.com/gpu request, computed the way the scheduler does.
+
+    Regular containers run together, so they add up; classic init containers run one at a time before
+    them, so the pod needs the largest of them; sidecar init containers (restartPolicy: Always) keep
+    running, so they add to everything started after them. A container without a request uses its limit
+    (for extended resources the API server copies the limit into the request, but hand-made JSON may not).
+    """
+    spec = pod.get("spec") or {}
+    sidecars = 0
+    init_peak = 0
+    for init in spec.get("initContainers") or []:
+        gpus = _container_gpus(init)
+        if init.get("restartPolicy") == "Always":
+            sidecars += gpus
+        else:
+            init_peak = max(init_peak, sidecars + gpus)
+    regular = sum(_container_gpus(c) for c in spec.get("containers") or []) + sidecars
+    return max(regular, init_peak)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Nodes
+
+
+@record(frozen=True)
+class NodeGpus(Value):
+    name: str
+    allocatable: int
+    requested: int
+    free: int
+    labels: dict[str, str] = Factory(dict)
+    taints: list[dict[str, Any]] = Factory(list)
+    unschedulable: bool = False
+    ready: bool = True
+    gpu_pods: int = 0  # non-terminal pods on this node that hold at least one GPU
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain(self)
+
+
+def _items(data: Any) -> list[Mapping[str, Any]]:
+    """Accept a kubectl List object ({"items": [...]}) or a plain list of objects."""
+    if data is None:
+        return []
+    if isinstance(data, Mapping):
+        items = data.get("items")
+        return [item for item in items or [] if isinstance(item, Mapping)]
+    return [item for item in data if isinstance(item, Mapping)]
+
+
+def _node_ready(node: Mapping[str, Any]) -> bool:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return False
+
+
+def node_gpus(nodes_json: Any, pods_json: Any) -> list[NodeGpus]:
+    """GPU allocatable, requested and free per node, in the order kubectl listed the nodes.
+
+    requested = the sum of effective GPU requests of the non-terminal pods bound to the node (Succeeded and
+    Failed pods hold nothing; pods still terminating do, until they are gone). One pass over the pods and
+    one over the nodes.
+    """
+    requested: dict[str, int] = {}
+    holders: dict[str, int] = {}
+    for pod in _items(pods_json):
+        phase = (pod.get("status") or {}).get("phase")
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name or phase in ("Succeeded", "Failed"):
+            continue
+        gpus = pod_gpu_request(pod)
+        if gpus:
+            requested[node_name] = requested.get(node_name, 0) + gpus
+            holders[node_name] = holders.get(node_name, 0) + 1
+    out: list[NodeGpus] = []
+    for node in _items(nodes_json):
+        meta = node.get("metadata") or {}
+        spec = node.get("spec") or {}
+        status = node.get("status") or {}
+        name = str(meta.get("name", ""))
+        allocatable = gpu_quantity((status.get("allocatable") or {}).get(GPU_RESOURCE))
+        used = requested.get(name, 0)
+        out.append(
+            NodeGpus(
+                name=name,
+                allocatable=allocatable,
+                requested=used,
+                free=max(allocatable - used, 0),
+                labels=dict(meta.get("labels") or {}),
+                taints=[dict(t) for t in spec.get("taints") or []],
+                unschedulable=bool(spec.get("unschedulable")),
+                ready=_node_ready(node),
+                gpu_pods=holders.get(name, 0),
+            )
+        )
+    return out
+
+
+def total_allocatable(nodes: Iterable[NodeGpus]) -> int:
+    """The reference kit's capacity number: the sum of allocatable nvidia.com/gpu over all nodes."""
+    return sum(node.allocatable for node in nodes)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Taints and tolerations
+
+
+def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    """Kubernetes' own matching rule (core/v1 Toleration.ToleratesTaint).
+
+    An empty effect matches every effect; an empty key (which the API only allows with Exists) matches
+    every key; Exists ignores the value; Equal (the default operator) needs the values to be equal.
+    """
+    effect = toleration.get("effect") or ""
+    if effect and effect != (taint.get("effect") or ""):
+        return False
+    key = toleration.get("key") or ""
+    if key and key != (taint.get("key") or ""):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    if operator == "Equal":
+        return (toleration.get("value") or "") == (taint.get("value") or "")
+    return False
+
+
+def _blocking(taint: Mapping[str, Any]) -> bool:
+    return taint.get("effect") in ("NoSchedule", "NoExecute")
+
+
+def _transient(taint: Mapping[str, Any]) -> bool:
+    key = str(taint.get("key") or "")
+    return key.startswith(_TRANSIENT_TAINT_PREFIX) or key == _CLOUD_UNINITIALIZED_TAINT
+
+
+def untolerated_taints(
+    node: NodeGpus, tolerations: Sequence[Mapping[str, Any]] | None, *, transient: bool
+) -> list[dict[str, Any]]:
+    """The node's NoSchedule/NoExecute taints no toleration matches (only transient or only lasting ones)."""
+    tols = list(tolerations or [])
+    return [
+        taint
+        for taint in node.taints
+        if _blocking(taint) and _transient(taint) == transient and not any(tolerates(t, taint) for t in tols)
+    ]
+
+
+def _taint_text(taint: Mapping[str, Any]) -> str:
+    value = taint.get("value")
+    return f"{taint.get('key', '')}{'=' + str(value) if value else ''}:{taint.get('effect', '')}"
+
+
+# --------------------------------------------------------------------------------------------------------
+# Kueue quota
+
+
+@record(frozen=True)
+class FlavorGpus(Value):
+    """One ResourceFlavor's nvidia.com/gpu in a ClusterQueue: quota, borrowing limit, reserved now (and of
+    that, what admitted workloads use and what is borrowed from the cohort)."""
+
+    name: str
+    nominal: int
+    borrowing_limit: int | None = 0  # None: no limit stated (unlimited borrowing when in a cohort)
+    used: int = 0  # status.flavorsReservation: what Kueue counts against the quota
+    admitted: int = 0  # status.flavorsUsage: held by admitted workloads
+    borrowed: int = 0  # of `used`, borrowed from the cohort
+
+    @property
+    def remaining(self) -> int:
+        """Unused nominal quota: what a job can still take from this flavor without borrowing."""
+        return max(self.nominal - self.used, 0)
+
+
+@record(frozen=True)
+class QueueQuota(Value):
+    """A ClusterQueue's nvidia.com/gpu as Kueue sees it: per-flavor quota from its spec, reserved GPUs from
+    its status (flavorsReservation), its Active condition and its workload counts.
+
+    Kueue assigns one flavor to all pods of a pod set, and a kubectl-tao job is one pod set, so a job must
+    fit inside one flavor: the ceiling and the room now are the best single flavor's, never a sum."""
+
+    cluster_queue: str
+    nominal: int  # summed over the flavors (for display)
+    borrowing_limit: int | None = 0
+    used: int = 0
+    cohort: str | None = None
+    flavors: tuple[FlavorGpus, ...] = ()
+    pending_workloads: int = 0
+    admitted_workloads: int = 0
+    inactive: str | None = None  # Kueue's reason and message when the ClusterQueue cannot admit anything
+
+    def _flavors(self) -> tuple[FlavorGpus, ...]:
+        return self.flavors or (FlavorGpus("", self.nominal, self.borrowing_limit, self.used),)
+
+    @property
+    def ceiling(self) -> int | None:
+        """The most GPUs one job could ever get from this queue; None when borrowing is unbounded."""
+        best = 0
+        for flavor in self._flavors():
+            if flavor.borrowing_limit is None:
+                if self.cohort:
+                    return None
+                best = max(best, flavor.nominal)
+            else:
+                best = max(best, flavor.nominal + flavor.borrowing_limit)
+        return best
+
+    @property
+    def free(self) -> int:
+        """Unused nominal quota of the flavor with the most of it (what a job can take without borrowing)."""
+        return max((f.remaining for f in self._flavors()), default=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = plain(self)
+        data["ceiling"] = self.ceiling
+        data["free"] = self.free
+        return data
+
+
+def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") == kind:
+            return condition
+    return None
+
+
+def inactive_text(obj: Mapping[str, Any]) -> str | None:
+    """Kueue's reason and message when a ClusterQueue or LocalQueue has condition Active=False."""
+    active = _condition(obj, "Active")
+    if active is None or active.get("status") != "False":
+        return None
+    reason, message = str(active.get("reason") or ""), str(active.get("message") or "")
+    return f"{reason}: {message}" if reason and message else reason or message or "inactive"
+
+
+def _flavor_gpus(flavors: Any) -> tuple[dict[str, int], dict[str, int]]:
+    """nvidia.com/gpu `total` and `borrowed` per flavor of a ClusterQueue status list (flavorsReservation or
+    flavorsUsage)."""
+    total: dict[str, int] = {}
+    borrowed: dict[str, int] = {}
+    for flavor in flavors or []:
+        for resource in flavor.get("resources") or []:
+            if resource.get("name") == GPU_RESOURCE:
+                key = str(flavor.get("name") or "")
+                total[key] = total.get(key, 0) + gpu_quantity(resource.get("total"))
+                borrowed[key] = borrowed.get(key, 0) + gpu_quantity(resource.get("borrowed"))
+    return total, borrowed
+
+
+def queue_quota(localqueue_json: Any, clusterqueue_json: Any) -> QueueQuota | None:
+    """The ClusterQueue's nvidia.com/gpu quota behind a LocalQueue; None when there is no Kueue queue.
+
+    Quota per flavor from spec.resourceGroups[].flavors[].resources[]; what is reserved from
+    status.flavorsReservation (quota held by admitted workloads and those whose admission checks run; older
+    servers without it: status.flavorsUsage). A ClusterQueue that does not cover nvidia.com/gpu at all can
+    never admit a GPU workload: it has no GPU flavor, so its ceiling is 0.
+    """
+    if not isinstance(localqueue_json, Mapping) or not isinstance(clusterqueue_json, Mapping):
+        return None
+    meta = clusterqueue_json.get("metadata") or {}
+    spec = clusterqueue_json.get("spec") or {}
+    status = clusterqueue_json.get("status") or {}
+    name = str(meta.get("name") or (localqueue_json.get("spec") or {}).get("clusterQueue") or "")
+    reserved = status.get("flavorsReservation")
+    used, borrowed = _flavor_gpus(reserved if reserved is not None else status.get("flavorsUsage"))
+    admitted, _ = _flavor_gpus(status.get("flavorsUsage"))
+    flavors = []
+    for group in spec.get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            for resource in flavor.get("resources") or []:
+                if resource.get("name") != GPU_RESOURCE:
+                    continue
+                fname = str(flavor.get("name") or "")
+                limit = gpu_quantity(resource.get("borrowingLimit")) if "borrowingLimit" in resource else None
+                flavors.append(FlavorGpus(
+                    fname, gpu_quantity(resource.get("nominalQuota")), limit, used.get(fname, 0),
+                    admitted.get(fname, 0), borrowed.get(fname, 0),
+                ))
+    cohort = spec.get("cohortName") or spec.get("cohort") or None
+    inactive = inactive_text(clusterqueue_json)
+    lq_inactive = inactive_text(localqueue_json)
+    if lq_inactive and not inactive:
+        inactive = f"LocalQueue {(localqueue_json.get('metadata') or {}).get('name')}: {lq_inactive}"
+    counts = {key: int(status.get(key) or 0) for key in ("pendingWorkloads", "admittedWorkloads")}
+    if not flavors:
+        flavors = [FlavorGpus("", 0, 0, sum(used.values()), sum(admitted.values()), sum(borrowed.values()))]
+    limits = [f.borrowing_limit for f in flavors]
+    return QueueQuota(
+        name,
+        sum(f.nominal for f in flavors),
+        None if None in limits else sum(limit or 0 for limit in limits),
+        sum(f.used for f in flavors),
+        cohort,
+        tuple(flavors),
+        counts["pendingWorkloads"],
+        counts["admittedWorkloads"],
+        inactive,
+    )
+
+
+def inactive_queue_message(quota: QueueQuota) -> str:
+    return (
+        f"never (until the queue is fixed): ClusterQueue {quota.cluster_queue} admits no workload: {quota.inactive}"
+    )
+
+
+def _quota_room_text(quota: QueueQuota) -> str:
+    named = [f for f in quota.flavors if f.name]
+    if len(named) == 1:
+        f = named[0]
+        return f"{f.used} of {f.nominal} {GPU_RESOURCE} reserved in flavor {f.name} ({quota.free} unused)"
+    if named:
+        flavors = ", ".join(f"{f.name} {f.used}/{f.nominal}" for f in named)
+        return f"{GPU_RESOURCE} reserved per flavor: {flavors} ({quota.free} unused in the freest)"
+    return f"{quota.used} of {quota.nominal} in use ({quota.free} unused)"
+
+
+# --------------------------------------------------------------------------------------------------------
+# Fit
+
+
+@record(frozen=True)
+class FitVerdict(Value):
+    verdict: str  # "fits" | "queue" | "never"
+    gpus_per_node: int
+    node_count: int
+    fitting_now: list[str]
+    fitting_ever: list[str]
+    chosen: list[str]  # the nodes the message names when the verdict is "fits" (best fit, see `fit`)
+    largest: tuple[str, int] | None  # the largest eligible node and its allocatable GPUs
+    total_allocatable: int
+    in_use: int  # GPUs requested by running pods on the eligible nodes
+    message: str
+    quota: QueueQuota | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "gpusPerNode": self.gpus_per_node,
+            "nodeCount": self.node_count,
+            "fittingNow": list(self.fitting_now),
+            "fittingEver": list(self.fitting_ever),
+            "chosen": list(self.chosen),
+            "largest": None if self.largest is None else {"name": self.largest[0], "allocatable": self.largest[1]},
+            "totalAllocatable": self.total_allocatable,
+            "inUse": self.in_use,
+            "message": self.message,
+            "quota": None if self.quota is None else self.quota.to_dict(),
+        }
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _request_text(gpus: int, count: int) -> str:
+    if gpus == 0:
+        return f"{_plural(count, 'node')} (no GPUs)"
+    return f"{count} x {gpus} {GPU_RESOURCE}"
+
+
+def _ineligible_reason(
+    node: NodeGpus,
+    node_selector: Mapping[str, str] | None,
+    tolerations: Sequence[Mapping[str, Any]] | None,
+    gpu_product: str | None,
+) -> str:
+    """Why the node can never take a rank regardless of load ('' when it can)."""
+    if node.unschedulable:
+        return "cordoned"
+    for key, value in (node_selector or {}).items():
+        if node.labels.get(key) != value:
+            return "selector"
+    if gpu_product and node.labels.get(GPU_PRODUCT_LABEL) != gpu_product:
+        return "product"
+    if untolerated_taints(node, tolerations, transient=False):
+        return "taint"
+    return ""
+
+
+def fit(
+    nodes: Sequence[NodeGpus],
+    gpus_per_node: int,
+    node_count: int,
+    *,
+    node_selector: Mapping[str, str] | None = None,
+    tolerations: Sequence[Mapping[str, Any]] | None = None,
+    gpu_product: str | None = None,
+    quota: QueueQuota | None = None,
+    no_gpu_hint: str | None = None,
+) -> FitVerdict:
+    """Can `node_count` ranks of `gpus_per_node` GPUs each run here: now ("fits"), later ("queue"), never?
+
+    A node is eligible when it is not cordoned, its labels match `node_selector` (and
+    nvidia.com/gpu.product == `gpu_product` when given), and the tolerations cover every lasting
+    NoSchedule/NoExecute taint. Taints the node lifecycle manages itself (node.kubernetes.io/not-ready,
+    unreachable, pressure) and NotReady nodes only keep a node out of "now".
+
+    Each rank needs one distinct node with at least `gpus_per_node` GPUs (the renderer spreads multi-node
+    ranks one per node with pod anti-affinity; a single rank simply needs one node).
+
+    - never: fewer than `node_count` eligible nodes whose allocatable is big enough, or a Kueue quota too
+      small to ever admit gpus_per_node x node_count;
+    - queue: enough nodes by allocatable, but fewer than `node_count` have that many GPUs free now, or the
+      queue's unused quota is too small now;
+    - fits: the chosen nodes are the ones with the *fewest* free GPUs that still fit (best fit), so a small
+      job does not take a whole empty node that a later big job needs. It is the nodes this verdict names;
+      the scheduler makes its own choice when the pods are created.
+
+    `no_gpu_hint` is the fix named when no eligible node offers nvidia.com/gpu for a known reason
+    (gpuinventory.no_gpu_hint: DRA GPUs that no DeviceClass maps to nvidia.com/gpu).
+
+    Runs in O(nodes + pods) plus a sort of the fitting nodes.
+    """
+    if gpus_per_node < 0 or node_count < 1:
+        raise TaoError(f"fit: need gpus per node >= 0 and nodes >= 1, got {gpus_per_node} and {node_count}")
+    gpus = gpus_per_node
+    total = total_allocatable(nodes)
+    request = _request_text(gpus, node_count)
+
+    eligible: list[NodeGpus] = []
+    why_not: dict[str, list[str]] = {}
+    for node in nodes:
+        reason = _ineligible_reason(node, node_selector, tolerations, gpu_product)
+        if not reason:
+            eligible.append(node)
+        elif gpus == 0 or node.allocatable > 0:  # a CPU-only node excluded from a GPU job is not news
+            why_not.setdefault(reason, []).append(node.name)
+
+    ever = [n for n in eligible if n.allocatable >= gpus]
+    now = [
+        n
+        for n in ever
+        if n.ready and n.free >= gpus and not untolerated_taints(n, tolerations, transient=True)
+    ]
+    largest_node = max(eligible, key=lambda n: (n.allocatable, _neg_name(n.name)), default=None)
+    largest = None if largest_node is None else (largest_node.name, largest_node.allocatable)
+    in_use = sum(n.requested for n in eligible)
+    chosen = [n.name for n in sorted(now, key=lambda n: (n.free, n.name))[:node_count]]
+
+    def verdict(kind: str, message: str) -> FitVerdict:
+        return FitVerdict(
+            verdict=kind,
+            gpus_per_node=gpus,
+            node_count=node_count,
+            fitting_now=[n.name for n in now],
+            fitting_ever=[n.name for n in ever],
+            chosen=chosen if kind == FITS else [],
+            largest=largest,
+            total_allocatable=total,
+            in_use=in_use,
+            message=message,
+            quota=quota,
+        )
+
+    wanted = gpus * node_count
+    if quota is not None and quota.inactive:
+        return verdict(NEVER, inactive_queue_message(quota))
+    if quota is not None and quota.ceiling is not None and wanted > quota.ceiling:
+        per_flavor = " in one flavor" if len(quota.flavors) > 1 else ""
+        best = max(quota.flavors, key=lambda f: f.nominal, default=None)
+        borrowing = best.borrowing_limit if best is not None else quota.borrowing_limit
+        return verdict(
+            NEVER,
+            f"never: {request} needs {wanted} {GPU_RESOURCE} but ClusterQueue {quota.cluster_queue} can admit "
+            f"at most {quota.ceiling}{per_flavor} (nominal {best.nominal if best else quota.nominal}"
+            f"{'' if not borrowing else f' + borrowing {borrowing}'}); "
+            "ask for a smaller job or more quota",
+        )
+
+    if gpus > 0 and no_gpu_hint and not any(n.allocatable for n in eligible):
+        return verdict(NEVER, f"never: no eligible node offers {GPU_RESOURCE} to pods: {no_gpu_hint}")
+    if gpus > 0 and total == 0:
+        return verdict(
+            NEVER,
+            f"never: no node in this cluster has allocatable {GPU_RESOURCE}: the NVIDIA GPU Operator (or "
+            "device plugin) is missing; install it and check "
+            "`kubectl get nodes -o jsonpath='{.items[*].status.allocatable}'`",
+        )
+
+    if len(ever) < node_count:
+        taint_example = ""
+        if "taint" in why_not:
+            first = next(n for n in nodes if n.name == why_not["taint"][0])
+            taint_example = _taint_text(untolerated_taints(first, tolerations, transient=False)[0])
+        products = sorted({n.labels.get(GPU_PRODUCT_LABEL, "") for n in nodes if n.allocatable} - {""})
+        return verdict(
+            NEVER,
+            _never_message(request, gpus, node_count, eligible, ever, why_not, largest, taint_example, products),
+        )
+
+    quota_wait = ""
+    if quota is not None and wanted > 0 and wanted > quota.free:
+        ahead = f"; {_plural(quota.pending_workloads, 'workload')} pending" if quota.pending_workloads else ""
+        borrow = f"; it may borrow unused quota of cohort {quota.cohort}" if quota.cohort else ""
+        quota_wait = (
+            f"ClusterQueue {quota.cluster_queue} has {_quota_room_text(quota)}{ahead}{borrow}; Kueue admits the job "
+            "when quota frees up"
+        )
+
+    if len(now) < node_count:
+        nodes_wait = _queue_message(request, gpus, ever, now)
+        return verdict(QUEUE, f"{nodes_wait}; {quota_wait}" if quota_wait else nodes_wait)
+
+    if quota_wait:
+        return verdict(QUEUE, f"queue: {request} needs {wanted} {GPU_RESOURCE}; {quota_wait}")
+
+    where = ", ".join(f"{n.name} ({n.free} free)" if gpus else n.name for n in _named(now, chosen))
+    best = " (best fit: the fullest nodes that still fit)" if gpus and len(now) > node_count else ""
+    return verdict(FITS, f"fits: {request} on {where}{best}")
+
+
+def _neg_name(name: str) -> tuple[int, ...]:
+    # max() with ties broken towards the alphabetically first name
+    return tuple(-ord(ch) for ch in name)
+
+
+def _named(nodes: Sequence[NodeGpus], names: Sequence[str]) -> list[NodeGpus]:
+    by_name = {n.name: n for n in nodes}
+    return [by_name[name] for name in names]
+
+
+def _never_message(
+    request: str,
+    gpus: int,
+    node_count: int,
+    eligible: Sequence[NodeGpus],
+    ever: Sequence[NodeGpus],
+    why_not: Mapping[str, list[str]],
+    largest: tuple[str, int] | None,
+    taint_example: str,
+    products: Sequence[str],
+) -> str:
+    labels = {
+        "cordoned": "cordoned",
+        "selector": "not matching the node selector",
+        "product": f"with another {GPU_PRODUCT_LABEL}"
+        + (f" (this cluster has {_short_list(list(products))})" if products else ""),
+        "taint": "with a taint the job does not tolerate",
+    }
+    excluded = "; ".join(
+        f"{_plural(len(names), 'node')} {labels[key]}: {_short_list(names)}"
+        for key, names in why_not.items()
+    )
+    if not eligible:
+        detail = excluded or "the cluster has no nodes"
+        if taint_example:
+            detail += f"; add a toleration for {taint_example} if the job may run there"
+        return f"never: no node is eligible for {request}: {detail}"
+    if gpus == 0:
+        tail = f"; excluded: {excluded}" if excluded else ""
+        return f"never: {request} needs {node_count} eligible nodes; only {len(eligible)} are{tail}"
+    if not ever and largest is not None:
+        head = (
+            f"never: {request} needs a node with >= {gpus} {GPU_RESOURCE}; the largest eligible node is "
+            f"{largest[0]}: {largest[1]}"
+        )
+    else:
+        head = (
+            f"never: {request} needs {node_count} distinct nodes with >= {gpus} {GPU_RESOURCE} each; only "
+            f"{len(ever)} eligible ({_short_list([f'{n.name}: {n.allocatable}' for n in ever])})"
+        )
+    total_eligible = sum(n.allocatable for n in eligible)
+    tail = f" ({total_eligible} allocatable in total on {_plural(len(eligible), 'eligible node')})"
+    if excluded:
+        tail += f"; excluded: {excluded}"
+    return head + tail + "; ask for fewer GPUs per node or fewer nodes"
+
+
+def _queue_message(request: str, gpus: int, ever: Sequence[NodeGpus], now: Sequence[NodeGpus]) -> str:
+    not_ready = [n.name for n in ever if not n.ready]
+    enough = f"{gpus} free" if gpus else "room"
+    parts = [
+        f"queue: {request}: {_plural(len(ever), 'node')} {'is' if len(ever) == 1 else 'are'} big enough but "
+        f"only {len(now)} {'has' if len(now) == 1 else 'have'} {enough} now"
+    ]
+    if gpus:
+        in_use = sum(n.requested for n in ever)
+        pods = sum(n.gpu_pods for n in ever)
+        parts.append(
+            f"{in_use} of their {sum(n.allocatable for n in ever)} {GPU_RESOURCE} in use by {_plural(pods, 'pod')}"
+        )
+    if not_ready:
+        parts.append(f"NotReady: {_short_list(not_ready)}")
+    return "; ".join(parts) + "; the pods will wait Pending until GPUs free up"
+
+
+def _short_list(items: Sequence[str], limit: int = 3) -> str:
+    shown = ", ".join(items[:limit])
+    return shown if len(items) <= limit else f"{shown}, +{len(items) - limit} more"
+
+
+def capacity_gate(verdict: FitVerdict) -> list[str]:
+    """Raise NeverFitsError (exit 4) for "never"; return warnings for "queue"; nothing for "fits"."""
+    if verdict.verdict == NEVER:
+        raise NeverFitsError(verdict.message)
+    if verdict.verdict == QUEUE:
+        return [verdict.message]
+    return []

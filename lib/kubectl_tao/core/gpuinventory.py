@@ -1,0 +1,422 @@
+"""GPUs per node from what kubectl returned: device-plugin allocatable and DRA devices. Pure.
+
+Two ways a node offers GPUs:
+
+- a device plugin: `status.allocatable["nvidia.com/gpu"]`, used by the requests of the pods bound there;
+- Dynamic Resource Allocation (resource.k8s.io/v1): a GPU driver (`gpu.nvidia.com`) publishes one device per
+  GPU in ResourceSlices; a device is used while an allocated ResourceClaim names it.
+
+A pod that asks for `nvidia.com/gpu` (what submit renders) can use DRA devices only when a DeviceClass sets
+`spec.extendedResourceName: nvidia.com/gpu` (DRAExtendedResource, beta and on by default from 1.36), and then
+only on nodes whose allocatable does not list nvidia.com/gpu: the scheduler gives the pod a claim of its own
+(annotated `resource.kubernetes.io/extended-resource-claim`). So the fit gate counts a DRA-only node's devices
+when such a class exists, and never counts a pod's request and its claim twice.
+
+The callers read three things at once: the nodes and the running pods (capacity.calls) and DRA_READ.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kubectl_tao.core.errors import TaoError, UsageError
+from kubectl_tao.core.gates import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, node_gpus, pod_gpu_request
+from kubectl_tao.core.valueclass import Factory, Value, plain, record
+
+if TYPE_CHECKING:
+    from kubectl_tao.k8s.kubectl import Completed
+
+GPU_DRIVERS = ("gpu.nvidia.com",)
+SLICES = "resourceslices.v1.resource.k8s.io"
+CLAIMS = "resourceclaims.v1.resource.k8s.io"
+CLASSES = "deviceclasses.v1.resource.k8s.io"
+DRA_READ = ["get", f"{SLICES},{CLAIMS},{CLASSES}", "--all-namespaces", "-o", "json"]
+
+# `device.driver == "gpu.nvidia.com"` in a DeviceClass's CEL selector: the drivers the class selects.
+_CEL_DRIVER = re.compile(r"""device\.driver\s*==\s*["']([^"']+)["']""")
+# `...type == "mig"`: the NVIDIA driver's device kind (gpu, mig, vfio); only whole GPUs count as GPUs.
+_CEL_TYPE = re.compile(r"""\.type\s*==\s*["']([^"']+)["']|\[["']type["']\]\s*==\s*["']([^"']+)["']""")
+_NO_DRA_API = ("doesn't have a resource type", "the server could not find the requested resource")
+
+
+# --------------------------------------------------------------------------------------------------------
+# DeviceClasses
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _expressions(device_class: Mapping[str, Any]) -> list[str]:
+    selectors = (device_class.get("spec") or {}).get("selectors") or []
+    return [str((s.get("cel") or {}).get("expression") or "") for s in selectors if isinstance(s, Mapping)]
+
+
+def class_drivers(device_class: Mapping[str, Any]) -> tuple[str, ...]:
+    """The drivers a DeviceClass's CEL selectors name (`device.driver == "..."`), in order, no repeats."""
+    found: list[str] = []
+    for expression in _expressions(device_class):
+        for driver in _CEL_DRIVER.findall(expression):
+            if driver not in found:
+                found.append(driver)
+    return tuple(found)
+
+
+def serves_gpu_resource(device_class: Mapping[str, Any]) -> bool:
+    return (device_class.get("spec") or {}).get("extendedResourceName") == GPU_RESOURCE
+
+
+def not_gpu_class_reason(device_class: Mapping[str, Any]) -> str:
+    """Why a DeviceClass does not hand out whole GPUs ('' when it does)."""
+    if serves_gpu_resource(device_class):
+        return ""
+    drivers = class_drivers(device_class)
+    if not drivers:
+        return "its selectors name no device driver"
+    if not any(d in GPU_DRIVERS for d in drivers):
+        return f"it selects driver {', '.join(drivers)}, not {' or '.join(GPU_DRIVERS)}"
+    kinds = {a or b for e in _expressions(device_class) for a, b in _CEL_TYPE.findall(e)}
+    if kinds - {"gpu"}:
+        return f"it selects devices of type {', '.join(sorted(kinds - {'gpu'}))}, not whole GPUs"
+    return ""
+
+
+def pick_device_class(classes: Sequence[Mapping[str, Any]], wanted: str) -> Mapping[str, Any]:
+    """The DeviceClass --device-class names; UsageError (exit 2) when it is missing or not a GPU class."""
+    by_name = {_name(c): c for c in classes}
+    if wanted not in by_name:
+        listed = ", ".join(sorted(by_name)) or "none"
+        raise UsageError(
+            f"--device-class {wanted}: no DeviceClass {wanted!r} on this cluster (found: {listed}); "
+            f"`kubectl get {CLASSES}` lists them"
+        )
+    why = not_gpu_class_reason(by_name[wanted])
+    if why:
+        raise UsageError(
+            f"--device-class {wanted}: not a GPU DeviceClass ({why}); name a class that selects whole GPUs of "
+            f"driver {GPU_DRIVERS[0]} or serves {GPU_RESOURCE}, or drop --device-class"
+        )
+    return by_name[wanted]
+
+
+# --------------------------------------------------------------------------------------------------------
+# ResourceSlices and ResourceClaims
+
+
+@record(frozen=True)
+class DraNode(Value):
+    total: int
+    allocated: int
+    product: str  # the productName attribute of its first GPU device ('' when the driver gives none)
+
+    @property
+    def free(self) -> int:
+        return max(self.total - self.allocated, 0)
+
+
+@record(frozen=True)
+class DraGpus(Value):
+    nodes: dict[str, DraNode]
+    drivers: tuple[str, ...]  # the drivers whose devices were counted as GPUs
+    serving_class: str | None  # the DeviceClass whose extendedResourceName is nvidia.com/gpu
+    by_namespace: dict[str, int]  # GPU devices held by allocated claims, per claim namespace
+    off_node: int  # GPU devices not tied to one node (network-attached), not counted per node
+
+    @property
+    def total(self) -> int:
+        return sum(n.total for n in self.nodes.values())
+
+
+def _items(data: Any) -> list[Mapping[str, Any]]:
+    items = data.get("items") if isinstance(data, Mapping) else data
+    return [i for i in items or [] if isinstance(i, Mapping)]
+
+
+def _attribute(device: Mapping[str, Any], driver: str, key: str) -> Any:
+    """An attribute's value; unqualified names are in the driver's own domain, so both spellings count."""
+    attributes = device.get("attributes") or {}
+    value = attributes.get(key, attributes.get(f"{driver}/{key}"))
+    if not isinstance(value, Mapping):
+        return None
+    for kind in ("string", "int", "bool", "version"):
+        if kind in value:
+            return value[kind]
+    return None
+
+
+def _whole_gpu(device: Mapping[str, Any], driver: str) -> bool:
+    kind = _attribute(device, driver, "type")
+    return kind is None or kind == "gpu"
+
+
+def _current_slices(slices: Sequence[Mapping[str, Any]], drivers: Sequence[str]) -> list[Mapping[str, Any]]:
+    """The slices of the newest generation of each pool: older generations are being replaced."""
+    newest: dict[tuple[str, str], int] = {}
+    mine = []
+    for item in slices:
+        spec = item.get("spec") or {}
+        if spec.get("driver") not in drivers:
+            continue
+        pool = spec.get("pool") or {}
+        key = (str(spec.get("driver")), str(pool.get("name") or ""))
+        generation = int(pool.get("generation") or 0)
+        newest[key] = max(newest.get(key, generation), generation)
+        mine.append(item)
+    out = []
+    for item in mine:
+        spec = item.get("spec") or {}
+        pool = spec.get("pool") or {}
+        if int(pool.get("generation") or 0) == newest[(str(spec.get("driver")), str(pool.get("name") or ""))]:
+            out.append(item)
+    return out
+
+
+def _effective_class(serving: Sequence[Mapping[str, Any]]) -> str | None:
+    """The class the scheduler uses when several claim nvidia.com/gpu: the newest, then the first by name."""
+    if not serving:
+        return None
+    newest = max(str((c.get("metadata") or {}).get("creationTimestamp") or "") for c in serving)
+    return min(_name(c) for c in serving if str((c.get("metadata") or {}).get("creationTimestamp") or "") == newest)
+
+
+def parse_dra(data: Any, *, device_class: str | None = None) -> DraGpus:
+    """Count GPU devices per node from `get resourceslices,resourceclaims,deviceclasses -o json`.
+
+    GPU drivers: gpu.nvidia.com, plus those the class serving nvidia.com/gpu selects, or only those of
+    `device_class` when given. A device counts when it is a whole GPU (the driver's `type` attribute is
+    absent or "gpu"); it is allocated when a claim's allocation names it (admin access excluded), or when it
+    shares a counter set with an allocated device (a MIG slice of the same GPU).
+    """
+    items = _items(data)
+    kinds: dict[str, list[Mapping[str, Any]]] = {"ResourceSlice": [], "ResourceClaim": [], "DeviceClass": []}
+    for item in items:
+        kinds.get(str(item.get("kind")), []).append(item)
+    classes = kinds["DeviceClass"]
+    serving = [c for c in classes if serves_gpu_resource(c)]
+    if device_class is not None:
+        drivers = class_drivers(pick_device_class(classes, device_class)) or GPU_DRIVERS
+    else:
+        drivers = tuple(dict.fromkeys([*GPU_DRIVERS, *(d for c in serving for d in class_drivers(c))]))
+
+    # (driver, pool, device) -> (node or None, whole GPU?, counter sets it consumes)
+    devices: dict[tuple[str, str, str], tuple[str | None, bool, frozenset[str]]] = {}
+    products: dict[str, str] = {}
+    for item in _current_slices(kinds["ResourceSlice"], drivers):
+        spec = item.get("spec") or {}
+        driver = str(spec.get("driver"))
+        pool = str((spec.get("pool") or {}).get("name") or "")
+        slice_node = spec.get("nodeName")
+        for device in spec.get("devices") or []:
+            node = device.get("nodeName") if spec.get("perDeviceNodeSelection") else slice_node
+            counters = frozenset(str(c.get("counterSet")) for c in device.get("consumesCounters") or [])
+            whole = _whole_gpu(device, driver)
+            devices[(driver, pool, str(device.get("name")))] = (node, whole, counters)
+            product = _attribute(device, driver, "productName")
+            if whole and node and product and node not in products:
+                products[node] = str(product)
+
+    allocated: set[tuple[str, str, str]] = set()
+    by_namespace: dict[str, int] = {}
+    for claim in kinds["ResourceClaim"]:
+        results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+        namespace = str((claim.get("metadata") or {}).get("namespace") or "")
+        for result in results:
+            key = (str(result.get("driver")), str(result.get("pool")), str(result.get("device")))
+            if key[0] not in drivers or result.get("adminAccess"):
+                continue
+            if key not in allocated and devices.get(key, (None, True, frozenset()))[1]:
+                by_namespace[namespace] = by_namespace.get(namespace, 0) + 1
+            allocated.add(key)
+    busy_counters = {(k[0], k[1], c) for k in allocated for c in devices.get(k, (None, True, frozenset()))[2]}
+
+    totals: dict[str, list[int]] = {}
+    off_node = 0
+    for (driver, pool, name), (node, whole, counters) in devices.items():
+        if not whole:
+            continue
+        if not node:
+            off_node += 1
+            continue
+        count = totals.setdefault(str(node), [0, 0])
+        count[0] += 1
+        if (driver, pool, name) in allocated or any((driver, pool, c) in busy_counters for c in counters):
+            count[1] += 1
+    return DraGpus(
+        nodes={n: DraNode(t, a, products.get(n, "")) for n, (t, a) in totals.items()},
+        drivers=drivers,
+        serving_class=_effective_class(serving),
+        by_namespace=by_namespace,
+        off_node=off_node,
+    )
+
+
+def read_dra(result: Completed | TaoError | None, *, device_class: str | None = None) -> tuple[DraGpus | None, str]:
+    """DRA_READ's answer -> (the DRA GPUs or None, a note why they were not counted, '' when nothing to say).
+
+    A server without resource.k8s.io/v1 (before 1.34) has no DRA GPUs to count; that needs no note.
+    """
+    import json
+
+    if result is None:
+        return None, ""
+    if isinstance(result, TaoError):
+        if any(marker in result.message.lower() for marker in _NO_DRA_API):
+            if device_class:
+                raise UsageError(
+                    f"--device-class {device_class}: this cluster does not serve resource.k8s.io/v1 "
+                    "(DRA, Kubernetes >= 1.34); drop --device-class"
+                )
+            return None, ""
+        if device_class:
+            raise TaoError(f"--device-class {device_class}: cannot read DeviceClasses: {result.message}")
+        return None, f"DRA GPUs not counted: cannot list ResourceSlices/ResourceClaims/DeviceClasses: {result.message}"
+    try:
+        data = json.loads(result.stdout) if result.stdout.strip() else {}
+    except json.JSONDecodeError:
+        return None, "DRA GPUs not counted: kubectl returned output that is not JSON"
+    return parse_dra(data, device_class=device_class), ""
+
+
+# --------------------------------------------------------------------------------------------------------
+# What the fit gate counts
+
+
+def gate_nodes(plugin: Sequence[NodeGpus], dra: DraGpus | None) -> list[NodeGpus]:
+    """The nodes as the scheduler sees them for a pod asking nvidia.com/gpu.
+
+    A node whose allocatable lists nvidia.com/gpu is served by its device plugin, DRA devices or not. A node
+    without it is served by its DRA devices when a DeviceClass maps nvidia.com/gpu to them; the pods' requests
+    there are already counted as their claims' devices.
+    """
+    if dra is None or dra.serving_class is None:
+        return list(plugin)
+    out = []
+    for node in plugin:
+        devices = dra.nodes.get(node.name)
+        if node.allocatable == 0 and devices is not None:
+            node = node.replaced(allocatable=devices.total, requested=devices.allocated, free=devices.free)
+        out.append(node)
+    return out
+
+
+def no_gpu_hint(dra: DraGpus | None) -> str | None:
+    """The fix to name when no node offers nvidia.com/gpu but DRA GPUs exist (None: the usual hint applies)."""
+    if dra is None or dra.total == 0 or dra.serving_class is not None:
+        return None
+    return (
+        f"this cluster has {dra.total} GPUs published through DRA (driver {', '.join(dra.drivers)}) but no "
+        f"DeviceClass sets spec.extendedResourceName: {GPU_RESOURCE}, so pods asking for {GPU_RESOURCE} cannot use "
+        f"them; ask the cluster admin to set it on the GPU DeviceClass (Kubernetes >= 1.34, DRAExtendedResource)"
+    )
+
+
+def fit_nodes(nodes_json: Any, pods_json: Any, dra: DraGpus | None) -> list[NodeGpus]:
+    """gates.node_gpus over the nodes and pods plus what DRA adds: what the gate, explain and preflight count."""
+    return gate_nodes(node_gpus(nodes_json, pods_json), dra)
+
+
+# --------------------------------------------------------------------------------------------------------
+# The `gpus` view
+
+
+@record(frozen=True)
+class NodeRow(Value):
+    name: str
+    product: str
+    source: str  # "device-plugin", "dra" or "device-plugin+dra"
+    total: int
+    allocated: int
+    free: int
+    taints: list[str]
+    cordoned: bool
+    ready: bool
+    gpu_pods: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain(self)
+
+
+@record(frozen=True)
+class Inventory(Value):
+    nodes: list[NodeRow]
+    namespaces: dict[str, int]
+    dra_class: str | None
+    dra_drivers: tuple[str, ...]
+    off_node: int
+    notes: list[str] = Factory(list)
+
+    @property
+    def totals(self) -> dict[str, int]:
+        return {
+            "nodes": len(self.nodes),
+            "total": sum(n.total for n in self.nodes),
+            "allocated": sum(n.allocated for n in self.nodes),
+            "free": sum(n.free for n in self.nodes),
+            "freeSchedulable": sum(n.free for n in self.nodes if not n.cordoned and n.ready),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "nodes": [n.to_dict() for n in self.nodes],
+            "namespaces": [{"namespace": k, "gpus": v} for k, v in sorted(self.namespaces.items())],
+            "totals": self.totals,
+            "dra": {"deviceClass": self.dra_class, "drivers": list(self.dra_drivers), "offNode": self.off_node},
+            "notes": list(self.notes),
+        }
+
+
+def _taint_text(taint: Mapping[str, Any]) -> str:
+    value = taint.get("value")
+    return f"{taint.get('key', '')}{'=' + str(value) if value else ''}:{taint.get('effect', '')}"
+
+
+def inventory(nodes_json: Any, pods_json: Any, dra: DraGpus | None, notes: Sequence[str] = ()) -> Inventory:
+    """Per GPU node: product, total, allocated, free (device plugin and DRA added up), taints, cordoned;
+    per namespace the GPUs its running pods and allocated claims hold. One pass over pods and nodes."""
+    plugin = node_gpus(nodes_json, pods_json)
+    dra_nodes = dra.nodes if dra else {}
+    plugin_served = {n.name for n in plugin if n.allocatable > 0 or n.name not in dra_nodes}
+    namespaces: dict[str, int] = dict(dra.by_namespace) if dra else {}
+    for pod in _items(pods_json):
+        spec = pod.get("spec") or {}
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        if not spec.get("nodeName") or spec["nodeName"] not in plugin_served:
+            continue  # pending, or on a DRA node where its claim is what holds the GPUs
+        gpus = pod_gpu_request(pod)
+        if gpus:
+            ns = str((pod.get("metadata") or {}).get("namespace") or "")
+            namespaces[ns] = namespaces.get(ns, 0) + gpus
+    rows = []
+    for node in plugin:
+        devices = dra_nodes.get(node.name)
+        dra_total = devices.total if devices else 0
+        if node.allocatable == 0 and dra_total == 0:
+            continue
+        source = "+".join(s for s, n in (("device-plugin", node.allocatable), ("dra", dra_total)) if n)
+        allocated = (node.requested if node.allocatable else 0) + (devices.allocated if devices else 0)
+        total = node.allocatable + dra_total
+        rows.append(
+            NodeRow(
+                name=node.name,
+                product=node.labels.get(GPU_PRODUCT_LABEL) or (devices.product if devices else ""),
+                source=source,
+                total=total,
+                allocated=allocated,
+                free=max(total - allocated, 0),
+                taints=[_taint_text(t) for t in node.taints],
+                cordoned=node.unschedulable,
+                ready=node.ready,
+                gpu_pods=node.gpu_pods,
+            )
+        )
+    return Inventory(
+        nodes=rows,
+        namespaces={k: v for k, v in namespaces.items() if v},
+        dra_class=dra.serving_class if dra else None,
+        dra_drivers=dra.drivers if dra else (),
+        off_node=dra.off_node if dra else 0,
+        notes=list(notes),
+    )

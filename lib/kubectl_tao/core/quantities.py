@@ -1,0 +1,68 @@
+"""Kubernetes resource quantities (`16Gi`, `500m`, `1e3`, `2`) as exact numbers."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, localcontext
+
+from kubectl_tao.core.errors import UsageError
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+}
+# The grammar of k8s.io/apimachinery/pkg/api/resource: a signed decimal number, then a binary
+# suffix, a decimal suffix, or a decimal exponent (e/E followed by a signed integer).
+_QUANTITY_RE = re.compile(
+    r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exponent>[eE][+-]?[0-9]+)|(?P<decimal>[numkMGTPE]?))"
+)
+# What a size limit such as /dev/shm accepts here: a positive whole number of Ki..Ei.
+_BINARY_SIZE_RE = re.compile(r"[1-9][0-9]*(?:Ki|Mi|Gi|Ti|Pi|Ei)")
+
+
+def parse_quantity(value: object, field: str = "quantity") -> Decimal:
+    """The exact value of a Kubernetes quantity string (an int is taken as a plain number)."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise UsageError(f"{field} must be a Kubernetes quantity string such as 16Gi or 500m")
+    if isinstance(value, int):
+        return Decimal(value)
+    match = _QUANTITY_RE.fullmatch(value)
+    if match is None:
+        raise UsageError(f"{field} {value!r} is not a Kubernetes quantity (examples: 16Gi, 500m, 2, 1e3)")
+    try:
+        with localcontext() as context:
+            context.prec = len(match["number"]) + 40  # exact: no digit of the number is rounded away
+            number = Decimal(match["number"])
+            if match["binary"]:
+                return number * _BINARY[match["binary"]]
+            if match["exponent"]:
+                return number.scaleb(int(match["exponent"][1:]))
+            return number * _DECIMAL[match["decimal"] or ""]
+    except (ArithmeticError, ValueError) as exc:  # exponent out of range
+        raise UsageError(f"{field} {value!r} is out of range for a Kubernetes quantity") from exc
+
+
+def validate_binary_quantity(value: object, field: str = "shm size") -> str:
+    """A positive whole number with a binary suffix (Ki, Mi, Gi, Ti, Pi, Ei), e.g. 16Gi."""
+    if not isinstance(value, str) or _BINARY_SIZE_RE.fullmatch(value) is None:
+        raise UsageError(
+            f"{field} {value!r} must be a positive whole number with a binary suffix Ki, Mi, Gi, Ti, Pi "
+            "or Ei (for example 16Gi)"
+        )
+    return value
+
+
+def quantity_bytes(value: str, field: str = "quantity") -> int:
+    """A byte count (rounded up, as Kubernetes does for memory) from a quantity string."""
+    number = parse_quantity(value, field)
+    return int(number.to_integral_value(rounding="ROUND_CEILING"))

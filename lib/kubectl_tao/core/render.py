@@ -1,0 +1,769 @@
+"""Kubernetes manifests for a TAO / PyTorch-style GPU job (pure: no cluster, no processes).
+
+`JobSpec` holds every knob; `spec_from_options` builds and validates one from CLI-style values;
+`render` returns the objects to apply: one Job for one node, a headless Service and an Indexed Job
+for several. Templates live in templates/k8s and are filled with JSON-encoded values (templates.py);
+the shell that runs in the pod is a fixed script from templates/k8s, and the user's command reaches
+it only as a positional argument.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from kubectl_tao.core import contract, kubelet_text, names, quantities, templates
+from kubectl_tao.core.errors import UsageError
+from kubectl_tao.core.valueclass import Factory, Value, record
+
+MANAGED_BY_LABEL = contract.MANAGED_BY_LABEL
+MANAGED_BY = contract.MANAGED_BY
+JOB_LABEL = contract.JOB_LABEL
+RECORD_ID_KEY = contract.RECORD_ID_ANNOTATION
+QUEUE_LABEL = contract.QUEUE_LABEL
+COMPLETION_INDEX_ANNOTATION = contract.COMPLETION_INDEX_ANNOTATION
+GPU_RESOURCE = contract.GPU_RESOURCE
+CONTAINER_NAME = "tao"
+
+# Exit codes reserved by the fixed pod scripts.
+EXIT_RENDEZVOUS_TIMEOUT = 88
+EXIT_UPLOAD_FAILED = 89
+EXIT_SIGKILL = 137
+
+# Image of the tier C fetch step: a pinned release of the AWS CLI v2 (override with s3_tools_image).
+DEFAULT_S3_TOOLS_IMAGE = "docker.io/amazon/aws-cli:2.22.0"
+DEFAULT_MOUNT_PATH = "/workspace"
+DEFAULT_SHM_SIZE = "16Gi"
+DEFAULT_TTL_SECONDS = 3600
+DEFAULT_MASTER_PORT = 29500
+DEFAULT_RENDEZVOUS_TIMEOUT = 300
+
+MAX_GPUS_PER_NODE = 64
+MAX_NODES = 1024
+MAX_TTL_SECONDS = 604800
+MAX_RETRIES = 100
+MAX_RENDEZVOUS_TIMEOUT = 86400
+
+TIERS = ("A", "C")
+LAUNCHERS = ("tao", "torchrun")
+RECORD_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+NCCL_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:=^+-]{1,256}")
+NCCL_ENV_RE = re.compile(r"NCCL_[A-Z0-9_]+")
+_RESERVED_KEY_PREFIXES = contract.RESERVED_KEY_PREFIXES
+_RESERVED_LABELS = contract.RESERVED_LABELS
+# Mount paths that would hide the image's own system directories.
+_SYSTEM_DIRS = ("/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/run", "/sbin", "/usr", "/var")
+_KERNEL_DIRS = ("/dev", "/proc", "/sys")
+_TOLERATION_KEYS = {"key", "operator", "value", "effect", "tolerationSeconds"}
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+@record(frozen=True)
+class JobSpec(Value):
+    """Everything a rendered job depends on. Build with `spec_from_options`, or directly and let
+    `render` validate it."""
+
+    name: str  # Kubernetes Job name (DNS label, <= 52)
+    record_id: str  # job-record id (annotation, label when valid, TAO_JOB_ID)
+    image: str
+    command: str  # the user's shell command; for launcher torchrun: script + arguments
+    namespace: str = "default"
+    gpus: int = 1  # per node; 0 = lifecycle-only (no nvidia.com/gpu limit)
+    nodes: int = 1
+    storage_tier: str = "A"  # A: bound PVC; C: S3 fetch into an emptyDir + upload at the end
+    pvc: str | None = None  # claim name, tier A
+    mount_path: str = DEFAULT_MOUNT_PATH
+    results_dir: str | None = None  # tier A: path under mount_path or s3://; tier C: s3:// destination
+    env_secret: str | None = None  # credential Secret -> envFrom.secretRef
+    image_pull_secret: str | None = None
+    ttl_seconds: int = DEFAULT_TTL_SECONDS
+    keep_ttl: bool = True  # False: no ttlSecondsAfterFinished (the Job stays until deleted)
+    shm_size: str = DEFAULT_SHM_SIZE
+    s3_inputs: tuple[str, ...] = ()  # tier C
+    s3_output: str | None = None  # tier C: results go to <s3_output>/<record_id>/
+    upload_excludes: tuple[str, ...] = ()  # tier C: extra `aws s3 cp --exclude` patterns
+    s3_tools_image: str = DEFAULT_S3_TOOLS_IMAGE
+    labels: Mapping[str, str] = Factory(dict)  # extra, on the Job and its pods
+    annotations: Mapping[str, str] = Factory(dict)  # extra, on the pod template
+    master_port: int = DEFAULT_MASTER_PORT
+    launcher: str = "tao"  # multi-node: tao (sh -c COMMAND) or torchrun (torchrun ... COMMAND-ARGV)
+    nccl_socket_ifname: str | None = None
+    nccl_ib_hca: str | None = None
+    nccl_env: Mapping[str, str] = Factory(dict)  # other NCCL_* settings (e.g. NCCL_IB_DISABLE)
+    backoff_limit: int = 0
+    active_deadline_seconds: int | None = None
+    node_selector: Mapping[str, str] = Factory(dict)
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    queue_name: str | None = None  # Kueue LocalQueue: label + suspend: true
+    retries_per_index: int | None = None  # multi-node: backoffLimitPerIndex + FailIndex on 137
+    rendezvous_timeout_seconds: int = DEFAULT_RENDEZVOUS_TIMEOUT  # multi-node barrier; 0 disables
+
+    @property
+    def multi_node(self) -> bool:
+        return self.nodes > 1
+
+    @property
+    def upload_destination(self) -> str | None:
+        """Tier C: the S3 prefix the results are uploaded to."""
+        if self.storage_tier != "C":
+            return None
+        if self.results_dir is not None:
+            return self.results_dir
+        return _output_destination(self)
+
+    @property
+    def effective_results_dir(self) -> str:
+        """What the job record binds as results_dir: a path on the mounted volume or an S3 prefix."""
+        if self.storage_tier == "C":
+            return self.upload_destination or ""
+        if self.results_dir is not None:
+            return self.results_dir
+        return f"{self.mount_path}/results/{self.record_id}"
+
+    @property
+    def results_root_in_pod(self) -> str | None:
+        """TAO_RESULTS_ROOT: where the container writes (None when results go straight to S3)."""
+        if self.storage_tier == "C":
+            return f"{self.mount_path}/results"
+        results = self.effective_results_dir
+        return None if results.startswith("s3://") else results
+
+
+def _output_destination(spec: JobSpec) -> str | None:
+    """Tier C: `<s3_output>/<record id>/`, the default upload destination."""
+    if spec.s3_output is None:
+        return None
+    return f"{spec.s3_output.rstrip('/')}/{spec.record_id}/"
+
+
+# --------------------------------------------------------------------------- validation helpers
+
+
+def _int_in(value: object, field_name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise UsageError(f"{field_name} must be a whole number from {low} to {high}, got {value!r}")
+    return value
+
+
+def _text(value: object, field_name: str) -> str:
+    """A non-empty string without control characters."""
+    text = names.require_string(value, field_name)
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+        raise UsageError(f"{field_name} {text!r} must not contain control characters")
+    return text
+
+
+def _check_reserved_key(key: str, field_name: str, reserved: set[str]) -> None:
+    if key in reserved or key.startswith(_RESERVED_KEY_PREFIXES):
+        raise UsageError(f"{field_name} {key!r} is set by kubectl-tao itself; choose another key")
+
+
+def _check_labels(labels: Mapping[str, str], field_name: str) -> None:
+    for key, value in labels.items():
+        names.validate_qualified_name(key, f"{field_name} key")
+        names.validate_label_value(value, f"{field_name} {key!r} value")
+        _check_reserved_key(key, f"{field_name} key", _RESERVED_LABELS)
+
+
+def _check_annotations(annotations: Mapping[str, str]) -> None:
+    for key, value in annotations.items():
+        names.validate_qualified_name(key, "annotation key")
+        names.require_string(value, f"annotation {key!r} value", allow_empty=True)
+        _check_reserved_key(key, "annotation key", set())
+
+
+def _check_toleration(toleration: Mapping[str, Any], index: int) -> None:
+    where = f"toleration {index}"
+    unknown = set(toleration) - _TOLERATION_KEYS
+    if unknown:
+        raise UsageError(f"{where} has unknown fields {sorted(unknown)}; use key, operator, value, effect")
+    operator = toleration.get("operator", "Equal")
+    if operator not in ("Equal", "Exists"):
+        raise UsageError(f"{where} operator must be Equal or Exists, got {operator!r}")
+    key = toleration.get("key", "")
+    if key:
+        names.validate_qualified_name(key, f"{where} key")
+    elif operator != "Exists":
+        raise UsageError(f"{where} without a key must use operator Exists")
+    value = toleration.get("value", "")
+    if operator == "Exists" and value:
+        raise UsageError(f"{where} with operator Exists must not have a value")
+    names.validate_label_value(value, f"{where} value")
+    effect = toleration.get("effect", "")
+    if effect and effect not in _TAINT_EFFECTS:
+        raise UsageError(f"{where} effect must be one of {', '.join(_TAINT_EFFECTS)}, got {effect!r}")
+    if "tolerationSeconds" in toleration:
+        if effect != "NoExecute":
+            raise UsageError(f"{where} tolerationSeconds needs effect NoExecute")
+        _int_in(toleration["tolerationSeconds"], f"{where} tolerationSeconds", 0, 2**31 - 1)
+
+
+def _check_mount_path(path: str) -> None:
+    names.validate_abs_path(path, "mount path")
+    if any(names.is_under(path, root) for root in _KERNEL_DIRS) or path in _SYSTEM_DIRS:
+        raise UsageError(f"mount path {path!r} would hide a system directory; use a path such as /workspace")
+    if names.covers_token_dir(path):
+        raise UsageError(
+            f"mount path {path!r} would cover the service-account token the kubelet mounts under /var/run/secrets "
+            "(the job's API credentials); use a path such as /workspace"
+        )
+
+
+def _check_s3_inputs(inputs: Sequence[str]) -> None:
+    seen: dict[str, str] = {}
+    for uri in inputs:
+        _, key = names.split_s3_uri(uri, "s3 input")
+        if not key:
+            raise UsageError(f"s3 input {uri!r} names no object: write {uri}/ to fetch the whole bucket")
+        name = names.s3_input_name(uri)
+        if name in seen:
+            raise UsageError(
+                f"s3 inputs {seen[name]!r} and {uri!r} would both be fetched to inputs/{name}; "
+                "fetch a common parent prefix instead"
+            )
+        seen[name] = uri
+
+
+def _check_storage(spec: JobSpec) -> None:
+    if spec.storage_tier not in TIERS:
+        raise UsageError(f"storage tier must be A (a bound PVC) or C (S3 into an emptyDir), got {spec.storage_tier!r}")
+    _check_mount_path(spec.mount_path)
+    if spec.storage_tier == "A":
+        _check_tier_a(spec)
+    else:
+        _check_tier_c(spec)
+
+
+def _check_tier_a(spec: JobSpec) -> None:
+    if spec.pvc is None:
+        raise UsageError("storage tier A needs --pvc: the name of a bound PersistentVolumeClaim holding the data")
+    names.validate_dns_subdomain(spec.pvc, "pvc")
+    if spec.s3_inputs or spec.s3_output is not None or spec.upload_excludes:
+        raise UsageError("--s3-input, --s3-output and --upload-exclude need --storage-tier C")
+    results = spec.results_dir
+    if results is None:
+        names.validate_abs_path(spec.effective_results_dir, "results dir (from the record id)")
+        return
+    if isinstance(results, str) and results.startswith("s3://"):
+        names.validate_s3_uri(results, "results dir")
+        return
+    names.validate_abs_path(results, "results dir")
+    if not names.is_under(results, spec.mount_path):
+        raise UsageError(
+            f"results dir {results!r} is not on the mounted volume: use a path under the mount path "
+            f"{spec.mount_path!r} (or an s3:// prefix), so results outlive the pod"
+        )
+
+
+def _check_tier_c(spec: JobSpec) -> None:
+    if spec.pvc is not None:
+        raise UsageError("--pvc is for storage tier A; tier C fetches inputs from S3 into an emptyDir")
+    if spec.multi_node:
+        raise UsageError(
+            "storage tier C supports one node only; for multi-node jobs use tier A with a ReadWriteMany PVC"
+        )
+    _check_s3_inputs(spec.s3_inputs)
+    if spec.s3_output is not None:
+        names.validate_s3_uri(spec.s3_output, "s3 output")
+    if spec.results_dir is not None:
+        if not str(spec.results_dir).startswith("s3://"):
+            raise UsageError(
+                f"results dir {spec.results_dir!r} must be an s3:// prefix in storage tier C: the pod's "
+                "emptyDir is deleted with the pod"
+            )
+        names.validate_s3_uri(spec.results_dir, "results dir")
+        if spec.s3_output is not None and spec.results_dir != _output_destination(spec):
+            raise UsageError("give --s3-output or an s3:// --results-dir, not both")
+    elif spec.s3_output is None:
+        raise UsageError("storage tier C needs --s3-output (or an s3:// --results-dir) to upload the results to")
+    for pattern in spec.upload_excludes:
+        _text(pattern, "upload exclude pattern")
+    names.validate_image(spec.s3_tools_image, "s3 tools image")
+
+
+def _check_multi_node(spec: JobSpec) -> None:
+    _int_in(spec.master_port, "master port", 1, 65535)
+    _int_in(spec.rendezvous_timeout_seconds, "rendezvous timeout", 0, MAX_RENDEZVOUS_TIMEOUT)
+    if spec.launcher not in LAUNCHERS:
+        raise UsageError(f"launcher must be tao or torchrun, got {spec.launcher!r}")
+    if spec.launcher == "torchrun" and not spec.multi_node:
+        raise UsageError("--launcher torchrun is for multi-node jobs; on one node put torchrun in --command")
+    if spec.launcher == "torchrun":
+        _torchrun_argv(spec.command)
+    if spec.retries_per_index is not None:
+        if not spec.multi_node:
+            raise UsageError("retries per index apply to multi-node jobs; use --backoff-limit on one node")
+        _int_in(spec.retries_per_index, "retries per index", 0, MAX_RETRIES)
+    if spec.multi_node:
+        names.validate_service_name(spec.name, "job name")
+
+
+def _check_scheduling(spec: JobSpec) -> None:
+    _int_in(spec.backoff_limit, "backoff limit", 0, MAX_RETRIES)
+    check_placement(spec.node_selector, spec.tolerations, spec.active_deadline_seconds, spec.queue_name)
+
+
+def check_placement(
+    node_selector: Mapping[str, str],
+    tolerations: Sequence[Mapping[str, Any]],
+    active_deadline_seconds: int | None,
+    queue_name: str | None,
+) -> None:
+    """Where and how long a Job may run: the checks every rendered Job gets (action requests too)."""
+    if active_deadline_seconds is not None:
+        _int_in(active_deadline_seconds, "active deadline seconds", 1, 2**31 - 1)
+    for key, value in node_selector.items():
+        names.validate_qualified_name(key, "node selector key")
+        names.validate_label_value(value, f"node selector {key!r} value")
+    for index, toleration in enumerate(tolerations):
+        if not isinstance(toleration, Mapping):
+            raise UsageError(f"toleration {index} must be a mapping of key, operator, value, effect")
+        _check_toleration(toleration, index)
+    if queue_name is not None:
+        names.validate_dns_label(queue_name, "queue name")
+
+
+def check_metadata(labels: Mapping[str, str], annotations: Mapping[str, str]) -> None:
+    """Extra labels (Job and pods) and pod annotations: valid, and none of the keys kubectl-tao sets itself."""
+    _check_labels(labels, "label")
+    _check_annotations(annotations)
+
+
+def validate_spec(spec: JobSpec) -> JobSpec:
+    """Raise UsageError naming the first bad field; return the spec unchanged when it is sound."""
+    names.validate_job_name(spec.name)
+    record_id = names.require_string(spec.record_id, "record id")
+    if len(record_id) > 253 or RECORD_ID_RE.fullmatch(record_id) is None:
+        raise UsageError(f"record id {record_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]* (the job-record id format)")
+    names.validate_dns_label(spec.namespace, "namespace")
+    names.validate_image(spec.image)
+    names.require_string(spec.command, "command")
+    if not spec.command.strip():
+        raise UsageError("command must not be blank")
+    _int_in(spec.gpus, "gpus", 0, MAX_GPUS_PER_NODE)
+    _int_in(spec.nodes, "nodes", 1, MAX_NODES)
+    _check_storage(spec)
+    if spec.env_secret is not None:
+        names.validate_dns_subdomain(spec.env_secret, "env secret")
+    if spec.image_pull_secret is not None:
+        names.validate_dns_subdomain(spec.image_pull_secret, "image pull secret")
+    _int_in(spec.ttl_seconds, "ttl seconds", 0, MAX_TTL_SECONDS)
+    if not isinstance(spec.keep_ttl, bool):
+        raise UsageError("keep_ttl must be true or false")
+    quantities.validate_binary_quantity(spec.shm_size, "shm size")
+    check_metadata(spec.labels, spec.annotations)
+    for field_name in ("nccl_socket_ifname", "nccl_ib_hca"):
+        value = getattr(spec, field_name)
+        if value is not None and (not isinstance(value, str) or NCCL_VALUE_RE.fullmatch(value) is None):
+            raise UsageError(
+                f"{field_name.replace('_', ' ')} {value!r} must be 1-256 characters of letters, digits "
+                "and _ . , : = ^ + - (for example eth0 or ^docker,lo)"
+            )
+    for key, value in spec.nccl_env.items():
+        if NCCL_ENV_RE.fullmatch(key) is None or key in ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA"):
+            raise UsageError(
+                f"nccl env {key!r}: give an NCCL_* variable (NCCL_SOCKET_IFNAME and NCCL_IB_HCA have flags of "
+                "their own)"
+            )
+        if not isinstance(value, str) or NCCL_VALUE_RE.fullmatch(value) is None:
+            raise UsageError(
+                f"nccl env {key} value {value!r} must be 1-256 characters of letters, digits and _ . , : = ^ + -"
+            )
+    _check_multi_node(spec)
+    _check_scheduling(spec)
+    return spec
+
+
+def split_command(text: str, field: str, into: str, missing: str) -> list[str]:
+    """`text` split as a POSIX shell would split words (no expansion); UsageError naming `field` when it cannot
+    be split, or names no program first (`missing` says what is missing)."""
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise UsageError(f"{field} cannot be split into {into}: {exc}") from exc
+    if not argv or not argv[0]:
+        raise UsageError(f"{field} {missing}")
+    return argv
+
+
+def _torchrun_argv(command: str) -> list[str]:
+    missing = "must name the training script for --launcher torchrun"
+    return split_command(command, "command", "torchrun arguments", missing)
+
+
+# --------------------------------------------------------------------------- option parsing
+
+
+def parse_key_values(items: Mapping[str, str] | Iterable[str] | None, field_name: str) -> dict[str, str]:
+    """`["k=v", ...]` (or a mapping) -> dict; a repeated key or a missing '=' is an error."""
+    if items is None:
+        return {}
+    if isinstance(items, Mapping):
+        return {str(key): value for key, value in items.items()}
+    result: dict[str, str] = {}
+    for item in items:
+        key, sep, value = names.require_string(item, field_name).partition("=")
+        if not sep or not key:
+            raise UsageError(f"{field_name} {item!r} must look like KEY=VALUE")
+        if key in result:
+            raise UsageError(f"{field_name} {key!r} is given twice")
+        result[key] = value
+    return result
+
+
+def parse_toleration(text: str) -> dict[str, Any]:
+    """`KEY[=VALUE][:EFFECT]` (kubectl taint syntax) -> a toleration (Equal with a value, else Exists)."""
+    body, colon, effect = names.require_string(text, "--toleration").rpartition(":")
+    if not colon:
+        body, effect = text, ""
+    key, equals, value = body.partition("=")
+    if not key:
+        # An empty key with Exists tolerates every taint (of that effect): never what a one-word flag meant.
+        which = f"{effect} " if effect else ""
+        raise UsageError(
+            f"--toleration {text!r}: the key is empty, which would tolerate every {which}taint on every node; "
+            "name the taint's key (KEY[=VALUE][:EFFECT], e.g. nvidia.com/gpu:NoSchedule)"
+        )
+    toleration: dict[str, Any] = {"key": key, "operator": "Equal" if equals else "Exists"}
+    if equals:
+        toleration["value"] = value
+    if effect:
+        toleration["effect"] = effect
+    return toleration
+
+
+def spec_from_options(
+    *,
+    image: str,
+    command: str,
+    name: str | None = None,
+    record_id: str | None = None,
+    namespace: str = "default",
+    gpus: int = 1,
+    nodes: int = 1,
+    storage_tier: str = "A",
+    pvc: str | None = None,
+    mount_path: str = DEFAULT_MOUNT_PATH,
+    results_dir: str | None = None,
+    env_secret: str | None = None,
+    image_pull_secret: str | None = None,
+    ttl_seconds: int | None = DEFAULT_TTL_SECONDS,
+    shm_size: str = DEFAULT_SHM_SIZE,
+    s3_inputs: Sequence[str] = (),
+    s3_output: str | None = None,
+    upload_excludes: Sequence[str] = (),
+    s3_tools_image: str = DEFAULT_S3_TOOLS_IMAGE,
+    labels: Mapping[str, str] | Iterable[str] | None = None,
+    annotations: Mapping[str, str] | Iterable[str] | None = None,
+    master_port: int = DEFAULT_MASTER_PORT,
+    launcher: str = "tao",
+    nccl_socket_ifname: str | None = None,
+    nccl_ib_hca: str | None = None,
+    nccl_env: Mapping[str, str] | Iterable[str] | None = None,
+    backoff_limit: int = 0,
+    active_deadline_seconds: int | None = None,
+    node_selector: Mapping[str, str] | Iterable[str] | None = None,
+    tolerations: Iterable[str | Mapping[str, Any]] = (),
+    queue_name: str | None = None,
+    retries_per_index: int | None = None,
+    rendezvous_timeout_seconds: int = DEFAULT_RENDEZVOUS_TIMEOUT,
+) -> JobSpec:
+    """Build a validated JobSpec from flag values (what `kubectl tao render/submit` and
+    scripts/render_job parse). Give a name, a record id, or both: a missing name is derived from the
+    record id with `names.kubernetes_job_name`, a missing record id is the name. `ttl_seconds=None`
+    keeps the Job until it is deleted. KEY=VALUE lists may be given as mappings."""
+    if name is None and record_id is None:
+        raise UsageError("give --name (the Kubernetes Job name) or --record-id (the job-record id)")
+    if name is None:
+        name = names.kubernetes_job_name(record_id)
+    if record_id is None:
+        record_id = name
+    spec = JobSpec(
+        name=name,
+        record_id=record_id,
+        image=image,
+        command=command,
+        namespace=namespace,
+        gpus=gpus,
+        nodes=nodes,
+        storage_tier=storage_tier.upper() if isinstance(storage_tier, str) else storage_tier,
+        pvc=pvc,
+        mount_path=mount_path,
+        results_dir=results_dir,
+        env_secret=env_secret,
+        image_pull_secret=image_pull_secret,
+        ttl_seconds=DEFAULT_TTL_SECONDS if ttl_seconds is None else ttl_seconds,
+        keep_ttl=ttl_seconds is not None,
+        shm_size=shm_size,
+        s3_inputs=tuple(s3_inputs),
+        s3_output=s3_output,
+        upload_excludes=tuple(upload_excludes),
+        s3_tools_image=s3_tools_image,
+        labels=parse_key_values(labels, "label"),
+        annotations=parse_key_values(annotations, "annotation"),
+        master_port=master_port,
+        launcher=launcher,
+        nccl_socket_ifname=nccl_socket_ifname,
+        nccl_ib_hca=nccl_ib_hca,
+        nccl_env=parse_key_values(nccl_env, "nccl env"),
+        backoff_limit=backoff_limit,
+        active_deadline_seconds=active_deadline_seconds,
+        node_selector=parse_key_values(node_selector, "node selector"),
+        tolerations=tuple(parse_toleration(t) if isinstance(t, str) else dict(t) for t in tolerations),
+        queue_name=queue_name,
+        retries_per_index=retries_per_index,
+        rendezvous_timeout_seconds=rendezvous_timeout_seconds,
+    )
+    return validate_spec(spec)
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+def warnings_for(spec: JobSpec) -> list[str]:
+    """Things the user should hear before submitting this spec (printed as WARN: lines)."""
+    found: list[str] = []
+    if spec.storage_tier == "C":
+        found.append(
+            "storage tier C: the pod holds its nvidia.com/gpu while fetch-inputs downloads from S3 and "
+            "while results upload; keep inputs small, or use tier A when the data is on a PVC"
+        )
+        if spec.env_secret is None:
+            found.append(
+                "storage tier C without a credential Secret (--env-file/--env, or --env-secret for render_job): "
+                "S3 access relies on the node's or service account's AWS identity (IRSA / workload identity)"
+            )
+    if spec.gpus == 0:
+        found.append("gpus=0: a lifecycle-only run; GPU scheduling is not exercised")
+    if spec.storage_tier == "A" and spec.effective_results_dir.startswith("s3://"):
+        found.append(
+            "results dir is an S3 prefix in tier A: kubectl-tao uploads nothing, the container must write there itself"
+        )
+    if spec.multi_node:
+        found.append(
+            f"multi-node: every pod mounts PVC {spec.pvc!r}; it must be ReadWriteMany, as each rank runs "
+            "on a node of its own"
+        )
+        if spec.rendezvous_timeout_seconds == 0:
+            found.append("rendezvous barrier disabled: ranks may start before rank 0 resolves or listens")
+    if spec.queue_name is not None:
+        found.append(f"the Job is created suspended; Kueue starts it when queue {spec.queue_name!r} admits it")
+    return found
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _base_labels(spec: JobSpec) -> dict[str, str]:
+    labels = {MANAGED_BY_LABEL: MANAGED_BY, JOB_LABEL: spec.name}
+    if names.is_label_value(spec.record_id):
+        labels[RECORD_ID_KEY] = spec.record_id
+    labels.update(spec.labels)
+    return labels
+
+
+def _job_labels(spec: JobSpec) -> dict[str, str]:
+    labels = _base_labels(spec)
+    if spec.queue_name is not None:
+        labels[QUEUE_LABEL] = spec.queue_name
+    return labels
+
+
+def _pod_annotations(spec: JobSpec) -> dict[str, str]:
+    return {RECORD_ID_KEY: spec.record_id, **spec.annotations}
+
+
+def _env(name: str, value: str) -> dict[str, Any]:
+    return {"name": name, "value": value}
+
+
+def _field_env(name: str, field_path: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": field_path}}}
+
+
+def _common_env(spec: JobSpec) -> list[dict[str, Any]]:
+    env = [_env("TAO_JOB_ID", spec.record_id)]
+    results_root = spec.results_root_in_pod
+    if results_root is not None:
+        env.append(_env("TAO_RESULTS_ROOT", results_root))
+    if spec.nccl_socket_ifname is not None:
+        env.append(_env("NCCL_SOCKET_IFNAME", spec.nccl_socket_ifname))
+    if spec.nccl_ib_hca is not None:
+        env.append(_env("NCCL_IB_HCA", spec.nccl_ib_hca))
+    env += [_env(key, value) for key, value in sorted(spec.nccl_env.items())]
+    return env
+
+
+def _tier_c_env(spec: JobSpec) -> list[dict[str, Any]]:
+    return [
+        _env("TAO_WORKSPACE", spec.mount_path),
+        _env("TAO_INPUTS_DIR", f"{spec.mount_path}/inputs"),
+        _env("TAO_UPLOAD_URI", spec.upload_destination or ""),
+    ]
+
+
+def _rank_env(spec: JobSpec) -> list[dict[str, Any]]:
+    master = f"{spec.name}-0.{spec.name}"
+    return [
+        _env("WORLD_SIZE", str(spec.nodes)),
+        _env("NUM_GPU_PER_NODE", str(spec.gpus)),
+        _env("NNODES", str(spec.nodes)),
+        _env("NPROC_PER_NODE", str(max(spec.gpus, 1))),
+        _field_env("NODE_RANK", f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"),
+        _env("MASTER_ADDR", master),
+        _env("MASTER_PORT", str(spec.master_port)),
+        _field_env("NODE_NAME", "spec.nodeName"),
+        _env("TAO_K8S_JOB_NAME", spec.name),
+        _env("RENDEZVOUS_TIMEOUT", str(spec.rendezvous_timeout_seconds)),
+    ]
+
+
+def _env_from(spec: JobSpec) -> list[dict[str, Any]] | None:
+    if spec.env_secret is None:
+        return None
+    return [{"secretRef": {"name": spec.env_secret, "optional": False}}]
+
+
+def _resources(spec: JobSpec) -> dict[str, Any] | None:
+    if spec.gpus == 0:
+        return None
+    return {"limits": {GPU_RESOURCE: str(spec.gpus)}}
+
+
+def _fetch_container(spec: JobSpec) -> dict[str, Any]:
+    return {
+        "name": "fetch-inputs",
+        "image": spec.s3_tools_image,
+        "command": ["/bin/sh", "-c"],
+        "args": [templates.load_template("tier-c-fetch.sh"), "fetch-inputs", *spec.s3_inputs],
+        "env": [_env("TAO_WORKSPACE", spec.mount_path)],
+        "envFrom": _env_from(spec),
+        "volumeMounts": [{"name": "workspace", "mountPath": spec.mount_path}],
+    }
+
+
+def _job_values(spec: JobSpec) -> dict[str, Any]:
+    """Values both Job templates share."""
+    return {
+        "JOB_NAME": spec.name,
+        "NAMESPACE": spec.namespace,
+        "LABELS": _job_labels(spec),
+        "ANNOTATIONS": {RECORD_ID_KEY: spec.record_id},
+        "TTL_SECONDS": spec.ttl_seconds if spec.keep_ttl else None,
+        "ACTIVE_DEADLINE_SECONDS": spec.active_deadline_seconds,
+        "SUSPEND": True if spec.queue_name is not None else None,
+        "POD_LABELS": _base_labels(spec),
+        "POD_ANNOTATIONS": _pod_annotations(spec),
+        "IMAGE_PULL_SECRETS": ([{"name": spec.image_pull_secret}] if spec.image_pull_secret is not None else None),
+        "NODE_SELECTOR": dict(spec.node_selector) or None,
+        "TOLERATIONS": [dict(t) for t in spec.tolerations] or None,
+        "IMAGE": spec.image,
+        "RESOURCES": _resources(spec),
+        "ENV_FROM": _env_from(spec),
+        "MOUNT_PATH": spec.mount_path,
+        "SHM_SIZE": spec.shm_size,
+    }
+
+
+def render_single(spec: JobSpec) -> list[dict[str, Any]]:
+    """One batch/v1 Job running `/bin/sh -c COMMAND` (tier C: fetch, run, upload)."""
+    validate_spec(spec)
+    if spec.multi_node:
+        raise UsageError(f"nodes={spec.nodes}: a single-pod Job runs on one node; use render_indexed")
+    values = _job_values(spec)
+    env = _common_env(spec)
+    if spec.storage_tier == "C":
+        args = [templates.load_template("tier-c-run.sh"), "kubectl-tao", spec.command, *spec.upload_excludes]
+        env += _tier_c_env(spec)
+        values.update(
+            INIT_CONTAINERS=[_fetch_container(spec)],
+            WORKSPACE_PVC=None,
+            WORKSPACE_EMPTY_DIR={},
+        )
+    else:
+        args = [spec.command]
+        values.update(INIT_CONTAINERS=None, WORKSPACE_PVC={"claimName": spec.pvc}, WORKSPACE_EMPTY_DIR=None)
+    values.update(BACKOFF_LIMIT=spec.backoff_limit, ARGS=args, ENV=env)
+    return kubelet_text.escape_workloads(templates.render_template("single-pod-job.yaml.tmpl", values))
+
+
+def _pod_failure_policy(spec: JobSpec) -> dict[str, Any]:
+    on_exit = {"containerName": CONTAINER_NAME, "operator": "In"}
+    rules: list[dict[str, Any]] = [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+        {"action": "FailJob", "onExitCodes": {**on_exit, "values": [EXIT_RENDEZVOUS_TIMEOUT]}},
+    ]
+    if spec.retries_per_index is not None:
+        rules.append({"action": "FailIndex", "onExitCodes": {**on_exit, "values": [EXIT_SIGKILL]}})
+    return {"rules": rules}
+
+
+def _one_rank_per_node(spec: JobSpec) -> dict[str, Any]:
+    """Required pod anti-affinity on the job's own label: each rank gets a node to itself (the fit
+    gate counts nodes on that assumption)."""
+    term = {"labelSelector": {"matchLabels": {JOB_LABEL: spec.name}}, "topologyKey": "kubernetes.io/hostname"}
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def render_indexed(spec: JobSpec) -> list[dict[str, Any]]:
+    """A headless Service and an Indexed Job, one pod per node (in that order)."""
+    validate_spec(spec)
+    if not spec.multi_node:
+        raise UsageError("nodes=1: an Indexed Job needs nodes > 1; use render_single")
+    user_argv = _torchrun_argv(spec.command) if spec.launcher == "torchrun" else [spec.command]
+    args = [
+        templates.load_template("indexed-rank-entrypoint.sh"),
+        "kubectl-tao",
+        templates.load_template("rendezvous-barrier.sh"),
+        spec.launcher,
+        *user_argv,
+    ]
+    per_index = spec.retries_per_index is not None
+    values = _job_values(spec)
+    values.update(
+        NODES=spec.nodes,
+        MASTER_PORT=spec.master_port,
+        BACKOFF_LIMIT=None if per_index else spec.backoff_limit,
+        BACKOFF_LIMIT_PER_INDEX=spec.retries_per_index,
+        POD_FAILURE_POLICY=_pod_failure_policy(spec),
+        ARGS=args,
+        ENV=_common_env(spec) + _rank_env(spec),
+        PVC_CLAIM=spec.pvc,
+        AFFINITY=_one_rank_per_node(spec),
+    )
+    service, job = templates.render_template("indexed-job.yaml.tmpl", values)
+    # The Service carries no Kueue label and no TTL: it is deleted with the job by `kubectl tao cancel`.
+    service["metadata"]["labels"].pop(QUEUE_LABEL, None)
+    return kubelet_text.escape_workloads([service, job])
+
+
+def render(spec: JobSpec) -> list[dict[str, Any]]:
+    """The objects to apply for this spec: render_single for one node, render_indexed for more."""
+    return render_indexed(spec) if spec.nodes > 1 else render_single(spec)
+
+
+def with_overrides(spec: JobSpec, **changes: Any) -> JobSpec:
+    """A copy of `spec` with some fields changed, validated."""
+    return validate_spec(spec.replaced(**changes))
+
+
+# --------------------------------------------------------------------------- output
+
+
+def to_yaml(objects: Sequence[Mapping[str, Any]]) -> str:
+    """Multi-document YAML: each object as a JSON document after `---`.
+
+    JSON quotes every string, so "yes", "off", "y" or "0123" stay strings for YAML 1.1 readers
+    (kubectl, PyYAML) as well as YAML 1.2 ones. The leading `---` keeps kubectl from taking the
+    stream for a single JSON object.
+    """
+    return "".join(f"---\n{templates.dumps(obj, indent=2)}\n" for obj in objects)
+
+
+def to_json(objects: Sequence[Mapping[str, Any]]) -> str:
+    """One object as itself, several as a v1 List (what `kubectl apply -f -` accepts as JSON)."""
+    document: Any = objects[0] if len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "items": list(objects)}
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

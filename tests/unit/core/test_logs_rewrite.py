@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from kubectl_tao.core.errors import GateError
+from kubectl_tao.core.logs import from_history, kubectl_args, rank_of, rewrite
+
+
+def test_rank_comes_from_the_indexed_pod_name() -> None:
+    assert rank_of("train-ab12-1-x7k2p", "train-ab12") == "1"
+    assert rank_of("train-ab12-x7k2p", "train-ab12") is None
+
+
+def test_multi_node_lines_get_a_rank_prefix() -> None:
+    lines = ["[pod/j-0-abcde/tao] hello", "[pod/j-1-fghij/tao] world", "no prefix"]
+    assert list(rewrite(lines, "j", multi=True)) == ["[rank 0] hello", "[rank 1] world", "no prefix"]
+
+
+def test_single_pod_lines_lose_the_prefix() -> None:
+    assert list(rewrite(["[pod/j-abcde/tao] hello"], "j", multi=False)) == ["hello"]
+
+
+def test_rank_selector_and_tail() -> None:
+    args = kubectl_args("ns", "j", tail=5, follow=True, rank=1, nodes=2)
+    assert "tao-job=j,batch.kubernetes.io/job-completion-index=1" in args
+    assert "--tail=5" in args and "--follow" in args
+
+
+def test_history_is_printed_per_rank() -> None:
+    out = io.StringIO()
+    history = {"ranks": [{"rank": 0, "log_tail": ["a"]}, {"rank": 1, "log_tail": ["b", "c"]}]}
+    assert from_history(history, rank=1, multi=True, out=out) == 2
+    assert out.getvalue() == "[rank 1] b\n[rank 1] c\n"
+
+
+def test_no_history_after_ttl_says_so() -> None:
+    with pytest.raises(GateError, match="no log tail was captured"):
+        from_history(None, rank=None, multi=False)
