@@ -18,6 +18,9 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
   idle one, so start-up work can be compared across runs and machines);
 - per verb: kubectl calls (from the KUBECTL_TAO_TRACE file), wall time, peak memory of the Python process
   (its VmHWM) and of its largest kubectl child (/usr/bin/time around each kubectl);
+- redaction (no cluster needed: `--only redaction` runs without one): `redact_log_line` and `sanitize` over one
+  log line of 100 KB, 400 KB and 1 MB of three kinds (training-log text, a random base64-like run, and a run that
+  made the old rules rescan the line from every word), and the growth 100 KB -> 1 MB (linear: 10x);
 - peers (unless --no-peers): `sky --help` (SkyPilot) and `torchx --help`, each installed from PyPI into its own
   virtualenv under ~/.cache/kubectl-tao/bench-peers/ (skipped with a note when the install fails).
 
@@ -67,7 +70,8 @@ PEERS = (  # (name, PyPI package, command)
     ("torchx", "torchx", "torchx"),
 )
 PEER_INSTALL_TIMEOUT_S = 300
-PHASES = ("startup", "instructions", "peers", "capacity", "submit", "status", "verbs", "list")
+PHASES = ("startup", "instructions", "peers", "capacity", "submit", "status", "verbs", "list", "redaction")
+LOCAL_PHASES = frozenset({"redaction"})  # phases that need no cluster
 MARK_BEGIN = "<!-- bench:begin (bench/run.py --markdown writes between these lines) -->"
 MARK_END = "<!-- bench:end -->"
 
@@ -593,6 +597,56 @@ def bench_capacity(b: Bench, rows: list[bl.Row], nodes: int = 1000, pods: int = 
                        "own share)", bl.fmt_seconds(bl.median(samples))))
 
 
+REDACTION_SIZES = (100_000, 400_000, 1_000_000)
+
+
+def redaction_lines(size: int, seed: int = 0) -> dict[str, str]:
+    """One log line of SIZE characters per kind; each ends with a token the redactor must still find."""
+    rng = random.Random(seed)  # noqa: S311 - reproducible filler, not a secret
+    token = " hf_" + "".join(rng.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+                              for _ in range(34))
+    unit = ('step 1234 | loss=0.4321 lr=3.0e-04 grad_norm: 1.27 "phase": "train" tokens/s 45678 '
+            "\x1b[32mok\x1b[0m epoch 3/90 ")
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    kinds = {
+        "training-log text": unit * (size // len(unit) + 1),
+        "base64-like run": "".join(rng.choice(alphabet) for _ in range(size)),
+        "'curl -H a: password: x' repeated": "curl -H a: password: x " * (size // 23 + 1),
+    }
+    return {kind: text[: size - len(token)] + token for kind, text in kinds.items()}
+
+
+def bench_redaction(b: Bench, rows: list[bl.Row]) -> None:
+    """redact_log_line and sanitize over one long line: figures per size, and the growth with size."""
+    from kubectl_tao.core.redact import REDACTED, redact_log_line
+    from kubectl_tao.core.sanitize import sanitize
+
+    log("redaction of one long log line (in-process, no cluster)")
+    per_kind: dict[str, dict[int, float]] = {}
+    for size in REDACTION_SIZES:
+        for kind, line in redaction_lines(size).items():
+            redacted = redact_log_line(line)  # warm-up, and the check that the token is still found
+            if not redacted.endswith(REDACTED):
+                raise BenchError(f"redaction: the token at the end of the {kind} line was not redacted")
+            runs = max(1, b.repeat if size < 1_000_000 else min(b.repeat, 3))
+            samples = []
+            for _ in range(runs):
+                started = time.perf_counter()
+                sanitize(redact_log_line(line), multiline=True)
+                samples.append(time.perf_counter() - started)
+            per_kind.setdefault(kind, {})[size] = bl.median(samples)
+            rows.append(bl.Row("redaction", f"{kind}, one {size // 1000} KB line (redact + sanitize)",
+                               bl.fmt_seconds(bl.median(samples)),
+                               target="<= 10 s" if size == 1_000_000 else "",
+                               result=bl.verdict(bl.median(samples), 10.0) if size == 1_000_000 else bl.INFO))
+    small, big = REDACTION_SIZES[0], REDACTION_SIZES[-1]
+    for kind, times in per_kind.items():
+        growth = times[big] / max(times[small], 1e-6)
+        rows.append(bl.Row("redaction", f"{kind}: {big // 1000} KB vs {small // 1000} KB (linear: "
+                           f"{big // small}x)", f"{growth:.1f}x", target=f"<= {big // small * 2}x",
+                           result=bl.verdict(growth, big // small * 2)))
+
+
 def big_cluster_objects(nodes: int, pods: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
                                                           list[dict[str, Any]]]:
     """The synthetic cluster as objects the API server accepts on create: namespaces, nodes, pods bound to the
@@ -1108,7 +1162,7 @@ def bench_list_history(b: Bench, rows: list[bl.Row], count: int = 10_000) -> Non
                        result=bl.verdict(value, 1.0)))
 
 
-def machine(b: Bench) -> list[tuple[str, str]]:
+def machine(b: Bench, *, cluster: bool = True) -> list[tuple[str, str]]:
     mem = "?"
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -1116,19 +1170,22 @@ def machine(b: Bench) -> list[tuple[str, str]]:
                 mem = f"{int(line.split()[1]) / 2**20:.1f} GiB"
     except OSError:
         pass
-    version = json.loads(b.k("version", "-o", "json"))
+    version = json.loads(b.k("version", "-o", "json")) if cluster else {}
     load = os.getloadavg()
-    return [
+    facts = [
         ("cores", str(os.cpu_count())),
         ("memory", mem),
         ("load average at start (1/5/15 min)", " / ".join(f"{x:.2f}" for x in load)),
         ("OS", f"{platform.system()} {platform.release()} {platform.machine()}"),
         ("Python", f"{platform.python_version()} ({sys.executable})"),
-        ("kubectl", version.get("clientVersion", {}).get("gitVersion", "?")),
-        ("server", f"{version.get('serverVersion', {}).get('gitVersion', '?')} "
-                   f"(scripts/local-cluster: kube-apiserver + kwok nodes on 127.0.0.1)"),
-        ("repeat", f"{b.repeat} runs per measurement (medians)"),
     ]
+    if cluster:
+        facts += [
+            ("kubectl", version.get("clientVersion", {}).get("gitVersion", "?")),
+            ("server", f"{version.get('serverVersion', {}).get('gitVersion', '?')} "
+                       f"(scripts/local-cluster: kube-apiserver + kwok nodes on 127.0.0.1)"),
+        ]
+    return [*facts, ("repeat", f"{b.repeat} runs per measurement (medians)")]
 
 
 def verb_cells(runs: Sequence[VerbRun]) -> list[list[str]]:
@@ -1200,8 +1257,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     started = time.monotonic()
     b = Bench(repeat=args.repeat, work=Path(tempfile.mkdtemp(prefix="kubectl-tao-bench-")))
+    cluster = bool(only - LOCAL_PHASES)
     try:
-        b.setup()
+        if cluster:
+            b.setup()
     except BaseException:
         shutil.rmtree(b.work, ignore_errors=True)
         raise
@@ -1212,7 +1271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     durations: dict[str, float] = {}
     failed = ""
     try:
-        facts = machine(b)
+        facts = machine(b, cluster=cluster)
+        if "redaction" in only:
+            with phase("redaction", durations):
+                bench_redaction(b, rows)
         if "startup" in only:
             with phase("start-up", durations):
                 bench_startup(b, rows, info)

@@ -19,11 +19,13 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import functools
 import itertools
 import re
 from collections.abc import Iterable
 from typing import Any
 
+from kubectl_tao.core.sanitize import SEQUENCE_RE
 from kubectl_tao.core.valueclass import Value
 
 REDACTED = "***REDACTED***"
@@ -77,7 +79,7 @@ class _Lazy:
     reaches (`status` reaches about a third of them); the command-form and token-format rules only run when a
     cheap hint is in the text (see _finditer, _TOKEN_HINT_RE)."""
 
-    __slots__ = ("_args", "_compiled")
+    __slots__ = ("__dict__", "_args", "_compiled")
 
     def __init__(self, *args: Any) -> None:
         self._args = args
@@ -86,7 +88,9 @@ class _Lazy:
     def __getattr__(self, name: str) -> Any:
         if self._compiled is None:
             self._compiled = re.compile(*self._args)
-        return getattr(self._compiled, name)
+        found = getattr(self._compiled, name)
+        setattr(self, name, found)  # found by plain lookup from now on
+        return found
 
 
 _WORD_RE = _Lazy(r"[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
@@ -97,6 +101,7 @@ def name_words(name: str) -> list[str]:
     return [w.upper() for w in _WORD_RE.findall(name)]
 
 
+@functools.lru_cache(maxsize=4096)
 def is_credential_name(name: str) -> bool:
     """True when ``name`` names a credential (whole words, any case, any separator).
 
@@ -156,7 +161,7 @@ _COUNT_RE = _Lazy(r"[0-9]+,?")
 
 
 # ${VAR:-default}, ${VAR-default}, ${VAR:=default}, ${VAR=default}: the default is a value.
-_DEFAULT_RE = _Lazy(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=]([^}]*)\}")
+_DEFAULT_RE = _Lazy(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=]((?:[^}$]|\$(?!\{))*)\}")
 # A secret access key is 40 base64 characters and may start with '/' (then it is no path).
 _AWS_SECRET_SHAPE_RE = _Lazy(r"[A-Za-z0-9/+]{40}")
 _RANDOM_SEGMENT_RE = _Lazy(r"(?=[^/]*[A-Z])(?=[^/]*[a-z])(?=[^/]*[0-9])[A-Za-z0-9+=]{16,}")
@@ -277,14 +282,15 @@ _PRESIGNED_RE = _Lazy(
     r"=([^&\s\"'<>]+)",
     re.IGNORECASE,
 )
-_URL_USERINFO_RE = _Lazy(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@?#\"']*:([^\s/@?#\"']+)@")
+_URL_USERINFO_RE = _Lazy(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@?#\"']*:([^\s/@?#\"']+)@")
 _AUTH_HEADER_RE = _Lazy(
     r"\b((?:Proxy-)?Authorization)\s*[:=]\s*[\"']?(?:Bearer|Basic|Token|Digest|Bot)\s+([^\s\"',;]+)",
     re.IGNORECASE,
 )
 _BEARER_RE = _Lazy(r"\bBearer\s+([A-Za-z0-9._~+/-]{16,}=*)")
 # A shell word: quoted, or a run of $(...), ${...} and plain characters.
-_SUBST = r"\$\([^)\n]*\)|\$\{[^}\n]*\}"
+# A substitution's body stops at the next `$(`/`${` (so a run of unclosed ones is read once, not once each).
+_SUBST = r"\$\((?:[^)$\n]|\$(?!\())*\)|\$\{(?:[^}$\n]|\$(?!\{))*\}"
 _WORD = r"\"[^\"\n]*\"|'[^'\n]*'|(?:" + _SUBST + r"|[^\s\"';&|`])+"
 _FLAG_WORDS = (
     r"password|passwd|passphrase|pwd|token|api[-_]key|apikey|secret|access[-_]key|secret[-_]key|client[-_]secret"
@@ -334,37 +340,40 @@ _ASSIGN_RE = _Lazy(
 _JSON_KEY_RE = _Lazy(r"(\\?\")([A-Za-z_][A-Za-z0-9_.-]*)\1\s*:\s*\1((?:[^\"\\]|\\[^\"])*)\1")
 # name: value (YAML/HTTP-header style); only for redaction, too loose for linting prose.
 _COLON_RE = _Lazy(
-    r"(?m)^[ \t-]*[\"']?([A-Za-z_][A-Za-z0-9_.-]*)[\"']?[ \t]*:[ \t]+([^\s#][^\n]*?)[ \t]*$"
+    r"(?m)^[ \t-]*[\"']?([A-Za-z_][A-Za-z0-9_.-]*)[\"']?[ \t]*:[ \t]+([^\s#][^\n]*)"
 )
 # name: value anywhere in a line (an event message folded to one line): redaction only. A lookahead, so
 # that `reason: password: x` is tried at every word.
 _INLINE_COLON_RE = _Lazy(
-    r"(?<![\w.-])(?=[\"']?([A-Za-z_][A-Za-z0-9_.-]*)[\"']?[ \t]*:[ \t]*[\"']?([^\s\"',;]+))"
+    r"(?<![\w.-])(?=[\"']?([A-Za-z_][A-Za-z0-9_.-]*)[\"']?[ \t]*:[ \t]*[\"']?([^\s\"',;]))"
 )
+_VALUE_RUN_RE = _Lazy(r"[^\s\"',;]*")  # the value itself (read in code: see _scan_named)
+_CHECKED_VALUE = 256  # a longer value is never taken for a placeholder
 # curl -u user:PASS (also --user, wget/httpie-style --user=...): the part after the first ':' (docker -u
 # 1000:1000 is a uid:gid, so only for HTTP clients).
-_USER_FLAG_RE = _Lazy(
-    r"\b(?:curl|wget|http|https|xh|lftp|ftp)\b[^\n;&|]*?(?<![\w-])(?:-u|--user|--proxy-user|--http-user)(?:=|\s*)("
-    + _WORD + ")"
-)
+_HTTP_CLIENT_RE = _Lazy(r"\b(?:curl|wget|http|https|xh|lftp|ftp)\b")
+_USER_FLAG_RE = _Lazy(r"(?<![\w-])(?:-u|--user|--proxy-user|--http-user)(?:=|\s*)(" + _WORD + ")")
 # -H 'X-API-Key: VALUE' / --header "Private-Token: VALUE": a credential-like header name.
 _HEADER_FLAG_RE = _Lazy(
     r"(?<![\w-])(?:-H|--header)(?:=|\s*)([\"']?)([A-Za-z][A-Za-z0-9_-]*)\s*:\s*([^\"'\n]+?)\s*\1(?=\s|$|[;&|)])"
 )
 # mysql -pPASS (no space: with a space mysql prompts and PASS is the database name).
-_MYSQL_RE = _Lazy(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n;&|]*?\s-p(" + _WORD + ")")
+_MYSQL_RE = _Lazy(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b")
+_MYSQL_FLAG_RE = _Lazy(r"\s-p(" + _WORD + ")")
 # -p PASS of docker/podman/helm login and sshpass, -a PASS of redis-cli.
 _SHORT_PASSWORD_RE = _Lazy(
     r"\b(?:(?:docker|podman|buildah|skopeo|nerdctl|oras)\s+login|helm\s+registry\s+login|sshpass|redis-cli)\b"
-    r"[^\n;&|]*?\s(?:-p|-a)(?:=|\s+)(" + _WORD + ")"
 )
+_SHORT_PASSWORD_FLAG_RE = _Lazy(r"\s(?:-p|-a)(?:=|\s+)(" + _WORD + ")")
+# Where a command's arguments end: the next line, `;`, `&` or `|`.
+_SEGMENT_END_RE = _Lazy(r"[\n;&|]")
 # keytool/openssl: -storepass X, -keypass X, -passin pass:X, -passout pass:X.
 _DASH_PASS_RE = _Lazy(
     r"(?<![\w-])-(?:src|dest)?(?:store|key)?pass(?:word)?\s+(" + _WORD + ")"
     r"|(?<![\w-])-pass(?:in|out)?\s+pass:(" + _WORD + ")"
 )
 # java -Dsome.keyStorePassword=VALUE
-_JAVA_PROPERTY_RE = _Lazy(r"(?<![\w-])-D((?:[A-Za-z0-9_-]+\.)*[A-Za-z0-9_-]+)=(" + _WORD + ")")
+_JAVA_PROPERTY_RE = _Lazy(r"(?<![\w.-])-D((?:[A-Za-z0-9_-]+\.)*[A-Za-z0-9_-]+)=(" + _WORD + ")")
 # .netrc: machine HOST [login USER] password VALUE
 _NETRC_RE = _Lazy(r"\bmachine\s+\S+(?:\s+login\s+\S+)?\s+password\s+([^\s\"']+)")
 # aws configure set aws_secret_access_key VALUE
@@ -381,8 +390,8 @@ _SETENV_RE = _Lazy(
     r"\b(?:setdefault|putenv|setenv|Setenv)\(\s*([\"'])([A-Za-z_][A-Za-z0-9_.-]*)\1\s*,\s*([\"'])"
     r"((?:(?!\3)[^\\\n]|\\.)*)\3"
 )
-_HEREDOC_RE = _Lazy(r"<<-?\s*([\"']?)([A-Za-z_][A-Za-z0-9_]*)\1[^\n]*\n(.*?)(?:^\s*\2\s*$|\Z)",
-                         re.DOTALL | re.MULTILINE)
+# A heredoc's opener (`<<EOF`, `<<-'EOF'`); its body runs from the next line to the line holding only the word.
+_HEREDOC_RE = _Lazy(r"<<-?[ \t]*([\"']?)([A-Za-z_][A-Za-z0-9_]*)\1")
 # A blob may follow '=' (cfg=<blob>); it may not continue a longer run of base64 characters.
 _BASE64_RE = _Lazy(r"(?<![A-Za-z0-9+/_-])([A-Za-z0-9+/_-]{20,}={0,2})(?![A-Za-z0-9+/=_-])")
 _HEX_RE = _Lazy(r"[0-9a-fA-F]+")
@@ -395,23 +404,27 @@ def _strip_quotes_span(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+_AUTH_HINT_RE = _Lazy(r"authorization", re.IGNORECASE)
+_PRESIGNED_HINT_RE = _Lazy(r"x-(?:amz|goog)-", re.IGNORECASE)
+
+
 def _scan_format(text: str) -> Iterable[_Hit]:
-    for m in _PRIVATE_KEY_RE.finditer(text):
+    for m in _finditer(_PRIVATE_KEY_RE, text, "PRIVATE KEY"):
         yield _Hit(m.start(), m.end(), "private-key", "", "private-key-block")
     if _TOKEN_HINT_RE.search(text):  # one cheap pass first: most text holds no token prefix at all
         for kind, rx in _TOKEN_RULES:
             for m in rx.finditer(text):
                 yield _Hit(m.start(1), m.end(1), kind, "", "token-format")
-    for m in _PRESIGNED_RE.finditer(text):
+    for m in _PRESIGNED_RE.finditer(text) if _PRESIGNED_HINT_RE.search(text) else ():
         if not is_placeholder(m.group(2)):
             yield _Hit(m.start(2), m.end(2), "presigned-url", m.group(1), "presigned-url")
-    for m in _URL_USERINFO_RE.finditer(text):
+    for m in _finditer(_URL_USERINFO_RE, text, "://"):
         if not is_placeholder(m.group(1)):
             yield _Hit(m.start(1), m.end(1), "url-password", "", "url-userinfo")
-    for m in _AUTH_HEADER_RE.finditer(text):
+    for m in _AUTH_HEADER_RE.finditer(text) if _AUTH_HINT_RE.search(text) else ():
         if not is_placeholder(m.group(2)):
             yield _Hit(m.start(2), m.end(2), "auth-header", m.group(1), "authorization-header")
-    for m in _BEARER_RE.finditer(text):
+    for m in _finditer(_BEARER_RE, text, "Bearer"):
         tok = m.group(1)
         if any(c.isdigit() for c in tok) and not is_placeholder(tok):
             yield _Hit(m.start(1), m.end(1), "auth-header", "Bearer", "bearer-token")
@@ -427,9 +440,54 @@ def _finditer(rx: re.Pattern[str], text: str, *hints: str) -> Iterable[re.Match[
     return rx.finditer(text) if any(hint in text for hint in hints) else ()
 
 
+def _command_args(text: str, command: re.Pattern[str], *hints: str) -> Iterable[tuple[int, int]]:
+    """(start, end) of the arguments after the first ``command`` of each command line (up to the next line,
+    `;`, `&` or `|`): each part of the text is read once, however often the command's name repeats."""
+    if not any(hint in text for hint in hints):
+        return
+    pos = 0
+    while (m := command.search(text, pos)) is not None:
+        stop = _SEGMENT_END_RE.search(text, m.end())
+        end = stop.start() if stop else len(text)
+        yield m.end(), end
+        pos = end + 1
+
+
+def _command_flags(
+    text: str, command: re.Pattern[str], flag: re.Pattern[str], *hints: str
+) -> Iterable[re.Match[str]]:
+    """Matches of ``flag`` among the arguments of ``command`` (see _command_args)."""
+    for start, end in _command_args(text, command, *hints):
+        yield from flag.finditer(text, start, end)
+
+
+def _colon_value(m: re.Match[str]) -> tuple[int, int, str]:
+    """A _COLON_RE match's value without its trailing blanks: (start, end, value)."""
+    value = m.group(2).rstrip(" \t")
+    return m.start(2), m.start(2) + len(value), value
+
+
+def _heredoc_bodies(text: str) -> Iterable[tuple[int, int]]:
+    """(start, end) of each heredoc's body (to the end of the text when its word never comes); the first opener
+    of a line counts, and the search goes on after the body, so each part of the text is read once."""
+    if "<<" not in text:
+        return
+    pos = 0
+    while (m := _HEREDOC_RE.search(text, pos)) is not None:
+        newline = text.find("\n", m.end())
+        if newline < 0:
+            return
+        word = re.compile(r"^[ \t]*" + re.escape(m.group(2)) + r"[ \t]*$", re.MULTILINE)
+        closing = word.search(text, newline + 1)
+        yield newline + 1, closing.start() if closing else len(text)
+        if closing is None:
+            return
+        pos = closing.end()
+
+
 def _scan_commands(text: str) -> Iterable[_Hit]:
     """Credentials in common command forms: curl -u/-H, mysql -p, os.environ[...] = and heredoc bodies."""
-    for m in _finditer(_USER_FLAG_RE, text, "curl", "wget", "http", "xh", "ftp"):
+    for m in _command_flags(text, _HTTP_CLIENT_RE, _USER_FLAG_RE, "curl", "wget", "http", "xh", "ftp"):
         s, e = _strip_quotes_span(text, m.start(1), m.end(1))
         user, sep, password = text[s:e].partition(":")
         if sep and password and not is_placeholder(password):
@@ -440,12 +498,12 @@ def _scan_commands(text: str) -> Iterable[_Hit]:
             not is_placeholder(value)
         ):
             yield _Hit(m.start(3), m.end(3), "credential", name, "header")
-    for rx, name, hints in (
-        (_MYSQL_RE, "mysql -p", ("mysql", "mariadb")),
-        (_SHORT_PASSWORD_RE, "-p/-a", ("login", "sshpass", "redis-cli")),
-        (_DASH_PASS_RE, "-*pass", ("pass",)),
+    for matches, name in (
+        (_command_flags(text, _MYSQL_RE, _MYSQL_FLAG_RE, "mysql", "mariadb"), "mysql -p"),
+        (_command_flags(text, _SHORT_PASSWORD_RE, _SHORT_PASSWORD_FLAG_RE, "login", "sshpass", "redis-cli"), "-p/-a"),
+        (_finditer(_DASH_PASS_RE, text, "pass"), "-*pass"),
     ):
-        for m in _finditer(rx, text, *hints):
+        for m in matches:
             group = 1 if m.group(1) is not None else 2
             if not m.group(group).startswith("-") and not is_placeholder(m.group(group)):
                 s, e = _strip_quotes_span(text, m.start(group), m.end(group))
@@ -464,43 +522,52 @@ def _scan_commands(text: str) -> Iterable[_Hit]:
         for m in _finditer(rx, text, *hints):
             if is_credential_name(m.group(2)) and m.group(4) and not is_placeholder(m.group(4)):
                 yield _Hit(m.start(4), m.end(4), "credential", m.group(2), "assignment")
-    for m in _finditer(_HEREDOC_RE, text, "<<"):
-        offset = m.start(3)
-        for c in _COLON_RE.finditer(m.group(3)):
-            if is_credential_name(c.group(1)) and not is_placeholder(c.group(2)):
-                s, e = _strip_quotes_span(m.group(3), c.start(2), c.end(2))
+    for offset, end in _heredoc_bodies(text):
+        body = text[offset:end]
+        for c in _COLON_RE.finditer(body):
+            s, e, value = _colon_value(c)
+            if is_credential_name(c.group(1)) and not is_placeholder(value):
+                s, e = _strip_quotes_span(body, s, e)
                 yield _Hit(offset + s, offset + e, "credential", c.group(1), "heredoc-key-value")
 
 
 def _scan_named(text: str, *, loose: bool, inline: bool = False) -> Iterable[_Hit]:
-    for m in _FLAG_RE.finditer(text):
+    for m in _finditer(_FLAG_RE, text, "--"):
         if FLAG_ONLY_RE.fullmatch(m.group(1)) and flag_value_is_credential(m.group(1), m.group(2)):
             s, e = _strip_quotes_span(text, m.start(2), m.end(2))
             yield _Hit(s, e, "credential", m.group(1), "flag-literal")
     yield from _scan_commands(text)
-    for m in _FROM_LITERAL_RE.finditer(text):
+    for m in _finditer(_FROM_LITERAL_RE, text, "--from-literal"):
         if not is_placeholder(m.group(2)):
             s, e = _strip_quotes_span(text, m.start(2), m.end(2))
             yield _Hit(s, e, "credential", "--from-literal", "from-literal")
-    for m in _ASSIGN_RE.finditer(text):
+    for m in _finditer(_ASSIGN_RE, text, "="):
         if _is_quota_count(m):
             continue
         if is_credential_name(m.group(1).rsplit(".", 1)[-1]) and not is_placeholder(m.group(2)):
             s, e = _strip_quotes_span(text, m.start(2), m.end(2))
             if e > s:
                 yield _Hit(s, e, "credential", m.group(1), "assignment")
-    for m in _JSON_KEY_RE.finditer(text):
+    for m in _finditer(_JSON_KEY_RE, text, '"'):
         if is_credential_name(m.group(2)) and not is_placeholder(m.group(3)):
             yield _Hit(m.start(3), m.end(3), "credential", m.group(2), "json-key")
     if loose:
-        for m in _COLON_RE.finditer(text):
-            if is_credential_name(m.group(1)) and not is_placeholder(m.group(2)):
-                s, e = _strip_quotes_span(text, m.start(2), m.end(2))
+        for m in _finditer(_COLON_RE, text, ":"):
+            s, e, value = _colon_value(m)
+            if is_credential_name(m.group(1)) and not is_placeholder(value):
+                s, e = _strip_quotes_span(text, s, e)
                 yield _Hit(s, e, "credential", m.group(1), "key-value")
     if inline:
-        for m in _INLINE_COLON_RE.finditer(text):
-            if is_credential_name(m.group(1)) and not is_placeholder(m.group(2)):
-                yield _Hit(m.start(2), m.end(2), "credential", m.group(1), "key-value")
+        reach = 0  # where the last value read ends: a value is read once, however many names before it match
+        for m in _finditer(_INLINE_COLON_RE, text, ":"):
+            if not is_credential_name(m.group(1)):
+                continue
+            start = m.start(2)
+            if start >= reach:
+                reach = _VALUE_RUN_RE.match(text, start).end()
+            if reach - start <= _CHECKED_VALUE and is_placeholder(text[start:reach]):
+                continue
+            yield _Hit(start, reach, "credential", m.group(1), "key-value")
 
 
 def _decode_base64(blob: str) -> str | None:
@@ -527,13 +594,9 @@ def _scan_base64(text: str, depth: int) -> Iterable[_Hit]:
             yield _Hit(m.start(1), m.end(1), "base64-credential", "", "base64")
 
 
-def _hits(text: str, *, loose: bool, depth: int = 0, inline: bool = False) -> list[_Hit]:
-    """All hits ordered by position.  Where hits overlap, the first rule (named rules before format
-    rules before base64) names the finding and the redacted span is the union of the spans."""
-    candidates: list[_Hit] = list(_scan_named(text, loose=loose, inline=inline))
-    candidates += _scan_format(text)
-    if depth < _BASE64_DEPTH:
-        candidates += _scan_base64(text, depth)
+def _merge(candidates: Iterable[_Hit]) -> list[_Hit]:
+    """Hits ordered by position.  Where hits overlap, the first candidate (named rules before format rules
+    before base64) names the finding and the span is the union of the spans."""
     order = sorted(
         (h.start, priority, h) for priority, h in enumerate(candidates) if h.end > h.start
     )
@@ -549,6 +612,144 @@ def _hits(text: str, *, loose: bool, depth: int = 0, inline: bool = False) -> li
         else:
             merged.append((priority, hit))
     return [hit for _, hit in merged]
+
+
+def _hits_in(text: str, *, loose: bool, depth: int, inline: bool) -> list[_Hit]:
+    """Every rule over ``text`` at once (a window, or a text without long lines)."""
+    candidates: list[_Hit] = list(_scan_named(text, loose=loose, inline=inline))
+    candidates += _scan_format(text)
+    if depth < _BASE64_DEPTH:
+        candidates += _scan_base64(text, depth)
+    return _merge(candidates)
+
+
+# --------------------------------------------------------------------------------------------------
+# Bounded work: long lines are read in windows
+# --------------------------------------------------------------------------------------------------
+
+# A line longer than LONG_LINE is read in windows of WINDOW characters, each sharing OVERLAP characters with the
+# next, so the work per character is bounded whatever the line holds (a pattern that would rescan a line from
+# each of its words rescans one window at most). A credential shorter than OVERLAP is always inside one window;
+# what the limits cost is a construct spread wider than a window (a `curl` and its `-u` 16 KiB apart, a base64
+# blob longer than a window) on such a line.
+WINDOW = 16384
+OVERLAP = 2048
+LONG_LINE = WINDOW
+_LONG_LINE_RE = _Lazy(f"(?m)^[^\\n]{{{LONG_LINE + 1},}}")
+_BLANK_RE = _Lazy(r"\s")
+
+
+def windows(length: int, text: str = "") -> list[tuple[int, int]]:
+    """The (start, end) windows a line of ``length`` characters is read in: each WINDOW long at most, each
+    sharing at least OVERLAP characters with the next; a window starts after a blank when the shared part has one
+    (so it starts on a word)."""
+    out = []
+    start = 0
+    while True:
+        end = min(start + WINDOW, length)
+        out.append((start, end))
+        if end == length:
+            return out
+        nxt = end - OVERLAP
+        if text:  # back to a word start in the OVERLAP characters before
+            blank = None
+            for m in _BLANK_RE.finditer(text, nxt - OVERLAP, nxt):
+                blank = m
+            if blank is not None:
+                nxt = blank.end()
+        start = nxt
+
+
+def _hits_bounded(text: str, *, loose: bool, depth: int, inline: bool) -> list[_Hit]:
+    if len(text) <= LONG_LINE:
+        return _hits_in(text, loose=loose, depth=depth, inline=inline)
+    long_lines = [(m.start(), m.end()) for m in _LONG_LINE_RE.finditer(text)]
+    if not long_lines:
+        return _hits_in(text, loose=loose, depth=depth, inline=inline)
+    parts, pos = [], 0
+    for start, end in long_lines:  # the rest of the text at once, each long line blanked (offsets kept)
+        parts += [text[pos:start], " " * (end - start)]
+        pos = end
+    parts.append(text[pos:])
+    candidates = _hits_in("".join(parts), loose=loose, depth=depth, inline=inline)
+    for line_start, line_end in long_lines:
+        line = text[line_start:line_end]
+        for start, end in windows(len(line), line):
+            offset = line_start + start
+            candidates += [
+                _Hit(h.start + offset, h.end + offset, h.kind, h.name, h.rule)
+                for h in _hits_in(line[start:end], loose=loose, depth=depth, inline=inline)
+            ]
+    return _merge(candidates)
+
+
+# --------------------------------------------------------------------------------------------------
+# What a terminal shows: the rules match the text with what it hides taken out
+# --------------------------------------------------------------------------------------------------
+
+# Hidden by a terminal, so taken out before matching (a colour code glued to a token would hide it from every
+# rule): escape sequences, raw (core/sanitize.py's SEQUENCE_RE) or escaped as JSON, Python or a shell writes
+# them (`\u001b[32m`, `\x1b[0m`, `\033[1m`, `\e[0m`); control characters but tabs, line breaks and carriage
+# returns; zero-width and direction characters, the soft hyphen and the byte-order mark. An escaped line break
+# or tab (`\n`, `\t`, `\r` in a JSON log line) reads as a blank, so `...\nHF_TOKEN=...` starts a name.
+_ESCAPED_CSI = r"(?:\\u001[bB]|\\x1[bB]|\\033|\\e)\[[0-?]*[ -/]*[@-~]|\\u009[bB][0-?]*[ -/]*[@-~]"
+_INVISIBLE = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
+_HIDDEN_HINT_RE = _Lazy(f"[{_INVISIBLE}\\\\]")
+_HIDDEN_RE = _Lazy(f"({SEQUENCE_RE.pattern}|{_ESCAPED_CSI}|[{_INVISIBLE}])|(\\\\[nrt])")
+
+
+class _View:
+    """``text`` as matched: pieces taken out or replaced, and the way back to the text's offsets."""
+
+    __slots__ = ("_pieces", "_view_starts", "text")
+
+    def __init__(self, original: str) -> None:
+        out: list[str] = []
+        self._view_starts: list[int] = []  # per piece: where it starts in the view
+        self._pieces: list[tuple[int, int, bool]] = []  # (start, end in the original, copied as is)
+        pos = view = 0
+        for m in _HIDDEN_RE.finditer(original):
+            if m.start() > pos:
+                self._add(pos, m.start(), view, True)
+                out.append(original[pos : m.start()])
+                view += m.start() - pos
+            if m.group(2):  # an escaped line break: one blank
+                self._add(m.start(), m.end(), view, False)
+                out.append(" ")
+                view += 1
+            pos = m.end()
+        if pos < len(original):
+            self._add(pos, len(original), view, True)
+            out.append(original[pos:])
+        self.text = "".join(out)
+
+    def _add(self, start: int, end: int, view: int, copied: bool) -> None:
+        self._view_starts.append(view)
+        self._pieces.append((start, end, copied))
+
+    def start(self, view: int) -> int:
+        i = bisect.bisect_right(self._view_starts, view) - 1
+        start, _, copied = self._pieces[i]
+        return start + (view - self._view_starts[i]) if copied else start
+
+    def end(self, view: int) -> int:
+        i = bisect.bisect_right(self._view_starts, view - 1) - 1
+        start, end, copied = self._pieces[i]
+        return start + (view - self._view_starts[i]) if copied else end
+
+
+def _hits(text: str, *, loose: bool, depth: int = 0, inline: bool = False) -> list[_Hit]:
+    """All hits in ``text`` ordered by position, matched against what a terminal shows of it (see _View), in
+    bounded work per character (see WINDOW)."""
+    if not _HIDDEN_HINT_RE.search(text):
+        return _hits_bounded(text, loose=loose, depth=depth, inline=inline)
+    view = _View(text)
+    if view.text == text:
+        return _hits_bounded(text, loose=loose, depth=depth, inline=inline)
+    return [
+        _Hit(view.start(h.start), view.end(h.end), h.kind, h.name, h.rule)
+        for h in _hits_bounded(view.text, loose=loose, depth=depth, inline=inline)
+    ]
 
 
 def _line_starts(text: str) -> list[int]:
@@ -589,6 +790,14 @@ def redact_cluster_text(text: str) -> str:
     container messages) arrives folded to one line, so ``... password: X`` is not at a line start.  Not
     used for kubectl-tao's own messages, which say ``--env HF_TOKEN: the variable is not set``."""
     return _redact(text, inline=True)
+
+
+def redact_log_line(line: str) -> str:
+    """A line of a job's log with every credential replaced, by the cluster-text rules (``name: value``
+    anywhere in the line too): the same for a line read live (`logs`, `logs -f`) and for the tail a record
+    captured, so a token hidden in one is hidden in the other. Matched through colour codes and other
+    sequences; bounded work per character, whatever the line's length (see WINDOW)."""
+    return _redact(line, inline=True)
 
 
 def redact_message(text: str) -> str:
