@@ -40,10 +40,12 @@ def _not_utf8(args: list[str]) -> int | None:
 
 
 def _scrubbed(message: str) -> str:
-    """Every error goes through the redactor: messages quote flags, file lines and kubectl's own words."""
+    """Every error goes through the redactor (messages quote flags, file lines and kubectl's own words) and the
+    sanitizer (kubectl's words may quote the cluster's): one line that cannot drive the terminal."""
     from kubectl_tao.core.redact import redact_message
+    from kubectl_tao.core.sanitize import sanitize
 
-    return redact_message(message)
+    return sanitize(redact_message(message))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,10 @@
-"""Printing data the way kubectl does: tables with upper-case headers, or -o json|yaml|name|wide."""
+"""Printing data the way kubectl does: tables with upper-case headers, or -o json|yaml|name|wide.
+
+Everything printed here goes through core/sanitize.py: text from the cluster, records, logs and kubectl cannot
+move the cursor, retitle the window or reorder what is shown (`logs --raw` is the one way around it). JSON escapes
+every control character itself (and -o yaml is written with non-ASCII characters escaped), so what -o json|yaml
+print is unchanged by it and parses back to the same values.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
 from kubectl_tao.core.errors import UsageError
+from kubectl_tao.core.sanitize import sanitize
 
 FORMATS = ("table", "wide", "json", "yaml", "name")
 
@@ -20,8 +27,8 @@ def check_format(value: str | None, allowed: Sequence[str] = FORMATS) -> str:
 
 
 def table(rows: Iterable[Sequence[Any]], headers: Sequence[str], *, no_headers: bool = False) -> str:
-    """Left-aligned columns separated by three spaces, like `kubectl get`."""
-    body = [["" if cell is None else str(cell) for cell in row] for row in rows]
+    """Left-aligned columns separated by three spaces, like `kubectl get`; each cell on one line."""
+    body = [["" if cell is None else sanitize(str(cell)) for cell in row] for row in rows]
     grid = body if no_headers else [[h.upper() for h in headers], *body]
     if not grid:
         return ""
@@ -41,6 +48,8 @@ def dump_yaml(data: Any) -> str:
 
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
+    yaml.allow_unicode = False  # direction controls and invisible characters are escaped, as JSON does
+    yaml.width = sys.maxsize  # never folded: a fold next to an escape can add a space to the value
     buffer = io.StringIO()
     yaml.dump(data, buffer)
     return buffer.getvalue()
@@ -59,11 +68,28 @@ def emit_data(fmt: str, data: Any) -> bool:
 
 def emit(text: str, stream: TextIO | None = None) -> None:
     out = stream or sys.stdout
-    out.write(text)
+    out.write(sanitize(text, multiline=True))
     out.flush()
+
+
+def emit_raw(text: str, *, flush: bool = False) -> None:
+    """TEXT as it is, for `logs --raw` only: the user asked for what kubectl printed."""
+    sys.stdout.write(text)
+    if flush:
+        sys.stdout.flush()
+
+
+def log_line(line: str, *, flush: bool = False) -> None:
+    """One line of a job's log: credentials redacted (through colour codes and other sequences), then
+    sanitized; the same for a live log and for the tail a record captured."""
+    from kubectl_tao.core.redact import redact_log_line
+
+    sys.stdout.write(sanitize(redact_log_line(line.removesuffix("\r")), multiline=True) + "\n")
+    if flush:
+        sys.stdout.flush()
 
 
 def info(message: str) -> None:
     """Diagnostics and progress go to stderr so stdout stays parseable."""
-    sys.stderr.write(message.rstrip("\n") + "\n")
+    sys.stderr.write(sanitize(message.rstrip("\n"), multiline=True) + "\n")
     sys.stderr.flush()

@@ -19,24 +19,26 @@ by its TTL is explained from the history its record captured. Container logs are
 
 
 def _text(explanation: object) -> str:
+    """The explanation as text; each field the cluster or a record wrote stays on its line (`one`)."""
+    from kubectl_tao.core.sanitize import sanitize as one
     from kubectl_tao.jobs.explain import Explanation
 
     assert isinstance(explanation, Explanation)
     e = explanation
     where = f" ({e.namespace}/{e.job})" if e.namespace and e.job else ""
-    why = f" - {e.reason}" if e.reason else ""
+    why = f" - {one(e.reason)}" if e.reason else ""
     lines = [f"job {e.id}{where}: {e.state}{why}"]
     if e.gang:
         from kubectl_tao.k8s.gang import describe
 
-        lines.append(f"gang: {describe(e.gang)}")
+        lines.append(f"gang: {one(describe(e.gang))}")
     if not e.findings:
-        lines.append(f"nothing wrong found ({e.message})" if e.message else "nothing wrong found")
+        lines.append(f"nothing wrong found ({one(e.message)})" if e.message else "nothing wrong found")
     for number, finding in enumerate(e.findings, start=1):
-        lines.append(f"{number}. {finding.cause}")
+        lines.append(f"{number}. {one(finding.cause)}")
         if finding.evidence:
-            lines.append(f"   evidence: {finding.evidence}")
-        lines.append(f"   fix: {finding.fix}")
+            lines.append(f"   evidence: {one(finding.evidence)}")
+        lines.append(f"   fix: {one(finding.fix)}")
     return "\n".join(lines) + "\n"
 
 
@@ -50,6 +52,7 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Explain why a job is pending or failed: cause, evidence, fix."""
         from kubectl_tao.cli.output import check_format, emit, emit_data, info
+        from kubectl_tao.core.sanitize import sanitize as one
         from kubectl_tao.jobs import track as tracking
         from kubectl_tao.jobs.explain import explain_job
 
@@ -59,6 +62,6 @@ def register(app: typer.Typer) -> None:
         result = explain_job(sess.kubectl(), tracked, server=sess.target().server, force=force)
         if not emit_data(fmt, result.to_dict()):
             for note in result.notes:
-                info(f"note: {note}")
+                info(f"note: {one(note)}")
             emit(_text(result))
         return 1 if result.findings else 0

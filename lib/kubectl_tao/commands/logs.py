@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
 from kubectl_tao.commands.common import record_store, session, with_cluster_flags
@@ -15,11 +13,14 @@ Examples:
   kubectl tao logs dino-train-3f9a1c -f
   kubectl tao logs dino-train-3f9a1c --rank 1 --tail 100
   kubectl tao logs dino-train-3f9a1c --tail -1
+  kubectl tao logs dino-train-3f9a1c --raw > train.log
 
 \b
 Prints the last 200 lines of each rank by default (--tail -1: all of them). Multi-node jobs print every rank,
 each line prefixed with [rank K]. Once the Job is gone (TTL), the last lines captured into the record when the
-job ended are shown instead."""
+job ended are shown instead. Live or captured, every line is printed the same way: credentials redacted, terminal
+escape sequences (colours included) removed, other control characters shown as escapes; --raw prints what kubectl
+printed, unredacted and unfiltered (a captured tail was redacted when it was captured)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -33,9 +34,10 @@ def register(app: typer.Typer) -> None:
         follow: bool = typer.Option(False, "--follow", "-f", help="Stream new lines."),
         rank: int = typer.Option(None, "--rank", help="Only this rank (JOB_COMPLETION_INDEX)."),
         force: bool = typer.Option(False, "--force", help="Skip the cluster and UID pins."),
+        raw: bool = typer.Option(False, "--raw", help="Print the log as kubectl gives it: no redaction, no filtering."),
     ) -> int:
         """Print the logs of every rank of a job."""
-        from kubectl_tao.cli.output import info
+        from kubectl_tao.cli.output import emit_raw, info, log_line
         from kubectl_tao.core.errors import UsageError
         from kubectl_tao.core.logs import from_history, kubectl_args, rewrite
         from kubectl_tao.jobs import track as tracking
@@ -62,7 +64,11 @@ def register(app: typer.Typer) -> None:
                 info(f"job {tracked.id}: no pod has started yet")
                 return 0
             info(f"job {tracked.id}: the Job is gone; showing the log tail captured when it ended")
-            from_history(history, rank=rank, multi=multi)
+            for line in from_history(history, rank=rank, multi=multi):
+                if raw:
+                    emit_raw(line + "\n")
+                else:
+                    log_line(line)
             return 0
         args = kubectl_args(
             tracked.namespace or "default",
@@ -74,13 +80,16 @@ def register(app: typer.Typer) -> None:
             selector=tracked.pod_selector,
             container="tao" if tracked.launched_here else None,
         )
-        if follow and not multi:
+        if follow and raw and not multi:
             kc.exec([a for a in args if a != "--prefix"], namespaced=False)
-        lines = (
-            kc.stream(args, namespaced=False) if follow else iter(kc.run(args, namespaced=False).stdout.splitlines())
-        )
+        if follow:
+            lines = kc.stream(args, namespaced=False)
+        else:
+            text = kc.run(args, namespaced=False).stdout
+            lines = iter(text.removesuffix("\n").split("\n") if text else [])  # \r and \x85 split no line
         for line in rewrite(lines, tracked.job_name or "", multi):
-            sys.stdout.write(line + "\n")
-            if follow:
-                sys.stdout.flush()
+            if raw:
+                emit_raw(line + "\n", flush=follow)
+            else:
+                log_line(line, flush=follow)
         return 0

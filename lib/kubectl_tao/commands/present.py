@@ -6,6 +6,7 @@ from typing import Any
 
 from kubectl_tao.cli.output import check_format, dump_json, dump_yaml, emit, table
 from kubectl_tao.core.ages import age
+from kubectl_tao.core.sanitize import sanitize
 from kubectl_tao.jobs.track import Observation
 
 HEADERS = ["NAME", "STATE", "GPUS", "NODES", "AGE", "REASON"]
@@ -94,7 +95,7 @@ def show(observations: list[Observation], output: str, no_headers: bool, *, rank
         if ranks:
             for obs in observations:
                 if obs.message and obs.state not in ("RUNNING", "COMPLETE"):
-                    emit(f"\nMessage: {_scrubbed(obs.message)}\n")
+                    emit(f"\nMessage: {sanitize(_scrubbed(obs.message))}\n")
                 rows = _scrubbed(rank_rows(obs))
                 if rows and (len(rows) > 1 or obs.state == "ERROR" or wide):
                     emit("\n" + table(rows, ["RANK", "POD", "NODE", "PHASE", "EXIT", "REASON"]))
@@ -105,9 +106,9 @@ def show(observations: list[Observation], output: str, no_headers: bool, *, rank
                 if gang:
                     from kubectl_tao.k8s.gang import describe
 
-                    emit(f"Gang: {_scrubbed(describe(gang))}\n")
+                    emit(f"Gang: {sanitize(_scrubbed(describe(gang)))}\n")
                 first = (obs.live or {}).get("first_failed_rank")
                 if first is not None:
                     emit(f"\nFirst failed rank: {first}\n")
                 for note in obs.notes:
-                    emit(f"Note: {_scrubbed(note)}\n")
+                    emit(f"Note: {sanitize(_scrubbed(note))}\n")

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterable, Iterator
-from typing import Any, TextIO
+from typing import Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import GateError
@@ -64,18 +63,17 @@ def kubectl_args(
     return args
 
 
-def from_history(history: dict[str, Any] | None, *, rank: int | None, multi: bool, out: TextIO = sys.stdout) -> int:
-    """Print the captured log tails; returns the number of lines printed."""
+def from_history(history: dict[str, Any] | None, *, rank: int | None, multi: bool) -> list[str]:
+    """The captured log tails, one line each (prefixed `[rank K] ` when `multi`), for the caller to print."""
     if not history or not history.get("ranks"):
         raise GateError(
             "the Job is gone (ttlSecondsAfterFinished or deleted) and no log tail was captured for it; "
             "results live in the record's results_dir"
         )
-    count = 0
+    lines = []
     for entry in history["ranks"]:
         if rank is not None and entry.get("rank") != rank:
             continue
         for line in entry.get("log_tail") or []:
-            out.write(f"[rank {entry.get('rank')}] {line}\n" if multi else f"{line}\n")
-            count += 1
-    return count
+            lines.append(f"[rank {entry.get('rank')}] {line}" if multi else str(line))
+    return lines

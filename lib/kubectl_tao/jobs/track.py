@@ -425,7 +425,7 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
         logs = split_prefixed_logs(result.stdout)
     from datetime import UTC, datetime
 
-    from kubectl_tao.core.redact import redact_text
+    from kubectl_tao.core.redact import redact_log_line, redact_text
 
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     ranks = []
@@ -438,7 +438,7 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
                 "phase": rank.get("phase"),
                 "exit_code": rank.get("exit_code"),
                 "reason": rank.get("reason"),
-                "log_tail": [redact_text(line) for line in logs.get(str(rank.get("pod")), [])],
+                "log_tail": [redact_log_line(line) for line in logs.get(str(rank.get("pod")), [])],
                 "captured_at": now,
             }
         )

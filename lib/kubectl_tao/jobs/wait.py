@@ -129,7 +129,9 @@ class _Watching:
         if not self.held and obs.state not in END_STATES and obs.job_ttl is not None and kc is not None:
             self.held = True  # one try: without permission to patch Jobs the wait goes on as before
             hold_ttl(kc, self.store, self.tracked, int(obs.job_ttl), "watch")
-        line = progress_line(obs, now - self.start)
+        from kubectl_tao.core.sanitize import sanitize
+
+        line = sanitize(progress_line(obs, now - self.start))  # a reason or message may quote the cluster
         key = f"{obs.state}|{obs.reason}"
         if self.tty:
             self.out.write("\r\033[K" + line)

@@ -72,6 +72,12 @@ def _out(text: str) -> None:
     sys.stdout.flush()
 
 
+def _shown(text: str) -> str:
+    from kubectl_tao.core.sanitize import sanitize
+
+    return sanitize(text)
+
+
 def _table(rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "".join("   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n" for r in rows)
@@ -96,18 +102,20 @@ def _run(args: Any) -> int:
     elif args.verb == "mark":
         store.mark(args.id, args.state, args.message, args.source, args.backend_ref, args.err_class)
     elif args.verb == "show":
-        _out(json.dumps(store.show(args.id), indent=2, ensure_ascii=False))
+        _out(json.dumps(store.show(args.id), indent=2))  # ASCII: controls and direction marks escaped
     else:
         errors: list[str] = []
         records = store.list(errors)
         for problem in errors:
-            print(f"WARNING: {problem}", file=sys.stderr)
+            print(f"WARNING: {_shown(problem)}", file=sys.stderr)
         if args.json:
-            _out(json.dumps(records, indent=2, ensure_ascii=False))
+            _out(json.dumps(records, indent=2))
         else:
             rows = [["ID", "PLATFORM", "STATE", "RESULTS_DIR"]]
             rows += [[r.id, str(r.get("platform")), r.effective_state, str(r.get("results_dir"))] for r in records]
-            sys.stdout.write(_table(rows))
+            from kubectl_tao.core.sanitize import sanitize
+
+            sys.stdout.write(_table([[sanitize(cell) for cell in row] for row in rows]))
     return 0
 
 
@@ -129,5 +137,5 @@ def main(argv: list[str] | None = None) -> int:
     except TaoError as exc:
         from kubectl_tao.core.redact import redact_message
 
-        print(f"ERROR: {redact_message(exc.message)}", file=sys.stderr)
+        print(f"ERROR: {_shown(redact_message(exc.message))}", file=sys.stderr)
         return exc.exit_code

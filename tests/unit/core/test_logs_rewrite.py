@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import io
-
 import pytest
 
 from kubectl_tao.core.errors import GateError
@@ -28,11 +26,9 @@ def test_rank_selector_and_tail() -> None:
     assert "--tail=5" in args and "--follow" in args
 
 
-def test_history_is_printed_per_rank() -> None:
-    out = io.StringIO()
+def test_history_is_given_per_rank() -> None:
     history = {"ranks": [{"rank": 0, "log_tail": ["a"]}, {"rank": 1, "log_tail": ["b", "c"]}]}
-    assert from_history(history, rank=1, multi=True, out=out) == 2
-    assert out.getvalue() == "[rank 1] b\n[rank 1] c\n"
+    assert from_history(history, rank=1, multi=True) == ["[rank 1] b", "[rank 1] c"]
 
 
 def test_no_history_after_ttl_says_so() -> None:
