@@ -1,5 +1,6 @@
-"""Errors that quote user input never echo a credential (issue 17, item 2): `--env NAME=VALUE`, a value
-given where a name belongs, env-file keys that carry a value, and any message through the CLI's handler."""
+"""Errors that quote user input never echo a credential (issue 17, item 2; issue 26, item 3): a rejected value is
+named by its position (`--env #2`, `label #1 value`, `creds.env:4: the key`) and where it breaks the rule, never
+quoted, for every flag a credential can be pasted into by mistake; and any message goes through the redactor."""
 
 from __future__ import annotations
 
@@ -39,12 +40,13 @@ def test_env_flag_errors_name_the_position_not_the_value(cli: Any, argv: list[st
 def test_env_flag_position_is_named(cli: Any) -> None:
     code, _, err = cli(*SUBMIT, "--env", "HOME", "--env", f"HF_TOKEN={CANARY}")
     assert code == 2
-    assert err.startswith("error: --env #2 (not shown: it looks like NAME=VALUE) is not a valid environment variable")
+    assert err.startswith("error: --env #2 is not a valid environment variable name (it holds '=' at character 9; not "
+                          "shown)")
 
 
 def test_an_unset_conventional_name_is_still_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HF_TOKEN", raising=False)
-    with pytest.raises(UsageError, match=r"^--env HF_TOKEN: the variable is not set"):
+    with pytest.raises(UsageError, match=r"^--env #1 \(HF_TOKEN\): the variable is not set"):
         read_credentials(None, ["HF_TOKEN"])
 
 
@@ -62,7 +64,8 @@ def test_an_unset_lower_case_word_is_named_by_position(monkeypatch: pytest.Monke
 def test_env_file_keys_that_may_hold_a_value_are_not_echoed(line: str) -> None:
     with pytest.raises(UsageError) as info:
         parse_env_file(f"A=1\n{line}\n", "creds.env")
-    assert str(info.value).startswith("creds.env:2: the key is not a valid variable name")
+    assert str(info.value).startswith("creds.env:2: the key (character ")
+    assert "is not a valid variable name" in str(info.value)
     assert CANARY not in str(info.value) and TOKEN not in str(info.value)
 
 
@@ -71,7 +74,7 @@ def test_env_file_from_the_cli_never_echoes_the_key(cli: Any, tmp_path: Path) ->
     env_file.write_text(f"HF_TOKEN:{CANARY}=x\n", encoding="utf-8")
     code, out, err = cli(*SUBMIT, "--env-file", str(env_file))
     assert code == 2 and CANARY not in out + err
-    assert "c.env:1: the key is not a valid variable name" in err
+    assert "c.env:1: the key (character 9 (':')) is not a valid variable name" in err
 
 
 @pytest.mark.parametrize("name", [f"A={CANARY}", f"a:{CANARY}", f"x {CANARY}"])
@@ -105,3 +108,70 @@ def test_error_lines_keep_a_field_and_its_complaint() -> None:
     message = '--image-pull-secret: Secret "absent" not found in namespace tao-jobs; create it first'
     assert _scrubbed(message) == message
     assert CANARY not in _scrubbed(f"--storage-tier 'HF_TOKEN={CANARY}': use A or C")
+
+
+# ------------------------------------------------------------------ issue 26: every flag a value can be pasted into
+
+PASTED = "Tr0ub4dor-CanaryPw-42"  # the attack pass's canary: a password shaped like a name
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--env", PASTED], "--env #1 is not a valid environment variable name (character 10 ('-')"),
+        (["--env", "HOME", "--env", PASTED.upper()], "--env #2"),
+        (["--env-secret", PASTED], "env secret is not a valid Kubernetes name: character 1 (an upper-case letter)"),
+        (["--image-pull-secret", PASTED], "image pull secret is not a valid Kubernetes name"),
+        (["--nccl-env", PASTED], "--nccl-env #1 must look like KEY=VALUE"),
+        (["--nccl-env", f"NCCL_DEBUG={PASTED}#"], "nccl env #1 (NCCL_DEBUG) value (character 22 ('#'))"),
+        (["--nccl-env", f"NCCL_{PASTED}=1"], "nccl env #1: the name is not an NCCL_* variable"),
+        (["--annotation", PASTED], "annotation #1 must look like KEY=VALUE"),
+        (["--annotation", f"{PASTED}#=1"], "annotation #1 key is not a valid key: character 22 ('#')"),
+        (["--label", "a=b", "--label", f"c={PASTED}#"], "label #2 value is not a valid label value: character 22"),
+        (["--label", f"{PASTED}#=1"], "label #1 key is not a valid key"),
+        (["--node-selector", f"a={PASTED}#"], "node selector #1 value is not a valid label value"),
+        (["--node-selector", PASTED], "node selector #1 must look like KEY=VALUE"),
+        (["--gpu-product", f"{PASTED}#"], "node selector #1 value is not a valid label value"),
+        (["--toleration", f"{PASTED}#"], "toleration 0 key is not a valid key"),
+        (["--toleration", f"a={PASTED}#"], "toleration 0 value is not a valid label value"),
+        (["--toleration", f":{PASTED}"], "--toleration: the key is empty, which would tolerate every taint"),
+        (["--queue", PASTED], "queue name is not a valid DNS label: character 1 (an upper-case letter)"),
+        (["--pvc", PASTED], "pvc is not a valid Kubernetes name"),
+        (["--mount-path", f"/{PASTED}\x01"], "mount path must not contain control characters or backslashes"),
+        (["--shm-size", PASTED], "shm size"),
+        (["--image", f"{PASTED} x"], "image must not contain whitespace or control characters (character 22 is"),
+        (["--nccl-socket-ifname", f"{PASTED}#"], "nccl socket ifname (character 22 ('#')) must be"),
+        (["--launcher", PASTED, "--nodes", "2"], "launcher must be tao or torchrun"),
+    ],
+)
+def test_a_value_pasted_into_a_flag_is_named_by_position_never_quoted(
+    cli: Any, argv: list[str], named: str
+) -> None:
+    code, out, err = cli(*SUBMIT, *argv)
+    assert code == 2, err
+    assert len(err.splitlines()) == 1 and err.startswith("error: "), err
+    assert named in err
+    for shown in (PASTED, PASTED.upper(), PASTED.lower()):
+        assert shown not in out + err
+
+
+def test_an_env_file_key_holding_a_pasted_value_is_named_by_line(cli: Any, tmp_path: Path) -> None:
+    env_file = tmp_path / "creds.env"
+    env_file.write_text(f"A=1\n{PASTED}=x\n", encoding="utf-8")
+    code, out, err = cli(*SUBMIT, "--env-file", str(env_file))
+    assert code == 2 and PASTED not in out + err
+    assert "creds.env:2: the key (character 10 ('-')) is not a valid variable name" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--from-env", PASTED], "--from-env is not a valid environment variable name (character 10 ('-')"),
+        (["--username", f"user:{PASTED}"], "--username: give one word without ':'"),
+        (["--registry", f"{PASTED}#"], "--registry: not a registry host"),
+    ],
+)
+def test_the_registry_secret_flags_never_quote_a_value(cli: Any, argv: list[str], named: str) -> None:
+    code, out, err = cli("secret", "image-pull", "ngc", *argv, stdin="key\n")
+    assert code == 2
+    assert named in err and PASTED not in out + err

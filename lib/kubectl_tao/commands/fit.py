@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
             try:
                 _check_toleration(item, index)
             except UsageError as exc:
-                raise UsageError(f"--toleration {text!r}: {exc.message}; use KEY[=VALUE][:EFFECT]") from None
+                raise UsageError(f"--toleration #{index + 1}: {exc.message}; use KEY[=VALUE][:EFFECT]") from None
             tolerations.append(item)
         if gpus > 0:
             tolerations.append(dict(GPU_TOLERATION))

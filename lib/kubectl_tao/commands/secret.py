@@ -47,7 +47,7 @@ def _read_key(from_env: str | None) -> str:
             raise UsageError(
                 f"{shown_env_name(name, '--from-env')}: the variable is not set; export it, or pipe the key on stdin"
             )
-        return check_key(os.environ[name], f"--from-env {name}")
+        return check_key(os.environ[name], shown_env_name(name, "--from-env"))
     if sys.stdin is None or sys.stdin.closed:
         raise UsageError("stdin: no input; pipe the key in or use --from-env NAME")
     if sys.stdin.isatty():

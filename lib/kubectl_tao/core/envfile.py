@@ -80,7 +80,7 @@ def parse_env_file(data: str | bytes, source: str = "env-file") -> dict[str, str
             )
         if key in result:
             raise UsageError(
-                f"{source}:{number}: {key} is set twice (first on line {first_line[key]}); keep one"
+                f"{source}:{number}: the key is set twice (first on line {first_line[key]}); keep one"
             )
         result[key] = value
         first_line[key] = number
@@ -88,10 +88,17 @@ def parse_env_file(data: str | bytes, source: str = "env-file") -> dict[str, str
 
 
 def _describe_key(key: str) -> str:
-    """The key quoted when that is safe, else a neutral description (it may hold a value)."""
-    from kubectl_tao.core.redact import safe_to_show
+    """The key by where it breaks the rule, never quoted (a value typed in its place would be printed)."""
+    from kubectl_tao.core.names import char_kind, where_bad
 
-    return repr(key) if safe_to_show(key) else "the key"
+    if not key:
+        return "the key (empty)"
+    if key[0].isdigit():
+        return f"the key (it starts with {char_kind(key[0])})"
+    return f"the key ({where_bad(key, _KEY_CHARS) or 'not shown'})"
+
+
+_KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
 
 
 def to_env_file(mapping: Mapping[str, str]) -> str:
@@ -109,7 +116,7 @@ def to_env_file(mapping: Mapping[str, str]) -> str:
                 "digits and '_', not starting with a digit"
             )
         if not isinstance(value, str):
-            raise UsageError(f"{key}: env-file values must be strings")
+            raise UsageError(f"{key}: env-file values must be strings")  # key: a valid name, checked above
         if "\n" in value or "\r" in value:
             raise UsageError(
                 f"{key}: value contains a line break, which an env-file cannot carry (kubectl would "

@@ -26,8 +26,9 @@ _QUANTITY_RE = re.compile(
     r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
     r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exponent>[eE][+-]?[0-9]+)|(?P<decimal>[numkMGTPE]?))"
 )
-# What a size limit such as /dev/shm accepts here: a positive whole number of Ki..Ei.
+# What a size limit such as /dev/shm accepts here: a positive whole number of Ki..Ei, at most MAX_BINARY_SIZE.
 _BINARY_SIZE_RE = re.compile(r"[1-9][0-9]*(?:Ki|Mi|Gi|Ti|Pi|Ei)")
+MAX_BINARY_SIZE = 64 * _BINARY["Ti"]  # more memory than any node has: a larger size is a typing slip
 
 
 def parse_quantity(value: object, field: str = "quantity") -> Decimal:
@@ -53,12 +54,14 @@ def parse_quantity(value: object, field: str = "quantity") -> Decimal:
 
 
 def validate_binary_quantity(value: object, field: str = "shm size") -> str:
-    """A positive whole number with a binary suffix (Ki, Mi, Gi, Ti, Pi, Ei), e.g. 16Gi."""
+    """A positive whole number with a binary suffix (Ki, Mi, Gi, Ti, Pi, Ei), e.g. 16Gi, at most 64Ti."""
     if not isinstance(value, str) or _BINARY_SIZE_RE.fullmatch(value) is None:
         raise UsageError(
-            f"{field} {value!r} must be a positive whole number with a binary suffix Ki, Mi, Gi, Ti, Pi "
+            f"{field} must be a positive whole number with a binary suffix Ki, Mi, Gi, Ti, Pi "
             "or Ei (for example 16Gi)"
         )
+    if len(value) > 24 or int(value[:-2]) * _BINARY[value[-2:]] > MAX_BINARY_SIZE:
+        raise UsageError(f"{field} is more than 64Ti, more memory than any node has: give a size such as 16Gi")
     return value
 
 

@@ -144,15 +144,17 @@ def _output_destination(spec: JobSpec) -> str | None:
 
 def _int_in(value: object, field_name: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise UsageError(f"{field_name} must be a whole number from {low} to {high}, got {value!r}")
+        shown = value if isinstance(value, int) and not isinstance(value, bool) else type(value).__name__
+        raise UsageError(f"{field_name} must be a whole number from {low} to {high}, got {shown}")
     return value
 
 
 def _text(value: object, field_name: str) -> str:
     """A non-empty string without control characters."""
     text = names.require_string(value, field_name)
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
-        raise UsageError(f"{field_name} {text!r} must not contain control characters")
+    bad = next((i for i, ch in enumerate(text, 1) if ord(ch) < 32 or ord(ch) == 127), None)
+    if bad is not None:
+        raise UsageError(f"{field_name} must not contain control characters (character {bad} is one)")
     return text
 
 
@@ -162,17 +164,18 @@ def _check_reserved_key(key: str, field_name: str, reserved: set[str]) -> None:
 
 
 def _check_labels(labels: Mapping[str, str], field_name: str) -> None:
-    for key, value in labels.items():
-        names.validate_qualified_name(key, f"{field_name} key")
-        names.validate_label_value(value, f"{field_name} {key!r} value")
-        _check_reserved_key(key, f"{field_name} key", _RESERVED_LABELS)
+    """Keys and values named by their position (`label #2 value`), never quoted: a value may be a credential."""
+    for position, (key, value) in enumerate(labels.items(), start=1):
+        names.validate_qualified_name(key, f"{field_name} #{position} key")
+        names.validate_label_value(value, f"{field_name} #{position} value")
+        _check_reserved_key(key, f"{field_name} #{position} key", _RESERVED_LABELS)
 
 
 def _check_annotations(annotations: Mapping[str, str]) -> None:
-    for key, value in annotations.items():
-        names.validate_qualified_name(key, "annotation key")
-        names.require_string(value, f"annotation {key!r} value", allow_empty=True)
-        _check_reserved_key(key, "annotation key", set())
+    for position, (key, value) in enumerate(annotations.items(), start=1):
+        names.validate_qualified_name(key, f"annotation #{position} key")
+        names.require_string(value, f"annotation #{position} value", allow_empty=True)
+        _check_reserved_key(key, f"annotation #{position} key", set())
 
 
 def _check_toleration(toleration: Mapping[str, Any], index: int) -> None:
@@ -182,7 +185,7 @@ def _check_toleration(toleration: Mapping[str, Any], index: int) -> None:
         raise UsageError(f"{where} has unknown fields {sorted(unknown)}; use key, operator, value, effect")
     operator = toleration.get("operator", "Equal")
     if operator not in ("Equal", "Exists"):
-        raise UsageError(f"{where} operator must be Equal or Exists, got {operator!r}")
+        raise UsageError(f"{where} operator must be Equal or Exists")
     key = toleration.get("key", "")
     if key:
         names.validate_qualified_name(key, f"{where} key")
@@ -194,7 +197,7 @@ def _check_toleration(toleration: Mapping[str, Any], index: int) -> None:
     names.validate_label_value(value, f"{where} value")
     effect = toleration.get("effect", "")
     if effect and effect not in _TAINT_EFFECTS:
-        raise UsageError(f"{where} effect must be one of {', '.join(_TAINT_EFFECTS)}, got {effect!r}")
+        raise UsageError(f"{where} effect must be one of {', '.join(_TAINT_EFFECTS)}")
     if "tolerationSeconds" in toleration:
         if effect != "NoExecute":
             raise UsageError(f"{where} tolerationSeconds needs effect NoExecute")
@@ -229,7 +232,7 @@ def _check_s3_inputs(inputs: Sequence[str]) -> None:
 
 def _check_storage(spec: JobSpec) -> None:
     if spec.storage_tier not in TIERS:
-        raise UsageError(f"storage tier must be A (a bound PVC) or C (S3 into an emptyDir), got {spec.storage_tier!r}")
+        raise UsageError("storage tier must be A (a bound PVC) or C (S3 into an emptyDir)")
     _check_mount_path(spec.mount_path)
     if spec.storage_tier == "A":
         _check_tier_a(spec)
@@ -288,7 +291,7 @@ def _check_multi_node(spec: JobSpec) -> None:
     _int_in(spec.master_port, "master port", 1, 65535)
     _int_in(spec.rendezvous_timeout_seconds, "rendezvous timeout", 0, MAX_RENDEZVOUS_TIMEOUT)
     if spec.launcher not in LAUNCHERS:
-        raise UsageError(f"launcher must be tao or torchrun, got {spec.launcher!r}")
+        raise UsageError("launcher must be tao or torchrun")
     if spec.launcher == "torchrun" and not spec.multi_node:
         raise UsageError("--launcher torchrun is for multi-node jobs; on one node put torchrun in --command")
     if spec.launcher == "torchrun":
@@ -315,9 +318,9 @@ def check_placement(
     """Where and how long a Job may run: the checks every rendered Job gets (action requests too)."""
     if active_deadline_seconds is not None:
         _int_in(active_deadline_seconds, "active deadline seconds", 1, 2**31 - 1)
-    for key, value in node_selector.items():
-        names.validate_qualified_name(key, "node selector key")
-        names.validate_label_value(value, f"node selector {key!r} value")
+    for position, (key, value) in enumerate(node_selector.items(), start=1):
+        names.validate_qualified_name(key, f"node selector #{position} key")
+        names.validate_label_value(value, f"node selector #{position} value")
     for index, toleration in enumerate(tolerations):
         if not isinstance(toleration, Mapping):
             raise UsageError(f"toleration {index} must be a mapping of key, operator, value, effect")
@@ -359,27 +362,42 @@ def validate_spec(spec: JobSpec) -> JobSpec:
         value = getattr(spec, field_name)
         if value is not None and (not isinstance(value, str) or NCCL_VALUE_RE.fullmatch(value) is None):
             raise UsageError(
-                f"{field_name.replace('_', ' ')} {value!r} must be 1-256 characters of letters, digits "
+                f"{field_name.replace('_', ' ')}{_nccl_why(value)} must be 1-256 characters of letters, digits "
                 "and _ . , : = ^ + - (for example eth0 or ^docker,lo)"
             )
-    for key, value in spec.nccl_env.items():
+    for position, (key, value) in enumerate(spec.nccl_env.items(), start=1):
         if NCCL_ENV_RE.fullmatch(key) is None or key in ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA"):
             raise UsageError(
-                f"nccl env {key!r}: give an NCCL_* variable (NCCL_SOCKET_IFNAME and NCCL_IB_HCA have flags of "
-                "their own)"
+                f"nccl env #{position}: the name is not an NCCL_* variable (NCCL_SOCKET_IFNAME and NCCL_IB_HCA have "
+                "flags of their own)"
             )
         if not isinstance(value, str) or NCCL_VALUE_RE.fullmatch(value) is None:
             raise UsageError(
-                f"nccl env {key} value {value!r} must be 1-256 characters of letters, digits and _ . , : = ^ + -"
+                f"nccl env #{position} ({key}) value{_nccl_why(value)} must be 1-256 characters of letters, digits "
+                "and _ . , : = ^ + -"
             )
     _check_multi_node(spec)
     _check_scheduling(spec)
     return spec
 
 
+def _nccl_why(value: object) -> str:
+    """Where an NCCL value breaks the rule (` (character 4 is '#')`), never the value."""
+    if not isinstance(value, str) or not value:
+        return " (empty)" if value == "" else ""
+    if len(value) > 256:
+        return f" ({len(value)} characters)"
+    bad = names.where_bad(value, _NCCL_VALUE_CHARS)
+    return f" ({bad})" if bad else ""
+
+
+_NCCL_VALUE_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:=^+-"
+
+
 def split_command(text: str, field: str, into: str, missing: str) -> list[str]:
-    """`text` split as a POSIX shell would split words (no expansion); UsageError naming `field` when it cannot
-    be split, or names no program first (`missing` says what is missing)."""
+    """`text` split as Python's shlex splits words (no expansion, no comments): the action-request contract;
+    UsageError naming `field` when it cannot be split, or names no program first (`missing` says what is
+    missing)."""
     try:
         argv = shlex.split(text)
     except ValueError as exc:
@@ -404,12 +422,12 @@ def parse_key_values(items: Mapping[str, str] | Iterable[str] | None, field_name
     if isinstance(items, Mapping):
         return {str(key): value for key, value in items.items()}
     result: dict[str, str] = {}
-    for item in items:
-        key, sep, value = names.require_string(item, field_name).partition("=")
-        if not sep or not key:
-            raise UsageError(f"{field_name} {item!r} must look like KEY=VALUE")
+    for position, item in enumerate(items, start=1):
+        key, sep, value = names.require_string(item, f"{field_name} #{position}").partition("=")
+        if not sep or not key:  # not quoted: a bare credential typed here would be printed
+            raise UsageError(f"{field_name} #{position} must look like KEY=VALUE (it has no '=' or no KEY)")
         if key in result:
-            raise UsageError(f"{field_name} {key!r} is given twice")
+            raise UsageError(f"{field_name} #{position}: its KEY is given twice")
         result[key] = value
     return result
 
@@ -422,9 +440,9 @@ def parse_toleration(text: str) -> dict[str, Any]:
     key, equals, value = body.partition("=")
     if not key:
         # An empty key with Exists tolerates every taint (of that effect): never what a one-word flag meant.
-        which = f"{effect} " if effect else ""
+        which = f"{effect} " if effect in _TAINT_EFFECTS else ""
         raise UsageError(
-            f"--toleration {text!r}: the key is empty, which would tolerate every {which}taint on every node; "
+            f"--toleration: the key is empty, which would tolerate every {which}taint on every node; "
             "name the taint's key (KEY[=VALUE][:EFFECT], e.g. nvidia.com/gpu:NoSchedule)"
         )
     toleration: dict[str, Any] = {"key": key, "operator": "Equal" if equals else "Exists"}

@@ -121,14 +121,15 @@ def validate_options(opts: ProbeOptions) -> ProbeOptions:
     ):
         if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds <= 0:
             raise UsageError(f"{flag} {seconds!r}: give a positive number of seconds")
-    for key, value in opts.nccl_env.items():
+    for position, (key, value) in enumerate(opts.nccl_env.items(), start=1):
         if key in _NCCL_FLAG_VARS:
-            raise UsageError(f"--nccl-env {key}: use {_NCCL_FLAG_VARS[key]} instead")
-        if NCCL_ENV_RE.fullmatch(key) is None:
-            raise UsageError(f"--nccl-env {key!r}: only NCCL_* variables are passed (e.g. NCCL_DEBUG=INFO)")
+            raise UsageError(f"--nccl-env #{position} ({key}): use {_NCCL_FLAG_VARS[key]} instead")
+        if NCCL_ENV_RE.fullmatch(key) is None:  # neither name nor value quoted: either may be a pasted secret
+            raise UsageError(f"--nccl-env #{position}: only NCCL_* variables are passed (e.g. NCCL_DEBUG=INFO)")
         if not isinstance(value, str) or render.NCCL_VALUE_RE.fullmatch(value) is None:
             raise UsageError(
-                f"--nccl-env {key} value {value!r} must be 1-256 characters of letters, digits and _ . , : = ^ + -"
+                f"--nccl-env #{position} ({key}) value must be 1-256 characters of letters, digits and "
+                "_ . , : = ^ + -"
             )
     return opts
 

@@ -65,8 +65,8 @@ def check_key(raw: str, origin: str) -> str:
 def check_registry(registry: str) -> str:
     value = (registry or "").strip()
     if not _REGISTRY_RE.fullmatch(value):
-        raise UsageError(
-            f"--registry {registry!r}: give a registry host such as nvcr.io or registry.local:5000 "
+        raise UsageError(  # not quoted: a key pasted in the wrong flag would be printed
+            "--registry: not a registry host; give one such as nvcr.io or registry.local:5000 "
             "(lower case, no scheme, no path)"
         )
     return value
@@ -74,7 +74,10 @@ def check_registry(registry: str) -> str:
 
 def check_username(username: str) -> str:
     if not username or ":" in username or any(ch.isspace() or not ch.isprintable() for ch in username):
-        raise UsageError(f"--username {username!r}: give one word without ':' (for nvcr.io: '$oauthtoken')")
+        raise UsageError(  # not quoted: `--username user:key` would print the key
+            "--username: give one word without ':', spaces or control characters (for nvcr.io: '$oauthtoken'); "
+            "the key itself comes from stdin or --from-env"
+        )
     return username
 
 

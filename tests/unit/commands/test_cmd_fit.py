@@ -202,8 +202,8 @@ def test_unreachable_cluster_exits_3(cli: Any, fake_kubectl: FakeKubectl) -> Non
         (["fit", "--gpus", "-1"], "--gpus"),
         (["fit", "--gpus", "1", "--nodes", "0"], "--nodes"),
         (["fit", "--gpus", "1", "-o", "wide"], "-o/--output: unknown format 'wide'"),
-        (["fit", "--gpus", "1", "--node-selector", "novalue"], "--node-selector 'novalue' must look like KEY=VALUE"),
-        (["fit", "--gpus", "1", "--toleration", "k:Sometimes"], "--toleration 'k:Sometimes': toleration 0 effect must"),
+        (["fit", "--gpus", "1", "--node-selector", "novalue"], "--node-selector #1 must look like KEY=VALUE"),
+        (["fit", "--gpus", "1", "--toleration", "k:Sometimes"], "--toleration #1: toleration 0 effect must"),
     ],
 )
 def test_bad_flags_are_usage_errors(cli: Any, fake_kubectl: FakeKubectl, argv: list[str], message: str) -> None:

@@ -35,13 +35,13 @@ def test_a_toleration_without_a_key_is_refused(
     cli: Any, fake_kubectl: FakeKubectl, tao_env: Path, verb: list[str], value: str
 ) -> None:
     err = refused(cli, fake_kubectl, tao_env, *verb, "--toleration", value)
-    assert f"--toleration {value!r}: the key is empty, which would tolerate every" in err
+    assert "--toleration: the key is empty, which would tolerate every" in err
     assert "name the taint's key" in err
 
 
 def test_fit_refuses_a_toleration_without_a_key(cli: Any, fake_kubectl: FakeKubectl, tao_env: Path) -> None:
     err = refused(cli, fake_kubectl, tao_env, "fit", "--gpus", "1", "--toleration", ":NoSchedule")
-    assert "--toleration ':NoSchedule': the key is empty, which would tolerate every NoSchedule taint" in err
+    assert "--toleration: the key is empty, which would tolerate every NoSchedule taint" in err
 
 
 @pytest.mark.parametrize(
@@ -90,8 +90,8 @@ def test_look_alike_and_direction_characters_are_refused_in_id_words(
     others[flag] = value
     argv = [*SUBMIT, "--network-arch", others["--network-arch"], "--action", others["--action"]]
     err = refused(cli, fake_kubectl, tao_env, *argv)
-    bad = next(ch for ch in value if not ch.isascii())
-    assert f"{flag} {value!a}: character U+{ord(bad):04X} is not plain ASCII" in err
+    position, bad = next((i, ch) for i, ch in enumerate(value, 1) if not ch.isascii())
+    assert f"{flag}: character {position} (U+{ord(bad):04X}) is not plain ASCII" in err
     assert err.isascii(), "the error itself must not carry the character"
 
 

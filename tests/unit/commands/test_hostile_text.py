@@ -139,7 +139,8 @@ def test_live_logs_and_the_captured_tail_show_a_line_the_same_way(cli: Any, fake
                     data={"kind": "List", "items": []})
     name = serve_pull_failure(fake_kubectl, "pulling")
     rid = launched(name)
-    monkeypatch.setattr(Kubectl, "stream", lambda self, args, namespaced=True: iter([f"[pod/{name}-abcde/tao] {line}\n"]))
+    streamed = [f"[pod/{name}-abcde/tao] {line}\n"]
+    monkeypatch.setattr(Kubectl, "stream", lambda self, args, namespaced=True: iter(streamed))
     monkeypatch.setattr(Kubectl, "exec", lambda self, args, namespaced=True: pytest.fail("kubectl got the terminal"))
     code, live, err = cli("logs", rid, "-f")
     assert code == 0, err

@@ -64,14 +64,20 @@ def test_binary_suffixes_multiply_by_powers_of_1024(number, suffix):
     assert quantities.parse_quantity(f"{number}{suffix}") == number * factor
 
 
-@pytest.mark.parametrize("text", ["16Gi", "512Mi", "1Ki", "2Ti", "1Pi", "1Ei"])
+@pytest.mark.parametrize("text", ["16Gi", "512Mi", "1Ki", "2Ti", "64Ti", "65536Gi"])
 def test_binary_quantity_accepts_positive_whole_binary_sizes(text):
     assert quantities.validate_binary_quantity(text, "shm size") == text
 
 
 @pytest.mark.parametrize("value", ["0Gi", "16G", "1.5Gi", "016Gi", "16", "-1Gi", 16, None, "16gi"])
 def test_binary_quantity_rejects_others(value):
-    with pytest.raises(UsageError, match=r"shm size .* must be a positive whole number with a binary suffix"):
+    with pytest.raises(UsageError, match=r"^shm size must be a positive whole number with a binary suffix"):
+        quantities.validate_binary_quantity(value, "shm size")
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999Ei", "65Ti", "1Pi", "1Ei", "9" * 400 + "Ki"])
+def test_binary_quantity_is_bounded_by_any_node_memory(value):
+    with pytest.raises(UsageError, match=r"^shm size is more than 64Ti, more memory than any node has"):
         quantities.validate_binary_quantity(value, "shm size")
 
 

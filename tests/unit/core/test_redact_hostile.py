@@ -3,6 +3,7 @@ character is bounded whatever a line holds (counted here; the times are bench/ru
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -85,10 +86,8 @@ def test_no_token_survives_any_interleaving_of_sequences(
     kind: str, cuts: list[tuple[int, str]], before: str, after: str
 ) -> None:
     token = TOKENS[kind]
-    hidden = token
-    for position, sequence in sorted(cuts, reverse=True):
-        at = min(position, len(hidden))
-        hidden = hidden[:at] + sequence + hidden[at:]
+    pieces = {min(position, len(token)): sequence for position, sequence in cuts}  # between the token's characters
+    hidden = "".join(pieces.get(i, "") + ch for i, ch in enumerate(token)) + pieces.get(len(token), "")
     line = f"{before} {hidden} {after}"
     out = redact_log_line(line)
     assert token not in shown(out)
@@ -100,7 +99,7 @@ def test_windows_cover_a_long_line_with_bounded_overlapping_pieces() -> None:
         spans = windows(length)
         assert spans[0][0] == 0 and spans[-1][1] == length
         assert all(end - start <= WINDOW for start, end in spans)
-        assert all(b_start <= a_end - OVERLAP for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False))
+        assert all(b_start <= a_end - OVERLAP for (_, a_end), (b_start, _) in itertools.pairwise(spans))
         assert len(spans) <= length // (WINDOW - OVERLAP) + 1
 
 

@@ -143,7 +143,7 @@ def test_a_bad_writable_target_is_refused_by_its_own_name(files: dict[str, str])
     index = next(i for i, row in enumerate(request["mounts"]) if row["read_only"] is False)
     request["mounts"][index]["target"] = "/data/a\nb"
     Path(files["request"]).write_text(json.dumps(request), encoding="utf-8")
-    with pytest.raises(UsageError, match=rf"^mounts\[{index}\]\.target '/data/a\\nb' must not contain control") as err:
+    with pytest.raises(UsageError, match=rf"^mounts\[{index}\]\.target must not contain control") as err:
         build(flags(files, results_dir="/elsewhere/out"), "ns", CREDS)
     assert "\n" not in str(err.value)
 

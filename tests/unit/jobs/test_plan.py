@@ -91,7 +91,7 @@ def test_env_file_missing_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_env_name_must_be_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HF_TOKEN", raising=False)
-    with pytest.raises(UsageError, match="--env HF_TOKEN: the variable is not set"):
+    with pytest.raises(UsageError, match=r"--env #1 \(HF_TOKEN\): the variable is not set"):
         read_credentials(None, ["HF_TOKEN"])
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shlex
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -136,15 +137,15 @@ def test_plan_opens_an_nccl_probe_record_and_needs_1_28() -> None:
         ({"nodes": 1}, "--nodes 1: the probe needs 2 to 1024 nodes"),
         ({"gpus": 0}, "--gpus 0: give 1 to 64 GPUs per node"),
         ({"timeout_s": 0}, "--timeout 0: give a positive number of seconds"),
-        ({"nccl_env": {"HF_HOME": "/x"}}, "--nccl-env 'HF_HOME': only NCCL_* variables"),
-        ({"nccl_env": {"NCCL_SOCKET_IFNAME": "eth0"}}, "--nccl-env NCCL_SOCKET_IFNAME: use --nccl-socket-ifname"),
-        ({"nccl_env": {"NCCL_DEBUG": "a b"}}, "--nccl-env NCCL_DEBUG value 'a b' must be"),
+        ({"nccl_env": {"HF_HOME": "/x"}}, "--nccl-env #1: only NCCL_* variables"),
+        ({"nccl_env": {"NCCL_SOCKET_IFNAME": "eth0"}}, "--nccl-env #1 (NCCL_SOCKET_IFNAME): use --nccl-socket-ifname"),
+        ({"nccl_env": {"NCCL_DEBUG": "a b"}}, "--nccl-env #1 (NCCL_DEBUG) value must be"),
         ({"image": "bad image"}, "image"),
         ({"nccl_socket_ifname": "eth0;rm"}, "nccl socket ifname"),
     ],
 )
 def test_bad_options_are_refused_naming_the_flag(over: dict[str, Any], message: str) -> None:
-    with pytest.raises(UsageError, match=message.replace("*", r"\*").replace("(", r"\(")):
+    with pytest.raises(UsageError, match=re.escape(message)):
         probe.build_plan(probe.ProbeOptions(**over), "lab")
 
 
@@ -447,7 +448,7 @@ def test_wait_reports_an_error_as_fail(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         (["--nodes", "1"], "error: --nodes 1: the probe needs 2 to 1024 nodes (it checks NCCL between nodes)\n"),
         (["--timeout", "soon"], "error: --timeout 'soon': give a positive duration such as 90, 120s, 5m or 1h\n"),
-        (["--nccl-env", "NCCL_DEBUG"], "error: --nccl-env 'NCCL_DEBUG' must look like KEY=VALUE\n"),
+        (["--nccl-env", "NCCL_DEBUG"], "error: --nccl-env #1 must look like KEY=VALUE (it has no '=' or no KEY)\n"),
         (["-o", "name"], "error: -o/--output: unknown format 'name'; use one of json, yaml\n"),
     ],
 )
@@ -513,9 +514,9 @@ def test_targeting_flags_place_every_rank_and_reach_the_fit_gate() -> None:
 def test_probe_command_takes_submits_targeting_flags(cli: Any, fake_kubectl: FakeKubectl, tao_env: Path) -> None:
     code, out, err = cli("probe", "nccl", "--toleration", "=x:NoSchedule", "--node-selector", "a=b")
     assert (code, out) == (2, "")
-    assert err.startswith("error: --toleration '=x:NoSchedule': the key is empty")
+    assert err.startswith("error: --toleration: the key is empty")
     code, out, err = cli("probe", "nccl", "--node-selector", "no-equals-sign")
-    assert (code, out, err) == (2, "", "error: node selector 'no-equals-sign' must look like KEY=VALUE\n")
+    assert (code, out, err) == (2, "", "error: node selector #1 must look like KEY=VALUE (it has no '=' or no KEY)\n")
     assert fake_kubectl.calls == []
 
 

@@ -123,4 +123,4 @@ def test_nccl_env_flag_is_checked(cli: Any, tao_env: Path) -> None:
                          "--nccl-env", "LD_PRELOAD=/x.so")
     assert code == 2 and out == ""
     [line] = err.strip().splitlines()
-    assert line.startswith("error: nccl env 'LD_PRELOAD': give an NCCL_* variable")
+    assert line.startswith("error: nccl env #1: the name is not an NCCL_* variable")
