@@ -408,8 +408,21 @@ def split_command(text: str, field: str, into: str, missing: str) -> list[str]:
 
 
 def _torchrun_argv(command: str) -> list[str]:
-    missing = "must name the training script for --launcher torchrun"
-    return split_command(command, "command", "torchrun arguments", missing)
+    """--command split into torchrun's arguments as a POSIX shell splits words, comments included, or refused
+    where only a shell could run it as written (core/shellwords.py)."""
+    from kubectl_tao.core.shellwords import ShellWordsError, split
+
+    try:
+        argv = split(command)
+    except ShellWordsError as exc:
+        raise UsageError(
+            f"command cannot be split into torchrun arguments: {exc}; with --launcher torchrun the words are "
+            "passed to torchrun as they are, never run by a shell: quote it ('...') to pass it literally, or use "
+            "--launcher tao"
+        ) from None
+    if not argv or not argv[0]:
+        raise UsageError("command must name the training script for --launcher torchrun")
+    return argv
 
 
 # --------------------------------------------------------------------------- option parsing

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
-
 import pytest
 import yaml
 from support import ROOT as REPO_ROOT
@@ -121,10 +119,27 @@ def test_tao_launcher_passes_the_command_as_one_argument():
 
 
 def test_torchrun_launcher_passes_the_script_and_arguments_as_argv():
-    command = "train.py --data '/workspace/my data' --epochs 3 ; rm -rf /"
+    command = "train.py --data '/workspace/my data' --epochs 3 --sep ';' # the comment is no argument"
     _, job = objects_of(make(launcher="torchrun", command=command))
-    assert container_of(job)["args"] == [ENTRYPOINT, "kubectl-tao", BARRIER, "torchrun", *shlex.split(command)]
-    assert container_of(job)["args"][-4:] == [";", "rm", "-rf", "/"]
+    assert container_of(job)["args"] == [
+        ENTRYPOINT, "kubectl-tao", BARRIER, "torchrun", "train.py", "--data", "/workspace/my data", "--epochs", "3",
+        "--sep", ";",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("command", "refused"),
+    [
+        ("train.py --epochs 3 ; rm -rf /", "';', a shell operator, at character 21"),
+        ("train.py --out $RESULTS_DIR", "'$', a shell expansion, at character 16"),
+        ("train.py\n--epochs 3", "a second command after a line break"),
+    ],
+)
+def test_torchrun_refuses_what_only_a_shell_would_run_as_written(command, refused):
+    with pytest.raises(UsageError) as info:
+        make(launcher="torchrun", command=command)
+    assert str(info.value).startswith(f"command cannot be split into torchrun arguments: {refused}")
+    assert "\n" not in str(info.value)
 
 
 def test_torchrun_arguments_are_split_like_a_shell_would():
@@ -184,7 +199,7 @@ def test_output_round_trips_in_yaml_1_1():
 
 
 ERRORS = [
-    ({"name": "7-ranks", "record_id": "r"}, "job name '7-ranks' must start with a letter"),
+    ({"name": "7-ranks", "record_id": "r"}, "job name must start with a letter"),
     ({"storage_tier": "C", "pvc": None, "s3_output": "s3://bkt/o"}, "storage tier C supports one node only"),
     ({"launcher": "torchrun", "command": "train.py 'open"}, "command cannot be split into torchrun arguments"),
     ({"launcher": "torchrun", "command": "   "}, "command must not be blank"),
