@@ -1320,8 +1320,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "list_submit_s" in info:
         notes.append(f"filling list: {info['list_jobs']} jobs submitted in {info['list_submit_s']:.0f} s "
                      f"({args.parallel} at a time)")
-    notes.append("plugin runs use a bytecode cache (PYTHONPYCACHEPREFIX under ~/.cache/kubectl-tao/bench-pycache), "
-                 "as an installed package has; a warm-up run precedes every measurement")
+    notes.append("plugin runs use a bytecode cache, as an installed package has (./kubectl-tao starts Python with -I, "
+                 "which ignores PYTHONPYCACHEPREFIX: its cache is lib/'s __pycache__; the console script's is under "
+                 "~/.cache/kubectl-tao/bench-pycache); a warm-up run precedes every measurement")
     if verbs:
         notes.append("per verb: `list` also runs one `kubectl logs` per job that ended since the last look (the "
                      "history capture, once per job); `submit`/`cancel` act on jobs of their own")
