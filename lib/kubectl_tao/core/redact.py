@@ -152,8 +152,11 @@ _PLACEHOLDER_RE = _Lazy(
 )
 _HARMLESS_WORDS = frozenset(
     {"", "-", "stdin", "/dev/stdin", "true", "false", "yes", "no", "none", "null", "nil", "on", "off",
-     "0", "1"}
+     "0", "1", "enabled", "disabled", "enable", "disable"}
 )
+# Keys published in TAO's own documentation for its pretrained models (`-k nvidia_tlt`, `encryption_key:
+# nvidia_tlt`; `tlt_encode` in TLT releases): a public value, never a credential to protect.
+_PUBLIC_VALUES = frozenset({"nvidia_tlt", "tlt_encode"})
 _PATH_VALUE_RE = _Lazy(r"[~.]?/[\w.@/+:-]*")
 # `secrets` (lower case) is also the Kubernetes resource a ResourceQuota counts: in `requested: secrets=1,
 # used: secrets=12` the value is an object count (`count/secrets=` never matches: a '/' precedes the name).
@@ -170,7 +173,7 @@ _RANDOM_SEGMENT_RE = _Lazy(r"(?=[^/]*[A-Z])(?=[^/]*[a-z])(?=[^/]*[0-9])[A-Za-z0-
 def is_placeholder(value: str) -> bool:
     """True for values that are not literal credentials: references, placeholders, paths, booleans."""
     v = _unquote(value.strip()).strip()
-    if v.lower() in _HARMLESS_WORDS:
+    if v.lower() in _HARMLESS_WORDS or v in _PUBLIC_VALUES:
         return True
     if any(not is_placeholder(m.group(1)) for m in _DEFAULT_RE.finditer(v)):
         return False  # ${UNSET:-hunter2} is hunter2 whenever UNSET is unset
@@ -241,44 +244,87 @@ _PRIVATE_KEY_RE = _Lazy(
     re.DOTALL,
 )
 
-# (kind, regex); group 1 (or the whole match) is the credential.
+# (kind, regex); group 1 is the credential. Prefixes, lengths and alphabets are the vendors' published formats as the
+# maintained scanners (gitleaks, trufflehog, detect-secrets) describe them; the rules are written here.
+_B = r"(?<![A-Za-z0-9_-])"  # not inside a longer word
 _TOKEN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("aws-access-key-id", _Lazy(r"(?<![A-Za-z0-9])((?:AKIA|ASIA)[A-Z0-9]{16})(?![A-Za-z0-9])")),
     ("jwt", _Lazy(r"(?<![A-Za-z0-9_-])(eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})")),
-    ("ngc-api-key", _Lazy(r"(?<![A-Za-z0-9_-])(nvapi-[A-Za-z0-9_-]{20,})")),
-    ("hf-token", _Lazy(r"(?<![A-Za-z0-9_-])(hf_[A-Za-z0-9]{30,})(?![A-Za-z0-9_])")),
+    ("ngc-api-key", _Lazy(_B + r"(nvapi-[A-Za-z0-9_-]{20,})")),
+    (
+        "ngc-legacy-key",
+        _Lazy(_B + r"([A-Za-z0-9]{26}:[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12})(?![A-Za-z0-9])"),
+    ),
+    ("hf-token", _Lazy(_B + r"((?:hf_|api_org_)[A-Za-z0-9]{30,})(?![A-Za-z0-9_])")),
     (
         "github-token",
-        _Lazy(r"(?<![A-Za-z0-9_-])(gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+        _Lazy(_B + r"(gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
     ),
-    ("slack-token", _Lazy(r"(?<![A-Za-z0-9_-])(xox[abposr]-[A-Za-z0-9-]{10,})")),
+    ("slack-token", _Lazy(_B + r"(xox[abposr]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{20,})")),
     ("slack-webhook", _Lazy(r"hooks\.slack\.com/(?:services|workflows)/([A-Za-z0-9+/_-]{20,})")),
-    ("gitlab-token", _Lazy(r"(?<![A-Za-z0-9_-])(gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,})")),
-    ("npm-token", _Lazy(r"(?<![A-Za-z0-9_-])(npm_[A-Za-z0-9]{36})(?![A-Za-z0-9])")),
-    ("pypi-token", _Lazy(r"(?<![A-Za-z0-9_-])(pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,})")),
-    ("google-api-key", _Lazy(r"(?<![A-Za-z0-9_-])(AIza[0-9A-Za-z_-]{35})(?![A-Za-z0-9_-])")),
-    ("stripe-key", _Lazy(r"(?<![A-Za-z0-9_-])((?:sk|rk)_(?:test|live|prod)_[0-9A-Za-z]{10,99})")),
-    ("sendgrid-key", _Lazy(r"(?<![A-Za-z0-9_-])(SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})")),
-    ("digitalocean-token", _Lazy(r"(?<![A-Za-z0-9_-])(do[opr]_v1_[a-f0-9]{64})")),
-    ("databricks-token", _Lazy(r"(?<![A-Za-z0-9_-])(dapi[a-f0-9]{32}(?:-\d)?)(?![A-Za-z0-9])")),
-    ("shopify-token", _Lazy(r"(?<![A-Za-z0-9_-])(shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32})")),
-    ("replicate-token", _Lazy(r"(?<![A-Za-z0-9_-])(r8_[A-Za-z0-9]{37})(?![A-Za-z0-9])")),
-    ("groq-key", _Lazy(r"(?<![A-Za-z0-9_-])(gsk_[A-Za-z0-9]{52})(?![A-Za-z0-9])")),
-    ("twilio-key", _Lazy(r"(?<![A-Za-z0-9_-])(SK[0-9a-f]{32})(?![A-Za-z0-9])")),
-    ("mailgun-key", _Lazy(r"(?<![A-Za-z0-9_-])(key-[0-9a-f]{32})(?![A-Za-z0-9])")),
+    ("discord-webhook", _Lazy(r"discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/([A-Za-z0-9_-]{60,})")),
+    ("gitlab-token", _Lazy(_B + r"(gl(?:pat|dt|ptt|rt|soat|oas|agent|ft|imt|ffct|cbt)-[A-Za-z0-9_.-]{20,})")),
+    ("npm-token", _Lazy(_B + r"(npm_[A-Za-z0-9]{36})(?![A-Za-z0-9])")),
+    ("pypi-token", _Lazy(_B + r"(pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,})")),
+    ("rubygems-token", _Lazy(_B + r"(rubygems_[a-f0-9]{48})(?![A-Za-z0-9])")),
+    ("google-api-key", _Lazy(_B + r"(AIza[0-9A-Za-z_-]{35})(?![A-Za-z0-9_-])")),
+    ("google-oauth-token", _Lazy(_B + r"(ya29\.[A-Za-z0-9_-]{20,})")),
+    ("google-client-secret", _Lazy(_B + r"(GOCSPX-[A-Za-z0-9_-]{24,})")),
     (
-        "sk-api-key",
-        _Lazy(r"(?<![A-Za-z0-9_-])(sk-(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,})"),
+        "azure-ad-client-secret",
+        _Lazy(r"(?<![A-Za-z0-9_~.-])([A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34})(?![A-Za-z0-9_~.-])"),
+    ),
+    ("vault-token", _Lazy(r"(?<![A-Za-z0-9_.-])(hvs\.[A-Za-z0-9_-]{80,}|hvb\.[A-Za-z0-9_.-]{50,})")),
+    ("docker-token", _Lazy(_B + r"(dckr_(?:pat|oat)_[A-Za-z0-9_-]{24,})")),
+    ("atlassian-token", _Lazy(_B + r"(AT[AC]TT3[A-Za-z0-9+/=_-]{100,})")),
+    ("telegram-bot-token", _Lazy(r"(?:(?<=bot)|(?<![A-Za-z0-9_:-]))([0-9]{5,16}:A[A-Za-z0-9_-]{34})(?![A-Za-z0-9_-])")),
+    ("stripe-key", _Lazy(_B + r"((?:sk|rk)_(?:test|live|prod)_[0-9A-Za-z]{10,99})")),
+    ("square-token", _Lazy(_B + r"(sq0(?:atp|csp)-[A-Za-z0-9_-]{22,})")),
+    ("sendgrid-key", _Lazy(_B + r"(SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})")),
+    ("digitalocean-token", _Lazy(_B + r"(do[opr]_v1_[a-f0-9]{64})")),
+    ("databricks-token", _Lazy(_B + r"(dapi[a-f0-9]{32}(?:-\d)?)(?![A-Za-z0-9])")),
+    ("shopify-token", _Lazy(_B + r"(shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32})")),
+    ("replicate-token", _Lazy(_B + r"(r8_[A-Za-z0-9]{37})(?![A-Za-z0-9])")),
+    ("groq-key", _Lazy(_B + r"(gsk_[A-Za-z0-9]{52})(?![A-Za-z0-9])")),
+    ("xai-key", _Lazy(_B + r"(xai-[A-Za-z0-9_]{70,})")),
+    ("perplexity-key", _Lazy(_B + r"(pplx-[A-Za-z0-9]{40,})")),
+    ("langsmith-key", _Lazy(_B + r"(lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10})")),
+    ("pinecone-key", _Lazy(_B + r"(pcsk_[A-Za-z0-9]{5,6}_[A-Za-z0-9]{50,})")),
+    ("postman-key", _Lazy(_B + r"(PMAK-[A-Za-z0-9-]{50,})")),
+    ("grafana-token", _Lazy(_B + r"(glc_[A-Za-z0-9+/]{32,}={0,3}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})")),
+    ("sentry-token", _Lazy(_B + r"(sntry[us]_[A-Za-z0-9+/=_]{40,})")),
+    ("age-secret-key", _Lazy(r"(AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58})")),
+    ("heroku-key", _Lazy(_B + r"(HRKU-AA[0-9A-Za-z_-]{58})")),
+    ("doppler-token", _Lazy(_B + r"(dp\.pt\.[A-Za-z0-9]{40,})")),
+    ("pulumi-token", _Lazy(_B + r"(pul-[a-f0-9]{40})(?![A-Za-z0-9])")),
+    ("linear-key", _Lazy(_B + r"(lin_api_[A-Za-z0-9]{40})")),
+    ("notion-token", _Lazy(_B + r"(ntn_[0-9]{11}[A-Za-z0-9]{35})")),
+    ("prefect-key", _Lazy(_B + r"(pnu_[A-Za-z0-9]{36})")),
+    ("readme-key", _Lazy(_B + r"(rdme_[a-z0-9]{70})")),
+    ("planetscale-token", _Lazy(_B + r"(pscale_(?:tkn|oauth|pw)_[A-Za-z0-9_=.-]{32,64})")),
+    ("artifactory-key", _Lazy(_B + r"(AKCp[A-Za-z0-9]{69})")),
+    ("1password-token", _Lazy(_B + r"(ops_eyJ[A-Za-z0-9+/]{250,}={0,3})")),
+    ("dynatrace-token", _Lazy(_B + r"(dt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64})")),
+    ("flyio-token", _Lazy(_B + r"(fo1_[A-Za-z0-9_-]{43})")),
+    ("infracost-key", _Lazy(_B + r"(ico-[A-Za-z0-9]{32})(?![A-Za-z0-9])")),
+    ("twilio-key", _Lazy(_B + r"(SK[0-9a-f]{32})(?![A-Za-z0-9])")),
+    ("mailgun-key", _Lazy(_B + r"(key-[0-9a-f]{32})(?![A-Za-z0-9])")),
+    (
+        "sk-api-key",  # OpenAI (sk-proj-, sk-svcacct-), Anthropic (sk-ant-), OpenRouter (sk-or-v1-), DeepSeek, ...
+        _Lazy(_B + r"(sk-(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,})"),
     ),
 )
 
 # Every prefix a _TOKEN_RULES pattern starts with (kept in step with them; the unit tests cover each rule).
 _TOKEN_HINT_RE = _Lazy(
-    r"AKIA|ASIA|eyJ|nvapi-|hf_|gh[pousr]_|github_pat_|xox[abposr]-|hooks\.slack\.com|gl(?:pat|dt|ptt|rt)-|npm_|pypi-"
-    r"|AIza|[sr]k_|SG\.|do[opr]_v1_|dapi|shp|r8_|gsk_|SK[0-9a-f]|key-|sk-"
+    r"AKIA|ASIA|eyJ|nvapi-|:[0-9a-fA-F]{8}-|hf_|api_org_|gh[pousr]_|github_pat_|xox[abposr]-|xapp-|hooks\.slack\.com"
+    r"|/api/webhooks/|gl(?:pat|dt|ptt|rt|soat|oas|agent|ft|imt|ffct|cbt)-|npm_|pypi-|rubygems_|AIza|ya29\.|GOCSPX-"
+    r"|Q~|hv[sb]\.|dckr_|AT[AC]TT3|[0-9]:A|[sr]k_|sq0|SG\.|do[opr]_v1_|dapi|shp|r8_|gsk_|xai-|pplx-|lsv2_|pcsk_"
+    r"|PMAK-|glc_|glsa_|sntry|AGE-SECRET-KEY-1|HRKU-|dp\.pt\.|pul-|lin_api_|ntn_|pnu_|rdme_|pscale_|AKCp|ops_eyJ"
+    r"|dt0c01\.|fo1_|ico-|SK[0-9a-f]|key-|sk-"
 )
 _PRESIGNED_RE = _Lazy(
-    r"[?&]((?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|X-Goog-Signature|X-Goog-Credential))"
+    r"[?&;]((?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|X-Goog-Signature|X-Goog-Credential|sig))"
     r"=([^&\s\"'<>]+)",
     re.IGNORECASE,
 )
@@ -336,6 +382,21 @@ _ASSIGN_RE = _Lazy(
     r"(?<![\w$.\-/])((?:[A-Za-z_][A-Za-z0-9_-]*\.)*[A-Za-z_][A-Za-z0-9_]*)="
     r"(\"[^\"\n]*\"|'[^'\n]*'|(?:" + _SUBST + r"|[^\s,;&|'\"`]|,(?![A-Za-z_][A-Za-z0-9_]*=))*)"
 )
+# NAME = VALUE (a blank before '='; NAME=VALUE is _ASSIGN_RE's) at the start of a line: INI files such as
+# ~/.aws/credentials, .pypirc, .s3cfg or rclone.conf, often written by a heredoc. An inline `; comment` or
+# `# comment` is not part of the value.
+_INI_RE = _Lazy(r"(?m)^[ \t]*([A-Za-z_][A-Za-z0-9_.-]*)[ \t]+=[ \t]*([^\s#;][^\n]*)")
+_INLINE_COMMENT_RE = _Lazy(r"\s[#;]")
+# kaggle.json: {"username": "...", "key": "<32 hex digits>"} (the key's name alone says nothing).
+_KAGGLE_KEY_RE = _Lazy(r"(\\?\")key\1\s*:\s*\1([0-9a-f]{32})\1")
+# Values that are code, not literals: a call or a subscript (getpass(), os.environ["X"], os.getenv('X'),
+# get_key(path)), or a setting read from an object (args.token, self.password, config.api_key).
+_CALL_RE = _Lazy(
+    r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:\([^()\n]*\)|\[[^\[\]\n]*\])(?:\.[A-Za-z_]\w*(?:\([^()\n]*\))?)*"
+)
+_VARIABLE_RE = _Lazy(r"[a-z_][a-z0-9_]*")  # a snake_case variable (a password rarely is one: MyPassword123 is not)
+_OPEN_CALL_RE = _Lazy(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*[(\[]")
+_SETTING_RE = _Lazy(r"(?:args|self|cfg|conf|config|opts|options|settings|params|creds|credentials)\.[A-Za-z_][\w.]*")
 # "key": "value" inside JSON text (also with escaped quotes, as JSON embedded in a string).
 _JSON_KEY_RE = _Lazy(r"(\\?\")([A-Za-z_][A-Za-z0-9_.-]*)\1\s*:\s*\1((?:[^\"\\]|\\[^\"])*)\1")
 # name: value (YAML/HTTP-header style); only for redaction, too loose for linting prose.
@@ -361,10 +422,36 @@ _HEADER_FLAG_RE = _Lazy(
 _MYSQL_RE = _Lazy(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b")
 _MYSQL_FLAG_RE = _Lazy(r"\s-p(" + _WORD + ")")
 # -p PASS of docker/podman/helm login and sshpass, -a PASS of redis-cli.
-_SHORT_PASSWORD_RE = _Lazy(
-    r"\b(?:(?:docker|podman|buildah|skopeo|nerdctl|oras)\s+login|helm\s+registry\s+login|sshpass|redis-cli)\b"
+# A command that takes a password in a flag: (hints, command pattern, flag pattern whose group 1 is the value,
+# name). The flag is looked for among the command's own arguments (up to the next line, `;`, `&` or `|`).
+_COMMAND_PASSWORD_FLAGS: tuple[tuple[tuple[str, ...], Any, Any, str], ...] = (
+    (
+        ("login",),
+        _Lazy(r"\b(?:(?:docker|podman|buildah|skopeo|nerdctl|oras)\s+login|helm\s+registry\s+login|az\s+login)\b"),
+        _Lazy(r"\s(?:-p|--password)(?:=|\s+)(" + _WORD + ")"),
+        "login -p",
+    ),
+    (("sshpass",), _Lazy(r"\bsshpass\b"), _Lazy(r"\s-p(?:=|\s*)(" + _WORD + ")"), "sshpass -p"),
+    (("redis-cli",), _Lazy(r"\bredis-cli\b"), _Lazy(r"\s-a(?:=|\s+)(" + _WORD + ")"), "redis-cli -a"),
+    (("zip",), _Lazy(r"\b(?:unzip|zip|zipcloak|funzip)\b"), _Lazy(r"\s-P(?:=|\s*)(" + _WORD + ")"), "zip -P"),
+    # -p alone makes 7z prompt; the password is joined to it (-pPASS).
+    (("7z",), _Lazy(r"\b7z[az]?\b"), _Lazy(r"\s-p(" + _WORD + ")"), "7z -p"),
+    (("openssl",), _Lazy(r"\bopenssl\b"), _Lazy(r"\s-k\s+(" + _WORD + ")"), "openssl -k"),
+    (("ssh-keygen",), _Lazy(r"\bssh-keygen\b"), _Lazy(r"\s-[NP]\s*(" + _WORD + ")"), "ssh-keygen -N"),
+    (("sqlcmd", "bcp"), _Lazy(r"\b(?:sqlcmd|bcp)\b"), _Lazy(r"\s-P\s*(" + _WORD + ")"), "sqlcmd -P"),
+    (
+        ("mongo",),
+        _Lazy(r"\bmongo(?:sh|dump|restore|export|import|stat|top|files)?\b"),
+        _Lazy(r"\s-p\s+(" + _WORD + ")"),
+        "mongo -p",
+    ),
+    (("smbclient", "rpcclient"), _Lazy(r"\b(?:smbclient|rpcclient)\b"), _Lazy(r"\s-U\s*[^\s%]*%(" + _WORD + ")"),
+     "smbclient -U user%password"),
 )
-_SHORT_PASSWORD_FLAG_RE = _Lazy(r"\s(?:-p|-a)(?:=|\s+)(" + _WORD + ")")
+# htpasswd -b FILE USER PASSWORD (-nb USER PASSWORD): the password is the last argument; wandb login KEY.
+_HTPASSWD_RE = _Lazy(r"\bhtpasswd\b")
+_WANDB_LOGIN_RE = _Lazy(r"\bwandb\s+login\b")
+_ARG_RE = _Lazy(_WORD)
 # Where a command's arguments end: the next line, `;`, `&` or `|`.
 _SEGMENT_END_RE = _Lazy(r"[\n;&|]")
 # keytool/openssl: -storepass X, -keypass X, -passin pass:X, -passout pass:X.
@@ -405,7 +492,7 @@ def _strip_quotes_span(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 _AUTH_HINT_RE = _Lazy(r"authorization", re.IGNORECASE)
-_PRESIGNED_HINT_RE = _Lazy(r"x-(?:amz|goog)-", re.IGNORECASE)
+_PRESIGNED_HINT_RE = _Lazy(r"x-(?:amz|goog)-|sig=", re.IGNORECASE)  # sig=: an Azure SAS signature
 
 
 def _scan_format(text: str) -> Iterable[_Hit]:
@@ -485,6 +572,49 @@ def _heredoc_bodies(text: str) -> Iterable[tuple[int, int]]:
         pos = closing.end()
 
 
+def _is_code(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end], a value bound to a credential-like name, is code that reads the credential
+    (`login(token=os.environ["HF_TOKEN"])`, `password=getpass()`, `token = args.token`) rather than a literal; a
+    value that is itself a credential-like name (`self.password = password`) is a variable."""
+    value = text[start:end].strip()
+    if _CALL_RE.fullmatch(value) or _SETTING_RE.fullmatch(value):
+        return True
+    if _OPEN_CALL_RE.fullmatch(value) and text[end : end + 1] in ("'", '"'):
+        return True  # the value stopped at the quote of the call's argument
+    return bool(_VARIABLE_RE.fullmatch(value)) and is_credential_name(value)
+
+
+def _is_pass_number(value: str) -> bool:
+    return value.isdigit() and len(value) <= 2
+
+
+def _args(text: str, start: int, end: int) -> list[re.Match[str]]:
+    """The shell words of text[start:end]."""
+    return list(_ARG_RE.finditer(text, start, end))
+
+
+def _scan_positional(text: str) -> Iterable[_Hit]:
+    """A password given as an argument of its own: `htpasswd -b FILE USER PASSWORD`, `wandb login KEY`."""
+    for start, end in _command_args(text, _HTPASSWD_RE, "htpasswd"):
+        words = _args(text, start, end)
+        flags = "".join(w.group()[1:] for w in words if w.group().startswith("-") and not w.group().startswith("--"))
+        values = [w for i, w in enumerate(words) if not w.group().startswith("-")
+                  and not (i and words[i - 1].group() == "-C")]  # -C COST takes a value
+        wanted = 2 if "n" in flags else 3
+        if "b" in flags and len(values) >= wanted and not is_placeholder(values[-1].group()):
+            s, e = _strip_quotes_span(text, values[-1].start(), values[-1].end())
+            yield _Hit(s, e, "credential", "htpasswd -b", "flag-literal")
+    for start, end in _command_args(text, _WANDB_LOGIN_RE, "wandb"):
+        words = _args(text, start, end)
+        for i, word in enumerate(words):
+            if word.group().startswith("-") or (i and words[i - 1].group() == "--host"):
+                continue
+            if not is_placeholder(word.group()):
+                s, e = _strip_quotes_span(text, word.start(), word.end())
+                yield _Hit(s, e, "credential", "wandb login", "flag-literal")
+            break
+
+
 def _scan_commands(text: str) -> Iterable[_Hit]:
     """Credentials in common command forms: curl -u/-H, mysql -p, os.environ[...] = and heredoc bodies."""
     for m in _command_flags(text, _HTTP_CLIENT_RE, _USER_FLAG_RE, "curl", "wget", "http", "xh", "ftp"):
@@ -498,16 +628,21 @@ def _scan_commands(text: str) -> Iterable[_Hit]:
             not is_placeholder(value)
         ):
             yield _Hit(m.start(3), m.end(3), "credential", name, "header")
-    for matches, name in (
+    flag_rules = [
         (_command_flags(text, _MYSQL_RE, _MYSQL_FLAG_RE, "mysql", "mariadb"), "mysql -p"),
-        (_command_flags(text, _SHORT_PASSWORD_RE, _SHORT_PASSWORD_FLAG_RE, "login", "sshpass", "redis-cli"), "-p/-a"),
+        *((_command_flags(text, command, flag, *hints), name)
+          for hints, command, flag, name in _COMMAND_PASSWORD_FLAGS),
         (_finditer(_DASH_PASS_RE, text, "pass"), "-*pass"),
-    ):
+    ]
+    for matches, name in flag_rules:
         for m in matches:
             group = 1 if m.group(1) is not None else 2
-            if not m.group(group).startswith("-") and not is_placeholder(m.group(group)):
-                s, e = _strip_quotes_span(text, m.start(group), m.end(group))
-                yield _Hit(s, e, "credential", name, "flag-literal")
+            value = m.group(group)
+            if value.startswith("-") or is_placeholder(value) or (name == "-*pass" and _is_pass_number(value)):
+                continue  # ffmpeg -pass 2: an encoding pass, not a password
+            s, e = _strip_quotes_span(text, m.start(group), m.end(group))
+            yield _Hit(s, e, "credential", name, "flag-literal")
+    yield from _scan_positional(text)
     for m in _finditer(_NETRC_RE, text, "machine"):
         if not is_placeholder(m.group(1)):
             yield _Hit(m.start(1), m.end(1), "credential", "netrc password", "netrc")
@@ -546,8 +681,19 @@ def _scan_named(text: str, *, loose: bool, inline: bool = False) -> Iterable[_Hi
             continue
         if is_credential_name(m.group(1).rsplit(".", 1)[-1]) and not is_placeholder(m.group(2)):
             s, e = _strip_quotes_span(text, m.start(2), m.end(2))
-            if e > s:
+            if e > s and not _is_code(text, m.start(2), m.end(2)):
                 yield _Hit(s, e, "credential", m.group(1), "assignment")
+    for m in _finditer(_INI_RE, text, "="):
+        if not is_credential_name(m.group(1).rsplit(".", 1)[-1]):
+            continue
+        comment = _INLINE_COMMENT_RE.search(m.group(2))
+        value = (m.group(2)[: comment.start()] if comment else m.group(2)).rstrip()
+        s, e = m.start(2), m.start(2) + len(value)
+        if value and not is_placeholder(value) and not _is_code(text, s, e) and value[:1] not in "\"'":
+            yield _Hit(s, e, "credential", m.group(1), "ini-assignment")  # quoted values: quoted-assignment
+    if "username" in text:
+        for m in _finditer(_KAGGLE_KEY_RE, text, "key"):
+            yield _Hit(m.start(2), m.end(2), "credential", "kaggle.json key", "json-key")
     for m in _finditer(_JSON_KEY_RE, text, '"'):
         if is_credential_name(m.group(2)) and not is_placeholder(m.group(3)):
             yield _Hit(m.start(3), m.end(3), "credential", m.group(2), "json-key")

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from kubectl_tao.core import redact
 from kubectl_tao.core.redact import (
     REDACTED,
     Finding,
@@ -280,8 +281,10 @@ def test_own_messages_keep_the_word_after_a_name_and_colon() -> None:
 
 # The command-form patterns, each run only when one of its literal hints is in the text (redact._finditer).
 HINT_GATED = (
-    "_USER_FLAG_RE", "_HEADER_FLAG_RE", "_MYSQL_RE", "_SHORT_PASSWORD_RE", "_DASH_PASS_RE", "_JAVA_PROPERTY_RE",
-    "_NETRC_RE", "_AWS_CONFIGURE_RE", "_QUOTED_ASSIGN_RE", "_SUBSCRIPT_RE", "_SETENV_RE", "_HEREDOC_RE",
+    "_USER_FLAG_RE", "_HEADER_FLAG_RE", "_MYSQL_RE", "_DASH_PASS_RE", "_JAVA_PROPERTY_RE", "_HTPASSWD_RE",
+    "_WANDB_LOGIN_RE", "_NETRC_RE", "_AWS_CONFIGURE_RE", "_QUOTED_ASSIGN_RE", "_SUBSCRIPT_RE", "_SETENV_RE",
+    "_HEREDOC_RE", "_KAGGLE_KEY_RE", "_URL_USERINFO_RE", "_AUTH_HEADER_RE", "_BEARER_RE", "_PRESIGNED_RE",
+    "_PRIVATE_KEY_RE",
 )
 
 
@@ -297,6 +300,7 @@ def test_the_hint_gated_patterns_compile_only_when_text_needs_them() -> None:
         "every = [v for v in vars(r).values() if isinstance(v, r._Lazy)] + [rx for _, rx in r._TOKEN_RULES]\n"
         "print(sum(v._compiled is not None for v in every))\n"
         f"gated = [getattr(r, name) for name in {HINT_GATED!r}] + [rx for _, rx in r._TOKEN_RULES]\n"
+        "gated += [rx for _, command, flag, _ in r._COMMAND_PASSWORD_FLAGS for rx in (command, flag)]\n"
         "r.redact_cluster_text('dino-train-3f9a1c   RUNNING   8   1   5m   ranks running 1/1')\n"
         "print(len(gated), sum(v._compiled is not None for v in gated))\n"
         "print(r.redact_text('curl -u admin:S3cretPassw0rd https://x ghp_' + 'a' * 36))\n"
@@ -304,5 +308,6 @@ def test_the_hint_gated_patterns_compile_only_when_text_needs_them() -> None:
     out = subprocess.run([sys.executable, "-c", probe, str(ROOT / "lib")], capture_output=True, text=True,
                          check=True, timeout=60).stdout.splitlines()
     assert out[0] == "0"  # importing the redactor compiles no pattern: each compiles on its first use
-    assert out[1] == "33 0"
+    gated = len(HINT_GATED) + len(redact._TOKEN_RULES) + 2 * len(redact._COMMAND_PASSWORD_FLAGS)
+    assert out[1] == f"{gated} 0"
     assert "S3cretPassw0rd" not in out[2] and "ghp_" not in out[2].replace("***REDACTED***", "")
