@@ -22,11 +22,26 @@ class ReliabilityStats:
     canary_hits: int = 0
     attacks_tried: int = 0
     attacks_held: int = 0
+    terminal_attacks_tried: int = 0
+    terminal_attacks_held: int = 0
+    hidden_tokens_tried: int = 0
+    hidden_tokens_redacted: int = 0
 
     def attack(self, held: bool) -> None:
         """Count one attack of the security pass (planted link, partial RBAC, echoed secret, ...)."""
         self.attacks_tried += 1
         self.attacks_held += int(held)
+
+    def terminal(self, held: bool) -> None:
+        """Count one piece of hostile text shown by a verb (escape sequences, C1 bytes, a carriage return,
+        direction controls): held when none of it reaches the terminal."""
+        self.terminal_attacks_tried += 1
+        self.terminal_attacks_held += int(held)
+
+    def hidden_token(self, redacted: bool) -> None:
+        """Count one token hidden behind a terminal sequence in a log line: held when it is redacted."""
+        self.hidden_tokens_tried += 1
+        self.hidden_tokens_redacted += int(redacted)
 
     def touched(self) -> bool:
         return any(vars(self).values())
@@ -41,6 +56,10 @@ class ReliabilityStats:
             "(parsed, schema-valid, legal transitions)",
             f"canary hits (must be 0):           {self.canary_hits} in {self.canary_checks} places looked at",
             f"attacks tried / held:              {self.attacks_tried} / {self.attacks_held}",
+            f"hostile text shown / inert:        {self.terminal_attacks_tried} / {self.terminal_attacks_held} "
+            "(no escape sequence, C1 byte, carriage return or direction control reaches the terminal)",
+            f"tokens behind sequences / redacted: {self.hidden_tokens_tried} / {self.hidden_tokens_redacted} "
+            "(live and captured logs)",
         ]
 
 
