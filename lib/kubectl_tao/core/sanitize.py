@@ -4,13 +4,16 @@ Cluster objects, events, records, job logs and kubectl's stderr can hold bytes a
 showing: escape sequences that move the cursor, erase lines, set the window title, hide text or wrap it in a
 hyperlink, carriage returns that let later text overwrite earlier text, and Unicode direction controls that
 reorder what is shown. ``sanitize`` removes the sequences and turns every other such character into a visible
-escape (``\\x07``, ``\\u202e``), so what is printed is what the text holds:
+escape (``\\u0007``, ``\\u202e``), so what is printed is what the text holds:
 
-* CSI (``ESC [`` or the C1 byte 0x9b), OSC (``ESC ]``, 0x9d: window titles, hyperlinks), DCS, SOS, PM and APC
-  strings and the short ``ESC`` sequences are removed whole (colour codes in logs go with them);
-* every other C0 control, DEL, every C1 control, a lone ``ESC``, lone surrogates, U+2028/U+2029 and the invisible
-  format characters (bidi embeddings, overrides and isolates, zero-width spaces, word joiners, tag characters)
-  are escaped; the zero-width joiner and non-joiner stay (scripts and emoji need them);
+* CSI (``ESC [``), OSC (``ESC ]``: window titles, hyperlinks), DCS, SOS, PM and APC strings and the short
+  ``ESC`` sequences are removed whole (colour codes in logs go with them);
+* every other C0 control, DEL, every C1 control (the 8-bit CSI 0x9b and OSC 0x9d included: escaped, their
+  parameters shown as text), a lone ``ESC``, lone surrogates, U+2028/U+2029 and the invisible format
+  characters (bidi embeddings, overrides and isolates, zero-width spaces, word joiners, tag characters) are
+  escaped; the zero-width joiner and non-joiner stay (scripts and emoji need them). The escapes are JSON's and
+  YAML's own (``\\u00NN``, surrogate pairs above U+FFFF), so JSON or YAML text that carried such a character
+  raw inside a string stays valid and means the same once sanitized;
 * ``multiline=True`` keeps line breaks and tabs; ``\\r\\n`` becomes ``\\n`` and a lone ``\\r`` a line break, so
   nothing can overwrite what came before it on its line; ``multiline=False`` (a table cell, one field) escapes
   ``\\n`` and ``\\r`` and turns a tab into a space.
@@ -39,12 +42,16 @@ _ESCAPE_SINGLE = re.compile(f"[{_ALWAYS}\n\r]")
 
 # Whole sequences: CSI; OSC, DCS, SOS, PM, APC strings up to their terminator (BEL, ESC \ or ST); two- and
 # three-byte ESC sequences (ESC c, ESC 7, ESC ( B, ESC # 8). A string without its terminator is not matched:
-# its introducer is escaped and the rest is shown as text.
-SEQUENCE_RE = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
-    r"|(?:\x1b[\]P X^_]|[\x9d\x90\x98\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
+# its introducer is escaped and the rest is shown as text. SEQUENCE_RE also knows the 8-bit (C1) introducers:
+# what a terminal may hide, which the redactor takes out before matching (core/redact.py); the sanitizer
+# removes the 7-bit ones only and escapes a C1 byte like any other control, which keeps JSON text exact.
+_SEQUENCE = (
+    r"(?:\x1b\[{c1_csi})[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b[\]P X^_]{c1_strings})[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
     r"|\x1b[ -/]*(?![\[\]PX^_])[0-~]"
 )
+SEQUENCE_RE = re.compile(_SEQUENCE.format(c1_csi="|\x9b", c1_strings="|[\x9d\x90\x98\x9e\x9f]"))
+_ESC_SEQUENCE_RE = re.compile(_SEQUENCE.format(c1_csi="", c1_strings=""))
 _NAMED = {"\n": "\\n", "\r": "\\r"}
 
 
@@ -54,7 +61,10 @@ def _escape(match: re.Match[str]) -> str:
     if named is not None:
         return named
     code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"  # as JSON writes it
 
 
 def sanitize(text: str, *, multiline: bool = False) -> str:
@@ -62,8 +72,8 @@ def sanitize(text: str, *, multiline: bool = False) -> str:
     as an escape (see the module's docstring). ``multiline`` keeps line breaks and tabs."""
     if not (_NEEDS_MULTI if multiline else _NEEDS_SINGLE).search(text):
         return text
-    if "\x1b" in text or any(ch in text for ch in "\x9b\x9d\x90\x98\x9e\x9f"):
-        text = SEQUENCE_RE.sub("", text)
+    if "\x1b" in text:
+        text = _ESC_SEQUENCE_RE.sub("", text)
     if multiline:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         return _ESCAPE_MULTI.sub(_escape, text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import unicodedata
@@ -46,15 +47,17 @@ ATTACKS = {
     "erase the line above and fake a result": ("OOM\x1b[1A\x1b[2K\rkubectl-tao: job COMPLETE",
                                                "OOM\\rkubectl-tao: job COMPLETE"),
     "invisible text": ("\x1b[8msecret note\x1b[0m visible", "secret note visible"),
-    "C1 CSI": ("red \x9b31mtext\x9b0m", "red text"),
-    "lone C1 and NUL": ("a\x85b\x00c", "a\\x85b\\x00c"),
+    "C1 CSI": ("red \x9b31mtext\x9b0m", "red \\u009b31mtext\\u009b0m"),
+    "C1 OSC": ("a\x9d0;title\x9cb", "a\\u009d0;title\\u009cb"),
+    "lone C1 and NUL": ("a\x85b\x00c", "a\\u0085b\\u0000c"),
     "bidi override": ("file\u202egpj.exe", "file\\u202egpj.exe"),
     "bidi isolate": ("x\u2066y\u2069z", "x\\u2066y\\u2069z"),
     "DCS string": ("a\x1bP1$r0m\x1b\\b", "ab"),
     "APC string": ("a\x1b_payload\x1b\\b", "ab"),
     "short sequences": ("a\x1bcb\x1b7c\x1b(Bd", "abcd"),
-    "unterminated OSC shows its text": ("a\x1b]0;rest", "a\\x1b]0;rest"),
-    "a sequence made by removing another is escaped": ("\x1b\x1b[0m[31mred", "\\x1b[31mred"),
+    "unterminated OSC shows its text": ("a\x1b]0;rest", "a\\u001b]0;rest"),
+    "a sequence made by removing another is escaped": ("\x1b\x1b[0m[31mred", "\\u001b[31mred"),
+    "a tag character, as JSON escapes it": ("flag\U000e0041", "flag\\udb40\\udc41"),
 }
 
 
@@ -119,3 +122,11 @@ def test_sanitizing_twice_changes_nothing_more(text: str, multiline: bool) -> No
 def test_text_without_controls_is_returned_as_it_is(text: str) -> None:
     assert sanitize(text) == text
     assert sanitize(text, multiline=True) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=5), HOSTILE, max_size=4))
+def test_json_text_stays_valid_and_equal_once_sanitized(data: dict[str, str]) -> None:
+    """JSON written with its non-ASCII characters raw (render's -o json) means the same after the output layer."""
+    text = json.dumps(data, ensure_ascii=False, indent=2)
+    assert json.loads(sanitize(text, multiline=True)) == data
