@@ -108,3 +108,25 @@ def test_callgrinds_instruction_count_is_read_from_its_summary() -> None:
     assert bl.collected_instructions(stderr) == 190_345_678
     assert bl.collected_instructions("error: no job record x\n") is None
     assert bl.collected_instructions("the program printed Collected : 12\n") is None
+
+
+def test_the_redaction_phase_needs_no_cluster_and_its_lines_end_with_a_token() -> None:
+    """bench/run.py --only redaction: lines of the asked size whose last word the redactor must find."""
+    import importlib.util
+
+    from kubectl_tao.core.redact import REDACTED, redact_log_line
+
+    spec = importlib.util.spec_from_file_location("bench_run", REPO_ROOT / "bench" / "run.py")
+    assert spec and spec.loader
+    bench_run = importlib.util.module_from_spec(spec)
+    sys.modules["bench_run"] = bench_run  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(bench_run)
+    finally:
+        del sys.modules["bench_run"]
+    assert "redaction" in bench_run.PHASES
+    local = set(bench_run.LOCAL_PHASES)
+    assert local == {"redaction"}
+    lines = bench_run.redaction_lines(3000)
+    assert len(lines) == 3 and all(len(line) == 3000 for line in lines.values())
+    assert all(redact_log_line(line).endswith(REDACTED) for line in lines.values())
