@@ -140,3 +140,25 @@ def test_a_named_value_across_a_window_edge_is_redacted_whole() -> None:
     line = "w " * (WINDOW // 2 - 40) + f"HF_TOKEN={value} " + "z " * 20_000
     out = redact_log_line(line)
     assert "Tr0ub4dor" not in out
+
+
+def test_real_failure_texts_print_as_they_are_but_their_credentials() -> None:
+    """Every line of the failure-text corpus (real torch, NCCL and driver output) as `logs` prints it: unchanged,
+    except the credential a marked case echoes (and a NUL byte one real bus-error log holds, shown escaped)."""
+    import json
+    from pathlib import Path
+
+    corpus_dir = Path(__file__).resolve().parents[2] / "fixtures" / "failures"
+    entries = json.loads((corpus_dir / "corpus.json").read_text(encoding="utf-8"))
+    entries = entries if isinstance(entries, list) else entries["entries"]
+    lines = changed = 0
+    for entry in (e for e in entries if "file" in e):
+        for line in (corpus_dir / entry["file"]).read_text(encoding="utf-8").splitlines():
+            lines += 1
+            shown = sanitize(redact_log_line(line), multiline=True)
+            if entry.get("contains_credential") and "FakeCanary" in line:
+                assert "FakeCanary" not in shown and REDACTED in shown
+                changed += 1
+            else:
+                assert shown == line.replace("\x00", "\\u0000"), (entry["file"], line)
+    assert lines > 1000 and changed >= 1
