@@ -88,7 +88,7 @@ PY
 
 @test "a bad namespace exits 2 naming the field, and prints no manifest" {
   run --separate-stderr -2 render_args --namespace Tao
-  assert_equal "$stderr" "ERROR: namespace 'Tao' is not a valid DNS label: use at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit"
+  assert_equal "$stderr" "ERROR: namespace is not a valid DNS label: character 1 (an upper-case letter): use at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit"
   assert_output ""
 }
 

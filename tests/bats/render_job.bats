@@ -113,12 +113,12 @@ query() {
 
 @test "a multi-node name that starts with a digit exits 2" {
   run --separate-stderr -2 "$RENDER_JOB" --name 1job --image busybox --command x --pvc d --nodes 2
-  assert_equal "$stderr" "ERROR: job name '1job' must start with a letter: the headless Service of a multi-node job is named after the job, and Service names are RFC 1035 labels"
+  assert_equal "$stderr" "ERROR: job name must start with a letter: the headless Service of a multi-node job is named after the job, and Service names are RFC 1035 labels"
 }
 
 @test "a bad annotation exits 2" {
   run --separate-stderr -2 "$RENDER_JOB" --name a --image busybox --command x --pvc d --annotation novalue
-  assert_equal "$stderr" "ERROR: annotation 'novalue' must look like KEY=VALUE"
+  assert_equal "$stderr" "ERROR: annotation #1 must look like KEY=VALUE (it has no '=' or no KEY)"
 }
 
 @test "an unknown launcher is refused by the flag parser" {

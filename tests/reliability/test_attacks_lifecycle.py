@@ -247,8 +247,8 @@ def test_the_kubelet_gets_the_command_back_exactly(cluster: Cluster, namespace: 
     [
         (["--toleration", ":NoSchedule"], "the key is empty, which would tolerate every NoSchedule taint"),
         (["--mount-path", "/var/run/secrets/kubernetes.io"], "would cover the service-account token"),
-        (["--network-arch", "din\u043e"], "character U+043E is not plain ASCII"),
-        (["--action", "tr\u202eain"], "character U+202E is not plain ASCII"),
+        (["--network-arch", "din\u043e"], "character 4 (U+043E) is not plain ASCII"),
+        (["--action", "tr\u202eain"], "character 3 (U+202E) is not plain ASCII"),
     ],
     ids=["wildcard-toleration", "token-mount", "homoglyph-arch", "bidi-action"],
 )
