@@ -70,11 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         try:
             import traceback
 
+            from kubectl_tao.core.atomicwrite import write_atomically
             from kubectl_tao.core.redact import redact_text
-            from kubectl_tao.store.statedir import write_private
 
             log = _crash_log()
-            write_private(log, redact_text(traceback.format_exc()).encode("utf-8"))
+            write_atomically(log, redact_text(traceback.format_exc()).encode("utf-8"))
             where = f"; details in {log}"
         except (OSError, TaoError):  # no crash log rather than one written through a planted link
             where = ""

@@ -99,7 +99,9 @@ def newest_records(
     the captured history, which the index leaves out). A record that cannot be read is skipped and described
     in `errors`; only records that were read and validated enter the index."""
     from kubectl_tao.store.index import ListIndex, load
-    from kubectl_tao.store.records import ID_RE, Record, _parse_ts
+    from kubectl_tao.store.recordids import ID_RE
+    from kubectl_tao.store.records import Record
+    from kubectl_tao.store.transitions import parse_ts
 
     if not store.jobs_dir.is_dir():
         return [], 0
@@ -121,7 +123,7 @@ def newest_records(
         )
     )
     index.save()
-    rows.sort(key=lambda row: (_parse_ts(row[0].get("submitted_at")), str(row[0].get("id"))), reverse=True)
+    rows.sort(key=lambda row: (parse_ts(row[0].get("submitted_at")), str(row[0].get("id"))), reverse=True)
     shown = rows if limit is None else rows[:limit]
     tracked = []
     for record, extra, cached in shown:

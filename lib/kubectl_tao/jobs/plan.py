@@ -133,7 +133,8 @@ def _s3_tools_image(job: dict[str, Any], tier: str) -> dict[str, str]:
 def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str]) -> Plan:
     from kubectl_tao.core import render
     from kubectl_tao.core.names import is_under, kubernetes_job_name, secret_name_for
-    from kubectl_tao.store.records import normalize_results_dir, preview_id
+    from kubectl_tao.store.recordfields import normalize_results_dir
+    from kubectl_tao.store.recordids import preview_id
 
     _common_checks(job)
     for key, flag in (("staging_map", "--staging-map"), ("config_source", "--config-source")):
@@ -315,7 +316,7 @@ def _refuse_flags_the_request_decides(job: dict[str, Any]) -> None:
 def _request_results_dir(request: dict[str, Any], raw: str | None) -> str:
     """--results-dir of an action request: on a writable mount of the request (container path) or s3://."""
     from kubectl_tao.core.names import is_under, validate_abs_path
-    from kubectl_tao.store.records import normalize_results_dir
+    from kubectl_tao.store.recordfields import normalize_results_dir
 
     if not raw:
         raise UsageError("--action-request needs --results-dir (a writable mount target of the request or s3://)")
@@ -415,7 +416,7 @@ def _placement(job: dict[str, Any], gpus: int) -> Any:
 def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str]) -> Plan:
     from kubectl_tao.core.action import render_action_objects, validate_request
     from kubectl_tao.core.names import kubernetes_job_name, secret_name_for
-    from kubectl_tao.store.records import preview_id
+    from kubectl_tao.store.recordids import preview_id
 
     _common_checks(job)
     if job.get("image") or job.get("command"):

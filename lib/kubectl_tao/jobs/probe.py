@@ -47,7 +47,7 @@ from kubectl_tao.jobs.wait import PULL_REASONS
 from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.store import probecache
 from kubectl_tao.store.probecache import FAIL, GLOO, HANG, NCCL, NCCL_ENV_RE, NOT_CARRIED, PASS, RESULTS
-from kubectl_tao.store.records import preview_id
+from kubectl_tao.store.recordids import preview_id
 
 NETWORK_ARCH = "nccl"
 ACTION = "probe"

@@ -546,7 +546,7 @@ def _new_id(plan: Plan, store: Any) -> str:
     """A record id for this submit, minted before the gates so the manifests they dry-run carry it; `open`
     writes it afterwards (O_EXCL: a concurrent submit can never take the same id). Without a store (a server
     dry run) nothing is reserved."""
-    from kubectl_tao.store.records import preview_id
+    from kubectl_tao.store.recordids import preview_id
 
     arch, action = plan.record["network_arch"], plan.record["action"]
     for _ in range(20):
@@ -613,7 +613,7 @@ def _dry(
     name: str | None = None,
 ) -> Outcome:
     from kubectl_tao.k8s.gang import apply
-    from kubectl_tao.store.records import preview_id
+    from kubectl_tao.store.recordids import preview_id
 
     record_id = name or preview_id(plan.record["network_arch"], plan.record["action"])
     job_name = kubernetes_job_name(record_id)

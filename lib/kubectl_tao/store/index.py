@@ -9,9 +9,9 @@ and is read again; a record file that is gone drops out. A running record's file
 runs, so its entry is keyed by their content instead: the whole record (redacted, as `RecordStore.show` gave
 it) and additions, next to a digest of both files' bytes taken *before* they were read; `list` reads the
 bytes (cheap) and uses the entry only when the digest matches, which spares the parse, the schema check and
-the redaction (most of its time per running record). The index is written atomically (temporary file, fsync,
-rename), so a crash leaves the old index or the new one, and two `list`s at once each write an index that is
-right for the files it saw. An index that cannot be read or has another version is rebuilt from the records.
+the redaction (most of its time per running record). The index is written atomically (core/atomicwrite.py),
+so a crash leaves the old index or the new one, and two `list`s at once each write an index that is right for
+the files it saw. An index that cannot be read or has another version is rebuilt from the records.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from kubectl_tao.core.atomicwrite import write_atomically
 
 INDEX_NAME = ".list-index.json"
 VERSION = 1
@@ -133,16 +134,7 @@ class ListIndex:
         data = json.dumps({"version": VERSION, "records": self.entries}, separators=(",", ":")).encode("utf-8")
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(mode=0o700, exist_ok=True)
-            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".list-index.", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(temp, self.path)
-            finally:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(temp)
+            write_atomically(self.path, data)
 
 
 def load(

@@ -328,46 +328,6 @@ def test_json_config_format(tmp_path):
     assert json.loads(path.read_text()) == request["spec_bundle"]["spec"]
 
 
-# ---------------------------------------------------------------- TOML writer
-
-
-def test_toml_round_trips_through_tomllib():
-    spec = {
-        "title": 'quote " backslash \\ newline \n tab \t del \x7f bell \x07 unicode é 🚀',
-        "plain-key_1": 1,
-        "needs quoting": True,
-        "float": 1.5e-07,
-        "big": 2**62,
-        "negative": -3,
-        "list": [1, "two", [3.0], {"inline": {"deep": False}}],
-        "empty_list": [],
-        "empty_inline": [{}],
-        "section": {"a": 1, "nested": {"b": "c", "deeper": {"d": []}}, "only_tables": {"x": {"y": 1}}},
-        "empty_table": {},
-    }
-    assert tomllib.loads(action.toml_dumps(spec)) == spec
-
-
-def test_toml_of_an_empty_spec_is_an_empty_document():
-    assert action.toml_dumps({}) == "\n"
-    assert tomllib.loads(action.toml_dumps({})) == {}
-
-
-@pytest.mark.parametrize(
-    ("spec", "message"),
-    [
-        ({"a": None}, "which TOML cannot represent"),
-        ({"a": float("nan")}, "must be finite for TOML"),
-        ({"a": 2**64}, "does not fit TOML's 64-bit integers"),
-        ({"a": "\ud800"}, "lone surrogate"),
-        ({"": 1}, "TOML keys must be non-empty strings"),
-    ],
-)
-def test_toml_refuses_what_it_cannot_write(spec, message):
-    with pytest.raises(UsageError, match=message):
-        action.toml_dumps(spec)
-
-
 def test_json_config_refuses_nan():
     bundle = {"spec": {"a": float("nan")}, "config_format": "yaml"}
     with pytest.raises(UsageError, match=r"spec_bundle.spec cannot be written as yaml"):
