@@ -20,7 +20,6 @@ import json
 import os
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -28,6 +27,7 @@ from kubectl_tao.core import contract, kubelet_text, names, quantities, schemas,
 from kubectl_tao.core.atomicwrite import write_atomically
 from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.tomlwriter import toml_dumps
+from kubectl_tao.core.valueclass import Factory, Value, record
 
 REQUEST_SCHEMA = "action-request.v1"
 STAGING_SCHEMA = "staging-map.v1"
@@ -337,13 +337,13 @@ def _check_ttl(ttl_seconds: Any) -> int | None:
 # --------------------------------------------------------------------------- rendering
 
 
-@dataclass(frozen=True)
-class Placement:
+@record(frozen=True)
+class Placement(Value):
     """The job flags an action-request Job gets like any other (the request itself says nothing of them)."""
 
-    labels: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    node_selector: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = Factory(dict)
+    annotations: Mapping[str, str] = Factory(dict)
+    node_selector: Mapping[str, str] = Factory(dict)
     tolerations: Sequence[Mapping[str, Any]] = ()
     active_deadline_seconds: int | None = None
     queue_name: str | None = None

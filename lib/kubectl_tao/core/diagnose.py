@@ -9,25 +9,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from kubectl_tao.core import classify as st
 from kubectl_tao.core import contract, kueue
 from kubectl_tao.core.gates import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, total_allocatable
+from kubectl_tao.core.valueclass import Value, plain, record
 
 GPU_OPERATOR_CHECK = "kubectl get nodes -o jsonpath='{.items[*].status.allocatable}'"
 
 
-@dataclass(frozen=True)
-class Finding:
+@record(frozen=True)
+class Finding(Value):
     cause: str  # what is wrong, in a few words
     evidence: str  # the cluster's own text that shows it (one line)
     fix: str  # what to do about it
     code: str = ""  # stable identifier, for -o json and tests
 
     def to_dict(self) -> dict[str, str]:
-        return asdict(self)
+        return plain(self)
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -9,15 +9,15 @@ namespace's LocalQueues, and then its ClusterQueue (round trip 2): the reads and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from kubectl_tao.core.errors import TaoError, UsageError
+from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
 
-@dataclass(frozen=True)
-class QueueView:
+@record(frozen=True)
+class QueueView(Value):
     """What is left of the ClusterQueue quota behind a LocalQueue (quota: gates.QueueQuota; None when the
     ClusterQueue could not be read, which a note says)."""
 
@@ -60,8 +60,8 @@ def borrowing_limit(quota: Any, flavor: Any) -> int | str | None:
     return "unlimited" if flavor.borrowing_limit is None else int(flavor.borrowing_limit)
 
 
-@dataclass(frozen=True)
-class GpusView:
+@record(frozen=True)
+class GpusView(Value):
     inventory: Any  # gpuinventory.Inventory
     queue: QueueView | None = None
 

@@ -11,18 +11,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
 from typing import Any
 
 from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.templates import data_dir
+from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.k8s.kubectl import Completed, Kubectl, run_host_check
 
 OK, WARN, MISSING = "OK", "WARN", "MISSING"
 
 
-@dataclass(frozen=True)
-class Check:
+@record(frozen=True)
+class Check(Value):
     name: str
     status: str
     message: str
