@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from kubectl_tao.core.valueclass import Value
+from kubectl_tao.core.valueclass import Value, record
 
 REDACTED = "***REDACTED***"
 
@@ -195,6 +195,7 @@ def _unquote(value: str) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
+@record(frozen=True)
 class Finding(Value):
     """One credential found: where and what kind; never the value.
 
@@ -203,11 +204,11 @@ class Finding(Value):
     manifests; ``rule`` names the rule that fired.
     """
 
-    _fields = ("line", "kind", "name", "rule", "source")
-    __slots__ = _fields
-
-    def __init__(self, line: int, kind: str, name: str, rule: str, source: str = "") -> None:
-        self.line, self.kind, self.name, self.rule, self.source = line, kind, name, rule, source
+    line: int
+    kind: str
+    name: str
+    rule: str
+    source: str = ""
 
     def format(self, source: str | None = None) -> str:
         src = source if source is not None else (self.source or "-")
@@ -217,14 +218,13 @@ class Finding(Value):
         return self.format()
 
 
+@record(frozen=True)
 class _Hit(Value):
-    _fields = ("start", "end", "kind", "name", "rule")
-    __slots__ = _fields
-
-    def __init__(self, start: int, end: int, kind: str, name: str, rule: str) -> None:
-        self.start, self.end = start, end  # span of the value to redact
-        self.kind, self.rule = kind, rule
-        self.name = name  # "" when the rule has no name: reported as the column
+    start: int  # span of the value to redact
+    end: int
+    kind: str
+    name: str  # "" when the rule has no name: reported as the column
+    rule: str
 
 
 # --------------------------------------------------------------------------------------------------

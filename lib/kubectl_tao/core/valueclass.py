@@ -4,8 +4,8 @@ dataclasses imports inspect and builds each class's methods from source; a Named
 `from __future__ import annotations`, compiles every field's annotation. Measured on status: dataclasses 56 M
 instructions, the NamedTuples that replaced them about 40 M more than this base (BENCHMARKS.md).
 
-A subclass lists its fields, in order, in `_fields`, sets `__slots__ = _fields` and writes its `__init__`.
-Standard library only.
+Every record class of the package is written one way: a subclass of Value decorated with `@record` (or
+`@record(frozen=True)`), its fields as annotated class attributes, as a dataclass's. Standard library only.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class Factory:
 
 
 def record(cls: Any = None, *, frozen: bool = False) -> Any:
-    """A class decorator for the modules every submit imports, in place of @dataclass: the fields are the
+    """The class decorator of every record class, in place of @dataclass: the fields are the
     class's annotations (read as text, never evaluated), a class attribute of the same name is the default
     (a Factory makes one per instance), and the __init__ takes them as dataclasses' does. Only __init__ is
     compiled (one small exec); repr, ==, hash and `replaced` come from Value, `plain` replaces asdict.

@@ -14,7 +14,7 @@ from typing import Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import GateError, TaoError
-from kubectl_tao.core.valueclass import Value
+from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.store.records import INCOMPLETE_SUBMIT_PHASES
 
@@ -22,15 +22,12 @@ LOG_TAIL_LINES = 50
 DEFAULT_TTL_SECONDS = 3600
 
 
+@record
 class Tracked(Value):
     """A record with what kubectl-tao knows about its Kubernetes objects."""
 
-    _fields = ("record", "extra")
-    __slots__ = _fields
-
-    def __init__(self, record: dict[str, Any], extra: dict[str, Any]) -> None:
-        self.record = record
-        self.extra = extra
+    record: dict[str, Any]
+    extra: dict[str, Any]
 
     @property
     def id(self) -> str:
@@ -81,26 +78,18 @@ class Tracked(Value):
         return self.record.get("terminal_state") in contract.TERMINAL_STATES
 
 
+@record
 class Observation(Value):
     """One look at a tracked job: what to show, and what the live Job said."""
 
-    _fields = ("tracked", "state", "reason", "message", "err_class", "live", "notes", "job_ttl")
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        tracked: Tracked,
-        state: str,  # what to show: live state, or the record's terminal / UNKNOWN state
-        reason: str,
-        message: str,
-        err_class: str | None,
-        live: dict[str, Any] | None,  # JobStatus.to_dict() when the Job was found
-        notes: list[str] | None = None,
-        job_ttl: int | None = None,  # the live Job's ttlSecondsAfterFinished
-    ) -> None:
-        self.tracked, self.state, self.reason, self.message = tracked, state, reason, message
-        self.err_class, self.live, self.job_ttl = err_class, live, job_ttl
-        self.notes: list[str] = notes if notes is not None else []
+    tracked: Tracked
+    state: str  # what to show: live state, or the record's terminal / UNKNOWN state
+    reason: str
+    message: str
+    err_class: str | None
+    live: dict[str, Any] | None  # JobStatus.to_dict() when the Job was found
+    notes: list[str] = Factory(list)
+    job_ttl: int | None = None  # the live Job's ttlSecondsAfterFinished
 
     def to_dict(self) -> dict[str, Any]:
         record = self.tracked.record
