@@ -14,7 +14,7 @@ from pathlib import Path
 MIN_PYTHON = (3, 11)
 # Import names of the runtime dependencies (pyproject.toml's [project].dependencies), and rpds (rpds-py, what
 # jsonschema needs compiled): a release archive without a build of it for this Python must say so up front.
-DEPENDENCIES = ("typer", "click", "sh", "ruamel.yaml", "jsonschema", "filelock", "rpds")
+DEPENDENCIES = ("typer", "click", "sh", "ruamel.yaml", "jsonschema", "rpds")
 # A release archive keeps pure-Python packages in vendor/common and compiled ones per CPython minor version in
 # vendor/cp3XY (see scripts/package-release).
 VENDOR = "vendor"

@@ -18,7 +18,7 @@ from support.fake_kubectl import fixture_json
 from kubectl_tao.store.records import RecordStore
 
 ENTRY = ROOT / "kubectl-tao"
-HEAVY = {"jsonschema", "ruamel.yaml", "sh", "asyncio", "filelock"}
+HEAVY = {"jsonschema", "ruamel.yaml", "sh", "asyncio"}
 CLI = {"typer", "click"}
 RUN = """\
 import json, os, runpy, sys
