@@ -131,7 +131,7 @@ def show(
 @with_cluster_flags
 def list_(output: str = OutputOption, no_headers: bool = NoHeadersOption) -> int:
     """List records, newest first, without asking the cluster."""
-    from kubectl_tao.cli.output import check_format, emit, emit_data, info, table
+    from kubectl_tao.cli.output import as_list, check_format, emit, emit_data, info, table
 
     fmt = check_format(output, ("table", "json", "yaml", "name"))
     errors: list[str] = []
@@ -140,7 +140,7 @@ def list_(output: str = OutputOption, no_headers: bool = NoHeadersOption) -> int
         info(f"warning: {problem}")
     if fmt == "name":
         emit("".join(f"{r.id}\n" for r in records))
-    elif not emit_data(fmt, [dict(r) for r in records]):
+    elif not emit_data(fmt, as_list([dict(r) for r in records])):
         rows = [[r.id, r.get("platform"), r.effective_state, r.get("results_dir")] for r in records]
         emit(table(rows, ["ID", "PLATFORM", "STATE", "RESULTS_DIR"], no_headers=no_headers))
     return 0

@@ -429,7 +429,7 @@ def render_action_objects(
 
 
 def render_action_job(request: dict[str, Any], staging_map: dict[str, Any], **options: Any) -> str:
-    """The Job manifest for an action request, as YAML (JSON documents; see render.to_yaml); `options` are
+    """The Job manifest for an action request, as YAML (see render.to_yaml); `options` are
     those of render_action_objects."""
     from kubectl_tao.core.render import to_yaml
 

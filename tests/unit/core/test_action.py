@@ -169,7 +169,7 @@ def test_fresh_output_equal_to_a_writable_source_is_covered(request_args, stagin
 def test_render_action_job_returns_yaml_that_kubectl_reads_back(request_args, staging_args):
     request_args["environment"]["TRICKY"] = "yes\n---\nkind: Secret\n{a: b} $(rm -rf /) `x` 'q' \"dq\""
     text = action.render_action_job(request_args, staging_args, job_id=JOB_ID, pvc_claim="p", credential_secret="s")
-    assert text.startswith("---\n")
+    assert text.startswith("apiVersion: batch/v1\n")
     (parsed,) = yaml.safe_load_all(text)
     env = {e["name"]: e.get("value") for e in container_of(parsed)["env"]}
     assert env["TRICKY"] == request_args["environment"]["TRICKY"]
