@@ -18,8 +18,9 @@ Examples:
 
 \b
 Records live in $TAO_STATE_DIR/jobs (TAO_STATE_DIR must be absolute), else ~/.tao/jobs, in the format the
-TAO skill bank's tao_job_record reads and writes. Exit codes: 0 ok, 1 illegal transition or missing record,
-2 bad flags or values."""
+TAO skill bank's tao_job_record reads and writes. Exit codes: 0 ok, 1 illegal transition, missing record or a
+record file that cannot be used (not a regular file, over 16 MiB, nested too deep, not a record, another
+record's id: `list` skips such a file with a warning), 2 bad flags or values."""
 
 record_app = typer.Typer(
     name="record",

@@ -21,7 +21,8 @@ Examples:
 
 \b
 States: PENDING, RUNNING, COMPLETE, ERROR (with ERR_INFRA / ERR_PROGRAM), CANCELED, UNKNOWN (the Job is gone;
-the record keeps its history). Exit 0 when the state was read; with --watch, 0 only for COMPLETE."""
+the record keeps its history). Exit 0 when the state was read; with --watch, 0 only for COMPLETE; 1 when the
+record cannot be used (a bad file, another record's id, a backend_ref that is not NAMESPACE/NAME)."""
 
 
 def show(job: str, output: str, no_headers: bool, force: bool) -> int:

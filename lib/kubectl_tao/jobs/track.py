@@ -115,9 +115,34 @@ class Observation(Value):
 
 
 def load(store: Any, record_id: str) -> Tracked:
+    """The record and its additions; TaoError (exit 1) for a Kubernetes record that names its Job in a way no
+    kubectl call may carry (lookup_problem)."""
     record = store.show(record_id)
     extra = store.get_extra(record_id) or {}
-    return Tracked(record, extra)
+    tracked = Tracked(record, extra)
+    problem = lookup_problem(tracked)
+    if problem is not None:
+        raise TaoError(f"job record {record_id}: {problem}")
+    return tracked
+
+
+def lookup_problem(tracked: Tracked) -> str | None:
+    """Why a Kubernetes record's Job must not be looked up: its backend_ref is not NAMESPACE/NAME, or the
+    namespace or Job name kubectl-tao stored is not a Kubernetes name (another tool's record, a hand-edited
+    file). Checked before any kubectl call; the bad value is never quoted."""
+    if not tracked.on_kubernetes:
+        return None
+    from kubectl_tao.store.recordfields import is_kubernetes_ref, is_namespace, is_object_name
+
+    ref, extra = tracked.record.get("backend_ref"), tracked.extra
+    fix = "kubectl-tao does not look it up; open a new record for the Job"
+    if ref and not is_kubernetes_ref(ref):
+        return f"its backend_ref is not NAMESPACE/NAME (a DNS-1123 label, '/', a DNS-1123 subdomain); {fix}"
+    if extra.get("namespace") and not is_namespace(extra["namespace"]):
+        return f"its kubectl-tao data names a namespace that is not a DNS-1123 label; {fix}"
+    if extra.get("job_name") and not is_object_name(extra["job_name"]):
+        return f"its kubectl-tao data names a Job that is not a DNS-1123 subdomain; {fix}"
+    return None
 
 
 def check_pin(tracked: Tracked, server: str, *, force: bool = False) -> None:
@@ -151,6 +176,9 @@ class Fetching:
         ns, name = tracked.namespace, tracked.job_name
         if not ns or not name:
             return
+        problem = lookup_problem(tracked)
+        if problem is not None:
+            raise TaoError(f"job record {tracked.id}: {problem}")
         if not tracked.launched_here:
             self._start(kc, "job", ["get", "job", name, "-n", ns, "--ignore-not-found", "-o", "json"])
             self._start(kc, "pods", ["get", "pods", "-n", ns, "-l", tracked.pod_selector, "-o", "json"])

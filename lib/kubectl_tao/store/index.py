@@ -25,9 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from kubectl_tao.core.atomicwrite import write_atomically
+from kubectl_tao.core.errors import TaoError
+from kubectl_tao.store import safefile
 
 INDEX_NAME = ".list-index.json"
 VERSION = 1
+INDEX_MAX_BYTES = 1024 * 1024 * 1024  # a few hundred bytes a record: far more records than any store holds
 
 Stamp = list[int]
 
@@ -52,9 +55,8 @@ def digest(record_path: str, extra_path: str) -> str | None:
     h = hashlib.blake2b(digest_size=16)
     for path in (record_path, extra_path):
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError:
+            data = safefile.read_bytes(path, "job record")
+        except (OSError, TaoError):  # a link, a FIFO, too large...: the read that follows says which
             if path is record_path:
                 return None
             h.update(b"-")
@@ -80,8 +82,8 @@ class ListIndex:
 
     def _load(self) -> dict[str, Any]:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = safefile.read_json(self.path, "list index", INDEX_MAX_BYTES)
+        except (OSError, TaoError):
             return {}
         if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("records"), dict):
             return {}

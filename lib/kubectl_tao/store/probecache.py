@@ -21,6 +21,7 @@ from kubectl_tao.core import render
 from kubectl_tao.core.ages import age_text
 from kubectl_tao.core.atomicwrite import write_atomically
 from kubectl_tao.core.errors import TaoError
+from kubectl_tao.store import safefile
 from kubectl_tao.store.locking import exclusive
 from kubectl_tao.store.statedir import check_private, make_private_dirs
 from kubectl_tao.store.statedir import state_dir as default_state_dir
@@ -95,14 +96,18 @@ def load_cache(path: Path) -> tuple[dict[str, Any], str | None]:
     """The cache and, when the file could not be used, a warning (the cache is then empty and the next
     probe rewrites the file). A missing file is an empty cache without a warning."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = safefile.read_bytes(path, "the probe cache").decode("utf-8")
     except FileNotFoundError:
         return empty_cache(), None
-    except (OSError, UnicodeDecodeError) as exc:
-        return empty_cache(), f"cannot read the probe cache {path} ({exc}); it is ignored"
+    except UnicodeDecodeError:
+        return empty_cache(), f"the probe cache {path} is not UTF-8 text; it is ignored and will be rewritten"
+    except OSError as exc:
+        return empty_cache(), f"cannot read the probe cache {path} ({exc.strerror or exc}); it is ignored"
+    except TaoError as exc:
+        return empty_cache(), f"{exc.message}; it is ignored"
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return empty_cache(), f"the probe cache {path} is not valid JSON; it is ignored and will be rewritten"
     if not isinstance(data, dict) or not isinstance(data.get("probes"), dict):
         return empty_cache(), f"the probe cache {path} has no 'probes' object; it is ignored and will be rewritten"

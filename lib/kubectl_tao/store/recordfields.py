@@ -11,15 +11,19 @@ from typing import Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import UsageError
-from kubectl_tao.core.names import require_ascii_name
+from kubectl_tao.core.names import (
+    DNS_LABEL_MAX,
+    DNS_LABEL_RE,
+    DNS_SUBDOMAIN_MAX,
+    DNS_SUBDOMAIN_RE,
+    require_ascii_name,
+)
 from kubectl_tao.store.recordids import validate_id
 
 SCHEMA_VERSION = 1
 STORAGE_TIERS = ("A", "B", "C")
 PLATFORM_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 _BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
-# NAMESPACE/NAME: a DNS-1123 label, then a DNS-1123 subdomain (a Job's name)
-_K8S_REF_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 
 
 def text_field(value: object, flag: str, *, max_len: int = 256, spaces: bool = True) -> str:
@@ -79,9 +83,22 @@ def normalize_results_dir(value: str, flag: str = "--results-dir") -> str:
     return normalized
 
 
+def is_namespace(value: object) -> bool:
+    """A DNS-1123 label (at most 63 characters), as Kubernetes requires of a namespace."""
+    return isinstance(value, str) and len(value) <= DNS_LABEL_MAX and DNS_LABEL_RE.fullmatch(value) is not None
+
+
+def is_object_name(value: object) -> bool:
+    """A DNS-1123 subdomain (at most 253 characters), as Kubernetes requires of a Job's name."""
+    return isinstance(value, str) and len(value) <= DNS_SUBDOMAIN_MAX and DNS_SUBDOMAIN_RE.fullmatch(value) is not None
+
+
 def is_kubernetes_ref(ref: object) -> bool:
     """NAMESPACE/NAME: a DNS-1123 label, '/', a DNS-1123 subdomain."""
-    return isinstance(ref, str) and _K8S_REF_RE.fullmatch(ref) is not None
+    if not isinstance(ref, str):
+        return False
+    namespace, slash, name = ref.partition("/")
+    return bool(slash) and is_namespace(namespace) and is_object_name(name)
 
 
 def validate_backend_ref(ref: str, platform: str) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 from kubectl_tao.core.atomicwrite import write_atomically
 from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.templates import data_dir
-from kubectl_tao.store import recordfields, transitions
+from kubectl_tao.store import recordfields, safefile, transitions
 from kubectl_tao.store.locking import exclusive
 from kubectl_tao.store.recordfields import SCHEMA_VERSION, STORAGE_TIERS
 from kubectl_tao.store.recordids import ID_RE, make_id, validate_id
@@ -138,14 +138,21 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
 
 
 def _read_record(path: Path, record_id: str) -> dict[str, Any]:
-    """The record at ``path``; TaoError (exit 1) when it is not JSON or does not match the schema."""
-    data = _read_json(path, f"job record {record_id}")
-    problem = record_problem(data)
+    """The record at ``path``; TaoError (exit 1) when it cannot be read (store/safefile.py), is not a record,
+    or holds another id than its file name says (a copied or planted file)."""
+    data = _read_json(path, "job record", f"no job record {record_id}")
+    problem = _problem(data, record_id)
     if problem is not None:
-        raise TaoError(
-            f"job record {path} does not match job-record.schema.json at {problem}; restore it or move it aside"
-        )
+        raise TaoError(f"job record {path} {problem}; restore it or move it aside")
     return data
+
+
+def _problem(data: Mapping[str, Any], record_id: str) -> str | None:
+    """What makes DATA, read from <record_id>.json, no usable record; the id it holds is never quoted."""
+    if data.get("id") != record_id:
+        return "holds the id of another record, not the one its file name gives"
+    problem = record_problem(data)
+    return None if problem is None else f"does not match job-record.schema.json at {problem}"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -161,20 +168,25 @@ def _replace_atomically(path: Path, obj: object) -> None:
     write_atomically(path, _dumps(obj))
 
 
-def _read_json(path: Path, what: str) -> dict[str, Any]:
+def _read_json(path: Path, what: str, missing: str | None = None) -> dict[str, Any]:
+    """The JSON object at PATH; TaoError naming the file (never its content) when it is missing (MISSING says
+    so, else its absence is an error like any other), not a regular file, too large, too deep or not JSON."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return safefile.read_json(path, what)
     except FileNotFoundError:
-        raise TaoError(f"no {what} at {path}; `tao_job_record list` shows the records") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TaoError(f"cannot read {what} {path}: {exc}") from None
+        raise TaoError(f"{missing or f'no {what}'} at {path}; `tao_job_record list` shows the records") from None
+    except TaoError as exc:
+        raise TaoError(f"{exc.message}; restore it or move it aside") from None
+
+
+def _read_json_if_there(path: Path, what: str) -> dict[str, Any] | None:
+    """As _read_json; None when nothing is at PATH."""
     try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise TaoError(f"{what} {path} is not valid JSON ({exc}); restore it or move it aside") from None
-    if not isinstance(data, dict):
-        raise TaoError(f"{what} {path} is not a JSON object; restore it or move it aside")
-    return data
+        return safefile.read_json(path, what)
+    except FileNotFoundError:
+        return None
+    except TaoError as exc:
+        raise TaoError(f"{exc.message}; restore it or move it aside") from None
 
 
 def _cap_log_tail(tail: object) -> object:
@@ -355,22 +367,15 @@ class RecordStore:
             if path.name.startswith(".") or not ID_RE.fullmatch(path.stem):
                 continue
             try:
-                data = _read_json(path, "job record")
-            except TaoError as exc:
-                if errors is not None:
-                    errors.append(exc.message)
+                data = safefile.read_json(path, "job record")
+            except (OSError, TaoError) as exc:  # OSError: gone since it was listed
+                if errors is not None and isinstance(exc, TaoError):
+                    errors.append(f"{exc.message}; skipped (restore it or move it aside)")
                 continue
-            if data.get("id") != path.stem:
-                if errors is not None:
-                    errors.append(f"job record {path} names id {data.get('id')!r}, not {path.stem!r}; skipped")
-                continue
-            problem = record_problem(data)
+            problem = _problem(data, path.stem)
             if problem is not None:
                 if errors is not None:
-                    errors.append(
-                        f"job record {path} does not match job-record.schema.json at {problem}; skipped (restore it "
-                        "or move it aside)"
-                    )
+                    errors.append(f"job record {path} {problem}; skipped (restore it or move it aside)")
                 continue
             redacted = redact_obj(data)
             assert isinstance(redacted, dict)
@@ -383,10 +388,7 @@ class RecordStore:
         """kubectl-tao's additions for a record ({} when there are none yet)."""
         if not self.path(record_id).is_file():
             raise TaoError(f"no job record {record_id} in {self.jobs_dir}; `tao_job_record list` shows the records")
-        path = self.extra_path(record_id)
-        if not path.is_file():
-            return {}
-        return _read_json(path, f"kubectl-tao data for {record_id}")
+        return _read_json_if_there(self.extra_path(record_id), "kubectl-tao data") or {}
 
     def update_extra(self, record_id: str, **fields: Any) -> dict[str, Any]:
         """Merge ``fields`` (top-level keys replace) into the additions, under the record's lock."""
@@ -403,11 +405,7 @@ class RecordStore:
         if reserved:
             raise UsageError(f"{', '.join(sorted(reserved))} of the kubectl-tao data cannot be changed")
         path = self.extra_path(record_id)
-        current = (
-            _read_json(path, f"kubectl-tao data for {record_id}")
-            if path.is_file()
-            else {"schema_version": SCHEMA_VERSION, "id": record_id}
-        )
+        current = _read_json_if_there(path, "kubectl-tao data") or {"schema_version": SCHEMA_VERSION, "id": record_id}
         if "history" in fields:
             fields["history"] = _cap_history(fields["history"])
         merged = redact_obj({**current, **fields})

@@ -385,14 +385,16 @@ def test_show_redacts_records_written_by_others(store: RecordStore) -> None:
 def test_corrupt_records_are_reported(store: RecordStore) -> None:
     record_id = _open(store)
     (store.jobs_dir / f"{record_id}.json").write_text("{not json")
-    with pytest.raises(TaoError, match=rf"^job record {record_id} .*{record_id}.json is not valid JSON"):
+    with pytest.raises(TaoError, match=rf"^job record .*/{record_id}.json is not valid JSON \(at line 1 column 2\)"):
         store.show(record_id)
     (store.jobs_dir / "zz-other-000000.json").write_text(json.dumps(_reference_record()))
     errors: list[str] = []
     assert store.list(errors) == []
     assert len(errors) == 2
     assert "is not valid JSON" in errors[0]
-    assert "names id 'yolo-export-abcdef', not 'zz-other-000000'; skipped" in errors[1]
+    assert errors[1].endswith("zz-other-000000.json holds the id of another record, not the one its file name gives; "
+                              "skipped (restore it or move it aside)")
+    assert "yolo-export-abcdef" not in errors[1]
 
 
 def test_list_is_newest_first(store: RecordStore) -> None:
