@@ -1,6 +1,6 @@
 """The one exception family of kubectl-tao and the exit codes it maps to.
 
-Exit codes (documented in the README):
+Exit codes (documented in docs/verbs.md):
   0  success
   1  the job or a gate failed (capacity, lint, dry-run, job ended in ERROR)
   2  usage error or bad input (flags, files, names, paths)

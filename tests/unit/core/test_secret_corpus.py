@@ -1,5 +1,5 @@
 """The secret linter on its two corpora (issue 17, item 6): no credential missed, no honest job refused.
-The figures are in the README's Security section."""
+The figures are in docs/secrets.md."""
 
 from __future__ import annotations
 
