@@ -1,5 +1,5 @@
 """The session every verb shares: the global cluster flags as parsed, the kubectl wrapper built from them, the
-record store. Free of typer and click, so the hand-parsed start-up path (commands/fastpath.py) uses it too."""
+record store."""
 
 from __future__ import annotations
 
