@@ -287,14 +287,13 @@ def _spec_plan(
     warnings = render.warnings_for(spec)
 
     def render_objects(job_name: str, record_id: str, secret: str | None) -> list[dict[str, Any]]:
-        final = render.with_overrides(
-            spec,
+        final = spec.replaced(
             name=job_name,
             record_id=record_id,
             results_dir=spec_results(record_id),
             env_secret=existing_secret or secret,
         )
-        return render.render(final)
+        return render.render(final)  # which validates the spec, once
 
     min_version = None
     feature = ""
