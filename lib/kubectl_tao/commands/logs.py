@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from kubectl_tao.commands.common import record_store, session, with_cluster_flags
+from kubectl_tao.commands.common import VerbCommand, record_store, session
 from kubectl_tao.core.logs import DEFAULT_TAIL
 
 EPILOG = """\b
@@ -23,8 +23,7 @@ job ended are shown instead."""
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("logs", epilog=EPILOG)
-    @with_cluster_flags
+    @app.command("logs", epilog=EPILOG, cls=VerbCommand)
     def logs(
         job: str = typer.Argument(..., help="Record id (see `kubectl tao list`)."),
         tail: int = typer.Option(

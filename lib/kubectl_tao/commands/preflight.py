@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import OutputOption, session, with_cluster_flags
+from kubectl_tao.commands.common import OutputOption, VerbCommand, session
 
 EPILOG = """\b
 Examples:
@@ -20,8 +20,7 @@ TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1 on managed GPU nodes (EKS/GKE/AKS node images,
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("preflight", epilog=EPILOG)
-    @with_cluster_flags
+    @app.command("preflight", epilog=EPILOG, cls=VerbCommand)
     def preflight(
         gpus: int = typer.Option(0, "--gpus", min=0, help="GPUs per node the job will ask for."),
         nodes: int = typer.Option(1, "--nodes", min=1, help="Nodes (ranks) the job will use."),

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from kubectl_tao.commands.common import NoHeadersOption, OutputOption, record_store, with_cluster_flags
+from kubectl_tao.commands.common import NoHeadersOption, OutputOption, VerbCommand, record_store
 
 EPILOG = """\b
 Examples:
@@ -51,8 +51,8 @@ def _emit_record(record: dict, fmt: str) -> None:
     "open",
     epilog="\b\nExamples:\n  kubectl tao record open --image IMG --network-arch dino --action train "
     "--storage-tier A --results-root /workspace/results\n  kubectl tao record open ... -o json",
+    cls=VerbCommand,
 )
-@with_cluster_flags
 def open_(
     image: str = typer.Option(..., "--image", help="Container image the job runs."),
     network_arch: str = typer.Option(..., "--network-arch", help="TAO network architecture (id prefix)."),
@@ -95,8 +95,8 @@ def open_(
     "mark",
     epilog="\b\nExamples:\n  kubectl tao record mark ID --state RUNNING --backend-ref tao/JOB\n"
     "  kubectl tao record mark ID --state ERROR --err-class ERR_INFRA --message 'node lost'",
+    cls=VerbCommand,
 )
-@with_cluster_flags
 def mark(
     record_id: str = typer.Argument(..., metavar="ID", help="Record id."),
     state: str = typer.Option(..., "--state", help="PENDING, RUNNING, COMPLETE, ERROR, CANCELED or UNKNOWN."),
@@ -114,8 +114,9 @@ def mark(
     return 0
 
 
-@record_app.command("show", epilog="\b\nExamples:\n  kubectl tao record show ID\n  kubectl tao record show ID -o yaml")
-@with_cluster_flags
+@record_app.command(
+    "show", epilog="\b\nExamples:\n  kubectl tao record show ID\n  kubectl tao record show ID -o yaml", cls=VerbCommand
+)
 def show(
     record_id: str = typer.Argument(..., metavar="ID", help="Record id."),
     output: str = typer.Option("json", "--output", "-o", help="json (default) or yaml."),
@@ -127,9 +128,10 @@ def show(
 
 
 @record_app.command(
-    "list", epilog="\b\nExamples:\n  kubectl tao record list\n  kubectl tao record list -o json --no-headers"
+    "list",
+    epilog="\b\nExamples:\n  kubectl tao record list\n  kubectl tao record list -o json --no-headers",
+    cls=VerbCommand,
 )
-@with_cluster_flags
 def list_(output: str = OutputOption, no_headers: bool = NoHeadersOption) -> int:
     """List records, newest first, without asking the cluster."""
     from kubectl_tao.cli.output import as_list, check_format, emit, emit_data, info, table

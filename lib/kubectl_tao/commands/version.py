@@ -20,13 +20,13 @@ def client_version_line() -> str:
 def register(app: typer.Typer) -> None:
     import typer
 
-    from kubectl_tao.commands.common import OutputOption, with_cluster_flags
+    from kubectl_tao.commands.common import OutputOption, VerbCommand
 
     @app.command(
         "version",
         epilog="\b\nExamples:\n  kubectl tao version\n  kubectl tao version --server -o json",
+        cls=VerbCommand,
     )
-    @with_cluster_flags
     def version(
         server: bool = typer.Option(False, "--server", help="Also ask the API server for its version."),
         output: str = OutputOption,

@@ -75,7 +75,7 @@ def test_stdin_given_twice_is_a_usage_error(cli: Any) -> None:
 
 def test_lint_without_files_is_a_usage_error(cli: Any) -> None:
     code, _, err = cli("lint")
-    assert code == 2 and "Missing argument 'FILES...'" in err
+    assert code == 2 and "Missing argument 'FILE...'" in err
 
 
 # ----------------------------------------------------------------------------------------------- record
