@@ -1,4 +1,4 @@
-"""`kubectl tao fit`: gather what gates.fit needs in as few kubectl calls as possible, then ask it.
+"""`kubectl tao fit`: gather what gpufit.fit needs in as few kubectl calls as possible, then ask it.
 
 Round trip 1 (three processes at once, four for --nodes > 1 without --queue): the nodes and running pods
 (capacity.calls), `get localqueues.kueue.x-k8s.io -n NS -o json` and the discovery of scheduling.k8s.io/v1beta1
@@ -27,7 +27,7 @@ _NO_KUEUE_MARKERS = ("doesn't have a resource type", "the server could not find 
 
 @record
 class FitReport(Value):
-    verdict: Any  # gates.FitVerdict
+    verdict: Any  # gpufit.FitVerdict
     namespace: str
     local_queue: str | None = None
     notes: list[str] = Factory(list)
@@ -90,9 +90,9 @@ def queue_call(namespace: str) -> tuple[list[str], dict[str, Any]]:
 def read_queue(
     kc: Kubectl, queues: Completed | TaoError, queue: str | None, namespace: str
 ) -> tuple[Any, str | None, list[str]]:
-    """The quota (gates.QueueQuota) of the LocalQueue that applies, its name, and notes; round trip 2 reads
+    """The quota (quota.QueueQuota) of the LocalQueue that applies, its name, and notes; round trip 2 reads
     its ClusterQueue. --queue naming no LocalQueue, or a cluster without Kueue, is a UsageError (exit 2)."""
-    from kubectl_tao.core import gates
+    from kubectl_tao.core.quota import queue_quota
 
     notes: list[str] = []
     if isinstance(queues, TaoError):
@@ -123,23 +123,23 @@ def read_queue(
             ) from None
         notes.append(f"Kueue quota not checked: cannot read ClusterQueue {cq_name}: {exc.message}")
         return None, local_queue, notes
-    return gates.queue_quota(chosen, cq), local_queue, notes
+    return queue_quota(chosen, cq), local_queue, notes
 
 
 def judge_reading_dra_if_needed(
     kc: Kubectl, judge: Callable[[Any], Any], *, first: Any = None, started: Running | None = None
 ) -> tuple[Any, str]:
-    """`judge(dra)` -> gates.FitVerdict, judged first without DRA devices and again with them only when that
+    """`judge(dra)` -> gpufit.FitVerdict, judged first without DRA devices and again with them only when that
     does not fit. DRA devices only ever add GPUs to nodes the device plugins leave at zero
     (gpuinventory.gate_nodes), so a job that fits without them fits with them, and their read (the costliest
     of the gate on a big cluster) is made only when it could change the verdict. Returns the verdict and, when
     it still does not fit, why DRA GPUs were not counted ('' when they were or there are none). `first`: the
     verdict without DRA devices when the caller has it already; `started`: DRA_READ already on its way (the
     caller's to stop when it is not read here)."""
-    from kubectl_tao.core import gates, gpuinventory
+    from kubectl_tao.core import gpufit, gpuinventory
 
     verdict = judge(None) if first is None else first
-    if verdict.verdict == gates.FITS:
+    if verdict.verdict == gpufit.FITS:
         return verdict, ""
     answer: Completed | TaoError
     if started is not None:
@@ -151,7 +151,7 @@ def judge_reading_dra_if_needed(
         answer = kc.run_many({"dra": (gpuinventory.DRA_READ, {"namespaced": False})})["dra"]
     dra, note = gpuinventory.read_dra(answer)
     verdict = judge(dra)
-    return verdict, note if verdict.verdict != gates.FITS else ""
+    return verdict, note if verdict.verdict != gpufit.FITS else ""
 
 
 def judge_seen(
@@ -165,11 +165,11 @@ def judge_seen(
     gpu_product: str | None = None,
     quota: Any = None,
 ) -> Any:
-    """The fit verdict (gates.FitVerdict) of GPUS x NODES over what the gate read (capacity.Capacity: nodes and
+    """The fit verdict (gpufit.FitVerdict) of GPUS x NODES over what the gate read (capacity.Capacity: nodes and
     the pods on them), DRA devices (gpuinventory.read_dra, or None) and a queue's quota (or None)."""
-    from kubectl_tao.core import gates, gpuinventory
+    from kubectl_tao.core import gpufit, gpuinventory
 
-    return gates.fit(
+    return gpufit.fit(
         gpuinventory.fit_nodes(seen.nodes, seen.pods, dra),
         gpus,
         nodes,

@@ -18,7 +18,7 @@ from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
 @dataclass(frozen=True)
 class QueueView:
-    """What is left of the ClusterQueue quota behind a LocalQueue (quota: gates.QueueQuota; None when the
+    """What is left of the ClusterQueue quota behind a LocalQueue (quota: quota.QueueQuota; None when the
     ClusterQueue could not be read, which a note says)."""
 
     local_queue: str

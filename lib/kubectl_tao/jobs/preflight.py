@@ -79,7 +79,7 @@ def cluster_checks(
     gpu_product: str | None = None,
     queue: str | None = None,
 ) -> list[Check]:
-    from kubectl_tao.core import gates, gpuinventory
+    from kubectl_tao.core import gpufit, gpuinventory, serverversion
     from kubectl_tao.k8s import capacity, gang
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {
@@ -104,7 +104,7 @@ def cluster_checks(
     assert isinstance(version, Completed)
     checks: list[Check] = []
     try:
-        server = gates.parse_server_version(json.loads(version.stdout))
+        server = serverversion.parse_server_version(json.loads(version.stdout))
         checks.append(Check("cluster", OK, f"reachable, Kubernetes {server.text}"))
     except (TaoError, ValueError) as exc:
         return [Check("cluster", MISSING, f"cannot read the server version: {exc}", REACH_FIX)]
@@ -141,7 +141,7 @@ def cluster_checks(
         if gpus > 0 or nodes > 1:
             from kubectl_tao.core.contract import GPU_TOLERATION
 
-            verdict = gates.fit(
+            verdict = gpufit.fit(
                 node_list,
                 gpus,
                 nodes,

@@ -189,7 +189,8 @@ def run_gates(
     from kubectl_tao.k8s import gang, permissions
 
     if plan.queue or plan.gpus > 0 or plan.nodes > 1 or plan.min_version:  # a 0-GPU single-node job needs none
-        from kubectl_tao.core import gates, gpuinventory
+        from kubectl_tao.core import gpufit, gpuinventory, serverversion
+        from kubectl_tao.core import quota as quotas
         from kubectl_tao.jobs import fit as fitting
         from kubectl_tao.k8s import capacity
 
@@ -232,7 +233,7 @@ def run_gates(
                 seen_error = exc
             if seen is not None and seen.nodes is not None:
                 plain = _judge(plan, seen, None, None)
-                if plain.verdict != gates.FITS:
+                if plain.verdict != gpufit.FITS:
                     dra_read = kc.start(gpuinventory.DRA_READ, namespaced=False)
         results = batch.results()
         warnings = list(plan.warnings)
@@ -250,8 +251,8 @@ def run_gates(
         if "version" in results:
             version_result = results["version"]
             assert isinstance(version_result, Completed)
-            version = gates.parse_server_version(json.loads(version_result.stdout))
-            gates.require_version(
+            version = serverversion.parse_server_version(json.loads(version_result.stdout))
+            serverversion.require_version(
                 version, plan.min_version or (1, 28), plan.min_version_feature or "multi-node jobs"
             )
             if plan.nodes > 1 and server and not plan.skip_probe_warning:
@@ -269,7 +270,7 @@ def run_gates(
             quota, _, queue_notes = fitting.read_queue(kc, queues, plan.queue, namespace)
             warnings += queue_notes
             if quota is not None and quota.inactive and (seen is None or seen.nodes is None):
-                raise NeverFitsError(gates.inactive_queue_message(quota))  # no fit below says it
+                raise NeverFitsError(quotas.inactive_queue_message(quota))  # no fit below says it
         verdict_dict: dict[str, Any] | None = None
         if seen is not None and seen.nodes is not None:
 
@@ -277,7 +278,7 @@ def run_gates(
                 return _judge(plan, seen, dra, quota)
 
             first = plain if quota is None else judge(None)
-            if first.verdict == gates.QUEUE and not plan.require_fit_now:
+            if first.verdict == gpufit.QUEUE and not plan.require_fit_now:
                 # DRA GPUs can only turn "queue" into "fits", never refuse the job: the create need not wait
                 # for their read, which goes on beside it (the LaterFit's now, to settle or stop).
                 later = LaterFit(kc, judge, first, dra_read or kc.start(gpuinventory.DRA_READ, namespaced=False))
@@ -359,9 +360,9 @@ def _noted(verdict: Any, dra_note: str) -> Any:
 
 def fit_warnings(verdict: Any) -> tuple[dict[str, Any], list[str]]:
     """The verdict as a dict and the capacity gate's warnings (NeverFitsError for "never")."""
-    from kubectl_tao.core import gates
+    from kubectl_tao.core import gpufit
 
-    return verdict.to_dict(), gates.capacity_gate(verdict)
+    return verdict.to_dict(), gpufit.capacity_gate(verdict)
 
 
 def _judge(plan: Plan, seen: Any, dra: Any, quota: Any) -> Any:
