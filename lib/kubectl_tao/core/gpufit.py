@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kubectl_tao.core import contract
-from kubectl_tao.core.errors import NeverFitsError, TaoError
+from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.quantities import gpu_quantity
 from kubectl_tao.core.quota import QueueQuota, inactive_queue_message, room_text
 from kubectl_tao.core.valueclass import Factory, Value, plain, record
@@ -473,12 +473,3 @@ def _queue_message(request: str, gpus: int, ever: Sequence[NodeGpus], now: Seque
 def _short_list(items: Sequence[str], limit: int = 3) -> str:
     shown = ", ".join(items[:limit])
     return shown if len(items) <= limit else f"{shown}, +{len(items) - limit} more"
-
-
-def capacity_gate(verdict: FitVerdict) -> list[str]:
-    """Raise NeverFitsError (exit 4) for "never"; return warnings for "queue"; nothing for "fits"."""
-    if verdict.verdict == NEVER:
-        raise NeverFitsError(verdict.message)
-    if verdict.verdict == QUEUE:
-        return [verdict.message]
-    return []

@@ -6,13 +6,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubectl_tao.core.errors import GateError, TaoError
+from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.valueclass import Value, plain, record
 
 MULTI_NODE_MIN_VERSION = (1, 28)
 RETRIES_PER_INDEX_MIN_VERSION = (1, 29)
 
-# Why a feature needs a given minimum; used by require_version when the caller gives no reason of its own.
+# Why a feature needs a given minimum; used by too_old when the caller gives no reason of its own.
 _VERSION_WHY = {
     "multi-node jobs": "stable Indexed Job pod hostnames <job>-<index> for MASTER_ADDR",
     "--retries-per-index": "backoffLimitPerIndex on Indexed Jobs is on by default from 1.29",
@@ -67,28 +67,24 @@ def parse_server_version(raw: Any) -> ServerVersion:
     return ServerVersion(major_i, minor_i, 0, str(git_version or f"v{major_i}.{minor_i}"))
 
 
-def require_version(
+def why_needed(feature: str) -> str:
+    """Why FEATURE needs its minimum version ('' when nothing is on record)."""
+    return _VERSION_WHY.get(feature, "")
+
+
+def too_old(
     version: ServerVersion,
-    minimum: tuple[int, int] = MULTI_NODE_MIN_VERSION,
+    minimum: Sequence[int] = MULTI_NODE_MIN_VERSION,
     feature: str = "multi-node jobs",
     why: str | None = None,
-) -> None:
-    """Raise GateError when the server is older than `minimum` for `feature`."""
+) -> str:
+    """Why the server is too old for FEATURE (one line naming the fix), or '' when it is new enough."""
     if version.at_least(minimum):
-        return
+        return ""
     need = ".".join(str(part) for part in minimum)
-    reason = why if why is not None else _VERSION_WHY.get(feature, "")
+    reason = why if why is not None else why_needed(feature)
     because = f" ({reason})" if reason else ""
-    raise GateError(
+    return (
         f"{feature} need Kubernetes >= {need}{because}; this cluster runs {version.text}: "
         f"upgrade the cluster or run without {feature}"
     )
-
-
-def require_multi_node(version: ServerVersion) -> None:
-    require_version(version, MULTI_NODE_MIN_VERSION, "multi-node jobs")
-
-
-def require_retries_per_index(version: ServerVersion) -> None:
-    require_version(version, RETRIES_PER_INDEX_MIN_VERSION, "--retries-per-index")
-

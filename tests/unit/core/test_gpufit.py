@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from support import FIXTURES as FIXTURES_ROOT
 
 from kubectl_tao.core import gpufit
-from kubectl_tao.core.errors import EXIT_NEVER_FITS, NeverFitsError, TaoError
+from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.gpufit import NodeGpus, fit
 from kubectl_tao.core.quantities import gpu_quantity
 from kubectl_tao.core.quota import QueueQuota, queue_quota
@@ -363,21 +363,6 @@ def test_nodes_that_can_never_host_it_win_over_a_quota_wait() -> None:
 def test_quota_with_room_leaves_the_node_rules() -> None:
     quota = QueueQuota("cq", 64, 0, 0)
     assert fit(two_by_eight(), 8, 2, quota=quota).verdict == "fits"
-
-
-# ------------------------------------------------------------------------------------------- the gate
-
-
-def test_capacity_gate_raises_exit_4_for_never() -> None:
-    with pytest.raises(NeverFitsError) as info:
-        gpufit.capacity_gate(fit(two_by_eight(), 12, 1))
-    assert info.value.exit_code == EXIT_NEVER_FITS
-    assert "gpu-node-0: 8" in str(info.value)
-
-
-def test_capacity_gate_warns_for_queue_and_is_silent_for_fits() -> None:
-    assert gpufit.capacity_gate(fit(two_by_eight((8, 8)), 8, 1))[0].startswith("queue: ")
-    assert gpufit.capacity_gate(fit(two_by_eight(), 8, 1)) == []
 
 
 # ------------------------------------------------------------------------------------------- properties

@@ -9,7 +9,7 @@ import pytest
 from support import FIXTURES as FIXTURES_ROOT
 
 from kubectl_tao.core import serverversion as versions
-from kubectl_tao.core.errors import GateError, TaoError
+from kubectl_tao.core.errors import TaoError
 
 FIXTURES = FIXTURES_ROOT / "k8s"
 
@@ -65,11 +65,9 @@ def test_parse_server_version_rejects_malformed_output(raw: Any, what: str) -> N
     assert what in str(info.value)
 
 
-def test_require_version_refuses_multi_node_on_1_27_and_says_why() -> None:
+def test_multi_node_on_1_27_is_too_old_and_says_why() -> None:
     version = versions.parse_server_version(load("version-1.27.json"))
-    with pytest.raises(GateError) as info:
-        versions.require_version(version)
-    message = str(info.value)
+    message = versions.too_old(version, versions.MULTI_NODE_MIN_VERSION, "multi-node jobs")
     assert message.startswith("multi-node jobs need Kubernetes >= 1.28 (stable Indexed Job pod hostnames")
     assert "<job>-<index> for MASTER_ADDR" in message
     assert "this cluster runs v1.27.9" in message
@@ -77,17 +75,18 @@ def test_require_version_refuses_multi_node_on_1_27_and_says_why() -> None:
 
 
 @pytest.mark.parametrize("fixture", ["version-eks-1.28.json", "version-gke-1.30.json", "version-aks-1.29.json"])
-def test_require_version_accepts_1_28_and_newer(fixture: str) -> None:
-    versions.require_multi_node(versions.parse_server_version(load(fixture)))
+def test_1_28_and_newer_run_multi_node_jobs(fixture: str) -> None:
+    assert versions.too_old(versions.parse_server_version(load(fixture))) == ""
 
 
 def test_retries_per_index_needs_1_29() -> None:
+    minimum = versions.RETRIES_PER_INDEX_MIN_VERSION
     eks_128 = versions.parse_server_version(load("version-eks-1.28.json"))
-    with pytest.raises(GateError) as info:
-        versions.require_retries_per_index(eks_128)
-    assert "--retries-per-index need Kubernetes >= 1.29" in str(info.value)
-    assert "backoffLimitPerIndex" in str(info.value)
-    versions.require_retries_per_index(versions.parse_server_version(load("version-aks-1.29.json")))
+    message = versions.too_old(eks_128, minimum, "--retries-per-index")
+    assert "--retries-per-index need Kubernetes >= 1.29" in message
+    assert "backoffLimitPerIndex" in message
+    assert versions.too_old(versions.parse_server_version(load("version-aks-1.29.json")), minimum,
+                            "--retries-per-index") == ""
 
 
 def test_version_comparison_uses_patch_level() -> None:
