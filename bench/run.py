@@ -8,7 +8,7 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
 - status: kubectl calls per `status` and its wall time vs one bare `kubectl get job NAME`;
 - list: wall time with 1, 50 and 200 records (jobs really submitted) and the kubectl calls of each;
 - capacity gate, for each --capacity-sizes (default 1,000 nodes / 5,000 pods and 5,000 / 50,000): the parse
-  and gates.node_gpus + gates.fit in-process, `kubectl tao fit` over the same JSON served by a stub kubectl,
+  and gpufit.node_gpus + gpufit.fit in-process, `kubectl tao fit` over the same JSON served by a stub kubectl,
   and (unless --no-big-cluster) `kubectl tao fit` with its peak RSS against a separate local API server holding
   those nodes and pods, next to the bare kubectl reads;
 - with --before CHECKOUT: the same start-up, submit and status runs of CHECKOUT/kubectl-tao, interleaved with
@@ -546,7 +546,7 @@ def capacity_target(nodes: int) -> float:
 
 def bench_capacity(b: Bench, rows: list[bl.Row], nodes: int = 1000, pods: int = 5000) -> None:
     log(f"capacity gate over {nodes} nodes / {pods} pods")
-    from kubectl_tao.core import gates
+    from kubectl_tao.core import gpufit
     from kubectl_tao.k8s import capacity, gatelists
     from kubectl_tao.k8s.kubectl import Completed
 
@@ -560,9 +560,9 @@ def bench_capacity(b: Bench, rows: list[bl.Row], nodes: int = 1000, pods: int = 
             started = time.perf_counter()
             seen = capacity.read({"nodes": Completed(nodes_text, "", 0), "pods": Completed(pods_text, "", 0)})
             parsed = time.perf_counter()
-            table = gates.node_gpus(seen.nodes, seen.pods)
+            table = gpufit.node_gpus(seen.nodes, seen.pods)
             for gpus, count in requests:
-                gates.fit(table, gpus, count, tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists",
+                gpufit.fit(table, gpus, count, tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists",
                                                             "effect": "NoSchedule"}])
             done = time.perf_counter()
             gate_only.append(done - parsed)

@@ -40,13 +40,15 @@ def test_preflight_passes_on_the_local_cluster(tao: Tao) -> None:
     real = tao.kubectl("get", "nodes", "-l", "kubectl-tao.io/real-node", "-o", "name").stdout.split()
     gpus, nodes = 16 + int(os.environ.get("KUBECTL_TAO_REAL_NODE_GPUS", "8")) * len(real), 2 + len(real)
     assert f"OK: gpu-operator: {gpus} nvidia.com/gpu allocatable on {nodes} node(s)" in result.stdout
-    assert "OK: rbac-jobs" in result.stdout and "OK: pvc: PersistentVolumeClaim tao-data is Bound" in result.stdout
+    jobs = "create, get, list and delete jobs.batch"
+    assert f"OK: permissions: you may {jobs}; list pods; create, patch, list and delete secrets" in result.stdout
+    assert "OK: references: PersistentVolumeClaim tao-data is Bound" in result.stdout
 
 
 def test_preflight_reports_missing_pvc_and_capacity(tao: Tao) -> None:
     result = tao("preflight", "--gpus", "12", "--pvc", "nope")
     assert result.returncode == 1
-    assert "MISSING: pvc: PersistentVolumeClaim nope not found" in result.stdout
+    assert "MISSING: references: --pvc: PersistentVolumeClaim 'nope' not found" in result.stdout
     assert "MISSING: capacity:" in result.stdout
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from kubectl_tao.commands.common import OutputOption, VerbCommand, session
@@ -48,7 +50,18 @@ def register(app: typer.Typer) -> None:
                 need_secrets=credentials,
                 gpu_product=gpu_product,
                 queue=queue,
+                server=_server(sess),
             )
         if not emit_data(fmt, {"checks": [c.to_dict() for c in checks]}):
             emit("".join(c.line() + "\n" for c in checks))
         return 1 if any(c.status == MISSING for c in checks) else 0
+
+
+def _server(sess: Any) -> str:
+    """The API server's URL from the kubeconfig ('' when it names none: the cluster check says what is wrong)."""
+    from kubectl_tao.core.errors import TaoError
+
+    try:
+        return sess.target().server
+    except TaoError:
+        return ""

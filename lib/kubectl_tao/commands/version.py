@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         fmt = check_format(output, ("table", "json", "yaml"))
         data: dict[str, str] = {"clientVersion": __version__}
         if server:
-            from kubectl_tao.core.gates import parse_server_version
+            from kubectl_tao.core.serverversion import parse_server_version
 
             raw = session().kubectl().json(["version"], namespaced=False)
             data["serverVersion"] = parse_server_version(raw).text

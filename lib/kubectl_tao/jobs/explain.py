@@ -137,10 +137,10 @@ def _needs_nodes(status: st.JobStatus, events: list[Any]) -> bool:
 
 def _kueue_view(kc: Kubectl, ns: str, job: dict[str, Any], notes: list[str]) -> tuple[Any, Any]:
     """Round trip 2 for a Job Kueue holds suspended (three reads at once): its Workload, its LocalQueue and
-    the ClusterQueues. Returns (kueue.Admission | None, gates.QueueQuota | None); what cannot be read
+    the ClusterQueues. Returns (kueue.Admission | None, quota.QueueQuota | None); what cannot be read
     becomes a note (a namespace user may not read ClusterQueues, which are cluster-scoped)."""
-    from kubectl_tao.core.gates import queue_quota
-    from kubectl_tao.jobs.fit import CLUSTERQUEUES, LOCALQUEUES
+    from kubectl_tao.core.quota import queue_quota
+    from kubectl_tao.k8s.queues import CLUSTERQUEUES, LOCALQUEUES
 
     queue = str(kueue.queue_of(job))
     uid = str((job.get("metadata") or {}).get("uid") or "")

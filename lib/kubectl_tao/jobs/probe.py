@@ -35,9 +35,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kubectl_tao.core import contract, gates, names, render, templates
+from kubectl_tao.core import contract, names, render, templates
 from kubectl_tao.core.ages import age_text
 from kubectl_tao.core.errors import TaoError, UsageError
+from kubectl_tao.core.serverversion import parse_server_version
 from kubectl_tao.core.valueclass import Factory, Value, plain, record
 from kubectl_tao.jobs import cancel as cancelling
 from kubectl_tao.jobs import track, wait
@@ -494,7 +495,7 @@ def run_probe(
     """Validate, read the server version, answer from the cache when allowed, else submit the probe,
     wait for it, cache the result and return it."""
     plan = build_plan(opts, namespace)
-    version = gates.parse_server_version(kc.json(["version"], namespaced=False)).text
+    version = parse_server_version(kc.json(["version"], namespaced=False)).text
     cache, warning = probecache.load_cache(cache_file)
     if warning:
         on_progress(f"warning: {warning}")
