@@ -183,7 +183,7 @@ def test_bad_input_exits_2_with_nothing_created(tao: Tao) -> None:
 def test_dry_run_server_creates_nothing(tao: Tao) -> None:
     result = tao.submit("--dry-run=server", "--env-file", "-", input=f"HF_TOKEN={CANARY}\n")
     assert result.returncode == 0, result.stderr
-    assert '"kind": "Job"' in result.stdout and CANARY not in result.stdout
+    assert "\nkind: Job\n" in result.stdout and CANARY not in result.stdout
     assert tao.records() == [] and tao.leftovers() == []
 
 
