@@ -80,14 +80,23 @@ EOF
 
 @test "kubectl tao render takes -n after the plugin name" {
   run --separate-stderr -0 "$KUBECTL" tao render --image busybox --command 'echo hi' --gpus 0 --pvc data -n lab -o yaml
-  assert_line --partial '"kind": "Job",'
-  assert_line --partial '"namespace": "lab",'
-  assert_line --partial '"claimName": "data"'
+  assert_line "kind: Job"
+  assert_line "  namespace: lab"
+  assert_line --partial "claimName: data"
+}
+
+@test "kubectl reads render -o yaml back as written: YAML 1.1 look-alikes stay strings" {
+  run --separate-stderr -0 "$KUBECTL" tao render --image busybox --command 'echo hi' --gpus 0 --pvc data \
+    --annotation a=yes --annotation b=y --annotation c=0123 --annotation d=on --label n=off -o yaml
+  echo "$output" >job.yaml
+  run --separate-stderr -0 "$KUBECTL" label --local -f job.yaml -o json checked=true
+  run python3 -c 'import json,sys; m=json.loads(sys.argv[1])["spec"]["template"]["metadata"]; print(m["annotations"]["a"], m["annotations"]["b"], m["annotations"]["c"], m["annotations"]["d"], m["labels"]["n"])' "$output"
+  assert_output "yes y 0123 on off"
 }
 
 @test "TAO_K8S_NAMESPACE reaches kubectl tao render" {
   TAO_K8S_NAMESPACE=from-env run -0 "$KUBECTL" tao render --image busybox --command 'echo hi' --gpus 0 --pvc data
-  assert_line --partial '"namespace": "from-env",'
+  assert_line "  namespace: from-env"
 }
 
 @test "kubectl refuses global flags before the plugin name" {

@@ -18,7 +18,7 @@ setup() {
 
 # query FILE EXPR: evaluate a Python expression over `docs`, the JSON documents of a rendered manifest.
 query() {
-  python3 -c 'import json,sys; docs=[json.loads(d) for d in open(sys.argv[1]).read().split("---\n") if d.strip()]; print(eval(sys.argv[2]))' "$1" "$2"
+  python3 -c 'import sys, yaml; docs=[d for d in yaml.safe_load_all(open(sys.argv[1])) if d is not None]; print(eval(sys.argv[2]))' "$1" "$2"
 }
 
 render_args() {

@@ -17,7 +17,7 @@ setup() {
 }
 
 query() {
-  python3 -c 'import json,sys; docs=[json.loads(d) for d in open(sys.argv[1]).read().split("---\n") if d.strip()]; print(eval(sys.argv[2]))' "$1" "$2"
+  python3 -c 'import sys, yaml; docs=[d for d in yaml.safe_load_all(open(sys.argv[1])) if d is not None]; print(eval(sys.argv[2]))' "$1" "$2"
 }
 
 @test "one node renders one Job on the PVC" {
@@ -47,7 +47,7 @@ query() {
 @test "warnings go to stderr, the manifest to stdout" {
   run --separate-stderr -0 "$RENDER_JOB" --name smoke --image busybox:1.36 --command 'echo hi' --gpus 0 --pvc d
   assert_equal "$stderr" "WARN: gpus=0: a lifecycle-only run; GPU scheduling is not exercised"
-  assert_line --index 0 -- "---"
+  assert_line --index 0 -- "apiVersion: batch/v1"
 }
 
 @test "tier C renders the fetch init container and warns about the held GPU" {
@@ -81,7 +81,7 @@ query() {
   # The kubelet would expand $(...): the manifest carries it as $$(...), which the container gets back as $(...).
   escaped=$'yes: no\n---\nkind: Secret\n$$(rm -rf /) `id` "q" \'s\''
   "$RENDER_JOB" --name a --image busybox --command "$command" --pvc d >job.yaml
-  run python3 -c 'import json,sys; docs=[json.loads(d) for d in open("job.yaml").read().split("---\n") if d.strip()]; print(len(docs), docs[0]["spec"]["template"]["spec"]["containers"][0]["args"] == [sys.argv[1]])' "$escaped"
+  run python3 -c 'import sys, yaml; docs=[d for d in yaml.safe_load_all(open("job.yaml")) if d is not None]; print(len(docs), docs[0]["spec"]["template"]["spec"]["containers"][0]["args"] == [sys.argv[1]])' "$escaped"
   assert_output "1 True"
 }
 

@@ -163,3 +163,18 @@ json_field() { # json_field FILE EXPR: evaluate a Python expression over the rec
   run -0 "$scripts/render_action_job.py" name --job-id "$id"
   assert_output "$id"
 }
+
+@test "a FIFO or a link under jobs/ is skipped with one warning, and never read" {
+  run -0 open_record
+  id="$output"
+  mkfifo "$TAO_STATE_DIR/jobs/dino-train-fifo00.json"
+  ln -s /dev/zero "$TAO_STATE_DIR/jobs/dino-train-zero00.json"
+  run --separate-stderr -0 timeout 60 "$TAO_JOB_RECORD" list
+  assert_output --partial "$id"
+  refute_output --partial "fifo00"
+  [ "$(printf '%s\n' "$stderr" | grep -c '^WARNING: job record ')" -eq 2 ]
+  [[ "$stderr" == *"dino-train-fifo00.json is a FIFO, not a regular file; skipped"* ]]
+  [[ "$stderr" == *"dino-train-zero00.json is a symbolic link; kubectl-tao reads only regular files; skipped"* ]]
+  run --separate-stderr -1 timeout 60 "$TAO_JOB_RECORD" show dino-train-fifo00
+  assert_equal "$stderr" "ERROR: job record $TAO_STATE_DIR/jobs/dino-train-fifo00.json is a FIFO, not a regular file; restore it or move it aside"
+}

@@ -40,13 +40,15 @@ def test_preflight_passes_on_the_local_cluster(tao: Tao) -> None:
     real = tao.kubectl("get", "nodes", "-l", "kubectl-tao.io/real-node", "-o", "name").stdout.split()
     gpus, nodes = 16 + int(os.environ.get("KUBECTL_TAO_REAL_NODE_GPUS", "8")) * len(real), 2 + len(real)
     assert f"OK: gpu-operator: {gpus} nvidia.com/gpu allocatable on {nodes} node(s)" in result.stdout
-    assert "OK: rbac-jobs" in result.stdout and "OK: pvc: PersistentVolumeClaim tao-data is Bound" in result.stdout
+    jobs = "create, get, list and delete jobs.batch"
+    assert f"OK: permissions: you may {jobs}; list pods; create, patch, list and delete secrets" in result.stdout
+    assert "OK: references: PersistentVolumeClaim tao-data is Bound" in result.stdout
 
 
 def test_preflight_reports_missing_pvc_and_capacity(tao: Tao) -> None:
     result = tao("preflight", "--gpus", "12", "--pvc", "nope")
     assert result.returncode == 1
-    assert "MISSING: pvc: PersistentVolumeClaim nope not found" in result.stdout
+    assert "MISSING: references: --pvc: PersistentVolumeClaim 'nope' not found" in result.stdout
     assert "MISSING: capacity:" in result.stdout
 
 
@@ -181,7 +183,7 @@ def test_bad_input_exits_2_with_nothing_created(tao: Tao) -> None:
 def test_dry_run_server_creates_nothing(tao: Tao) -> None:
     result = tao.submit("--dry-run=server", "--env-file", "-", input=f"HF_TOKEN={CANARY}\n")
     assert result.returncode == 0, result.stderr
-    assert '"kind": "Job"' in result.stdout and CANARY not in result.stdout
+    assert "\nkind: Job\n" in result.stdout and CANARY not in result.stdout
     assert tao.records() == [] and tao.leftovers() == []
 
 

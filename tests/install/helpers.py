@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_RELEASE = ROOT / "scripts" / "package-release"
 BUILD_KREW = ROOT / "scripts" / "build-krew"
 SYSTEM_PYTHON = Path("/usr/bin/python3")
-DEPENDENCY_PROBE = "import typer, click, sh, ruamel.yaml, jsonschema, filelock"
+DEPENDENCY_PROBE = "import typer, click, sh, ruamel.yaml, jsonschema"
 
 
 @dataclass

@@ -44,8 +44,9 @@ def test_release_build_is_reproducible_offline_and_prints_sizes(linux_release: B
 def test_the_archive_carries_every_imported_package(linux_release: Built) -> None:
     with tarfile.open(by_name(linux_release)[ARCHIVE]) as tar:
         names = set(tar.getnames())
-    for package in ("typer", "click", "sh", "ruamel/yaml", "jsonschema", "referencing", "attr", "filelock"):
+    for package in ("typer", "click", "sh", "ruamel/yaml", "jsonschema", "referencing", "attr"):
         assert any(n.startswith(f"vendor/common/{package}/") for n in names), package
+    assert not any(n.startswith("vendor/common/filelock/") for n in names)  # nothing imports it
     for tag in PYTHONS:
         assert f"vendor/cp{tag}/rpds/rpds.cpython-{tag}-x86_64-linux-gnu.so" in names
         assert f"vendor/cp{tag}/msgspec/_core.cpython-{tag}-x86_64-linux-gnu.so" in names  # the fit gate's decoder

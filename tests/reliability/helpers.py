@@ -15,7 +15,8 @@ from typing import Any
 import yaml
 from support.cluster import LOCAL_CLUSTER, REPO, Cluster, kubectl, wait_for
 
-from kubectl_tao.store.records import ALLOWED_TRANSITIONS, OPENING_MESSAGE, TERMINAL_STATES, schema_errors
+from kubectl_tao.store.records import schema_errors
+from kubectl_tao.store.transitions import ALLOWED_TRANSITIONS, OPENING_MESSAGE, TERMINAL_STATES
 
 from .stats import STATS
 
@@ -102,7 +103,7 @@ def api_ready() -> bool:
 
 
 def transition_problems(record: dict[str, Any]) -> list[str]:
-    """Ways the record's transitions break the state machine (records.ALLOWED_TRANSITIONS)."""
+    """Ways the record's transitions break the state machine (transitions.ALLOWED_TRANSITIONS)."""
     problems: list[str] = []
     transitions = record.get("transitions") or []
     if not transitions or transitions[0].get("state") != "PENDING" or transitions[0].get("message") != OPENING_MESSAGE:

@@ -549,7 +549,7 @@ def test_the_action_request_baseline_is_valid(cli: InProcess) -> None:
         ]
     )
     assert code == 0, err
-    assert json.loads(out.split("---", 2)[1])["metadata"]["name"] == "action-base"
+    assert yaml.safe_load(out)["metadata"]["name"] == "action-base"
 
 
 @examples(1800)

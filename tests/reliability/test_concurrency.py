@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from support.cluster import STAY_RUNNING, Cluster, Tao, kubectl
 
-from kubectl_tao.store.records import TERMINAL_STATES, RecordStore, schema_errors
+from kubectl_tao.store.records import RecordStore, schema_errors
+from kubectl_tao.store.transitions import TERMINAL_STATES
 
 from .helpers import TAO, check_record, names_of, objects, owned_by, record_ids, transition_problems, wait_gone
 

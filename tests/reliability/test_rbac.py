@@ -1,7 +1,8 @@
 """Real RBAC on the local API server: ServiceAccounts with Roles that lack what submit needs, used through
 kubeconfigs built from `kubectl create token` and the admin kubeconfig's server and CA. Preflight says
-what is missing; submit refuses before anything exists (no record, no Job, no Secret) and names the
-permission; when only listing nodes is forbidden the fit gate degrades to a warning."""
+what is missing (the access reviews submit makes); submit refuses before anything exists (no record, no
+Job, no Secret) and names the permission; when only listing nodes is forbidden the fit gate degrades to a
+warning."""
 
 from __future__ import annotations
 
@@ -40,9 +41,10 @@ def test_read_only_user_gets_missing_rbac_from_preflight_and_a_refused_submit(
     tao = Tao(cluster, namespace, tmp_path / "state")
     preflight = tao("preflight", "--kubeconfig", str(config), "--credentials")
     assert preflight.returncode == 1, preflight.stdout + preflight.stderr
-    missing = [line for line in preflight.stdout.splitlines() if line.startswith("MISSING: rbac-jobs")]
-    assert missing and f"namespace {namespace}" in missing[0]
-    assert any(line.startswith("MISSING: rbac-secrets") for line in preflight.stdout.splitlines())
+    # The same access reviews, and the same words, as the submit below refuses with.
+    [missing] = [line for line in preflight.stdout.splitlines() if line.startswith("MISSING: permissions: ")]
+    assert f"in namespace {namespace}" in missing
+    assert "create jobs.batch" in missing and "create secrets" in missing
 
     submit = tao("submit", "--kubeconfig", str(config), *TIER_C, "--gpus", "0")
     assert submit.returncode == 1, submit.stderr

@@ -4,6 +4,7 @@ working `kubectl-tao` console script. Building real archives and installing them
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -212,6 +213,26 @@ def test_the_lock_pins_every_runtime_dependency() -> None:
     for requirement in requirements:
         name = release.normalize(re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0])
         assert name in pins, f"{name} is not pinned in plugins/requirements.lock"
+
+
+# A distribution whose import name is not its own name.
+IMPORT_NAMES = {"typer-slim": "typer", "ruamel-yaml": "ruamel.yaml"}
+
+
+def test_every_runtime_dependency_is_imported_by_the_package() -> None:
+    """A dependency nothing imports is not declared, pinned, bundled or checked at start-up."""
+    imported: set[str] = set()
+    for path in (ROOT / "lib" / "kubectl_tao").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported.add(node.module)
+    _, requirements = release.project()
+    for requirement in requirements:
+        name = release.normalize(re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0])
+        module = IMPORT_NAMES.get(name, name.replace("-", "_"))
+        assert any(m == module or m.startswith(f"{module}.") for m in imported), f"nothing imports {name}"
 
 
 def test_tree_files_are_what_the_plugin_needs_and_nothing_else() -> None:

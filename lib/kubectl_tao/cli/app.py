@@ -1,27 +1,26 @@
 """The typer app: wires the verbs and the global flags. No logic of its own.
 
-Start-up time counts (completion and scripts start the program again and again), so a verb's click command,
-with its parameters, is built only when that verb is looked up: `kubectl tao status X` builds `status` alone,
-and `kubectl tao --help` lists the verbs from their help texts without building any of them.
+Start-up time counts (completion and scripts start the program again and again), so a verb's module is
+imported, and its click command built, only when that verb is looked up: `kubectl tao status X` builds
+`status` alone. The root group does it through click's own hooks (list_commands / get_command); a verb's
+command is what typer's public `typer.main.get_command` makes of the verb's registration.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-import inspect
-from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import click
 import typer
 import typer.main
-import typer.models
 from typer.core import TyperGroup
 
-from kubectl_tao.commands.common import GLOBAL_FLAGS_HELP, cluster_params, set_root_options
+from kubectl_tao.commands.common import CLUSTER_KEYS, GLOBAL_FLAGS_HELP, cluster_options, set_root_options
 
-# Verb -> its module under commands/ (each exposes register(app)), in --help order: typer lists the plain
-# verbs first, then the groups of verbs (record, probe, secret).
+# Verb -> its module under commands/ (each exposes register(app)), in --help order: the plain verbs first,
+# then the groups of verbs (record, probe, secret).
 VERBS = {
     "preflight": "preflight",
     "fit": "fit",
@@ -42,104 +41,39 @@ VERBS = {
 }
 
 
-class _Verbs(MutableMapping[str, click.Command]):
-    """The root group's commands: every verb's name up front, its click command built on first access."""
-
-    def __init__(self, given: dict[str, click.Command] | None = None) -> None:
-        self._built: dict[str, click.Command] = dict(given or {})
-        self._names = [*VERBS, *(name for name in self._built if name not in VERBS)]
-        self._registered: dict[str, typer.Typer] = {}
-
-    def _registration(self, name: str) -> typer.Typer:
-        """The verb's module registered into an app of its own: typer's records of it, no click objects yet."""
-        if name not in self._registered:
-            module = importlib.import_module(f"kubectl_tao.commands.{VERBS[name]}")
-            holder = typer.Typer()
-            module.register(holder)
-            self._registered[name] = holder
-        return self._registered[name]
-
-    def _info(self, name: str) -> Any:
-        holder = self._registration(name)
-        for info in holder.registered_commands:
-            if (info.name or typer.main.get_command_name(info.callback.__name__)) == name:
-                return info
-        for group in holder.registered_groups:
-            if group.name == name:
-                return group
-        raise LookupError(f"commands/{VERBS[name]}.py registers no verb {name!r}")
-
-    def summary(self, name: str) -> click.Command | None:
-        """What --help lists of a verb (its help and visibility) without building its parameters."""
-        if name in self._built or name not in VERBS:
-            return self._built.get(name)
-        info = self._info(name)
-        if isinstance(info, typer.models.TyperInfo):
-            solved = typer.main.solve_typer_info_defaults(info)
-            text, short, hidden, deprecated = solved.help, solved.short_help, solved.hidden, solved.deprecated
-        else:
-            text = inspect.getdoc(info.callback) if info.help is None else inspect.cleandoc(info.help)
-            short, hidden, deprecated = info.short_help, info.hidden, info.deprecated
-        return click.Command(name, help=text, short_help=short, hidden=hidden, deprecated=deprecated)
-
-    def __getitem__(self, name: str) -> click.Command:
-        if name not in self._built:
-            if name not in VERBS:
-                raise KeyError(name)
-            info = self._info(name)
-            if isinstance(info, typer.models.TyperInfo):
-                self._built[name] = typer.main.get_group_from_info(
-                    info,
-                    pretty_exceptions_short=app.pretty_exceptions_short,
-                    rich_markup_mode=app.rich_markup_mode,
-                    suggest_commands=app.suggest_commands,
-                )
-            else:
-                self._built[name] = typer.main.get_command_from_info(
-                    info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode
-                )
-        return self._built[name]
-
-    def __setitem__(self, name: str, command: click.Command) -> None:
-        self._built[name] = command
-        if name not in self._names:
-            self._names.append(name)
-
-    def __delitem__(self, name: str) -> None:
-        self._built.pop(name, None)
-        self._names.remove(name)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._names))
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._names
+@functools.cache
+def verb_command(name: str) -> click.Command:
+    """The click command of verb NAME: its module registered into a Typer of its own, made a click command."""
+    module = importlib.import_module(f"kubectl_tao.commands.{VERBS[name]}")
+    holder = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
+    module.register(holder)
+    command = typer.main.get_command(holder)
+    if isinstance(command, click.Group):  # a group of verbs (record, probe, secret) sits under a nameless group
+        found = command.get_command(click.Context(command), name)
+        if found is None:
+            raise LookupError(f"commands/{VERBS[name]}.py registers no verb {name!r}")
+        return found
+    return command
 
 
 class VerbGroup(TyperGroup):
-    """The root group, over _Verbs: one verb built per run, --help from the verbs' summaries."""
+    """The root group: every verb's name up front, a verb's command built when it is looked up; the global
+    flags given before the verb (the verb's own copies of them win: commands/common.VerbCommand)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.commands: _Verbs = _Verbs(self.commands)  # type: ignore[assignment]
-        self._listing = False
+        self.params[:0] = cluster_options()  # before --version, as --help lists them
+
+    def invoke(self, ctx: click.Context) -> Any:
+        set_root_options(**{key: ctx.params.pop(key, None) for key in CLUSTER_KEYS})
+        return super().invoke(ctx)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(self.commands)  # names only (TyperGroup's own reads every command)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        self._listing = True
-        try:
-            super().format_commands(ctx, formatter)
-        finally:
-            self._listing = False
+        return [*VERBS, *(name for name in super().list_commands(ctx) if name not in VERBS)]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if self._listing:
-            return self.commands.summary(cmd_name)
+        if cmd_name in VERBS:
+            return verb_command(cmd_name)
         return super().get_command(ctx, cmd_name)
 
 
@@ -167,21 +101,10 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-_VERSION_FLAG = inspect.Parameter(
-    "version",
-    inspect.Parameter.KEYWORD_ONLY,
-    annotation=bool,
-    default=typer.Option(
+@app.callback()
+def _root(
+    version: bool = typer.Option(
         False, "--version", is_eager=True, callback=_print_version, help="Print the kubectl-tao version and exit."
     ),
-)
-
-
-def _root(**kwargs: str | bool | None) -> None:
-    kwargs.pop("version", None)  # handled by its eager callback
-    set_root_options(**{k: v for k, v in kwargs.items() if not isinstance(v, bool)})
-
-
-_root.__signature__ = inspect.Signature([*cluster_params(), _VERSION_FLAG])  # type: ignore[attr-defined]
-_root.__annotations__ = {**{p.name: str | None for p in cluster_params()}, "version": bool}
-app.callback()(_root)
+) -> None:
+    pass  # --version is handled by its eager callback; the global flags by VerbGroup

@@ -14,7 +14,7 @@ from pathlib import Path
 MIN_PYTHON = (3, 11)
 # Import names of the runtime dependencies (pyproject.toml's [project].dependencies), and rpds (rpds-py, what
 # jsonschema needs compiled): a release archive without a build of it for this Python must say so up front.
-DEPENDENCIES = ("typer", "click", "sh", "ruamel.yaml", "jsonschema", "filelock", "rpds")
+DEPENDENCIES = ("typer", "click", "sh", "ruamel.yaml", "jsonschema", "rpds")
 # A release archive keeps pure-Python packages in vendor/common and compiled ones per CPython minor version in
 # vendor/cp3XY (see scripts/package-release).
 VENDOR = "vendor"
@@ -117,8 +117,7 @@ def too_old_message(version: Sequence[int] = tuple(sys.version_info), python: st
 
 
 def console_main() -> int:
-    """Entry point of the pip/pipx console script: check the dependencies, then run the CLI and exit (returns
-    the exit code only for a Python or dependencies it cannot run with)."""
+    """Entry point of the pip/pipx console script: check the dependencies, then run the CLI; the exit code."""
     if tuple(sys.version_info[:2]) < MIN_PYTHON:
         sys.stderr.write(f"error: {too_old_message()}\n")
         return 2
@@ -126,6 +125,6 @@ def console_main() -> int:
     if missing:
         sys.stderr.write(f"error: {missing_message(install_method(None, sys.prefix), missing)}\n")
         return 2
-    from kubectl_tao.cli.main import exit_now, main
+    from kubectl_tao.cli.main import main
 
-    exit_now(main())
+    return main()

@@ -99,8 +99,17 @@ def contexts(kubeconfig: str | None = None) -> list[str]:
 # ------------------------------------------------------------------------------------------------ the tree
 
 
-def _subcommands(command: Any) -> dict[str, Any]:
-    return dict(getattr(command, "commands", None) or {})
+def _subcommands(command: Any) -> list[str]:
+    """The names of a group's subcommands (none for a plain command), through click's own lookup."""
+    import click
+
+    return command.list_commands(click.Context(command)) if isinstance(command, click.Group) else []
+
+
+def _subcommand(command: Any, name: str) -> Any:
+    import click
+
+    return command.get_command(click.Context(command), name)
 
 
 def _options(command: Any) -> list[Any]:
@@ -179,7 +188,7 @@ class Completer:
                 continue
             subs = _subcommands(chain[-1])
             if not positionals and word in subs:
-                chain.append(subs[word])
+                chain.append(_subcommand(chain[-1], word))
                 path.append(word)
                 continue
             positionals.append(word)
@@ -195,7 +204,7 @@ class Completer:
             return _prefixed(_flag_names(chain[-1], self.root), current), NO_FILES
         subs = _subcommands(chain[-1])
         if subs and not positionals:
-            visible = [name for name, cmd in subs.items() if not getattr(cmd, "hidden", False)]
+            visible = [name for name in subs if not getattr(_subcommand(chain[-1], name), "hidden", False)]
             return _prefixed(visible, current), NO_FILES
         key = tuple(path)
         if key in RECORD_ID_VERBS and not positionals:

@@ -1,15 +1,9 @@
-"""The process entry: hand-parsed fast paths for the verbs that must start fast (commands/fastpath.py), else
-the typer app (app.py); maps errors to exit codes. click and typer are imported only when the app runs."""
+"""The process entry: runs the typer app (app.py) and maps errors to exit codes."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import NoReturn
 
 from kubectl_tao.core.errors import EXIT_FAILURE, EXIT_USAGE, TaoError
 
@@ -56,10 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: argument {position} is not valid UTF-8 text; pass UTF-8 values only\n")
         return EXIT_USAGE
     try:
-        from kubectl_tao.commands import fastpath
-
-        handled = fastpath.run(args)
-        return _run_app(args) if handled is None else handled
+        return _run_app(args)
     except TaoError as exc:
         sys.stderr.write(f"error: {_scrubbed(exc.message)}\n")
         return exc.exit_code
@@ -72,11 +63,11 @@ def main(argv: list[str] | None = None) -> int:
         try:
             import traceback
 
+            from kubectl_tao.core.atomicwrite import write_atomically
             from kubectl_tao.core.redact import redact_text
-            from kubectl_tao.store.statedir import write_private
 
             log = _crash_log()
-            write_private(log, redact_text(traceback.format_exc()).encode("utf-8"))
+            write_atomically(log, redact_text(traceback.format_exc()).encode("utf-8"))
             where = f"; details in {log}"
         except (OSError, TaoError):  # no crash log rather than one written through a planted link
             where = ""
@@ -112,25 +103,8 @@ def _run_app(args: list[str]) -> int:
     return result if isinstance(result, int) else 0
 
 
-def exit_now(code: int) -> NoReturn:
-    """Exit with CODE without the interpreter's teardown (freeing every module took 6-8 ms, a tenth of
-    `status`): exit handlers registered with atexit (a coverage tool's, a wrapper's) still run, and stdout and
-    stderr are flushed. While another thread still runs, the usual exit (which waits for it)."""
-    threading = sys.modules.get("threading")
-    if threading is not None and threading.active_count() > 1:
-        raise SystemExit(code)
-    import atexit
-    import contextlib
-
-    atexit._run_exitfuncs()  # what a normal exit runs first (a handler's error is printed, not raised)
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing can reach the reader
-            stream.flush()
-    os._exit(code & 0xFF)
-
-
 def run() -> None:
-    exit_now(main())
+    sys.exit(main())
 
 
 def complete(argv: list[str] | None = None) -> int:

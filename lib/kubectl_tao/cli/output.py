@@ -37,22 +37,20 @@ def table(rows: Iterable[Sequence[Any]], headers: Sequence[str], *, no_headers: 
     return "\n".join(lines) + "\n"
 
 
+def as_list(items: list[Any]) -> dict[str, Any]:
+    """Several objects as one, the v1 List `kubectl get -o json|yaml` prints."""
+    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
+
+
 def dump_json(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=False) + "\n"
 
 
 def dump_yaml(data: Any) -> str:
-    import io
+    """Block YAML that a YAML 1.1 reader (Kubernetes) reads back as the same data (core/yamltext.py)."""
+    from kubectl_tao.core.yamltext import dumps
 
-    from ruamel.yaml import YAML
-
-    yaml = YAML(typ="safe", pure=True)
-    yaml.default_flow_style = False
-    yaml.allow_unicode = False  # direction controls and invisible characters are escaped, as JSON does
-    yaml.width = sys.maxsize  # never folded: a fold next to an escape can add a space to the value
-    buffer = io.StringIO()
-    yaml.dump(data, buffer)
-    return buffer.getvalue()
+    return dumps(data)
 
 
 def emit_data(fmt: str, data: Any) -> bool:

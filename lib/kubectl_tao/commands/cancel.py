@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import OutputOption, record_store, session, with_cluster_flags
+from kubectl_tao.commands.common import OutputOption, VerbCommand, record_store, session
 
 EPILOG = """\b
 Examples:
@@ -17,8 +17,7 @@ credential Secret, then marks the record CANCELED. Cancelling twice is fine; a f
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("cancel", epilog=EPILOG)
-    @with_cluster_flags
+    @app.command("cancel", epilog=EPILOG, cls=VerbCommand)
     def cancel(
         job: str = typer.Argument(..., help="Record id (see `kubectl tao list`)."),
         wait: str = typer.Option(

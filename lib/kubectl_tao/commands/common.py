@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
+import click
 import typer
+from typer.core import TyperCommand
 
 from kubectl_tao.commands.session import (  # noqa: F401  (re-exported: the verbs import them from here)
     CLUSTER_ENVVARS,
@@ -22,57 +21,35 @@ from kubectl_tao.commands.session import (  # noqa: F401  (re-exported: the verb
     use_verb_options,
 )
 
-F = TypeVar("F", bound=Callable[..., Any])
 
-
-def cluster_params() -> list[inspect.Parameter]:
-    kw = inspect.Parameter.KEYWORD_ONLY
-    opt = str | None
+def cluster_options() -> list[click.Option]:
+    """The global flags as click options (every verb takes them, and so does the root)."""
     return [
-        inspect.Parameter(
-            "context",
-            kw,
-            annotation=opt,
-            default=typer.Option(
-                None, "--context", envvar=CLUSTER_ENVVARS["context"], help="kubeconfig context to use."
-            ),
+        click.Option(
+            ["context", "--context"], envvar=CLUSTER_ENVVARS["context"], show_envvar=True,
+            help="kubeconfig context to use.",
         ),
-        inspect.Parameter(
-            "namespace",
-            kw,
-            annotation=opt,
-            default=typer.Option(
-                None, "--namespace", "-n", envvar=CLUSTER_ENVVARS["namespace"], help="Namespace of the job."
-            ),
+        click.Option(
+            ["namespace", "--namespace", "-n"], envvar=CLUSTER_ENVVARS["namespace"], show_envvar=True,
+            help="Namespace of the job.",
         ),
-        inspect.Parameter(
-            "kubeconfig",
-            kw,
-            annotation=opt,
-            default=typer.Option(None, "--kubeconfig", help="Path to the kubeconfig file."),
-        ),
-        inspect.Parameter(
-            "request_timeout",
-            kw,
-            annotation=opt,
-            default=typer.Option(None, "--request-timeout", help="Passed to every kubectl call (e.g. 30s)."),
-        ),
+        click.Option(["kubeconfig", "--kubeconfig"], help="Path to the kubeconfig file."),
+        click.Option(["request_timeout", "--request-timeout"], help="Passed to every kubectl call (e.g. 30s)."),
     ]
 
 
-def with_cluster_flags(func: F) -> F:
-    """Give a verb the global flags; values given after the verb win over those given before it."""
-    signature = inspect.signature(func)
+class VerbCommand(TyperCommand):
+    """A verb's command (`@app.command(cls=VerbCommand)`): typer's, plus the global flags; values given after
+    the verb win over those given before it. The verb's function receives none of them (see session())."""
 
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        use_verb_options({key: kwargs.pop(key, None) for key in CLUSTER_KEYS})
-        return func(*args, **kwargs)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cluster_params = cluster_options()
+        self.params.extend(self.cluster_params)
 
-    params = [p for p in signature.parameters.values() if p.name not in CLUSTER_KEYS]
-    wrapper.__signature__ = signature.replace(parameters=[*params, *cluster_params()])  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {**func.__annotations__, **{key: str | None for key in CLUSTER_KEYS}}
-    return wrapper  # type: ignore[return-value]
+    def invoke(self, ctx: click.Context) -> Any:
+        use_verb_options({key: ctx.params.pop(key, None) for key in CLUSTER_KEYS})
+        return super().invoke(ctx)
 
 
 OutputOption = typer.Option("table", "--output", "-o", help="Output format: table (default), wide, json, yaml, name.")

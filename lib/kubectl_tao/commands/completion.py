@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import with_cluster_flags
+from kubectl_tao.commands.common import VerbCommand
 
 EPILOG = """\b
 Examples:
@@ -29,8 +29,8 @@ def register(app: typer.Typer) -> None:
         "completion",
         epilog=EPILOG,
         context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        cls=VerbCommand,
     )
-    @with_cluster_flags
     def completion(
         ctx: typer.Context,
         shell: str = typer.Argument(..., metavar="SHELL", help="bash, zsh or fish."),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import OutputOption, record_store, session, with_cluster_flags
+from kubectl_tao.commands.common import OutputOption, VerbCommand, record_store, session
 
 EPILOG = """\b
 Examples:
@@ -43,8 +43,7 @@ def _text(explanation: object) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("explain", epilog=EPILOG)
-    @with_cluster_flags
+    @app.command("explain", epilog=EPILOG, cls=VerbCommand)
     def explain(
         job: str = typer.Argument(..., help="Record id (see `kubectl tao list`)."),
         output: str = OutputOption,

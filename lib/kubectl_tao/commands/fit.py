@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import OutputOption, session, with_cluster_flags
+from kubectl_tao.commands.common import OutputOption, VerbCommand, session
 
 EPILOG = """\b
 Examples:
@@ -25,13 +25,12 @@ Exit codes: 0 fits now, 1 must queue (nodes busy or quota in use), 4 can never f
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("fit", epilog=EPILOG)
-    @with_cluster_flags
+    @app.command("fit", epilog=EPILOG, cls=VerbCommand)
     def fit(
         gpus: int = typer.Option(..., "--gpus", min=0, help="nvidia.com/gpu per node (per rank)."),
         nodes: int = typer.Option(1, "--nodes", min=1, help="Nodes (ranks), each on its own node."),
         gpu_product: str = typer.Option(None, "--gpu-product", help="Only nodes labelled nvidia.com/gpu.product=P."),
-        # Plain defaults, not Annotated: with_cluster_flags rebuilds the signature and typer would lose the help.
+        # Plain defaults, not Annotated: VerbCommand rebuilds the signature and typer would lose the help.
         node_selector: list[str] | None = typer.Option(
             None, "--node-selector", help="KEY=VALUE node label the pods require (repeat)."
         ),

@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from kubectl_tao.commands.common import NoHeadersOption, OutputOption, session, with_cluster_flags
+from kubectl_tao.commands.common import NoHeadersOption, OutputOption, VerbCommand, session
 
 EPILOG = """\b
 Examples:
@@ -31,8 +31,7 @@ without Kueue and an inactive queue exit 2."""
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("gpus", epilog=EPILOG)
-    @with_cluster_flags
+    @app.command("gpus", epilog=EPILOG, cls=VerbCommand)
     def gpus(
         device_class: str = typer.Option(
             None, "--device-class", help="Count DRA devices of this GPU DeviceClass's driver only."

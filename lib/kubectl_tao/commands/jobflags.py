@@ -1,18 +1,28 @@
-"""The flags that shape a job, shared by `submit` and `render` (render prints what submit would apply)."""
+"""The flags that shape a job, shared by `submit` and `render` (render prints what submit would apply).
+
+JOB_FLAGS is the one declaration of them: their spellings, defaults, kinds and help. It builds the click
+options of the verbs that take them (JobCommand, given to typer as the command's class) and the typed
+request those verbs receive (jobs/plan.JobRequest); the tests compare against it.
+"""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-F = TypeVar("F", bound=Callable[..., Any])
+import click
+import typer
+from click.core import ParameterSource
+
+from kubectl_tao.commands.common import VerbCommand
+
+if TYPE_CHECKING:
+    from kubectl_tao.jobs.plan import JobRequest
 
 
 class Flag:
-    """One job flag, free of typer: its spellings, default, kind and help. Kinds: "text" (a string, default
-    None), "word" (a string with a default), "int", "optint" (an integer, default None), "many" (a repeatable
-    string, a list or None) and "switch" (a boolean flag, default False)."""
+    """One job flag: its spellings, default, kind and help. Kinds: "text" (a string, default None), "word" (a
+    string with a default), "int", "optint" (an integer, default None), "many" (a repeatable string: a tuple,
+    empty when not given) and "switch" (a boolean flag, default False)."""
 
     __slots__ = ("default", "help", "kind", "names")
 
@@ -20,7 +30,7 @@ class Flag:
         self.names, self.default, self.kind, self.help = names, default, kind, help
 
 
-JOB_FLAG_SPECS: dict[str, Flag] = {
+JOB_FLAGS: dict[str, Flag] = {
     "image": Flag(None, "--image", help="Container image (e.g. nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt)."),
     "command": Flag(None, "--command", help="Command run by /bin/sh -c in the container (your own text)."),
     "gpus": Flag(1, "--gpus", help="nvidia.com/gpu per node (0 = lifecycle-only run, no GPU).", kind="int"),
@@ -108,67 +118,66 @@ JOB_FLAG_SPECS: dict[str, Flag] = {
         kind="switch",
     ),
 }
+_META_KEY = "kubectl_tao.job_request"
 
 
-def job_defaults() -> dict[str, Any]:
-    """Every job flag at its default, as the verbs receive them when none is given."""
-    return {key: flag.default for key, flag in JOB_FLAG_SPECS.items()}
+def job_request(given: frozenset[str] | None = None, **values: Any) -> JobRequest:
+    """The request of VALUES (job flag -> value; every other flag at its default). GIVEN: the flags set on the
+    command line; without it, those whose value differs from the default."""
+    from kubectl_tao.jobs.plan import JobRequest  # here: --help lists the verbs without the lifecycle modules
+
+    unknown = values.keys() - JOB_FLAGS.keys()
+    if unknown:
+        raise TypeError(f"not job flags: {sorted(unknown)}")
+    fields: dict[str, Any] = {}
+    for key, flag in JOB_FLAGS.items():
+        value = values.get(key, flag.default)
+        fields[key] = tuple(value or ()) if flag.kind == "many" else value
+    if given is None:
+        given = frozenset(key for key, value in fields.items() if value not in (JOB_FLAGS[key].default, ()))
+    return JobRequest(**fields, given=given)
 
 
-@functools.cache
-def typer_options() -> dict[str, tuple[Any, Any]]:
-    """The job flags as typer parameters: key -> (annotation, typer.Option)."""
-    import typer
-
-    annotations: dict[str, Any] = {
-        "text": str | None, "word": str, "int": int, "optint": int | None, "many": list[str] | None, "switch": bool
-    }
-    return {
-        key: (annotations[flag.kind], typer.Option(flag.default, *flag.names, help=flag.help))
-        for key, flag in JOB_FLAG_SPECS.items()
-    }
-
-
-def _given_on_command_line() -> set[str]:
-    """The job flags the user set (a flag left at its default may still be refused where it cannot apply)."""
-    import click
-    from click.core import ParameterSource
-
-    ctx = click.get_current_context(silent=True)
-    if ctx is None:
-        return set()
-    return {key for key in JOB_FLAG_SPECS if ctx.get_parameter_source(key) not in (None, ParameterSource.DEFAULT)}
+def option(key: str) -> click.Option:
+    """The click option of job flag KEY."""
+    flag = JOB_FLAGS[key]
+    types = {"int": click.INT, "optint": click.INT}
+    return click.Option(
+        [key, *flag.names],
+        default=flag.default,
+        type=types.get(flag.kind, click.STRING) if flag.kind != "switch" else None,
+        multiple=flag.kind == "many",
+        is_flag=flag.kind == "switch",
+        show_default=True,
+        help=flag.help,
+    )
 
 
-def with_job_flags(func: F) -> F:
-    """Add every job flag to a verb; the verb receives them packed as `job: dict`."""
-    import inspect  # here: the hand-parsed submit (commands/fastpath.py) imports this module too
-
-    signature = inspect.signature(func)
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        job = {key: kwargs.pop(key) for key in JOB_FLAG_SPECS}
-        job["given"] = _given_on_command_line()
-        return func(*args, job=job, **kwargs)
-
-    params = [p for p in signature.parameters.values() if p.name != "job"]
-    options = typer_options()
-    extra = [
-        inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
-        for key, (annotation, option) in options.items()
-    ]
-    wrapper.__signature__ = signature.replace(parameters=[*params, *extra])  # type: ignore[attr-defined]
-    annotations = {k: v for k, v in func.__annotations__.items() if k != "job"}
-    wrapper.__annotations__ = {**annotations, **{key: ann for key, (ann, _) in options.items()}}
-    return wrapper  # type: ignore[return-value]
+def typer_option(key: str) -> Any:
+    """Job flag KEY as a typer parameter default, for a verb that takes only some of the job flags."""
+    flag = JOB_FLAGS[key]
+    return typer.Option(flag.default, *flag.names, help=flag.help)
 
 
-def probe_settings(job: dict[str, Any], server: str) -> tuple[dict[str, str], str]:
-    """For a multi-node job: the NCCL settings this cluster's last probe passed with (read from the local
-    probe cache, no cluster call), and when; nothing otherwise."""
-    if job.get("action_request") or int(job.get("nodes") or 1) <= 1:
-        return {}, ""
-    from kubectl_tao.store.probecache import cached_settings
+class JobCommand(VerbCommand):
+    """A verb that takes every job flag: typer's command for it (`@app.command(cls=JobCommand)`) plus the job
+    flags' options. The verb's function receives none of them: it reads the request with `request_of(ctx)`."""
 
-    return cached_settings(server)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        at = len(self.params) - len(self.cluster_params)  # after the verb's own options, before the cluster flags
+        self.params[at:at] = [option(key) for key in JOB_FLAGS]
+
+    def invoke(self, ctx: click.Context) -> Any:
+        values = {key: ctx.params.pop(key) for key in JOB_FLAGS}
+        given = frozenset(
+            key for key in JOB_FLAGS if ctx.get_parameter_source(key) not in (None, ParameterSource.DEFAULT)
+        )
+        ctx.meta[_META_KEY] = job_request(given, **values)
+        return super().invoke(ctx)
+
+
+def request_of(ctx: click.Context) -> JobRequest:
+    """The job request JobCommand parsed for the running verb."""
+    request: JobRequest = ctx.meta[_META_KEY]
+    return request

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from kubectl_tao.commands.common import with_cluster_flags
+from kubectl_tao.commands.common import VerbCommand
 
 EPILOG = """\b
 Examples:
@@ -24,8 +24,7 @@ Exit codes: 0 clean, 1 findings, 2 a file cannot be read."""
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("lint", epilog=EPILOG)
-    @with_cluster_flags
+    @app.command("lint", epilog=EPILOG, cls=VerbCommand)
     def lint(
         files: Annotated[list[str], typer.Argument(help="Files to check; '-' reads stdin (once).", metavar="FILE...")],
     ) -> int:

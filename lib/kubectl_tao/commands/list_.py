@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import NoHeadersOption, OutputOption, record_store, session, with_cluster_flags
+from kubectl_tao.commands.common import NoHeadersOption, OutputOption, VerbCommand, record_store, session
 
 DEFAULT_LIMIT = 100  # the newest records `list` shows; --all shows every one
 
@@ -23,8 +23,7 @@ last recorded state."""
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("list", epilog=EPILOG)
-    @with_cluster_flags
+    @app.command("list", epilog=EPILOG, cls=VerbCommand)
     def list_(
         output: str = OutputOption,
         no_headers: bool = NoHeadersOption,

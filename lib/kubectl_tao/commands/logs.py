@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import record_store, session, with_cluster_flags
+from kubectl_tao.commands.common import VerbCommand, record_store, session
 from kubectl_tao.core.logs import DEFAULT_TAIL
 
 EPILOG = """\b
@@ -24,8 +24,7 @@ printed, unredacted and unfiltered (a captured tail was redacted when it was cap
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("logs", epilog=EPILOG)
-    @with_cluster_flags
+    @app.command("logs", epilog=EPILOG, cls=VerbCommand)
     def logs(
         job: str = typer.Argument(..., help="Record id (see `kubectl tao list`)."),
         tail: int = typer.Option(

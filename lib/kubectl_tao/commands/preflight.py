@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
-from kubectl_tao.commands.common import OutputOption, session, with_cluster_flags
+from kubectl_tao.commands.common import OutputOption, VerbCommand, session
 
 EPILOG = """\b
 Examples:
@@ -20,8 +22,7 @@ TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1 on managed GPU nodes (EKS/GKE/AKS node images,
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("preflight", epilog=EPILOG)
-    @with_cluster_flags
+    @app.command("preflight", epilog=EPILOG, cls=VerbCommand)
     def preflight(
         gpus: int = typer.Option(0, "--gpus", min=0, help="GPUs per node the job will ask for."),
         nodes: int = typer.Option(1, "--nodes", min=1, help="Nodes (ranks) the job will use."),
@@ -49,7 +50,18 @@ def register(app: typer.Typer) -> None:
                 need_secrets=credentials,
                 gpu_product=gpu_product,
                 queue=queue,
+                server=_server(sess),
             )
         if not emit_data(fmt, {"checks": [c.to_dict() for c in checks]}):
             emit("".join(c.line() + "\n" for c in checks))
         return 1 if any(c.status == MISSING for c in checks) else 0
+
+
+def _server(sess: Any) -> str:
+    """The API server's URL from the kubeconfig ('' when it names none: the cluster check says what is wrong)."""
+    from kubectl_tao.core.errors import TaoError
+
+    try:
+        return sess.target().server
+    except TaoError:
+        return ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubectl_tao.cli.output import check_format, dump_json, dump_yaml, emit, table
+from kubectl_tao.cli.output import as_list, check_format, dump_json, dump_yaml, emit, table
 from kubectl_tao.core.ages import age
 from kubectl_tao.core.sanitize import sanitize
 from kubectl_tao.jobs.track import Observation
@@ -79,12 +79,10 @@ def _scrubbed(value: Any) -> Any:
 def show(observations: list[Observation], output: str, no_headers: bool, *, ranks: bool = False) -> None:
     """`ranks` (status of one job): also the message, the rank table and notes, all redacted."""
     fmt = check_format(output)
-    if fmt == "json":
+    if fmt in ("json", "yaml"):
         data: Any = [o.to_dict() for o in observations]
-        emit(dump_json(_scrubbed(data[0]) if ranks and len(data) == 1 else {"items": data}))
-    elif fmt == "yaml":
-        data = [o.to_dict() for o in observations]
-        emit(dump_yaml(_scrubbed(data[0]) if ranks and len(data) == 1 else {"items": data}))
+        shown = _scrubbed(data[0]) if ranks and len(data) == 1 else as_list(data)
+        emit(dump_json(shown) if fmt == "json" else dump_yaml(shown))
     elif fmt == "name":
         emit("".join(f"job/{o.tracked.id}\n" for o in observations))
     else:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import lazy_record_store, session, with_cluster_flags
-from kubectl_tao.commands.jobflags import typer_options
+from kubectl_tao.commands.common import VerbCommand, lazy_record_store, session
+from kubectl_tao.commands.jobflags import typer_option
 
 EPILOG = """\b
 Examples:
@@ -53,20 +53,18 @@ probe_app = typer.Typer(
 )
 
 
-# Repeatable options are module-level values: typer cannot see Annotated[...] through with_cluster_flags.
 NCCL_ENV_OPTION = typer.Option(
     None, "--nccl-env", help="NCCL_NAME=VALUE set in every rank, e.g. NCCL_DEBUG=INFO (repeat)."
 )
 # Hidden: pod annotations, for tests that steer simulated pods (kwok.kubectl-tao.io/...).
 ANNOTATION_OPTION = typer.Option(None, "--annotation", hidden=True, help="KEY=VALUE pod annotation (repeat).")
 # Where the ranks may run: submit's own options, parsed the same way (plan.targeting).
-NODE_SELECTOR_OPTION = typer_options()["node_selector"][1]
-TOLERATION_OPTION = typer_options()["toleration"][1]
-GPU_PRODUCT_OPTION = typer_options()["gpu_product"][1]
+NODE_SELECTOR_OPTION = typer_option("node_selector")
+TOLERATION_OPTION = typer_option("toleration")
+GPU_PRODUCT_OPTION = typer_option("gpu_product")
 
 
-@probe_app.command("nccl", epilog=EPILOG)
-@with_cluster_flags
+@probe_app.command("nccl", epilog=EPILOG, cls=VerbCommand)
 def nccl(
     nodes: int = typer.Option(2, "--nodes", help="Nodes to probe across (>= 2), one rank each."),
     gpus: int = typer.Option(1, "--gpus", help="nvidia.com/gpu per node (torchrun starts one process per GPU)."),
@@ -98,9 +96,7 @@ def nccl(
     from kubectl_tao.store.probecache import cache_path
 
     fmt = check_format(output, ("table", "json", "yaml"))
-    selector, tolerations = targeting(
-        {"node_selector": node_selector, "toleration": toleration, "gpu_product": gpu_product}
-    )
+    selector, tolerations = targeting(node_selector or (), toleration or (), gpu_product)
     opts = ProbeOptions(
         nodes=nodes,
         gpus=gpus,

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from kubectl_tao.commands.common import NoHeadersOption, OutputOption, record_store, with_cluster_flags
+from kubectl_tao.commands.common import NoHeadersOption, OutputOption, VerbCommand, record_store
 
 EPILOG = """\b
 Examples:
@@ -18,8 +18,9 @@ Examples:
 
 \b
 Records live in $TAO_STATE_DIR/jobs (TAO_STATE_DIR must be absolute), else ~/.tao/jobs, in the format the
-TAO skill bank's tao_job_record reads and writes. Exit codes: 0 ok, 1 illegal transition or missing record,
-2 bad flags or values."""
+TAO skill bank's tao_job_record reads and writes. Exit codes: 0 ok, 1 illegal transition, missing record or a
+record file that cannot be used (not a regular file, over 16 MiB, nested too deep, not a record, another
+record's id: `list` skips such a file with a warning), 2 bad flags or values."""
 
 record_app = typer.Typer(
     name="record",
@@ -50,8 +51,8 @@ def _emit_record(record: dict, fmt: str) -> None:
     "open",
     epilog="\b\nExamples:\n  kubectl tao record open --image IMG --network-arch dino --action train "
     "--storage-tier A --results-root /workspace/results\n  kubectl tao record open ... -o json",
+    cls=VerbCommand,
 )
-@with_cluster_flags
 def open_(
     image: str = typer.Option(..., "--image", help="Container image the job runs."),
     network_arch: str = typer.Option(..., "--network-arch", help="TAO network architecture (id prefix)."),
@@ -94,8 +95,8 @@ def open_(
     "mark",
     epilog="\b\nExamples:\n  kubectl tao record mark ID --state RUNNING --backend-ref tao/JOB\n"
     "  kubectl tao record mark ID --state ERROR --err-class ERR_INFRA --message 'node lost'",
+    cls=VerbCommand,
 )
-@with_cluster_flags
 def mark(
     record_id: str = typer.Argument(..., metavar="ID", help="Record id."),
     state: str = typer.Option(..., "--state", help="PENDING, RUNNING, COMPLETE, ERROR, CANCELED or UNKNOWN."),
@@ -113,8 +114,9 @@ def mark(
     return 0
 
 
-@record_app.command("show", epilog="\b\nExamples:\n  kubectl tao record show ID\n  kubectl tao record show ID -o yaml")
-@with_cluster_flags
+@record_app.command(
+    "show", epilog="\b\nExamples:\n  kubectl tao record show ID\n  kubectl tao record show ID -o yaml", cls=VerbCommand
+)
 def show(
     record_id: str = typer.Argument(..., metavar="ID", help="Record id."),
     output: str = typer.Option("json", "--output", "-o", help="json (default) or yaml."),
@@ -126,12 +128,13 @@ def show(
 
 
 @record_app.command(
-    "list", epilog="\b\nExamples:\n  kubectl tao record list\n  kubectl tao record list -o json --no-headers"
+    "list",
+    epilog="\b\nExamples:\n  kubectl tao record list\n  kubectl tao record list -o json --no-headers",
+    cls=VerbCommand,
 )
-@with_cluster_flags
 def list_(output: str = OutputOption, no_headers: bool = NoHeadersOption) -> int:
     """List records, newest first, without asking the cluster."""
-    from kubectl_tao.cli.output import check_format, emit, emit_data, info, table
+    from kubectl_tao.cli.output import as_list, check_format, emit, emit_data, info, table
 
     fmt = check_format(output, ("table", "json", "yaml", "name"))
     errors: list[str] = []
@@ -140,7 +143,7 @@ def list_(output: str = OutputOption, no_headers: bool = NoHeadersOption) -> int
         info(f"warning: {problem}")
     if fmt == "name":
         emit("".join(f"{r.id}\n" for r in records))
-    elif not emit_data(fmt, [dict(r) for r in records]):
+    elif not emit_data(fmt, as_list([dict(r) for r in records])):
         rows = [[r.id, r.get("platform"), r.effective_state, r.get("results_dir")] for r in records]
         emit(table(rows, ["ID", "PLATFORM", "STATE", "RESULTS_DIR"], no_headers=no_headers))
     return 0

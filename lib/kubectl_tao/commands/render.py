@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import OutputOption, session, with_cluster_flags
-from kubectl_tao.commands.jobflags import probe_settings, with_job_flags
+from kubectl_tao.commands.common import OutputOption, session
+from kubectl_tao.commands.jobflags import JobCommand, request_of
 
 EPILOG = """\b
 Examples:
@@ -20,42 +20,42 @@ The same flags as submit; the record id is a preview (submit mints the real one)
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("render", epilog=EPILOG)
-    @with_cluster_flags
-    @with_job_flags
-    def render(
-        job: dict,
-        name: str = typer.Option(None, "--name", help="Kubernetes Job name (default: a preview record id)."),
-        output: str = OutputOption,
-    ) -> int:
-        """Print the Kubernetes manifests for a job without contacting the cluster."""
-        from kubectl_tao.cli.output import check_format, emit, info
-        from kubectl_tao.core.names import validate_job_name
-        from kubectl_tao.core.render import to_json, to_yaml
-        from kubectl_tao.jobs import plan as planning
-        from kubectl_tao.jobs.submit import execute
+    app.command("render", epilog=EPILOG, cls=JobCommand)(render)
 
-        fmt = check_format(output, ("table", "yaml", "json"))
-        sess = session()
-        namespace = sess.namespace()
-        # Only the names matter here: the manifest references the Secret by name, values stay out of it.
-        names = planning.read_credentials(job.get("env_file"), job.get("env"))
-        placeholders = dict.fromkeys(names, "placeholder")
-        job["probe_nccl"] = probe_settings(job, sess.target().server)
-        the_plan = planning.build(job, namespace, placeholders)
-        for note in the_plan.notes:
-            info(note)
-        outcome = execute(
-            sess.kubectl(),
-            the_plan,
-            namespace=namespace,
-            target_server="",
-            target_context="",
-            dry_run="client",
-            store_factory=lambda: None,
-            name=validate_job_name(name, "--name") if name else None,
-        )
-        for warning in outcome.warnings:
-            info(f"warning: {warning}")
-        emit(to_json(outcome.objects) if fmt == "json" else to_yaml(outcome.objects))
-        return 0
+
+def render(
+    ctx: typer.Context,
+    name: str = typer.Option(None, "--name", help="Kubernetes Job name (default: a preview record id)."),
+    output: str = OutputOption,
+) -> int:
+    """Print the Kubernetes manifests for a job without contacting the cluster."""
+    from kubectl_tao.cli.output import check_format, emit, info
+    from kubectl_tao.core.names import validate_job_name
+    from kubectl_tao.core.render import to_json, to_yaml
+    from kubectl_tao.jobs import plan as planning
+    from kubectl_tao.jobs.submit import execute
+
+    fmt = check_format(output, ("table", "yaml", "json"))
+    job = request_of(ctx)
+    sess = session()
+    namespace = sess.namespace()
+    # Only the names matter here: the manifest references the Secret by name, values stay out of it.
+    names = planning.read_credentials(job.env_file, job.env)
+    placeholders = dict.fromkeys(names, "placeholder")
+    the_plan = planning.build(job, namespace, placeholders, server=sess.target().server)
+    for note in the_plan.notes:
+        info(note)
+    outcome = execute(
+        sess.kubectl(),
+        the_plan,
+        namespace=namespace,
+        target_server="",
+        target_context="",
+        dry_run="client",
+        store_factory=lambda: None,
+        name=validate_job_name(name, "--name") if name else None,
+    )
+    for warning in outcome.warnings:
+        info(f"warning: {warning}")
+    emit(to_json(outcome.objects) if fmt == "json" else to_yaml(outcome.objects))
+    return 0

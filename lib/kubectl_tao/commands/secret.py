@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import session, with_cluster_flags
+from kubectl_tao.commands.common import VerbCommand, session
 
 EPILOG = """\b
 Examples:
@@ -57,8 +57,7 @@ def _read_key(from_env: str | None) -> str:
     return check_key(sys.stdin.read(), "stdin")
 
 
-@secret_app.command("image-pull", epilog=EPILOG)
-@with_cluster_flags
+@secret_app.command("image-pull", epilog=EPILOG, cls=VerbCommand)
 def image_pull(
     name: str = typer.Argument(..., help="Name of the Secret (a DNS subdomain)."),
     registry: str = typer.Option("nvcr.io", "--registry", help="Registry host, e.g. nvcr.io or registry.local:5000."),

@@ -1,5 +1,5 @@
 """The session every verb shares: the global cluster flags as parsed, the kubectl wrapper built from them, the
-record store. Free of typer and click, so the hand-parsed start-up path (commands/fastpath.py) uses it too."""
+record store."""
 
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ class Session:
 
 
 _root_options: dict[str, str | None] = {}
+_verb_options: dict[str, str | None] = {}
 _session: Session | None = None
 
 
@@ -63,13 +64,16 @@ def set_root_options(**values: str | None) -> None:
 def use_verb_options(given: dict[str, str | None]) -> None:
     """Flags given after the verb (or their environment variables): they win over those given before it."""
     global _session
-    _session = _new_session({key: given.get(key) or _root_options.get(key) for key in CLUSTER_KEYS})
+    _verb_options.clear()
+    _verb_options.update({k: v for k, v in given.items() if v})
+    _session = None
 
 
 def session() -> Session:
+    """The session of the flags given (built on first use: `version` never needs one)."""
     global _session
     if _session is None:
-        _session = _new_session({k: _root_options.get(k) for k in CLUSTER_KEYS})
+        _session = _new_session({k: _verb_options.get(k) or _root_options.get(k) for k in CLUSTER_KEYS})
     return _session
 
 
@@ -84,6 +88,7 @@ def reset_session() -> None:
     global _session
     _session = None
     _root_options.clear()
+    _verb_options.clear()
 
 
 def record_store() -> Any:

@@ -1,5 +1,4 @@
-"""`kubectl tao status JOB`. typer is imported only to register the verb: the hand-parsed start-up path
-(commands/fastpath.py) runs `show` without it."""
+"""`kubectl tao status JOB`."""
 
 from __future__ import annotations
 
@@ -21,33 +20,41 @@ Examples:
 
 \b
 States: PENDING, RUNNING, COMPLETE, ERROR (with ERR_INFRA / ERR_PROGRAM), CANCELED, UNKNOWN (the Job is gone;
-the record keeps its history). Exit 0 when the state was read; with --watch, 0 only for COMPLETE."""
+the record keeps its history). Exit 0 when the state was read; with --watch, 0 only for COMPLETE; 1 when the
+record cannot be used (a bad file, another record's id, a backend_ref that is not NAMESPACE/NAME)."""
 
 
 def show(job: str, output: str, no_headers: bool, force: bool) -> int:
-    """One observation of JOB, printed (status without --watch). The kubectl read starts first: what reads and
-    prints its answer is imported while kubectl runs."""
-    from kubectl_tao.jobs import track as tracking
+    """One observation of JOB, printed (status without --watch). The kubectl read starts first, guessed from
+    the raw record files (jobs/early_read.py): the record is loaded and checked, and what reads and prints the
+    answer imported, while kubectl runs."""
+    from kubectl_tao.jobs import early_read
+    from kubectl_tao.k8s.kubectl import discard_prestarted
 
     sess = session()
-    store = record_store()
-    tracked = tracking.load(store, job)
-    target = sess.target()
-    started = tracking.start_fetch(sess.kubectl(), tracked, server=target.server, force=force)
-    from kubectl_tao.commands import present
+    early_read.start(job, sess.options)
+    try:
+        from kubectl_tao.jobs import track as tracking
 
-    obs = tracking.observe(sess.kubectl(), store, tracked, server=target.server, force=force, started=started)
-    present.show([obs], output, no_headers, ranks=True)
-    return 0
+        store = record_store()
+        tracked = tracking.load(store, job)
+        target = sess.target()
+        started = tracking.start_fetch(sess.kubectl(), tracked, server=target.server, force=force)
+        from kubectl_tao.commands import present
+
+        obs = tracking.observe(sess.kubectl(), store, tracked, server=target.server, force=force, started=started)
+        present.show([obs], output, no_headers, ranks=True)
+        return 0
+    finally:
+        discard_prestarted()
 
 
 def register(app: typer.Typer) -> None:
     import typer
 
-    from kubectl_tao.commands.common import NoHeadersOption, OutputOption, with_cluster_flags
+    from kubectl_tao.commands.common import NoHeadersOption, OutputOption, VerbCommand
 
-    @app.command("status", epilog=EPILOG)
-    @with_cluster_flags
+    @app.command("status", epilog=EPILOG, cls=VerbCommand)
     def status(
         job: str = typer.Argument(..., help="Record id printed by submit (see `kubectl tao list`)."),
         output: str = OutputOption,

@@ -1,15 +1,11 @@
-"""`kubectl tao submit`: its typer command (register) and what it runs (run), which the hand-parsed fast
-path (commands/fastpath.py) calls too; typer is imported only by register."""
+"""`kubectl tao submit`: the job flags (commands/jobflags.py) plus submit's own, then jobs/submit.execute."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import typer
 
-from kubectl_tao.commands.jobflags import probe_settings
-from kubectl_tao.commands.session import lazy_record_store, session
-
-if TYPE_CHECKING:
-    import typer
+from kubectl_tao.commands.common import OutputOption, lazy_record_store, session
+from kubectl_tao.commands.jobflags import JobCommand, request_of
 
 EPILOG = """\b
 Examples:
@@ -34,57 +30,28 @@ Exit codes: 0 ok, 1 gate/job failure, 2 bad input, 3 cluster unreachable, 4 the 
 
 
 def register(app: typer.Typer) -> None:
-    import typer
-
-    from kubectl_tao.commands.common import OutputOption, with_cluster_flags
-    from kubectl_tao.commands.jobflags import with_job_flags
-
-    @app.command("submit", epilog=EPILOG)
-    @with_cluster_flags
-    @with_job_flags
-    def submit(
-        job: dict,
-        dry_run: str = typer.Option("none", "--dry-run", help="none (default), client (render only) or server."),
-        wait: bool = typer.Option(False, "--wait", help="Wait until the job ends; exit 0 only if it COMPLETEs."),
-        timeout: float = typer.Option(None, "--timeout", help="With --wait: stop waiting after SECONDS."),
-        pending_timeout: float = typer.Option(
-            None, "--pending-timeout", help="With --wait: cancel and fail the job if Pending for SECONDS."
-        ),
-        image_pull_timeout: float = typer.Option(
-            None,
-            "--image-pull-timeout",
-            help="With --wait: cancel and fail the job if its image pull fails for SECONDS.",
-        ),
-        require_fit_now: bool = typer.Option(
-            False, "--require-fit-now", help="Refuse when the GPUs are not free now (instead of queueing)."
-        ),
-        output: str = OutputOption,
-    ) -> int:
-        """Launch a TAO (or any PyTorch-style) GPU job after every gate passes."""
-        return run(
-            job,
-            dry_run=dry_run,
-            wait=wait,
-            timeout=timeout,
-            pending_timeout=pending_timeout,
-            image_pull_timeout=image_pull_timeout,
-            require_fit_now=require_fit_now,
-            output=output,
-        )
+    app.command("submit", epilog=EPILOG, cls=JobCommand)(submit)
 
 
-def run(
-    job: dict[str, Any],
-    *,
-    dry_run: str = "none",
-    wait: bool = False,
-    timeout: float | None = None,
-    pending_timeout: float | None = None,
-    image_pull_timeout: float | None = None,
-    require_fit_now: bool = False,
-    output: str = "table",
+def submit(
+    ctx: typer.Context,
+    dry_run: str = typer.Option("none", "--dry-run", help="none (default), client (render only) or server."),
+    wait: bool = typer.Option(False, "--wait", help="Wait until the job ends; exit 0 only if it COMPLETEs."),
+    timeout: float = typer.Option(None, "--timeout", help="With --wait: stop waiting after SECONDS."),
+    pending_timeout: float = typer.Option(
+        None, "--pending-timeout", help="With --wait: cancel and fail the job if Pending for SECONDS."
+    ),
+    image_pull_timeout: float = typer.Option(
+        None,
+        "--image-pull-timeout",
+        help="With --wait: cancel and fail the job if its image pull fails for SECONDS.",
+    ),
+    require_fit_now: bool = typer.Option(
+        False, "--require-fit-now", help="Refuse when the GPUs are not free now (instead of queueing)."
+    ),
+    output: str = OutputOption,
 ) -> int:
-    """Submit JOB (the job flags, as jobflags.with_job_flags packs them); the exit code."""
+    """Launch a TAO (or any PyTorch-style) GPU job after every gate passes."""
     from kubectl_tao.cli.output import check_format, dump_json, dump_yaml, emit, info
     from kubectl_tao.core.errors import UsageError
     from kubectl_tao.jobs import plan as planning
@@ -95,18 +62,18 @@ def run(
         raise UsageError(f"--dry-run={dry_run!r}: use none, client or server")
     if (timeout or pending_timeout or image_pull_timeout) and not wait:
         raise UsageError("--timeout/--pending-timeout/--image-pull-timeout need --wait")
+    job = request_of(ctx)
     sess = session()
     namespace = sess.namespace()
     held = None
-    if wait and dry_run == "none" and not job.get("keep_until_captured"):
+    if wait and dry_run == "none" and not job.keep_until_captured:
         # The Job is created without a TTL and gets it back once --wait has captured its ending (or
         # gives up), so a short --ttl-seconds can never delete the outcome before it is seen.
-        job = {**job, "keep_until_captured": True}
+        job = job.replaced(keep_until_captured=True)
         held = "wait"
-    creds = planning.read_credentials(job.get("env_file"), job.get("env"))
+    creds = planning.read_credentials(job.env_file, job.env)
     target = sess.target()
-    job["probe_nccl"] = probe_settings(job, target.server)
-    the_plan = planning.build(job, namespace, creds)
+    the_plan = planning.build(job, namespace, creds, server=target.server)
     the_plan.require_fit_now = require_fit_now
     store = lazy_record_store()
     for note in the_plan.notes:
@@ -124,8 +91,8 @@ def run(
         store_factory=store,
         on_progress=info,
         extra=(
-            {"keep_until_captured": True, "ttl_seconds": int(job["ttl_seconds"]), "ttl_hold": held}
-            if job.get("keep_until_captured")
+            {"keep_until_captured": True, "ttl_seconds": job.ttl_seconds, "ttl_hold": held}
+            if job.keep_until_captured
             else None
         ),
     )

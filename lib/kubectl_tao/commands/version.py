@@ -20,13 +20,13 @@ def client_version_line() -> str:
 def register(app: typer.Typer) -> None:
     import typer
 
-    from kubectl_tao.commands.common import OutputOption, with_cluster_flags
+    from kubectl_tao.commands.common import OutputOption, VerbCommand
 
     @app.command(
         "version",
         epilog="\b\nExamples:\n  kubectl tao version\n  kubectl tao version --server -o json",
+        cls=VerbCommand,
     )
-    @with_cluster_flags
     def version(
         server: bool = typer.Option(False, "--server", help="Also ask the API server for its version."),
         output: str = OutputOption,
@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         fmt = check_format(output, ("table", "json", "yaml"))
         data: dict[str, str] = {"clientVersion": __version__}
         if server:
-            from kubectl_tao.core.gates import parse_server_version
+            from kubectl_tao.core.serverversion import parse_server_version
 
             raw = session().kubectl().json(["version"], namespaced=False)
             data["serverVersion"] = parse_server_version(raw).text

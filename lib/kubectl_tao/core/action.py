@@ -17,18 +17,17 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
-import math
 import os
-import re
 import stat
-import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kubectl_tao.core import contract, kubelet_text, names, quantities, schemas, templates
+from kubectl_tao.core.atomicwrite import write_atomically
 from kubectl_tao.core.errors import TaoError, UsageError
+from kubectl_tao.core.tomlwriter import toml_dumps
+from kubectl_tao.core.valueclass import Factory, Value, record
 
 REQUEST_SCHEMA = "action-request.v1"
 STAGING_SCHEMA = "staging-map.v1"
@@ -41,8 +40,6 @@ CONFIG_PATH_TOKEN = "{config_path}"  # noqa: S105 - a placeholder, not a credent
 SHELL_SYNTAX = ("\n", ";", "&&", "||", "$(", "`", "|", ">", "<")
 SHM_TARGET = "/dev/shm"
 MAX_TTL_SECONDS = 604800
-_BARE_TOML_KEY = re.compile(r"[A-Za-z0-9_-]+")
-_INT64 = (-(2**63), 2**63 - 1)
 
 kubernetes_job_name = names.kubernetes_job_name
 
@@ -74,72 +71,6 @@ def validate_staging_map(staging_map: Any) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- config documents
-
-
-def _toml_string(text: str) -> str:
-    """A TOML basic string, byte for byte what the reference renderer writes (JSON-style escapes, non-ASCII
-    as \\uXXXX) wherever that is valid TOML; DEL and characters beyond U+FFFF, which it would write as
-    invalid TOML (a raw DEL, a surrogate pair), are written validly instead (\\u007f, the character itself)."""
-    escapes = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch in escapes:
-            out.append(escapes[ch])
-        elif 0xD800 <= code <= 0xDFFF:
-            raise UsageError("spec_bundle.spec holds a string with a lone surrogate; TOML cannot encode it")
-        elif code < 0x20 or 0x7F <= code <= 0xFFFF:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def _toml_key(key: Any) -> str:
-    if not isinstance(key, str) or not key:
-        raise UsageError(f"spec_bundle.spec has key {key!r}; TOML keys must be non-empty strings")
-    return key if _BARE_TOML_KEY.fullmatch(key) else _toml_string(key)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        if not _INT64[0] <= value <= _INT64[1]:
-            raise UsageError(f"spec_bundle.spec integer {value} does not fit TOML's 64-bit integers")
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise UsageError("spec_bundle.spec numbers must be finite for TOML")
-        return repr(value)
-    if isinstance(value, str):
-        return _toml_string(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    if isinstance(value, dict):
-        pairs = (f"{_toml_key(key)} = {_toml_value(value[key])}" for key in sorted(value))
-        return "{ " + ", ".join(pairs) + " }"  # an empty table is "{  }", as the reference writes it
-    raise UsageError(f"spec_bundle.spec holds {type(value).__name__} (null?), which TOML cannot represent")
-
-
-def toml_dumps(spec: dict[str, Any]) -> str:
-    """A TOML document for a nested mapping, laid out as the reference renderer lays it out (so the same spec
-    gets the same sha256 name from either tool): sorted keys, a table's scalars first, then each sub-table
-    as a [dotted.header] section; sections apart by one blank line, except that a header is followed at once
-    by the first sub-table header of a table with no scalars of its own."""
-    return _toml_table(spec, ()) + "\n"
-
-
-def _toml_table(table: dict[str, Any], path: tuple[str, ...]) -> str:
-    keys = sorted(table, key=str)
-    scalars = [f"{_toml_key(key)} = {_toml_value(table[key])}" for key in keys if not isinstance(table[key], dict)]
-    sections = ["\n".join(scalars)] if scalars else []
-    for key in keys:
-        if isinstance(table[key], dict):
-            sub_path = (*path, _toml_key(key))
-            body = _toml_table(table[key], sub_path)
-            sections.append("[" + ".".join(sub_path) + "]" + (f"\n{body}" if body else ""))
-    return "\n\n".join(sections)
 
 
 def config_document(bundle: dict[str, Any]) -> tuple[str, str, str]:
@@ -178,14 +109,6 @@ def _read_regular_file(path: Path, what: str) -> bytes:
         return handle.read()
 
 
-def _fsync_dir(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
 def _prepare_output_dir(output_dir: str | Path) -> Path:
     raw = Path(output_dir).expanduser()
     if raw.is_symlink():
@@ -203,25 +126,13 @@ def _prepare_output_dir(output_dir: str | Path) -> Path:
 
 
 def _publish(destination: Path, data: bytes) -> None:
-    """Write a temp file in the same directory, fsync it, and hard-link it into place: readers see
-    the whole file or nothing, and an existing file is never replaced (its content is compared)."""
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent)
+    """Readers see the whole file or nothing, and an existing file is never replaced (its content is compared)."""
     try:
-        with os.fdopen(descriptor, "wb") as handle:
-            os.fchmod(handle.fileno(), 0o600)
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(temporary, destination)
-        except FileExistsError:
-            _check_same_content(destination, data)
-            return
-        _fsync_dir(destination.parent)
+        published = write_atomically(destination, data, replace=False)
     except OSError as exc:
         raise TaoError(f"cannot write materialized config {destination}: {exc.strerror or exc}") from exc
-    finally:
-        Path(temporary).unlink(missing_ok=True)
+    if not published:
+        _check_same_content(destination, data)
 
 
 def _check_same_content(destination: Path, data: bytes) -> None:
@@ -426,13 +337,13 @@ def _check_ttl(ttl_seconds: Any) -> int | None:
 # --------------------------------------------------------------------------- rendering
 
 
-@dataclass(frozen=True)
-class Placement:
+@record(frozen=True)
+class Placement(Value):
     """The job flags an action-request Job gets like any other (the request itself says nothing of them)."""
 
-    labels: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    node_selector: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = Factory(dict)
+    annotations: Mapping[str, str] = Factory(dict)
+    node_selector: Mapping[str, str] = Factory(dict)
     tolerations: Sequence[Mapping[str, Any]] = ()
     active_deadline_seconds: int | None = None
     queue_name: str | None = None
@@ -518,7 +429,7 @@ def render_action_objects(
 
 
 def render_action_job(request: dict[str, Any], staging_map: dict[str, Any], **options: Any) -> str:
-    """The Job manifest for an action request, as YAML (JSON documents; see render.to_yaml); `options` are
+    """The Job manifest for an action request, as YAML (see render.to_yaml); `options` are
     those of render_action_objects."""
     from kubectl_tao.core.render import to_yaml
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.contract import CANCELED, COMPLETE, ERROR, PENDING, RUNNING, TERMINAL_STATES, UNKNOWN
-from kubectl_tao.core.valueclass import Value
+from kubectl_tao.core.valueclass import Factory, Value, record
 
 __all__ = ["CANCELED", "COMPLETE", "ERROR", "PENDING", "RUNNING", "TERMINAL_STATES", "UNKNOWN"]
 
@@ -82,64 +82,45 @@ _INFRA_WORDS = {
 INFRA_JOB_REASONS = {"DeadlineExceeded"}
 
 
+@record(frozen=True)
 class RankStatus(Value):
-    """One rank's pod as classify sees it (`to_dict` keys in `_fields` order: status and list `-o json`)."""
+    """One rank's pod as classify sees it (`to_dict` keys in field order: status and list `-o json`)."""
 
-    _fields = ("rank", "pod", "node", "phase", "ready", "exit_code", "reason", "message", "started_at",
-               "finished_at", "restarts")
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        rank: int,
-        pod: str,
-        node: str | None,
-        phase: str,
-        ready: bool,
-        exit_code: int | None,
-        reason: str,
-        message: str,
-        started_at: str | None,
-        finished_at: str | None,
-        restarts: int,
-    ) -> None:
-        self.rank, self.pod, self.node, self.phase, self.ready = rank, pod, node, phase, ready
-        self.exit_code, self.reason, self.message = exit_code, reason, message
-        self.started_at, self.finished_at, self.restarts = started_at, finished_at, restarts
+    rank: int
+    pod: str
+    node: str | None
+    phase: str
+    ready: bool
+    exit_code: int | None
+    reason: str
+    message: str
+    started_at: str | None
+    finished_at: str | None
+    restarts: int
 
     def to_dict(self) -> dict[str, Any]:
         return self.as_dict()
 
 
+@record
 class JobStatus(Value):
     """What classify makes of a Job and its pods; classify fills it in as it goes (`to_dict` keys in
-    `_fields` order: status and list `-o json`)."""
+    field order: status and list `-o json`)."""
 
-    _fields = ("state", "reason", "message", "err_class", "ranks", "active", "ready", "succeeded", "failed",
-               "total", "first_failed_rank", "job_uid", "gang", "kueue")
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        state: str,
-        reason: str,
-        message: str,
-        err_class: str | None = None,
-        ranks: list[RankStatus] | None = None,
-        active: int = 0,
-        ready: int = 0,
-        succeeded: int = 0,
-        failed: int = 0,
-        total: int = 1,
-        first_failed_rank: int | None = None,
-        job_uid: str | None = None,
-        gang: dict[str, Any] | None = None,  # gang.GangView.to_dict() of a native gang job
-        kueue: dict[str, Any] | None = None,  # kueue.Admission of a Job held suspended by Kueue, when it was read
-    ) -> None:
-        self.state, self.reason, self.message, self.err_class = state, reason, message, err_class
-        self.ranks: list[RankStatus] = ranks if ranks is not None else []
-        self.active, self.ready, self.succeeded, self.failed, self.total = active, ready, succeeded, failed, total
-        self.first_failed_rank, self.job_uid, self.gang, self.kueue = first_failed_rank, job_uid, gang, kueue
+    state: str
+    reason: str
+    message: str
+    err_class: str | None = None
+    ranks: list[RankStatus] = Factory(list)
+    active: int = 0
+    ready: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    total: int = 1
+    first_failed_rank: int | None = None
+    job_uid: str | None = None
+    gang: dict[str, Any] | None = None  # gang.GangView.to_dict() of a native gang job
+    kueue: dict[str, Any] | None = None  # kueue.Admission of a Job held suspended by Kueue, when it was read
 
     def to_dict(self) -> dict[str, Any]:
         """Every field by name, in `_fields` order; ranks as dicts, gang and kueue copied."""
@@ -226,22 +207,15 @@ def _pod_env(pod: Mapping[str, Any], name: str) -> str | None:
 # Ranks
 
 
+@record(frozen=True)
 class _Salient(Value):
     """The one container state that best describes a pod."""
 
-    _fields = ("exit_code", "reason", "message", "started_at", "finished_at")
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        exit_code: int | None = None,
-        reason: str = "",
-        message: str = "",
-        started_at: str | None = None,
-        finished_at: str | None = None,
-    ) -> None:
-        self.exit_code, self.reason, self.message = exit_code, reason, message
-        self.started_at, self.finished_at = started_at, finished_at
+    exit_code: int | None = None
+    reason: str = ""
+    message: str = ""
+    started_at: str | None = None
+    finished_at: str | None = None
 
 
 def _by_name_first(statuses: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

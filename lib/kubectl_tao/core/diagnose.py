@@ -9,25 +9,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from kubectl_tao.core import classify as st
 from kubectl_tao.core import contract, kueue
-from kubectl_tao.core.gates import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, total_allocatable
+from kubectl_tao.core.gpufit import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, total_allocatable
+from kubectl_tao.core.valueclass import Value, plain, record
 
 GPU_OPERATOR_CHECK = "kubectl get nodes -o jsonpath='{.items[*].status.allocatable}'"
 
 
-@dataclass(frozen=True)
-class Finding:
+@record(frozen=True)
+class Finding(Value):
     cause: str  # what is wrong, in a few words
     evidence: str  # the cluster's own text that shows it (one line)
     fix: str  # what to do about it
     code: str = ""  # stable identifier, for -o json and tests
 
     def to_dict(self) -> dict[str, str]:
-        return asdict(self)
+        return plain(self)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -471,10 +471,10 @@ def explain(
     `job` is the record id (for `kubectl tao` commands), `job_name` the Kubernetes Job's name (for `kubectl`
     commands; the record's backend_ref, which need not equal the id).
 
-    `nodes` (from gates.node_gpus) tells a GPU-less cluster from a busy one; without it an
+    `nodes` (from gpufit.node_gpus) tells a GPU-less cluster from a busy one; without it an
     Insufficient nvidia.com/gpu finding mentions both possibilities. `no_gpu_hint` (gpuinventory.no_gpu_hint)
     is the fix when the GPUs exist as DRA devices that pods asking for nvidia.com/gpu cannot use.
-    `queue_quota` (gates.QueueQuota) is the ClusterQueue of a Job Kueue holds (status.kueue), when read.
+    `queue_quota` (quota.QueueQuota) is the ClusterQueue of a Job Kueue holds (status.kueue), when read.
     """
     pod_list = _pods(pods)
     ns = _namespace(pod_list, namespace)
@@ -537,7 +537,7 @@ def _queue_usage(quota: Any) -> str:
 def kueue_findings(admission_data: Mapping[str, Any], quota: Any, namespace: str, job_name: str) -> list[Finding]:
     """explain's findings for a Job Kueue holds: Kueue's reason as the evidence, and the fix it calls for.
 
-    `admission_data` is Admission.to_dict() (as JobStatus.kueue carries it); `quota` a gates.QueueQuota of
+    `admission_data` is Admission.to_dict() (as JobStatus.kueue carries it); `quota` a quota.QueueQuota of
     its ClusterQueue, or None when that could not be read."""
     state = str(admission_data.get("state") or "")
     lq = str(admission_data.get("local_queue") or "")

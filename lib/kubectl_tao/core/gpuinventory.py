@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kubectl_tao.core.errors import TaoError, UsageError
-from kubectl_tao.core.gates import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, node_gpus, pod_gpu_request
+from kubectl_tao.core.gpufit import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, node_gpus, pod_gpu_request
 from kubectl_tao.core.valueclass import Factory, Value, plain, record
 
 if TYPE_CHECKING:
@@ -313,7 +313,7 @@ def no_gpu_hint(dra: DraGpus | None) -> str | None:
 
 
 def fit_nodes(nodes_json: Any, pods_json: Any, dra: DraGpus | None) -> list[NodeGpus]:
-    """gates.node_gpus over the nodes and pods plus what DRA adds: what the gate, explain and preflight count."""
+    """gpufit.node_gpus over the nodes and pods plus what DRA adds: what the gate, explain and preflight count."""
     return gate_nodes(node_gpus(nodes_json, pods_json), dra)
 
 

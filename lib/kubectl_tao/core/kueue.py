@@ -11,10 +11,10 @@ that into one state and one line; status and explain show Kueue's words, not a g
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from kubectl_tao.core import contract
+from kubectl_tao.core.valueclass import Value, plain, record
 
 WORKLOADS = "workloads.kueue.x-k8s.io"
 QUEUE_LABEL = contract.QUEUE_LABEL
@@ -42,8 +42,8 @@ def queue_of(job: Mapping[str, Any] | None) -> str | None:
     return str(queue) if queue else None
 
 
-@dataclass(frozen=True)
-class Admission:
+@record(frozen=True)
+class Admission(Value):
     state: str  # one of the constants above
     local_queue: str
     workload: str | None = None
@@ -52,7 +52,7 @@ class Admission:
     message: str = ""  # Kueue's condition message
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return plain(self)
 
     @property
     def status_reason(self) -> str:

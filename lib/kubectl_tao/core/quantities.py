@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import re
-from decimal import Decimal, localcontext
+from decimal import ROUND_CEILING, Decimal, localcontext
+from typing import Any
 
 from kubectl_tao.core.errors import UsageError
 
@@ -69,3 +71,25 @@ def quantity_bytes(value: str, field: str = "quantity") -> int:
     """A byte count (rounded up, as Kubernetes does for memory) from a quantity string."""
     number = parse_quantity(value, field)
     return int(number.to_integral_value(rounding="ROUND_CEILING"))
+
+
+def gpu_quantity(value: Any) -> int:
+    """A whole count from a Kubernetes quantity ("8", 8, "1k", "2000m"). Malformed or missing -> 0.
+
+    Extended resources such as nvidia.com/gpu only take whole numbers (the API server rejects fractions),
+    so a fraction here can only be a hand-written fixture; it is rounded up, as a request would be.
+    """
+    if isinstance(value, bool) or value is None:
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, float):
+        return max(math.ceil(value), 0)
+    if isinstance(value, str) and value.isascii() and value.strip().isdigit():
+        return int(value)  # "8", what the API server sends: no Decimal needed (the fit gate reads thousands)
+    try:
+        number = parse_quantity(value.strip() if isinstance(value, str) else value)
+    except UsageError:
+        return 0
+    return max(int(number.to_integral_value(rounding=ROUND_CEILING)), 0)
+

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kubectl_tao.core.sanitize import SEQUENCE_RE
-from kubectl_tao.core.valueclass import Value
+from kubectl_tao.core.valueclass import Value, record
 
 REDACTED = "***REDACTED***"
 
@@ -203,6 +203,7 @@ def _unquote(value: str) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
+@record(frozen=True)
 class Finding(Value):
     """One credential found: where and what kind; never the value.
 
@@ -211,11 +212,11 @@ class Finding(Value):
     manifests; ``rule`` names the rule that fired.
     """
 
-    _fields = ("line", "kind", "name", "rule", "source")
-    __slots__ = _fields
-
-    def __init__(self, line: int, kind: str, name: str, rule: str, source: str = "") -> None:
-        self.line, self.kind, self.name, self.rule, self.source = line, kind, name, rule, source
+    line: int
+    kind: str
+    name: str
+    rule: str
+    source: str = ""
 
     def format(self, source: str | None = None) -> str:
         src = source if source is not None else (self.source or "-")
@@ -225,14 +226,13 @@ class Finding(Value):
         return self.format()
 
 
+@record(frozen=True)
 class _Hit(Value):
-    _fields = ("start", "end", "kind", "name", "rule")
-    __slots__ = _fields
-
-    def __init__(self, start: int, end: int, kind: str, name: str, rule: str) -> None:
-        self.start, self.end = start, end  # span of the value to redact
-        self.kind, self.rule = kind, rule
-        self.name = name  # "" when the rule has no name: reported as the column
+    start: int  # span of the value to redact
+    end: int
+    kind: str
+    name: str  # "" when the rule has no name: reported as the column
+    rule: str
 
 
 # --------------------------------------------------------------------------------------------------
@@ -572,16 +572,22 @@ def _heredoc_bodies(text: str) -> Iterable[tuple[int, int]]:
         pos = closing.end()
 
 
-def _is_code(text: str, start: int, end: int) -> bool:
+def _is_code(text: str, start: int, end: int, *, spaced: bool) -> bool:
     """Whether text[start:end], a value bound to a credential-like name, is code that reads the credential
-    (`login(token=os.environ["HF_TOKEN"])`, `password=getpass()`, `token = args.token`) rather than a literal; a
-    value that is itself a credential-like name (`self.password = password`) is a variable."""
+    (`login(token=os.environ["HF_TOKEN"])`, `password=getpass()`, `token = args.token`) rather than a literal. A
+    value that is itself a credential-like name is a variable where code names one: after `NAME = ` (`spaced`,
+    `self.password = password`) or as a call's keyword argument (`login(token=token)`); `HF_TOKEN=hf_token` in a
+    shell or an env-file is the literal text."""
     value = text[start:end].strip()
     if _CALL_RE.fullmatch(value) or _SETTING_RE.fullmatch(value):
         return True
     if _OPEN_CALL_RE.fullmatch(value) and text[end : end + 1] in ("'", '"'):
         return True  # the value stopped at the quote of the call's argument
-    return bool(_VARIABLE_RE.fullmatch(value)) and is_credential_name(value)
+    closed = value.rstrip("),")  # NAME=VALUE's value runs over the comma or parenthesis after a keyword argument
+    if not (_VARIABLE_RE.fullmatch(closed) and is_credential_name(closed)):
+        return False
+    keyword = (closed != value or text[end : end + 1] == ",") and text[start - 2 : start - 1].islower()
+    return spaced or keyword
 
 
 def _is_pass_number(value: str) -> bool:
@@ -681,7 +687,7 @@ def _scan_named(text: str, *, loose: bool, inline: bool = False) -> Iterable[_Hi
             continue
         if is_credential_name(m.group(1).rsplit(".", 1)[-1]) and not is_placeholder(m.group(2)):
             s, e = _strip_quotes_span(text, m.start(2), m.end(2))
-            if e > s and not _is_code(text, m.start(2), m.end(2)):
+            if e > s and not _is_code(text, m.start(2), m.end(2), spaced=False):
                 yield _Hit(s, e, "credential", m.group(1), "assignment")
     for m in _finditer(_INI_RE, text, "="):
         if not is_credential_name(m.group(1).rsplit(".", 1)[-1]):
@@ -689,7 +695,7 @@ def _scan_named(text: str, *, loose: bool, inline: bool = False) -> Iterable[_Hi
         comment = _INLINE_COMMENT_RE.search(m.group(2))
         value = (m.group(2)[: comment.start()] if comment else m.group(2)).rstrip()
         s, e = m.start(2), m.start(2) + len(value)
-        if value and not is_placeholder(value) and not _is_code(text, s, e) and value[:1] not in "\"'":
+        if value and not is_placeholder(value) and not _is_code(text, s, e, spaced=True) and value[:1] not in "\"'":
             yield _Hit(s, e, "credential", m.group(1), "ini-assignment")  # quoted values: quoted-assignment
     if "username" in text:
         for m in _finditer(_KAGGLE_KEY_RE, text, "key"):

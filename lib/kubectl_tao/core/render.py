@@ -785,13 +785,11 @@ def with_overrides(spec: JobSpec, **changes: Any) -> JobSpec:
 
 
 def to_yaml(objects: Sequence[Mapping[str, Any]]) -> str:
-    """Multi-document YAML: each object as a JSON document after `---`.
+    """The objects as YAML documents, `---` between them, as `kubectl create --dry-run=client -o yaml` prints
+    them; strings that a YAML 1.1 reader (Kubernetes) would take for something else are quoted (yamltext)."""
+    from kubectl_tao.core.yamltext import dumps_all
 
-    JSON quotes every string, so "yes", "off", "y" or "0123" stay strings for YAML 1.1 readers
-    (kubectl, PyYAML) as well as YAML 1.2 ones. The leading `---` keeps kubectl from taking the
-    stream for a single JSON object.
-    """
-    return "".join(f"---\n{templates.dumps(obj, indent=2)}\n" for obj in objects)
+    return dumps_all(objects)
 
 
 def to_json(objects: Sequence[Mapping[str, Any]]) -> str:

@@ -4,8 +4,8 @@ dataclasses imports inspect and builds each class's methods from source; a Named
 `from __future__ import annotations`, compiles every field's annotation. Measured on status: dataclasses 56 M
 instructions, the NamedTuples that replaced them about 40 M more than this base (BENCHMARKS.md).
 
-A subclass lists its fields, in order, in `_fields`, sets `__slots__ = _fields` and writes its `__init__`.
-Standard library only.
+Every record class of the package is written one way: a subclass of Value decorated with `@record` (or
+`@record(frozen=True)`), its fields as annotated class attributes, as a dataclass's. Standard library only.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class Factory:
 
 
 def record(cls: Any = None, *, frozen: bool = False) -> Any:
-    """A class decorator for the modules every submit imports, in place of @dataclass: the fields are the
+    """The class decorator of every record class, in place of @dataclass: the fields are the
     class's annotations (read as text, never evaluated), a class attribute of the same name is the default
     (a Factory makes one per instance), and the __init__ takes them as dataclasses' does. Only __init__ is
     compiled (one small exec); repr, ==, hash and `replaced` come from Value, `plain` replaces asdict.
@@ -64,8 +64,8 @@ def record(cls: Any = None, *, frozen: bool = False) -> Any:
             raise TypeError(f"{cls.__name__}: a @record class derives from valueclass.Value")
         annotations = cls.__dict__.get("__annotations__", {})  # noqa: RUF063 - inspect is what this avoids
         names = tuple(name for name, kind in annotations.items() if not str(kind).startswith("ClassVar"))
-        namespace: dict[str, Any] = {"_set": object.__setattr__, "_MISSING": _MISSING}
-        params, body = [], []
+        namespace: dict[str, Any] = {"_MISSING": _MISSING}
+        params, values = [], []
         for name in names:
             default = cls.__dict__.get(name, _MISSING)
             if isinstance(default, Factory):
@@ -82,8 +82,11 @@ def record(cls: Any = None, *, frozen: bool = False) -> Any:
                     raise TypeError(f"{cls.__name__}: field {name!r} without a default follows one with a default")
                 params.append(name)
                 value = name
-            body.append(f"    _set(self, {name!r}, {value})" if frozen else f"    self.{name} = {value}")
-        source = f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(body) or "    pass") + "\n"
+            values.append(f"{name!r}: {value}")
+        # One statement for every field, frozen or not (a frozen class refuses setattr): compiling the __init__
+        # is most of what a class costs, and a line per field made it half as dear again.
+        body = f"self.__dict__.update({{{', '.join(values)}}})" if values else "pass"
+        source = f"def __init__(self, {', '.join(params)}):\n    {body}\n"
         exec(source, namespace)  # noqa: S102 - the source is built above from the class's own field names
         init = namespace["__init__"]
         init.__qualname__ = f"{cls.__qualname__}.__init__"

@@ -8,22 +8,22 @@ labels) is found by its backend_ref name and deleted alone; records of other pla
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from kubectl_tao.core.errors import GateError
+from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.jobs.track import Tracked, check_pin, fetch, observe, refuse_other_platform
 from kubectl_tao.k8s import objects
 from kubectl_tao.k8s.kubectl import Kubectl
 
 
-@dataclass
-class CancelResult:
+@record
+class CancelResult(Value):
     record_id: str
     state: str
     already: bool = False
-    deleted: list[str] = field(default_factory=list)
-    leftovers: list[str] = field(default_factory=list)
+    deleted: list[str] = Factory(list)
+    leftovers: list[str] = Factory(list)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -12,11 +12,12 @@ elsewhere or a native gang (which reads its PodGroups too).
 
 from __future__ import annotations
 
-import json
 import os
 
 from kubectl_tao.core import contract
+from kubectl_tao.core.errors import TaoError
 from kubectl_tao.k8s.kubectl import ClusterOptions, prestart
+from kubectl_tao.store.safefile import read_json
 
 _LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -37,12 +38,11 @@ def _plain_id(record_id: str) -> bool:
 
 
 def _read(path: str) -> dict[str, object] | None:
+    """The JSON object at PATH, or None: never a link, a FIFO or anything else read_json refuses."""
     try:
-        with open(path, "rb") as handle:
-            data = json.loads(handle.read())
-    except (OSError, ValueError):
+        return read_json(path, "job record")
+    except (OSError, TaoError):
         return None
-    return data if isinstance(data, dict) else None
 
 
 def guess(record_id: str, state_dir: str) -> list[str] | None:

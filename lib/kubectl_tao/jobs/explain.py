@@ -12,20 +12,20 @@ Nothing here writes to the record: explain only reads.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from kubectl_tao.core import classify as st
 from kubectl_tao.core import contract, kueue
 from kubectl_tao.core.diagnose import Finding
 from kubectl_tao.core.errors import TaoError
+from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.jobs.track import Tracked, check_pin, check_uid, reads_gang
 from kubectl_tao.k8s import gang
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
 
-@dataclass
-class Explanation:
+@record
+class Explanation(Value):
     id: str
     namespace: str | None
     job: str | None
@@ -33,8 +33,8 @@ class Explanation:
     reason: str
     message: str
     source: str  # "cluster" (live objects) or "record" (the Job is gone or was never created)
-    findings: list[Finding] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    findings: list[Finding] = Factory(list)
+    notes: list[str] = Factory(list)
     gang: dict[str, Any] | None = None  # gang.GangView.to_dict() of a native gang job
 
     def to_dict(self) -> dict[str, Any]:
@@ -137,10 +137,10 @@ def _needs_nodes(status: st.JobStatus, events: list[Any]) -> bool:
 
 def _kueue_view(kc: Kubectl, ns: str, job: dict[str, Any], notes: list[str]) -> tuple[Any, Any]:
     """Round trip 2 for a Job Kueue holds suspended (three reads at once): its Workload, its LocalQueue and
-    the ClusterQueues. Returns (kueue.Admission | None, gates.QueueQuota | None); what cannot be read
+    the ClusterQueues. Returns (kueue.Admission | None, quota.QueueQuota | None); what cannot be read
     becomes a note (a namespace user may not read ClusterQueues, which are cluster-scoped)."""
-    from kubectl_tao.core.gates import queue_quota
-    from kubectl_tao.jobs.fit import CLUSTERQUEUES, LOCALQUEUES
+    from kubectl_tao.core.quota import queue_quota
+    from kubectl_tao.k8s.queues import CLUSTERQUEUES, LOCALQUEUES
 
     queue = str(kueue.queue_of(job))
     uid = str((job.get("metadata") or {}).get("uid") or "")

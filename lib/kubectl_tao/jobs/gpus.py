@@ -9,16 +9,16 @@ namespace's LocalQueues, and then its ClusterQueue (round trip 2): the reads and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from kubectl_tao.core.errors import TaoError, UsageError
+from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
 
-@dataclass(frozen=True)
-class QueueView:
-    """What is left of the ClusterQueue quota behind a LocalQueue (quota: gates.QueueQuota; None when the
+@record(frozen=True)
+class QueueView(Value):
+    """What is left of the ClusterQueue quota behind a LocalQueue (quota: quota.QueueQuota; None when the
     ClusterQueue could not be read, which a note says)."""
 
     local_queue: str
@@ -60,8 +60,8 @@ def borrowing_limit(quota: Any, flavor: Any) -> int | str | None:
     return "unlimited" if flavor.borrowing_limit is None else int(flavor.borrowing_limit)
 
 
-@dataclass(frozen=True)
-class GpusView:
+@record(frozen=True)
+class GpusView(Value):
     inventory: Any  # gpuinventory.Inventory
     queue: QueueView | None = None
 
@@ -76,27 +76,26 @@ def gather(
     of `namespace`. A LocalQueue that does not exist, a cluster without Kueue and a queue Kueue marks
     inactive are UsageErrors (exit 2), raised before anything is printed."""
     from kubectl_tao.core import gpuinventory
-    from kubectl_tao.jobs import fit as fitting
-    from kubectl_tao.k8s import capacity
+    from kubectl_tao.k8s import capacity, queues
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {
         **capacity.calls(paged=True),
         "dra": (gpuinventory.DRA_READ, {"namespaced": False}),
     }
     if queue:
-        calls["queues"] = fitting.queue_call(namespace)
+        calls["queues"] = queues.queue_call(namespace)
     results = kc.run_many(calls)
     notes: list[str] = []
     view = None
     if queue:
-        queues = results["queues"]
-        assert isinstance(queues, (Completed, TaoError))
-        quota, local_queue, notes = fitting.read_queue(kc, queues, queue, namespace)
+        listed = results["queues"]
+        assert isinstance(listed, (Completed, TaoError))
+        quota, local_queue, notes = queues.read_queue(kc, listed, queue, namespace)
         if quota is not None and quota.inactive:
             raise UsageError(
                 f"--queue {queue}: ClusterQueue {quota.cluster_queue} admits no workload ({quota.inactive}); "
-                f"fix it (`kubectl describe {fitting.CLUSTERQUEUES} {quota.cluster_queue}`) or pass another "
-                f"LocalQueue (`kubectl get {fitting.LOCALQUEUES} -n {namespace}`)"
+                f"fix it (`kubectl describe {queues.CLUSTERQUEUES} {quota.cluster_queue}`) or pass another "
+                f"LocalQueue (`kubectl get {queues.LOCALQUEUES} -n {namespace}`)"
             )
         if quota is not None and not any(f.name for f in quota.flavors):
             notes.append(f"ClusterQueue {quota.cluster_queue} has no nvidia.com/gpu quota: Kueue admits no GPU "

@@ -17,7 +17,7 @@ from typing import Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import KubectlError, TaoError
-from kubectl_tao.jobs.track import Observation, Tracked, _from_record, observe
+from kubectl_tao.jobs.track import Observation, Tracked, _from_record, lookup_problem, observe
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
 SELECTOR = contract.MANAGED_SELECTOR
@@ -80,9 +80,6 @@ def _read(store: Any, record_id: str, problems: list[str]) -> tuple[dict, dict] 
     except TaoError as exc:
         problems.append(f"{exc.message}; job {record_id} skipped")
         return None
-    if record.get("id") != record_id:
-        problems.append(f"job record {store.path(record_id)} names id {record.get('id')!r}, not {record_id!r}; skipped")
-        return None
     try:
         extra = store.get_extra(record_id) or {}
     except TaoError as exc:  # its kubectl-tao data is unreadable: skip it, not everyone's list
@@ -99,7 +96,9 @@ def newest_records(
     the captured history, which the index leaves out). A record that cannot be read is skipped and described
     in `errors`; only records that were read and validated enter the index."""
     from kubectl_tao.store.index import ListIndex, load
-    from kubectl_tao.store.records import ID_RE, Record, _parse_ts
+    from kubectl_tao.store.recordids import ID_RE
+    from kubectl_tao.store.records import Record
+    from kubectl_tao.store.transitions import parse_ts
 
     if not store.jobs_dir.is_dir():
         return [], 0
@@ -121,7 +120,7 @@ def newest_records(
         )
     )
     index.save()
-    rows.sort(key=lambda row: (_parse_ts(row[0].get("submitted_at")), str(row[0].get("id"))), reverse=True)
+    rows.sort(key=lambda row: (parse_ts(row[0].get("submitted_at")), str(row[0].get("id"))), reverse=True)
     shown = rows if limit is None else rows[:limit]
     tracked = []
     for record, extra, cached in shown:
@@ -144,10 +143,13 @@ def observe_all(
     """Observations of the newest `limit` records (None: all), and the number of readable records in the store;
     a record that cannot be read is skipped and described in ``errors``."""
     tracked, total = newest_records(store, limit, full=full, errors=errors)
+    unsafe = {t.id: problem for t in tracked if (problem := lookup_problem(t)) is not None}
     here = [
         t
         for t in tracked
-        if t.on_kubernetes and (not t.extra.get("api_server") or t.extra.get("api_server") == server)
+        if t.on_kubernetes
+        and t.id not in unsafe
+        and (not t.extra.get("api_server") or t.extra.get("api_server") == server)
     ]
     need_live = live and any(not t.terminal and t.job_name and t.launched_here for t in here)
     index = live_objects(kc, {t.namespace for t in here if t.namespace}) if need_live else {}
@@ -156,6 +158,8 @@ def observe_all(
     for t in tracked:
         if not t.on_kubernetes:
             out.append(_from_record(t, [f"platform {t.platform or '?'}: left to that platform's tools"]))
+        elif t.id in unsafe:
+            out.append(_from_record(t, [unsafe[t.id]]))
         elif t.id not in here_ids:
             out.append(_from_record(t, [f"submitted to another cluster ({t.extra.get('api_server')})"]))
         elif t.terminal or not t.job_name or not live:

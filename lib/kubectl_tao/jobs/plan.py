@@ -1,10 +1,12 @@
-"""Turn the job flags into a validated submit Plan: every file read and every value checked before any
-cluster call, so bad input exits 2 with nothing created."""
+"""Turn a job request (the job flags, typed) into a validated submit Plan: every file read and every value
+checked before any cluster call, so bad input exits 2 with nothing created. This is where a request is
+validated; render and the store take what the Plan hands them."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,53 @@ from kubectl_tao.jobs.submit import Plan
 
 GPU_TOLERATION = contract.GPU_TOLERATION
 TIERS = ("A", "C")
+
+
+@record(frozen=True)
+class JobRequest(Value):
+    """The job flags of `submit` and `render`, typed; commands/jobflags.JOB_FLAGS declares them (spellings,
+    defaults, help) and builds one (job_request). Repeatable flags are tuples, empty when not given."""
+
+    image: str | None
+    command: str | None
+    gpus: int
+    nodes: int
+    network_arch: str
+    action: str
+    storage_tier: str
+    pvc: str | None
+    mount_path: str
+    results_dir: str | None
+    env_file: str | None
+    env: tuple[str, ...]
+    env_secret: str | None
+    image_pull_secret: str | None
+    ttl_seconds: int
+    shm_size: str
+    s3_input: tuple[str, ...]
+    s3_output: str | None
+    upload_exclude: tuple[str, ...]
+    s3_tools_image: str | None
+    launcher: str
+    master_port: int
+    rendezvous_timeout: int
+    nccl_socket_ifname: str | None
+    nccl_ib_hca: str | None
+    nccl_env: tuple[str, ...]
+    gpu_product: str | None
+    node_selector: tuple[str, ...]
+    toleration: tuple[str, ...]
+    queue: str | None
+    gang: str
+    retries_per_index: int | None
+    active_deadline: int | None
+    annotation: tuple[str, ...]
+    label: tuple[str, ...]
+    action_request: str | None
+    staging_map: str | None
+    config_source: str | None
+    keep_until_captured: bool
+    given: frozenset[str]  # the flags set on the command line (some are refused where they cannot apply)
 
 
 def read_credentials(
@@ -64,23 +113,34 @@ def _load_json(path: str | None, flag: str) -> dict[str, Any]:
     return load_json_object(Path(path), flag.lstrip("-").replace("-", " "))
 
 
-def build(job: dict[str, Any], namespace: str, credentials: dict[str, str]) -> Plan:
-    if job.get("action_request"):
+def build(job: JobRequest, namespace: str, credentials: dict[str, str], *, server: str = "") -> Plan:
+    """The Plan of JOB in NAMESPACE with these CREDENTIALS; SERVER (the API server's URL) picks the NCCL
+    settings this cluster's last probe passed with, for a multi-node job."""
+    if job.action_request:
         return _action_plan(job, namespace, credentials)
-    return _spec_plan(job, namespace, credentials)
+    return _spec_plan(job, namespace, credentials, _probe_settings(job, server))
 
 
-def _common_checks(job: dict[str, Any]) -> None:
-    tier = str(job.get("storage_tier") or "A").upper()
+def _probe_settings(job: JobRequest, server: str) -> tuple[dict[str, str], str]:
+    """For a multi-node job: the NCCL settings this cluster's last probe passed with (read from the local
+    probe cache, no cluster call), and when; nothing otherwise."""
+    if job.nodes <= 1 or not server:
+        return {}, ""
+    from kubectl_tao.store.probecache import cached_settings
+
+    return cached_settings(server)
+
+
+def _common_checks(job: JobRequest) -> None:
+    tier = (job.storage_tier or "A").upper()
     if tier not in TIERS:
-        raise UsageError(f"--storage-tier {job.get('storage_tier')!r}: use A (a bound PVC) or C (S3 in the pod)")
+        raise UsageError(f"--storage-tier {job.storage_tier!r}: use A (a bound PVC) or C (S3 in the pod)")
     from kubectl_tao.core.names import require_ascii_name
 
-    for flag, example in (("network_arch", "dino"), ("action", "train")):
-        value = job.get(flag) or ""
+    for flag, value, example in (("--network-arch", job.network_arch, "dino"), ("--action", job.action, "train")):
         if not value or any(ch.isspace() for ch in value) or len(value) > 40:
-            raise UsageError(f"--{flag.replace('_', '-')}: give a short word without spaces (e.g. dino, train)")
-        require_ascii_name(value, f"--{flag.replace('_', '-')}", example=example)
+            raise UsageError(f"{flag}: give a short word without spaces (e.g. dino, train)")
+        require_ascii_name(value, flag, example=example)
 
 
 @record
@@ -91,14 +151,14 @@ class _Nccl(Value):
     notes: list[str]
 
 
-def _nccl_settings(job: dict[str, Any], nodes: int) -> _Nccl:
+def _nccl_settings(job: JobRequest, nodes: int, probed: tuple[dict[str, str], str]) -> _Nccl:
     """The NCCL settings of a job: the flags, plus (multi-node) the settings this cluster's last probe passed
-    with (`job["probe_nccl"]`: settings and when they were checked), where no flag sets the same variable."""
+    with (PROBED: settings and when they were checked), where no flag sets the same variable."""
     from kubectl_tao.core.render import parse_key_values
 
-    env = parse_key_values(list(job.get("nccl_env") or []), "--nccl-env")
-    result = _Nccl(job.get("nccl_socket_ifname"), job.get("nccl_ib_hca"), env, [])
-    cached, checked_at = job.get("probe_nccl") or ({}, "")
+    env = parse_key_values(list(job.nccl_env), "--nccl-env")
+    result = _Nccl(job.nccl_socket_ifname, job.nccl_ib_hca, env, [])
+    cached, checked_at = probed
     if nodes <= 1 or not cached:
         return result
     applied = []
@@ -120,9 +180,9 @@ def _nccl_settings(job: dict[str, Any], nodes: int) -> _Nccl:
     return result
 
 
-def _s3_tools_image(job: dict[str, Any], tier: str) -> dict[str, str]:
+def _s3_tools_image(job: JobRequest, tier: str) -> dict[str, str]:
     """--s3-tools-image, which only tier C's fetch step uses (absent: render's default image)."""
-    image = job.get("s3_tools_image")
+    image = job.s3_tools_image
     if not image:
         return {}
     if tier != "C":
@@ -130,42 +190,45 @@ def _s3_tools_image(job: dict[str, Any], tier: str) -> dict[str, str]:
     return {"s3_tools_image": str(image)}
 
 
-def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str]) -> Plan:
+def _spec_plan(
+    job: JobRequest, namespace: str, credentials: dict[str, str], probed: tuple[dict[str, str], str]
+) -> Plan:
     from kubectl_tao.core import render
     from kubectl_tao.core.names import is_under, kubernetes_job_name, secret_name_for
-    from kubectl_tao.store.records import normalize_results_dir, preview_id
+    from kubectl_tao.store.recordfields import normalize_results_dir
+    from kubectl_tao.store.recordids import preview_id
 
     _common_checks(job)
-    for key, flag in (("staging_map", "--staging-map"), ("config_source", "--config-source")):
-        if job.get(key):
+    for value, flag in ((job.staging_map, "--staging-map"), (job.config_source, "--config-source")):
+        if value:
             raise UsageError(f"{flag} is only for --action-request; drop it or give the request")
-    if not job.get("image"):
+    if not job.image:
         raise UsageError("--image is required (or --action-request)")
-    if not job.get("command"):
+    if not job.command:
         raise UsageError("--command is required (or --action-request)")
-    tier = str(job["storage_tier"]).upper()
-    gpus, nodes = int(job["gpus"]), int(job["nodes"])
+    tier = job.storage_tier.upper()
+    gpus, nodes = job.gpus, job.nodes
     from kubectl_tao.k8s.gang import check_mode
 
-    gang_mode = check_mode(job.get("gang"), nodes=nodes, queue=job.get("queue"))
-    existing_secret = job.get("env_secret")
+    gang_mode = check_mode(job.gang, nodes=nodes, queue=job.queue)
+    existing_secret = job.env_secret
     if existing_secret and credentials:
         raise UsageError("--env-secret names an existing Secret: give it or --env-file/--env, not both")
-    node_selector = list(job.get("node_selector") or [])
-    if job.get("gpu_product"):
-        node_selector.append(contract.gpu_product_selector(job["gpu_product"]))
-    tolerations: list[Any] = list(job.get("toleration") or [])
+    node_selector = list(job.node_selector)
+    if job.gpu_product:
+        node_selector.append(contract.gpu_product_selector(job.gpu_product))
+    tolerations: list[Any] = list(job.toleration)
     if gpus > 0:
         tolerations.append(GPU_TOLERATION)
-    mount = job.get("mount_path") or "/workspace"
-    results_dir = job.get("results_dir")
+    mount = job.mount_path or "/workspace"
+    results_dir = job.results_dir
     results_root = None
     if results_dir:
         results_dir = normalize_results_dir(results_dir)
     elif tier == "C":
-        if not job.get("s3_output"):
+        if not job.s3_output:
             raise UsageError("--storage-tier C needs --s3-output s3://BUCKET/PREFIX (or --results-dir s3://...)")
-        results_root = str(job["s3_output"]).rstrip("/")
+        results_root = str(job.s3_output).rstrip("/")
     else:
         results_root = mount.rstrip("/") + "/results"
     if results_dir and tier == "A" and not results_dir.startswith("s3://") and not is_under(results_dir, mount):
@@ -173,7 +236,7 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
             f"--results-dir {results_dir}: must be on the mounted volume (under --mount-path {mount}) or an s3:// "
             "prefix, so results survive the pod"
         )
-    probe_id = preview_id(job["network_arch"], job["action"])
+    probe_id = preview_id(job.network_arch, job.action)
 
     def results_for(record_id: str) -> str:
         return results_dir or f"{results_root}/{record_id}"
@@ -182,37 +245,37 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
         # Tier C uploads to <s3-output>/<record id>/ on its own; the spec takes the prefix, not a results dir.
         return None if tier == "C" and not results_dir else results_for(record_id)
 
-    ttl = None if job.get("keep_until_captured") else int(job["ttl_seconds"])
-    nccl = _nccl_settings(job, nodes)
+    ttl = None if job.keep_until_captured else job.ttl_seconds
+    nccl = _nccl_settings(job, nodes, probed)
     base = dict(
-        image=job["image"],
-        command=job["command"],
+        image=job.image,
+        command=job.command,
         namespace=namespace,
         gpus=gpus,
         nodes=nodes,
         storage_tier=tier,
-        pvc=job.get("pvc"),
+        pvc=job.pvc,
         mount_path=mount,
-        image_pull_secret=job.get("image_pull_secret"),
+        image_pull_secret=job.image_pull_secret,
         ttl_seconds=ttl,
-        shm_size=job["shm_size"],
-        s3_inputs=list(job.get("s3_input") or []),
-        s3_output=job.get("s3_output"),
-        upload_excludes=list(job.get("upload_exclude") or []),
+        shm_size=job.shm_size,
+        s3_inputs=list(job.s3_input),
+        s3_output=job.s3_output,
+        upload_excludes=list(job.upload_exclude),
         **_s3_tools_image(job, tier),
-        labels=list(job.get("label") or []),
-        annotations=list(job.get("annotation") or []),
-        master_port=int(job["master_port"]),
-        launcher=job["launcher"],
+        labels=list(job.label),
+        annotations=list(job.annotation),
+        master_port=job.master_port,
+        launcher=job.launcher,
         nccl_socket_ifname=nccl.socket_ifname,
         nccl_ib_hca=nccl.ib_hca,
         nccl_env=nccl.env,
-        active_deadline_seconds=job.get("active_deadline"),
+        active_deadline_seconds=job.active_deadline,
         node_selector=node_selector,
         tolerations=tolerations,
-        queue_name=job.get("queue"),
-        retries_per_index=job.get("retries_per_index"),
-        rendezvous_timeout_seconds=int(job["rendezvous_timeout"]),
+        queue_name=job.queue,
+        retries_per_index=job.retries_per_index,
+        rendezvous_timeout_seconds=job.rendezvous_timeout,
     )
     probe_name = kubernetes_job_name(probe_id)
     spec = render.spec_from_options(
@@ -225,28 +288,27 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
     warnings = render.warnings_for(spec)
 
     def render_objects(job_name: str, record_id: str, secret: str | None) -> list[dict[str, Any]]:
-        final = render.with_overrides(
-            spec,
+        final = spec.replaced(
             name=job_name,
             record_id=record_id,
             results_dir=spec_results(record_id),
             env_secret=existing_secret or secret,
         )
-        return render.render(final)
+        return render.render(final)  # which validates the spec, once
 
     min_version = None
     feature = ""
-    if job.get("retries_per_index") is not None:
+    if job.retries_per_index is not None:
         min_version, feature = (1, 29), "--retries-per-index"
     elif nodes > 1:
         min_version, feature = (1, 28), "multi-node jobs"
     record = {
         "platform": "kubernetes",
-        "image": job["image"],
-        "network_arch": job["network_arch"],
-        "action": job["action"],
+        "image": job.image,
+        "network_arch": job.network_arch,
+        "action": job.action,
         "storage_tier": tier,
-        "upload_excludes": list(job.get("upload_exclude") or []),
+        "upload_excludes": list(job.upload_exclude),
     }
     if results_dir:
         record["results_dir"] = results_dir
@@ -255,67 +317,60 @@ def _spec_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str])
     return Plan(
         record=record,
         render=render_objects,
-        image=job["image"],
+        image=job.image,
         gpus=gpus,
         nodes=nodes,
         credentials=credentials,
-        pvc=job.get("pvc") if tier == "A" else None,
+        pvc=job.pvc if tier == "A" else None,
         secret_refs={existing_secret: []} if existing_secret else {},
-        image_pull_secret=job.get("image_pull_secret"),
+        image_pull_secret=job.image_pull_secret,
         node_selector=dict(item.split("=", 1) for item in node_selector),
         tolerations=[t for t in spec.tolerations],
-        gpu_product=job.get("gpu_product"),
-        queue=job.get("queue"),
+        gpu_product=job.gpu_product,
+        queue=job.queue,
         min_version=min_version,
         min_version_feature=feature,
         warnings=warnings,
-        patches_job=bool(job.get("keep_until_captured")),
+        patches_job=bool(job.keep_until_captured),
         notes=nccl.notes,
         gang_mode=gang_mode,
     )
 
 
-# Job flags an action request cannot take (the request decides these): flag, default, what decides instead.
+# Job flags an action request cannot take (the request decides these): flag, what decides instead.
 _NOT_FOR_ACTION_REQUESTS = {
-    "gpus": ("--gpus", 1, "spec_bundle.compute_shape.gpus"),
-    "nodes": ("--nodes", 1, "spec_bundle.compute_shape.nodes (an action request runs one pod)"),
-    "mount_path": ("--mount-path", "/workspace", "the request's mounts[].target"),
-    "s3_input": ("--s3-input", None, "the staging map (storage tier A only)"),
-    "s3_output": ("--s3-output", None, "--results-dir (storage tier A only)"),
-    "s3_tools_image": ("--s3-tools-image", None, "nothing: action requests use storage tier A"),
-    "launcher": ("--launcher", "tao", "spec_bundle.command (one pod, no rendezvous)"),
-    "master_port": ("--master-port", 29500, "nothing: an action request runs one pod"),
-    "rendezvous_timeout": ("--rendezvous-timeout", 300, "nothing: an action request runs one pod"),
-    "nccl_socket_ifname": ("--nccl-socket-ifname", None, "the request's environment"),
-    "nccl_ib_hca": ("--nccl-ib-hca", None, "the request's environment"),
-    "nccl_env": ("--nccl-env", None, "the request's environment"),
-    "retries_per_index": ("--retries-per-index", None, "nothing: an action request runs one pod"),
-    "gang": ("--gang", "auto", "nothing: an action request runs one pod"),
+    "gpus": ("--gpus", "spec_bundle.compute_shape.gpus"),
+    "nodes": ("--nodes", "spec_bundle.compute_shape.nodes (an action request runs one pod)"),
+    "mount_path": ("--mount-path", "the request's mounts[].target"),
+    "s3_input": ("--s3-input", "the staging map (storage tier A only)"),
+    "s3_output": ("--s3-output", "--results-dir (storage tier A only)"),
+    "s3_tools_image": ("--s3-tools-image", "nothing: action requests use storage tier A"),
+    "launcher": ("--launcher", "spec_bundle.command (one pod, no rendezvous)"),
+    "master_port": ("--master-port", "nothing: an action request runs one pod"),
+    "rendezvous_timeout": ("--rendezvous-timeout", "nothing: an action request runs one pod"),
+    "nccl_socket_ifname": ("--nccl-socket-ifname", "the request's environment"),
+    "nccl_ib_hca": ("--nccl-ib-hca", "the request's environment"),
+    "nccl_env": ("--nccl-env", "the request's environment"),
+    "retries_per_index": ("--retries-per-index", "nothing: an action request runs one pod"),
+    "gang": ("--gang", "nothing: an action request runs one pod"),
 }
 
 
-def _given(job: dict[str, Any], key: str, default: Any) -> bool:
-    """Whether a flag was set: the CLI says which were on the command line; other callers pass plain values."""
-    if "given" in job:
-        return key in job["given"]
-    return job.get(key) not in (None, [], default)
-
-
-def _refuse_flags_the_request_decides(job: dict[str, Any]) -> None:
-    tier = str(job.get("storage_tier") or "A").upper()
+def _refuse_flags_the_request_decides(job: JobRequest) -> None:
+    tier = (job.storage_tier or "A").upper()
     if tier != "A":
         raise UsageError(
             f"--storage-tier {tier} does not apply to --action-request: its sources are staged on --pvc (tier A)"
         )
-    for key, (flag, default, instead) in _NOT_FOR_ACTION_REQUESTS.items():
-        if _given(job, key, default):
+    for key, (flag, instead) in _NOT_FOR_ACTION_REQUESTS.items():
+        if key in job.given:
             raise UsageError(f"{flag} does not apply to --action-request (set by {instead}); drop {flag}")
 
 
 def _request_results_dir(request: dict[str, Any], raw: str | None) -> str:
     """--results-dir of an action request: on a writable mount of the request (container path) or s3://."""
     from kubectl_tao.core.names import is_under, validate_abs_path
-    from kubectl_tao.store.records import normalize_results_dir
+    from kubectl_tao.store.recordfields import normalize_results_dir
 
     if not raw:
         raise UsageError("--action-request needs --results-dir (a writable mount target of the request or s3://)")
@@ -345,11 +400,11 @@ def _counterparts(name: str) -> set[str]:
     return twins
 
 
-def _unforwarded(job: dict[str, Any], forward: list[str], credentials: dict[str, str]) -> list[str]:
+def _unforwarded(job: JobRequest, forward: list[str], credentials: dict[str, str]) -> list[str]:
     """Credentials the request does not forward: an `--env NAME` is refused, env-file keys are named in a
     warning (an env-file often holds more than one job needs); none of them reaches the Secret."""
     forwarded = set().union(*(_counterparts(name) for name in forward))
-    for name in job.get("env") or []:
+    for name in job.env:
         if not _counterparts(name) & forwarded:
             raise UsageError(
                 f"--env {name}: the action request does not forward it (forward_env: {', '.join(forward) or 'none'}); "
@@ -384,50 +439,52 @@ def _forwarded(forward: list[str], credentials: dict[str, str]) -> dict[str, str
     return creds
 
 
-def targeting(job: dict[str, Any]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+def targeting(
+    node_selector: Sequence[str], tolerations: Sequence[str], gpu_product: str | None
+) -> tuple[dict[str, str], list[dict[str, Any]]]:
     """The node selector (--node-selector, --gpu-product) and the tolerations (--toleration) of the job
     flags, parsed: what every verb that places pods (submit, probe nccl) applies."""
     from kubectl_tao.core.render import parse_key_values, parse_toleration
 
-    selector = list(job.get("node_selector") or [])
-    if job.get("gpu_product"):
-        selector.append(contract.gpu_product_selector(job["gpu_product"]))
-    return parse_key_values(selector, "node selector"), [parse_toleration(t) for t in job.get("toleration") or []]
+    selector = list(node_selector)
+    if gpu_product:
+        selector.append(contract.gpu_product_selector(gpu_product))
+    return parse_key_values(selector, "node selector"), [parse_toleration(t) for t in tolerations]
 
 
-def _placement(job: dict[str, Any], gpus: int) -> Any:
+def _placement(job: JobRequest, gpus: int) -> Any:
     from kubectl_tao.core.action import Placement
     from kubectl_tao.core.render import parse_key_values
 
-    node_selector, tolerations = targeting(job)
+    node_selector, tolerations = targeting(job.node_selector, job.toleration, job.gpu_product)
     if gpus > 0:
         tolerations.append(GPU_TOLERATION)
     return Placement(
-        labels=parse_key_values(list(job.get("label") or []), "label"),
-        annotations=parse_key_values(list(job.get("annotation") or []), "annotation"),
+        labels=parse_key_values(list(job.label), "label"),
+        annotations=parse_key_values(list(job.annotation), "annotation"),
         node_selector=node_selector,
         tolerations=tuple(tolerations),
-        active_deadline_seconds=job.get("active_deadline"),
-        queue_name=job.get("queue"),
+        active_deadline_seconds=job.active_deadline,
+        queue_name=job.queue,
     )
 
 
-def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str]) -> Plan:
+def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -> Plan:
     from kubectl_tao.core.action import render_action_objects, validate_request
     from kubectl_tao.core.names import kubernetes_job_name, secret_name_for
-    from kubectl_tao.store.records import preview_id
+    from kubectl_tao.store.recordids import preview_id
 
     _common_checks(job)
-    if job.get("image") or job.get("command"):
+    if job.image or job.command:
         raise UsageError("--action-request carries its own image and command; drop --image/--command")
     _refuse_flags_the_request_decides(job)
-    if not job.get("pvc"):
+    if not job.pvc:
         raise UsageError("--action-request needs --pvc (the claim holding the staged sources)")
-    request = _load_json(job["action_request"], "--action-request")
-    staging = _load_json(job.get("staging_map"), "--staging-map")
+    request = _load_json(job.action_request, "--action-request")
+    staging = _load_json(job.staging_map, "--staging-map")
     validate_request(request)
     forward = list(request.get("forward_env") or [])
-    existing_secret = job.get("env_secret")
+    existing_secret = job.env_secret
     if existing_secret:
         if credentials:
             raise UsageError("--env-secret names an existing Secret: give it or --env-file/--env, not both")
@@ -440,8 +497,8 @@ def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str
     bundle = request.get("spec_bundle") or {}
     image = str(bundle.get("image") or "")
     gpus = int((bundle.get("compute_shape") or {}).get("gpus") or 0)
-    results_dir = _request_results_dir(request, job.get("results_dir"))
-    ttl = None if job.get("keep_until_captured") else int(job["ttl_seconds"])
+    results_dir = _request_results_dir(request, job.results_dir)
+    ttl = None if job.keep_until_captured else job.ttl_seconds
     placement = _placement(job, gpus)
 
     def render_objects(job_name: str, record_id: str, secret: str | None) -> list[dict[str, Any]]:
@@ -450,19 +507,19 @@ def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str
             staging,
             job_id=record_id,
             namespace=namespace,
-            pvc_claim=job["pvc"],
+            pvc_claim=job.pvc,
             credential_secret=(existing_secret or secret) if forward else None,
-            image_pull_secret=job.get("image_pull_secret"),
-            config_source=job.get("config_source"),
+            image_pull_secret=job.image_pull_secret,
+            config_source=job.config_source,
             ttl_seconds=ttl,
-            shm_size=job["shm_size"],
+            shm_size=job.shm_size,
             placement=placement,
         )
         if objects and objects[0]["metadata"]["name"] != job_name:
             raise UsageError(f"action renderer named the Job {objects[0]['metadata']['name']}, expected {job_name}")
         return objects
 
-    probe = preview_id(job["network_arch"], job["action"])
+    probe = preview_id(job.network_arch, job.action)
     render_objects(kubernetes_job_name(probe), probe, secret_name_for(kubernetes_job_name(probe)) if creds else None)
     if placement.queue_name is not None:
         warnings.append(f"the Job is created suspended; Kueue starts it when queue {placement.queue_name!r} admits it")
@@ -470,23 +527,23 @@ def _action_plan(job: dict[str, Any], namespace: str, credentials: dict[str, str
         record={
             "platform": "kubernetes",
             "image": image,
-            "network_arch": job["network_arch"],
-            "action": job["action"],
+            "network_arch": job.network_arch,
+            "action": job.action,
             "storage_tier": "A",
             "results_dir": results_dir,
-            "upload_excludes": list(job.get("upload_exclude") or []),
+            "upload_excludes": list(job.upload_exclude),
         },
         render=render_objects,
         image=image,
         gpus=gpus,
         nodes=1,
         credentials=creds,
-        pvc=job["pvc"],
+        pvc=job.pvc,
         secret_refs={existing_secret: forward} if existing_secret else {},
-        image_pull_secret=job.get("image_pull_secret"),
+        image_pull_secret=job.image_pull_secret,
         node_selector=dict(placement.node_selector),
         tolerations=[dict(t) for t in placement.tolerations],
-        gpu_product=job.get("gpu_product"),
+        gpu_product=job.gpu_product,
         queue=placement.queue_name,
         warnings=warnings,
     )

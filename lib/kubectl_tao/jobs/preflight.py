@@ -1,32 +1,41 @@
 """`preflight`: every check the reference names, one line each (OK / WARN / MISSING with the fix).
 
-The cluster checks run at once (one round trip): server version, nodes and pods (GPU allocatable and fit),
-`auth can-i create jobs` and `... secrets` in the namespace, the PVC when one is named, and for --nodes > 1
-without --queue the discovery of scheduling.k8s.io/v1beta1 (gang.py; its dry run follows where PodGroups are
-served).
+This machine: the GPU host runtime and kubectl on PATH. The cluster: the gate list submit goes through
+(jobs/gates.py), for a job of the flags' shape, so preflight prints the same verdicts submit acts on (a refusal
+is MISSING), plus what preflight alone reports: whether there is a cluster at all, whether it offers GPUs to
+pods, and which gang mechanism a multi-node job would get. Their reads run at once (one round trip).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.templates import data_dir
-from kubectl_tao.k8s.kubectl import Completed, Kubectl, run_host_check
+from kubectl_tao.core.valueclass import Value, record
+from kubectl_tao.k8s.kubectl import Kubectl, run_host_check
+
+if TYPE_CHECKING:
+    from kubectl_tao.core.verdicts import Verdict
 
 OK, WARN, MISSING = "OK", "WARN", "MISSING"
 
 
-@dataclass(frozen=True)
-class Check:
+@record(frozen=True)
+class Check(Value):
     name: str
-    status: str
+    status: str  # OK | WARN | MISSING
     message: str
     fix: str = ""
+
+    @classmethod
+    def of(cls, verdict: Verdict) -> Check:
+        """A gate's verdict as a line: a refusal is MISSING."""
+        from kubectl_tao.core.verdicts import REFUSE
+
+        status = MISSING if verdict.status == REFUSE else verdict.status
+        return cls(verdict.gate, status, verdict.message, verdict.fix)
 
     def line(self) -> str:
         text = f"{self.status}: {self.name}: {self.message}"
@@ -61,13 +70,6 @@ def kubectl_check(binary: str) -> Check:
     return Check("kubectl", MISSING, "kubectl not found on PATH", "install kubectl (a single static binary)")
 
 
-REACH_FIX = (
-    "configure kubectl: EKS `aws eks update-kubeconfig --name <cluster> --region <region>`; GKE `gcloud container "
-    "clusters get-credentials <cluster> --region <region>`; AKS `az aks get-credentials --resource-group <rg> "
-    "--name <cluster>`; or set $KUBECONFIG / --kubeconfig; local: `make cluster`"
-)
-
-
 def cluster_checks(
     kc: Kubectl,
     namespace: str,
@@ -78,152 +80,28 @@ def cluster_checks(
     need_secrets: bool,
     gpu_product: str | None = None,
     queue: str | None = None,
+    server: str = "",
 ) -> list[Check]:
-    from kubectl_tao.core import gates, gpuinventory
-    from kubectl_tao.k8s import capacity, gang
+    """The gates' verdicts for a job of GPUS x NODES (the GPU taint tolerated, as submit does) in NAMESPACE,
+    with the PVC and, with NEED_SECRETS, a credential Secret; SERVER: the API server's URL (its cached NCCL
+    probe result)."""
+    from kubectl_tao.core.contract import GPU_TOLERATION
+    from kubectl_tao.core.gaterequest import PREFLIGHT, GateRequest
+    from kubectl_tao.core.serverversion import MULTI_NODE_MIN_VERSION
+    from kubectl_tao.jobs import gates
 
-    calls: dict[str, tuple[list[str], dict[str, Any]]] = {
-        "version": (["version", "-o", "json"], {"namespaced": False}),
-        **capacity.calls(paged=True),
-        "dra": (gpuinventory.DRA_READ, {"namespaced": False}),
-        "jobs": (["auth", "can-i", "create", "jobs.batch", "-n", namespace], {"namespaced": False, "check": False}),
-    }
-    if need_secrets:
-        calls["secrets"] = (
-            ["auth", "can-i", "create", "secrets", "-n", namespace],
-            {"namespaced": False, "check": False},
-        )
-    if pvc:
-        calls["pvc"] = (["get", "persistentvolumeclaim", pvc, "-n", namespace, "-o", "json"], {"namespaced": False})
-    if nodes > 1 and not queue:
-        calls["gang"] = gang.DISCOVERY_CALL
-    results = kc.run_many(calls)
-    version = results["version"]
-    if isinstance(version, TaoError):
-        return [Check("cluster", MISSING, f"no reachable cluster: {version.message}", REACH_FIX)]
-    assert isinstance(version, Completed)
-    checks: list[Check] = []
-    try:
-        server = gates.parse_server_version(json.loads(version.stdout))
-        checks.append(Check("cluster", OK, f"reachable, Kubernetes {server.text}"))
-    except (TaoError, ValueError) as exc:
-        return [Check("cluster", MISSING, f"cannot read the server version: {exc}", REACH_FIX)]
-    try:
-        seen = capacity.view(results, kc)
-        nodes_json, pods_json, usage_known, usage_note = seen.nodes, seen.pods, seen.usage_known, seen.warning
-    except TaoError as exc:
-        nodes_json, pods_json, usage_known, usage_note = None, {}, True, f"cannot list nodes: {exc.message}"
-    if nodes_json is None:
-        checks.append(Check("gpu-operator", WARN, usage_note or "cannot list nodes", "ask for `get nodes`"))
-    else:
-        dra, dra_note = gpuinventory.read_dra(results["dra"])
-        node_list = gpuinventory.fit_nodes(nodes_json, pods_json, dra)
-        total = sum(n.allocatable for n in node_list)
-        hint = gpuinventory.no_gpu_hint(dra)
-        if total == 0 and hint:
-            checks.append(Check("gpu-operator", WARN, "no node offers nvidia.com/gpu to pods", hint))
-        elif total == 0:
-            checks.append(
-                Check(
-                    "gpu-operator",
-                    WARN,
-                    "no nvidia.com/gpu allocatable on this cluster" + (f" ({dra_note})" if dra_note else ""),
-                    "install the NVIDIA GPU Operator or device plugin: "
-                    "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html",
-                )
-            )
-        else:
-            gpu_nodes = sum(1 for n in node_list if n.allocatable > 0)
-            via = ""
-            if dra and dra.serving_class and dra.total:
-                via = f" (DRA devices via DeviceClass {dra.serving_class} included)"
-            checks.append(Check("gpu-operator", OK, f"{total} nvidia.com/gpu allocatable on {gpu_nodes} node(s){via}"))
-        if gpus > 0 or nodes > 1:
-            from kubectl_tao.core.contract import GPU_TOLERATION
-
-            verdict = gates.fit(
-                node_list,
-                gpus,
-                nodes,
-                node_selector=None,
-                tolerations=[GPU_TOLERATION] if gpus > 0 else None,
-                gpu_product=gpu_product,
-                quota=None,
-                no_gpu_hint=hint,
-            )
-            status = {"fits": OK, "queue": WARN, "never": MISSING}[verdict.verdict]
-            if not usage_known and status == OK:
-                checks.append(Check("capacity", WARN, f"{verdict.message}; {usage_note}", "ask for `list pods` in all "
-                                    "namespaces so usage can be counted"))
-            else:
-                checks.append(
-                    Check(
-                        "capacity",
-                        status,
-                        verdict.message,
-                        "" if status == OK else "ask for fewer GPUs or nodes (`kubectl tao fit --gpus G --nodes N`)",
-                    )
-                )
-    checks.append(_can_i(results["jobs"], "create jobs", namespace))
-    if "secrets" in results:
-        checks.append(_can_i(results["secrets"], "create secrets", namespace))
-    if pvc:
-        checks.append(_pvc(results["pvc"], pvc, namespace))
-    if nodes > 1:
-        ok = (server.major, server.minor) >= (1, 28)
-        checks.append(
-            Check(
-                "version",
-                OK if ok else MISSING,
-                f"Kubernetes {server.text} {'>=' if ok else '<'} 1.28 (Indexed Job pod hostnames for MASTER_ADDR)",
-                "" if ok else "upgrade the cluster to 1.28+ or run single-node",
-            )
-        )
-        support = gang.detect(kc, namespace, results["gang"], nodes) if "gang" in results else None
-        checks.append(gang_check(gang.choose(nodes, queue, support)))
-    return checks
-
-
-def gang_check(mechanism: Any) -> Check:
-    """The gang mechanism of a multi-node job; none is a warning (a partial start can hold GPUs)."""
-    from kubectl_tao.k8s.gang import ENABLE_HINT, NONE
-
-    if mechanism.kind == NONE:
-        return Check("gang", WARN, f"none: {mechanism.message}", f"submit with --queue (Kueue), or {ENABLE_HINT}")
-    return Check("gang", OK, f"{mechanism.kind}: {mechanism.message}")
-
-
-def _can_i(result: Completed | TaoError, verb: str, namespace: str) -> Check:
-    name = "rbac-" + verb.split()[-1]
-    if isinstance(result, TaoError):
-        return Check(name, MISSING, f"cannot ask whether you may {verb}: {result.message}", "check your credentials")
-    answer = result.stdout.strip().lower()
-    if answer == "yes":
-        return Check(name, OK, f"you may {verb} in namespace {namespace}")
-    return Check(
-        name,
-        MISSING,
-        f"you may not {verb} in namespace {namespace} (`kubectl auth can-i {verb} -n {namespace}` says "
-        f"{answer or 'no'})",
-        f"ask a cluster admin for a Role granting {verb} in {namespace}, or pick another namespace with -n",
+    request = GateRequest(
+        PREFLIGHT,
+        namespace,
+        gpus=gpus,
+        nodes=nodes,
+        tolerations=[dict(GPU_TOLERATION)] if gpus > 0 else [],
+        gpu_product=gpu_product,
+        queue=queue,
+        min_version=MULTI_NODE_MIN_VERSION if nodes > 1 else None,
+        min_version_feature="multi-node jobs" if nodes > 1 else "",
+        pvc=pvc,
+        credentials=need_secrets,
+        server=server,
     )
-
-
-def _pvc(result: Completed | TaoError, pvc: str, namespace: str) -> Check:
-    if isinstance(result, TaoError):
-        return Check(
-            "pvc",
-            MISSING,
-            f"PersistentVolumeClaim {pvc} not found in {namespace}",
-            "create it (tier A mounts a Bound claim holding the data) or use --storage-tier C",
-        )
-    assert isinstance(result, Completed)
-    phase = (json.loads(result.stdout).get("status") or {}).get("phase", "Unknown")
-    if phase == "Bound":
-        return Check("pvc", OK, f"PersistentVolumeClaim {pvc} is Bound")
-    return Check(
-        "pvc",
-        MISSING,
-        f"PersistentVolumeClaim {pvc} is {phase}, not Bound",
-        "check its StorageClass or PersistentVolume; the pod waits until the claim binds",
-    )
+    return [Check.of(verdict) for verdict in gates.for_preflight(kc, request)]

@@ -31,14 +31,15 @@ import re
 import shlex
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kubectl_tao.core import contract, gates, names, render, templates
+from kubectl_tao.core import contract, names, render, templates
 from kubectl_tao.core.ages import age_text
 from kubectl_tao.core.errors import TaoError, UsageError
+from kubectl_tao.core.serverversion import parse_server_version
+from kubectl_tao.core.valueclass import Factory, Value, plain, record
 from kubectl_tao.jobs import cancel as cancelling
 from kubectl_tao.jobs import track, wait
 from kubectl_tao.jobs.submit import Plan, execute
@@ -47,7 +48,7 @@ from kubectl_tao.jobs.wait import PULL_REASONS
 from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.store import probecache
 from kubectl_tao.store.probecache import FAIL, GLOO, HANG, NCCL, NCCL_ENV_RE, NOT_CARRIED, PASS, RESULTS
-from kubectl_tao.store.records import preview_id
+from kubectl_tao.store.recordids import preview_id
 
 NETWORK_ARCH = "nccl"
 ACTION = "probe"
@@ -85,8 +86,8 @@ def parse_duration(value: object, flag: str) -> int:
     return int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
 
 
-@dataclass(frozen=True)
-class ProbeOptions:
+@record(frozen=True)
+class ProbeOptions(Value):
     nodes: int = DEFAULT_NODES
     gpus: int = DEFAULT_GPUS
     image: str = DEFAULT_IMAGE
@@ -97,10 +98,10 @@ class ProbeOptions:
     pvc: str | None = None  # mounted at /workspace when given (checks a ReadWriteMany claim too)
     nccl_socket_ifname: str | None = None
     nccl_ib_hca: str | None = None
-    nccl_env: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
+    nccl_env: Mapping[str, str] = Factory(dict)
+    annotations: Mapping[str, str] = Factory(dict)
     master_port: int = render.DEFAULT_MASTER_PORT
-    node_selector: Mapping[str, str] = field(default_factory=dict)  # --node-selector, --gpu-product
+    node_selector: Mapping[str, str] = Factory(dict)  # --node-selector, --gpu-product
     tolerations: tuple[Mapping[str, Any], ...] = ()  # --toleration (the GPU taint's is always added)
 
 
@@ -236,13 +237,13 @@ def build_plan(opts: ProbeOptions, namespace: str) -> Plan:
 # What to try next
 
 
-@dataclass(frozen=True)
-class Hint:
+@record(frozen=True)
+class Hint(Value):
     flag: str  # how to set it on `kubectl tao probe nccl` ('' when it is not a setting)
     why: str
 
     def to_dict(self) -> dict[str, str]:
-        return asdict(self)
+        return plain(self)
 
 
 _NCCL_HINTS = (
@@ -264,7 +265,7 @@ def hints_for(result: str, reason: str, exercised: bool, master_port: int, recor
     """The NCCL settings (and checks) to try next for a probe outcome."""
     if result == PASS:
         return []
-    nccl = [replace(hint, why=hint.why.replace("{job}", record_id or "JOB")) for hint in _NCCL_HINTS]
+    nccl = [hint.replaced(why=hint.why.replace("{job}", record_id or "JOB")) for hint in _NCCL_HINTS]
     if not exercised:
         return [Hint("", f"NCCL was not exercised: {wait.fix_for(reason)}")]
     if reason == "RendezvousTimeout":
@@ -283,8 +284,8 @@ def hints_for(result: str, reason: str, exercised: bool, master_port: int, recor
 # Reports and the cache
 
 
-@dataclass
-class ProbeReport:
+@record
+class ProbeReport(Value):
     result: str  # pass | fail | hang
     reason: str
     message: str
@@ -296,14 +297,14 @@ class ProbeReport:
     gpus: int
     image: str
     duration_s: float | None = None
-    hints: list[Hint] = field(default_factory=list)
+    hints: list[Hint] = Factory(list)
     cached: bool = False
     exercised: bool = True  # every rank started; False: a watchdog fired first (not cached)
-    settings: dict[str, str] = field(default_factory=dict)  # the NCCL_* env the probe ran with
+    settings: dict[str, str] = Factory(dict)  # the NCCL_* env the probe ran with
     backend: str = ""  # nccl | gloo, as the ranks said; "" when no rank said (simulated nodes)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = plain(self)
         data["hints"] = [hint.to_dict() for hint in self.hints]
         return data
 
@@ -367,8 +368,8 @@ def read_backend(kc: Kubectl, tracked: Tracked, nodes: int) -> str:
     return backend_from_logs(result.stdout) if result.returncode == 0 else ""
 
 
-@dataclass
-class Waited:
+@record
+class Waited(Value):
     result: str
     obs: Observation
     exercised: bool
@@ -495,7 +496,7 @@ def run_probe(
     """Validate, read the server version, answer from the cache when allowed, else submit the probe,
     wait for it, cache the result and return it."""
     plan = build_plan(opts, namespace)
-    version = gates.parse_server_version(kc.json(["version"], namespaced=False)).text
+    version = parse_server_version(kc.json(["version"], namespaced=False)).text
     cache, warning = probecache.load_cache(cache_file)
     if warning:
         on_progress(f"warning: {warning}")

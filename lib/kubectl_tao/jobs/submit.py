@@ -20,25 +20,24 @@ vanishes while creating, the outcome is unknown: the record is marked UNKNOWN (n
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import (
     ClusterUnreachableError,
     GateError,
     KubectlError,
-    NeverFitsError,
     TaoError,
     UsageError,
 )
 from kubectl_tao.core.names import kubernetes_job_name, secret_name_for
 from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.k8s import objects
-from kubectl_tao.k8s.kubectl import Completed, Kubectl, Running
+from kubectl_tao.k8s.kubectl import Kubectl
 
-PRIVATE_REGISTRIES = ("nvcr.io",)
+if TYPE_CHECKING:
+    from kubectl_tao.jobs.gates import Gates
 
 
 @record
@@ -84,94 +83,6 @@ class Outcome(Value):
 # ---------------------------------------------------------------- gates
 
 
-def _ref_query(plan: Plan) -> list[str] | None:
-    names = []
-    if plan.pvc:
-        names.append(f"persistentvolumeclaim/{plan.pvc}")
-    names += [f"secret/{name}" for name in sorted(plan.secret_refs)]
-    if plan.image_pull_secret and plan.image_pull_secret not in plan.secret_refs:
-        names.append(f"secret/{plan.image_pull_secret}")
-    if not names:
-        return None
-    # Names and key names only: a go-template never prints a Secret's values. One name gets the object
-    # itself back, several a List: the template prints a row for either.
-    row = (
-        "{{.kind}} {{.metadata.name}} {{if .status}}{{.status.phase}}{{else}}-{{end}} "
-        '{{range $k, $v := .data}}{{$k}},{{end}}{{"\\n"}}'
-    )
-    template = (
-        f'{{{{define "row"}}}}{row}{{{{end}}}}'
-        '{{if .items}}{{range .items}}{{template "row" .}}{{end}}{{else}}{{template "row" .}}{{end}}'
-    )
-    return ["get", *names, "-o", f"go-template={template}"]
-
-
-def parse_refs(text: str) -> dict[tuple[str, str], tuple[str, set[str]]]:
-    found: dict[tuple[str, str], tuple[str, set[str]]] = {}
-    for line in text.splitlines():
-        parts = line.split(" ")
-        if len(parts) < 3:
-            continue
-        kind, name, phase = parts[0], parts[1], parts[2]
-        keys = {k for k in (parts[3] if len(parts) > 3 else "").split(",") if k}
-        found[(kind, name)] = (phase, keys)
-    return found
-
-
-def check_refs(plan: Plan, namespace: str, result: Completed | TaoError) -> None:
-    if isinstance(result, ClusterUnreachableError):
-        raise result
-    stdout = result.stdout if isinstance(result, Completed) else ""
-    if isinstance(result, KubectlError) and result.reason == "Forbidden":
-        raise GateError(f"cannot read PVCs/Secrets in namespace {namespace}: {result.message}")
-    found = parse_refs(stdout)
-    if plan.pvc:
-        pvc = found.get(("PersistentVolumeClaim", plan.pvc))
-        if pvc is None:
-            raise GateError(
-                f"--pvc: PersistentVolumeClaim {plan.pvc!r} not found in namespace {namespace}; create it "
-                "(storage tier A mounts a Bound claim holding the data) or choose --storage-tier C"
-            )
-        if pvc[0] != "Bound":
-            raise GateError(
-                f"--pvc: PersistentVolumeClaim {plan.pvc!r} is {pvc[0]}, not Bound; the pod would stay "
-                "Pending until it binds (check its StorageClass / PersistentVolume)"
-            )
-    for name, keys in sorted(plan.secret_refs.items()):
-        secret = found.get(("Secret", name))
-        if secret is None:
-            raise GateError(
-                f"Secret {name!r} not found in namespace {namespace}; create it first "
-                "(values from stdin, e.g. `kubectl create secret generic NAME --from-env-file=/dev/stdin`)"
-            )
-        missing = sorted(set(keys) - secret[1])
-        if missing:
-            raise GateError(f"Secret {name!r} lacks key(s) {', '.join(missing)}; add them or drop them")
-    if plan.image_pull_secret and ("Secret", plan.image_pull_secret) not in found:
-        raise GateError(
-            f"--image-pull-secret: Secret {plan.image_pull_secret!r} not found in namespace {namespace}; "
-            f"create it with `kubectl tao secret image-pull {plan.image_pull_secret} --registry <host>`"
-        )
-
-
-def registry_of(image: str) -> str:
-    first = image.split("/", 1)[0]
-    if "/" in image and ("." in first or ":" in first or first == "localhost"):
-        return first
-    return "docker.io"
-
-
-def image_pull_warning(plan: Plan) -> str | None:
-    registry = registry_of(plan.image)
-    if registry in PRIVATE_REGISTRIES and not plan.image_pull_secret:
-        return (
-            f"image {plan.image} is on {registry}, which needs credentials, and no --image-pull-secret was "
-            f"given: the pod may stay in ImagePullBackOff (create one with `kubectl tao secret image-pull "
-            f"NAME --registry {registry}`)"
-        )
-    return None
-
-
 def gang_detected(plan: Plan) -> bool:
     """Whether the gates must find out the gang mechanism (multi-node, no --queue, --gang not off): only then
     are the manifests unknown until the gates have run."""
@@ -181,205 +92,38 @@ def gang_detected(plan: Plan) -> bool:
 def run_gates(
     kc: Kubectl, plan: Plan, namespace: str, server: str = "", dry_objects: list[dict[str, Any]] | None = None
 ) -> Gates:
-    """Read-only checks before anything is created. Returns the fit verdict (as a dict), warnings (including a
-    cached NCCL probe of this cluster, `server`, that failed or hung, for nodes > 1), the gang.Mechanism and, for
-    a job that must queue, the DRA read still to settle (Gates).
-    `dry_objects`: the job's objects, dry-run by the server in the same process as the permission reviews
-    (GateError when the server refuses them; checked after every other gate, as before)."""
-    from kubectl_tao.k8s import gang, permissions
+    """The gate list (jobs/gates.py) over this plan, read-only, before anything is created: the first refusal is
+    raised. Returns the fit verdict (as a dict), the plan's warnings and the gates' (including a cached NCCL
+    probe of this cluster, `server`, that failed or hung, for nodes > 1), the gang.Mechanism and, for a job
+    that must queue, the DRA read still to settle (Gates). `dry_objects`: the job's objects, dry-run by the
+    server in the same process as the permission reviews."""
+    from kubectl_tao.core.gaterequest import SUBMIT, GateRequest
+    from kubectl_tao.jobs import gates
 
-    if plan.queue or plan.gpus > 0 or plan.nodes > 1 or plan.min_version:  # a 0-GPU single-node job needs none
-        from kubectl_tao.core import gates, gpuinventory
-        from kubectl_tao.jobs import fit as fitting
-        from kubectl_tao.k8s import capacity
-
-    calls: dict[str, tuple[list[str], dict[str, Any]]] = {}
-    if plan.queue:
-        calls["queues"] = fitting.queue_call(namespace)
-    if plan.gpus > 0 or plan.nodes > 1:
-        calls.update(capacity.calls(paged=True))  # DRA only when the device plugins' GPUs do not fit (below)
-    if plan.min_version:
-        calls["version"] = (["version", "-o", "json"], {"namespaced": False})
-    refs = _ref_query(plan)
-    if refs:
-        calls["refs"] = (refs, {"check": False})
-    detect_gang = gang_detected(plan)
-    if detect_gang:
-        calls["gang"] = gang.DISCOVERY_CALL
-    # Permissions first: every verb on every kind this job's objects will need (create, patch, delete, get,
-    # list), so a partial role is refused before a record opens instead of leaving objects it cannot remove.
-    needed = permissions.needed(
-        credentials=bool(plan.credentials), service=plan.nodes > 1, patch_job=plan.patches_job
+    request = GateRequest(
+        SUBMIT,
+        namespace,
+        gpus=plan.gpus,
+        nodes=plan.nodes,
+        node_selector=plan.node_selector,
+        tolerations=plan.tolerations,
+        gpu_product=plan.gpu_product,
+        queue=plan.queue,
+        require_fit_now=plan.require_fit_now,
+        min_version=plan.min_version,
+        min_version_feature=plan.min_version_feature,
+        pvc=plan.pvc,
+        secret_refs=plan.secret_refs,
+        image_pull_secret=plan.image_pull_secret,
+        image=plan.image,
+        credentials=bool(plan.credentials),
+        patch_job=plan.patches_job,
+        gang_mode=plan.gang_mode,
+        server=server,
+        probe_warning=not plan.skip_probe_warning,
+        objects=dry_objects,
     )
-    if dry_objects is None:
-        calls["permissions"] = permissions.review_call(needed, namespace)
-    else:
-        calls["permissions"] = permissions.with_dry_run(needed, namespace, dry_objects)
-    batch = kc.start_many(calls)
-    # The capacity first, while the other calls still run: when the device plugins' GPUs do not fit without a
-    # queue's quota (which only takes GPUs away), the DRA read starts now instead of after the slowest call.
-    # Its error, if any, is raised in its turn below.
-    seen: Any = None
-    seen_error: TaoError | None = None
-    plain: Any = None  # the verdict without DRA devices or quota
-    dra_read: Running | None = None
-    later: LaterFit | None = None
-    try:
-        if "nodes" in calls:
-            try:
-                seen = capacity.view({key: batch.result(key) for key in ("nodes", "pods")}, kc)
-            except TaoError as exc:
-                seen_error = exc
-            if seen is not None and seen.nodes is not None:
-                plain = _judge(plan, seen, None, None)
-                if plain.verdict != gates.FITS:
-                    dra_read = kc.start(gpuinventory.DRA_READ, namespaced=False)
-        results = batch.results()
-        warnings = list(plan.warnings)
-        reviews, dry_error = results["permissions"], None
-        if dry_objects is not None:
-            reviews, dry_error = permissions.split(reviews, kc.error_for)
-        permissions.require(needed, reviews, namespace)
-        if seen_error is not None:
-            raise seen_error
-        if seen is not None and seen.warning:
-            warnings.append(seen.warning)
-        version_error = results.get("version")
-        if isinstance(version_error, TaoError):
-            raise version_error
-        if "version" in results:
-            version_result = results["version"]
-            assert isinstance(version_result, Completed)
-            version = gates.parse_server_version(json.loads(version_result.stdout))
-            gates.require_version(
-                version, plan.min_version or (1, 28), plan.min_version_feature or "multi-node jobs"
-            )
-            if plan.nodes > 1 and server and not plan.skip_probe_warning:
-                from kubectl_tao.store.probecache import cached_probe_warning
-
-                probe_warning = cached_probe_warning(server, version.text)
-                if probe_warning:
-                    warnings.append(probe_warning)
-        if "refs" in results:
-            check_refs(plan, namespace, results["refs"])
-        quota = None
-        if plan.queue:
-            queues = results["queues"]
-            assert isinstance(queues, (Completed, TaoError))
-            quota, _, queue_notes = fitting.read_queue(kc, queues, plan.queue, namespace)
-            warnings += queue_notes
-            if quota is not None and quota.inactive and (seen is None or seen.nodes is None):
-                raise NeverFitsError(gates.inactive_queue_message(quota))  # no fit below says it
-        verdict_dict: dict[str, Any] | None = None
-        if seen is not None and seen.nodes is not None:
-
-            def judge(dra: Any) -> Any:
-                return _judge(plan, seen, dra, quota)
-
-            first = plain if quota is None else judge(None)
-            if first.verdict == gates.QUEUE and not plan.require_fit_now:
-                # DRA GPUs can only turn "queue" into "fits", never refuse the job: the create need not wait
-                # for their read, which goes on beside it (the LaterFit's now, to settle or stop).
-                later = LaterFit(kc, judge, first, dra_read or kc.start(gpuinventory.DRA_READ, namespaced=False))
-                dra_read = None
-            else:
-                verdict = _noted(*fitting.judge_reading_dra_if_needed(kc, judge, first=first, started=dra_read))
-                verdict_dict, capacity_warnings = fit_warnings(verdict)
-                warnings += capacity_warnings
-                if plan.require_fit_now and verdict.verdict != "fits":
-                    raise GateError(f"{verdict.message} (--require-fit-now)")
-                if plan.require_fit_now and not seen.usage_known:
-                    raise GateError(
-                        "--require-fit-now: cannot tell whether the GPUs are free now, as listing pods in all "
-                        "namespaces is forbidden; ask for `list pods` cluster-wide, or drop --require-fit-now"
-                    )
-        support = gang.detect(kc, namespace, results["gang"], plan.nodes) if detect_gang else None
-        mechanism = gang.choose(plan.nodes, plan.queue, support, plan.gang_mode)
-        if dry_error is not None:
-            raise dry_run_refused(dry_error)
-    except BaseException:
-        if later is not None:
-            later.stop()
-        raise
-    finally:
-        if dra_read is not None:
-            dra_read.stop()  # not read: a refusal came first
-    warning = image_pull_warning(plan)
-    if warning:
-        warnings.append(warning)
-    return Gates(verdict_dict, warnings, mechanism, later)
-
-
-class Gates:
-    """What the gates found: the fit verdict (as a dict; None while `later` settles it or without a capacity
-    read), warnings, the gang.Mechanism and, for a job that must queue, the LaterFit still reading DRA GPUs."""
-
-    def __init__(
-        self, fit: dict[str, Any] | None, warnings: list[str], mechanism: Any, later: LaterFit | None
-    ) -> None:
-        self.fit, self.warnings, self.mechanism, self.later = fit, warnings, mechanism, later
-
-    def settle(self) -> list[str]:
-        """The fit verdict with DRA GPUs counted, once `later` has them; the warnings that adds."""
-        if self.later is None:
-            return []
-        verdict = _noted(*self.later.settle())
-        self.later = None
-        self.fit, added = fit_warnings(verdict)
-        self.warnings += added
-        return added
-
-    def stop(self) -> None:
-        """Stop the DRA read of a submit that ends before settling it."""
-        if self.later is not None:
-            self.later.stop()
-            self.later = None
-
-
-class LaterFit:
-    """A "queue" verdict judged without DRA devices and their read, still running: counting them can only
-    make it "fits" (gpuinventory.gate_nodes), so it is settled after the create instead of before."""
-
-    def __init__(self, kc: Kubectl, judge: Callable[[Any], Any], first: Any, dra_read: Running) -> None:
-        self._kc, self._judge, self._first, self._read = kc, judge, first, dra_read
-
-    def settle(self) -> tuple[Any, str]:
-        from kubectl_tao.jobs import fit as fitting
-
-        return fitting.judge_reading_dra_if_needed(self._kc, self._judge, first=self._first, started=self._read)
-
-    def stop(self) -> None:
-        self._read.stop()
-
-
-def _noted(verdict: Any, dra_note: str) -> Any:
-    """VERDICT with why DRA GPUs were not counted, where they could have changed it."""
-    return verdict.replaced(message=f"{verdict.message} ({dra_note})") if dra_note else verdict
-
-
-def fit_warnings(verdict: Any) -> tuple[dict[str, Any], list[str]]:
-    """The verdict as a dict and the capacity gate's warnings (NeverFitsError for "never")."""
-    from kubectl_tao.core import gates
-
-    return verdict.to_dict(), gates.capacity_gate(verdict)
-
-
-def _judge(plan: Plan, seen: Any, dra: Any, quota: Any) -> Any:
-    """PLAN's fit verdict over what the gate saw, DRA devices and a queue's quota (jobs/fit.py: judge_seen)."""
-    from kubectl_tao.jobs.fit import judge_seen
-
-    return judge_seen(seen, dra, plan.gpus, plan.nodes, node_selector=plan.node_selector,
-                      tolerations=plan.tolerations, gpu_product=plan.gpu_product, quota=quota)
-
-
-def dry_run_refused(error: TaoError) -> TaoError:
-    """The error of a refused server dry run, before any record opened (unreachable stays exit 3)."""
-    if isinstance(error, ClusterUnreachableError):
-        return error
-    return GateError(
-        f"server dry run refused the job: {error.message}; fix that and submit again (nothing was created, no "
-        "record opened)"
-    )
+    return gates.for_submit(kc, request, list(plan.warnings))
 
 
 # ---------------------------------------------------------------- apply
@@ -468,6 +212,8 @@ def _launch(
         try:
             objects.dry_run(kc, payload, namespace)
         except KubectlError as exc:
+            from kubectl_tao.core.verdicts import dry_run_refused
+
             raise dry_run_refused(exc) from None
     if store is None:
         return Outcome(None, job_name, namespace, rendered, list(warnings), gated.fit, None, "server",
@@ -546,7 +292,7 @@ def _new_id(plan: Plan, store: Any) -> str:
     """A record id for this submit, minted before the gates so the manifests they dry-run carry it; `open`
     writes it afterwards (O_EXCL: a concurrent submit can never take the same id). Without a store (a server
     dry run) nothing is reserved."""
-    from kubectl_tao.store.records import preview_id
+    from kubectl_tao.store.recordids import preview_id
 
     arch, action = plan.record["network_arch"], plan.record["action"]
     for _ in range(20):
@@ -613,7 +359,7 @@ def _dry(
     name: str | None = None,
 ) -> Outcome:
     from kubectl_tao.k8s.gang import apply
-    from kubectl_tao.store.records import preview_id
+    from kubectl_tao.store.recordids import preview_id
 
     record_id = name or preview_id(plan.record["network_arch"], plan.record["action"])
     job_name = kubernetes_job_name(record_id)

@@ -14,7 +14,7 @@ from typing import Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import GateError, TaoError
-from kubectl_tao.core.valueclass import Value
+from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.store.records import INCOMPLETE_SUBMIT_PHASES
 
@@ -22,15 +22,12 @@ LOG_TAIL_LINES = 50
 DEFAULT_TTL_SECONDS = 3600
 
 
+@record
 class Tracked(Value):
     """A record with what kubectl-tao knows about its Kubernetes objects."""
 
-    _fields = ("record", "extra")
-    __slots__ = _fields
-
-    def __init__(self, record: dict[str, Any], extra: dict[str, Any]) -> None:
-        self.record = record
-        self.extra = extra
+    record: dict[str, Any]
+    extra: dict[str, Any]
 
     @property
     def id(self) -> str:
@@ -81,26 +78,18 @@ class Tracked(Value):
         return self.record.get("terminal_state") in contract.TERMINAL_STATES
 
 
+@record
 class Observation(Value):
     """One look at a tracked job: what to show, and what the live Job said."""
 
-    _fields = ("tracked", "state", "reason", "message", "err_class", "live", "notes", "job_ttl")
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        tracked: Tracked,
-        state: str,  # what to show: live state, or the record's terminal / UNKNOWN state
-        reason: str,
-        message: str,
-        err_class: str | None,
-        live: dict[str, Any] | None,  # JobStatus.to_dict() when the Job was found
-        notes: list[str] | None = None,
-        job_ttl: int | None = None,  # the live Job's ttlSecondsAfterFinished
-    ) -> None:
-        self.tracked, self.state, self.reason, self.message = tracked, state, reason, message
-        self.err_class, self.live, self.job_ttl = err_class, live, job_ttl
-        self.notes: list[str] = notes if notes is not None else []
+    tracked: Tracked
+    state: str  # what to show: live state, or the record's terminal / UNKNOWN state
+    reason: str
+    message: str
+    err_class: str | None
+    live: dict[str, Any] | None  # JobStatus.to_dict() when the Job was found
+    notes: list[str] = Factory(list)
+    job_ttl: int | None = None  # the live Job's ttlSecondsAfterFinished
 
     def to_dict(self) -> dict[str, Any]:
         record = self.tracked.record
@@ -126,9 +115,34 @@ class Observation(Value):
 
 
 def load(store: Any, record_id: str) -> Tracked:
+    """The record and its additions; TaoError (exit 1) for a Kubernetes record that names its Job in a way no
+    kubectl call may carry (lookup_problem)."""
     record = store.show(record_id)
     extra = store.get_extra(record_id) or {}
-    return Tracked(record, extra)
+    tracked = Tracked(record, extra)
+    problem = lookup_problem(tracked)
+    if problem is not None:
+        raise TaoError(f"job record {record_id}: {problem}")
+    return tracked
+
+
+def lookup_problem(tracked: Tracked) -> str | None:
+    """Why a Kubernetes record's Job must not be looked up: its backend_ref is not NAMESPACE/NAME, or the
+    namespace or Job name kubectl-tao stored is not a Kubernetes name (another tool's record, a hand-edited
+    file). Checked before any kubectl call; the bad value is never quoted."""
+    if not tracked.on_kubernetes:
+        return None
+    from kubectl_tao.store.recordfields import is_kubernetes_ref, is_namespace, is_object_name
+
+    ref, extra = tracked.record.get("backend_ref"), tracked.extra
+    fix = "kubectl-tao does not look it up; open a new record for the Job"
+    if ref and not is_kubernetes_ref(ref):
+        return f"its backend_ref is not NAMESPACE/NAME (a DNS-1123 label, '/', a DNS-1123 subdomain); {fix}"
+    if extra.get("namespace") and not is_namespace(extra["namespace"]):
+        return f"its kubectl-tao data names a namespace that is not a DNS-1123 label; {fix}"
+    if extra.get("job_name") and not is_object_name(extra["job_name"]):
+        return f"its kubectl-tao data names a Job that is not a DNS-1123 subdomain; {fix}"
+    return None
 
 
 def check_pin(tracked: Tracked, server: str, *, force: bool = False) -> None:
@@ -162,6 +176,9 @@ class Fetching:
         ns, name = tracked.namespace, tracked.job_name
         if not ns or not name:
             return
+        problem = lookup_problem(tracked)
+        if problem is not None:
+            raise TaoError(f"job record {tracked.id}: {problem}")
         if not tracked.launched_here:
             self._start(kc, "job", ["get", "job", name, "-n", ns, "--ignore-not-found", "-o", "json"])
             self._start(kc, "pods", ["get", "pods", "-n", ns, "-l", tracked.pod_selector, "-o", "json"])

@@ -10,12 +10,12 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.contract import END_STATES
 from kubectl_tao.core.errors import TaoError
+from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.jobs.track import Observation, Tracked, hold_ttl, observe, refuse_other_platform, release_ttl
 from kubectl_tao.k8s import objects
 from kubectl_tao.k8s.kubectl import Kubectl
@@ -26,8 +26,8 @@ PULL_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImag
 CONFIG_REASONS = ("CreateContainerConfigError", "CreateContainerError")
 
 
-@dataclass
-class Watchdogs:
+@record
+class Watchdogs(Value):
     pending_timeout: float | None = None
     image_pull_timeout: float | None = None
     timeout: float | None = None

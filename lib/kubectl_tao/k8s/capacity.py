@@ -25,7 +25,6 @@ from urllib.parse import quote
 
 from kubectl_tao.core.errors import KubectlError, TaoError
 from kubectl_tao.core.valueclass import Value, record
-from kubectl_tao.k8s import gatelists
 from kubectl_tao.k8s.kubectl import Completed
 
 if TYPE_CHECKING:
@@ -82,6 +81,8 @@ def _pods(first: Completed, kc: Kubectl | None) -> tuple[list[dict[str, Any]], i
     """Every page's reduced pods, starting from the answer to the first read; the next page is fetched while
     the current one is reduced. An expired continue token restarts the list once."""
 
+    from kubectl_tao.k8s import gatelists  # here: the calls start before the reducer (and the fit code) loads
+
     def fetch(token: str) -> Completed:
         assert kc is not None
         return kc.run(pods_page_read(token), namespaced=False)
@@ -123,6 +124,8 @@ def _pods(first: Completed, kc: Kubectl | None) -> tuple[list[dict[str, Any]], i
 
 
 def _nodes(result: Completed) -> dict[str, Any]:
+    from kubectl_tao.k8s import gatelists
+
     return {"items": gatelists.reduce(result.stdout, "nodes").items}
 
 

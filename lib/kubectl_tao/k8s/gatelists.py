@@ -1,10 +1,10 @@
 """The fit gate's `get --raw` list answers, reduced page by page to the few fields the gate reads.
 
 Per node the gate reads its name, labels, taints, cordon, Ready condition and allocatable nvidia.com/gpu;
-per pod only its node, phase, namespace and effective nvidia.com/gpu request (gates.node_gpus and
+per pod only its node, phase, namespace and effective nvidia.com/gpu request (gpufit.node_gpus and
 gpuinventory.inventory, nothing else). So a page of pods is reduced at once to the pods that hold GPUs on a
 node and are not finished, each as a small pod-shaped dict whose one container requests the pod's effective
-GPU count (computed by gates.pod_gpu_request from the real containers, init containers and sidecars): those
+GPU count (computed by gpufit.pod_gpu_request from the real containers, init containers and sidecars): those
 functions give the same answer over the reduced list as over the full one, and everything else is dropped.
 
 With msgspec installed (a dependency; release archives and wheelhouses carry it) a page is decoded straight
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubectl_tao.core.errors import TaoError
-from kubectl_tao.core.gates import GPU_RESOURCE, pod_gpu_request
+from kubectl_tao.core.gpufit import GPU_RESOURCE, pod_gpu_request
 from kubectl_tao.core.valueclass import Factory, Value, record
 
 FINISHED = ("Succeeded", "Failed")
@@ -138,7 +138,7 @@ def _shape(containers: list[Any] | None, unset: Any) -> tuple[tuple[tuple[Any, A
 
 
 def _gpus_of(init: tuple[Any, ...], main: tuple[Any, ...], unset: Any) -> int:
-    """gates.pod_gpu_request over containers of these shapes (pods of one Job or ReplicaSet share them)."""
+    """gpufit.pod_gpu_request over containers of these shapes (pods of one Job or ReplicaSet share them)."""
 
     def container(shape: tuple[Any, Any, Any]) -> dict[str, Any]:
         policy, request, limit = shape

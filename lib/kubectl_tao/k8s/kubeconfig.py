@@ -15,21 +15,20 @@ from typing import Any
 
 from kubectl_tao.core import blockyaml
 from kubectl_tao.core.errors import UsageError
-from kubectl_tao.core.valueclass import Value
+from kubectl_tao.core.valueclass import Value, record
 
 IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
+@record(frozen=True)
 class Target(Value):
     """The cluster a kubectl call would reach: server URL, context name and default namespace."""
 
-    _fields = ("server", "context", "namespace", "source")
-    __slots__ = _fields
-
-    def __init__(self, server: str, context: str, namespace: str, source: str) -> None:
-        self.server, self.context, self.namespace = server, context, namespace
-        self.source = source  # "kubeconfig" or "in-cluster" or "none"
+    server: str
+    context: str
+    namespace: str
+    source: str  # "kubeconfig" or "in-cluster" or "none"
 
 
 def _files(explicit: str | None) -> list[Path]:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kubectl_tao.core.errors import ClusterUnreachableError, CredentialsRefusedError, KubectlError, TaoError, UsageError
-from kubectl_tao.core.valueclass import Value
+from kubectl_tao.core.valueclass import Value, record
 
 # Checked before the unreachable markers: "Unable to connect to the server: getting credentials: exec: ..." is a
 # credential failure, not a network one.
@@ -67,21 +67,14 @@ _REASONS = (
 )
 
 
+@record(frozen=True)
 class ClusterOptions(Value):
     """Where kubectl talks to; None means kubectl's own default (kubeconfig, then in-cluster)."""
 
-    _fields = ("context", "namespace", "kubeconfig", "request_timeout")
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        context: str | None = None,
-        namespace: str | None = None,
-        kubeconfig: str | None = None,
-        request_timeout: str | None = None,
-    ) -> None:
-        self.context, self.namespace = context, namespace
-        self.kubeconfig, self.request_timeout = kubeconfig, request_timeout
+    context: str | None = None
+    namespace: str | None = None
+    kubeconfig: str | None = None
+    request_timeout: str | None = None
 
     def flags(self, *, namespaced: bool = True) -> list[str]:
         out: list[str] = []
@@ -96,14 +89,13 @@ class ClusterOptions(Value):
         return out
 
 
+@record(frozen=True)
 class Completed(Value):
     """What a kubectl process printed and how it exited."""
 
-    _fields = ("stdout", "stderr", "returncode")
-    __slots__ = _fields
-
-    def __init__(self, stdout: str, stderr: str, returncode: int) -> None:
-        self.stdout, self.stderr, self.returncode = stdout, stderr, returncode
+    stdout: str
+    stderr: str
+    returncode: int
 
 
 def classify_stderr(stderr: str) -> str:

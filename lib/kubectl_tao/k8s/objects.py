@@ -15,7 +15,7 @@ from typing import Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import GateError, KubectlError, TaoError
-from kubectl_tao.core.valueclass import Value
+from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
 
 UID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -198,13 +198,10 @@ def owned_job_uid(kc: Kubectl, namespace: str, name: str, record_id: str) -> str
 # ---------------------------------------------------------------- teardown
 
 
+@record(frozen=True)
 class Teardown(Value):
-    _fields = ("deleted", "left")
-    __slots__ = _fields
-
-    def __init__(self, deleted: list[str], left: list[str]) -> None:
-        self.deleted = deleted  # `kind/name` removed by this call (when kubectl said)
-        self.left = left  # `kind/name` that could not be removed
+    deleted: list[str]  # `kind/name` removed by this call (when kubectl said)
+    left: list[str]  # `kind/name` that could not be removed
 
 
 def _delete_options(uid: str | None) -> str:

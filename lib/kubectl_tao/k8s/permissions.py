@@ -1,10 +1,11 @@
-"""Every permission a submit will use, checked before anything is created.
+"""Every permission a submit will use, asked before anything is created (the permissions gate of
+jobs/gates.py, for submit and preflight alike; its judge is core/verdicts.py: permissions).
 
 `auth can-i create jobs` is not enough: an identity that may create but not patch or delete would get its
 Secret and Job created, fail at the owner-reference patch, and be unable to clean up. So submit asks the API
 server about each verb on each kind it touches (create and patch to launch, delete to roll back and cancel,
 get and list to follow the job) in one `kubectl create` of SelfSubjectAccessReviews, the same question
-`kubectl auth can-i` asks, and refuses naming everything that is missing.
+`kubectl auth can-i` asks; the gate refuses naming everything that is missing.
 
 When the manifests are known before the gates (no gang detection), the reviews ride in the same
 `kubectl create --dry-run=server` as the job's objects (`with_dry_run`): the API server answers a review in a
@@ -17,7 +18,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from kubectl_tao.core.errors import ClusterUnreachableError, GateError, TaoError
+from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.k8s.kubectl import Completed
 from kubectl_tao.k8s.objects import VALIDATE, field_error
@@ -142,22 +143,3 @@ def denied(permissions: list[Permission], answer: str) -> list[Permission]:
             group = " ".join(parts[2:-1])
             allowed.add(Permission(parts[0], parts[1], "" if group in ("-", "<no value>") else group))
     return [p for p in permissions if p not in allowed]
-
-
-def require(permissions: list[Permission], result: Completed | TaoError, namespace: str) -> None:
-    """Refuse (exit 1) naming every missing permission; an unreachable server is exit 3, not a denial."""
-    if isinstance(result, ClusterUnreachableError):
-        raise result
-    if isinstance(result, TaoError):
-        raise GateError(
-            f"could not check your permissions in namespace {namespace} ({result.message}); submit needs to know "
-            "it may create, patch and delete what it creates before it creates anything"
-        )
-    missing = denied(permissions, result.stdout)
-    if missing:
-        names = ", ".join(p.text for p in missing)
-        raise GateError(
-            f"permission denied: you may not {names} in namespace {namespace}; submit needs them to launch the "
-            f"job, to remove it if a later step fails, and to follow or cancel it (check with `kubectl auth can-i "
-            f"{missing[0].text} -n {namespace}`); ask a cluster admin for a Role that grants them, or use -n"
-        )

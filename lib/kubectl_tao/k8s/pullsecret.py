@@ -12,11 +12,11 @@ import copy
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import KubectlError, TaoError, UsageError
+from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
 
 DEFAULT_REGISTRY = "nvcr.io"
@@ -28,8 +28,8 @@ _REGISTRY_RE = re.compile(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?")
 HIDDEN = "***"
 
 
-@dataclass(frozen=True)
-class Outcome:
+@record(frozen=True)
+class Outcome(Value):
     name: str
     namespace: str
     registry: str

@@ -9,9 +9,9 @@ and is read again; a record file that is gone drops out. A running record's file
 runs, so its entry is keyed by their content instead: the whole record (redacted, as `RecordStore.show` gave
 it) and additions, next to a digest of both files' bytes taken *before* they were read; `list` reads the
 bytes (cheap) and uses the entry only when the digest matches, which spares the parse, the schema check and
-the redaction (most of its time per running record). The index is written atomically (temporary file, fsync,
-rename), so a crash leaves the old index or the new one, and two `list`s at once each write an index that is
-right for the files it saw. An index that cannot be read or has another version is rebuilt from the records.
+the redaction (most of its time per running record). The index is written atomically (core/atomicwrite.py),
+so a crash leaves the old index or the new one, and two `list`s at once each write an index that is right for
+the files it saw. An index that cannot be read or has another version is rebuilt from the records.
 """
 
 from __future__ import annotations
@@ -20,13 +20,17 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from kubectl_tao.core.atomicwrite import write_atomically
+from kubectl_tao.core.errors import TaoError
+from kubectl_tao.store import safefile
+
 INDEX_NAME = ".list-index.json"
 VERSION = 1
+INDEX_MAX_BYTES = 1024 * 1024 * 1024  # a few hundred bytes a record: far more records than any store holds
 
 Stamp = list[int]
 
@@ -51,9 +55,8 @@ def digest(record_path: str, extra_path: str) -> str | None:
     h = hashlib.blake2b(digest_size=16)
     for path in (record_path, extra_path):
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError:
+            data = safefile.read_bytes(path, "job record")
+        except (OSError, TaoError):  # a link, a FIFO, too large...: the read that follows says which
             if path is record_path:
                 return None
             h.update(b"-")
@@ -79,8 +82,8 @@ class ListIndex:
 
     def _load(self) -> dict[str, Any]:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = safefile.read_json(self.path, "list index", INDEX_MAX_BYTES)
+        except (OSError, TaoError):
             return {}
         if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("records"), dict):
             return {}
@@ -133,16 +136,7 @@ class ListIndex:
         data = json.dumps({"version": VERSION, "records": self.entries}, separators=(",", ":")).encode("utf-8")
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(mode=0o700, exist_ok=True)
-            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".list-index.", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(temp, self.path)
-            finally:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(temp)
+            write_atomically(self.path, data)
 
 
 def load(

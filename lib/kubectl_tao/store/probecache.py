@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -20,9 +19,11 @@ from typing import Any, Protocol
 
 from kubectl_tao.core import render
 from kubectl_tao.core.ages import age_text
+from kubectl_tao.core.atomicwrite import write_atomically
 from kubectl_tao.core.errors import TaoError
+from kubectl_tao.store import safefile
 from kubectl_tao.store.locking import exclusive
-from kubectl_tao.store.statedir import check_private, make_private_dirs, write_private
+from kubectl_tao.store.statedir import check_private, make_private_dirs
 from kubectl_tao.store.statedir import state_dir as default_state_dir
 
 CACHE_MAX_AGE_S = 24 * 3600
@@ -95,14 +96,18 @@ def load_cache(path: Path) -> tuple[dict[str, Any], str | None]:
     """The cache and, when the file could not be used, a warning (the cache is then empty and the next
     probe rewrites the file). A missing file is an empty cache without a warning."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = safefile.read_bytes(path, "the probe cache").decode("utf-8")
     except FileNotFoundError:
         return empty_cache(), None
-    except (OSError, UnicodeDecodeError) as exc:
-        return empty_cache(), f"cannot read the probe cache {path} ({exc}); it is ignored"
+    except UnicodeDecodeError:
+        return empty_cache(), f"the probe cache {path} is not UTF-8 text; it is ignored and will be rewritten"
+    except OSError as exc:
+        return empty_cache(), f"cannot read the probe cache {path} ({exc.strerror or exc}); it is ignored"
+    except TaoError as exc:
+        return empty_cache(), f"{exc.message}; it is ignored"
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return empty_cache(), f"the probe cache {path} is not valid JSON; it is ignored and will be rewritten"
     if not isinstance(data, dict) or not isinstance(data.get("probes"), dict):
         return empty_cache(), f"the probe cache {path} has no 'probes' object; it is ignored and will be rewritten"
@@ -200,12 +205,7 @@ def save_result(path: Path, report: Result) -> None:
         with _locked(path):
             cache, _ = load_cache(path)
             cache["probes"][cache_key(report.server, report.version)] = report.to_entry()
-            tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
-            try:
-                write_private(tmp, (json.dumps(cache, indent=2) + "\n").encode("utf-8"))
-                os.replace(tmp, path)
-            finally:
-                tmp.unlink(missing_ok=True)
+            write_atomically(path, (json.dumps(cache, indent=2) + "\n").encode("utf-8"))
     except OSError as exc:
         raise TaoError(f"cannot write the probe cache {path}: {exc.strerror or exc}; check TAO_STATE_DIR") from None
 

@@ -6,229 +6,39 @@ Layout (``STATE`` is ``$TAO_STATE_DIR``, which must be absolute, else ``~/.tao``
     STATE/jobs/<id>.json.lock            flock(2) held for every read-modify-write of either file
     STATE/jobs/.kubectl-tao/<id>.json    kubectl-tao's additions (schemas/job-record-k8s.schema.json)
 
-States: PENDING RUNNING COMPLETE ERROR CANCELED UNKNOWN.  COMPLETE, ERROR and CANCELED are terminal
-and final.  Allowed transitions (``ALLOWED_TRANSITIONS``):
-
-    from \\ to       PENDING RUNNING COMPLETE ERROR CANCELED UNKNOWN
-    PENDING         yes     yes     yes      yes   yes      yes
-    RUNNING         yes     yes     yes      yes   yes      yes
-    UNKNOWN         yes     yes     yes      yes   yes      yes
-    COMPLETE/ERROR/CANCELED: only the same state again, which may fill a missing err_class or
-    backend_ref and otherwise changes nothing (an idempotent cancel or a late poller is not an error).
-
-RUNNING -> PENDING is allowed because Kubernetes can take a running Job back to having no scheduled
-pod (a pod evicted from a drained node and waiting for a new one, or a retry when backoffLimit > 0).
-UNKNOWN is not terminal: it means "the cluster could not tell", and the same Job can show up again.
-Re-marking the current non-terminal state with the same message is a no-op, so pollers do not grow
-the append-only ``transitions`` list.
-
-OPEN is not a stored state: ``effective_state`` reports OPEN for a record that is still PENDING and
-has no ``backend_ref`` (opened, never launched).  ``mark --state OPEN`` is refused.
-
-``err_class`` goes only with ERROR: ERR_INFRA (the platform failed the job; retrying can help) or
-ERR_PROGRAM (the job itself failed; retrying the same request cannot help).  See ``classify_oom``.
+Ids: store/recordids.py. The fields a record is opened with: store/recordfields.py. States and the
+transitions a mark may make: store/transitions.py. Every file is written with core/atomicwrite.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
-import os
-import posixpath
-import re
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kubectl_tao.core import contract
+from kubectl_tao.core.atomicwrite import write_atomically
 from kubectl_tao.core.errors import TaoError, UsageError
-from kubectl_tao.core.names import require_ascii_name
 from kubectl_tao.core.templates import data_dir
+from kubectl_tao.store import recordfields, safefile, transitions
 from kubectl_tao.store.locking import exclusive
+from kubectl_tao.store.recordfields import SCHEMA_VERSION, STORAGE_TIERS
+from kubectl_tao.store.recordids import ID_RE, make_id, validate_id
 from kubectl_tao.store.statedir import check_private, make_private_dirs
 from kubectl_tao.store.statedir import state_dir as resolve_state_dir
+from kubectl_tao.store.transitions import ERR_CLASSES, SOURCES, STATES, TERMINAL_STATES, effective_state, last_state
 
-SCHEMA_VERSION = 1
-STATES = contract.STATES
-TERMINAL_STATES = contract.TERMINAL_STATES
-OPEN = "OPEN"
-ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
-    "PENDING": frozenset(STATES),
-    "RUNNING": frozenset(STATES),
-    "UNKNOWN": frozenset(STATES),
-    "COMPLETE": frozenset({"COMPLETE"}),
-    "ERROR": frozenset({"ERROR"}),
-    "CANCELED": frozenset({"CANCELED"}),
-}
-SOURCES = ("agent", "poller", "backend-hook")
-ERR_CLASSES = ("ERR_INFRA", "ERR_PROGRAM")
-STORAGE_TIERS = ("A", "B", "C")
-OPENING_MESSAGE = "record opened before launch"
 # kubectl-tao's `submit_phase` of a submit that stopped before it finished (the API server went away, Ctrl-C):
 # "dry-run" (names written; the Job may or may not have been created), "creating"/"adopting" (older records).
 INCOMPLETE_SUBMIT_PHASES = ("dry-run", "creating", "adopting")
 
-ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-ID_MAX = 200
-PLATFORM_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
-_ID_PART_MAX = 64
-_BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
-_K8S_REF_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
-
-MAX_MESSAGE_CHARS = 4096
 LOG_TAIL_MAX_LINES = 200
 LOG_TAIL_MAX_BYTES = 16 * 1024
 LOCK_TIMEOUT_S = 30.0
 _OPEN_ATTEMPTS = 20
 EXTRAS_DIR = ".kubectl-tao"
 _RESERVED_EXTRA_KEYS = frozenset({"schema_version", "id"})
-
-
-def classify_oom() -> str:
-    """The err_class of a container killed for memory (OOMKilled, exit 137): ERR_INFRA.
-
-    The reference contradicts itself here.  We take its Kubernetes status table's answer: an OOM kill
-    is the node enforcing a resource limit, and the same program with a bigger memory limit, or on a
-    node with more memory, can succeed, so a retry with changed resources is worth offering.  An
-    ERR_PROGRAM verdict would forbid every retry, including the one that fixes it.
-    """
-    return "ERR_INFRA"
-
-
-# --------------------------------------------------------------------------------------------------
-# Values
-# --------------------------------------------------------------------------------------------------
-
-
-def utc_now() -> str:
-    """UTC ISO-8601 with milliseconds and a Z: ``2025-01-31T12:00:00.123Z``."""
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
-
-
-def _parse_ts(value: object) -> datetime:
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return datetime.min.replace(tzinfo=UTC)
-
-
-def _text_field(value: object, flag: str, *, max_len: int = 256, spaces: bool = True) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise UsageError(f"{flag} is required and must not be empty")
-    if not value.isprintable() or (not spaces and any(ch.isspace() for ch in value)):
-        raise UsageError(f"{flag} must be one printable word{'' if spaces else ' without spaces'}")
-    if len(value) > max_len:
-        raise UsageError(f"{flag} is longer than {max_len} characters; shorten it")
-    return value
-
-
-def _id_word(value: object, flag: str, *, example: str) -> str:
-    """network_arch / action: they make the record id, so no look-alike or direction-control characters."""
-    if isinstance(value, str) and value:
-        require_ascii_name(value, flag, example=example)
-    return _text_field(value, flag, max_len=128)
-
-
-def normalize_platform(platform: str) -> str:
-    """Lower case, ``_``/space/``.`` to ``-``; must then match ``^[a-z0-9][a-z0-9-]{0,31}$``."""
-    _text_field(platform, "--platform", max_len=64)
-    value = re.sub(r"[\s_.]+", "-", platform.strip().lower())
-    if not PLATFORM_RE.fullmatch(value):
-        raise UsageError(
-            f"--platform {platform!r} is not a platform name: use 1-32 lower-case letters, digits and '-', "
-            "starting with a letter or digit (e.g. kubernetes)"
-        )
-    return value
-
-
-def _clean_id_part(value: str, flag: str) -> str:
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", value).strip("-")[:_ID_PART_MAX]
-    if not re.search(r"[A-Za-z0-9]", cleaned):
-        raise UsageError(f"{flag} {value!r} has no letters or digits to build a record id from")
-    return cleaned
-
-
-def _new_suffix() -> str:
-    # os.urandom is what secrets.token_hex reads, without importing secrets (hmac, hashlib, random: a few ms)
-    return os.urandom(3).hex()
-
-
-def make_id(network_arch: str, action: str, suffix: str | None = None) -> str:
-    """``<network_arch>-<action>-<6 hex>``, each part cleaned to ``[A-Za-z0-9._-]``."""
-    arch = _clean_id_part(network_arch, "--network-arch")
-    act = _clean_id_part(action, "--action")
-    record_id = f"{arch}-{act}-{suffix or _new_suffix()}".lstrip("._-")
-    return validate_id(record_id)
-
-
-def preview_id(network_arch: str, action: str) -> str:
-    """An id of the shape ``open`` would mint, for dry runs (nothing is reserved)."""
-    return make_id(network_arch, action)
-
-
-def validate_id(record_id: str, flag: str = "record id") -> str:
-    if not isinstance(record_id, str) or not ID_RE.fullmatch(record_id) or len(record_id) > ID_MAX:
-        raise UsageError(
-            f"{flag} {record_id!r} is not a record id: use letters, digits, '.', '_' and '-', starting "
-            "with a letter or digit (`tao_job_record list` shows the ids)"
-        )
-    return record_id
-
-
-def normalize_results_dir(value: str, flag: str = "--results-dir") -> str:
-    """A normalized absolute POSIX path or ``s3://bucket[/prefix]`` (no ``..``, no trailing ``/``)."""
-    _text_field(value, flag, max_len=4096, spaces=False)
-    if value.startswith("s3://"):
-        bucket, _, prefix = value[5:].partition("/")
-        if not _BUCKET_RE.fullmatch(bucket):
-            raise UsageError(
-                f"{flag}: {bucket!r} is not an S3 bucket name (3-63 lower-case letters, digits, '.', '-'); "
-                "use s3://bucket/prefix"
-            )
-        parts = [p for p in prefix.split("/") if p]
-        if any(p in (".", "..") for p in parts):
-            raise UsageError(f"{flag}: '.' and '..' are not allowed in an S3 prefix")
-        return "s3://" + bucket + "".join(f"/{p}" for p in parts)
-    if "://" in value:
-        raise UsageError(f"{flag}: only absolute paths and s3:// URLs are supported")
-    if not value.startswith("/"):
-        raise UsageError(
-            f"{flag} must be an absolute path (a mounted volume path such as /results) or s3://bucket/prefix"
-        )
-    if ".." in value.split("/"):
-        raise UsageError(f"{flag} must not contain '..'; give the normalized absolute path")
-    normalized = "/" + posixpath.normpath(value).lstrip("/")
-    if normalized == "/":
-        raise UsageError(f"{flag} must not be / itself; give a directory for results")
-    return normalized
-
-
-def _validate_backend_ref(ref: str, platform: str) -> str:
-    _text_field(ref, "--backend-ref", max_len=512, spaces=False)
-    if platform in contract.KUBERNETES_PLATFORMS and not _K8S_REF_RE.fullmatch(ref):
-        raise UsageError(f"--backend-ref {ref!r} must be <namespace>/<job name> (lower-case DNS names) on Kubernetes")
-    return ref
-
-
-def last_state(record: Mapping[str, Any]) -> str:
-    """The stored state: terminal_state if set, else the state of the last transition."""
-    terminal = record.get("terminal_state")
-    if terminal:
-        return str(terminal)
-    transitions = record.get("transitions") or []
-    return str(transitions[-1].get("state", "PENDING")) if transitions else "PENDING"
-
-
-def effective_state(record: Mapping[str, Any]) -> str:
-    """The state to display: OPEN for a PENDING record never launched (no backend_ref), else
-    ``last_state``."""
-    state = last_state(record)
-    if state == "PENDING" and not record.get("backend_ref"):
-        return OPEN
-    return state
 
 
 class Record(dict[str, Any]):
@@ -328,14 +138,21 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
 
 
 def _read_record(path: Path, record_id: str) -> dict[str, Any]:
-    """The record at ``path``; TaoError (exit 1) when it is not JSON or does not match the schema."""
-    data = _read_json(path, f"job record {record_id}")
-    problem = record_problem(data)
+    """The record at ``path``; TaoError (exit 1) when it cannot be read (store/safefile.py), is not a record,
+    or holds another id than its file name says (a copied or planted file)."""
+    data = _read_json(path, "job record", f"no job record {record_id}")
+    problem = _problem(data, record_id)
     if problem is not None:
-        raise TaoError(
-            f"job record {path} does not match job-record.schema.json at {problem}; restore it or move it aside"
-        )
+        raise TaoError(f"job record {path} {problem}; restore it or move it aside")
     return data
+
+
+def _problem(data: Mapping[str, Any], record_id: str) -> str | None:
+    """What makes DATA, read from <record_id>.json, no usable record; the id it holds is never quoted."""
+    if data.get("id") != record_id:
+        return "holds the id of another record, not the one its file name gives"
+    problem = record_problem(data)
+    return None if problem is None else f"does not match job-record.schema.json at {problem}"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -343,94 +160,33 @@ def _read_record(path: Path, record_id: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_temp(directory: Path, name: str, data: bytes) -> Path:
-    tmp = directory / f".{name}.{os.urandom(4).hex()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        tmp.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    return tmp
-
-
-def _replace_atomically(path: Path, obj: object) -> None:
-    """temp file in the same directory + fsync + os.replace + fsync of the directory."""
-    tmp = _write_temp(path.parent, path.name, _dumps(obj))
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _create_exclusively(path: Path, obj: object) -> bool:
-    """Publish ``obj`` at ``path`` unless it exists; False when it does.
-
-    The content is written and fsynced to a temp file first and then hard-linked into place: link(2)
-    fails with EEXIST exactly like open(O_CREAT|O_EXCL), and no reader ever sees a half-written
-    record.  Where hard links are not supported, O_CREAT|O_EXCL on the final name is used directly.
-    """
-    data = _dumps(obj)
-    tmp = _write_temp(path.parent, path.name, data)
-    try:
-        os.link(tmp, path)
-    except FileExistsError:
-        return False
-    except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
-            raise
-        return _create_with_o_excl(path, data)
-    finally:
-        tmp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
-    return True
-
-
-def _create_with_o_excl(path: Path, data: bytes) -> bool:
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return False
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    _fsync_dir(path.parent)
-    return True
-
-
 def _dumps(obj: object) -> bytes:
     return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def _read_json(path: Path, what: str) -> dict[str, Any]:
+def _replace_atomically(path: Path, obj: object) -> None:
+    write_atomically(path, _dumps(obj))
+
+
+def _read_json(path: Path, what: str, missing: str | None = None) -> dict[str, Any]:
+    """The JSON object at PATH; TaoError naming the file (never its content) when it is missing (MISSING says
+    so, else its absence is an error like any other), not a regular file, too large, too deep or not JSON."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return safefile.read_json(path, what)
     except FileNotFoundError:
-        raise TaoError(f"no {what} at {path}; `tao_job_record list` shows the records") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TaoError(f"cannot read {what} {path}: {exc}") from None
+        raise TaoError(f"{missing or f'no {what}'} at {path}; `tao_job_record list` shows the records") from None
+    except TaoError as exc:
+        raise TaoError(f"{exc.message}; restore it or move it aside") from None
+
+
+def _read_json_if_there(path: Path, what: str) -> dict[str, Any] | None:
+    """As _read_json; None when nothing is at PATH."""
     try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise TaoError(f"{what} {path} is not valid JSON ({exc}); restore it or move it aside") from None
-    if not isinstance(data, dict):
-        raise TaoError(f"{what} {path} is not a JSON object; restore it or move it aside")
-    return data
+        return safefile.read_json(path, what)
+    except FileNotFoundError:
+        return None
+    except TaoError as exc:
+        raise TaoError(f"{exc.message}; restore it or move it aside") from None
 
 
 def _cap_log_tail(tail: object) -> object:
@@ -527,7 +283,7 @@ class RecordStore:
         re-minted: TaoError when a record of that id exists."""
         from kubectl_tao.core.redact import redact_obj
 
-        fields = _open_fields(
+        fields = recordfields.open_fields(
             platform,
             image,
             network_arch,
@@ -543,12 +299,12 @@ class RecordStore:
         given = record_id
         for _ in range(1 if given else _OPEN_ATTEMPTS):
             record_id = validate_id(given) if given else make_id(network_arch, action)
-            record = _new_record(record_id, fields)
+            record = transitions.new_record(record_id, fields)
             redacted = redact_obj(record)
             assert isinstance(redacted, dict)
-            _refuse_credential_in_identity(record, redacted)
+            recordfields.refuse_credential_in_identity(record, redacted)
             _require_valid(redacted, "job-record", f"job record {record_id}")
-            if _create_exclusively(self.path(record_id), redacted):
+            if write_atomically(self.path(record_id), _dumps(redacted), replace=False):
                 return Record(redacted)
         if given:
             raise TaoError(f"job record {given} already exists in {self.jobs_dir}; nothing was created, submit again")
@@ -569,15 +325,15 @@ class RecordStore:
         merged into kubectl-tao's additions under the same lock (as `update_extra`), before the transition."""
         from kubectl_tao.core.redact import redact_obj, redact_text
 
-        _check_mark_args(state, source, err_class, message)
+        transitions.check_mark_args(state, source, err_class, message)
         path = self.path(record_id)
         with self.lock(record_id):
             record = _read_record(path, record_id)
             if backend_ref is not None:
-                backend_ref = _validate_backend_ref(backend_ref, str(record.get("platform", "")))
+                backend_ref = recordfields.validate_backend_ref(backend_ref, str(record.get("platform", "")))
                 if redact_text(backend_ref) != backend_ref:
                     raise UsageError("--backend-ref looks like it contains a credential; give namespace/name")
-            changed = _apply_mark(record, state, redact_text(message), source, backend_ref, err_class)
+            changed = transitions.apply_mark(record, state, redact_text(message), source, backend_ref, err_class)
             redacted = redact_obj(record)
             if changed or redacted != record:
                 _require_valid(redacted, "job-record", f"job record {record_id}")
@@ -611,27 +367,20 @@ class RecordStore:
             if path.name.startswith(".") or not ID_RE.fullmatch(path.stem):
                 continue
             try:
-                data = _read_json(path, "job record")
-            except TaoError as exc:
-                if errors is not None:
-                    errors.append(exc.message)
+                data = safefile.read_json(path, "job record")
+            except (OSError, TaoError) as exc:  # OSError: gone since it was listed
+                if errors is not None and isinstance(exc, TaoError):
+                    errors.append(f"{exc.message}; skipped (restore it or move it aside)")
                 continue
-            if data.get("id") != path.stem:
-                if errors is not None:
-                    errors.append(f"job record {path} names id {data.get('id')!r}, not {path.stem!r}; skipped")
-                continue
-            problem = record_problem(data)
+            problem = _problem(data, path.stem)
             if problem is not None:
                 if errors is not None:
-                    errors.append(
-                        f"job record {path} does not match job-record.schema.json at {problem}; skipped (restore it "
-                        "or move it aside)"
-                    )
+                    errors.append(f"job record {path} {problem}; skipped (restore it or move it aside)")
                 continue
             redacted = redact_obj(data)
             assert isinstance(redacted, dict)
             records.append(Record(redacted))
-        records.sort(key=lambda r: (_parse_ts(r.get("submitted_at")), r.id), reverse=True)
+        records.sort(key=lambda r: (transitions.parse_ts(r.get("submitted_at")), r.id), reverse=True)
         return records
 
     # kubectl-tao additions ------------------------------------------------------------------------
@@ -639,10 +388,7 @@ class RecordStore:
         """kubectl-tao's additions for a record ({} when there are none yet)."""
         if not self.path(record_id).is_file():
             raise TaoError(f"no job record {record_id} in {self.jobs_dir}; `tao_job_record list` shows the records")
-        path = self.extra_path(record_id)
-        if not path.is_file():
-            return {}
-        return _read_json(path, f"kubectl-tao data for {record_id}")
+        return _read_json_if_there(self.extra_path(record_id), "kubectl-tao data") or {}
 
     def update_extra(self, record_id: str, **fields: Any) -> dict[str, Any]:
         """Merge ``fields`` (top-level keys replace) into the additions, under the record's lock."""
@@ -659,11 +405,7 @@ class RecordStore:
         if reserved:
             raise UsageError(f"{', '.join(sorted(reserved))} of the kubectl-tao data cannot be changed")
         path = self.extra_path(record_id)
-        current = (
-            _read_json(path, f"kubectl-tao data for {record_id}")
-            if path.is_file()
-            else {"schema_version": SCHEMA_VERSION, "id": record_id}
-        )
+        current = _read_json_if_there(path, "kubectl-tao data") or {"schema_version": SCHEMA_VERSION, "id": record_id}
         if "history" in fields:
             fields["history"] = _cap_history(fields["history"])
         merged = redact_obj({**current, **fields})
@@ -671,158 +413,3 @@ class RecordStore:
         _require_valid(merged, "job-record-k8s", f"kubectl-tao data for {record_id}")
         _replace_atomically(path, merged)
         return merged
-
-
-# --------------------------------------------------------------------------------------------------
-# Record construction and transitions (pure)
-# --------------------------------------------------------------------------------------------------
-
-
-def _open_fields(
-    platform: str,
-    image: str,
-    network_arch: str,
-    action: str,
-    storage_tier: str,
-    results_dir: str | None,
-    results_root: str | None,
-    upload_excludes: Iterable[str],
-    parent_job: str | None,
-    retry_of: str | None,
-) -> dict[str, Any]:
-    if (results_dir is None) == (results_root is None):
-        raise UsageError("give exactly one of --results-dir DIR or --results-root ROOT")
-    if storage_tier not in STORAGE_TIERS:
-        raise UsageError(f"--storage-tier must be one of A, B, C (got {storage_tier!r})")
-    excludes = []
-    for pattern in upload_excludes:
-        excludes.append(_text_field(pattern, "--upload-exclude", max_len=1024))
-    return {
-        "platform": normalize_platform(platform),
-        "image": _text_field(image, "--image", max_len=1024, spaces=False),
-        "network_arch": _id_word(network_arch, "--network-arch", example="dino"),
-        "action": _id_word(action, "--action", example="train"),
-        "storage_tier": storage_tier,
-        "results_dir": normalize_results_dir(results_dir) if results_dir is not None else None,
-        "results_root": normalize_results_dir(results_root, "--results-root") if results_root is not None else None,
-        "upload_excludes": excludes,
-        "parent_job": validate_id(parent_job, "--parent-job") if parent_job is not None else None,
-        "retry_of": validate_id(retry_of, "--retry-of") if retry_of is not None else None,
-    }
-
-
-def _new_record(record_id: str, fields: Mapping[str, Any]) -> dict[str, Any]:
-    now = utc_now()
-    results_dir = fields["results_dir"] or f"{fields['results_root']}/{record_id}"
-    record: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "id": record_id,
-        "platform": fields["platform"],
-        "backend_ref": None,
-        "image": fields["image"],
-        "network_arch": fields["network_arch"],
-        "action": fields["action"],
-        "results_dir": results_dir,
-        "storage_tier": fields["storage_tier"],
-        "submitted_at": now,
-        "transitions": [{"ts": now, "state": "PENDING", "message": OPENING_MESSAGE, "source": "agent"}],
-        "terminal_state": None,
-        "redacted": True,
-        "upload_excludes": list(fields["upload_excludes"]),
-    }
-    if fields["retry_of"] is not None:
-        record["retry_of"] = fields["retry_of"]
-    if fields["parent_job"] is not None:
-        record["parent_job"] = fields["parent_job"]
-    return record
-
-
-def _refuse_credential_in_identity(record: Mapping[str, Any], redacted: Mapping[str, Any]) -> None:
-    flags = {
-        "id": "--network-arch/--action",
-        "platform": "--platform",
-        "image": "--image",
-        "results_dir": "--results-dir/--results-root",
-        "network_arch": "--network-arch",
-        "action": "--action",
-    }
-    for key, flag in flags.items():
-        if record.get(key) != redacted.get(key):
-            raise UsageError(f"{flag} looks like it contains a credential; records never hold credentials")
-
-
-def _check_mark_args(state: str, source: str, err_class: str | None, message: str) -> None:
-    if state == OPEN:
-        raise UsageError("--state OPEN is set only by `open` (a record that was never launched); use PENDING")
-    if state not in STATES:
-        raise UsageError(f"--state must be one of {', '.join(STATES)} (got {state!r})")
-    if source not in SOURCES:
-        raise UsageError(f"--source must be one of {', '.join(SOURCES)} (got {source!r})")
-    if err_class is not None:
-        if err_class not in ERR_CLASSES:
-            raise UsageError(f"--err-class must be ERR_INFRA or ERR_PROGRAM (got {err_class!r})")
-        if state != "ERROR":
-            raise UsageError(f"--err-class goes only with --state ERROR (got --state {state})")
-    if not isinstance(message, str):
-        raise UsageError("--message must be text")
-
-
-def _apply_mark(
-    record: dict[str, Any],
-    state: str,
-    message: str,
-    source: str,
-    backend_ref: str | None,
-    err_class: str | None,
-) -> bool:
-    """Apply one mark to ``record`` in place; True when something changed."""
-    record_id = record.get("id")
-    current = last_state(record)
-    if current in TERMINAL_STATES:
-        if state != current:
-            raise TaoError(
-                f"illegal transition {current} -> {state}: job record {record_id} is final; "
-                f"open a new record with --retry-of {record_id} to run it again"
-            )
-        return _fill_terminal(record, backend_ref, err_class)
-    if state not in ALLOWED_TRANSITIONS.get(current, frozenset()):
-        raise TaoError(f"illegal transition {current} -> {state} for job record {record_id}")
-    changed = _set_backend_ref(record, backend_ref)
-    message = message[:MAX_MESSAGE_CHARS]
-    transitions = record.setdefault("transitions", [])
-    last = transitions[-1] if transitions else {}
-    if state == current and last.get("message") == message and state not in TERMINAL_STATES:
-        return changed
-    transitions.append({"ts": utc_now(), "state": state, "message": message, "source": source})
-    if state in TERMINAL_STATES:
-        record["terminal_state"] = state
-        record["terminal_write_by"] = source
-        if err_class is not None:
-            record["err_class"] = err_class
-    return True
-
-
-def _fill_terminal(record: dict[str, Any], backend_ref: str | None, err_class: str | None) -> bool:
-    changed = _set_backend_ref(record, backend_ref)
-    if err_class is not None:
-        if record.get("err_class") in (None, ""):
-            record["err_class"] = err_class
-            changed = True
-        elif record["err_class"] != err_class:
-            raise TaoError(
-                f"job record {record.get('id')} is final with err_class {record['err_class']}; "
-                f"it cannot become {err_class}"
-            )
-    return changed
-
-
-def _set_backend_ref(record: dict[str, Any], backend_ref: str | None) -> bool:
-    if backend_ref is None or record.get("backend_ref") == backend_ref:
-        return False
-    if record.get("backend_ref"):
-        raise TaoError(
-            f"job record {record.get('id')} already names {record['backend_ref']}; a record follows one "
-            f"launch: open a new record (with --retry-of {record.get('id')}) for {backend_ref}"
-        )
-    record["backend_ref"] = backend_ref
-    return True

@@ -1,5 +1,5 @@
-"""Whether the state directory ($TAO_STATE_DIR, else ~/.tao) is safe to write in, and how to write a file
-there without following a planted link.
+"""Whether the state directory ($TAO_STATE_DIR, else ~/.tao) is safe to write in (files are written there with
+core/atomicwrite.py, which replaces a planted link at the final name instead of writing through it).
 
 kubectl-tao keeps records, locks, the probe cache and its crash log under the state directory. Another
 user who can write there could plant a symlink (`jobs -> /elsewhere`, `x.json.lock -> ~/.bashrc`) or a
@@ -10,7 +10,6 @@ record, so the directory must be the user's own and writable by nobody else, and
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from collections.abc import Callable, Mapping
@@ -75,15 +74,3 @@ def make_private_dirs(*paths: Path) -> None:
     for path in paths:
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
 
-
-def write_private(path: Path, data: bytes) -> None:
-    """Create or truncate `path` (mode 0600) without following a symlink in its last component."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags, 0o600)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        os.fchmod(fd, 0o600)
-        os.write(fd, data)
-    finally:
-        os.close(fd)

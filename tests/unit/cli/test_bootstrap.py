@@ -134,7 +134,7 @@ def test_a_checkout_without_its_venv_says_make_venv(tmp_path: Path) -> None:
 
 
 def test_the_entrypoint_exits_with_the_code_after_flushing_everything(tmp_path: Path) -> None:
-    """cli.exit_now skips the interpreter's teardown: what was written still reaches a pipe, codes are kept."""
+    """What was written reaches a pipe, and the exit codes are kept."""
     env = {**os.environ, "TAO_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path)}
     helped = subprocess.run([str(REPO_ROOT / "kubectl-tao"), "submit", "--help"], capture_output=True, text=True,
                             env=env, timeout=60, check=False)
@@ -147,7 +147,7 @@ def test_the_entrypoint_exits_with_the_code_after_flushing_everything(tmp_path: 
 
 def test_exit_handlers_a_wrapper_registered_still_run_at_the_entrypoints_exit(tmp_path: Path) -> None:
     """A coverage tool or a wrapper (bench/run.py's peak-RSS report) registers atexit handlers around the
-    entrypoint: the fast exit runs them before leaving."""
+    entrypoint: they run before the process leaves."""
     wrapper = (
         "import atexit, runpy, sys\n"
         f"atexit.register(lambda: open({str(tmp_path / 'ran')!r}, 'w').write('yes'))\n"

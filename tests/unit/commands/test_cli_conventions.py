@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 import typer
 from support import ROOT as REPO_ROOT
@@ -28,9 +29,10 @@ def command_paths() -> list[list[str]]:
     paths: list[list[str]] = []
 
     def walk(command: Any, path: list[str]) -> None:
-        subs = getattr(command, "commands", None)
-        if subs:
-            for name, sub in subs.items():
+        if isinstance(command, click.Group):
+            ctx = click.Context(command)
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
                 if not sub.hidden:
                     walk(sub, [*path, name])
         else:
@@ -52,7 +54,7 @@ def test_the_new_verbs_are_registered() -> None:
 def _command(path: list[str]) -> Any:
     command = typer.main.get_command(app)
     for name in path:
-        command = command.commands[name]
+        command = command.get_command(click.Context(command), name)
     return command
 
 

@@ -7,7 +7,7 @@ import copy
 import json
 from typing import Any
 
-from support.fake_kubectl import FakeKubectl, fixture_json
+from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
 from kubectl_tao.core.gpuinventory import DRA_READ
 from kubectl_tao.k8s.capacity import NODES_READ, PODS_FIRST_PAGE
@@ -126,7 +126,8 @@ def test_preflight_on_a_dra_only_cluster_is_not_told_no_gpus(
     monkeypatch.setenv("TAO_K8S_SKIP_NODE_RUNTIME_CHECK", "1")
     serve(fake_kubectl, dra_only=True)
     fake_kubectl.on("version", data=fixture_json("version-gke-1.30.json"))
-    fake_kubectl.on("auth", stdout="yes\n")
+    review, granted = review_answer()
+    fake_kubectl.on(*review, stdout=granted)
     _, out, _ = cli("preflight", "--gpus", "1")
     expected = "OK: gpu-operator: 4 nvidia.com/gpu allocatable on 1 node(s) (DRA devices via DeviceClass gpu.nvidia.com"
     assert expected in out

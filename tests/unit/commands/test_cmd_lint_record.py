@@ -75,7 +75,7 @@ def test_stdin_given_twice_is_a_usage_error(cli: Any) -> None:
 
 def test_lint_without_files_is_a_usage_error(cli: Any) -> None:
     code, _, err = cli("lint")
-    assert code == 2 and "Missing argument 'FILES...'" in err
+    assert code == 2 and "Missing argument 'FILE...'" in err
 
 
 # ----------------------------------------------------------------------------------------------- record
@@ -104,7 +104,8 @@ def test_record_mark_show_and_list(cli: Any) -> None:
     assert out.splitlines()[1].split() == [rid, "kubernetes", "RUNNING", f"/workspace/results/{rid}"]
     assert cli("record", "list", "--no-headers")[1].split()[0] == rid
     assert cli("record", "list", "-o", "name")[1] == f"{rid}\n"
-    assert [r["id"] for r in json.loads(cli("record", "list", "-o", "json")[1])] == [rid]
+    listed = json.loads(cli("record", "list", "-o", "json")[1])
+    assert (listed["apiVersion"], listed["kind"], [r["id"] for r in listed["items"]]) == ("v1", "List", [rid])
 
 
 def test_record_mark_can_print_the_record(cli: Any) -> None:

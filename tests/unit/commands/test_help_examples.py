@@ -15,7 +15,8 @@ ROOT = typer.main.get_command(app)
 
 def _leaves(cmd: click.Command, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
     if isinstance(cmd, click.Group):
-        return [leaf for name, sub in cmd.commands.items() for leaf in _leaves(sub, (*path, name))]
+        ctx = click.Context(cmd)
+        return [leaf for name in cmd.list_commands(ctx) for leaf in _leaves(cmd.get_command(ctx, name), (*path, name))]
     return [(path, cmd)]
 
 

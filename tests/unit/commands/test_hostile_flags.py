@@ -65,7 +65,7 @@ def test_a_mount_over_the_service_account_token_is_refused(
 def test_a_mount_path_next_to_the_token_directory_is_still_fine(cli: Any) -> None:
     code, out, err = cli(*RENDER, "--mount-path", "/var/run/data", "--results-dir", "/var/run/data/out")
     assert code == 0, err
-    assert '"mountPath": "/var/run/data"' in out
+    assert "mountPath: /var/run/data\n" in out
 
 
 def test_an_action_mount_target_over_the_token_is_refused() -> None:
@@ -108,4 +108,4 @@ def test_record_open_refuses_look_alike_network_arch(cli: Any, tao_env: Path, va
 def test_plain_ascii_words_still_make_ids(cli: Any) -> None:
     code, out, err = cli(*RENDER, "--network-arch", "mask_grounding_dino", "--action", "gen_trt_engine")
     assert code == 0, err
-    assert '"kubectl-tao.io/record-id": "mask_grounding_dino-gen_trt_engine-' in out
+    assert "kubectl-tao.io/record-id: mask_grounding_dino-gen_trt_engine-" in out

@@ -1,7 +1,7 @@
-"""What each start-up path imports, in a fresh interpreter (sys.modules at exit): `--help` builds no verb and
-imports none of the heavy dependencies; `version`, `status JOB` and `submit` (commands/fastpath.py) not even typer or
-click, and status reads the kubeconfig without ruamel.yaml and runs kubectl without sh. Not a timing test:
-BENCHMARKS.md has the times; this keeps the paths from growing back."""
+"""What each start-up path imports, in a fresh interpreter (sys.modules at exit): `--help` imports none of the
+heavy dependencies and no lifecycle module, `version` only its own verb, and status reads the kubeconfig without
+ruamel.yaml and runs kubectl without sh. Not a timing test: BENCHMARKS.md has the times; this keeps the paths from
+growing back."""
 
 from __future__ import annotations
 
@@ -18,14 +18,10 @@ from support.fake_kubectl import fixture_json
 from kubectl_tao.store.records import RecordStore
 
 ENTRY = ROOT / "kubectl-tao"
-HEAVY = {"jsonschema", "ruamel.yaml", "sh", "asyncio", "filelock"}
-CLI = {"typer", "click"}
+HEAVY = {"jsonschema", "ruamel.yaml", "sh", "asyncio"}
 RUN = """\
 import json, os, runpy, sys
 sys.argv = [os.environ["LEAN_ENTRY"], *json.loads(os.environ["LEAN_ARGS"])]
-def _exit(code):  # the entrypoint ends with os._exit: here it raises instead, and the modules are written
-    raise SystemExit(code)
-os._exit = _exit
 try:
     runpy.run_path(sys.argv[0], run_name="__main__")
 except SystemExit as exc:
@@ -59,8 +55,7 @@ def _run(tmp_path: Path, *argv: str, **env: str) -> tuple[int, set[str], str]:
 
 def _verbs(modules: set[str]) -> set[str]:
     return {m for m in modules if m.startswith("kubectl_tao.commands.")} - {
-        "kubectl_tao.commands.common", "kubectl_tao.commands.session", "kubectl_tao.commands.fastpath",
-        "kubectl_tao.commands.jobflags",
+        "kubectl_tao.commands.common", "kubectl_tao.commands.session", "kubectl_tao.commands.jobflags",
     }
 
 
@@ -72,10 +67,10 @@ def test_help_imports_no_heavy_dependency(tmp_path: Path, argv: list[str]) -> No
     assert not {m for m in modules if m.startswith(("kubectl_tao.jobs", "kubectl_tao.store"))}
 
 
-def test_version_imports_neither_typer_nor_click(tmp_path: Path) -> None:
+def test_version_builds_only_its_own_verb(tmp_path: Path) -> None:
     code, modules, out = _run(tmp_path, "version")
     assert code == 0 and out.startswith("kubectl-tao ")
-    assert (HEAVY | CLI) & modules == set()
+    assert HEAVY & modules == set()
     assert _verbs(modules) == {"kubectl_tao.commands.version"}
 
 
@@ -102,7 +97,7 @@ users:
 """
 
 
-def test_status_imports_neither_typer_click_ruamel_jsonschema_nor_sh(
+def test_status_imports_neither_ruamel_jsonschema_nor_sh(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "kubeconfig").write_text(KUBECTL_WRITTEN)
@@ -123,21 +118,21 @@ def test_status_imports_neither_typer_click_ruamel_jsonschema_nor_sh(
     code, modules, out = _run(tmp_path, "status", record.id, KUBECTL_TAO_KUBECTL=str(kubectl))
     assert code == 0 and record.id in out and "RUNNING" in out
     assert store.path(record.id).read_bytes() == before  # nothing new to write: no schema to load
-    assert (HEAVY | CLI) & modules == set()
+    assert HEAVY & modules == set()
     assert _verbs(modules) == {"kubectl_tao.commands.status", "kubectl_tao.commands.present"}
 
 
-def test_submit_imports_neither_typer_click_ruamel_jsonschema_nor_sh(tmp_path: Path) -> None:
+def test_submit_imports_neither_ruamel_jsonschema_nor_sh(tmp_path: Path) -> None:
     (tmp_path / "kubeconfig").write_text(KUBECTL_WRITTEN)
     job = ["submit", "--image", "busybox", "--command", "true", "--pvc", "data"]
     code, modules, out = _run(tmp_path, *job, "--gpus", "0", "--dry-run=client", "-o", "json")
     assert code == 0 and json.loads(out)["kind"] == "Job"
-    assert (HEAVY | CLI) & modules == set()
+    assert HEAVY & modules == set()
     # With the gates: here kubectl is refused at once, after every gate's module was loaded and its call started.
     kubectl = tmp_path / "kubectl"
     kubectl.write_text("#!/bin/sh\necho 'The connection to the server 127.0.0.1:6443 was refused' >&2\nexit 1\n")
     kubectl.chmod(0o755)
     code, modules, _ = _run(tmp_path, *job, "--gpus", "8", KUBECTL_TAO_KUBECTL=str(kubectl))
     assert code == 3
-    assert {"kubectl_tao.core.gates", "kubectl_tao.k8s.capacity", "kubectl_tao.k8s.permissions"} <= modules
-    assert (HEAVY | CLI | {"concurrent.futures", "logging", "dataclasses", "inspect"}) & modules == set()
+    assert {"kubectl_tao.jobs.gates", "kubectl_tao.k8s.capacity", "kubectl_tao.k8s.permissions"} <= modules
+    assert (HEAVY | {"concurrent.futures", "logging"}) & modules == set()

@@ -169,7 +169,7 @@ def test_fresh_output_equal_to_a_writable_source_is_covered(request_args, stagin
 def test_render_action_job_returns_yaml_that_kubectl_reads_back(request_args, staging_args):
     request_args["environment"]["TRICKY"] = "yes\n---\nkind: Secret\n{a: b} $(rm -rf /) `x` 'q' \"dq\""
     text = action.render_action_job(request_args, staging_args, job_id=JOB_ID, pvc_claim="p", credential_secret="s")
-    assert text.startswith("---\n")
+    assert text.startswith("apiVersion: batch/v1\n")
     (parsed,) = yaml.safe_load_all(text)
     env = {e["name"]: e.get("value") for e in container_of(parsed)["env"]}
     assert env["TRICKY"] == request_args["environment"]["TRICKY"]
@@ -326,46 +326,6 @@ def test_json_config_format(tmp_path):
     path = action.materialize_config(request, tmp_path)
     assert path.suffix == ".json"
     assert json.loads(path.read_text()) == request["spec_bundle"]["spec"]
-
-
-# ---------------------------------------------------------------- TOML writer
-
-
-def test_toml_round_trips_through_tomllib():
-    spec = {
-        "title": 'quote " backslash \\ newline \n tab \t del \x7f bell \x07 unicode é 🚀',
-        "plain-key_1": 1,
-        "needs quoting": True,
-        "float": 1.5e-07,
-        "big": 2**62,
-        "negative": -3,
-        "list": [1, "two", [3.0], {"inline": {"deep": False}}],
-        "empty_list": [],
-        "empty_inline": [{}],
-        "section": {"a": 1, "nested": {"b": "c", "deeper": {"d": []}}, "only_tables": {"x": {"y": 1}}},
-        "empty_table": {},
-    }
-    assert tomllib.loads(action.toml_dumps(spec)) == spec
-
-
-def test_toml_of_an_empty_spec_is_an_empty_document():
-    assert action.toml_dumps({}) == "\n"
-    assert tomllib.loads(action.toml_dumps({})) == {}
-
-
-@pytest.mark.parametrize(
-    ("spec", "message"),
-    [
-        ({"a": None}, "which TOML cannot represent"),
-        ({"a": float("nan")}, "must be finite for TOML"),
-        ({"a": 2**64}, "does not fit TOML's 64-bit integers"),
-        ({"a": "\ud800"}, "lone surrogate"),
-        ({"": 1}, "TOML keys must be non-empty strings"),
-    ],
-)
-def test_toml_refuses_what_it_cannot_write(spec, message):
-    with pytest.raises(UsageError, match=message):
-        action.toml_dumps(spec)
 
 
 def test_json_config_refuses_nan():

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from support import FIXTURES as FIXTURES_ROOT
 
-from kubectl_tao.core import diagnose, gates
+from kubectl_tao.core import diagnose, gpufit
 from kubectl_tao.core.classify import JobStatus, job_status
 from kubectl_tao.core.diagnose import explain
 
@@ -62,7 +62,7 @@ def run(pods: list, events: list | None = None, **kw: Any) -> list[diagnose.Find
 
 
 def test_gpu_less_cluster_points_at_the_gpu_operator() -> None:
-    nodes = gates.node_gpus(load("nodes-cpu-only.json"), None)
+    nodes = gpufit.node_gpus(load("nodes-cpu-only.json"), None)
     found = findings("pending-gpu", nodes=nodes)
     assert codes(found) == ["no-gpu-capacity"]
     assert "GPU Operator" in found[0].cause
@@ -70,7 +70,7 @@ def test_gpu_less_cluster_points_at_the_gpu_operator() -> None:
 
 
 def test_busy_cluster_says_insufficient_and_suggests_fit() -> None:
-    nodes = gates.node_gpus(load("nodes-2x8.json"), load("pods-busy.json"))
+    nodes = gpufit.node_gpus(load("nodes-2x8.json"), load("pods-busy.json"))
     found = findings("pending-gpu", nodes=nodes)
     assert codes(found) == ["insufficient-gpu"]
     assert "kubectl tao fit" in found[0].fix

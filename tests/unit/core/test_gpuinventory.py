@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from support.fake_kubectl import fixture_json
 
-from kubectl_tao.core import gates
+from kubectl_tao.core import gpufit
 from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.gpuinventory import (
     DraGpus,
@@ -79,19 +79,19 @@ def test_dra_only_node_is_gpu_capacity_when_a_class_serves_nvidia_gpu() -> None:
 
 def test_dra_only_cluster_fits_queues_and_never_fits_by_its_devices() -> None:
     nodes = fit_nodes(*split(capacity(dra_only=True)), parse_dra(dra_objects()))
-    fits = gates.fit(nodes, 1, 1, tolerations=GPU_TOLERATION)
+    fits = gpufit.fit(nodes, 1, 1, tolerations=GPU_TOLERATION)
     assert fits.message == "fits: 1 x 1 nvidia.com/gpu on dra-node-0 (1 free)"
-    assert gates.fit(nodes, 2, 1, tolerations=GPU_TOLERATION).verdict == gates.QUEUE
-    never = gates.fit(nodes, 8, 1, tolerations=GPU_TOLERATION)
-    assert never.verdict == gates.NEVER and "the largest eligible node is dra-node-0: 4" in never.message
+    assert gpufit.fit(nodes, 2, 1, tolerations=GPU_TOLERATION).verdict == gpufit.QUEUE
+    never = gpufit.fit(nodes, 8, 1, tolerations=GPU_TOLERATION)
+    assert never.verdict == gpufit.NEVER and "the largest eligible node is dra-node-0: 4" in never.message
 
 
 def test_without_a_serving_class_the_never_message_names_the_device_class_fix_not_the_gpu_operator() -> None:
     dra = parse_dra(dra_objects(with_class=False))
     assert dra.serving_class is None and dra.nodes["dra-node-0"].total == 4
     nodes = fit_nodes(*split(capacity(dra_only=True)), dra)
-    verdict = gates.fit(nodes, 1, 1, tolerations=GPU_TOLERATION, no_gpu_hint=no_gpu_hint(dra))
-    assert verdict.verdict == gates.NEVER
+    verdict = gpufit.fit(nodes, 1, 1, tolerations=GPU_TOLERATION, no_gpu_hint=no_gpu_hint(dra))
+    assert verdict.verdict == gpufit.NEVER
     assert "4 GPUs published through DRA (driver gpu.nvidia.com)" in verdict.message
     assert "spec.extendedResourceName: nvidia.com/gpu" in verdict.message
     assert "GPU Operator" not in verdict.message

@@ -1,4 +1,4 @@
-"""Kueue's account of a queued Job (kueue.py), the ClusterQueue quota (gates.queue_quota) and what status,
+"""Kueue's account of a queued Job (kueue.py), the ClusterQueue quota (quota.py: queue_quota) and what status,
 explain, fit and submit make of them, over objects recorded from the real Kueue v0.17.0 of the local cluster
 (tests/fixtures/k8s/kueue-*.json: ClusterQueue team-cq of 16 nvidia.com/gpu in flavor default, 8 reserved by
 one admitted 1 x 8 job; a 2 x 8 job waiting in LocalQueue team)."""
@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
-from kubectl_tao.core import gates, kueue
+from kubectl_tao.core import kueue
 from kubectl_tao.core.classify import job_status
 from kubectl_tao.core.diagnose import explain
-from kubectl_tao.core.gates import FlavorGpus, NodeGpus, QueueQuota, fit
+from kubectl_tao.core.gpufit import NodeGpus, fit
+from kubectl_tao.core.quota import FlavorGpus, QueueQuota, queue_quota
 from kubectl_tao.store.records import RecordStore
 
 SERVER = "https://127.0.0.1:6443"
@@ -38,7 +39,7 @@ def listed(*names: str) -> dict[str, Any]:
 
 
 def quota() -> QueueQuota:
-    found = gates.queue_quota(fixture_json("kueue-localqueue.json"), fixture_json("kueue-clusterqueue.json"))
+    found = queue_quota(fixture_json("kueue-localqueue.json"), fixture_json("kueue-clusterqueue.json"))
     assert found is not None
     return found
 
@@ -125,7 +126,7 @@ def test_reservation_counts_not_usage() -> None:
     cq = copy.deepcopy(fixture_json("kueue-clusterqueue.json"))
     cq["status"]["flavorsReservation"][0]["resources"][0]["total"] = "12"  # admission checks still running
     cq["status"]["flavorsReservation"][0]["resources"][0]["borrowed"] = "2"
-    found = gates.queue_quota(fixture_json("kueue-localqueue.json"), cq)
+    found = queue_quota(fixture_json("kueue-localqueue.json"), cq)
     assert found is not None and (found.used, found.free) == (12, 4)
     assert (found.flavors[0].admitted, found.flavors[0].borrowed, found.flavors[0].remaining) == (8, 2, 4)
 
@@ -138,7 +139,7 @@ def test_a_job_must_fit_in_one_flavor() -> None:
         {"name": "a100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "8"}]},
     ]
     cq["status"]["flavorsReservation"] = [{"name": "h100", "resources": [{"name": "nvidia.com/gpu", "total": "4"}]}]
-    found = gates.queue_quota(fixture_json("kueue-localqueue.json"), cq)
+    found = queue_quota(fixture_json("kueue-localqueue.json"), cq)
     assert found is not None and (found.nominal, found.ceiling, found.free) == (16, 8, 8)
     nodes = [NodeGpus(f"n{i}", 8, 0, 8) for i in range(4)]
     verdict = fit(nodes, 8, 2, quota=found)  # 16 GPUs: the sum of the flavors, but no single flavor
@@ -150,7 +151,7 @@ def test_a_job_must_fit_in_one_flavor() -> None:
 
 def test_an_inactive_cluster_queue_is_never_with_kueues_reason() -> None:
     lq, cq = fixture_json("kueue-localqueue.json"), fixture_json("kueue-clusterqueue-inactive.json")
-    found = gates.queue_quota(lq, cq)
+    found = queue_quota(lq, cq)
     assert found is not None
     assert found.inactive == (
         "FlavorNotFound: Can't admit new workloads: references missing ResourceFlavor(s): no-such-flavor."
@@ -168,7 +169,7 @@ def test_an_inactive_local_queue_counts_too() -> None:
     lq["status"]["conditions"] = [
         {"type": "Active", "status": "False", "reason": "ClusterQueueDoesNotExist", "message": "Can't submit"}
     ]
-    found = gates.queue_quota(lq, fixture_json("kueue-clusterqueue.json"))
+    found = queue_quota(lq, fixture_json("kueue-clusterqueue.json"))
     assert found is not None and found.inactive == "LocalQueue team: ClusterQueueDoesNotExist: Can't submit"
 
 
@@ -208,7 +209,7 @@ def test_explain_an_inadmissible_job_says_which_queue_to_create() -> None:
 
 def test_explain_an_inactive_cluster_queue_and_a_job_kueue_never_took_up() -> None:
     lq, cq = fixture_json("kueue-localqueue.json"), fixture_json("kueue-clusterqueue-inactive.json")
-    inactive = gates.queue_quota(lq, cq)
+    inactive = queue_quota(lq, cq)
     adm = kueue.admission(queued_job(), {"items": []})
     found = explain(job_status(queued_job(), [], admission=adm), [], [], job="j", namespace="demo",
                     queue_quota=inactive)

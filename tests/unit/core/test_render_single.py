@@ -471,9 +471,11 @@ def test_yaml_1_1_lookalikes_stay_strings(value):
         assert parsed["metadata"]["labels"]["v"] == value
 
 
-def test_to_yaml_starts_every_document_with_a_separator():
-    text = render.to_yaml([{"a": 1}, {"b": "yes"}])
-    assert text == '---\n{\n  "a": 1\n}\n---\n{\n  "b": "yes"\n}\n'
+def test_to_yaml_is_block_yaml_with_a_separator_between_documents():
+    """As `kubectl create --dry-run=client -o yaml` prints several objects: `---` between them, keys sorted."""
+    text = render.to_yaml([{"kind": "Service", "apiVersion": "v1"}, {"b": "yes", "a": [1, "on"]}])
+    assert text == 'apiVersion: v1\nkind: Service\n---\na:\n- 1\n- "on"\nb: "yes"\n'
+    assert render.to_yaml([{"kind": "Job"}]) == "kind: Job\n"
 
 
 def test_to_json_is_the_object_or_a_list():

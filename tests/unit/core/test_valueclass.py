@@ -4,10 +4,12 @@ gives what dataclasses.asdict gave. Each is checked against a real dataclass of 
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from typing import Any
 
 import pytest
+from support import ROOT
 
 from kubectl_tao.core.valueclass import Factory, Value, plain, record
 
@@ -90,3 +92,21 @@ def test_a_record_must_derive_from_value_and_keep_defaults_last() -> None:
         record(type("Loose", (), {"__annotations__": {"a": "int"}}))
     with pytest.raises(TypeError, match="without a default follows one with a default"):
         record(type("Order", (Value,), {"__annotations__": {"a": "int", "b": "int"}, "a": 1}))
+
+
+def test_every_record_class_of_the_package_is_written_one_way() -> None:
+    """A subclass of Value decorated with @record: no dataclass, NamedTuple or hand-written `_fields` class."""
+    offenders = []
+    for path in sorted((ROOT / "lib" / "kubectl_tao").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        where = path.relative_to(ROOT)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "dataclasses":
+                offenders.append(f"{where}:{node.lineno}: imports dataclasses")
+            if not isinstance(node, ast.ClassDef):
+                continue
+            bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+            decorators = {ast.unparse(d).split("(")[0] for d in node.decorator_list}
+            if "NamedTuple" in bases or ("Value" in bases and "record" not in decorators):
+                offenders.append(f"{where}:{node.lineno}: {node.name}")
+    assert offenders == []

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from support import FIXTURES as FIXTURES_ROOT
 
-from kubectl_tao.commands.jobflags import job_defaults
+from kubectl_tao.commands.jobflags import job_request
 from kubectl_tao.core.errors import UsageError
-from kubectl_tao.jobs.plan import GPU_TOLERATION, build, read_credentials
+from kubectl_tao.jobs.plan import GPU_TOLERATION, JobRequest, build, read_credentials
 
 FIXTURES = FIXTURES_ROOT / "action"
 CREDS = {"HF_TOKEN": "hf_placeholder", "AWS_ACCESS_KEY_ID": "placeholder"}
@@ -28,17 +28,15 @@ def files(tmp_path: Path) -> dict[str, str]:
     return {key: str(path) for key, path in paths.items()}
 
 
-def flags(files: dict[str, str], **over: Any) -> dict[str, Any]:
-    job = job_defaults()
-    job.update(
-        action_request=files["request"],
-        staging_map=files["staging"],
-        pvc="tao-data",
-        results_dir="/workspace/results/run-1",
-        gpus=1,  # the flag's default: not given
-    )
-    job.update(over)
-    return job
+def flags(files: dict[str, str], **over: Any) -> JobRequest:
+    base = {
+        "action_request": files["request"],
+        "staging_map": files["staging"],
+        "pvc": "tao-data",
+        "results_dir": "/workspace/results/run-1",
+        "gpus": 1,  # the flag's default: not given
+    }
+    return job_request(**{**base, **over})
 
 
 def job_of(plan: Any, holder: str | None = "tao-creds-j") -> dict[str, Any]:
@@ -186,7 +184,6 @@ def test_env_file_keys_the_request_does_not_forward_are_named_in_a_warning(files
 
 @pytest.mark.parametrize(("key", "flag"), [("staging_map", "--staging-map"), ("config_source", "--config-source")])
 def test_action_request_only_flags_are_refused_without_one(key: str, flag: str) -> None:
-    job = job_defaults()
-    job.update(image="busybox", command="true", pvc="tao-data", **{key: "/tmp/x.json"})
+    job = job_request(image="busybox", command="true", pvc="tao-data", **{key: "/tmp/x.json"})
     with pytest.raises(UsageError, match=f"^{flag} is only for --action-request"):
         build(job, "ns", {})

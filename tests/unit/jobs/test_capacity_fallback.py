@@ -71,20 +71,22 @@ def test_forbidden_nodes_warn_that_capacity_was_not_checked(cli: Any, fake_kubec
     assert warning.startswith("warning: cannot list nodes") and "GPU capacity was not checked" in warning
 
 
-def test_preflight_keeps_a_capacity_line_without_cluster_wide_pods(fake_kubectl: FakeKubectl) -> None:
-    from kubectl_tao.jobs.preflight import WARN, cluster_checks
+def test_preflight_prints_the_warning_submit_prints_without_cluster_wide_pods(fake_kubectl: FakeKubectl) -> None:
+    from kubectl_tao.jobs.preflight import OK, WARN, cluster_checks
     from kubectl_tao.k8s.kubectl import Kubectl
 
     fake_kubectl.on("version", data=fixture_json("version-gke-1.30.json"))
-    fake_kubectl.on("auth", "can-i", stdout="yes\n")
+    allowed(fake_kubectl)
     fake_kubectl.capacity_refused(pods=PODS_FORBIDDEN)
     fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
-    checks = {check.name: check for check in cluster_checks(Kubectl(), "ns", gpus=8, nodes=1, pvc=None,
-                                                              need_secrets=False)}
-    assert checks["gpu-operator"].message.startswith("16 nvidia.com/gpu allocatable on 2 node(s)")
-    capacity = checks["capacity"]
-    assert capacity.status == WARN and capacity.message.startswith("fits: ")
-    assert "cannot list pods in all namespaces" in capacity.message
+    checks = cluster_checks(Kubectl(), "ns", gpus=8, nodes=1, pvc=None, need_secrets=False)
+    gpus = [check for check in checks if check.name == "gpu-operator"]
+    assert [check.status for check in gpus] == [OK, WARN]
+    assert gpus[0].message.startswith("16 nvidia.com/gpu allocatable on 2 node(s)")
+    assert gpus[1].message.startswith("cannot list pods in all namespaces")
+    assert "checked each node's allocatable nvidia.com/gpu only, not what is in use" in gpus[1].message
+    [capacity] = [check for check in checks if check.name == "capacity"]
+    assert capacity.status == OK and capacity.message.startswith("fits: ")
 
 
 DRA_FORBIDDEN = (

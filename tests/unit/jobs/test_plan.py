@@ -7,21 +7,19 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.commands.jobflags import job_defaults
+from kubectl_tao.commands.jobflags import job_request
 from kubectl_tao.core.errors import UsageError
-from kubectl_tao.jobs.plan import GPU_TOLERATION, build, read_credentials
+from kubectl_tao.jobs.plan import GPU_TOLERATION, JobRequest, build, read_credentials
 
 
-def flags(**over: Any) -> dict[str, Any]:
-    job = job_defaults()
-    job.update(
-        image="nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt",
-        command="dino train -e /workspace/spec.yaml",
-        pvc="tao-data",
-        gpus=8,
-    )
-    job.update(over)
-    return job
+def flags(**over: Any) -> JobRequest:
+    base = {
+        "image": "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt",
+        "command": "dino train -e /workspace/spec.yaml",
+        "pvc": "tao-data",
+        "gpus": 8,
+    }
+    return job_request(**{**base, **over})
 
 
 def test_a_valid_single_node_plan_renders_one_job() -> None:

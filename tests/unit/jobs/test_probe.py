@@ -6,7 +6,6 @@ import ast
 import json
 import re
 import shlex
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -349,11 +348,11 @@ def test_describe_pass_fail_and_cached() -> None:
         "nccl probe: fail (2 nodes x 1 GPU, 12s, job nccl-probe-1a2b3c): ExitCode: rank 0 exited with code 1\n"
         "try next (`kubectl tao probe nccl --force` with one or more of):\n  --nccl-env NCCL_DEBUG=INFO "
     )
-    cached = replace(report("pass"), cached=True)
+    cached = report("pass").replaced(cached=True)
     assert "cached 3h ago for https://10.0.0.1:6443 (v1.30.2); `kubectl tao probe nccl --force` probes again" in (
         probe.describe(cached, NOW + timedelta(hours=3))
     )
-    unexercised = replace(report("fail", reason="ImagePullBackOff"), exercised=False,
+    unexercised = report("fail", reason="ImagePullBackOff").replaced(exercised=False,
                           hints=probe.hints_for("fail", "ImagePullBackOff", False, 29500))
     text = probe.describe(unexercised)
     assert "not cached: the ranks never all started" in text and "note: NCCL was not exercised" in text
@@ -535,7 +534,7 @@ def test_the_backend_is_read_from_each_ranks_last_line(logs: str, backend: str) 
 
 
 def test_a_gloo_pass_says_nccl_was_not_exercised_everywhere(tmp_path: Path) -> None:
-    gloo = replace(report("pass"), backend="gloo", settings={"NCCL_IB_DISABLE": "1"}, hints=[])
+    gloo = report("pass").replaced(backend="gloo", settings={"NCCL_IB_DISABLE": "1"}, hints=[])
     text = probe.describe(gloo)
     assert text.startswith("nccl probe: pass over gloo, not NCCL (2 nodes x 1 GPU, 12s, job nccl-probe-1a2b3c)\n")
     assert "backend: gloo on CPU (no CUDA or NCCL in the pods): NCCL was NOT exercised" in text
@@ -553,7 +552,7 @@ def test_a_gloo_pass_says_nccl_was_not_exercised_everywhere(tmp_path: Path) -> N
 
 
 def test_an_nccl_pass_keeps_applying_its_settings(tmp_path: Path) -> None:
-    nccl = replace(report("pass"), backend="nccl", settings={"NCCL_IB_DISABLE": "1"}, hints=[])
+    nccl = report("pass").replaced(backend="nccl", settings={"NCCL_IB_DISABLE": "1"}, hints=[])
     assert "backend: nccl" in probe.describe(nccl)
     cache, _ = probecache.load_cache(saved(tmp_path, nccl))
     assert probecache.passing_settings(cache, SERVER)[0] == {"NCCL_IB_DISABLE": "1"}

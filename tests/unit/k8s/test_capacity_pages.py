@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from kubectl_tao.core import gates, gpuinventory
+from kubectl_tao.core import gpufit, gpuinventory
 from kubectl_tao.core.errors import KubectlError, TaoError
 from kubectl_tao.k8s import capacity, gatelists
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
@@ -138,13 +138,13 @@ def full_answer(node_items: list[dict[str, Any]], pod_items: list[dict[str, Any]
 
 
 def answers(nodes_json: Any, pods_json: Any) -> dict[str, Any]:
-    table = gates.node_gpus(nodes_json, pods_json)
+    table = gpufit.node_gpus(nodes_json, pods_json)
     verdicts = [
-        gates.fit(table, gpus, count, tolerations=TOLERATE_GPU, **extra).to_dict()
+        gpufit.fit(table, gpus, count, tolerations=TOLERATE_GPU, **extra).to_dict()
         for gpus, count, extra in [(1, 1, {}), (8, 1, {}), (8, 3, {}), (4, 6, {}), (8, 40, {}), (16, 1, {}),
                                    (2, 2, {"gpu_product": "H100"}), (4, 1, {"node_selector": {"zone": "z1"}})]
     ]
-    verdicts.append(gates.fit(table, 4, 2).to_dict())  # without the GPU toleration
+    verdicts.append(gpufit.fit(table, 4, 2).to_dict())  # without the GPU toleration
     inventory = gpuinventory.inventory(nodes_json, pods_json, None).to_dict()
     return {"table": [n.to_dict() for n in table], "verdicts": verdicts, "inventory": inventory}
 

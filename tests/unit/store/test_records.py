@@ -1,4 +1,4 @@
-"""The job-record store and the tao_job_record command (kubectl_tao.records)."""
+"""The job-record store and the tao_job_record command (store/records.py and the modules it is made of)."""
 
 from __future__ import annotations
 
@@ -15,23 +15,13 @@ import pytest
 
 from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.redact import REDACTED
-from kubectl_tao.store import records
+from kubectl_tao.store import recordids, records, transitions
 from kubectl_tao.store.recordcli import main
-from kubectl_tao.store.records import (
-    ALLOWED_TRANSITIONS,
-    LOG_TAIL_MAX_BYTES,
-    LOG_TAIL_MAX_LINES,
-    STATES,
-    TERMINAL_STATES,
-    RecordStore,
-    classify_oom,
-    effective_state,
-    make_id,
-    normalize_platform,
-    normalize_results_dir,
-    schema_errors,
-)
+from kubectl_tao.store.recordfields import normalize_platform, normalize_results_dir
+from kubectl_tao.store.recordids import make_id
+from kubectl_tao.store.records import LOG_TAIL_MAX_BYTES, LOG_TAIL_MAX_LINES, RecordStore, schema_errors
 from kubectl_tao.store.statedir import state_dir as default_state_dir
+from kubectl_tao.store.transitions import ALLOWED_TRANSITIONS, STATES, TERMINAL_STATES, classify_oom, effective_state
 
 OPEN_ARGS: dict[str, Any] = {
     "platform": "kubernetes",
@@ -59,7 +49,7 @@ def _open(store: RecordStore, **overrides: Any) -> str:
 
 
 def test_open_under_an_id_minted_beforehand_never_takes_an_existing_record(store: RecordStore) -> None:
-    minted = records.make_id("dino", "train")
+    minted = make_id("dino", "train")
     record = store.open(**OPEN_ARGS, record_id=minted)
     assert record.id == minted and record["results_dir"] == f"/results/{minted}"
     before = store.path(minted).read_bytes()
@@ -110,7 +100,7 @@ def test_ids_are_cleaned_and_platforms_normalized(store: RecordStore) -> None:
 
 def test_open_retries_with_a_new_suffix_on_collision(store: RecordStore, monkeypatch: pytest.MonkeyPatch) -> None:
     suffixes = iter(["aaaaaa", "aaaaaa", "bbbbbb"])
-    monkeypatch.setattr(records, "_new_suffix", lambda: next(suffixes))
+    monkeypatch.setattr(recordids, "_new_suffix", lambda: next(suffixes))
     assert _open(store) == "dino-train-aaaaaa"
     assert _open(store) == "dino-train-bbbbbb"
     assert not list(store.jobs_dir.glob(".*.tmp"))
@@ -312,7 +302,7 @@ def test_messages_are_redacted_and_capped(store: RecordStore) -> None:
     record = store.mark(record_id, "RUNNING", "kubectl said: export HF_TOKEN=abc123 " + "x" * 10000, backend_ref="ns/j")
     message = record["transitions"][-1]["message"]
     assert "abc123" not in message and f"HF_TOKEN={REDACTED}" in message
-    assert len(message) == records.MAX_MESSAGE_CHARS
+    assert len(message) == transitions.MAX_MESSAGE_CHARS
     assert "abc123" not in (store.jobs_dir / f"{record_id}.json").read_text()
 
 
@@ -395,14 +385,16 @@ def test_show_redacts_records_written_by_others(store: RecordStore) -> None:
 def test_corrupt_records_are_reported(store: RecordStore) -> None:
     record_id = _open(store)
     (store.jobs_dir / f"{record_id}.json").write_text("{not json")
-    with pytest.raises(TaoError, match=rf"^job record {record_id} .*{record_id}.json is not valid JSON"):
+    with pytest.raises(TaoError, match=rf"^job record .*/{record_id}.json is not valid JSON \(at line 1 column 2\)"):
         store.show(record_id)
     (store.jobs_dir / "zz-other-000000.json").write_text(json.dumps(_reference_record()))
     errors: list[str] = []
     assert store.list(errors) == []
     assert len(errors) == 2
     assert "is not valid JSON" in errors[0]
-    assert "names id 'yolo-export-abcdef', not 'zz-other-000000'; skipped" in errors[1]
+    assert errors[1].endswith("zz-other-000000.json holds the id of another record, not the one its file name gives; "
+                              "skipped (restore it or move it aside)")
+    assert "yolo-export-abcdef" not in errors[1]
 
 
 def test_list_is_newest_first(store: RecordStore) -> None:
@@ -576,7 +568,7 @@ def test_fifty_concurrent_opens_give_fifty_records(tmp_path: Path, monkeypatch: 
 @pytest.mark.timeout(60)
 def test_concurrent_opens_survive_suffix_collisions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # only 64 possible suffixes: 50 opens collide often and must still all succeed with distinct ids
-    monkeypatch.setattr(records, "_new_suffix", lambda: f"{os.urandom(1)[0] % 64:06x}")
+    monkeypatch.setattr(recordids, "_new_suffix", lambda: f"{os.urandom(1)[0] % 64:06x}")
     monkeypatch.setattr(records, "_OPEN_ATTEMPTS", 500)
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(10) as pool:

@@ -114,16 +114,18 @@ def test_the_crash_log_is_private(tao_env: Path, monkeypatch: pytest.MonkeyPatch
     assert "CrashCanary123" not in log.read_text(encoding="utf-8")
 
 
-def test_the_crash_log_is_never_written_through_a_planted_link(
+def test_a_planted_crash_log_link_is_replaced_never_written_through(
     tao_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     state, victim = _state(tao_env), tao_env / "victim"
     state.mkdir(mode=0o700)
     victim.write_text("precious\n", encoding="utf-8")
-    (state / "kubectl-tao-crash.log").symlink_to(victim)
+    log = state / "kubectl-tao-crash.log"
+    log.symlink_to(victim)
     code, err = _crash(monkeypatch, capsys)
-    assert code == 1 and err == "error: internal error (RuntimeError)\n"
+    assert code == 1 and err == f"error: internal error (RuntimeError); details in {log}\n"
     assert victim.read_text(encoding="utf-8") == "precious\n"
+    assert not log.is_symlink() and _mode(log) == 0o600 and "RuntimeError" in log.read_text(encoding="utf-8")
 
 
 def test_no_crash_log_in_a_world_writable_state_directory(

@@ -1,4 +1,4 @@
-"""Version gate and GPU fit gate over recorded and synthetic kubectl JSON."""
+"""The GPU fit gate (gpufit.py) and the Kueue quota it counts (quota.py) over recorded and synthetic kubectl JSON."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import FIXTURES as FIXTURES_ROOT
 
-from kubectl_tao.core import gates
-from kubectl_tao.core.errors import EXIT_NEVER_FITS, GateError, NeverFitsError, TaoError
-from kubectl_tao.core.gates import NodeGpus, fit
+from kubectl_tao.core import gpufit
+from kubectl_tao.core.errors import TaoError
+from kubectl_tao.core.gpufit import NodeGpus, fit
+from kubectl_tao.core.quantities import gpu_quantity
+from kubectl_tao.core.quota import QueueQuota, queue_quota
 
 FIXTURES = FIXTURES_ROOT / "k8s"
 
@@ -53,86 +55,6 @@ def pod_json(node: str | None, gpus: int, phase: str = "Running", *, requests: b
     return {"kind": "Pod", "metadata": {"name": f"p-{node}-{gpus}"}, "spec": spec, "status": {"phase": phase}}
 
 
-# ------------------------------------------------------------------------------------------- versions
-
-
-@pytest.mark.parametrize(
-    ("fixture", "expected"),
-    [
-        ("version-eks-1.28.json", (1, 28, 3, "v1.28.3-eks-4f4795d")),
-        ("version-gke-1.30.json", (1, 30, 5, "v1.30.5-gke.1014001")),
-        ("version-aks-1.29.json", (1, 29, 7, "v1.29.7")),
-        ("version-1.27.json", (1, 27, 9, "v1.27.9")),
-    ],
-)
-def test_parse_server_version_reads_git_version_with_vendor_suffixes(fixture: str, expected: tuple) -> None:
-    version = gates.parse_server_version(load(fixture))
-    assert (version.major, version.minor, version.patch, version.text) == expected
-
-
-def test_parse_server_version_falls_back_to_major_minor_with_plus_suffix() -> None:
-    raw = {"serverVersion": {"major": "1", "minor": "28+", "gitVersion": "unknown-build"}}
-    version = gates.parse_server_version(raw)
-    assert (version.major, version.minor, version.patch) == (1, 28, 0)
-    assert version.text == "unknown-build"
-
-
-def test_parse_server_version_without_git_version_names_major_minor() -> None:
-    version = gates.parse_server_version({"serverVersion": {"major": "1", "minor": "31"}})
-    assert version.text == "v1.31"
-
-
-@pytest.mark.parametrize(
-    ("raw", "what"),
-    [
-        (load("version-client-only.json"), "no serverVersion"),
-        ([], "not a JSON object"),
-        (None, "not a JSON object"),
-        ({"serverVersion": {"major": "one", "minor": "x"}}, "unrecognised version fields"),
-        ({"serverVersion": {"major": "1"}}, "unrecognised version fields"),
-        ({"serverVersion": "v1.28"}, "no serverVersion"),
-    ],
-)
-def test_parse_server_version_rejects_malformed_output(raw: Any, what: str) -> None:
-    with pytest.raises(TaoError) as info:
-        gates.parse_server_version(raw)
-    assert str(info.value).startswith("cannot read the server version from `kubectl version -o json`: ")
-    assert what in str(info.value)
-
-
-def test_require_version_refuses_multi_node_on_1_27_and_says_why() -> None:
-    version = gates.parse_server_version(load("version-1.27.json"))
-    with pytest.raises(GateError) as info:
-        gates.require_version(version)
-    message = str(info.value)
-    assert message.startswith("multi-node jobs need Kubernetes >= 1.28 (stable Indexed Job pod hostnames")
-    assert "<job>-<index> for MASTER_ADDR" in message
-    assert "this cluster runs v1.27.9" in message
-    assert "\n" not in message
-
-
-@pytest.mark.parametrize("fixture", ["version-eks-1.28.json", "version-gke-1.30.json", "version-aks-1.29.json"])
-def test_require_version_accepts_1_28_and_newer(fixture: str) -> None:
-    gates.require_multi_node(gates.parse_server_version(load(fixture)))
-
-
-def test_retries_per_index_needs_1_29() -> None:
-    eks_128 = gates.parse_server_version(load("version-eks-1.28.json"))
-    with pytest.raises(GateError) as info:
-        gates.require_retries_per_index(eks_128)
-    assert "--retries-per-index need Kubernetes >= 1.29" in str(info.value)
-    assert "backoffLimitPerIndex" in str(info.value)
-    gates.require_retries_per_index(gates.parse_server_version(load("version-aks-1.29.json")))
-
-
-def test_version_comparison_uses_patch_level() -> None:
-    version = gates.ServerVersion(1, 28, 3, "v1.28.3")
-    assert version.at_least((1, 28))
-    assert version.at_least((1, 28, 3))
-    assert not version.at_least((1, 28, 4))
-    assert not version.at_least((2, 0))
-
-
 # ------------------------------------------------------------------------------------------- quantities
 
 
@@ -142,40 +64,40 @@ def test_version_comparison_uses_patch_level() -> None:
      ("", 0), (True, 0), ("1Ki", 1024), (-3, 0), (" 8 ", 8), ("08", 8), ("+8", 8), ("-8", 0), ("٨", 0), ("8 8", 0)],
 )
 def test_gpu_quantity(value: Any, expected: int) -> None:
-    assert gates.gpu_quantity(value) == expected
+    assert gpu_quantity(value) == expected
 
 
 def test_pod_gpu_request_uses_limits_when_requests_are_absent() -> None:
-    assert gates.pod_gpu_request(pod_json("n", 4)) == 4
+    assert gpufit.pod_gpu_request(pod_json("n", 4)) == 4
 
 
 def test_pod_gpu_request_prefers_requests_over_limits() -> None:
     pod = {"spec": {"containers": [{"resources": {"requests": {"nvidia.com/gpu": "2"},
                                                   "limits": {"nvidia.com/gpu": "4"}}}]}}
-    assert gates.pod_gpu_request(pod) == 2
+    assert gpufit.pod_gpu_request(pod) == 2
 
 
 def test_pod_gpu_request_is_max_of_largest_init_and_sum_of_containers() -> None:
     gpu = {"limits": {"nvidia.com/gpu": "2"}}
     pod = {"spec": {"initContainers": [{"resources": {"limits": {"nvidia.com/gpu": "5"}}}, {"resources": gpu}],
                     "containers": [{"resources": gpu}, {"resources": gpu}]}}
-    assert gates.pod_gpu_request(pod) == 5
+    assert gpufit.pod_gpu_request(pod) == 5
     pod["spec"]["initContainers"] = [{"resources": gpu}]
-    assert gates.pod_gpu_request(pod) == 4
+    assert gpufit.pod_gpu_request(pod) == 4
 
 
 def test_pod_gpu_request_adds_sidecar_init_containers() -> None:
     gpu1 = {"limits": {"nvidia.com/gpu": "1"}}
     pod = {"spec": {"initContainers": [{"restartPolicy": "Always", "resources": gpu1}],
                     "containers": [{"resources": {"limits": {"nvidia.com/gpu": "2"}}}]}}
-    assert gates.pod_gpu_request(pod) == 3
+    assert gpufit.pod_gpu_request(pod) == 3
 
 
 # ------------------------------------------------------------------------------------------- nodes
 
 
 def test_node_gpus_counts_only_non_terminal_bound_pods() -> None:
-    nodes = {n.name: n for n in gates.node_gpus(load("nodes-2x8.json"), load("pods-busy.json"))}
+    nodes = {n.name: n for n in gpufit.node_gpus(load("nodes-2x8.json"), load("pods-busy.json"))}
     assert nodes["gpu-node-0"].requested == 6  # 4 + 2 running
     assert nodes["gpu-node-0"].free == 2
     assert nodes["gpu-node-0"].gpu_pods == 2
@@ -186,7 +108,7 @@ def test_node_gpus_counts_only_non_terminal_bound_pods() -> None:
 
 
 def test_node_gpus_reads_readiness_cordon_and_labels() -> None:
-    nodes = {n.name: n for n in gates.node_gpus(load("nodes-mixed.json"), None)}
+    nodes = {n.name: n for n in gpufit.node_gpus(load("nodes-mixed.json"), None)}
     assert nodes["a100-1"].unschedulable
     assert not nodes["l4-0"].ready
     assert nodes["h100-0"].labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
@@ -194,12 +116,12 @@ def test_node_gpus_reads_readiness_cordon_and_labels() -> None:
 
 
 def test_node_gpus_accepts_plain_lists() -> None:
-    nodes = gates.node_gpus([node_json("a", 8)], [pod_json("a", 3), pod_json("a", 8, "Failed")])
+    nodes = gpufit.node_gpus([node_json("a", 8)], [pod_json("a", 3), pod_json("a", 8, "Failed")])
     assert (nodes[0].requested, nodes[0].free) == (3, 5)
 
 
 def test_total_allocatable_is_the_reference_sum() -> None:
-    assert gates.total_allocatable(gates.node_gpus(load("nodes-2x8.json"), None)) == 16
+    assert gpufit.total_allocatable(gpufit.node_gpus(load("nodes-2x8.json"), None)) == 16
 
 
 # ------------------------------------------------------------------------------------------- tolerations
@@ -222,7 +144,7 @@ def test_total_allocatable_is_the_reference_sum() -> None:
     ],
 )
 def test_tolerates_follows_kubernetes_matching(toleration: dict, taint: dict, expected: bool) -> None:
-    assert gates.tolerates(toleration, taint) is expected
+    assert gpufit.tolerates(toleration, taint) is expected
 
 
 # ------------------------------------------------------------------------------------------- fit
@@ -240,7 +162,7 @@ def test_two_by_twelve_on_two_by_eight_never_fits() -> None:
 
 def test_one_by_twelve_never_fits_although_the_sum_is_enough() -> None:
     nodes = two_by_eight()
-    assert gates.total_allocatable(nodes) >= 12  # the reference's sum would let it through
+    assert gpufit.total_allocatable(nodes) >= 12  # the reference's sum would let it through
     verdict = fit(nodes, 12, 1)
     assert verdict.verdict == "never"
     assert verdict.largest == ("gpu-node-0", 8)
@@ -263,7 +185,7 @@ def test_two_by_eight_fits_an_idle_two_by_eight_cluster() -> None:
 
 
 def test_busy_cluster_queues_and_says_how_many_gpus_are_in_use() -> None:
-    nodes = gates.node_gpus(load("nodes-2x8.json"), load("pods-busy.json"))
+    nodes = gpufit.node_gpus(load("nodes-2x8.json"), load("pods-busy.json"))
     verdict = fit(nodes, 8, 1)
     assert verdict.verdict == "queue"
     assert verdict.fitting_ever == ["gpu-node-0", "gpu-node-1"]
@@ -315,7 +237,7 @@ def test_node_selector_mismatch_says_no_node_is_eligible() -> None:
 
 
 def test_gpu_product_filter_lists_the_products_the_cluster_has() -> None:
-    nodes = gates.node_gpus(load("nodes-mixed.json"), None)
+    nodes = gpufit.node_gpus(load("nodes-mixed.json"), None)
     verdict = fit(nodes, 1, 1, gpu_product="NVIDIA-B200")
     assert verdict.verdict == "never"
     assert "NVIDIA-A100-SXM4-80GB" in verdict.message
@@ -323,7 +245,7 @@ def test_gpu_product_filter_lists_the_products_the_cluster_has() -> None:
 
 
 def test_untolerated_taint_excludes_a_node_and_a_toleration_admits_it() -> None:
-    nodes = gates.node_gpus(load("nodes-mixed.json"), None)
+    nodes = gpufit.node_gpus(load("nodes-mixed.json"), None)
     verdict = fit(nodes, 8, 1, gpu_product="NVIDIA-H100-80GB-HBM3")
     assert verdict.verdict == "never"
     assert "add a toleration for nvidia.com/gpu=present:NoSchedule" in verdict.message
@@ -339,7 +261,7 @@ def test_prefer_no_schedule_taints_do_not_exclude() -> None:
 
 
 def test_mixed_fixture_single_a100_fits_and_two_nodes_never() -> None:
-    nodes = gates.node_gpus(load("nodes-mixed.json"), None)
+    nodes = gpufit.node_gpus(load("nodes-mixed.json"), None)
     assert fit(nodes, 4, 1).chosen == ["a100-0"]
     never = fit(nodes, 8, 2)
     assert never.verdict == "never"
@@ -347,7 +269,7 @@ def test_mixed_fixture_single_a100_fits_and_two_nodes_never() -> None:
 
 
 def test_cluster_without_gpus_names_the_gpu_operator() -> None:
-    nodes = gates.node_gpus(load("nodes-cpu-only.json"), None)
+    nodes = gpufit.node_gpus(load("nodes-cpu-only.json"), None)
     verdict = fit(nodes, 1, 1)
     assert verdict.verdict == "never"
     assert "GPU Operator" in verdict.message
@@ -355,7 +277,7 @@ def test_cluster_without_gpus_names_the_gpu_operator() -> None:
 
 
 def test_zero_gpus_needs_only_schedulable_nodes() -> None:
-    nodes = gates.node_gpus(load("nodes-cpu-only.json"), None)
+    nodes = gpufit.node_gpus(load("nodes-cpu-only.json"), None)
     assert fit(nodes, 0, 2).verdict == "fits"
     verdict = fit(nodes, 0, 3)  # the control plane is tainted
     assert verdict.verdict == "never"
@@ -379,7 +301,7 @@ def test_fit_verdict_to_dict_is_json() -> None:
 def test_thousand_node_cluster_is_linear_in_nodes_and_pods() -> None:
     nodes = {"items": [node_json(f"n{i:04d}", 8) for i in range(1000)]}
     pods = {"items": [pod_json(f"n{i % 1000:04d}", 1, requests=True) for i in range(7000)]}
-    listed = gates.node_gpus(nodes, pods)
+    listed = gpufit.node_gpus(nodes, pods)
     assert all(n.requested == 7 for n in listed)
     verdict = fit(listed, 1, 1000)
     assert verdict.verdict == "fits"
@@ -391,15 +313,15 @@ def test_thousand_node_cluster_is_linear_in_nodes_and_pods() -> None:
 
 
 def test_queue_quota_reads_clusterqueue_nominal_borrowing_and_usage() -> None:
-    quota = gates.queue_quota(load("kueue-localqueue.json"), load("kueue-clusterqueue.json"))
+    quota = queue_quota(load("kueue-localqueue.json"), load("kueue-clusterqueue.json"))
     assert quota is not None
     assert (quota.cluster_queue, quota.nominal, quota.borrowing_limit, quota.used) == ("team-cq", 16, None, 8)
     assert quota.ceiling == 16 and quota.free == 8  # no cohort: no borrowing, whatever the limit
 
 
 def test_queue_quota_is_none_without_kueue() -> None:
-    assert gates.queue_quota(None, None) is None
-    assert gates.queue_quota(load("kueue-localqueue.json"), None) is None
+    assert queue_quota(None, None) is None
+    assert queue_quota(load("kueue-localqueue.json"), None) is None
 
 
 def test_clusterqueue_without_gpu_quota_never_admits_gpu_jobs() -> None:
@@ -407,55 +329,40 @@ def test_clusterqueue_without_gpu_quota_never_admits_gpu_jobs() -> None:
     for group in cq["spec"]["resourceGroups"]:
         for flavor in group["flavors"]:
             flavor["resources"] = [r for r in flavor["resources"] if r["name"] != "nvidia.com/gpu"]
-    quota = gates.queue_quota(load("kueue-localqueue.json"), cq)
+    quota = queue_quota(load("kueue-localqueue.json"), cq)
     assert quota is not None and quota.ceiling == 0
     assert fit(two_by_eight(), 1, 1, quota=quota).verdict == "never"
     assert fit(two_by_eight(), 0, 1, quota=quota).verdict == "fits"
 
 
 def test_quota_ceiling_is_unbounded_when_borrowing_has_no_limit_in_a_cohort() -> None:
-    assert gates.QueueQuota("cq", 8, None, 0, cohort="shared").ceiling is None
-    assert gates.QueueQuota("cq", 8, None, 0).ceiling == 8
-    assert gates.QueueQuota("cq", 8, 4, 0).ceiling == 12
+    assert QueueQuota("cq", 8, None, 0, cohort="shared").ceiling is None
+    assert QueueQuota("cq", 8, None, 0).ceiling == 8
+    assert QueueQuota("cq", 8, 4, 0).ceiling == 12
 
 
 def test_quota_too_small_ever_is_never() -> None:
-    quota = gates.QueueQuota("cq", 16, 0, 0)
+    quota = QueueQuota("cq", 16, 0, 0)
     verdict = fit([gpu_node(f"n{i}", 8) for i in range(3)], 8, 3, quota=quota)
     assert verdict.verdict == "never"
     assert "ClusterQueue cq can admit at most 16" in verdict.message
 
 
 def test_quota_in_use_means_queue() -> None:
-    quota = gates.QueueQuota("cq", 16, 0, 12)
+    quota = QueueQuota("cq", 16, 0, 12)
     verdict = fit(two_by_eight(), 8, 1, quota=quota)
     assert verdict.verdict == "queue"
     assert "12 of 16 in use" in verdict.message
 
 
 def test_nodes_that_can_never_host_it_win_over_a_quota_wait() -> None:
-    quota = gates.QueueQuota("cq", 64, 0, 60)
+    quota = QueueQuota("cq", 64, 0, 60)
     assert fit(two_by_eight(), 12, 1, quota=quota).verdict == "never"
 
 
 def test_quota_with_room_leaves_the_node_rules() -> None:
-    quota = gates.QueueQuota("cq", 64, 0, 0)
+    quota = QueueQuota("cq", 64, 0, 0)
     assert fit(two_by_eight(), 8, 2, quota=quota).verdict == "fits"
-
-
-# ------------------------------------------------------------------------------------------- the gate
-
-
-def test_capacity_gate_raises_exit_4_for_never() -> None:
-    with pytest.raises(NeverFitsError) as info:
-        gates.capacity_gate(fit(two_by_eight(), 12, 1))
-    assert info.value.exit_code == EXIT_NEVER_FITS
-    assert "gpu-node-0: 8" in str(info.value)
-
-
-def test_capacity_gate_warns_for_queue_and_is_silent_for_fits() -> None:
-    assert gates.capacity_gate(fit(two_by_eight((8, 8)), 8, 1))[0].startswith("queue: ")
-    assert gates.capacity_gate(fit(two_by_eight(), 8, 1)) == []
 
 
 # ------------------------------------------------------------------------------------------- properties
@@ -472,7 +379,7 @@ def test_fit_verdict_matches_a_direct_count(spec: list, gpus: int, count: int) -
     verdict = fit(nodes, gpus, count)
     big = [n for n in nodes if n.allocatable >= gpus]
     free = [n for n in big if n.ready and n.free >= gpus]
-    if (gpus > 0 and gates.total_allocatable(nodes) == 0) or len(big) < count:
+    if (gpus > 0 and gpufit.total_allocatable(nodes) == 0) or len(big) < count:
         expected = "never"
     elif len(free) < count:
         expected = "queue"
@@ -507,4 +414,4 @@ def test_tolerates_agrees_with_the_spec_rules(toleration: dict, taint: dict) -> 
     effect_ok = toleration["effect"] in ("", taint["effect"])
     key_ok = toleration["key"] in ("", taint["key"])
     value_ok = toleration["operator"] == "Exists" or toleration["value"] == taint["value"]
-    assert gates.tolerates(toleration, taint) is (effect_ok and key_ok and value_ok)
+    assert gpufit.tolerates(toleration, taint) is (effect_ok and key_ok and value_ok)

@@ -1,8 +1,7 @@
-"""Pre-launch gates over the JSON kubectl returns: the server version gate and the GPU fit gate.
+"""The GPU fit gate's judgement over the JSON kubectl returns: GPUs per node, taints, and the fit verdict.
 
-Everything here is pure: callers fetch `kubectl version -o json`, `kubectl get nodes -o json`,
-`kubectl get pods -A -o json` (and, with Kueue, the LocalQueue and its ClusterQueue) and hand the parsed
-JSON in. Nothing here starts a process.
+Everything here is pure: callers fetch the nodes and the pods bound to them (k8s/capacity.py) and, with Kueue,
+the LocalQueue and its ClusterQueue (core/quota.py), and hand the parsed JSON in. Nothing here starts a process.
 
 The reference kit gates capacity on the *sum* of allocatable `nvidia.com/gpu` (`total_allocatable`). That
 sum says yes to requests no node can host: two 8-GPU nodes "have" 16 GPUs, yet a single pod asking for 12
@@ -12,30 +11,21 @@ every rank is one pod that must land whole on one node, and multi-node ranks go 
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from decimal import ROUND_CEILING
 from typing import Any
 
-from kubectl_tao.core import contract, quantities
-from kubectl_tao.core.errors import GateError, NeverFitsError, TaoError, UsageError
+from kubectl_tao.core import contract
+from kubectl_tao.core.errors import TaoError
+from kubectl_tao.core.quantities import gpu_quantity
+from kubectl_tao.core.quota import QueueQuota, inactive_queue_message, room_text
 from kubectl_tao.core.valueclass import Factory, Value, plain, record
 
 GPU_RESOURCE = contract.GPU_RESOURCE
 GPU_PRODUCT_LABEL = contract.GPU_PRODUCT_LABEL
-MULTI_NODE_MIN_VERSION = (1, 28)
-RETRIES_PER_INDEX_MIN_VERSION = (1, 29)
 
 FITS = "fits"
 QUEUE = "queue"
 NEVER = "never"
-
-# Why a feature needs a given minimum; used by require_version when the caller gives no reason of its own.
-_VERSION_WHY = {
-    "multi-node jobs": "stable Indexed Job pod hostnames <job>-<index> for MASTER_ADDR",
-    "--retries-per-index": "backoffLimitPerIndex on Indexed Jobs is on by default from 1.29",
-}
 
 # Taints the node lifecycle controller and the kubelet put on and take off by themselves (NotReady,
 # unreachable, pressure, cordon). They keep a pod off a node *now*, but say nothing about *ever*.
@@ -44,106 +34,7 @@ _CLOUD_UNINITIALIZED_TAINT = "node.cloudprovider.kubernetes.io/uninitialized"
 
 
 # --------------------------------------------------------------------------------------------------------
-# Server version
-
-
-@record(frozen=True)
-class ServerVersion(Value):
-    major: int
-    minor: int
-    patch: int
-    text: str  # what the server reported, e.g. "v1.28.3-eks-4f4795d"
-
-    def at_least(self, minimum: Sequence[int]) -> bool:
-        return (self.major, self.minor, self.patch) >= tuple(minimum) + (0,) * (3 - len(minimum))
-
-    def to_dict(self) -> dict[str, Any]:
-        return plain(self)
-
-
-_GIT_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
-_LEADING_DIGITS = re.compile(r"^(\d+)")
-
-
-def parse_server_version(raw: Any) -> ServerVersion:
-    """Read `serverVersion` from `kubectl version -o json`.
-
-    gitVersion ("v1.28.3-eks-4f4795d", "v1.30.5-gke.1014001") is preferred when it parses, because it also
-    carries the patch level; otherwise major/minor are used, with vendor suffixes such as "28+" stripped.
-    """
-
-    def fail(what: str) -> TaoError:
-        return TaoError(f"cannot read the server version from `kubectl version -o json`: {what}")
-
-    if not isinstance(raw, Mapping):
-        raise fail("the output is not a JSON object")
-    server = raw.get("serverVersion")
-    if not isinstance(server, Mapping):
-        raise fail("no serverVersion in the output (could kubectl reach the API server?)")
-    git_version = server.get("gitVersion")
-    if isinstance(git_version, str):
-        match = _GIT_VERSION.match(git_version.strip())
-        if match:
-            major, minor, patch = match.groups()
-            return ServerVersion(int(major), int(minor), int(patch or 0), git_version.strip())
-    major_m = _LEADING_DIGITS.match(str(server.get("major", "")).strip())
-    minor_m = _LEADING_DIGITS.match(str(server.get("minor", "")).strip())
-    if not major_m or not minor_m:
-        shown = {k: server.get(k) for k in ("major", "minor", "gitVersion")}
-        raise fail(f"unrecognised version fields {shown}")
-    major_i, minor_i = int(major_m.group(1)), int(minor_m.group(1))
-    return ServerVersion(major_i, minor_i, 0, str(git_version or f"v{major_i}.{minor_i}"))
-
-
-def require_version(
-    version: ServerVersion,
-    minimum: tuple[int, int] = MULTI_NODE_MIN_VERSION,
-    feature: str = "multi-node jobs",
-    why: str | None = None,
-) -> None:
-    """Raise GateError when the server is older than `minimum` for `feature`."""
-    if version.at_least(minimum):
-        return
-    need = ".".join(str(part) for part in minimum)
-    reason = why if why is not None else _VERSION_WHY.get(feature, "")
-    because = f" ({reason})" if reason else ""
-    raise GateError(
-        f"{feature} need Kubernetes >= {need}{because}; this cluster runs {version.text}: "
-        f"upgrade the cluster or run without {feature}"
-    )
-
-
-def require_multi_node(version: ServerVersion) -> None:
-    require_version(version, MULTI_NODE_MIN_VERSION, "multi-node jobs")
-
-
-def require_retries_per_index(version: ServerVersion) -> None:
-    require_version(version, RETRIES_PER_INDEX_MIN_VERSION, "--retries-per-index")
-
-
-# --------------------------------------------------------------------------------------------------------
-# Quantities and pod GPU requests
-
-def gpu_quantity(value: Any) -> int:
-    """A whole count from a Kubernetes quantity ("8", 8, "1k", "2000m"). Malformed or missing -> 0.
-
-    Extended resources such as nvidia.com/gpu only take whole numbers (the API server rejects fractions),
-    so a fraction here can only be a hand-written fixture; it is rounded up, as a request would be.
-    """
-    if isinstance(value, bool) or value is None:
-        return 0
-    if isinstance(value, int):
-        return max(value, 0)
-    if isinstance(value, float):
-        return max(math.ceil(value), 0)
-    if isinstance(value, str) and value.isascii() and value.strip().isdigit():
-        return int(value)  # "8", what the API server sends: no Decimal needed (the fit gate reads thousands)
-    try:
-        number = quantities.parse_quantity(value.strip() if isinstance(value, str) else value)
-    except UsageError:
-        return 0
-    return max(int(number.to_integral_value(rounding=ROUND_CEILING)), 0)
-
+# Pod GPU requests
 
 def _container_gpus(container: Mapping[str, Any]) -> int:
     resources = container.get("resources") or {}
@@ -307,172 +198,6 @@ def untolerated_taints(
 def _taint_text(taint: Mapping[str, Any]) -> str:
     value = taint.get("value")
     return f"{taint.get('key', '')}{'=' + str(value) if value else ''}:{taint.get('effect', '')}"
-
-
-# --------------------------------------------------------------------------------------------------------
-# Kueue quota
-
-
-@record(frozen=True)
-class FlavorGpus(Value):
-    """One ResourceFlavor's nvidia.com/gpu in a ClusterQueue: quota, borrowing limit, reserved now (and of
-    that, what admitted workloads use and what is borrowed from the cohort)."""
-
-    name: str
-    nominal: int
-    borrowing_limit: int | None = 0  # None: no limit stated (unlimited borrowing when in a cohort)
-    used: int = 0  # status.flavorsReservation: what Kueue counts against the quota
-    admitted: int = 0  # status.flavorsUsage: held by admitted workloads
-    borrowed: int = 0  # of `used`, borrowed from the cohort
-
-    @property
-    def remaining(self) -> int:
-        """Unused nominal quota: what a job can still take from this flavor without borrowing."""
-        return max(self.nominal - self.used, 0)
-
-
-@record(frozen=True)
-class QueueQuota(Value):
-    """A ClusterQueue's nvidia.com/gpu as Kueue sees it: per-flavor quota from its spec, reserved GPUs from
-    its status (flavorsReservation), its Active condition and its workload counts.
-
-    Kueue assigns one flavor to all pods of a pod set, and a kubectl-tao job is one pod set, so a job must
-    fit inside one flavor: the ceiling and the room now are the best single flavor's, never a sum."""
-
-    cluster_queue: str
-    nominal: int  # summed over the flavors (for display)
-    borrowing_limit: int | None = 0
-    used: int = 0
-    cohort: str | None = None
-    flavors: tuple[FlavorGpus, ...] = ()
-    pending_workloads: int = 0
-    admitted_workloads: int = 0
-    inactive: str | None = None  # Kueue's reason and message when the ClusterQueue cannot admit anything
-
-    def _flavors(self) -> tuple[FlavorGpus, ...]:
-        return self.flavors or (FlavorGpus("", self.nominal, self.borrowing_limit, self.used),)
-
-    @property
-    def ceiling(self) -> int | None:
-        """The most GPUs one job could ever get from this queue; None when borrowing is unbounded."""
-        best = 0
-        for flavor in self._flavors():
-            if flavor.borrowing_limit is None:
-                if self.cohort:
-                    return None
-                best = max(best, flavor.nominal)
-            else:
-                best = max(best, flavor.nominal + flavor.borrowing_limit)
-        return best
-
-    @property
-    def free(self) -> int:
-        """Unused nominal quota of the flavor with the most of it (what a job can take without borrowing)."""
-        return max((f.remaining for f in self._flavors()), default=0)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = plain(self)
-        data["ceiling"] = self.ceiling
-        data["free"] = self.free
-        return data
-
-
-def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for condition in (obj.get("status") or {}).get("conditions") or []:
-        if isinstance(condition, Mapping) and condition.get("type") == kind:
-            return condition
-    return None
-
-
-def inactive_text(obj: Mapping[str, Any]) -> str | None:
-    """Kueue's reason and message when a ClusterQueue or LocalQueue has condition Active=False."""
-    active = _condition(obj, "Active")
-    if active is None or active.get("status") != "False":
-        return None
-    reason, message = str(active.get("reason") or ""), str(active.get("message") or "")
-    return f"{reason}: {message}" if reason and message else reason or message or "inactive"
-
-
-def _flavor_gpus(flavors: Any) -> tuple[dict[str, int], dict[str, int]]:
-    """nvidia.com/gpu `total` and `borrowed` per flavor of a ClusterQueue status list (flavorsReservation or
-    flavorsUsage)."""
-    total: dict[str, int] = {}
-    borrowed: dict[str, int] = {}
-    for flavor in flavors or []:
-        for resource in flavor.get("resources") or []:
-            if resource.get("name") == GPU_RESOURCE:
-                key = str(flavor.get("name") or "")
-                total[key] = total.get(key, 0) + gpu_quantity(resource.get("total"))
-                borrowed[key] = borrowed.get(key, 0) + gpu_quantity(resource.get("borrowed"))
-    return total, borrowed
-
-
-def queue_quota(localqueue_json: Any, clusterqueue_json: Any) -> QueueQuota | None:
-    """The ClusterQueue's nvidia.com/gpu quota behind a LocalQueue; None when there is no Kueue queue.
-
-    Quota per flavor from spec.resourceGroups[].flavors[].resources[]; what is reserved from
-    status.flavorsReservation (quota held by admitted workloads and those whose admission checks run; older
-    servers without it: status.flavorsUsage). A ClusterQueue that does not cover nvidia.com/gpu at all can
-    never admit a GPU workload: it has no GPU flavor, so its ceiling is 0.
-    """
-    if not isinstance(localqueue_json, Mapping) or not isinstance(clusterqueue_json, Mapping):
-        return None
-    meta = clusterqueue_json.get("metadata") or {}
-    spec = clusterqueue_json.get("spec") or {}
-    status = clusterqueue_json.get("status") or {}
-    name = str(meta.get("name") or (localqueue_json.get("spec") or {}).get("clusterQueue") or "")
-    reserved = status.get("flavorsReservation")
-    used, borrowed = _flavor_gpus(reserved if reserved is not None else status.get("flavorsUsage"))
-    admitted, _ = _flavor_gpus(status.get("flavorsUsage"))
-    flavors = []
-    for group in spec.get("resourceGroups") or []:
-        for flavor in group.get("flavors") or []:
-            for resource in flavor.get("resources") or []:
-                if resource.get("name") != GPU_RESOURCE:
-                    continue
-                fname = str(flavor.get("name") or "")
-                limit = gpu_quantity(resource.get("borrowingLimit")) if "borrowingLimit" in resource else None
-                flavors.append(FlavorGpus(
-                    fname, gpu_quantity(resource.get("nominalQuota")), limit, used.get(fname, 0),
-                    admitted.get(fname, 0), borrowed.get(fname, 0),
-                ))
-    cohort = spec.get("cohortName") or spec.get("cohort") or None
-    inactive = inactive_text(clusterqueue_json)
-    lq_inactive = inactive_text(localqueue_json)
-    if lq_inactive and not inactive:
-        inactive = f"LocalQueue {(localqueue_json.get('metadata') or {}).get('name')}: {lq_inactive}"
-    counts = {key: int(status.get(key) or 0) for key in ("pendingWorkloads", "admittedWorkloads")}
-    if not flavors:
-        flavors = [FlavorGpus("", 0, 0, sum(used.values()), sum(admitted.values()), sum(borrowed.values()))]
-    limits = [f.borrowing_limit for f in flavors]
-    return QueueQuota(
-        name,
-        sum(f.nominal for f in flavors),
-        None if None in limits else sum(limit or 0 for limit in limits),
-        sum(f.used for f in flavors),
-        cohort,
-        tuple(flavors),
-        counts["pendingWorkloads"],
-        counts["admittedWorkloads"],
-        inactive,
-    )
-
-
-def inactive_queue_message(quota: QueueQuota) -> str:
-    return (
-        f"never (until the queue is fixed): ClusterQueue {quota.cluster_queue} admits no workload: {quota.inactive}"
-    )
-
-
-def _quota_room_text(quota: QueueQuota) -> str:
-    named = [f for f in quota.flavors if f.name]
-    if len(named) == 1:
-        f = named[0]
-        return f"{f.used} of {f.nominal} {GPU_RESOURCE} reserved in flavor {f.name} ({quota.free} unused)"
-    if named:
-        flavors = ", ".join(f"{f.name} {f.used}/{f.nominal}" for f in named)
-        return f"{GPU_RESOURCE} reserved per flavor: {flavors} ({quota.free} unused in the freest)"
-    return f"{quota.used} of {quota.nominal} in use ({quota.free} unused)"
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -654,7 +379,7 @@ def fit(
         ahead = f"; {_plural(quota.pending_workloads, 'workload')} pending" if quota.pending_workloads else ""
         borrow = f"; it may borrow unused quota of cohort {quota.cohort}" if quota.cohort else ""
         quota_wait = (
-            f"ClusterQueue {quota.cluster_queue} has {_quota_room_text(quota)}{ahead}{borrow}; Kueue admits the job "
+            f"ClusterQueue {quota.cluster_queue} has {room_text(quota)}{ahead}{borrow}; Kueue admits the job "
             "when quota frees up"
         )
 
@@ -748,12 +473,3 @@ def _queue_message(request: str, gpus: int, ever: Sequence[NodeGpus], now: Seque
 def _short_list(items: Sequence[str], limit: int = 3) -> str:
     shown = ", ".join(items[:limit])
     return shown if len(items) <= limit else f"{shown}, +{len(items) - limit} more"
-
-
-def capacity_gate(verdict: FitVerdict) -> list[str]:
-    """Raise NeverFitsError (exit 4) for "never"; return warnings for "queue"; nothing for "fits"."""
-    if verdict.verdict == NEVER:
-        raise NeverFitsError(verdict.message)
-    if verdict.verdict == QUEUE:
-        return [verdict.message]
-    return []

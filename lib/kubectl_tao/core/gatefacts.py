@@ -1,0 +1,59 @@
+"""What each gate saw: the records a gate's look (jobs/gates.py) hands its judge (core/verdicts.py). Loaded
+once the gates' reads are on their way, not before."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubectl_tao.core.valueclass import Value, record
+
+
+@record(frozen=True)
+class PermissionsSeen(Value):
+    """The verbs the job's objects need (`kubectl auth can-i` form), those the reviews denied, and why the
+    reviews went unanswered ('' when they were answered)."""
+
+    needed: tuple[str, ...]
+    missing: tuple[str, ...] = ()
+    unchecked: str = ""
+
+
+@record(frozen=True)
+class GpusSeen(Value):
+    """The capacity read (k8s/capacity.py: Capacity) and, for preflight, the DRA devices and why some were
+    not counted."""
+
+    capacity: Any
+    dra: Any = None
+    dra_note: str = ""
+
+
+@record(frozen=True)
+class QueueSeen(Value):
+    quota: Any  # quota.QueueQuota, or None: no quota to check
+    local_queue: str | None = None
+    notes: tuple[str, ...] = ()
+    capacity_known: bool = False  # the nodes were read, so the capacity gate judges the quota
+
+
+@record(frozen=True)
+class FitSeen(Value):
+    """The fit verdict (gpufit.FitVerdict; None while submit settles a "queue" verdict after the create, see
+    jobs/gates.py: LaterFit), why DRA GPUs were not counted, and whether the pods could be listed."""
+
+    verdict: Any
+    dra_note: str = ""
+    usage_known: bool = True
+
+    @property
+    def noted(self) -> Any:
+        """The verdict with why DRA GPUs were not counted, where they could have changed it."""
+        if not self.dra_note:
+            return self.verdict
+        return self.verdict.replaced(message=f"{self.verdict.message} ({self.dra_note})")
+
+
+@record(frozen=True)
+class GangSeen(Value):
+    mechanism: Any  # k8s/gang.py: Mechanism
+    enable_hint: str = ""  # how an admin turns native gang scheduling on

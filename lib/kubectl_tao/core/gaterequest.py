@@ -1,0 +1,37 @@
+"""What the gates are asked (jobs/gates.py): a job's shape, and the verb asking. Pure data, the one thing the
+gates need before their reads start; their judges (core/verdicts.py) are loaded once the reads are on their way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubectl_tao.core.valueclass import Factory, Value, record
+
+SUBMIT, PREFLIGHT, FIT = "submit", "preflight", "fit"
+
+
+@record
+class GateRequest(Value):
+    """What the gates are asked about: a job (submit: from its Plan), or what preflight and fit were told."""
+
+    verb: str  # SUBMIT | PREFLIGHT | FIT
+    namespace: str
+    gpus: int = 0  # per node (per rank)
+    nodes: int = 1
+    node_selector: dict[str, str] = Factory(dict)
+    tolerations: list[dict[str, Any]] = Factory(list)
+    gpu_product: str | None = None
+    queue: str | None = None  # Kueue LocalQueue (--queue)
+    require_fit_now: bool = False
+    min_version: tuple[int, int] | None = None  # the server version the job needs, and for what
+    min_version_feature: str = ""
+    pvc: str | None = None
+    secret_refs: dict[str, list[str]] = Factory(dict)  # existing Secret name -> keys required
+    image_pull_secret: str | None = None
+    image: str = ""
+    credentials: bool = False  # a credential Secret is created with the job
+    patch_job: bool = False  # `status` patches the Job (--keep-until-captured)
+    gang_mode: str = "auto"  # --gang
+    server: str = ""  # the API server's URL: its cached NCCL probe result (multi-node)
+    probe_warning: bool = True  # False for the NCCL probe itself
+    objects: list[dict[str, Any]] | None = None  # the job's objects, dry-run by the server with the reviews

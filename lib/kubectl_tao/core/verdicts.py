@@ -1,0 +1,302 @@
+"""How each gate judges: what it saw -> Verdicts, pure. The gate list, with each gate's reads and how its
+answers become what it saw, is jobs/gates.py; `submit`, `preflight` and `fit` all go through it.
+
+A Verdict is OK (submit says nothing; preflight prints OK), WARN (submit prints it as a warning and keeps it in
+the record; preflight prints WARN) or REFUSE (submit stops with `error`, whose class is the exit code: 1 a gate
+refused, 2 bad input, 3 unreachable, 4 never fits; preflight prints MISSING). `message` and `fix` read as one
+line, `text`, which is what submit prints; preflight prints the fix after " -- ".
+
+A judge never asks the cluster: its request (GateRequest) and what the gate saw are all it knows. Where a
+verb asks more than submit acts on (preflight's survey of the cluster's GPUs and gang mechanism), the judge
+says so by `request.verb`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from kubectl_tao.core import contract
+from kubectl_tao.core.errors import ClusterUnreachableError, GateError, NeverFitsError, TaoError
+from kubectl_tao.core.gaterequest import PREFLIGHT, GateRequest
+from kubectl_tao.core.valueclass import Value, record
+
+if TYPE_CHECKING:
+    from kubectl_tao.core.gatefacts import FitSeen, GangSeen, GpusSeen, PermissionsSeen, QueueSeen
+
+OK, WARN, REFUSE = "OK", "WARN", "REFUSE"
+PRIVATE_REGISTRIES = ("nvcr.io",)
+REACH_FIX = (
+    "configure kubectl: EKS `aws eks update-kubeconfig --name <cluster> --region <region>`; GKE `gcloud container "
+    "clusters get-credentials <cluster> --region <region>`; AKS `az aks get-credentials --resource-group <rg> "
+    "--name <cluster>`; or set $KUBECONFIG / --kubeconfig; local: `make cluster`"
+)
+GPU_OPERATOR_FIX = (
+    "install the NVIDIA GPU Operator or device plugin: "
+    "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html"
+)
+
+
+@record(frozen=True)
+class Verdict(Value):
+    status: str  # OK | WARN | REFUSE
+    message: str
+    fix: str = ""
+    error: TaoError | None = None  # REFUSE: what submit raises
+    gate: str = ""  # the gate's name, set by the runner (jobs/gates.py)
+
+    @property
+    def text(self) -> str:
+        return f"{self.message}; {self.fix}" if self.fix else self.message
+
+
+def ok(message: str) -> Verdict:
+    return Verdict(OK, message)
+
+
+def warn(message: str, fix: str = "") -> Verdict:
+    return Verdict(WARN, message, fix)
+
+
+def refuse(message: str, fix: str = "", kind: type[TaoError] = GateError) -> Verdict:
+    verdict = Verdict(REFUSE, message, fix)
+    return verdict.replaced(error=kind(verdict.text))
+
+
+def refused(error: TaoError) -> Verdict:
+    """ERROR as a refusal (a read that failed: submit raises it as it is, exit code and all)."""
+    return Verdict(REFUSE, error.message, error=error)
+
+
+# ------------------------------------------------------------------------------------------- judges
+
+
+def cluster(request: GateRequest, seen: Any) -> list[Verdict]:
+    """preflight: SEEN is the server version, or why there is none (no cluster to check anything on)."""
+    if isinstance(seen, str):
+        return [refuse(seen, REACH_FIX)]
+    return [ok(f"reachable, Kubernetes {seen.text}")]
+
+
+def permissions(request: GateRequest, seen: PermissionsSeen) -> list[Verdict]:
+    """Every verb the job's objects will need (create and patch to launch, delete to roll back and cancel, get
+    and list to follow it): a role that could create but not delete is refused before anything exists."""
+    ns = request.namespace
+    if seen.unchecked:
+        return [refuse(
+            f"could not check your permissions in namespace {ns} ({seen.unchecked}); submit needs to know it may "
+            "create, patch and delete what it creates before it creates anything"
+        )]
+    if seen.missing:
+        names = ", ".join(seen.missing)
+        return [refuse(
+            f"permission denied: you may not {names} in namespace {ns}; submit needs them to launch the job, to "
+            "remove it if a later step fails, and to follow or cancel it (check with `kubectl auth can-i "
+            f"{seen.missing[0]} -n {ns}`)",
+            "ask a cluster admin for a Role that grants them, or use -n",
+        )]
+    return [ok(f"you may {_verbs_by_resource(seen.needed)} in namespace {ns}")]
+
+
+def _verbs_by_resource(texts: tuple[str, ...]) -> str:
+    """`create jobs.batch`, `get jobs.batch`, `list pods` -> `create and get jobs.batch; list pods`."""
+    verbs: dict[str, list[str]] = {}
+    for text in texts:
+        verb, resource = text.split(" ", 1)
+        verbs.setdefault(resource, []).append(verb)
+    return "; ".join(f"{_and(names)} {resource}" for resource, names in verbs.items())
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def gpu_operator(request: GateRequest, seen: GpusSeen) -> list[Verdict]:
+    """A capacity read that could not list nodes or pods warns (the fit gate then judges with what it has, or
+    not at all); preflight also says whether the cluster offers GPUs to pods at all."""
+    capacity = seen.capacity
+    found = []
+    if request.verb == PREFLIGHT and capacity.nodes is not None:
+        from kubectl_tao.core import gpuinventory
+
+        nodes = gpuinventory.fit_nodes(capacity.nodes, capacity.pods, seen.dra)
+        total = sum(n.allocatable for n in nodes)
+        hint = gpuinventory.no_gpu_hint(seen.dra)
+        if total == 0 and hint:
+            found.append(warn(f"no node offers {contract.GPU_RESOURCE} to pods", hint))
+        elif total == 0:
+            note = f" ({seen.dra_note})" if seen.dra_note else ""
+            found.append(warn(f"no {contract.GPU_RESOURCE} allocatable on this cluster{note}", GPU_OPERATOR_FIX))
+        else:
+            gpu_nodes = sum(1 for n in nodes if n.allocatable > 0)
+            dra = seen.dra
+            via = f" (DRA devices via DeviceClass {dra.serving_class} included)" if dra and dra.serving_class and (
+                dra.total) else ""
+            found.append(ok(f"{total} {contract.GPU_RESOURCE} allocatable on {gpu_nodes} node(s){via}"))
+    if capacity.warning:
+        found.append(warn(capacity.warning))
+    return found
+
+
+def version(request: GateRequest, seen: Any) -> list[Verdict]:
+    """The server version (serverversion.ServerVersion) the job needs: multi-node 1.28, --retries-per-index 1.29."""
+    from kubectl_tao.core import serverversion
+
+    minimum = request.min_version or serverversion.MULTI_NODE_MIN_VERSION
+    feature = request.min_version_feature or "multi-node jobs"
+    too_old = serverversion.too_old(seen, minimum, feature)
+    if too_old:
+        return [refuse(too_old)]
+    why = serverversion.why_needed(feature)
+    need = ".".join(str(part) for part in minimum)
+    return [ok(f"Kubernetes {seen.text} >= {need}" + (f" ({why})" if why else ""))]
+
+
+def nccl_probe(request: GateRequest, seen: str | None) -> list[Verdict]:
+    """A multi-node job on a cluster whose last NCCL probe failed or hung, or that was never probed: a warning
+    (SEEN: store/probecache.py's words; None when the cache has nothing against the cluster)."""
+    return [warn(seen)] if seen else [ok("the NCCL probe cache has nothing against this cluster")]
+
+
+def references(request: GateRequest, found: Mapping[tuple[str, str], tuple[str, set[str]]]) -> list[Verdict]:
+    """The PVC (exists and Bound), the Secrets and their keys, the image-pull Secret. FOUND: (kind, name) ->
+    (phase, key names), names only: no value is ever read."""
+    ns = request.namespace
+    out = []
+    if request.pvc:
+        pvc = found.get(("PersistentVolumeClaim", request.pvc))
+        if pvc is None:
+            return [refuse(
+                f"--pvc: PersistentVolumeClaim {request.pvc!r} not found in namespace {ns}",
+                "create it (storage tier A mounts a Bound claim holding the data) or choose --storage-tier C",
+            )]
+        if pvc[0] != "Bound":
+            return [refuse(
+                f"--pvc: PersistentVolumeClaim {request.pvc!r} is {pvc[0]}, not Bound",
+                "the pod would stay Pending until it binds (check its StorageClass / PersistentVolume)",
+            )]
+        out.append(ok(f"PersistentVolumeClaim {request.pvc} is Bound"))
+    for name, keys in sorted(request.secret_refs.items()):
+        secret = found.get(("Secret", name))
+        if secret is None:
+            return [refuse(
+                f"Secret {name!r} not found in namespace {ns}",
+                "create it first (values from stdin, e.g. `kubectl create secret generic NAME "
+                "--from-env-file=/dev/stdin`)",
+            )]
+        missing = sorted(set(keys) - secret[1])
+        if missing:
+            return [refuse(f"Secret {name!r} lacks key(s) {', '.join(missing)}", "add them or drop them")]
+        out.append(ok(f"Secret {name} has key(s) {', '.join(sorted(keys))}" if keys else f"Secret {name} exists"))
+    pull = request.image_pull_secret
+    if pull and ("Secret", pull) not in found:
+        return [refuse(
+            f"--image-pull-secret: Secret {pull!r} not found in namespace {ns}",
+            f"create it with `kubectl tao secret image-pull {pull} --registry <host>`",
+        )]
+    if pull and pull not in request.secret_refs:
+        out.append(ok(f"image-pull Secret {pull} exists"))
+    return out
+
+
+def queue(request: GateRequest, seen: QueueSeen) -> list[Verdict]:
+    """The LocalQueue's notes, and a ClusterQueue that admits nothing: "never" here when no capacity was read
+    (else the capacity gate says it, with the quota counted)."""
+    from kubectl_tao.core import quota as quotas
+
+    found = [warn(note) for note in seen.notes]
+    quota = seen.quota
+    if quota is None:
+        return found
+    if quota.inactive:
+        if not seen.capacity_known:
+            found.append(refuse(quotas.inactive_queue_message(quota), kind=NeverFitsError))
+        return found
+    found.append(ok(f"LocalQueue {seen.local_queue}: ClusterQueue {quota.cluster_queue}, {quotas.room_text(quota)}"))
+    return found
+
+
+def fit_verdict(request: GateRequest, nodes: Any, pods: Any, dra: Any = None, quota: Any = None) -> Any:
+    """The fit verdict (gpufit.FitVerdict) of the request over the nodes and pods the gate read (reduced
+    lists), DRA devices (gpuinventory.read_dra, or None) and a queue's quota (or None)."""
+    from kubectl_tao.core import gpufit, gpuinventory
+
+    return gpufit.fit(
+        gpuinventory.fit_nodes(nodes, pods, dra),
+        request.gpus,
+        request.nodes,
+        node_selector=request.node_selector or None,
+        tolerations=request.tolerations or None,
+        gpu_product=request.gpu_product,
+        quota=quota,
+        no_gpu_hint=gpuinventory.no_gpu_hint(dra),
+    )
+
+
+def capacity(request: GateRequest, seen: FitSeen | None) -> list[Verdict]:
+    """"never" refuses (exit 4); "queue" warns, or refuses with --require-fit-now, which also refuses when the
+    pods could not be listed (whether GPUs are free now is then unknown). Nothing when no capacity was read."""
+    from kubectl_tao.core.gpufit import FITS, NEVER, QUEUE
+
+    if seen is None or seen.verdict is None:
+        return []
+    verdict = seen.noted
+    if verdict.verdict == NEVER:
+        return [refuse(verdict.message, kind=NeverFitsError)]
+    if request.require_fit_now and verdict.verdict != FITS:
+        return [refuse(f"{verdict.message} (--require-fit-now)")]
+    if request.require_fit_now and not seen.usage_known:
+        return [refuse(
+            "--require-fit-now: cannot tell whether the GPUs are free now, as listing pods in all namespaces is "
+            "forbidden",
+            "ask for `list pods` cluster-wide, or drop --require-fit-now",
+        )]
+    return [warn(verdict.message) if verdict.verdict == QUEUE else ok(verdict.message)]
+
+
+def gang(request: GateRequest, seen: GangSeen) -> list[Verdict]:
+    """preflight, multi-node: which mechanism keeps the ranks from starting one by one; none warns (a partial
+    start can hold GPUs). submit and fit print the mechanism themselves (it is not a verdict to act on)."""
+    if request.verb != PREFLIGHT or request.nodes < 2:
+        return []
+    mechanism = seen.mechanism
+    line = f"{mechanism.kind}: {mechanism.message}"
+    if mechanism.kind == contract.GANG_NONE:
+        return [warn(line, f"submit with --queue (Kueue), or {seen.enable_hint}")]
+    return [ok(line)]
+
+
+def dry_run(request: GateRequest, error: TaoError | None) -> list[Verdict]:
+    """The server dry run of the job's objects (it rode with the permission reviews)."""
+    return [] if error is None else [refused(dry_run_refused(error))]
+
+
+def dry_run_refused(error: TaoError) -> TaoError:
+    """The error of a refused server dry run, before any record opened (unreachable stays exit 3)."""
+    if isinstance(error, ClusterUnreachableError):
+        return error
+    verdict = refuse(
+        f"server dry run refused the job: {error.message}",
+        "fix that and submit again (nothing was created, no record opened)",
+    )
+    assert verdict.error is not None
+    return verdict.error
+
+
+def registry_of(image: str) -> str:
+    first = image.split("/", 1)[0]
+    if "/" in image and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return "docker.io"
+
+
+def image_pull(request: GateRequest, _seen: None = None) -> list[Verdict]:
+    """An image on a registry that needs credentials, with no --image-pull-secret: a warning."""
+    registry = registry_of(request.image)
+    if registry in PRIVATE_REGISTRIES and not request.image_pull_secret:
+        return [warn(
+            f"image {request.image} is on {registry}, which needs credentials, and no --image-pull-secret was "
+            f"given: the pod may stay in ImagePullBackOff (create one with `kubectl tao secret image-pull NAME "
+            f"--registry {registry}`)"
+        )]
+    return []

@@ -1,0 +1,139 @@
+"""The one gate list (jobs/gates.py) shared by submit, preflight and fit: every gate names a judge that exists,
+preflight asks about permissions the way submit does (access reviews, never `auth can-i`), and preflight's
+lines are the verdicts submit acts on, in the same words."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
+
+from kubectl_tao.core import verdicts
+from kubectl_tao.core.gaterequest import FIT, PREFLIGHT, SUBMIT
+from kubectl_tao.core.gpuinventory import DRA_READ
+from kubectl_tao.jobs import gates
+from kubectl_tao.k8s import permissions
+
+SUBMIT_ARGS = ["submit", "--image", "busybox", "--command", "true", "--gpus", "8", "--pvc", "data",
+               "--dry-run=server"]
+
+
+@pytest.fixture(autouse=True)
+def _managed_gpu_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TAO_K8S_SKIP_NODE_RUNTIME_CHECK", "1")
+
+
+def cluster(fake: FakeKubectl, *, deny: tuple[str, ...] = (), pvc: str = "Bound") -> None:
+    review, granted = review_answer(deny=deny)
+    fake.on(*review, stdout=granted)
+    fake.on("version", data=fixture_json("version-gke-1.30.json"))
+    fake.capacity({"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
+    if pvc:
+        fake.on("get", "persistentvolumeclaim/data", stdout=f"PersistentVolumeClaim data {pvc} \n")
+    fake.on("create", "--dry-run=server", stdout="job.batch/x\n")
+
+
+def error_text(err: str) -> str:
+    [line] = [line for line in err.splitlines() if line.startswith("error: ")]
+    return line.removeprefix("error: ")
+
+
+def preflight_lines(out: str, name: str) -> list[str]:
+    return [line for line in out.splitlines() if line.split(": ", 2)[1:2] == [name]]
+
+
+def test_every_gate_names_its_judge_and_every_judge_belongs_to_a_gate() -> None:
+    judges = {gate.judge for gate in gates.GATES}
+    for gate in gates.GATES:
+        judge = getattr(verdicts, gate.judge)
+        assert list(inspect.signature(judge).parameters)[:1] == ["request"], gate.name
+        assert set(gate.verbs) <= {SUBMIT, PREFLIGHT, FIT}
+    names = [gate.name for gate in gates.GATES]
+    assert len(names) == len(set(names))
+    gate_judges = {name for name, value in vars(verdicts).items() if inspect.isfunction(value)
+                   and list(inspect.signature(value).parameters)[:2] in (["request", "seen"], ["request", "found"],
+                                                                          ["request", "error"], ["request", "_seen"])}
+    assert gate_judges == judges
+
+
+def test_preflight_asks_with_access_reviews_as_submit_does_never_auth_can_i(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    cluster(fake_kubectl)
+    code, out, err = cli("preflight", "--gpus", "8", "--pvc", "data", "--credentials")
+    assert code == 0, out + err
+    assert not any("auth" in argv for argv in fake_kubectl.argvs())
+    [review] = [call for call in fake_kubectl.calls if permissions.REVIEW_TEMPLATE in call.argv]
+    asked = {(item["spec"]["resourceAttributes"]["verb"], item["spec"]["resourceAttributes"]["resource"])
+             for item in json.loads(review.stdin or "")["items"]}
+    wanted = permissions.needed(credentials=True, service=False)
+    assert asked == {(p.verb, p.resource) for p in wanted}
+    [line] = preflight_lines(out, "permissions")
+    assert line == ("OK: permissions: you may create, get, list and delete jobs.batch; list pods; create, patch, list "
+                    "and delete secrets in namespace tao-jobs")
+
+
+def test_a_denied_permission_is_the_line_submit_refuses_with(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    cluster(fake_kubectl, deny=("delete jobs.batch",))
+    code, _, err = cli(*SUBMIT_ARGS)
+    assert code == 1
+    refused = error_text(err)
+    code, out, _ = cli("preflight", "--gpus", "8", "--pvc", "data")
+    assert code == 1
+    [line] = preflight_lines(out, "permissions")
+    message, fix = line.removeprefix("MISSING: permissions: ").split(" -- ")
+    assert f"{message}; {fix}" == refused
+    assert "you may not delete jobs.batch in namespace tao-jobs" in refused
+
+
+def test_a_missing_pvc_is_the_line_submit_refuses_with(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    cluster(fake_kubectl, pvc="")
+    fake_kubectl.on("get", "persistentvolumeclaim/data", stderr='Error from server (NotFound): "data" not found',
+                    rc=1)
+    code, _, err = cli(*SUBMIT_ARGS)
+    assert code == 1
+    code, out, _ = cli("preflight", "--gpus", "8", "--pvc", "data")
+    assert code == 1
+    [line] = preflight_lines(out, "references")
+    message, fix = line.removeprefix("MISSING: references: ").split(" -- ")
+    assert f"{message}; {fix}" == error_text(err)
+
+
+def test_never_fits_is_the_same_verdict_in_submit_fit_and_preflight(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    cluster(fake_kubectl)
+    fake_kubectl.on(*DRA_READ[:2], data={"kind": "List", "items": []})
+    fake_kubectl.on("get", "localqueues.kueue.x-k8s.io", stderr='error: the server doesn\'t have a resource type '
+                    '"localqueues"', rc=1)
+    code, _, err = cli(*[a if a != "8" else "12" for a in SUBMIT_ARGS])
+    assert code == 4
+    code, out, _ = cli("fit", "--gpus", "12")
+    assert code == 4 and out.strip() == error_text(err)
+    code, out, _ = cli("preflight", "--gpus", "12", "--pvc", "data")
+    assert code == 1
+    assert preflight_lines(out, "capacity") == [f"MISSING: capacity: {error_text(err)}"]
+
+
+def test_preflight_prints_the_gates_in_the_order_submit_judges_them(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    cluster(fake_kubectl)
+    fake_kubectl.on(*DRA_READ[:2], data={"kind": "List", "items": []})
+    code, out, err = cli("preflight", "--gpus", "8", "--pvc", "data", "-o", "json")
+    assert code == 0, err
+    names = [check["check"] for check in json.loads(out)["checks"]][2:]  # after the host runtime and kubectl
+    assert names == ["cluster", "permissions", "gpu-operator", "references", "capacity"]
+    order = [gate.name for gate in gates.GATES]
+    assert names == sorted(names, key=order.index)
+
+
+def test_an_unreachable_cluster_is_one_line_and_nothing_else_is_judged(
+    cli: Any, fake_kubectl: FakeKubectl, tao_env: Path
+) -> None:
+    gone = "The connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?"
+    fake_kubectl.on(stderr=gone, rc=1)
+    code, out, _ = cli("preflight", "--gpus", "8", "--nodes", "2", "--pvc", "data")
+    assert code == 1
+    [line] = [line for line in out.splitlines() if not line.startswith(("OK: node-runtime", "OK: kubectl"))]
+    assert line.startswith("MISSING: cluster: no reachable cluster: ")
