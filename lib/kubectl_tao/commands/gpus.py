@@ -57,19 +57,24 @@ def register(app: typer.Typer) -> None:
         for note in inv.notes:
             info(f"note: {note}")
         headers = ["node", "product", "total", "allocated", "free", "cordoned", "taints"]
+        unhealthy = any(n.health for n in inv.nodes)
+        if unhealthy or fmt == "wide":
+            headers.append("gpu-health")
         if fmt == "wide":
             headers += ["source", "ready", "gpu-pods"]
         rows = []
         for n in inv.nodes:
             row = [n.name, n.product or "-", n.total, n.allocated, n.free, "yes" if n.cordoned else "no",
                    ",".join(n.taints) or "-"]
+            if unhealthy or fmt == "wide":
+                row.append(n.health or "ok")
             if fmt == "wide":
                 row += [n.source, "yes" if n.ready else "no", n.gpu_pods]
             rows.append(row)
         totals = inv.totals
         if rows:
             rows.append(["TOTAL", "", totals["total"], totals["allocated"], totals["free"], "", "",
-                         *([""] * 3 if fmt == "wide" else [])])
+                         *([""] * (len(headers) - 7))])
             emit(table(rows, headers, no_headers=no_headers))
         else:
             info("no node offers GPUs (neither nvidia.com/gpu allocatable nor DRA GPU devices)")

@@ -197,6 +197,26 @@ def _gpu_findings(
     return out
 
 
+def _health_findings(nodes: Sequence[NodeGpus] | None) -> list[Finding]:
+    """GPU nodes whose GPUs are marked unhealthy (core/gpuhealth.py): the fit gate leaves them out, the scheduler
+    does not (a node condition is no taint), so the job waits for the others or may land there."""
+    bad = [n for n in nodes or () if n.health]
+    if not bad:
+        return []
+    shown = ", ".join(f"{n.name} {n.health_text()}" for n in bad[:5])
+    shown += f", +{len(bad) - 5} more" if len(bad) > 5 else ""
+    return [
+        Finding(
+            f"{len(bad)} node{'' if len(bad) == 1 else 's'} left out: {shown}",
+            "; ".join(f"{n.name}: {', '.join(f'{m.signal} {m.detail}'.strip() for m in n.health)}" for n in bad[:5]),
+            "their GPUs reported errors: the fit gate does not count them, but the scheduler reads no node "
+            "condition, so ranks may still land there; ask the cluster admin to cordon or taint them (`kubectl "
+            "cordon NODE`) until the GPUs are repaired; `kubectl tao gpus` lists them",
+            "unhealthy-gpu-nodes",
+        )
+    ]
+
+
 def _pvc_findings(status: st.JobStatus, messages: Sequence[str], events: Any, ns: str) -> list[Finding]:
     texts = [*messages, status.message]
     for event in st.items_of(events):
@@ -497,6 +517,7 @@ def explain(
         found += _config_findings(pod_list, events, ns)
         found += _pvc_findings(status, messages, events, ns)
         found += _gpu_findings(messages, nodes, no_gpu_hint)
+        found += _health_findings(nodes)
         if not found:
             found += _pending_findings(status, events, job_name or job, ns, queue_quota)
         if status.state == st.RUNNING and status.total > 1 and status.reason:

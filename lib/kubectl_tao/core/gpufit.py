@@ -12,9 +12,11 @@ every rank is one pod that must land whole on one node, and multi-node ranks go 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
-from kubectl_tao.core import contract
+from kubectl_tao.core import contract, gpuhealth
+from kubectl_tao.core.ages import age
 from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.quantities import gpu_quantity
 from kubectl_tao.core.quota import QueueQuota, inactive_queue_message, room_text
@@ -81,6 +83,14 @@ class NodeGpus(Value):
     unschedulable: bool = False
     ready: bool = True
     gpu_pods: int = 0  # non-terminal pods on this node that hold at least one GPU
+    health: list[gpuhealth.Unhealthy] = Factory(list)  # its GPU-unhealthy marks (core/gpuhealth.py); [] healthy
+
+    def health_text(self, now: datetime | None = None) -> str:
+        """`XidCriticalError since 10m` (the first mark), '' for a healthy node."""
+        if not self.health:
+            return ""
+        first = self.health[0]
+        return gpuhealth.text(first, age(first.since, now) if first.since else "")
 
     def to_dict(self) -> dict[str, Any]:
         return plain(self)
@@ -140,9 +150,24 @@ def node_gpus(nodes_json: Any, pods_json: Any) -> list[NodeGpus]:
                 unschedulable=bool(spec.get("unschedulable")),
                 ready=_node_ready(node),
                 gpu_pods=holders.get(name, 0),
+                health=_node_health(node, allocatable),
             )
         )
     return out
+
+
+def _node_health(node: Mapping[str, Any], allocatable: int) -> list[gpuhealth.Unhealthy]:
+    """The marks the gate's reduced node carries ("health"), or, for a whole node object, those of the default
+    signals."""
+    reduced = node.get("health")
+    if reduced is not None:
+        return [gpuhealth.Unhealthy(**mark) for mark in reduced]
+    status, spec = node.get("status") or {}, node.get("spec") or {}
+    capacity = (status.get("capacity") or {}).get(GPU_RESOURCE)
+    return gpuhealth.judge(
+        status.get("conditions") or [], spec.get("taints") or [], allocatable,
+        None if capacity is None else gpu_quantity(capacity),
+    )
 
 
 def total_allocatable(nodes: Iterable[NodeGpus]) -> int:
@@ -217,9 +242,11 @@ class FitVerdict(Value):
     in_use: int  # GPUs requested by running pods on the eligible nodes
     message: str
     quota: QueueQuota | None = None
+    left_out: list[tuple[str, str]] = Factory(list)  # (node, why): GPU nodes left out as unhealthy
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "leftOut": [{"node": node, "signal": why} for node, why in self.left_out],
             "verdict": self.verdict,
             "gpusPerNode": self.gpus_per_node,
             "nodeCount": self.node_count,
@@ -253,6 +280,8 @@ def _ineligible_reason(
     """Why the node can never take a rank regardless of load ('' when it can)."""
     if node.unschedulable:
         return "cordoned"
+    if node.health:
+        return "unhealthy"
     for key, value in (node_selector or {}).items():
         if node.labels.get(key) != value:
             return "selector"
@@ -273,6 +302,7 @@ def fit(
     gpu_product: str | None = None,
     quota: QueueQuota | None = None,
     no_gpu_hint: str | None = None,
+    now: datetime | None = None,
 ) -> FitVerdict:
     """Can `node_count` ranks of `gpus_per_node` GPUs each run here: now ("fits"), later ("queue"), never?
 
@@ -305,12 +335,17 @@ def fit(
 
     eligible: list[NodeGpus] = []
     why_not: dict[str, list[str]] = {}
+    left_out: list[tuple[str, str]] = []
     for node in nodes:
         reason = _ineligible_reason(node, node_selector, tolerations, gpu_product)
         if not reason:
             eligible.append(node)
-        elif gpus == 0 or node.allocatable > 0:  # a CPU-only node excluded from a GPU job is not news
-            why_not.setdefault(reason, []).append(node.name)
+        elif gpus == 0 or node.allocatable > 0 or node.health:  # a CPU-only node left out of a GPU job is not news
+            if reason == "unhealthy":
+                left_out.append((node.name, node.health_text(now)))
+            why_not.setdefault(reason, []).append(
+                f"{node.name} ({left_out[-1][1]})" if reason == "unhealthy" else node.name
+            )
 
     ever = [n for n in eligible if n.allocatable >= gpus]
     now = [
@@ -324,6 +359,8 @@ def fit(
     chosen = [n.name for n in sorted(now, key=lambda n: (n.free, n.name))[:node_count]]
 
     def verdict(kind: str, message: str) -> FitVerdict:
+        if left_out and kind != NEVER:
+            message += f"; {left_out_text(left_out)}"
         return FitVerdict(
             verdict=kind,
             gpus_per_node=gpus,
@@ -336,6 +373,7 @@ def fit(
             in_use=in_use,
             message=message,
             quota=quota,
+            left_out=left_out,
         )
 
     wanted = gpus * node_count
@@ -395,6 +433,12 @@ def fit(
     return verdict(FITS, f"fits: {request} on {where}{best}")
 
 
+def left_out_text(left_out: Sequence[tuple[str, str]]) -> str:
+    """`2 nodes left out as unhealthy: gpu-node-3 XidCriticalError since 10m, gpu-node-5 ...`."""
+    shown = _short_list([f"{node} {why}" for node, why in left_out])
+    return f"{_plural(len(left_out), 'node')} left out as unhealthy: {shown}"
+
+
 def _neg_name(name: str) -> tuple[int, ...]:
     # max() with ties broken towards the alphabetically first name
     return tuple(-ord(ch) for ch in name)
@@ -418,6 +462,7 @@ def _never_message(
 ) -> str:
     labels = {
         "cordoned": "cordoned",
+        "unhealthy": "with an unhealthy GPU",
         "selector": "not matching the node selector",
         "product": f"with another {GPU_PRODUCT_LABEL}"
         + (f" (this cluster has {_short_list(list(products))})" if products else ""),

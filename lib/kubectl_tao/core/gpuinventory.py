@@ -333,6 +333,7 @@ class NodeRow(Value):
     cordoned: bool
     ready: bool
     gpu_pods: int
+    health: str = ""  # why its GPUs are unhealthy (core/gpuhealth.py), '' when healthy
 
     def to_dict(self) -> dict[str, Any]:
         return plain(self)
@@ -354,7 +355,7 @@ class Inventory(Value):
             "total": sum(n.total for n in self.nodes),
             "allocated": sum(n.allocated for n in self.nodes),
             "free": sum(n.free for n in self.nodes),
-            "freeSchedulable": sum(n.free for n in self.nodes if not n.cordoned and n.ready),
+            "freeSchedulable": sum(n.free for n in self.nodes if not n.cordoned and n.ready and not n.health),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -410,6 +411,7 @@ def inventory(nodes_json: Any, pods_json: Any, dra: DraGpus | None, notes: Seque
                 cordoned=node.unschedulable,
                 ready=node.ready,
                 gpu_pods=node.gpu_pods,
+                health=node.health_text(),
             )
         )
     return Inventory(
