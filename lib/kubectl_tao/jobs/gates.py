@@ -191,7 +191,7 @@ def for_fit(kc: Kubectl, request: GateRequest) -> dict[str, Any]:
     run = Run(kc, request)
     try:
         for verdict in run.verdicts():
-            if verdict.gate != "capacity":
+            if verdict.gate != "capacity" or isinstance(run.facts.get("capacity"), TaoError):
                 _act_on(verdict, [])
     finally:
         run.close()
@@ -490,10 +490,12 @@ def _queue_reads(request: GateRequest) -> dict[str, Call]:
 
 def _queue_look(run: Run) -> gatefacts.QueueSeen:
     from kubectl_tao.core import gatefacts
-    from kubectl_tao.k8s.queues import read_queue
+    from kubectl_tao.k8s.queues import check_topology, read_queue
 
     request = run.request
     quota, local_queue, notes = read_queue(run.kc, run.answer("queues"), request.queue, request.namespace)
+    if request.queue and request.topology is not None:
+        notes += check_topology(run.kc, quota, request.topology)
     return gatefacts.QueueSeen(quota, local_queue, tuple(notes), _capacity_known(run))
 
 

@@ -65,6 +65,7 @@ class Plan(Value):
     notes: list[str] = Factory(list)  # what was decided for the user (printed, not warnings)
     patches_job: bool = False  # --keep-until-captured: `status` sets the Job's TTL once the history is captured
     gang_mode: str = "auto"  # --gang: auto | native | off (gang.py)
+    topology: Any = None  # topology.Topology of --topology (None: anywhere)
 
 
 @record
@@ -109,6 +110,7 @@ def run_gates(
         tolerations=plan.tolerations,
         gpu_product=plan.gpu_product,
         queue=plan.queue,
+        topology=plan.topology,
         require_fit_now=plan.require_fit_now,
         min_version=plan.min_version,
         min_version_feature=plan.min_version_feature,

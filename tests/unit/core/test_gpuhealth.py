@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from kubectl_tao.core import gpufit, gpuhealth, gpuinventory
+from kubectl_tao.core.classify import JobStatus
 from kubectl_tao.core.diagnose import explain
 from kubectl_tao.core.errors import UsageError
-from kubectl_tao.core.classify import JobStatus
 from kubectl_tao.k8s import gatelists
 
 NOW = datetime(2026, 12, 5, 7, 10, 0, tzinfo=UTC)

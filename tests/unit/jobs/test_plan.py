@@ -132,3 +132,36 @@ def test_s3_tools_image_needs_tier_c() -> None:
     with pytest.raises(UsageError, match=r"^--s3-tools-image is the image of tier C's fetch step: it needs "
                                          r"--storage-tier C$"):
         build(flags(s3_tools_image="kubectl-tao.local/s3-tools:1"), "ns", {})
+
+
+# ------------------------------------------------------------------------------------------- --topology
+
+
+def test_topology_with_a_queue_sets_kueues_annotation_on_the_pod_template() -> None:
+    plan = build(flags(nodes=2, queue="team", topology="example.com/rack"), "ns", {})
+    job = plan.render("j", "j", None)[-1]
+    annotations = job["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["kueue.x-k8s.io/podset-required-topology"] == "example.com/rack"
+    assert plan.topology.label == "example.com/rack" and plan.topology.required
+    preferred = build(flags(nodes=2, queue="team", topology="example.com/rack:preferred"), "ns", {})
+    annotations = preferred.render("j", "j", None)[-1]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["kueue.x-k8s.io/podset-preferred-topology"] == "example.com/rack"
+    assert "kueue.x-k8s.io/podset-required-topology" not in annotations
+
+
+def test_required_topology_without_a_queue_is_refused() -> None:
+    with pytest.raises(UsageError) as caught:
+        build(flags(nodes=2, topology="example.com/rack"), "ns", {})
+    assert caught.value.message.startswith("--topology example.com/rack: only Kueue keeps every rank in one")
+
+
+def test_preferred_topology_without_a_queue_warns_and_sets_nothing() -> None:
+    plan = build(flags(nodes=2, topology="example.com/rack:preferred"), "ns", {})
+    assert any(w.startswith("--topology example.com/rack:preferred without --queue") for w in plan.warnings)
+    annotations = plan.render("j", "j", None)[-1]["spec"]["template"]["metadata"]["annotations"]
+    assert not any("topology" in key for key in annotations)
+
+
+def test_a_bad_topology_label_is_refused_before_anything() -> None:
+    with pytest.raises(UsageError, match=r"^--topology 'a b': not a node label key"):
+        build(flags(nodes=2, queue="team", topology="a b"), "ns", {})
