@@ -217,6 +217,35 @@ def _health_findings(nodes: Sequence[NodeGpus] | None) -> list[Finding]:
     ]
 
 
+def _ran_on_unhealthy(pods: Sequence[Mapping[str, Any]], nodes: Sequence[NodeGpus] | None) -> list[Finding]:
+    """A failed job whose ranks ran on nodes now marked GPU-unhealthy (core/gpuhealth.py): likely the hardware,
+    not the program (ERR_INFRA)."""
+    bad = {n.name: n for n in nodes or () if n.health}
+    ranks: list[tuple[str, str]] = []
+    for pod in pods:
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        if node in bad:
+            index = ((pod.get("metadata") or {}).get("annotations") or {}).get(contract.COMPLETION_INDEX_ANNOTATION)
+            ranks.append((str(index if index is not None else 0), node))
+    if not ranks:
+        return []
+    ranks.sort(key=lambda r: (int(r[0]) if r[0].isdigit() else 0, r[1]))
+    shown = ", ".join(f"rank {rank} on {node} ({bad[node].health_text()})" for rank, node in ranks[:4])
+    return [
+        Finding(
+            f"ranks ran on nodes whose GPUs are now marked unhealthy: {shown} (ERR_INFRA: the hardware, not the "
+            "program)",
+            "; ".join(
+                f"{node}: {', '.join(f'{m.signal} {m.detail}'.strip() for m in bad[node].health)}"
+                for node in dict.fromkeys(node for _, node in ranks)
+            ),
+            "resubmit: the fit gate now leaves these nodes out, but the scheduler reads no node condition, so ask "
+            "the cluster admin to cordon or taint them (`kubectl cordon NODE`) until the GPUs are repaired",
+            "ran-on-unhealthy-node",
+        )
+    ]
+
+
 def _pvc_findings(status: st.JobStatus, messages: Sequence[str], events: Any, ns: str) -> list[Finding]:
     texts = [*messages, status.message]
     for event in st.items_of(events):
@@ -510,6 +539,7 @@ def explain(
             )
         )
     elif status.state == st.ERROR:
+        found += _ran_on_unhealthy(pod_list, nodes)
         found += _failure_findings(status, job)
     elif status.state in (st.PENDING, st.RUNNING):
         messages = _scheduler_messages(status, events, pod_list)
