@@ -191,7 +191,9 @@ def test_bad_topology_inputs_exit_2_and_create_nothing(tao: Tao, racks: Racks) -
     base = ["submit", "--image", TAO_IMAGE, "--gpus", "8", "--nodes", "2", "--pvc", "tao-data", "--command", "true"]
     result = tao(*base, "--topology", RACK)
     assert (result.returncode, result.stdout) == (2, "")
-    assert result.stderr.startswith(f"error: --topology {RACK}: only Kueue keeps every rank in one")
+    # The local cluster gangs natively (GenericWorkload, WorkloadWithJob) without TopologyAwareWorkloadScheduling.
+    assert result.stderr.startswith(f"error: --topology {RACK}: nothing keeps every rank in one {RACK} domain "
+                                    "without --queue: this API server gang-schedules Jobs but drops their topology")
     result = tao(*base, "--queue", "team", "--topology", "kubectl-tao.io/e2e-no-such-level")
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.startswith("error: --topology kubectl-tao.io/e2e-no-such-level: Topology ")

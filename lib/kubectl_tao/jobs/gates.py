@@ -548,8 +548,14 @@ def _gang_look(run: Run) -> gatefacts.GangSeen:
     from kubectl_tao.core import gatefacts
 
     request = run.request
-    support = gang.detect(run.kc, request.namespace, run.answer("gang"), request.nodes) if run.reads("gang") else None
-    return gatefacts.GangSeen(gang.choose(request.nodes, request.queue, support, request.gang_mode), gang.ENABLE_HINT)
+    # fit judges a --topology gang's room; only submit and preflight ask who keeps it in one domain
+    topology = request.topology if request.verb != FIT else None
+    key = topology.label if topology is not None and topology.required else None
+    support = (
+        gang.detect(run.kc, request.namespace, run.answer("gang"), request.nodes, key) if run.reads("gang") else None
+    )
+    mechanism = gang.choose(request.nodes, request.queue, support, request.gang_mode, topology)
+    return gatefacts.GangSeen(mechanism, gang.ENABLE_HINT)
 
 
 def _dry_run_look(run: Run) -> TaoError | None:

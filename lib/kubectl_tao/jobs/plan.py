@@ -343,19 +343,15 @@ def _spec_plan(
 
 def _topology(job: JobRequest) -> tuple[Any, str]:
     """--topology LABEL[:preferred], checked: with --queue Kueue places the gang (the queue's ResourceFlavor is
-    checked by the queue gate); without it nothing can keep the ranks in one domain, so required is refused and
-    preferred warned about. Returns the topology.Topology (or None) and the warning ('' for none)."""
+    checked by the queue gate); without it a required one is kept by a native gang whose server keeps Job
+    topology constraints, else refused (gang.choose, once the server is known), and a preferred one is warned
+    about (only Kueue has a preference). One rank is always in one domain. Returns the topology.Topology (or
+    None) and the warning ('' for none)."""
     from kubectl_tao.core.topology import parse
 
     topology = parse(job.topology)
-    if topology is None or job.queue:
+    if topology is None or job.queue or topology.required or job.nodes < 2:
         return topology, ""
-    if topology.required:
-        raise UsageError(
-            f"--topology {topology.label}: only Kueue keeps every rank in one {topology.label} domain; add --queue "
-            "with a LocalQueue whose ResourceFlavor names a Topology, or ask for "
-            f"--topology {topology.label}:{'preferred'} (placed as the scheduler likes)"
-        )
     return topology, (
         f"--topology {topology.text()} without --queue: nothing places the ranks close together (Kueue's "
         "topology-aware scheduling needs --queue); the scheduler spreads them as it likes"

@@ -154,8 +154,8 @@ def execute(
     from kubectl_tao.k8s import gang
 
     if dry_run == "client":
-        return _dry(plan, namespace, None, plan.warnings, gang.choose(plan.nodes, plan.queue, None, plan.gang_mode),
-                    name=name)
+        return _dry(plan, namespace, None, plan.warnings,
+                    gang.choose(plan.nodes, plan.queue, None, plan.gang_mode, plan.topology), name=name)
     store = store_factory() if dry_run == "none" else None
     record_id = _new_id(plan, store) if store is not None else (name or _new_id(plan, None))
     job_name = kubernetes_job_name(record_id)
@@ -163,8 +163,8 @@ def execute(
     payload: list[dict[str, Any]] | None = None
     rendered: list[dict[str, Any]] = []
     if not gang_detected(plan):  # the manifests are known now: dry-run them with the gates, in one process
-        rendered = gang.apply(plan.render(job_name, record_id, secret), gang.choose(plan.nodes, plan.queue, None,
-                                                                                   plan.gang_mode))
+        rendered = gang.apply(plan.render(job_name, record_id, secret),
+                              gang.choose(plan.nodes, plan.queue, None, plan.gang_mode, plan.topology))
         _lint(rendered)
         payload = _payload(plan, rendered, job_name, namespace, real=store is not None)
         gated = run_gates(kc, plan, namespace, target_server, payload)

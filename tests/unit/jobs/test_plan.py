@@ -149,10 +149,34 @@ def test_topology_with_a_queue_sets_kueues_annotation_on_the_pod_template() -> N
     assert "kueue.x-k8s.io/podset-required-topology" not in annotations
 
 
-def test_required_topology_without_a_queue_is_refused() -> None:
+def test_required_topology_without_a_queue_or_native_topology_is_refused() -> None:
+    from kubectl_tao.k8s import gang
+
+    plan = build(flags(nodes=2, topology="example.com/rack"), "ns", {})
     with pytest.raises(UsageError) as caught:
-        build(flags(nodes=2, topology="example.com/rack"), "ns", {})
-    assert caught.value.message.startswith("--topology example.com/rack: only Kueue keeps every rank in one")
+        gang.choose(plan.nodes, plan.queue, None, plan.gang_mode, plan.topology)
+    assert caught.value.message.startswith(
+        "--topology example.com/rack: nothing keeps every rank in one example.com/rack domain without --queue: "
+        "no native gang here"
+    )
+    native_without_topology = gang.Support(True, "served", topology=False)
+    with pytest.raises(UsageError, match="drops their topology constraints; an admin enables"):
+        gang.choose(2, None, native_without_topology, "auto", plan.topology)
+    one_rank = build(flags(nodes=1, topology="example.com/rack"), "ns", {})  # one pod: always in one domain
+    assert gang.choose(1, None, None, one_rank.gang_mode, one_rank.topology).kind == gang.NONE
+
+
+def test_required_topology_on_a_native_gang_with_topology_sets_the_jobs_constraint() -> None:
+    from kubectl_tao.k8s import gang
+
+    plan = build(flags(nodes=2, topology="example.com/rack"), "ns", {})
+    mechanism = gang.choose(2, None, gang.Support(True, "served", topology=True), "auto", plan.topology)
+    assert mechanism.kind == gang.NATIVE and mechanism.topology_key == "example.com/rack"
+    job = gang.apply(plan.render("j", "j", None), mechanism)[-1]
+    assert job["spec"]["scheduling"] == {
+        "schedulingPolicy": {"gang": {"minCount": 2}},
+        "schedulingConstraints": {"topology": [{"key": "example.com/rack"}]},
+    }
 
 
 def test_preferred_topology_without_a_queue_warns_and_sets_nothing() -> None:

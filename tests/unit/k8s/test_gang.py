@@ -93,6 +93,16 @@ def test_the_dry_run_tells_a_kept_field_from_a_dropped_one() -> None:
     assert not failed.native and "admission webhook denied" in failed.detail
 
 
+def test_the_dry_run_tells_whether_the_topology_constraint_was_kept() -> None:
+    assert gang.kept(Completed("gang+topology", "", 0)).topology
+    assert not gang.kept(Completed("gang", "", 0)).topology
+    args, kwargs = gang.dry_run_call("ns", 2, "example.com/rack")
+    assert "{{if .spec.scheduling.schedulingConstraints}}+topology{{end}}" in args[-1]
+    assert json.loads(kwargs["stdin"])["spec"]["scheduling"]["schedulingConstraints"] == {
+        "topology": [{"key": "example.com/rack"}]
+    }
+
+
 def test_the_dry_run_job_asks_for_a_gang_and_is_never_created() -> None:
     args, kwargs = gang.dry_run_call("ns", 2)
     assert args[:2] == ["create", "--dry-run=server"] and "-n" in args and "ns" in args
