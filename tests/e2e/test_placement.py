@@ -121,7 +121,7 @@ def submit(tao: Tao, *extra: str, nodes: int = 1, queue: bool = True) -> str:
 
 
 def job_name(tao: Tao, record_id: str) -> str:
-    return str(tao.record(record_id)["backend_ref"])
+    return str(tao.record(record_id)["backend_ref"]).rsplit("/", 1)[-1]  # NAMESPACE/NAME
 
 
 def placed(tao: Tao, record_id: str) -> list[str]:
