@@ -47,10 +47,8 @@ ENABLE_HINT = (
 NONE_GUARD = "the capacity gate and the rendezvous barrier are the only guard against a partial start"
 _SCHEDULER_SAID = ("Unschedulable", contract.INSUFFICIENT_GPU)
 _SCHEDULING_REASONS = ("", "Pending", "NoPods", *_SCHEDULER_SAID)
-_DRY_RUN_TEMPLATE = (
-    "go-template={{if .spec.scheduling}}{{if .spec.scheduling.schedulingPolicy.gang}}gang{{end}}"
-    "{{if .spec.scheduling.schedulingConstraints}}+topology{{end}}{{end}}"
-)
+_DRY_RUN_TEMPLATE = 'go-template={{if .spec.scheduling}}{{if .spec.scheduling.schedulingPolicy.gang}}gang{{end}}{{end}}'
+_TOPOLOGY_TEMPLATE = "go-template={{if .spec.schedulingConstraints}}topology{{end}}"
 TOPOLOGY_HINT = (
     "an admin enables PodGroup topology constraints with --feature-gates=TopologyAwareWorkloadScheduling=true on "
     "the kube-apiserver and kube-scheduler (alpha since 1.36)"
@@ -119,7 +117,7 @@ def served(result: Completed | TaoError | None) -> tuple[bool, str]:
     return True, ""
 
 
-def probe_job(nodes: int, topology_key: str | None = None) -> dict[str, Any]:
+def probe_job(nodes: int) -> dict[str, Any]:
     """The Job a server dry run is asked to accept with spec.scheduling (never created)."""
     return {
         "apiVersion": "batch/v1",
@@ -133,7 +131,7 @@ def probe_job(nodes: int, topology_key: str | None = None) -> dict[str, Any]:
             "completions": nodes,
             "parallelism": nodes,
             "suspend": True,
-            "scheduling": scheduling_field(nodes, topology_key),
+            "scheduling": scheduling_field(nodes),
             "template": {
                 "spec": {
                     "restartPolicy": "Never",
@@ -144,10 +142,28 @@ def probe_job(nodes: int, topology_key: str | None = None) -> dict[str, Any]:
     }
 
 
-def dry_run_call(namespace: str, nodes: int, topology_key: str | None = None) -> tuple[list[str], dict[str, Any]]:
+def dry_run_call(namespace: str, nodes: int) -> tuple[list[str], dict[str, Any]]:
     return (
         ["create", "--dry-run=server", "-f", "-", "-n", namespace, "-o", _DRY_RUN_TEMPLATE],
-        {"namespaced": False, "stdin": json.dumps(probe_job(max(nodes, 2), topology_key))},
+        {"namespaced": False, "stdin": json.dumps(probe_job(max(nodes, 2)))},
+    )
+
+
+def topology_dry_run_call(namespace: str, nodes: int, topology_key: str) -> tuple[list[str], dict[str, Any]]:
+    """A server dry run of a PodGroup with a topology constraint: the API server keeps the field only with the
+    TopologyAwareWorkloadScheduling feature gate on (it drops it from the PodGroups the Job controller makes
+    otherwise, while the Job itself keeps it)."""
+    group = {
+        "apiVersion": API_VERSION,
+        "kind": "PodGroup",
+        "metadata": {"generateName": "kubectl-tao-topology-check-",
+                     "labels": {contract.MANAGED_BY_LABEL: contract.MANAGED_BY}},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": max(nodes, 2)}},
+                 "schedulingConstraints": {"topology": [{"key": topology_key}]}},
+    }
+    return (
+        ["create", "--dry-run=server", "-f", "-", "-n", namespace, "-o", _TOPOLOGY_TEMPLATE],
+        {"namespaced": False, "stdin": json.dumps(group)},
     )
 
 
@@ -155,10 +171,8 @@ def kept(result: Completed | TaoError) -> Support:
     """From the dry run: did the API server keep spec.scheduling.schedulingPolicy.gang?"""
     if isinstance(result, TaoError):
         return Support(False, f"a server dry run of a Job with spec.scheduling failed ({_short(result.message)})")
-    kept_fields = result.stdout.strip()
-    if kept_fields.startswith("gang"):
-        return Support(True, f"the API server keeps Job spec.scheduling and serves {API_VERSION} PodGroups",
-                       topology=kept_fields.endswith("+topology"))
+    if result.stdout.strip() == "gang":
+        return Support(True, f"the API server keeps Job spec.scheduling and serves {API_VERSION} PodGroups")
     return Support(False, "the API server drops Job spec.scheduling (the WorkloadWithJob feature gate is off)")
 
 
@@ -172,14 +186,20 @@ def detect(
     ok, why = served(discovery)
     if not ok:
         return Support(False, why)
-    args, kwargs = dry_run_call(namespace, nodes, topology_key)
+    support = kept(_dry_run(kc, *dry_run_call(namespace, nodes)))
+    if not support.native or not topology_key:
+        return support
+    answer = _dry_run(kc, *topology_dry_run_call(namespace, nodes, topology_key))
+    return support.replaced(topology=isinstance(answer, Completed) and answer.stdout.strip() == "topology")
+
+
+def _dry_run(kc: Kubectl, args: list[str], kwargs: dict[str, Any]) -> Completed | TaoError:
     try:
-        result: Completed | TaoError = kc.run(args, **kwargs)
+        return kc.run(args, **kwargs)
     except ClusterUnreachableError:
         raise
     except TaoError as exc:
-        result = exc
-    return kept(result)
+        return exc
 
 
 def choose(
@@ -199,7 +219,7 @@ def choose(
             message=f"{mechanism.message}; every rank in one {label} domain (Job spec.scheduling topology)",
         )
     why = (
-        f"this API server gang-schedules Jobs but drops their topology constraints; {TOPOLOGY_HINT}"
+        f"this API server gang-schedules Jobs but drops the topology constraints of their PodGroups; {TOPOLOGY_HINT}"
         if mechanism.kind == NATIVE
         else f"no native gang here ({mechanism.message})"
     )

@@ -160,7 +160,7 @@ def test_required_topology_without_a_queue_or_native_topology_is_refused() -> No
         "no native gang here"
     )
     native_without_topology = gang.Support(True, "served", topology=False)
-    with pytest.raises(UsageError, match="drops their topology constraints; an admin enables"):
+    with pytest.raises(UsageError, match="drops the topology constraints of their PodGroups; an admin enables"):
         gang.choose(2, None, native_without_topology, "auto", plan.topology)
     one_rank = build(flags(nodes=1, topology="example.com/rack"), "ns", {})  # one pod: always in one domain
     assert gang.choose(1, None, None, one_rank.gang_mode, one_rank.topology).kind == gang.NONE
