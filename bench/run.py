@@ -699,7 +699,8 @@ def bench_big_cluster(b: Bench, rows: list[bl.Row], nodes: int, pods: int) -> No
            "KUBECTL_TAO_CPU_NODES": "1", "KUBECTL_TAO_REAL_NODES": "0", "KUBECTL_TAO_KUEUE": "0",
            "KUBECONFIG": str(cluster_dir / "kubeconfig")}
     script = str(ROOT / "scripts" / "local-cluster")
-    label = f"kubectl tao fit --gpus 8 --nodes 4, {nodes} nodes / {pods} pods (real API server)"
+    label = (f"kubectl tao fit --gpus 8 --nodes 4 --topology topology.kubernetes.io/zone, {nodes} nodes / {pods} pods "
+             "(real API server; GPU health judged on every node)")
     started = time.monotonic()
     up = subprocess.run([script, "up"], env=env, capture_output=True, text=True, timeout=300, check=False)
     try:
@@ -722,7 +723,7 @@ def bench_big_cluster(b: Bench, rows: list[bl.Row], nodes: int, pods: int) -> No
                 future.result()
         log(f"big cluster ready in {time.monotonic() - started:.0f}s")
         tao_env = {**b.tao_env("default", b.work / "state-big"), **{k: env[k] for k in ("KUBECONFIG",)}}
-        argv = [str(PLUGIN), "fit", "--gpus", "8", "--nodes", "4"]
+        argv = [str(PLUGIN), "fit", "--gpus", "8", "--nodes", "4", "--topology", "topology.kubernetes.io/zone"]
         timed(argv, tao_env, ok=(0, 1, 4), timeout=120)
         walls: list[float] = []
         busy: list[float] = []

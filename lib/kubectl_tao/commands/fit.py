@@ -14,6 +14,8 @@ Examples:
   kubectl tao fit --gpus 8 --nodes 2 --gpu-product NVIDIA-A100-SXM4-80GB -o json
   # Nodes tainted dedicated=ml:NoSchedule
   kubectl tao fit --gpus 4 --toleration dedicated=ml:NoSchedule --node-selector pool=gpu
+  # Two ranks of 8 GPUs inside one rack (the rack's node label), through Kueue
+  kubectl tao fit --gpus 8 --nodes 2 --topology example.com/rack --queue team
 
 \b
 Each rank is one pod that must land whole on one node; ranks go to distinct nodes. The taint
@@ -21,6 +23,9 @@ nvidia.com/gpu:NoSchedule is tolerated for GPU jobs, as submit does. When the na
 LocalQueue (--queue, else one named "default", else the only one), its ClusterQueue quota counts too.
 For --nodes > 1 it also says which gang mechanism keeps the ranks from starting one by one: native (the API
 server gang-schedules Jobs), kueue (--queue) or none.
+--topology LABEL: the gang must fit inside one domain of LABEL ("never" when no domain ever can, "queue"
+when one could but not now); LABEL:preferred judges the cluster as a whole. Nodes whose GPUs are marked
+unhealthy (docs/placement.md) are left out and named.
 Exit codes: 0 fits now, 1 must queue (nodes busy or quota in use), 4 can never fit this cluster."""
 
 
@@ -38,6 +43,9 @@ def register(app: typer.Typer) -> None:
             None, "--toleration", help="KEY[=VALUE][:EFFECT] taint to tolerate (repeat)."
         ),
         queue: str = typer.Option(None, "--queue", help="Kueue LocalQueue whose quota to check."),
+        topology: str = typer.Option(
+            None, "--topology", help="Every rank in one domain of node label LABEL (LABEL:preferred: close)."
+        ),
         output: str = OutputOption,
     ) -> int:
         """Say whether a job of G GPUs x N nodes fits now, must queue, or never fits."""
@@ -45,9 +53,11 @@ def register(app: typer.Typer) -> None:
         from kubectl_tao.core.contract import GPU_TOLERATION
         from kubectl_tao.core.errors import EXIT_FAILURE, EXIT_NEVER_FITS, EXIT_OK, UsageError
         from kubectl_tao.core.render import _check_toleration, parse_key_values, parse_toleration
+        from kubectl_tao.core.topology import parse as parse_topology
         from kubectl_tao.jobs import fit as fitting
 
         fmt = check_format(output, ("table", "json", "yaml"))
+        wanted_topology = parse_topology(topology)
         selector = parse_key_values(node_selector, "--node-selector")
         tolerations = []
         for index, text in enumerate(toleration or []):
@@ -69,6 +79,7 @@ def register(app: typer.Typer) -> None:
             tolerations=tolerations,
             gpu_product=gpu_product,
             queue=queue,
+            topology=wanted_topology,
         )
         if not emit_data(fmt, report.to_dict()):
             for note in report.notes:

@@ -20,6 +20,8 @@ Examples:
   kubectl tao gpus --device-class gpu.nvidia.com
   # Also what is left of the Kueue quota behind LocalQueue team (its ClusterQueue, per flavor)
   kubectl tao gpus --queue team -n ml
+  # Free GPUs per rack (the node label of the racks): where a --topology gang can go
+  kubectl tao gpus --by example.com/rack
 
 \b
 A node's GPUs come from its device plugin (allocatable nvidia.com/gpu, used by pod requests) or from
@@ -39,6 +41,9 @@ def register(app: typer.Typer) -> None:
         queue: str = typer.Option(
             None, "--queue", help="Kueue LocalQueue of the namespace: also show its ClusterQueue's remaining quota."
         ),
+        by: str = typer.Option(
+            None, "--by", help="Node label (a rack, block or zone label): free GPUs per domain of that label."
+        ),
         output: str = OutputOption,
         no_headers: bool = NoHeadersOption,
     ) -> int:
@@ -49,7 +54,8 @@ def register(app: typer.Typer) -> None:
         fmt = check_format(output, ("table", "wide", "json", "yaml"))
         sess = session()
         view = gather(
-            sess.kubectl(), device_class=device_class, queue=queue, namespace=sess.namespace() if queue else ""
+            sess.kubectl(), device_class=device_class, queue=queue, namespace=sess.namespace() if queue else "",
+            by=by,
         )
         if emit_data(fmt, view.to_dict()):
             return 0
@@ -57,19 +63,26 @@ def register(app: typer.Typer) -> None:
         for note in inv.notes:
             info(f"note: {note}")
         headers = ["node", "product", "total", "allocated", "free", "cordoned", "taints"]
+        unhealthy = any(n.health for n in inv.nodes)
+        if unhealthy or fmt == "wide":
+            headers.append("gpu-health")
         if fmt == "wide":
             headers += ["source", "ready", "gpu-pods"]
         rows = []
         for n in inv.nodes:
             row = [n.name, n.product or "-", n.total, n.allocated, n.free, "yes" if n.cordoned else "no",
                    ",".join(n.taints) or "-"]
+            if unhealthy or fmt == "wide":
+                row.append(n.health or "ok")
             if fmt == "wide":
                 row += [n.source, "yes" if n.ready else "no", n.gpu_pods]
             rows.append(row)
         totals = inv.totals
-        if rows:
+        if rows and by:
+            emit(domain_table(inv, by, no_headers=no_headers))
+        elif rows:
             rows.append(["TOTAL", "", totals["total"], totals["allocated"], totals["free"], "", "",
-                         *([""] * 3 if fmt == "wide" else [])])
+                         *([""] * (len(headers) - 7))])
             emit(table(rows, headers, no_headers=no_headers))
         else:
             info("no node offers GPUs (neither nvidia.com/gpu allocatable nor DRA GPU devices)")
@@ -78,6 +91,15 @@ def register(app: typer.Typer) -> None:
         if view.queue is not None and view.queue.quota is not None:
             emit("\n" + queue_table(view.queue, wide=fmt == "wide", no_headers=no_headers))
         return 0
+
+
+def domain_table(inv: Any, by: str, *, no_headers: bool) -> str:
+    """One row per value of the --by label: where a gang that must stay in one domain can go."""
+    from kubectl_tao.cli.output import table
+
+    headers = [by, "nodes", "total", "allocated", "free", "free-schedulable", "largest-free", "unhealthy"]
+    keys = ["domain", "nodes", "total", "allocated", "free", "freeSchedulable", "largestFree", "unhealthyNodes"]
+    return table([[d[k] for k in keys] for d in inv.domains()], headers, no_headers=no_headers)
 
 
 def queue_table(view: Any, *, wide: bool, no_headers: bool) -> str:

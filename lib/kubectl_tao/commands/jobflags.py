@@ -93,6 +93,7 @@ JOB_FLAGS: dict[str, Flag] = {
     ),
     "toleration": Flag(None, "--toleration", help="KEY[=VALUE][:EFFECT] taint to tolerate (repeat).", kind="many"),
     "queue": Flag(None, "--queue", help="Kueue LocalQueue: the Job is created suspended and admitted whole."),
+    "topology": Flag(None, "--topology", help="Every rank in one domain of node label LABEL (LABEL:preferred: close)."),
     "gang": Flag(
         "auto",
         "--gang",

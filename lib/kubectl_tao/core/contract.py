@@ -24,6 +24,9 @@ OWN_KEY_PREFIX = "kubectl-tao.io/"
 POD_JOB_LABEL = "job-name"  # the Job controller's label on every pod of a Job (how Jobs made elsewhere are found)
 COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# Kueue's pod-template annotations for topology-aware scheduling (--topology LABEL, LABEL:preferred).
+KUEUE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 KUEUE_JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"  # Kueue's label on the Workload it makes for a Job: the Job's UID
 # Keys a user may not set on a job's labels or annotations: the ones above and those of the Job controller/Kueue.
 RESERVED_KEY_PREFIXES = (OWN_KEY_PREFIX, "batch.kubernetes.io/", "kueue.x-k8s.io/")

@@ -197,6 +197,55 @@ def _gpu_findings(
     return out
 
 
+def _health_findings(nodes: Sequence[NodeGpus] | None) -> list[Finding]:
+    """GPU nodes whose GPUs are marked unhealthy (core/gpuhealth.py): the fit gate leaves them out, the scheduler
+    does not (a node condition is no taint), so the job waits for the others or may land there."""
+    bad = [n for n in nodes or () if n.health]
+    if not bad:
+        return []
+    shown = ", ".join(f"{n.name} {n.health_text()}" for n in bad[:5])
+    shown += f", +{len(bad) - 5} more" if len(bad) > 5 else ""
+    return [
+        Finding(
+            f"{len(bad)} node{'' if len(bad) == 1 else 's'} left out: {shown}",
+            "; ".join(f"{n.name}: {', '.join(f'{m.signal} {m.detail}'.strip() for m in n.health)}" for n in bad[:5]),
+            "their GPUs reported errors: the fit gate does not count them, but the scheduler reads no node "
+            "condition, so ranks may still land there; ask the cluster admin to cordon or taint them (`kubectl "
+            "cordon NODE`) until the GPUs are repaired; `kubectl tao gpus` lists them",
+            "unhealthy-gpu-nodes",
+        )
+    ]
+
+
+def _ran_on_unhealthy(pods: Sequence[Mapping[str, Any]], nodes: Sequence[NodeGpus] | None) -> list[Finding]:
+    """A failed job whose ranks ran on nodes now marked GPU-unhealthy (core/gpuhealth.py): likely the hardware,
+    not the program (ERR_INFRA)."""
+    bad = {n.name: n for n in nodes or () if n.health}
+    ranks: list[tuple[str, str]] = []
+    for pod in pods:
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        if node in bad:
+            index = ((pod.get("metadata") or {}).get("annotations") or {}).get(contract.COMPLETION_INDEX_ANNOTATION)
+            ranks.append((str(index if index is not None else 0), node))
+    if not ranks:
+        return []
+    ranks.sort(key=lambda r: (int(r[0]) if r[0].isdigit() else 0, r[1]))
+    shown = ", ".join(f"rank {rank} on {node} ({bad[node].health_text()})" for rank, node in ranks[:4])
+    return [
+        Finding(
+            f"ranks ran on nodes whose GPUs are now marked unhealthy: {shown} (ERR_INFRA: the hardware, not the "
+            "program)",
+            "; ".join(
+                f"{node}: {', '.join(f'{m.signal} {m.detail}'.strip() for m in bad[node].health)}"
+                for node in dict.fromkeys(node for _, node in ranks)
+            ),
+            "resubmit: the fit gate now leaves these nodes out, but the scheduler reads no node condition, so ask "
+            "the cluster admin to cordon or taint them (`kubectl cordon NODE`) until the GPUs are repaired",
+            "ran-on-unhealthy-node",
+        )
+    ]
+
+
 def _pvc_findings(status: st.JobStatus, messages: Sequence[str], events: Any, ns: str) -> list[Finding]:
     texts = [*messages, status.message]
     for event in st.items_of(events):
@@ -490,6 +539,7 @@ def explain(
             )
         )
     elif status.state == st.ERROR:
+        found += _ran_on_unhealthy(pod_list, nodes)
         found += _failure_findings(status, job)
     elif status.state in (st.PENDING, st.RUNNING):
         messages = _scheduler_messages(status, events, pod_list)
@@ -497,6 +547,7 @@ def explain(
         found += _config_findings(pod_list, events, ns)
         found += _pvc_findings(status, messages, events, ns)
         found += _gpu_findings(messages, nodes, no_gpu_hint)
+        found += _health_findings(nodes)
         if not found:
             found += _pending_findings(status, events, job_name or job, ns, queue_quota)
         if status.state == st.RUNNING and status.total > 1 and status.reason:

@@ -34,4 +34,5 @@ class GateRequest(Value):
     gang_mode: str = "auto"  # --gang
     server: str = ""  # the API server's URL: its cached NCCL probe result (multi-node)
     probe_warning: bool = True  # False for the NCCL probe itself
+    topology: Any = None  # topology.Topology of --topology (None: anywhere)
     objects: list[dict[str, Any]] | None = None  # the job's objects, dry-run by the server with the reviews

@@ -12,12 +12,15 @@ every rank is one pod that must land whole on one node, and multi-node ranks go 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
-from kubectl_tao.core import contract
+from kubectl_tao.core import contract, gpuhealth
+from kubectl_tao.core.ages import age
 from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.quantities import gpu_quantity
 from kubectl_tao.core.quota import QueueQuota, inactive_queue_message, room_text
+from kubectl_tao.core.topology import domains, domains_text, unknown_label
 from kubectl_tao.core.valueclass import Factory, Value, plain, record
 
 GPU_RESOURCE = contract.GPU_RESOURCE
@@ -81,6 +84,14 @@ class NodeGpus(Value):
     unschedulable: bool = False
     ready: bool = True
     gpu_pods: int = 0  # non-terminal pods on this node that hold at least one GPU
+    health: list[gpuhealth.Unhealthy] = Factory(list)  # its GPU-unhealthy marks (core/gpuhealth.py); [] healthy
+
+    def health_text(self, now: datetime | None = None) -> str:
+        """`XidCriticalError since 10m` (the first mark), '' for a healthy node."""
+        if not self.health:
+            return ""
+        first = self.health[0]
+        return gpuhealth.text(first, age(first.since, now) if first.since else "")
 
     def to_dict(self) -> dict[str, Any]:
         return plain(self)
@@ -140,9 +151,24 @@ def node_gpus(nodes_json: Any, pods_json: Any) -> list[NodeGpus]:
                 unschedulable=bool(spec.get("unschedulable")),
                 ready=_node_ready(node),
                 gpu_pods=holders.get(name, 0),
+                health=_node_health(node, allocatable),
             )
         )
     return out
+
+
+def _node_health(node: Mapping[str, Any], allocatable: int) -> list[gpuhealth.Unhealthy]:
+    """The marks the gate's reduced node carries ("health"), or, for a whole node object, those of the default
+    signals."""
+    reduced = node.get("health")
+    if reduced is not None:
+        return [gpuhealth.Unhealthy(**mark) for mark in reduced]
+    status, spec = node.get("status") or {}, node.get("spec") or {}
+    capacity = (status.get("capacity") or {}).get(GPU_RESOURCE)
+    return gpuhealth.judge(
+        status.get("conditions") or [], spec.get("taints") or [], allocatable,
+        None if capacity is None else gpu_quantity(capacity),
+    )
 
 
 def total_allocatable(nodes: Iterable[NodeGpus]) -> int:
@@ -217,9 +243,16 @@ class FitVerdict(Value):
     in_use: int  # GPUs requested by running pods on the eligible nodes
     message: str
     quota: QueueQuota | None = None
+    left_out: list[tuple[str, str]] = Factory(list)  # (node, why): GPU nodes left out as unhealthy
+    topology: Any = None  # topology.Topology of --topology
+    domains: list[Any] = Factory(list)  # its topology.Domain list, best first
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "leftOut": [{"node": node, "signal": why} for node, why in self.left_out],
+            "topology": None if self.topology is None else {
+                **self.topology.to_dict(), "domains": [d.to_dict() for d in self.domains]
+            },
             "verdict": self.verdict,
             "gpusPerNode": self.gpus_per_node,
             "nodeCount": self.node_count,
@@ -253,6 +286,8 @@ def _ineligible_reason(
     """Why the node can never take a rank regardless of load ('' when it can)."""
     if node.unschedulable:
         return "cordoned"
+    if node.health:
+        return "unhealthy"
     for key, value in (node_selector or {}).items():
         if node.labels.get(key) != value:
             return "selector"
@@ -273,6 +308,8 @@ def fit(
     gpu_product: str | None = None,
     quota: QueueQuota | None = None,
     no_gpu_hint: str | None = None,
+    now: datetime | None = None,
+    topology: Any = None,
 ) -> FitVerdict:
     """Can `node_count` ranks of `gpus_per_node` GPUs each run here: now ("fits"), later ("queue"), never?
 
@@ -305,13 +342,20 @@ def fit(
 
     eligible: list[NodeGpus] = []
     why_not: dict[str, list[str]] = {}
+    left_out: list[tuple[str, str]] = []
     for node in nodes:
         reason = _ineligible_reason(node, node_selector, tolerations, gpu_product)
         if not reason:
             eligible.append(node)
-        elif gpus == 0 or node.allocatable > 0:  # a CPU-only node excluded from a GPU job is not news
-            why_not.setdefault(reason, []).append(node.name)
+        elif gpus == 0 or node.allocatable > 0 or node.health:  # a CPU-only node left out of a GPU job is not news
+            if reason == "unhealthy":
+                left_out.append((node.name, node.health_text(now)))
+            why_not.setdefault(reason, []).append(
+                f"{node.name} ({left_out[-1][1]})" if reason == "unhealthy" else node.name
+            )
 
+    if topology is not None and not any(topology.label in n.labels for n in nodes):
+        raise unknown_label(topology.label)
     ever = [n for n in eligible if n.allocatable >= gpus]
     now = [
         n
@@ -322,8 +366,22 @@ def fit(
     largest = None if largest_node is None else (largest_node.name, largest_node.allocatable)
     in_use = sum(n.requested for n in eligible)
     chosen = [n.name for n in sorted(now, key=lambda n: (n.free, n.name))[:node_count]]
+    found = domains(topology.label, ever, now, eligible) if topology is not None else []
+    spread = ""
+    if topology is not None:
+        # Best fit inside one domain: the domain with the fewest free GPUs that still holds the gang now.
+        holding = [d for d in found if len(d.fitting_now) >= node_count]
+        if holding:
+            best = min(holding, key=lambda d: (d.free, d.value))
+            by_name = {n.name: n for n in now}
+            inside = sorted((by_name[name] for name in best.fitting_now), key=lambda n: (n.free, n.name))
+            chosen = [n.name for n in inside[:node_count]]
+        elif not topology.required:
+            spread = f"; no single {topology.label} domain has room now, so the ranks spread over several"
 
     def verdict(kind: str, message: str) -> FitVerdict:
+        if left_out and kind != NEVER:
+            message += f"; {left_out_text(left_out)}"
         return FitVerdict(
             verdict=kind,
             gpus_per_node=gpus,
@@ -336,6 +394,9 @@ def fit(
             in_use=in_use,
             message=message,
             quota=quota,
+            left_out=left_out,
+            topology=topology,
+            domains=found,
         )
 
     wanted = gpus * node_count
@@ -374,6 +435,11 @@ def fit(
             _never_message(request, gpus, node_count, eligible, ever, why_not, largest, taint_example, products),
         )
 
+    if topology is not None and topology.required and node_count > 1:
+        judged = _topology_verdict(request, gpus, node_count, topology.label, found, len(ever), len(now))
+        if judged is not None:
+            return verdict(*judged)
+
     quota_wait = ""
     if quota is not None and wanted > 0 and wanted > quota.free:
         ahead = f"; {_plural(quota.pending_workloads, 'workload')} pending" if quota.pending_workloads else ""
@@ -392,7 +458,36 @@ def fit(
 
     where = ", ".join(f"{n.name} ({n.free} free)" if gpus else n.name for n in _named(now, chosen))
     best = " (best fit: the fullest nodes that still fit)" if gpus and len(now) > node_count else ""
-    return verdict(FITS, f"fits: {request} on {where}{best}")
+    inside = f" in one {topology.label} domain" if topology is not None and not spread else ""
+    return verdict(FITS, f"fits: {request}{inside} on {where}{best}{spread}")
+
+
+def _topology_verdict(
+    request: str, gpus: int, node_count: int, label: str, found: Sequence[Any], ever: int, now: int
+) -> tuple[str, str] | None:
+    """never: no domain of LABEL has node_count nodes big enough; queue: one has, but none has them free now
+    (though the cluster may); None: a domain holds the gang now."""
+    if any(len(d.fitting_now) >= node_count for d in found):
+        return None
+    listed = domains_text(label, found, gpus) or f"no eligible node carries {label}"
+    if not any(len(d.fitting_ever) >= node_count for d in found):
+        largest = max((len(d.fitting_ever) for d in found), default=0)
+        return NEVER, (
+            f"never: {request} with --topology {label} needs {node_count} nodes with >= {gpus} {GPU_RESOURCE} "
+            f"inside one {label} domain; the largest has {largest} ({listed}); ask for fewer nodes, a higher "
+            f"level (--topology with a wider label), or {label}:preferred"
+        )
+    cluster = f"; the cluster has {now} such nodes free across domains" if now >= node_count else ""
+    return QUEUE, (
+        f"queue: {request} with --topology {label}: no {label} domain has {node_count} nodes with {gpus} free "
+        f"now ({listed}){cluster}; the job waits until one domain has room"
+    )
+
+
+def left_out_text(left_out: Sequence[tuple[str, str]]) -> str:
+    """`2 nodes left out as unhealthy: gpu-node-3 XidCriticalError since 10m, gpu-node-5 ...`."""
+    shown = _short_list([f"{node} {why}" for node, why in left_out])
+    return f"{_plural(len(left_out), 'node')} left out as unhealthy: {shown}"
 
 
 def _neg_name(name: str) -> tuple[int, ...]:
@@ -418,6 +513,7 @@ def _never_message(
 ) -> str:
     labels = {
         "cordoned": "cordoned",
+        "unhealthy": "with an unhealthy GPU",
         "selector": "not matching the node selector",
         "product": f"with another {GPU_PRODUCT_LABEL}"
         + (f" (this cluster has {_short_list(list(products))})" if products else ""),

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.gpufit import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, node_gpus, pod_gpu_request
+from kubectl_tao.core.topology import NONE_DOMAIN
 from kubectl_tao.core.valueclass import Factory, Value, plain, record
 
 if TYPE_CHECKING:
@@ -333,6 +334,8 @@ class NodeRow(Value):
     cordoned: bool
     ready: bool
     gpu_pods: int
+    health: str = ""  # why its GPUs are unhealthy (core/gpuhealth.py), '' when healthy
+    domain: str | None = None  # its value of the `gpus --by` label (topology.NONE_DOMAIN without it)
 
     def to_dict(self) -> dict[str, Any]:
         return plain(self)
@@ -346,6 +349,26 @@ class Inventory(Value):
     dra_drivers: tuple[str, ...]
     off_node: int
     notes: list[str] = Factory(list)
+    by: str | None = None  # `gpus --by LABEL`
+
+    def domains(self) -> list[dict[str, Any]]:
+        """Per value of the --by label: nodes, GPUs total/allocated/free, free on healthy schedulable nodes, the
+        most free on one such node, and unhealthy nodes; most free first."""
+        found: dict[str, dict[str, Any]] = {}
+        for row in self.nodes:
+            key = row.domain or NONE_DOMAIN
+            d = found.setdefault(key, {"domain": key, "nodes": 0, "total": 0, "allocated": 0, "free": 0,
+                                       "freeSchedulable": 0, "largestFree": 0, "unhealthyNodes": 0})
+            d["nodes"] += 1
+            d["total"] += row.total
+            d["allocated"] += row.allocated
+            d["free"] += row.free
+            if row.health:
+                d["unhealthyNodes"] += 1
+            elif row.ready and not row.cordoned:
+                d["freeSchedulable"] += row.free
+                d["largestFree"] = max(d["largestFree"], row.free)
+        return sorted(found.values(), key=lambda d: (d["domain"] == NONE_DOMAIN, -d["freeSchedulable"], d["domain"]))
 
     @property
     def totals(self) -> dict[str, int]:
@@ -354,7 +377,7 @@ class Inventory(Value):
             "total": sum(n.total for n in self.nodes),
             "allocated": sum(n.allocated for n in self.nodes),
             "free": sum(n.free for n in self.nodes),
-            "freeSchedulable": sum(n.free for n in self.nodes if not n.cordoned and n.ready),
+            "freeSchedulable": sum(n.free for n in self.nodes if not n.cordoned and n.ready and not n.health),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -364,6 +387,7 @@ class Inventory(Value):
             "totals": self.totals,
             "dra": {"deviceClass": self.dra_class, "drivers": list(self.dra_drivers), "offNode": self.off_node},
             "notes": list(self.notes),
+            **({"by": self.by, "domains": self.domains()} if self.by else {}),
         }
 
 
@@ -372,7 +396,9 @@ def _taint_text(taint: Mapping[str, Any]) -> str:
     return f"{taint.get('key', '')}{'=' + str(value) if value else ''}:{taint.get('effect', '')}"
 
 
-def inventory(nodes_json: Any, pods_json: Any, dra: DraGpus | None, notes: Sequence[str] = ()) -> Inventory:
+def inventory(
+    nodes_json: Any, pods_json: Any, dra: DraGpus | None, notes: Sequence[str] = (), by: str | None = None
+) -> Inventory:
     """Per GPU node: product, total, allocated, free (device plugin and DRA added up), taints, cordoned;
     per namespace the GPUs its running pods and allocated claims hold. One pass over pods and nodes."""
     plugin = node_gpus(nodes_json, pods_json)
@@ -410,6 +436,8 @@ def inventory(nodes_json: Any, pods_json: Any, dra: DraGpus | None, notes: Seque
                 cordoned=node.unschedulable,
                 ready=node.ready,
                 gpu_pods=node.gpu_pods,
+                health=node.health_text(),
+                domain=node.labels.get(by, NONE_DOMAIN) if by else None,
             )
         )
     return Inventory(
@@ -419,4 +447,5 @@ def inventory(nodes_json: Any, pods_json: Any, dra: DraGpus | None, notes: Seque
         dra_drivers=dra.drivers if dra else (),
         off_node=dra.off_node if dra else 0,
         notes=list(notes),
+        by=by,
     )

@@ -98,6 +98,7 @@ class JobSpec(Value):
     node_selector: Mapping[str, str] = Factory(dict)
     tolerations: tuple[Mapping[str, Any], ...] = ()
     queue_name: str | None = None  # Kueue LocalQueue: label + suspend: true
+    topology: Mapping[str, str] = Factory(dict)  # Kueue's topology annotation on the pod template (--topology)
     retries_per_index: int | None = None  # multi-node: backoffLimitPerIndex + FailIndex on 137
     rendezvous_timeout_seconds: int = DEFAULT_RENDEZVOUS_TIMEOUT  # multi-node barrier; 0 disables
 
@@ -501,6 +502,7 @@ def spec_from_options(
     queue_name: str | None = None,
     retries_per_index: int | None = None,
     rendezvous_timeout_seconds: int = DEFAULT_RENDEZVOUS_TIMEOUT,
+    topology: Mapping[str, str] | None = None,
 ) -> JobSpec:
     """Build a validated JobSpec from flag values (what `kubectl tao render/submit` and
     scripts/render_job parse). Give a name, a record id, or both: a missing name is derived from the
@@ -545,6 +547,7 @@ def spec_from_options(
         node_selector=parse_key_values(node_selector, "node selector"),
         tolerations=tuple(parse_toleration(t) if isinstance(t, str) else dict(t) for t in tolerations),
         queue_name=queue_name,
+        topology=dict(topology or {}),
         retries_per_index=retries_per_index,
         rendezvous_timeout_seconds=rendezvous_timeout_seconds,
     )
@@ -604,7 +607,7 @@ def _job_labels(spec: JobSpec) -> dict[str, str]:
 
 
 def _pod_annotations(spec: JobSpec) -> dict[str, str]:
-    return {RECORD_ID_KEY: spec.record_id, **spec.annotations}
+    return {RECORD_ID_KEY: spec.record_id, **spec.annotations, **spec.topology}
 
 
 def _env(name: str, value: str) -> dict[str, Any]:

@@ -230,6 +230,7 @@ def fit_verdict(request: GateRequest, nodes: Any, pods: Any, dra: Any = None, qu
         gpu_product=request.gpu_product,
         quota=quota,
         no_gpu_hint=gpuinventory.no_gpu_hint(dra),
+        topology=request.topology,
     )
 
 

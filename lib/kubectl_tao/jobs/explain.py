@@ -127,6 +127,28 @@ def from_history(tracked: Tracked) -> Explanation:
     return result
 
 
+def _nodes_ran_on(kc: Kubectl, pods: list[Any], notes: list[str]) -> Any:
+    """The nodes a failed job's pods ran on (one `get nodes`), for their GPU health marks; None when none or
+    they cannot be read (a note)."""
+    from kubectl_tao.core import gpufit
+    from kubectl_tao.k8s import capacity
+
+    names = sorted({str((p.get("spec") or {}).get("nodeName")) for p in pods if (p.get("spec") or {}).get("nodeName")})
+    if not names:
+        return None
+    try:
+        listed = kc.json(["get", "nodes", *names, "--ignore-not-found"], namespaced=False)
+        signals = capacity.health_signals()
+    except TaoError as exc:
+        notes.append(f"nodes not read ({exc.message}); cannot tell whether a rank's GPUs failed")
+        return None
+    items = listed.get("items", [listed] if listed.get("kind") == "Node" else []) if isinstance(listed, dict) else []
+    from kubectl_tao.k8s import gatelists
+
+    reduced = gatelists.reduce(json.dumps({"items": items}), "nodes", signals=signals).items
+    return gpufit.node_gpus({"items": reduced}, {"items": []})
+
+
 def _needs_nodes(status: st.JobStatus, events: list[Any]) -> bool:
     if status.state not in (st.PENDING, st.RUNNING):
         return False
@@ -242,6 +264,8 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
                 notes.append(dra_note)
             node_list = gpuinventory.fit_nodes(seen.nodes, seen.pods, dra)
             hint = gpuinventory.no_gpu_hint(dra)
+    elif status.state == st.ERROR:
+        node_list = _nodes_ran_on(kc, pods, notes)
     found = explain(
         status, events, pods, nodes=node_list, job=tracked.id, namespace=ns, job_name=name, no_gpu_hint=hint,
         queue_quota=queue_quota,

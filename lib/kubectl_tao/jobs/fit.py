@@ -46,6 +46,7 @@ def check(
     tolerations: Sequence[Mapping[str, Any]] | None = None,
     gpu_product: str | None = None,
     queue: str | None = None,
+    topology: Any = None,
 ) -> FitReport:
     """The fit verdict of GPUS x NODES, with the LocalQueue whose quota counted (--queue, else the namespace's
     default or only one), notes (the queue's; why DRA GPUs were not counted) and the gang mechanism."""
@@ -61,6 +62,7 @@ def check(
         tolerations=[dict(t) for t in tolerations or []],
         gpu_product=gpu_product,
         queue=queue,
+        topology=topology,
     )
     seen = gates.for_fit(kc, request)
     queued, fitted = seen["queue"], seen["capacity"]

@@ -191,7 +191,7 @@ def for_fit(kc: Kubectl, request: GateRequest) -> dict[str, Any]:
     run = Run(kc, request)
     try:
         for verdict in run.verdicts():
-            if verdict.gate != "capacity":
+            if verdict.gate != "capacity" or isinstance(run.facts.get("capacity"), TaoError):
                 _act_on(verdict, [])
     finally:
         run.close()
@@ -490,10 +490,12 @@ def _queue_reads(request: GateRequest) -> dict[str, Call]:
 
 def _queue_look(run: Run) -> gatefacts.QueueSeen:
     from kubectl_tao.core import gatefacts
-    from kubectl_tao.k8s.queues import read_queue
+    from kubectl_tao.k8s.queues import check_topology, read_queue
 
     request = run.request
     quota, local_queue, notes = read_queue(run.kc, run.answer("queues"), request.queue, request.namespace)
+    if request.queue and request.topology is not None:
+        notes += check_topology(run.kc, quota, request.topology)
     return gatefacts.QueueSeen(quota, local_queue, tuple(notes), _capacity_known(run))
 
 
@@ -546,8 +548,14 @@ def _gang_look(run: Run) -> gatefacts.GangSeen:
     from kubectl_tao.core import gatefacts
 
     request = run.request
-    support = gang.detect(run.kc, request.namespace, run.answer("gang"), request.nodes) if run.reads("gang") else None
-    return gatefacts.GangSeen(gang.choose(request.nodes, request.queue, support, request.gang_mode), gang.ENABLE_HINT)
+    # fit judges a --topology gang's room; only submit and preflight ask who keeps it in one domain
+    topology = request.topology if request.verb != FIT else None
+    key = topology.label if topology is not None and topology.required else None
+    support = (
+        gang.detect(run.kc, request.namespace, run.answer("gang"), request.nodes, key) if run.reads("gang") else None
+    )
+    mechanism = gang.choose(request.nodes, request.queue, support, request.gang_mode, topology)
+    return gatefacts.GangSeen(mechanism, gang.ENABLE_HINT)
 
 
 def _dry_run_look(run: Run) -> TaoError | None:

@@ -70,7 +70,8 @@ class GpusView(Value):
 
 
 def gather(
-    kc: Kubectl, *, device_class: str | None = None, queue: str | None = None, namespace: str = ""
+    kc: Kubectl, *, device_class: str | None = None, queue: str | None = None, namespace: str = "",
+    by: str | None = None,
 ) -> GpusView:
     """The cluster's GPUs per node and per namespace, and with `queue` the remaining quota of that LocalQueue
     of `namespace`. A LocalQueue that does not exist, a cluster without Kueue and a queue Kueue marks
@@ -110,4 +111,9 @@ def gather(
         notes.append(hint)
     if dra and dra.off_node:
         notes.append(f"{dra.off_node} DRA GPUs are not tied to one node (network-attached) and are not listed")
-    return GpusView(gpuinventory.inventory(seen.nodes, seen.pods, dra, notes), view)
+    if by:
+        from kubectl_tao.core.topology import unknown_label
+
+        if not any(by in ((n.get("metadata") or {}).get("labels") or {}) for n in (seen.nodes or {}).get("items", [])):
+            raise unknown_label(by, "--by")
+    return GpusView(gpuinventory.inventory(seen.nodes, seen.pods, dra, notes, by), view)

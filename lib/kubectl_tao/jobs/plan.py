@@ -54,6 +54,7 @@ class JobRequest(Value):
     node_selector: tuple[str, ...]
     toleration: tuple[str, ...]
     queue: str | None
+    topology: str | None
     gang: str
     retries_per_index: int | None
     active_deadline: int | None
@@ -211,6 +212,7 @@ def _spec_plan(
     from kubectl_tao.k8s.gang import check_mode
 
     gang_mode = check_mode(job.gang, nodes=nodes, queue=job.queue)
+    topology, topology_warning = _topology(job)
     existing_secret = job.env_secret
     if existing_secret and credentials:
         raise UsageError("--env-secret names an existing Secret: give it or --env-file/--env, not both")
@@ -276,6 +278,7 @@ def _spec_plan(
         queue_name=job.queue,
         retries_per_index=job.retries_per_index,
         rendezvous_timeout_seconds=job.rendezvous_timeout,
+        topology=topology.annotations() if topology is not None and job.queue else None,
     )
     probe_name = kubernetes_job_name(probe_id)
     spec = render.spec_from_options(
@@ -285,7 +288,7 @@ def _spec_plan(
         env_secret=existing_secret or (secret_name_for(probe_name) if credentials else None),
         **base,
     )
-    warnings = render.warnings_for(spec)
+    warnings = render.warnings_for(spec) + ([topology_warning] if topology_warning else [])
 
     def render_objects(job_name: str, record_id: str, secret: str | None) -> list[dict[str, Any]]:
         final = spec.replaced(
@@ -334,6 +337,24 @@ def _spec_plan(
         patches_job=bool(job.keep_until_captured),
         notes=nccl.notes,
         gang_mode=gang_mode,
+        topology=topology,
+    )
+
+
+def _topology(job: JobRequest) -> tuple[Any, str]:
+    """--topology LABEL[:preferred], checked: with --queue Kueue places the gang (the queue's ResourceFlavor is
+    checked by the queue gate); without it a required one is kept by a native gang whose server keeps Job
+    topology constraints, else refused (gang.choose, once the server is known), and a preferred one is warned
+    about (only Kueue has a preference). One rank is always in one domain. Returns the topology.Topology (or
+    None) and the warning ('' for none)."""
+    from kubectl_tao.core.topology import parse
+
+    topology = parse(job.topology)
+    if topology is None or job.queue or topology.required or job.nodes < 2:
+        return topology, ""
+    return topology, (
+        f"--topology {topology.text()} without --queue: nothing places the ranks close together (Kueue's "
+        "topology-aware scheduling needs --queue); the scheduler spreads them as it likes"
     )
 
 
@@ -353,6 +374,7 @@ _NOT_FOR_ACTION_REQUESTS = {
     "nccl_env": ("--nccl-env", "the request's environment"),
     "retries_per_index": ("--retries-per-index", "nothing: an action request runs one pod"),
     "gang": ("--gang", "nothing: an action request runs one pod"),
+    "topology": ("--topology", "nothing: an action request runs one pod"),
 }
 
 

@@ -65,6 +65,7 @@ class Plan(Value):
     notes: list[str] = Factory(list)  # what was decided for the user (printed, not warnings)
     patches_job: bool = False  # --keep-until-captured: `status` sets the Job's TTL once the history is captured
     gang_mode: str = "auto"  # --gang: auto | native | off (gang.py)
+    topology: Any = None  # topology.Topology of --topology (None: anywhere)
 
 
 @record
@@ -109,6 +110,7 @@ def run_gates(
         tolerations=plan.tolerations,
         gpu_product=plan.gpu_product,
         queue=plan.queue,
+        topology=plan.topology,
         require_fit_now=plan.require_fit_now,
         min_version=plan.min_version,
         min_version_feature=plan.min_version_feature,
@@ -152,8 +154,8 @@ def execute(
     from kubectl_tao.k8s import gang
 
     if dry_run == "client":
-        return _dry(plan, namespace, None, plan.warnings, gang.choose(plan.nodes, plan.queue, None, plan.gang_mode),
-                    name=name)
+        return _dry(plan, namespace, None, plan.warnings,
+                    gang.choose(plan.nodes, plan.queue, None, plan.gang_mode, plan.topology), name=name)
     store = store_factory() if dry_run == "none" else None
     record_id = _new_id(plan, store) if store is not None else (name or _new_id(plan, None))
     job_name = kubernetes_job_name(record_id)
@@ -161,8 +163,8 @@ def execute(
     payload: list[dict[str, Any]] | None = None
     rendered: list[dict[str, Any]] = []
     if not gang_detected(plan):  # the manifests are known now: dry-run them with the gates, in one process
-        rendered = gang.apply(plan.render(job_name, record_id, secret), gang.choose(plan.nodes, plan.queue, None,
-                                                                                   plan.gang_mode))
+        rendered = gang.apply(plan.render(job_name, record_id, secret),
+                              gang.choose(plan.nodes, plan.queue, None, plan.gang_mode, plan.topology))
         _lint(rendered)
         payload = _payload(plan, rendered, job_name, namespace, real=store is not None)
         gated = run_gates(kc, plan, namespace, target_server, payload)

@@ -19,6 +19,7 @@ last word.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -123,10 +124,18 @@ def _pods(first: Completed, kc: Kubectl | None) -> tuple[list[dict[str, Any]], i
             pool.shutdown(wait=True)
 
 
+def health_signals() -> tuple[Any, ...]:
+    """The GPU health signals: core/gpuhealth.py's list plus those of KUBECTL_TAO_GPU_HEALTH_SIGNALS (exit 2 for
+    an entry it cannot read)."""
+    from kubectl_tao.core import gpuhealth
+
+    return gpuhealth.parse_signals(os.environ.get(gpuhealth.SETTING))
+
+
 def _nodes(result: Completed) -> dict[str, Any]:
     from kubectl_tao.k8s import gatelists
 
-    return {"items": gatelists.reduce(result.stdout, "nodes").items}
+    return {"items": gatelists.reduce(result.stdout, "nodes", signals=health_signals()).items}
 
 
 def _forbidden(result: Completed | TaoError) -> bool:

@@ -48,6 +48,11 @@ NONE_GUARD = "the capacity gate and the rendezvous barrier are the only guard ag
 _SCHEDULER_SAID = ("Unschedulable", contract.INSUFFICIENT_GPU)
 _SCHEDULING_REASONS = ("", "Pending", "NoPods", *_SCHEDULER_SAID)
 _DRY_RUN_TEMPLATE = 'go-template={{if .spec.scheduling}}{{if .spec.scheduling.schedulingPolicy.gang}}gang{{end}}{{end}}'
+_TOPOLOGY_TEMPLATE = "go-template={{if .spec.schedulingConstraints}}topology{{end}}"
+TOPOLOGY_HINT = (
+    "an admin enables PodGroup topology constraints with --feature-gates=TopologyAwareWorkloadScheduling=true on "
+    "the kube-apiserver and kube-scheduler (alpha since 1.36)"
+)
 
 
 @record(frozen=True)
@@ -56,6 +61,7 @@ class Support(Value):
 
     native: bool
     detail: str
+    topology: bool = False  # the server also keeps Job spec.scheduling.schedulingConstraints (topology)
 
 
 @record(frozen=True)
@@ -65,6 +71,7 @@ class Mechanism(Value):
     kind: str
     message: str
     min_count: int | None = None
+    topology_key: str | None = None  # native: every rank in one domain of this node label
 
     def to_dict(self) -> dict[str, Any]:
         return plain(self)
@@ -142,6 +149,24 @@ def dry_run_call(namespace: str, nodes: int) -> tuple[list[str], dict[str, Any]]
     )
 
 
+def topology_dry_run_call(namespace: str, nodes: int, topology_key: str) -> tuple[list[str], dict[str, Any]]:
+    """A server dry run of a PodGroup with a topology constraint: the API server keeps the field only with the
+    TopologyAwareWorkloadScheduling feature gate on (it drops it from the PodGroups the Job controller makes
+    otherwise, while the Job itself keeps it)."""
+    group = {
+        "apiVersion": API_VERSION,
+        "kind": "PodGroup",
+        "metadata": {"generateName": "kubectl-tao-topology-check-",
+                     "labels": {contract.MANAGED_BY_LABEL: contract.MANAGED_BY}},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": max(nodes, 2)}},
+                 "schedulingConstraints": {"topology": [{"key": topology_key}]}},
+    }
+    return (
+        ["create", "--dry-run=server", "-f", "-", "-n", namespace, "-o", _TOPOLOGY_TEMPLATE],
+        {"namespaced": False, "stdin": json.dumps(group)},
+    )
+
+
 def kept(result: Completed | TaoError) -> Support:
     """From the dry run: did the API server keep spec.scheduling.schedulingPolicy.gang?"""
     if isinstance(result, TaoError):
@@ -151,7 +176,9 @@ def kept(result: Completed | TaoError) -> Support:
     return Support(False, "the API server drops Job spec.scheduling (the WorkloadWithJob feature gate is off)")
 
 
-def detect(kc: Kubectl, namespace: str, discovery: Completed | TaoError | None, nodes: int) -> Support:
+def detect(
+    kc: Kubectl, namespace: str, discovery: Completed | TaoError | None, nodes: int, topology_key: str | None = None
+) -> Support:
     """Native gang support, from the discovery result the caller read in its first round trip; the dry run
     follows only where PodGroups are served."""
     if isinstance(discovery, ClusterUnreachableError):
@@ -159,18 +186,50 @@ def detect(kc: Kubectl, namespace: str, discovery: Completed | TaoError | None, 
     ok, why = served(discovery)
     if not ok:
         return Support(False, why)
-    args, kwargs = dry_run_call(namespace, nodes)
+    support = kept(_dry_run(kc, *dry_run_call(namespace, nodes)))
+    if not support.native or not topology_key:
+        return support
+    answer = _dry_run(kc, *topology_dry_run_call(namespace, nodes, topology_key))
+    return support.replaced(topology=isinstance(answer, Completed) and answer.stdout.strip() == "topology")
+
+
+def _dry_run(kc: Kubectl, args: list[str], kwargs: dict[str, Any]) -> Completed | TaoError:
     try:
-        result: Completed | TaoError = kc.run(args, **kwargs)
+        return kc.run(args, **kwargs)
     except ClusterUnreachableError:
         raise
     except TaoError as exc:
-        result = exc
-    return kept(result)
+        return exc
 
 
-def choose(nodes: int, queue: str | None, support: Support | None, mode: str = "auto") -> Mechanism:
-    """The mechanism for a job of `nodes` ranks (see the module docstring). `support` None: not checked."""
+def choose(
+    nodes: int, queue: str | None, support: Support | None, mode: str = "auto", topology: Any = None
+) -> Mechanism:
+    """The mechanism for a job of `nodes` ranks (see the module docstring). `support` None: not checked.
+    `topology` (core/topology.Topology, --topology without --queue): a required one is kept by a native gang
+    whose server keeps Job spec.scheduling.schedulingConstraints, else refused (UsageError); a preferred one is
+    never set (the API has no preference), the plan warned about it."""
+    mechanism = _choose(nodes, queue, support, mode)
+    if topology is None or not topology.required or nodes < 2 or queue:
+        return mechanism
+    label = topology.label
+    if mechanism.kind == NATIVE and (support is None or support.topology):
+        return mechanism.replaced(
+            topology_key=label,
+            message=f"{mechanism.message}; every rank in one {label} domain (Job spec.scheduling topology)",
+        )
+    why = (
+        f"this API server gang-schedules Jobs but drops the topology constraints of their PodGroups; {TOPOLOGY_HINT}"
+        if mechanism.kind == NATIVE
+        else f"no native gang here ({mechanism.message})"
+    )
+    raise UsageError(
+        f"--topology {label}: nothing keeps every rank in one {label} domain without --queue: {why}; add --queue "
+        f"with a LocalQueue whose ResourceFlavor names a Topology, or ask for --topology {label}:preferred"
+    )
+
+
+def _choose(nodes: int, queue: str | None, support: Support | None, mode: str) -> Mechanism:
     if nodes < 2:
         return Mechanism(NONE, "one rank: its pod is scheduled whole")
     if queue:
@@ -194,8 +253,11 @@ def choose(nodes: int, queue: str | None, support: Support | None, mode: str = "
     return Mechanism(NONE, f"this cluster does not gang-schedule Jobs: {support.detail}; {NONE_GUARD}")
 
 
-def scheduling_field(min_count: int) -> dict[str, Any]:
-    return {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+def scheduling_field(min_count: int, topology_key: str | None = None) -> dict[str, Any]:
+    field: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    if topology_key:
+        field["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
+    return field
 
 
 def apply(objects: Sequence[dict[str, Any]], mechanism: Mechanism) -> list[dict[str, Any]]:
@@ -205,7 +267,8 @@ def apply(objects: Sequence[dict[str, Any]], mechanism: Mechanism) -> list[dict[
     out = []
     for obj in objects:
         if obj.get("kind") == "Job" and (obj.get("spec") or {}).get("completionMode") == "Indexed":
-            obj = {**obj, "spec": {**obj["spec"], "scheduling": scheduling_field(mechanism.min_count)}}
+            field = scheduling_field(mechanism.min_count, mechanism.topology_key)
+            obj = {**obj, "spec": {**obj["spec"], "scheduling": field}}
         out.append(obj)
     return out
 

@@ -20,8 +20,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from kubectl_tao.core import gpuhealth
 from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.gpufit import GPU_RESOURCE, pod_gpu_request
+from kubectl_tao.core.quantities import gpu_quantity
 from kubectl_tao.core.valueclass import Factory, Value, record
 
 FINISHED = ("Succeeded", "Failed")
@@ -46,7 +48,9 @@ def _reduced_pod(namespace: Any, node: Any, phase: Any, gpus: int) -> dict[str, 
     }
 
 
-def _reduced_node(name: Any, labels: Any, taints: Any, unschedulable: Any, gpus: Any, ready: Any) -> dict[str, Any]:
+def _reduced_node(
+    name: Any, labels: Any, taints: Any, unschedulable: Any, gpus: Any, ready: Any, health: list[dict[str, Any]]
+) -> dict[str, Any]:
     status: dict[str, Any] = {"conditions": [{"type": "Ready", "status": ready}] if ready is not None else []}
     if gpus is not None:
         status["allocatable"] = {GPU_RESOURCE: gpus}
@@ -54,7 +58,23 @@ def _reduced_node(name: Any, labels: Any, taints: Any, unschedulable: Any, gpus:
         "metadata": {"name": name, "labels": dict(labels or {})},
         "spec": {"taints": [dict(t) for t in taints or [] if isinstance(t, Mapping)], "unschedulable": unschedulable},
         "status": status,
+        "health": health,
     }
+
+
+def _health(
+    conditions: list[Any], taints: Any, gpus: Any, capacity: Any, signals: tuple[gpuhealth.Signal, ...]
+) -> list[dict[str, Any]]:
+    """The node's unhealthy marks (gpuhealth.judge), as dicts: the only conditions besides Ready kept."""
+    if not conditions and not taints and capacity is None:
+        return []
+    try:
+        allocatable, total = gpu_quantity(gpus), None if capacity is None else gpu_quantity(capacity)
+    except TaoError:
+        allocatable, total = 0, None
+    marks = gpuhealth.judge(conditions, [t for t in taints or [] if isinstance(t, Mapping)], allocatable, total,
+                            signals)
+    return [m.to_dict() for m in marks]
 
 
 # ------------------------------------------------------------------------------------------- json (stdlib)
@@ -95,16 +115,19 @@ def _pods_json(text: str) -> Page:
     return page
 
 
-def _nodes_json(text: str) -> Page:
+def _nodes_json(text: str, signals: tuple[gpuhealth.Signal, ...] = gpuhealth.DEFAULT_SIGNALS) -> Page:
     data = _loads(text, "nodes")
     objects = _objects(data)
     page = Page(token=_token(data), listed=len(objects))
     for node in objects:
         meta, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
-        ready = next((c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+        conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
+        ready = next((c.get("status") for c in conditions if c.get("type") == "Ready"), None)
+        gpus = (status.get("allocatable") or {}).get(GPU_RESOURCE)
+        capacity = (status.get("capacity") or {}).get(GPU_RESOURCE)
         page.items.append(
             _reduced_node(meta.get("name", ""), meta.get("labels"), spec.get("taints"), spec.get("unschedulable"),
-                          (status.get("allocatable") or {}).get(GPU_RESOURCE), ready)
+                          gpus, ready, _health(conditions, spec.get("taints"), gpus, capacity, signals))
         )
     return page
 
@@ -181,21 +204,31 @@ def _pods_typed(decoded: Any, unset: Any) -> Page:
     return page
 
 
-def _nodes_typed(decoded: Any, unset: Any) -> Page:
+def _nodes_typed(decoded: Any, unset: Any, signals: tuple[gpuhealth.Signal, ...] = gpuhealth.DEFAULT_SIGNALS) -> Page:
     objects = decoded.items or []
     page = Page(token=(decoded.metadata.token if decoded.metadata else None) or "", listed=len(objects))
+    watched = gpuhealth.condition_types(signals)
     for node in objects:
         meta, spec, status = node.metadata, node.spec, node.status
         conditions = (status.conditions if status else None) or []
         ready = next((c.status for c in conditions if c.type == "Ready"), None)
+        marked = [
+            {"type": c.type, "status": c.status, "reason": c.reason, "lastTransitionTime": c.lastTransitionTime}
+            for c in conditions
+            if c.type in watched
+        ]
+        taints = spec.taints if spec else None
+        gpus = _allocatable(status.allocatable if status else None, unset)
+        capacity = _allocatable(status.capacity if status else None, unset)
         page.items.append(
             _reduced_node(
                 (meta.name if meta else None) or "",
                 meta.labels if meta else None,
-                spec.taints if spec else None,
+                taints,
                 spec.unschedulable if spec else None,
-                _allocatable(status.allocatable if status else None, unset),
+                gpus,
                 ready,
+                _health(marked, taints, gpus, capacity, signals),
             )
         )
     return page
@@ -210,17 +243,21 @@ def _allocatable(gpus: Any, unset: Any) -> Any:
 _READERS = {"pods": (_pods_typed, _pods_json), "nodes": (_nodes_typed, _nodes_json)}
 
 
-def reduce(text: str, what: str, *, fast: bool = True) -> Page:
+def reduce(
+    text: str, what: str, *, fast: bool = True, signals: tuple[gpuhealth.Signal, ...] = gpuhealth.DEFAULT_SIGNALS
+) -> Page:
     """A `get --raw` list answer of `what` ("pods" or "nodes") reduced to what the gate reads (`fast`: msgspec
-    when installed; False forces json.loads, for tests)."""
+    when installed; False forces json.loads, for tests). A node keeps its GPU health marks (`signals`) as
+    "health"."""
     typed, plain = _READERS[what]
+    extra = (signals,) if what == "nodes" else ()
     types = _decoders() if fast else None
     if types is not None and text.strip():
         try:
-            return typed(types.DECODERS[what].decode(text), types.UNSET)
+            return typed(types.DECODERS[what].decode(text), types.UNSET, *extra)
         except types.ERRORS:
             pass  # an unexpected type somewhere, or not JSON at all: json.loads decides and names it
-    return plain(text)
+    return plain(text, *extra)
 
 
 def continue_token(text: str) -> str:

@@ -65,6 +65,8 @@ class PodList(msgspec.Struct):
 class Condition(msgspec.Struct):
     type: str | None = None
     status: str | None = None
+    reason: str | None = None
+    lastTransitionTime: str | None = None
 
 
 class NodeSpec(msgspec.Struct):
@@ -74,6 +76,7 @@ class NodeSpec(msgspec.Struct):
 
 class NodeStatus(msgspec.Struct):
     allocatable: Gpus | None = None
+    capacity: Gpus | None = None
     conditions: list[Condition] | None = None
 
 

@@ -60,6 +60,28 @@ def _json(result: Completed, what: str) -> Any:
         raise TaoError(f"kubectl get {what} returned output that is not JSON") from None
 
 
+RESOURCEFLAVORS = "resourceflavors.kueue.x-k8s.io"
+TOPOLOGIES = "topologies.kueue.x-k8s.io"
+
+
+def check_topology(kc: Kubectl, quota: Any, topology: Any) -> list[str]:
+    """--topology with --queue: one of the ClusterQueue's nvidia.com/gpu ResourceFlavors must name a Topology
+    whose levels include the label (one `get` of the flavors and Topologies; UsageError, exit 2, otherwise).
+    Notes when they cannot be read (cluster-scoped: a namespace user may not)."""
+    from kubectl_tao.core.topology import flavor_problem
+
+    if quota is None or topology is None:
+        return []
+    try:
+        listed = kc.json(["get", f"{RESOURCEFLAVORS},{TOPOLOGIES}"], namespaced=False)
+    except TaoError as exc:
+        return [f"--topology {topology.label}: the queue's ResourceFlavors and Topologies not checked: {exc.message}"]
+    problem = flavor_problem(listed, [f.name for f in quota.flavors if f.name], quota.cluster_queue, topology)
+    if problem:
+        raise UsageError(problem)
+    return []
+
+
 def queue_call(namespace: str) -> tuple[list[str], dict[str, Any]]:
     """The LocalQueues of the namespace: one run_many entry, beside the other reads of round trip 1."""
     return ["get", LOCALQUEUES, "-n", namespace, "-o", "json"], {"namespaced": False}

@@ -80,12 +80,38 @@ def test_cluster_without_gpus_points_at_the_gpu_operator(cli: Any, fake_kubectl:
     assert "1. no node offers nvidia.com/gpu: the NVIDIA GPU Operator (or device plugin) is not installed" in out
 
 
-def test_failed_job_needs_no_node_call(cli: Any, fake_kubectl: FakeKubectl) -> None:
+def test_failed_job_reads_only_the_nodes_its_pods_ran_on(cli: Any, fake_kubectl: FakeKubectl) -> None:
     rid = launched(serve(fake_kubectl, "oomkilled", nodes=None))
-    code, out, _ = cli("explain", rid)
+    healthy = next(n for n in fixture_json("nodes-2x8.json")["items"] if n["metadata"]["name"] == "gpu-node-0")
+    fake_kubectl.on("get", "nodes", "gpu-node-0", data=healthy)
+    code, out, err = cli("explain", rid)
     assert code == 1
     assert "1. a rank ran out of memory (OOMKilled, exit 137)" in out
-    assert len(fake_kubectl.calls) == 2
+    assert len(fake_kubectl.calls) == 3  # the Job and pods, the events, then the one node its pods ran on
+    assert fake_kubectl.argvs()[2] == ["get", "nodes", "gpu-node-0", "--ignore-not-found", "-o", "json"]
+    assert "unhealthy" not in out and err == ""
+
+
+def test_a_failed_rank_on_a_node_now_marked_unhealthy_is_named_first(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    rid = launched(serve(fake_kubectl, "oomkilled", nodes=None))
+    node = next(n for n in fixture_json("nodes-2x8.json")["items"] if n["metadata"]["name"] == "gpu-node-0")
+    node["status"]["conditions"].append({"type": "XidCriticalError", "status": "True", "reason": "Xid79"})
+    fake_kubectl.on("get", "nodes", "gpu-node-0", data=node)
+    code, out, _ = cli("explain", rid)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[1] == ("1. ranks ran on nodes whose GPUs are now marked unhealthy: rank 0 on gpu-node-0 "
+                        "(XidCriticalError) (ERR_INFRA: the hardware, not the program)")
+    assert "gpu-node-0: XidCriticalError Xid79" in lines[2]
+    assert "2. a rank ran out of memory (OOMKilled, exit 137)" in out
+
+
+def test_a_failed_job_whose_nodes_cannot_be_read_says_so(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    rid = launched(serve(fake_kubectl, "oomkilled", nodes=None))
+    fake_kubectl.on("get", "nodes", rc=1, stderr='Error from server (Forbidden): nodes is forbidden: User "u"')
+    code, out, err = cli("explain", rid)
+    assert code == 1 and "1. a rank ran out of memory" in out
+    assert "cannot tell whether a rank's GPUs failed" in out + err
 
 
 def test_completed_job_has_nothing_to_explain(cli: Any, fake_kubectl: FakeKubectl) -> None:

@@ -213,3 +213,73 @@ def test_bad_flags_are_usage_errors(cli: Any, fake_kubectl: FakeKubectl, argv: l
     assert code == 2 and out == ""
     assert err.startswith("error: ") and message in err
     assert fake_kubectl.calls == []
+
+
+# ------------------------------------------------------------------------------------------- --topology, health
+
+
+def _racked(fake: FakeKubectl, *, xid_on: str | None = None) -> None:
+    """The 2x8 cluster with both GPU nodes in rack r1 (gpu-node-1 optionally marked XidCriticalError)."""
+    data = cluster()
+    for item in data["items"]:
+        if item.get("kind") == "Node" and item["metadata"]["name"].startswith("gpu-node"):
+            item["metadata"]["labels"]["example.com/rack"] = "r1"
+            if item["metadata"]["name"] == xid_on:
+                item["status"]["conditions"].append(
+                    {"type": "XidCriticalError", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00Z"}
+                )
+    fake.capacity(data)
+    fake.on(*DRA_READ[:2], data={"kind": "List", "items": []})
+
+
+def test_topology_label_no_node_carries_is_exit_2(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    without_kueue(fake_kubectl)
+    code, out, err = cli("fit", "--gpus", "1", "--nodes", "2", "--topology", "example.com/rack")
+    assert (code, out) == (2, "")
+    assert err.startswith("error: --topology example.com/rack: no node carries the label example.com/rack")
+    assert err.count("\n") == 1
+
+
+def test_topology_judges_the_domain(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    _racked(fake_kubectl)
+    fake_kubectl.on("get", "localqueues.kueue.x-k8s.io", stderr=NO_KUEUE, rc=1)
+    code, out, _ = cli("fit", "--gpus", "2", "--nodes", "2", "--topology", "example.com/rack", "-o", "json")
+    data = json.loads(out)
+    assert code == 0 and data["topology"]["label"] == "example.com/rack" and data["topology"]["mode"] == "required"
+    assert data["topology"]["domains"][0]["value"] == "r1"
+    assert "in one example.com/rack domain" in data["message"]
+
+
+def test_an_unhealthy_node_is_left_out_and_named(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    _racked(fake_kubectl, xid_on="gpu-node-1")
+    fake_kubectl.on("get", "localqueues.kueue.x-k8s.io", stderr=NO_KUEUE, rc=1)
+    code, out, _ = cli("fit", "--gpus", "2")
+    assert code == 0
+    assert out.startswith("fits: 1 x 2 nvidia.com/gpu on gpu-node-0")
+    assert "1 node left out as unhealthy: gpu-node-1 XidCriticalError since " in out
+
+
+def test_a_queue_whose_flavor_names_no_topology_is_exit_2(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    _racked(fake_kubectl)
+    fake_kubectl.on("get", "localqueues.kueue.x-k8s.io", data={"kind": "List", "items": [
+        fixture_json("kueue-localqueue.json")]})
+    fake_kubectl.on("get", "clusterqueues.kueue.x-k8s.io", data=fixture_json("kueue-clusterqueue.json"))
+    fake_kubectl.on("get", "resourceflavors.kueue.x-k8s.io,topologies.kueue.x-k8s.io", data={"kind": "List", "items": [
+        {"kind": "ResourceFlavor", "metadata": {"name": "default"}, "spec": {}}]})
+    code, out, err = cli("fit", "--gpus", "2", "--nodes", "2", "--queue", "team", "--topology", "example.com/rack")
+    assert (code, out) == (2, "")
+    assert err == (
+        "error: --topology example.com/rack: no nvidia.com/gpu ResourceFlavor of ClusterQueue team-cq names a "
+        "Topology (spec.topologyName; flavors: default), so Kueue cannot place the ranks by example.com/rack; ask "
+        "the cluster admin for a topology-aware flavor, or drop --topology\n"
+    )
+
+
+def test_health_setting_that_cannot_be_read_is_exit_2(
+    cli: Any, fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    without_kueue(fake_kubectl)
+    monkeypatch.setenv("KUBECTL_TAO_GPU_HEALTH_SIGNALS", "label:x")
+    code, _, err = cli("fit", "--gpus", "1")
+    assert code == 2
+    assert err.startswith("error: KUBECTL_TAO_GPU_HEALTH_SIGNALS: cannot read 'label:x'")

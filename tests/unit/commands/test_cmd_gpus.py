@@ -270,3 +270,47 @@ def test_inactive_queue_is_refused_with_exit_2_and_kueues_reason(cli: Any, fake_
         "localqueues.kueue.x-k8s.io -n tao-jobs`)\n"
     )
     assert not any(verb in argv for argv in fake_kubectl.argvs() for verb in ("create", "apply", "patch"))
+
+
+def _mark(fake: FakeKubectl, *, rack: bool = True) -> None:
+    """The recorded cluster with gpu-node-1 marked XidCriticalError and the GPU nodes in racks."""
+    capacity = fixture_json("dra-nodes-pods.json")
+    for item in capacity["items"]:
+        name = item["metadata"]["name"]
+        if item.get("kind") == "Node" and rack:
+            item["metadata"].setdefault("labels", {})["example.com/rack"] = "r2" if name == "gpu-node-1" else "r1"
+        if name == "gpu-node-1":
+            item["status"]["conditions"].append({"type": "XidCriticalError", "status": "True"})
+    fake.capacity(capacity)
+    fake.on(*DRA_READ[:2], data=fixture_json("dra-objects.json"))
+
+
+def test_an_unhealthy_node_gets_a_gpu_health_column(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    _mark(fake_kubectl)
+    code, out, _ = cli("gpus")
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[0].split()[-1] == "GPU-HEALTH"
+    assert lines[2].split()[-1] == "ok" and lines[3].split()[-1] == "XidCriticalError"
+    code, out, _ = cli("gpus", "-o", "json")
+    data = json.loads(out)
+    assert [n["health"] for n in data["nodes"]] == ["", "", "XidCriticalError"]
+    assert data["totals"]["freeSchedulable"] == data["totals"]["free"] - 8
+
+
+def test_by_groups_free_gpus_per_domain(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    _mark(fake_kubectl)
+    code, out, _ = cli("gpus", "--by", "example.com/rack")
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[0].split() == ["EXAMPLE.COM/RACK", "NODES", "TOTAL", "ALLOCATED", "FREE", "FREE-SCHEDULABLE",
+                                "LARGEST-FREE", "UNHEALTHY"]
+    assert lines[1].split() == ["r1", "2", "12", "5", "7", "7", "6", "0"]
+    assert lines[2].split() == ["r2", "1", "8", "0", "8", "0", "0", "1"]
+
+
+def test_by_a_label_no_node_carries_is_exit_2(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    _mark(fake_kubectl, rack=False)
+    code, out, err = cli("gpus", "--by", "example.com/rack")
+    assert (code, out) == (2, "")
+    assert err.startswith("error: --by example.com/rack: no node carries the label example.com/rack")

@@ -132,3 +132,60 @@ def test_s3_tools_image_needs_tier_c() -> None:
     with pytest.raises(UsageError, match=r"^--s3-tools-image is the image of tier C's fetch step: it needs "
                                          r"--storage-tier C$"):
         build(flags(s3_tools_image="kubectl-tao.local/s3-tools:1"), "ns", {})
+
+
+# ------------------------------------------------------------------------------------------- --topology
+
+
+def test_topology_with_a_queue_sets_kueues_annotation_on_the_pod_template() -> None:
+    plan = build(flags(nodes=2, queue="team", topology="example.com/rack"), "ns", {})
+    job = plan.render("j", "j", None)[-1]
+    annotations = job["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["kueue.x-k8s.io/podset-required-topology"] == "example.com/rack"
+    assert plan.topology.label == "example.com/rack" and plan.topology.required
+    preferred = build(flags(nodes=2, queue="team", topology="example.com/rack:preferred"), "ns", {})
+    annotations = preferred.render("j", "j", None)[-1]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["kueue.x-k8s.io/podset-preferred-topology"] == "example.com/rack"
+    assert "kueue.x-k8s.io/podset-required-topology" not in annotations
+
+
+def test_required_topology_without_a_queue_or_native_topology_is_refused() -> None:
+    from kubectl_tao.k8s import gang
+
+    plan = build(flags(nodes=2, topology="example.com/rack"), "ns", {})
+    with pytest.raises(UsageError) as caught:
+        gang.choose(plan.nodes, plan.queue, None, plan.gang_mode, plan.topology)
+    assert caught.value.message.startswith(
+        "--topology example.com/rack: nothing keeps every rank in one example.com/rack domain without --queue: "
+        "no native gang here"
+    )
+    native_without_topology = gang.Support(True, "served", topology=False)
+    with pytest.raises(UsageError, match="drops the topology constraints of their PodGroups; an admin enables"):
+        gang.choose(2, None, native_without_topology, "auto", plan.topology)
+    one_rank = build(flags(nodes=1, topology="example.com/rack"), "ns", {})  # one pod: always in one domain
+    assert gang.choose(1, None, None, one_rank.gang_mode, one_rank.topology).kind == gang.NONE
+
+
+def test_required_topology_on_a_native_gang_with_topology_sets_the_jobs_constraint() -> None:
+    from kubectl_tao.k8s import gang
+
+    plan = build(flags(nodes=2, topology="example.com/rack"), "ns", {})
+    mechanism = gang.choose(2, None, gang.Support(True, "served", topology=True), "auto", plan.topology)
+    assert mechanism.kind == gang.NATIVE and mechanism.topology_key == "example.com/rack"
+    job = gang.apply(plan.render("j", "j", None), mechanism)[-1]
+    assert job["spec"]["scheduling"] == {
+        "schedulingPolicy": {"gang": {"minCount": 2}},
+        "schedulingConstraints": {"topology": [{"key": "example.com/rack"}]},
+    }
+
+
+def test_preferred_topology_without_a_queue_warns_and_sets_nothing() -> None:
+    plan = build(flags(nodes=2, topology="example.com/rack:preferred"), "ns", {})
+    assert any(w.startswith("--topology example.com/rack:preferred without --queue") for w in plan.warnings)
+    annotations = plan.render("j", "j", None)[-1]["spec"]["template"]["metadata"]["annotations"]
+    assert not any("topology" in key for key in annotations)
+
+
+def test_a_bad_topology_label_is_refused_before_anything() -> None:
+    with pytest.raises(UsageError, match=r"^--topology 'a b': not a node label key"):
+        build(flags(nodes=2, queue="team", topology="a b"), "ns", {})

@@ -93,6 +93,33 @@ def test_the_dry_run_tells_a_kept_field_from_a_dropped_one() -> None:
     assert not failed.native and "admission webhook denied" in failed.detail
 
 
+def test_topology_support_is_a_podgroup_dry_run_after_the_gang_one() -> None:
+    args, kwargs = gang.topology_dry_run_call("ns", 2, "example.com/rack")
+    assert args[:2] == ["create", "--dry-run=server"] and args[-1].endswith("{{if .spec.schedulingConstraints}}"
+                                                                            "topology{{end}}")
+    group = json.loads(kwargs["stdin"])
+    assert (group["apiVersion"], group["kind"]) == ("scheduling.k8s.io/v1beta1", "PodGroup")
+    assert group["spec"]["schedulingConstraints"] == {"topology": [{"key": "example.com/rack"}]}
+
+    class Answers:
+        def __init__(self, *answers: Completed) -> None:
+            self.answers, self.calls = list(answers), []
+
+        def run(self, args: list[str], **kwargs: Any) -> Completed:
+            self.calls.append(args)
+            return self.answers.pop(0)
+
+    served = Completed(json.dumps({"resources": [{"name": "podgroups"}]}), "", 0)
+    kept_it = Answers(Completed("gang", "", 0), Completed("topology", "", 0))
+    assert gang.detect(kept_it, "ns", served, 2, "example.com/rack").topology  # type: ignore[arg-type]
+    dropped = Answers(Completed("gang", "", 0), Completed("", "", 0))
+    support = gang.detect(dropped, "ns", served, 2, "example.com/rack")  # type: ignore[arg-type]
+    assert support.native and not support.topology and len(dropped.calls) == 2
+    no_topology_asked = Answers(Completed("gang", "", 0))
+    assert not gang.detect(no_topology_asked, "ns", served, 2).topology  # type: ignore[arg-type]
+    assert len(no_topology_asked.calls) == 1
+
+
 def test_the_dry_run_job_asks_for_a_gang_and_is_never_created() -> None:
     args, kwargs = gang.dry_run_call("ns", 2)
     assert args[:2] == ["create", "--dry-run=server"] and "-n" in args and "ns" in args
