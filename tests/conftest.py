@@ -65,7 +65,7 @@ def namespace(cluster: Cluster) -> Iterator[str]:
     kubectl("create", "namespace", name)
     wait_for(
         lambda: kubectl("get", "serviceaccount", "default", ns=name, check=False).returncode == 0,
-        timeout=30,
+        timeout=120,
         message=f"the default ServiceAccount in {name}",
     )
     yield name

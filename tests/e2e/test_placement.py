@@ -90,7 +90,7 @@ def racks(tao: Tao) -> Iterator[Racks]:
     tao.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
     try:
         wait_for(lambda: all(_ready(tao, n) for n in nodes), 60, message="the rack nodes to be Ready")
-        wait_for(lambda: _active(tao, found.cq), 30, message="the ClusterQueue to become Active")
+        wait_for(lambda: _active(tao, found.cq), 120, message="the ClusterQueue to become Active")
         yield found
     finally:
         tao.kubectl("delete", "jobs", "--all", "--cascade=foreground", "--wait=false", check=False)
@@ -210,7 +210,7 @@ def test_bad_topology_inputs_exit_2_and_create_nothing(tao: Tao, racks: Racks) -
           "spec": {"clusterQueue": cq["metadata"]["name"]}}
     tao.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [plain, cq, lq]}))
     try:
-        wait_for(lambda: _active(tao, cq["metadata"]["name"]), 30, message="the plain ClusterQueue to be Active")
+        wait_for(lambda: _active(tao, cq["metadata"]["name"]), 120, message="the plain ClusterQueue to be Active")
         result = tao(*base, "--queue", "plain", "--topology", RACK)
         assert (result.returncode, result.stdout) == (2, "")
         assert result.stderr == (
