@@ -56,6 +56,8 @@ class JobRequest(Value):
     queue: str | None
     gang: str
     retries_per_index: int | None
+    max_restarts: int
+    termination_grace_period: int | None
     active_deadline: int | None
     annotation: tuple[str, ...]
     label: tuple[str, ...]
@@ -143,6 +145,26 @@ def _common_checks(job: JobRequest) -> None:
         require_ascii_name(value, flag, example=example)
 
 
+def _check_restarts(job: JobRequest) -> None:
+    """--max-restarts and --termination-grace-period, named as the flags (the spec checks them again)."""
+    from kubectl_tao.core.render import MAX_RESTARTS, MAX_TERMINATION_GRACE
+
+    if not 0 <= job.max_restarts <= MAX_RESTARTS:
+        raise UsageError(
+            f"--max-restarts {job.max_restarts}: give 0 (no restarts) to {MAX_RESTARTS}; a job that needs more "
+            "restarts than that has a problem a restart does not fix"
+        )
+    grace = job.termination_grace_period
+    if grace is not None and not 0 <= grace <= MAX_TERMINATION_GRACE:
+        raise UsageError(f"--termination-grace-period {grace}: give 0 to {MAX_TERMINATION_GRACE} seconds")
+    if job.max_restarts and job.nodes < 2:
+        raise UsageError(
+            "--max-restarts restarts the ranks of a multi-node job (--nodes 2 or more); on one node it would only "
+            "restart its container in place: drop --max-restarts, and rerun a failed job with "
+            "`kubectl tao resubmit JOB`"
+        )
+
+
 @record
 class _Nccl(Value):
     socket_ifname: str | None
@@ -199,6 +221,7 @@ def _spec_plan(
     from kubectl_tao.store.recordids import preview_id
 
     _common_checks(job)
+    _check_restarts(job)
     for value, flag in ((job.staging_map, "--staging-map"), (job.config_source, "--config-source")):
         if value:
             raise UsageError(f"{flag} is only for --action-request; drop it or give the request")
@@ -276,6 +299,8 @@ def _spec_plan(
         queue_name=job.queue,
         retries_per_index=job.retries_per_index,
         rendezvous_timeout_seconds=job.rendezvous_timeout,
+        max_restarts=job.max_restarts,
+        termination_grace_seconds=job.termination_grace_period,
     )
     probe_name = kubernetes_job_name(probe_id)
     spec = render.spec_from_options(
@@ -353,6 +378,8 @@ _NOT_FOR_ACTION_REQUESTS = {
     "nccl_env": ("--nccl-env", "the request's environment"),
     "retries_per_index": ("--retries-per-index", "nothing: an action request runs one pod"),
     "gang": ("--gang", "nothing: an action request runs one pod"),
+    "max_restarts": ("--max-restarts", "nothing: an action request runs one pod"),
+    "termination_grace_period": ("--termination-grace-period", "the action renderer's pod defaults"),
 }
 
 
