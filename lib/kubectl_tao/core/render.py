@@ -775,17 +775,6 @@ def _pod_failure_policy(spec: JobSpec) -> dict[str, Any]:
     return {"rules": rules}
 
 
-def restart_rules() -> list[dict[str, Any]]:
-    """The rank container's restart rule: the entrypoint's restart request (85) restarts every container of the
-    pod in place (RestartAllContainers); any other exit fails the pod as restartPolicy Never does."""
-    return [
-        {
-            "action": "RestartAllContainers",
-            "exitCodes": {"operator": "In", "values": [retry.EXIT_RESTART]},
-        }
-    ]
-
-
 def _restart_env(spec: JobSpec) -> list[dict[str, Any]]:
     return [
         _env("TAO_MAX_RESTARTS", str(spec.max_restarts)),
@@ -828,7 +817,7 @@ def render_indexed(spec: JobSpec) -> list[dict[str, Any]]:
         PVC_CLAIM=spec.pvc,
         AFFINITY=_one_rank_per_node(spec),
         CONTAINER_RESTART_POLICY="Never" if restarts else None,
-        RESTART_RULES=restart_rules() if restarts else None,
+        RESTART_RULES=retry.restart_rules() if restarts else None,
     )
     service, job = templates.render_template("indexed-job.yaml.tmpl", values)
     # The Service carries no Kueue label and no TTL: it is deleted with the job by `kubectl tao cancel`.

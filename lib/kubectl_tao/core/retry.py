@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from kubectl_tao.core.valueclass import Value, record
 
@@ -42,6 +43,12 @@ class Decision(Value):
 
     verdict: str
     reason: str
+
+
+def restart_rules() -> list[dict[str, Any]]:
+    """The rank container's restart rule: the entrypoint's restart request (EXIT_RESTART) restarts every container
+    of the pod in place (RestartAllContainers); any other exit fails the pod, as restartPolicy Never does."""
+    return [{"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [EXIT_RESTART]}}]
 
 
 def retryable_exit_codes() -> list[int]:

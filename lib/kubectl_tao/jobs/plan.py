@@ -359,6 +359,7 @@ def _spec_plan(
         patches_job=bool(job.keep_until_captured),
         notes=nccl.notes,
         gang_mode=gang_mode,
+        max_restarts=job.max_restarts,
     )
 
 

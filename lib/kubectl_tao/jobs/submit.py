@@ -65,6 +65,7 @@ class Plan(Value):
     notes: list[str] = Factory(list)  # what was decided for the user (printed, not warnings)
     patches_job: bool = False  # --keep-until-captured: `status` sets the Job's TTL once the history is captured
     gang_mode: str = "auto"  # --gang: auto | native | off (gang.py)
+    max_restarts: int = 0  # --max-restarts: the restarts gate checks the server keeps container restart rules
 
 
 @record
@@ -119,6 +120,7 @@ def run_gates(
         credentials=bool(plan.credentials),
         patch_job=plan.patches_job,
         gang_mode=plan.gang_mode,
+        max_restarts=plan.max_restarts,
         server=server,
         probe_warning=not plan.skip_probe_warning,
         objects=dry_objects,
