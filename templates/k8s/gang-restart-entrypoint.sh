@@ -58,6 +58,12 @@ while [ -d "$gang/end-$attempt" ]; do
 done
 TAO_ATTEMPT=$attempt
 export TAO_ATTEMPT
+# How the earlier attempts ended, first in this attempt's log (`status` reads them from there).
+k=1
+while [ "$k" -lt "$attempt" ]; do
+    cat "$gang/end-$k/line" 2>/dev/null || true
+    k=$((k + 1))
+done
 say "rank $rank attempt $attempt (restarts used $used of $max)"
 
 child=

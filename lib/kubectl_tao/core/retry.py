@@ -15,7 +15,7 @@ Protocol (see docs/restarts.md):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubectl_tao.core.valueclass import Value, record
@@ -104,6 +104,28 @@ class AttemptEnd(Value):
     counted: bool
     reason: str
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "attempt": self.attempt,
+            "rank": self.rank,
+            "exit_code": self.exit_code,
+            "decision": self.decision,
+            "counted": self.counted,
+            "reason": self.reason,
+            "said": self.sentence(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AttemptEnd:
+        return cls(
+            attempt=int(data["attempt"]),
+            rank=int(data["rank"]),
+            exit_code=int(data["exit_code"]),
+            decision=str(data["decision"]),
+            counted=bool(data["counted"]),
+            reason=str(data["reason"]),
+        )
+
     def sentence(self) -> str:
         then = {
             "restart": "the gang restarted (counted)",
@@ -111,6 +133,41 @@ class AttemptEnd(Value):
             "fail": "the job failed",
         }[self.decision]
         return f"attempt {self.attempt} ended: rank {self.rank} exit {self.exit_code} ({self.reason}); {then}"
+
+
+def rank_restarts(pods: Iterable[Mapping[str, Any]], container: str = "tao") -> tuple[int, list[str]]:
+    """From a job's pods: the most in-place restarts of the rank container in any pod (the kubelet keeps the count
+    across RestartAllContainers), and the termination messages its containers left (the attempt history)."""
+    most, messages = 0, []
+    for pod in pods:
+        for status in (pod.get("status") or {}).get("containerStatuses") or []:
+            if status.get("name") != container:
+                continue
+            count = status.get("restartCount")
+            if isinstance(count, int) and not isinstance(count, bool):
+                most = max(most, count)
+            for key in ("state", "lastState"):
+                message = ((status.get(key) or {}).get("terminated") or {}).get("message")
+                if isinstance(message, str) and message:
+                    messages.append(message)
+    return most, messages
+
+
+def restart_view(max_restarts: int, ends: Iterable[AttemptEnd], in_place: int = 0) -> dict[str, Any]:
+    """What `status` shows of a job with --max-restarts: restarts so far (the kubelet's count IN_PLACE, or the
+    attempt ends known, whichever is more), those counted against MAX_RESTARTS, the attempt now, and why each
+    attempt ended."""
+    known = sorted(ends, key=lambda end: end.attempt)
+    restarted = sum(1 for end in known if end.decision != "fail")
+    restarts = max(in_place, restarted)
+    failed = [end for end in known if end.decision == "fail"]
+    return {
+        "restarts": restarts,
+        "counted": sum(1 for end in known if end.counted),
+        "max_restarts": max_restarts,
+        "attempt": failed[-1].attempt if failed else restarts + 1,
+        "attempts": [end.to_dict() for end in known],
+    }
 
 
 def parse_history(messages: Iterable[str]) -> list[AttemptEnd]:

@@ -68,6 +68,16 @@ class JobRequest(Value):
     given: frozenset[str]  # the flags set on the command line (some are refused where they cannot apply)
 
 
+def stored(job: JobRequest) -> dict[str, Any]:
+    """The request as the record keeps it (`resubmit` builds the job again from it): every job flag's value and
+    which flags were given. Credentials are kept as references only: the --env-file path, the --env names, the
+    --env-secret name; never a value."""
+    from kubectl_tao.core.valueclass import plain
+
+    flags = {key: value for key, value in plain(job).items() if key != "given"}
+    return {"flags": flags, "given": sorted(job.given)}
+
+
 def read_credentials(
     env_file: str | None, env_names: list[str] | None, *, stdin_text: str | None = None
 ) -> dict[str, str]:
