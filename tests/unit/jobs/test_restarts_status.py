@@ -103,3 +103,22 @@ def test_a_record_whose_job_is_gone_still_shows_its_restarts_from_the_record() -
     obs = Observation(tracked({"max_restarts": 1, "attempts": ends}), "ERROR", "", "", "ERR_PROGRAM", None)
     data = obs.to_dict()
     assert (data["restarts"], data["attempt"]) == (1, 2)
+
+
+def test_explain_names_why_each_attempt_ended() -> None:
+    from kubectl_tao.commands.explain import _text
+    from kubectl_tao.core import retry
+    from kubectl_tao.jobs.explain import explain_job
+
+    ends = [end.to_dict() for end in retry.parse_history([RESTART_1, FAIL_2])]
+    t = Tracked({"id": "real-run-1", "terminal_state": "CANCELED", "platform": "kubernetes",
+                 "transitions": [{"state": "CANCELED", "message": "canceled"}]},
+                {"namespace": "ns", "job_name": "real-run-1", "max_restarts": 2, "attempts": ends})
+    result = explain_job(Kc(""), t, server="")
+    assert result.restarts == [
+        "restart budget: 1 of 2 used; attempt 2",
+        "attempt 1 ended: rank 1 exit 137 (SIGKILL); the gang restarted (counted)",
+        "attempt 2 ended: rank 0 exit 3 (program error); the job failed",
+    ]
+    assert "restarts: attempt 1 ended: rank 1 exit 137 (SIGKILL)" in _text(result)
+    assert result.to_dict()["restarts"] == result.restarts
