@@ -200,13 +200,37 @@ if [ "${RENDEZVOUS_TIMEOUT:-0}" != "0" ]; then
     [ "$rc" = 0 ] || end_attempt "$rc"
 fi
 
+# The program's output goes to the container log and, through tee, to attempt-K/rank-R.log on the volume: the
+# kubelet removes a restarted pod's containers, their logs with them.
+out=/dev/stdout
+teer=
+fifo="${TMPDIR:-/tmp}/kubectl-tao-output.$$"
+if rm -f "$fifo" && mkfifo "$fifo" 2>/dev/null; then
+    (
+        trap '' TERM
+        exec tee -a "$gang/attempt-$attempt/rank-$rank.log"
+    ) <"$fifo" &
+    teer=$!
+    out=$fifo
+fi
+# finish_tee: let tee copy the last lines (at most 5 s: a process the program left behind may hold the pipe).
+finish_tee() {
+    [ -n "$teer" ] || return 0
+    n=0
+    while kill -0 "$teer" 2>/dev/null && [ "$n" -lt 5 ]; do
+        sleep 1
+        n=$((n + 1))
+    done
+    kill -KILL "$teer" 2>/dev/null || true
+    rm -f "$fifo"
+}
 case "$launcher" in
     tao)
-        sh -c "$1" tao &
+        sh -c "$1" tao >"$out" 2>&1 &
         ;;
     torchrun)
         torchrun --nnodes="$NNODES" --nproc_per_node="${NPROC_PER_NODE:?}" --node_rank="$NODE_RANK" \
-            --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT" "$@" &
+            --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT" "$@" >"$out" 2>&1 &
         ;;
     *)
         say "unknown launcher '$launcher' (expected tao or torchrun)" >&2
@@ -239,7 +263,9 @@ while kill -0 "$child" 2>/dev/null; do
 done
 if [ "$rc" = 0 ] && [ "$disrupted" = 0 ]; then
     kill "$watcher" 2>/dev/null || true
+    finish_tee
     exit 0
 fi
+finish_tee
 [ "$rc" != 0 ] || rc=143
 end_attempt "$rc"

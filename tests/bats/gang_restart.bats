@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # templates/k8s/gang-restart-entrypoint.sh: the rank entrypoint of --max-restarts. Two ranks run as two
-# processes sharing one restart directory, as two pods share the job's volume; the barrier is off.
+# processes sharing one restart directory, as two pods share the job's volume; the barrier is off. Programs
+# `exec` their last command: outside a container (not PID 1) the entrypoint stops its child only.
 
 bats_require_minimum_version 1.5.0
 
@@ -30,7 +31,7 @@ both() {
 }
 
 @test "a rank killed by SIGKILL restarts the gang: both ranks exit 85 and the restart counts" {
-  both 'echo "attempt $TAO_ATTEMPT"; sleep 30' 'kill -9 $$'
+  both 'echo "attempt $TAO_ATTEMPT"; exec sleep 30' 'kill -9 $$'
   run cat rc-0 rc-1
   assert_output $'85\n85'
   run cat gang/end-1/line
@@ -45,17 +46,22 @@ both() {
 }
 
 @test "the next attempt sees TAO_ATTEMPT 2 and the restarts used, and completes" {
-  both 'kill -9 $$' 'sleep 30'
+  both 'kill -9 $$' 'exec sleep 30'
   both 'echo "attempt=$TAO_ATTEMPT"' 'echo "attempt=$TAO_ATTEMPT"'
   run cat rc-0 rc-1
   assert_output $'0\n0'
   run cat out-1
   assert_output --partial "rank 1 attempt 2 (restarts used 1 of 2)"
   assert_output --partial "attempt=2"
+  # the attempt's log starts with how the earlier attempts ended (status reads it there)
+  assert_line --index 0 "kubectl-tao attempt=1 rank=0 exit=137 decision=restart counted=1 reason=SIGKILL"
+  # each attempt's output is kept on the volume, the kubelet removes the restarted containers
+  run cat gang/attempt-2/rank-1.log
+  assert_output "attempt=2"
 }
 
 @test "a program error ends the job: the failing rank keeps its code, the other rank does not restart" {
-  both 'sleep 30' 'echo import error >&2; exit 3'
+  both 'exec sleep 30' 'echo import error >&2; exit 3'
   run cat rc-1
   assert_output 3
   run cat rc-0
@@ -75,8 +81,8 @@ both() {
 
 @test "once the restarts are used the next retryable failure ends the job" {
   TAO_MAX_RESTARTS=1
-  both 'sleep 30' 'kill -9 $$'
-  both 'sleep 30' 'kill -9 $$'
+  both 'exec sleep 30' 'kill -9 $$'
+  both 'exec sleep 30' 'kill -9 $$'
   run cat rc-1
   assert_output 137
   run cat rc-0
@@ -89,10 +95,10 @@ both() {
 }
 
 @test "the barrier's exit 88 is retried once and ends the job when it repeats" {
-  both 'sleep 30' 'exit 88'
+  both 'exec sleep 30' 'exit 88'
   run cat rc-1
   assert_output 85
-  both 'sleep 30' 'exit 88'
+  both 'exec sleep 30' 'exit 88'
   run cat rc-1
   assert_output 88
   run cat gang/end-2/line
@@ -100,14 +106,14 @@ both() {
 }
 
 @test "a program that exits 85 itself never asks for a restart" {
-  both 'sleep 30' 'exit 85'
+  both 'exec sleep 30' 'exit 85'
   run cat rc-1
   assert_output 1
 }
 
 @test "SIGTERM (eviction, preemption) restarts the others without counting and exits 143" {
-  rank 0 'sleep 30'
-  ( NODE_RANK=1 TAO_TERMINATION_LOG=/dev/null exec sh "$ENTRY" barrier tao 'sleep 30' >out-1 2>&1 ) &
+  rank 0 'exec sleep 30'
+  ( NODE_RANK=1 TAO_TERMINATION_LOG=/dev/null exec sh "$ENTRY" barrier tao 'exec sleep 30' >out-1 2>&1 ) &
   victim=$!
   for _ in $(seq 50); do [ -f gang/attempt-1/rank-1 ] && [ -f gang/attempt-1/rank-0 ] && break; sleep 0.1; done
   sleep 0.5
