@@ -120,7 +120,6 @@ def test_an_evicted_rank_restarts_the_gang_without_counting(real: Tao, images: d
     command = 'echo "attempt $TAO_ATTEMPT"; if [ "$TAO_ATTEMPT" = 1 ]; then sleep 300; fi'
     record_id = submitted_id(multi(real, images["BUSYBOX_IMAGE"], command, "--max-restarts", "1",
                                    "--rendezvous-timeout", "0", "--termination-grace-period", "10", wait=False))
-    job = real.extra(record_id)["job_name"]
     wait_for(lambda: "attempt 1" in real("logs", record_id).stdout, 120, message="attempt 1 to run on both ranks")
     rank1 = next(p for p in record_pods(real, record_id) if p["metadata"]["annotations"][INDEX] == "1")
     name = rank1["metadata"]["name"]
@@ -133,7 +132,6 @@ def test_an_evicted_rank_restarts_the_gang_without_counting(real: Tao, images: d
     assert [(a["attempt"], a["decision"], a["counted"]) for a in data["attempts"]] == [(1, "disrupted", False)]
     names = {p["metadata"]["name"] for p in record_pods(real, record_id)}
     assert name not in names and len(names) == 2  # rank 1's pod was recreated, rank 0's restarted in place
-    del job
 
 
 def test_cancel_during_restarts_leaves_nothing(real: Tao, images: dict[str, str]) -> None:  # noqa: F811
