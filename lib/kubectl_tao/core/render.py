@@ -114,7 +114,7 @@ class JobSpec(Value):
     @property
     def gang_dir(self) -> str:
         """Where the ranks of a job with restarts keep their shared attempt state: on the job's volume."""
-        return f"{self.mount_path.rstrip('/')}/.kubectl-tao/restarts/{self.record_id}"
+        return retry.gang_dir(self.mount_path, self.record_id)
 
     @property
     def termination_grace(self) -> int | None:

@@ -45,6 +45,11 @@ class Decision(Value):
     reason: str
 
 
+def gang_dir(mount_path: str, record_id: str) -> str:
+    """Where the ranks of a job keep their shared attempt state and each attempt's output, on the job's volume."""
+    return f"{mount_path.rstrip('/')}/.kubectl-tao/restarts/{record_id}"
+
+
 def restart_rules() -> list[dict[str, Any]]:
     """The rank container's restart rule: the entrypoint's restart request (EXIT_RESTART) restarts every container
     of the pod in place (RestartAllContainers); any other exit fails the pod, as restartPolicy Never does."""

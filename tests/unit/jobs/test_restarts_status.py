@@ -122,3 +122,25 @@ def test_explain_names_why_each_attempt_ended() -> None:
     ]
     assert "restarts: attempt 1 ended: rank 1 exit 137 (SIGKILL)" in _text(result)
     assert result.to_dict()["restarts"] == result.restarts
+
+
+def test_logs_attempt_says_where_an_earlier_attempts_output_is_and_refuses_attempts_that_never_were() -> None:
+    from kubectl_tao.commands.logs import _check_attempt
+    from kubectl_tao.core.errors import TaoError, UsageError
+
+    t = tracked({"max_restarts": 2, "request": {"flags": {"mount_path": "/data", "pvc": "shared"}}})
+    pods = [pod("j-0", 1), pod("j-1", 1)]  # attempt 2 now
+    _check_attempt(t, pods, 2, False)  # the current attempt: the live log
+    with pytest.raises(TaoError) as caught:
+        _check_attempt(t, pods, None, True)
+    assert caught.value.exit_code == 1
+    assert caught.value.message.endswith(
+        "each rank's output of it is on shared at /data/.kubectl-tao/restarts/real-run-1/attempt-1/rank-R.log"
+    )
+    for attempt in (0, 3):
+        with pytest.raises(UsageError, match=r"has attempts 1\.\.2$"):
+            _check_attempt(t, pods, attempt, False)
+    with pytest.raises(UsageError, match=r"has attempts 1\.\.1 \(it is in its first\)"):
+        _check_attempt(t, [pod("j-0", 0)], None, True)
+    with pytest.raises(UsageError, match="was not submitted with --max-restarts"):
+        _check_attempt(tracked({}), pods, 1, False)
