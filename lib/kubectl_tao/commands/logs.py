@@ -51,7 +51,7 @@ def _check_attempt(tracked: Any, pods: list[dict[str, Any]], attempt: int | None
         )
     if wanted == current:
         return
-    request = (tracked.extra.get("request") or {}).get("flags") or {}
+    request = (tracked.extra.get("request") or {}).get("flags") or {}  # mount_path, pvc: stored by name
     where = retry.gang_dir(str(request.get("mount_path") or "/workspace"), tracked.id)
     pvc = request.get("pvc") or "the job's PVC"
     raise TaoError(

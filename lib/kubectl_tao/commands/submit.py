@@ -83,6 +83,8 @@ def run_submit(
     fmt: str = "table",
     extra_fields: dict[str, Any] | None = None,
     on_created: Callable[[str], None] | None = None,
+    namespace: str | None = None,
+    record_fields: dict[str, Any] | None = None,
 ) -> int:
     """submit's work once its flags are read (`resubmit` runs it with a request built from a record)."""
     from kubectl_tao.cli.output import dump_json, dump_yaml, emit, info
@@ -92,7 +94,7 @@ def run_submit(
     kept = {"request": planning.stored(job), **({"max_restarts": job.max_restarts} if job.max_restarts else {}),
             **(extra_fields or {})}
     sess = session()
-    namespace = sess.namespace()
+    namespace = namespace or sess.namespace()
     held = None
     if wait and dry_run == "none" and not job.keep_until_captured:
         # The Job is created without a TTL and gets it back once --wait has captured its ending (or
@@ -103,6 +105,7 @@ def run_submit(
     target = sess.target()
     the_plan = planning.build(job, namespace, creds, server=target.server)
     the_plan.require_fit_now = require_fit_now
+    the_plan.record.update(record_fields or {})
     store = lazy_record_store()
     for note in the_plan.notes:
         info(note)

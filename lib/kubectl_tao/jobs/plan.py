@@ -74,8 +74,18 @@ def stored(job: JobRequest) -> dict[str, Any]:
     --env-secret name; never a value."""
     from kubectl_tao.core.valueclass import plain
 
-    flags = {key: value for key, value in plain(job).items() if key != "given"}
+    flags = {_STORED_AS.get(key, key): value for key, value in plain(job).items() if key != "given"}
     return {"flags": flags, "given": sorted(job.given)}
+
+
+# Flags whose names read as credentials to the record's redactor, kept under names that say what they hold.
+_STORED_AS = {"env_secret": "env_secret_name", "image_pull_secret": "image_pull_secret_name"}
+
+
+def flags_stored(kept: dict[str, Any]) -> dict[str, Any]:
+    """The job flags of a request `stored` kept (their own names back)."""
+    back = {stored_as: key for key, stored_as in _STORED_AS.items()}
+    return {back.get(key, key): value for key, value in kept.items()}
 
 
 def read_credentials(
