@@ -139,3 +139,33 @@ both() {
   refute_output --partial "PROGRAM-RAN"
   assert_output --partial "only 1 of 2 ranks entered attempt 1"
 }
+
+@test "torchrun's exit 1 for a worker killed by a signal is read from its failure summary and retried" {
+  mkdir -p fakes
+  printf '#!/bin/sh\necho "  rank      : 1 (local_rank: 0)"\necho "  exitcode  : -9 (pid: 4242)" >&2\nexit 1\n' >fakes/torchrun
+  chmod +x fakes/torchrun
+  export PATH="$BATS_TEST_TMPDIR/fakes:$PATH" NPROC_PER_NODE=1 MASTER_ADDR=job-0.job MASTER_PORT=29500
+  ( rc=0; NODE_RANK=1 TAO_TERMINATION_LOG=/dev/null sh "$ENTRY" barrier torchrun train.py >out-1 2>&1 || rc=$?
+    echo "$rc" >rc-1 ) &
+  rank 0 'exec sleep 30'
+  wait
+  run cat rc-1 rc-0
+  assert_output $'85\n85'
+  run cat gang/end-1/line
+  assert_output "kubectl-tao attempt=1 rank=1 exit=137 decision=restart counted=1 reason=SIGKILL"
+}
+
+@test "torchrun's exit 1 for a worker's own error stays a program error" {
+  mkdir -p fakes
+  printf '#!/bin/sh\necho "  exitcode  : 1 (pid: 4242)" >&2\nexit 1\n' >fakes/torchrun
+  chmod +x fakes/torchrun
+  export PATH="$BATS_TEST_TMPDIR/fakes:$PATH" NPROC_PER_NODE=1 MASTER_ADDR=job-0.job MASTER_PORT=29500
+  ( rc=0; NODE_RANK=1 TAO_TERMINATION_LOG=/dev/null sh "$ENTRY" barrier torchrun train.py >out-1 2>&1 || rc=$?
+    echo "$rc" >rc-1 ) &
+  rank 0 'exec sleep 30'
+  wait
+  run cat rc-1
+  assert_output 1
+  run cat gang/end-1/line
+  assert_output --partial "exit=1 decision=fail"
+}
