@@ -120,15 +120,20 @@ def test_an_evicted_rank_restarts_the_gang_without_counting(real: Tao, images: d
     command = 'echo "attempt $TAO_ATTEMPT"; if [ "$TAO_ATTEMPT" = 1 ]; then sleep 300; fi'
     record_id = submitted_id(multi(real, images["BUSYBOX_IMAGE"], command, "--max-restarts", "1",
                                    "--rendezvous-timeout", "0", "--termination-grace-period", "10", wait=False))
-    wait_for(lambda: "attempt 1" in real("logs", record_id).stdout, 120, message="attempt 1 to run on both ranks")
+    wait_for(lambda: all(f"[rank {r}] attempt 1" in real("logs", record_id).stdout for r in (0, 1)), 120,
+             message="attempt 1 to run on both ranks")
     rank1 = next(p for p in record_pods(real, record_id) if p["metadata"]["annotations"][INDEX] == "1")
     name = rank1["metadata"]["name"]
     eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": real.namespace}}
     real.kubectl("create", "--raw", f"/api/v1/namespaces/{real.namespace}/pods/{name}/eviction", "-f", "-",
                  input=json.dumps(eviction))
-    result = real("status", record_id, "--watch", "--timeout", "240")
+    result = real("status", record_id, "--watch", "--timeout", "150")
     data = status_json(real, record_id)
-    assert data["state"] == "COMPLETE", (result.stdout, result.stderr, data)
+    gang = real.volume / ".kubectl-tao" / "restarts" / record_id  # type: ignore[attr-defined]
+    seen = {str(p.relative_to(gang)): p.read_text(errors="replace")[-300:] for p in sorted(gang.rglob("*"))
+            if p.is_file()} if gang.exists() else {}
+    assert data["state"] == "COMPLETE", (result.stdout, result.stderr, data, real("logs", record_id).stdout, seen,
+                                         real.kubectl("get", "pods", "-o", "wide").stdout)
     assert [(a["attempt"], a["decision"], a["counted"]) for a in data["attempts"]] == [(1, "disrupted", False)]
     names = {p["metadata"]["name"] for p in record_pods(real, record_id)}
     assert name not in names and len(names) == 2  # rank 1's pod was recreated, rank 0's restarted in place
