@@ -98,3 +98,22 @@ def test_resubmit_with_max_restarts_on_a_server_without_restart_rules_is_refused
     assert code == 2
     assert "--max-restarts 1: Kubernetes v1.37.2 cannot restart a rank's containers in place" in err
     assert RecordStore().get_extra(old).get("resubmitted_as") is None
+
+
+def test_the_kept_request_holds_credential_references_never_values(
+    cli: Any, fake_kubectl: FakeKubectl, monkeypatch: Any, tmp_path: Any
+) -> None:
+    cluster(fake_kubectl)
+    fake_kubectl.on("create", "secret", stdout="secret/x created\n")
+    fake_kubectl.on("apply", stdout="secret/x configured\n")
+    monkeypatch.setenv("HF_TOKEN", "hf_" + "x" * 34)
+    env_file = tmp_path / "creds.env"
+    env_file.write_text("WANDB_API_KEY=" + "w" * 40 + "\n")
+    args = [a for a in SUBMIT if a not in ("--env-secret", "creds")]
+    code, out, err = cli(*args, "--env", "HF_TOKEN", "--env-file", str(env_file))
+    assert code == 0, err
+    record_id = out.strip().splitlines()[-1]
+    kept = RecordStore().get_extra(record_id)["request"]
+    assert kept["flags"]["env"] == ["HF_TOKEN"] and kept["flags"]["env_file"] == str(env_file)
+    text = json.dumps(kept)
+    assert "x" * 34 not in text and "w" * 40 not in text
