@@ -92,6 +92,16 @@ def request_from_record(
             f"job {record_id}: its record's request has flags this kubectl-tao does not know ({', '.join(unknown)}); "
             "resubmit it with the kubectl-tao that submitted it"
         )
+    from kubectl_tao.core.redact import REDACTED
+
+    for key, value in flags.items():
+        texts = value if isinstance(value, list) else [value]
+        if any(isinstance(text, str) and REDACTED in text for text in texts):
+            flag = JOB_FLAGS[key].names[0]
+            raise UsageError(
+                f"job {record_id}: its record keeps {flag} with a credential redacted, so the job cannot be rebuilt "
+                f"from it; submit it again with the credential in a Secret (--env NAME, --env-file or --env-secret)"
+            )
     given = set(kept.get("given") or []) & set(JOB_FLAGS)
     flags = dict(flags)
     results = record.get("results_dir")

@@ -117,3 +117,17 @@ def test_the_kept_request_holds_credential_references_never_values(
     assert kept["flags"]["env"] == ["HF_TOKEN"] and kept["flags"]["env_file"] == str(env_file)
     text = json.dumps(kept)
     assert "x" * 34 not in text and "w" * 40 not in text
+
+
+def test_a_request_whose_command_had_a_credential_redacted_is_refused(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    # submit's linter refuses an inline credential, but the record's redactor is wider (long random runs):
+    # whatever it replaced cannot be run again
+    cluster(fake_kubectl)
+    old = submitted(cli)
+    store = RecordStore()
+    kept = store.get_extra(old)["request"]
+    kept["flags"]["command"] = "python3 train.py --run-id ***REDACTED***"
+    store.update_extra(old, request=kept)
+    code, _, err = cli("resubmit", old)
+    assert code == 2
+    assert f"error: job {old}: its record keeps --command with a credential redacted" in err
