@@ -26,6 +26,7 @@ VERBS = {
     "fit": "fit",
     "gpus": "gpus",
     "submit": "submit",
+    "resubmit": "resubmit",
     "status": "status",
     "logs": "logs",
     "cancel": "cancel",

@@ -32,6 +32,8 @@ def _text(explanation: object) -> str:
         from kubectl_tao.k8s.gang import describe
 
         lines.append(f"gang: {one(describe(e.gang))}")
+    for line in e.restarts:
+        lines.append(f"restarts: {one(line)}")
     if not e.findings:
         lines.append(f"nothing wrong found ({one(e.message)})" if e.message else "nothing wrong found")
     for number, finding in enumerate(e.findings, start=1):

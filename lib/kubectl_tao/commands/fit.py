@@ -22,7 +22,8 @@ Each rank is one pod that must land whole on one node; ranks go to distinct node
 nvidia.com/gpu:NoSchedule is tolerated for GPU jobs, as submit does. When the namespace has a Kueue
 LocalQueue (--queue, else one named "default", else the only one), its ClusterQueue quota counts too.
 For --nodes > 1 it also says which gang mechanism keeps the ranks from starting one by one: native (the API
-server gang-schedules Jobs), kueue (--queue) or none.
+server gang-schedules Jobs), kueue (--queue) or none, and whether a rank can be restarted in place
+(--max-restarts: the server keeps container restart rules, found by a server dry run).
 --topology LABEL: the gang must fit inside one domain of LABEL ("never" when no domain ever can, "queue"
 when one could but not now); LABEL:preferred judges the cluster as a whole. Nodes whose GPUs are marked
 unhealthy (docs/placement.md) are left out and named.
@@ -86,5 +87,8 @@ def register(app: typer.Typer) -> None:
                 info(f"note: {note}")
             if nodes > 1:
                 info(report.gang.line())
+            if report.restarts is not None:
+                said = "available" if report.restarts.available else "not available"
+                info(f"restarts in place (--max-restarts): {said} ({report.restarts.detail})")
             emit(report.verdict.message + "\n")
         return {"fits": EXIT_OK, "queue": EXIT_FAILURE}.get(report.verdict.verdict, EXIT_NEVER_FITS)

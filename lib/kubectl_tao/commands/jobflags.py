@@ -104,6 +104,19 @@ JOB_FLAGS: dict[str, Flag] = {
         None, "--retries-per-index", help="backoffLimitPerIndex (k8s >= 1.29); OOMKilled still fails fast.",
         kind="optint",
     ),
+    "max_restarts": Flag(
+        0,
+        "--max-restarts",
+        help="Multi-node: restart every rank in place up to N times when a rank crashes (0 = never; "
+        "docs/restarts.md).",
+        kind="int",
+    ),
+    "termination_grace_period": Flag(
+        None,
+        "--termination-grace-period",
+        help="Seconds a rank has to save a checkpoint after SIGTERM (default: 120 with --max-restarts, else 30).",
+        kind="optint",
+    ),
     "active_deadline": Flag(
         None, "--active-deadline-seconds", help="Fail the Job after this many seconds.", kind="optint"
     ),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from kubectl_tao.commands.common import VerbCommand, record_store, session
@@ -14,6 +16,7 @@ Examples:
   kubectl tao logs dino-train-3f9a1c --rank 1 --tail 100
   kubectl tao logs dino-train-3f9a1c --tail -1
   kubectl tao logs dino-train-3f9a1c --raw > train.log
+  kubectl tao logs dino-train-3f9a1c --attempt 1     # a --max-restarts job: where attempt 1's output is
 
 \b
 Prints the last 200 lines of each rank by default (--tail -1: all of them). Multi-node jobs print every rank,
@@ -21,6 +24,41 @@ each line prefixed with [rank K]. Once the Job is gone (TTL), the last lines cap
 job ended are shown instead. Live or captured, every line is printed the same way: credentials redacted, terminal
 escape sequences (colours included) removed, other control characters shown as escapes; --raw prints what kubectl
 printed, unredacted and unfiltered (a captured tail was redacted when it was captured)."""
+
+
+def _check_attempt(tracked: Any, pods: list[dict[str, Any]], attempt: int | None, previous: bool) -> None:
+    """--attempt K / --previous: the current attempt is the live log; an earlier one ran in containers the
+    kubelet removed (RestartAllContainers keeps no previous container): say where its output is kept."""
+    from kubectl_tao.core import retry
+    from kubectl_tao.core.errors import TaoError, UsageError
+
+    if attempt is not None and previous:
+        raise UsageError("give --attempt K or --previous, not both")
+    limit = tracked.extra.get("max_restarts")
+    if not limit:
+        raise UsageError(
+            f"--attempt/--previous: job {tracked.id} was not submitted with --max-restarts, so it has one attempt; "
+            "drop the flag"
+        )
+    ends = [retry.AttemptEnd.from_dict(end) for end in tracked.extra.get("attempts") or []]
+    in_place = retry.rank_restarts(pods)[0]
+    current = int(retry.restart_view(int(limit), ends, in_place)["attempt"])
+    wanted = current - 1 if previous else int(attempt or 0)
+    if not 1 <= wanted <= current:
+        raise UsageError(
+            f"--{'previous' if previous else f'attempt {attempt}'}: job {tracked.id} has attempts 1..{current}"
+            + (" (it is in its first)" if current == 1 else "")
+        )
+    if wanted == current:
+        return
+    request = (tracked.extra.get("request") or {}).get("flags") or {}  # mount_path, pvc: stored by name
+    where = retry.gang_dir(str(request.get("mount_path") or "/workspace"), tracked.id)
+    pvc = request.get("pvc") or "the job's PVC"
+    raise TaoError(
+        f"attempt {wanted} of job {tracked.id} ran in containers the kubelet removed when the gang restarted in "
+        f"place (RestartAllContainers keeps no previous container); each rank's output of it is on {pvc} at "
+        f"{where}/attempt-{wanted}/rank-R.log"
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -34,6 +72,10 @@ def register(app: typer.Typer) -> None:
         rank: int = typer.Option(None, "--rank", help="Only this rank (JOB_COMPLETION_INDEX)."),
         force: bool = typer.Option(False, "--force", help="Skip the cluster and UID pins."),
         raw: bool = typer.Option(False, "--raw", help="Print the log as kubectl gives it: no redaction, no filtering."),
+        attempt: int = typer.Option(
+            None, "--attempt", help="--max-restarts jobs: the log of attempt K (default: the current attempt)."
+        ),
+        previous: bool = typer.Option(False, "--previous", "-p", help="--max-restarts jobs: the attempt before."),
     ) -> int:
         """Print the logs of every rank of a job."""
         from kubectl_tao.cli.output import emit_raw, info, log_line
@@ -57,6 +99,8 @@ def register(app: typer.Typer) -> None:
         multi = nodes > 1
         live_job, pods = tracking.fetch(kc, tracked) if tracked.job_name else (None, [])
         tracking.check_uid(tracked, live_job, force=force)
+        if attempt is not None or previous:
+            _check_attempt(tracked, pods, attempt, previous)
         if not pods:
             history = tracked.extra.get("history")
             if live_job is not None and not history:

@@ -34,6 +34,10 @@ def row(obs: Observation, wide: bool) -> list[Any]:
     return cells
 
 
+def _restarts_cell(view: dict[str, Any] | None) -> str:
+    return "-" if view is None else f"{view['restarts']}/{view['max_restarts']}"
+
+
 def rank_rows(obs: Observation) -> list[list[Any]]:
     ranks = (obs.live or {}).get("ranks") or (obs.tracked.extra.get("history") or {}).get("ranks") or []
     return [
@@ -88,8 +92,12 @@ def show(observations: list[Observation], output: str, no_headers: bool, *, rank
     else:
         wide = fmt == "wide"
         rows_shown = [row(o, wide) for o in observations]
-        emit(table(_scrubbed(rows_shown) if ranks else rows_shown, HEADERS + (WIDE if wide else []),
-                   no_headers=no_headers))
+        headers = HEADERS + (WIDE if wide else [])
+        views = [o.restart_view() for o in observations]
+        if any(view is not None for view in views):  # a column only where a job was submitted with --max-restarts
+            headers = [*headers, "RESTARTS"]
+            rows_shown = [[*cells, _restarts_cell(view)] for cells, view in zip(rows_shown, views, strict=True)]
+        emit(table(_scrubbed(rows_shown) if ranks else rows_shown, headers, no_headers=no_headers))
         if ranks:
             for obs in observations:
                 if obs.message and obs.state not in ("RUNNING", "COMPLETE"):
@@ -105,6 +113,12 @@ def show(observations: list[Observation], output: str, no_headers: bool, *, rank
                     from kubectl_tao.k8s.gang import describe
 
                     emit(f"Gang: {sanitize(_scrubbed(describe(gang)))}\n")
+                view = obs.restart_view()
+                if view is not None:
+                    emit(f"\nRestarts: {view['restarts']} ({view['counted']} of {view['max_restarts']} counted); "
+                         f"attempt {view['attempt']}\n")
+                    for end in view["attempts"]:
+                        emit(f"  {end['said']}\n")
                 first = (obs.live or {}).get("first_failed_rank")
                 if first is not None:
                     emit(f"\nFirst failed rank: {first}\n")

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import typer
 
 from kubectl_tao.commands.common import OutputOption, lazy_record_store, session
 from kubectl_tao.commands.jobflags import JobCommand, request_of
+
+if TYPE_CHECKING:
+    from kubectl_tao.jobs.plan import JobRequest
 
 EPILOG = """\b
 Examples:
@@ -52,10 +58,8 @@ def submit(
     output: str = OutputOption,
 ) -> int:
     """Launch a TAO (or any PyTorch-style) GPU job after every gate passes."""
-    from kubectl_tao.cli.output import check_format, dump_json, dump_yaml, emit, info
+    from kubectl_tao.cli.output import check_format
     from kubectl_tao.core.errors import UsageError
-    from kubectl_tao.jobs import plan as planning
-    from kubectl_tao.jobs.submit import execute
 
     fmt = check_format(output, ("table", "json", "yaml", "name"))
     if dry_run not in ("none", "client", "server"):
@@ -63,8 +67,34 @@ def submit(
     if (timeout or pending_timeout or image_pull_timeout) and not wait:
         raise UsageError("--timeout/--pending-timeout/--image-pull-timeout need --wait")
     job = request_of(ctx)
+    return run_submit(job, dry_run=dry_run, wait=wait, timeout=timeout, pending_timeout=pending_timeout,
+                      image_pull_timeout=image_pull_timeout, require_fit_now=require_fit_now, fmt=fmt)
+
+
+def run_submit(
+    job: JobRequest,
+    *,
+    dry_run: str = "none",
+    wait: bool = False,
+    timeout: float | None = None,
+    pending_timeout: float | None = None,
+    image_pull_timeout: float | None = None,
+    require_fit_now: bool = False,
+    fmt: str = "table",
+    extra_fields: dict[str, Any] | None = None,
+    on_created: Callable[[str], None] | None = None,
+    namespace: str | None = None,
+    record_fields: dict[str, Any] | None = None,
+) -> int:
+    """submit's work once its flags are read (`resubmit` runs it with a request built from a record)."""
+    from kubectl_tao.cli.output import dump_json, dump_yaml, emit, info
+    from kubectl_tao.jobs import plan as planning
+    from kubectl_tao.jobs.submit import execute
+
+    kept = {"request": planning.stored(job), **({"max_restarts": job.max_restarts} if job.max_restarts else {}),
+            **(extra_fields or {})}
     sess = session()
-    namespace = sess.namespace()
+    namespace = namespace or sess.namespace()
     held = None
     if wait and dry_run == "none" and not job.keep_until_captured:
         # The Job is created without a TTL and gets it back once --wait has captured its ending (or
@@ -75,6 +105,7 @@ def submit(
     target = sess.target()
     the_plan = planning.build(job, namespace, creds, server=target.server)
     the_plan.require_fit_now = require_fit_now
+    the_plan.record.update(record_fields or {})
     store = lazy_record_store()
     for note in the_plan.notes:
         info(note)
@@ -90,12 +121,14 @@ def submit(
         dry_run=dry_run,
         store_factory=store,
         on_progress=info,
-        extra=(
-            {"keep_until_captured": True, "ttl_seconds": job.ttl_seconds, "ttl_hold": held}
-            if job.keep_until_captured
-            else None
-        ),
+        extra={
+            **kept,
+            **({"keep_until_captured": True, "ttl_seconds": job.ttl_seconds, "ttl_hold": held}
+               if job.keep_until_captured else {}),
+        },
     )
+    if on_created is not None and outcome.record_id and dry_run == "none":
+        on_created(outcome.record_id)
     if dry_run != "none":
         from kubectl_tao.core.render import to_json, to_yaml
 

@@ -37,6 +37,15 @@ class QueueSeen(Value):
 
 
 @record(frozen=True)
+class RestartsSeen(Value):
+    """Whether the server keeps the container restart rules of --max-restarts (k8s/restarts.py: Support), and the
+    server version ('' when it could not be read)."""
+
+    support: Any
+    version: str = ""
+
+
+@record(frozen=True)
 class FitSeen(Value):
     """The fit verdict (gpufit.FitVerdict; None while submit settles a "queue" verdict after the create, see
     jobs/gates.py: LaterFit), why DRA GPUs were not counted, and whether the pods could be listed."""

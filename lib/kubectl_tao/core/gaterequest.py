@@ -35,4 +35,5 @@ class GateRequest(Value):
     server: str = ""  # the API server's URL: its cached NCCL probe result (multi-node)
     probe_warning: bool = True  # False for the NCCL probe itself
     topology: Any = None  # topology.Topology of --topology (None: anywhere)
+    max_restarts: int = 0  # --max-restarts: the server must keep container restart rules
     objects: list[dict[str, Any]] | None = None  # the job's objects, dry-run by the server with the reviews

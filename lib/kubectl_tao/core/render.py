@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kubectl_tao.core import contract, kubelet_text, names, quantities, templates
+from kubectl_tao.core import contract, kubelet_text, names, quantities, retry, templates
 from kubectl_tao.core.errors import UsageError
 from kubectl_tao.core.valueclass import Factory, Value, record
 
@@ -46,6 +46,10 @@ MAX_NODES = 1024
 MAX_TTL_SECONDS = 604800
 MAX_RETRIES = 100
 MAX_RENDEZVOUS_TIMEOUT = 86400
+MAX_RESTARTS = retry.MAX_RESTARTS
+MAX_TERMINATION_GRACE = 86400
+# --max-restarts without --termination-grace-period: time for a rank to save a checkpoint on SIGTERM
+DEFAULT_RESTART_GRACE_SECONDS = 120
 
 TIERS = ("A", "C")
 LAUNCHERS = ("tao", "torchrun")
@@ -101,10 +105,24 @@ class JobSpec(Value):
     topology: Mapping[str, str] = Factory(dict)  # Kueue's topology annotation on the pod template (--topology)
     retries_per_index: int | None = None  # multi-node: backoffLimitPerIndex + FailIndex on 137
     rendezvous_timeout_seconds: int = DEFAULT_RENDEZVOUS_TIMEOUT  # multi-node barrier; 0 disables
+    max_restarts: int = 0  # multi-node: gang restarts in place (docs/restarts.md); 0 = none
+    termination_grace_seconds: int | None = None  # None: Kubernetes' default (with restarts: 120)
 
     @property
     def multi_node(self) -> bool:
         return self.nodes > 1
+
+    @property
+    def gang_dir(self) -> str:
+        """Where the ranks of a job with restarts keep their shared attempt state: on the job's volume."""
+        return retry.gang_dir(self.mount_path, self.record_id)
+
+    @property
+    def termination_grace(self) -> int | None:
+        """terminationGracePeriodSeconds: the flag, else 120 s with restarts, else Kubernetes' own default."""
+        if self.termination_grace_seconds is not None:
+            return self.termination_grace_seconds
+        return DEFAULT_RESTART_GRACE_SECONDS if self.max_restarts else None
 
     @property
     def upload_destination(self) -> str | None:
@@ -303,6 +321,26 @@ def _check_multi_node(spec: JobSpec) -> None:
         _int_in(spec.retries_per_index, "retries per index", 0, MAX_RETRIES)
     if spec.multi_node:
         names.validate_service_name(spec.name, "job name")
+    _check_restarts(spec)
+
+
+def _check_restarts(spec: JobSpec) -> None:
+    _int_in(spec.max_restarts, "max restarts", 0, MAX_RESTARTS)
+    if spec.termination_grace_seconds is not None:
+        _int_in(spec.termination_grace_seconds, "termination grace period", 0, MAX_TERMINATION_GRACE)
+    if not spec.max_restarts:
+        return
+    if not spec.multi_node:
+        raise UsageError(
+            "--max-restarts restarts the ranks of a multi-node job (--nodes 2 or more); on one node it would only "
+            "restart its container in place: drop --max-restarts, and rerun a failed job with "
+            "`kubectl tao resubmit JOB`"
+        )
+    if spec.retries_per_index is not None:
+        raise UsageError(
+            "--max-restarts and --retries-per-index both retry failed ranks: give --max-restarts (the whole gang "
+            "restarts) or --retries-per-index (one index is recreated), not both"
+        )
 
 
 def _check_scheduling(spec: JobSpec) -> None:
@@ -503,6 +541,8 @@ def spec_from_options(
     retries_per_index: int | None = None,
     rendezvous_timeout_seconds: int = DEFAULT_RENDEZVOUS_TIMEOUT,
     topology: Mapping[str, str] | None = None,
+    max_restarts: int = 0,
+    termination_grace_seconds: int | None = None,
 ) -> JobSpec:
     """Build a validated JobSpec from flag values (what `kubectl tao render/submit` and
     scripts/render_job parse). Give a name, a record id, or both: a missing name is derived from the
@@ -550,6 +590,8 @@ def spec_from_options(
         topology=dict(topology or {}),
         retries_per_index=retries_per_index,
         rendezvous_timeout_seconds=rendezvous_timeout_seconds,
+        max_restarts=max_restarts,
+        termination_grace_seconds=termination_grace_seconds,
     )
     return validate_spec(spec)
 
@@ -699,6 +741,7 @@ def _job_values(spec: JobSpec) -> dict[str, Any]:
         "ENV_FROM": _env_from(spec),
         "MOUNT_PATH": spec.mount_path,
         "SHM_SIZE": spec.shm_size,
+        "TERMINATION_GRACE": spec.termination_grace,
     }
 
 
@@ -735,6 +778,14 @@ def _pod_failure_policy(spec: JobSpec) -> dict[str, Any]:
     return {"rules": rules}
 
 
+def _restart_env(spec: JobSpec) -> list[dict[str, Any]]:
+    return [
+        _env("TAO_MAX_RESTARTS", str(spec.max_restarts)),
+        _env("TAO_RETRY_EXIT_CODES", " ".join(str(code) for code in retry.retryable_exit_codes())),
+        _env("TAO_GANG_DIR", spec.gang_dir),
+    ]
+
+
 def _one_rank_per_node(spec: JobSpec) -> dict[str, Any]:
     """Required pod anti-affinity on the job's own label: each rank gets a node to itself (the fit
     gate counts nodes on that assumption)."""
@@ -748,8 +799,9 @@ def render_indexed(spec: JobSpec) -> list[dict[str, Any]]:
     if not spec.multi_node:
         raise UsageError("nodes=1: an Indexed Job needs nodes > 1; use render_single")
     user_argv = _torchrun_argv(spec.command) if spec.launcher == "torchrun" else [spec.command]
+    restarts = spec.max_restarts > 0
     args = [
-        templates.load_template("indexed-rank-entrypoint.sh"),
+        templates.load_template("gang-restart-entrypoint.sh" if restarts else "indexed-rank-entrypoint.sh"),
         "kubectl-tao",
         templates.load_template("rendezvous-barrier.sh"),
         spec.launcher,
@@ -764,9 +816,11 @@ def render_indexed(spec: JobSpec) -> list[dict[str, Any]]:
         BACKOFF_LIMIT_PER_INDEX=spec.retries_per_index,
         POD_FAILURE_POLICY=_pod_failure_policy(spec),
         ARGS=args,
-        ENV=_common_env(spec) + _rank_env(spec),
+        ENV=_common_env(spec) + _rank_env(spec) + (_restart_env(spec) if restarts else []),
         PVC_CLAIM=spec.pvc,
         AFFINITY=_one_rank_per_node(spec),
+        CONTAINER_RESTART_POLICY="Never" if restarts else None,
+        RESTART_RULES=retry.restart_rules() if restarts else None,
     )
     service, job = templates.render_template("indexed-job.yaml.tmpl", values)
     # The Service carries no Kueue label and no TTL: it is deleted with the job by `kubectl tao cancel`.

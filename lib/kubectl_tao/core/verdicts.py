@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import ClusterUnreachableError, GateError, NeverFitsError, TaoError
-from kubectl_tao.core.gaterequest import PREFLIGHT, GateRequest
+from kubectl_tao.core.gaterequest import PREFLIGHT, SUBMIT, GateRequest
 from kubectl_tao.core.valueclass import Value, record
 
 if TYPE_CHECKING:
-    from kubectl_tao.core.gatefacts import FitSeen, GangSeen, GpusSeen, PermissionsSeen, QueueSeen
+    from kubectl_tao.core.gatefacts import FitSeen, GangSeen, GpusSeen, PermissionsSeen, QueueSeen, RestartsSeen
 
 OK, WARN, REFUSE = "OK", "WARN", "REFUSE"
 PRIVATE_REGISTRIES = ("nvcr.io",)
@@ -265,6 +265,35 @@ def gang(request: GateRequest, seen: GangSeen) -> list[Verdict]:
     if mechanism.kind == contract.GANG_NONE:
         return [warn(line, f"submit with --queue (Kueue), or {seen.enable_hint}")]
     return [ok(line)]
+
+
+def restarts(request: GateRequest, seen: RestartsSeen) -> list[Verdict]:
+    """--max-restarts needs container restart rules (RestartAllContainers): refused in one line where the server
+    drops or refuses them (exit 2: the flag cannot apply here); preflight says whether they are available; fit
+    reports it in its own output."""
+    from kubectl_tao.core.errors import UsageError
+
+    support = seen.support
+    server = f"Kubernetes {seen.version}" if seen.version else "this API server"
+    if support.available:
+        return [ok(f"restarts in place (--max-restarts): available on {server}")] if request.verb == PREFLIGHT else []
+    if request.max_restarts > 0 and request.verb == SUBMIT:
+        return [refuse(
+            f"--max-restarts {request.max_restarts}: {server} cannot restart a rank's containers in place: "
+            f"{support.detail}",
+            f"drop --max-restarts, or use {RESTARTS_NEED}",
+            kind=UsageError,
+        )]
+    if request.verb == PREFLIGHT:
+        return [warn(f"restarts in place (--max-restarts): not available on {server}: {support.detail}",
+                     f"needs {RESTARTS_NEED}")]
+    return []
+
+
+RESTARTS_NEED = (
+    "Kubernetes 1.36+ with the ContainerRestartRules and RestartAllContainersOnContainerExits feature gates on "
+    "(their default)"
+)
 
 
 def dry_run(request: GateRequest, error: TaoError | None) -> list[Verdict]:

@@ -36,6 +36,7 @@ class Explanation(Value):
     findings: list[Finding] = Factory(list)
     notes: list[str] = Factory(list)
     gang: dict[str, Any] | None = None  # gang.GangView.to_dict() of a native gang job
+    restarts: list[str] = Factory(list)  # --max-restarts: why each attempt ended (core/retry.AttemptEnd.sentence)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +50,7 @@ class Explanation(Value):
             "findings": [f.to_dict() for f in self.findings],
             "notes": list(self.notes),
             "gang": self.gang,
+            "restarts": list(self.restarts),
         }
 
 
@@ -63,7 +65,7 @@ def redacted(e: Explanation) -> Explanation:
     gang = {k: redact_text(v) if isinstance(v, str) else v for k, v in e.gang.items()} if e.gang else None
     return Explanation(
         e.id, e.namespace, e.job, e.state, redact_text(e.reason), redact_text(e.message), e.source, findings,
-        [redact_text(note) for note in e.notes], gang,
+        [redact_text(note) for note in e.notes], gang, list(e.restarts),
     )
 
 
@@ -191,8 +193,31 @@ def _kueue_view(kc: Kubectl, ns: str, job: dict[str, Any], notes: list[str]) -> 
 
 
 def explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = False) -> Explanation:
-    """Findings for a record's Job: live when the Job exists, else from the record; redacted."""
-    return redacted(_explain_job(kc, tracked, server=server, force=force))
+    """Findings for a record's Job: live when the Job exists, else from the record; redacted. A job submitted
+    with --max-restarts also says why each of its attempts ended."""
+    found = _explain_job(kc, tracked, server=server, force=force)
+    if tracked.extra.get("max_restarts"):
+        found.restarts = _restarts_said(kc, tracked, found)
+    return redacted(found)
+
+
+def _restarts_said(kc: Kubectl, tracked: Tracked, found: Explanation) -> list[str]:
+    from kubectl_tao.core import retry
+    from kubectl_tao.jobs.track import observe_restarts
+
+    if found.source == "cluster" and tracked.namespace and tracked.job_name:
+        result = kc.run(["get", "pods", "-n", tracked.namespace, "-l", tracked.pod_selector, "-o", "json"],
+                        namespaced=False, check=False, best_effort=True)
+        try:
+            pods = json.loads(result.stdout).get("items") or [] if result.stdout.strip() else []
+        except json.JSONDecodeError:
+            pods = []
+        view = observe_restarts(kc, None, tracked, pods)
+    else:
+        ends = [retry.AttemptEnd.from_dict(end) for end in tracked.extra.get("attempts") or []]
+        view = retry.restart_view(int(tracked.extra.get("max_restarts") or 0), ends)
+    said = [f"restart budget: {view['counted']} of {view['max_restarts']} used; attempt {view['attempt']}"]
+    return said + [str(end["said"]) for end in view["attempts"]]
 
 
 def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = False) -> Explanation:

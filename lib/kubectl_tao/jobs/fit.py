@@ -26,6 +26,7 @@ class FitReport(Value):
     local_queue: str | None = None
     notes: list[str] = Factory(list)
     gang: Any = None  # gang.Mechanism
+    restarts: Any = None  # k8s/restarts.Support (multi-node requests), None when not checked
 
     def to_dict(self) -> dict[str, Any]:
         data = self.verdict.to_dict()
@@ -33,6 +34,8 @@ class FitReport(Value):
         data["localQueue"] = self.local_queue
         data["notes"] = list(self.notes)
         data["gang"] = self.gang.to_dict() if self.gang is not None else None
+        if self.restarts is not None:
+            data["restarts"] = {"available": self.restarts.available, "detail": self.restarts.detail}
         return data
 
 
@@ -67,4 +70,8 @@ def check(
     seen = gates.for_fit(kc, request)
     queued, fitted = seen["queue"], seen["capacity"]
     notes = [*queued.notes, *([fitted.dra_note] if fitted.dra_note else [])]
-    return FitReport(fitted.verdict, namespace, queued.local_queue, notes, seen["gang"].mechanism)
+    restarts = seen.get("restarts")
+    return FitReport(
+        fitted.verdict, namespace, queued.local_queue, notes, seen["gang"].mechanism,
+        getattr(restarts, "support", None),
+    )

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from kubectl_tao.core.errors import ClusterUnreachableError, GateError, KubectlError, TaoError
 from kubectl_tao.core.gaterequest import FIT, PREFLIGHT, SUBMIT, GateRequest
 from kubectl_tao.core.valueclass import Value, record
-from kubectl_tao.k8s import gang, permissions
+from kubectl_tao.k8s import gang, permissions, restarts
 from kubectl_tao.k8s.kubectl import Completed, Kubectl, Running
 
 if TYPE_CHECKING:
@@ -558,6 +558,30 @@ def _gang_look(run: Run) -> gatefacts.GangSeen:
     return gatefacts.GangSeen(mechanism, gang.ENABLE_HINT)
 
 
+def _restarts_wanted(request: GateRequest) -> bool:
+    """submit with --max-restarts; preflight always; fit for a multi-node request."""
+    if request.verb == SUBMIT:
+        return request.max_restarts > 0
+    return request.verb == PREFLIGHT or request.nodes > 1
+
+
+def _restarts_reads(request: GateRequest) -> dict[str, Call]:
+    return {"version": VERSION_READ, "restarts": restarts.dry_run_call(request.namespace)}
+
+
+def _restarts_look(run: Run) -> gatefacts.RestartsSeen:
+    from kubectl_tao.core import gatefacts
+
+    answer = run.answer("restarts")
+    if isinstance(answer, ClusterUnreachableError):
+        raise answer
+    try:
+        version = _server_version(run).text
+    except TaoError:
+        version = ""
+    return gatefacts.RestartsSeen(restarts.kept(answer), version)
+
+
 def _dry_run_look(run: Run) -> TaoError | None:
     return _reviews(run)[1]
 
@@ -574,6 +598,7 @@ GATES = (
     Gate("queue", EVERY_VERB, _queue_wanted, _queue_reads, _queue_look, "queue"),
     Gate("capacity", EVERY_VERB, _fit_wanted, _capacity_reads, _fit_look, "capacity"),
     Gate("gang", EVERY_VERB, _always, _gang_reads, _gang_look, "gang"),
+    Gate("restarts", EVERY_VERB, _restarts_wanted, _restarts_reads, _restarts_look, "restarts"),
     # Its objects ride in the permissions gate's call (one `kubectl create --dry-run=server` for both).
     Gate("dry-run", (SUBMIT,), lambda r: r.objects is not None, _no_reads, _dry_run_look, "dry_run"),
     Gate("image-pull", (SUBMIT,), _always, _no_reads, lambda _run: None, "image_pull"),

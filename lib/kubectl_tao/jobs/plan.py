@@ -57,6 +57,8 @@ class JobRequest(Value):
     topology: str | None
     gang: str
     retries_per_index: int | None
+    max_restarts: int
+    termination_grace_period: int | None
     active_deadline: int | None
     annotation: tuple[str, ...]
     label: tuple[str, ...]
@@ -65,6 +67,26 @@ class JobRequest(Value):
     config_source: str | None
     keep_until_captured: bool
     given: frozenset[str]  # the flags set on the command line (some are refused where they cannot apply)
+
+
+def stored(job: JobRequest) -> dict[str, Any]:
+    """The request as the record keeps it (`resubmit` builds the job again from it): every job flag's value and
+    which flags were given. Credentials are kept as references only: the --env-file path, the --env names, the
+    --env-secret name; never a value."""
+    from kubectl_tao.core.valueclass import plain
+
+    flags = {_STORED_AS.get(key, key): value for key, value in plain(job).items() if key != "given"}
+    return {"flags": flags, "given": sorted(job.given)}
+
+
+# Flags whose names read as credentials to the record's redactor, kept under names that say what they hold.
+_STORED_AS = {"env_secret": "env_secret_name", "image_pull_secret": "image_pull_secret_name"}
+
+
+def flags_stored(kept: dict[str, Any]) -> dict[str, Any]:
+    """The job flags of a request `stored` kept (their own names back)."""
+    back = {stored_as: key for key, stored_as in _STORED_AS.items()}
+    return {back.get(key, key): value for key, value in kept.items()}
 
 
 def read_credentials(
@@ -144,6 +166,26 @@ def _common_checks(job: JobRequest) -> None:
         require_ascii_name(value, flag, example=example)
 
 
+def _check_restarts(job: JobRequest) -> None:
+    """--max-restarts and --termination-grace-period, named as the flags (the spec checks them again)."""
+    from kubectl_tao.core.render import MAX_RESTARTS, MAX_TERMINATION_GRACE
+
+    if not 0 <= job.max_restarts <= MAX_RESTARTS:
+        raise UsageError(
+            f"--max-restarts {job.max_restarts}: give 0 (no restarts) to {MAX_RESTARTS}; a job that needs more "
+            "restarts than that has a problem a restart does not fix"
+        )
+    grace = job.termination_grace_period
+    if grace is not None and not 0 <= grace <= MAX_TERMINATION_GRACE:
+        raise UsageError(f"--termination-grace-period {grace}: give 0 to {MAX_TERMINATION_GRACE} seconds")
+    if job.max_restarts and job.nodes < 2:
+        raise UsageError(
+            "--max-restarts restarts the ranks of a multi-node job (--nodes 2 or more); on one node it would only "
+            "restart its container in place: drop --max-restarts, and rerun a failed job with "
+            "`kubectl tao resubmit JOB`"
+        )
+
+
 @record
 class _Nccl(Value):
     socket_ifname: str | None
@@ -200,6 +242,7 @@ def _spec_plan(
     from kubectl_tao.store.recordids import preview_id
 
     _common_checks(job)
+    _check_restarts(job)
     for value, flag in ((job.staging_map, "--staging-map"), (job.config_source, "--config-source")):
         if value:
             raise UsageError(f"{flag} is only for --action-request; drop it or give the request")
@@ -279,6 +322,8 @@ def _spec_plan(
         retries_per_index=job.retries_per_index,
         rendezvous_timeout_seconds=job.rendezvous_timeout,
         topology=topology.annotations() if topology is not None and job.queue else None,
+        max_restarts=job.max_restarts,
+        termination_grace_seconds=job.termination_grace_period,
     )
     probe_name = kubernetes_job_name(probe_id)
     spec = render.spec_from_options(
@@ -338,6 +383,7 @@ def _spec_plan(
         notes=nccl.notes,
         gang_mode=gang_mode,
         topology=topology,
+        max_restarts=job.max_restarts,
     )
 
 
@@ -375,6 +421,8 @@ _NOT_FOR_ACTION_REQUESTS = {
     "retries_per_index": ("--retries-per-index", "nothing: an action request runs one pod"),
     "gang": ("--gang", "nothing: an action request runs one pod"),
     "topology": ("--topology", "nothing: an action request runs one pod"),
+    "max_restarts": ("--max-restarts", "nothing: an action request runs one pod"),
+    "termination_grace_period": ("--termination-grace-period", "the action renderer's pod defaults"),
 }
 
 

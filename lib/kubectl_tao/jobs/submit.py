@@ -66,6 +66,7 @@ class Plan(Value):
     patches_job: bool = False  # --keep-until-captured: `status` sets the Job's TTL once the history is captured
     gang_mode: str = "auto"  # --gang: auto | native | off (gang.py)
     topology: Any = None  # topology.Topology of --topology (None: anywhere)
+    max_restarts: int = 0  # --max-restarts: the restarts gate checks the server keeps container restart rules
 
 
 @record
@@ -121,6 +122,7 @@ def run_gates(
         credentials=bool(plan.credentials),
         patch_job=plan.patches_job,
         gang_mode=plan.gang_mode,
+        max_restarts=plan.max_restarts,
         server=server,
         probe_warning=not plan.skip_probe_warning,
         objects=dry_objects,

@@ -90,6 +90,19 @@ class Observation(Value):
     live: dict[str, Any] | None  # JobStatus.to_dict() when the Job was found
     notes: list[str] = Factory(list)
     job_ttl: int | None = None  # the live Job's ttlSecondsAfterFinished
+    restarts: dict[str, Any] | None = None  # --max-restarts: core/retry.restart_view
+
+    def restart_view(self) -> dict[str, Any] | None:
+        """Restarts, attempt and why each attempt ended, for a job submitted with --max-restarts (else None)."""
+        if self.restarts is not None:
+            return self.restarts
+        limit = self.tracked.extra.get("max_restarts")
+        if not limit:
+            return None
+        from kubectl_tao.core import retry
+
+        ends = [retry.AttemptEnd.from_dict(end) for end in self.tracked.extra.get("attempts") or []]
+        return retry.restart_view(int(limit), ends)
 
     def to_dict(self) -> dict[str, Any]:
         record = self.tracked.record
@@ -111,7 +124,15 @@ class Observation(Value):
             "live": self.live,
             "history": extra.get("history"),
             "notes": self.notes,
+            **self._restart_fields(),
         }
+
+    def _restart_fields(self) -> dict[str, Any]:
+        view = self.restart_view()
+        if view is None:
+            return {}
+        return {"restarts": view["restarts"], "attempt": view["attempt"], "attempts": view["attempts"],
+                "max_restarts": view["max_restarts"]}
 
 
 def load(store: Any, record_id: str) -> Tracked:
@@ -332,6 +353,8 @@ def observe(
         annotate(status, job, groups, pods)
     obs = Observation(tracked, status.state, status.reason, status.message, status.err_class, status.to_dict())
     obs.job_ttl = ((job or {}).get("spec") or {}).get("ttlSecondsAfterFinished")
+    if tracked.extra.get("max_restarts") and job is not None:
+        obs.restarts = observe_restarts(kc, store if update else None, tracked, pods)
     if job is None:
         return _settle_missing(kc, store, tracked, obs, update)
     if update and not tracked.terminal and tracked.extra.get("submit_phase") in INCOMPLETE_SUBMIT_PHASES:
@@ -344,6 +367,34 @@ def observe(
     if update:
         _write_back(kc, store, tracked, obs, pods)
     return obs
+
+
+def observe_restarts(kc: Kubectl, store: Any, tracked: Tracked, pods: list[dict[str, Any]]) -> dict[str, Any]:
+    """The restarts of a job with --max-restarts: the kubelet's restart counts, and why each attempt ended, from
+    the termination messages the ranks left or, for restarts not explained yet, the head of the current attempt's
+    log (the entrypoint prints the ends of the earlier attempts first: the kubelet removes the containers of a
+    RestartAllContainers, their messages with them). New ends are kept in the record (STORE; None: not written)."""
+    from kubectl_tao.core import retry
+
+    in_place, messages = retry.rank_restarts(pods)
+    known = [retry.AttemptEnd.from_dict(end) for end in tracked.extra.get("attempts") or []]
+    ends = {end.attempt: end for end in known}
+    for end in retry.parse_history(messages):
+        ends.setdefault(end.attempt, end)
+    restarted = sum(1 for end in ends.values() if end.decision != "fail")
+    if in_place > restarted and tracked.namespace:
+        pod = max(pods, key=lambda p: max([s.get("restartCount") or 0 for s in
+                                           (p.get("status") or {}).get("containerStatuses") or []] or [0]))
+        result = kc.run(
+            ["logs", "-n", tracked.namespace, str(pod["metadata"]["name"]), "-c", "tao", "--limit-bytes=8192"],
+            namespaced=False, check=False, best_effort=True,
+        )
+        for end in retry.parse_history([result.stdout]):
+            ends.setdefault(end.attempt, end)
+    found = sorted(ends.values(), key=lambda end: end.attempt)
+    if store is not None and found != known:
+        tracked.extra = store.update_extra(tracked.id, attempts=[end.to_dict() for end in found])
+    return retry.restart_view(int(tracked.extra.get("max_restarts") or 0), found, in_place)
 
 
 def _from_record(tracked: Tracked, notes: list[str]) -> Observation:

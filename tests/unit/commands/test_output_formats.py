@@ -108,6 +108,18 @@ def _submit(fake: FakeKubectl) -> list[str]:
             "s3://bucket/out", "--gpus", "0"]
 
 
+def _resubmit(fake: FakeKubectl) -> list[str]:
+    from kubectl_tao.commands.jobflags import job_request
+    from kubectl_tao.jobs.plan import stored
+
+    _submit(fake)
+    fake.on("get", "persistentvolumeclaim/data", stdout="PersistentVolumeClaim data Bound \n")
+    rid = _launched()
+    request = job_request(image="busybox", command="true", pvc="data", gpus=0)
+    RecordStore().update_extra(rid, request=stored(request))
+    return ["resubmit", rid]
+
+
 def _secret(fake: FakeKubectl) -> list[str]:
     fake.on("create", stdout="secret/ngc\n")
     fake.on("get", "secret", stdout="secret/ngc\n")
@@ -142,6 +154,7 @@ CASES: dict[str, tuple[Callable[..., list[str]], int, str]] = {
     "render": (lambda **_: ["render", *RENDER], 0, ""),
     "submit --dry-run=client": (lambda **_: ["submit", *RENDER, "--dry-run=client"], 0, ""),
     "submit": (lambda fake, **_: _submit(fake), 0, ""),
+    "resubmit": (lambda fake, **_: _resubmit(fake), 0, ""),
     "status": (lambda fake, **_: _status(fake), 0, ""),
     "list": (lambda **_: _listed(["list", "--no-live"]), 0, ""),
     "cancel": (lambda **_: ["cancel", _open()], 0, ""),

@@ -123,7 +123,7 @@ def test_preflight_prints_the_gates_in_the_order_submit_judges_them(cli: Any, fa
     code, out, err = cli("preflight", "--gpus", "8", "--pvc", "data", "-o", "json")
     assert code == 0, err
     names = [check["check"] for check in json.loads(out)["checks"]][2:]  # after the host runtime and kubectl
-    assert names == ["cluster", "permissions", "gpu-operator", "references", "capacity"]
+    assert names == ["cluster", "permissions", "gpu-operator", "references", "capacity", "restarts"]
     order = [gate.name for gate in gates.GATES]
     assert names == sorted(names, key=order.index)
 

@@ -189,3 +189,32 @@ def test_preferred_topology_without_a_queue_warns_and_sets_nothing() -> None:
 def test_a_bad_topology_label_is_refused_before_anything() -> None:
     with pytest.raises(UsageError, match=r"^--topology 'a b': not a node label key"):
         build(flags(nodes=2, queue="team", topology="a b"), "ns", {})
+# ---------------------------------------------------------------- --max-restarts, --termination-grace-period
+
+
+def test_max_restarts_reaches_the_rendered_job_of_a_multi_node_plan() -> None:
+    plan = build(flags(nodes=2, max_restarts=3), "ns", {})
+    job = plan.render("j", "rec-1", None)[-1]
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["TAO_MAX_RESTARTS"] == "3"
+    assert container["restartPolicyRules"][0]["action"] == "RestartAllContainers"
+    assert job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 120
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"nodes": 2, "max_restarts": -1}, "--max-restarts -1: give 0 (no restarts) to 20"),
+        ({"nodes": 2, "max_restarts": 99999}, "--max-restarts 99999: give 0 (no restarts) to 20"),
+        ({"max_restarts": 2}, "--max-restarts restarts the ranks of a multi-node job (--nodes 2 or more)"),
+        ({"termination_grace_period": -1}, "--termination-grace-period -1: give 0 to 86400 seconds"),
+        ({"nodes": 2, "max_restarts": 1, "retries_per_index": 1}, "--max-restarts and --retries-per-index"),
+    ],
+)
+def test_bad_restart_flags_are_refused_in_one_line(over: dict[str, Any], message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        build(flags(**over), "ns", {})
+    assert message in caught.value.message
+    assert "\n" not in caught.value.message
+    assert caught.value.exit_code == 2

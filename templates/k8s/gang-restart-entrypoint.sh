@@ -1,0 +1,279 @@
+#!/bin/sh
+# kubectl-tao entrypoint of one rank of a multi-node run with --max-restarts N (docs/restarts.md). POSIX sh.
+#
+# Called as: sh -c "<this script>" kubectl-tao BARRIER LAUNCHER ARG...   (as indexed-rank-entrypoint.sh)
+#
+# The ranks of one job share a directory on the job's volume (TAO_GANG_DIR). Attempt K ends when the first rank
+# whose program fails claims it (mkdir claim-K, atomic) and records how it ended (end-K, renamed into place
+# whole). Every other rank sees the claim, stops its program (SIGTERM, then SIGKILL after TAO_PEER_STOP_SECONDS)
+# and follows the recorded decision:
+#   restart    exit 85: the container restart rule RestartAllContainers restarts this pod's containers in place;
+#              attempt K+1 starts from the top (TAO_ATTEMPT=K+1), counted against TAO_MAX_RESTARTS;
+#   disrupted  the claiming rank got SIGTERM (eviction, preemption, drain): the others restart with exit 85 and
+#              the restart is not counted; the stopped pod exits 143 and the Job recreates it (DisruptionTarget);
+#   fail       a program error (an exit code not in TAO_RETRY_EXIT_CODES), the barrier's 88 twice in a row, or
+#              no restarts left: every rank exits with a code the restart rule does not match, and the Job fails.
+# Before a new attempt runs, every rank waits until all NNODES ranks have entered it (files attempt-K/rank-R),
+# then passes the rendezvous barrier. Each attempt's end is one line of the container's termination message.
+#
+# Environment: NODE_RANK, NNODES, TAO_GANG_DIR, TAO_MAX_RESTARTS, TAO_RETRY_EXIT_CODES (required);
+# RENDEZVOUS_TIMEOUT (also bounds the wait for the other ranks; 0 = 300 for that wait), RENDEZVOUS_POLL_SECONDS,
+# TAO_PEER_STOP_SECONDS (default 20), TAO_SETTLE_SECONDS (default 10: how long a rank whose failure is final
+# waits for another rank's claim first), TAO_TERMINATION_LOG (default /dev/termination-log).
+set -eu
+
+EXIT_RESTART=85
+EXIT_RENDEZVOUS_TIMEOUT=88
+
+barrier=$1
+launcher=$2
+shift 2
+
+rank=${NODE_RANK:?NODE_RANK is not set}
+nodes=${NNODES:?NNODES is not set}
+gang=${TAO_GANG_DIR:?TAO_GANG_DIR is not set}
+max=${TAO_MAX_RESTARTS:?TAO_MAX_RESTARTS is not set}
+retry_codes=" ${TAO_RETRY_EXIT_CODES:?TAO_RETRY_EXIT_CODES is not set} "
+poll=${RENDEZVOUS_POLL_SECONDS:-2}
+wait_all=${RENDEZVOUS_TIMEOUT:-300}
+[ "$wait_all" != 0 ] || wait_all=300
+peer_stop=${TAO_PEER_STOP_SECONDS:-20}
+settle=${TAO_SETTLE_SECONDS:-10}
+termination_log=${TAO_TERMINATION_LOG:-/dev/termination-log}
+
+say() { echo "kubectl-tao: $*"; }
+now() { date +%s; }
+
+mkdir -p "$gang" || {
+    say "cannot create the restart directory $gang on the job's volume" >&2
+    exit 2
+}
+
+# The attempt: one more than the attempts that have ended; the restarts used: those that counted.
+attempt=1
+used=0
+while [ -d "$gang/end-$attempt" ]; do
+    [ ! -f "$gang/end-$attempt/counted" ] || used=$((used + 1))
+    attempt=$((attempt + 1))
+done
+TAO_ATTEMPT=$attempt
+export TAO_ATTEMPT
+# How the earlier attempts ended, first in this attempt's log (`status` reads them from there).
+k=1
+while [ "$k" -lt "$attempt" ]; do
+    cat "$gang/end-$k/line" 2>/dev/null || true
+    k=$((k + 1))
+done
+say "rank $rank attempt $attempt (restarts used $used of $max)"
+
+child=
+watcher=
+disrupted=0
+
+signal_name() {
+    case "$1" in
+        129) echo SIGHUP ;; 130) echo SIGINT ;; 134) echo SIGABRT ;; 135) echo SIGBUS ;;
+        137) echo SIGKILL ;; 139) echo SIGSEGV ;; 143) echo SIGTERM ;; 88) echo "rendezvous timeout" ;;
+        *) echo "exit $1" ;;
+    esac
+}
+
+# stop_program SIGNAL: the program and everything it started. As the container's PID 1, kill -1 reaches every
+# other process of the container (a shell's children included); elsewhere (tests) the child only.
+stop_program() {
+    if [ "$$" = 1 ]; then
+        kill "-$1" -1 2>/dev/null || true
+    elif [ -n "$child" ]; then
+        kill "-$1" "$child" 2>/dev/null || true
+    fi
+}
+
+write_history() {
+    k=1
+    {
+        while [ "$k" -le "$attempt" ]; do
+            [ ! -f "$gang/end-$k/line" ] || cat "$gang/end-$k/line"
+            k=$((k + 1))
+        done
+    } >"$termination_log" 2>/dev/null || true
+}
+
+# record DECISION COUNTED CODE REASON: this rank ended the attempt first; write its end, whole, then rename it.
+record() {
+    tmp="$gang/.end-$attempt.$rank.$$"
+    rm -rf "$tmp"
+    mkdir "$tmp"
+    printf '%s\n' "$3" >"$tmp/exit"
+    printf '%s\n' "$1" >"$tmp/decision"
+    [ "$2" = 0 ] || : >"$tmp/counted"
+    printf 'kubectl-tao attempt=%s rank=%s exit=%s decision=%s counted=%s reason=%s\n' \
+        "$attempt" "$rank" "$3" "$1" "$2" "$4" >"$tmp/line"
+    mv "$tmp" "$gang/end-$attempt"
+}
+
+# decide CODE: the first rank to fail decides what the attempt's end means.
+decide() {
+    code=$1
+    reason=$(signal_name "$code")
+    previous=$(cat "$gang/end-$((attempt - 1))/exit" 2>/dev/null || echo none)
+    if [ "$disrupted" = 1 ]; then
+        record disrupted 0 "$code" "pod stopped (SIGTERM)"
+    elif [ "$code" = "$EXIT_RENDEZVOUS_TIMEOUT" ] && [ "$previous" = "$EXIT_RENDEZVOUS_TIMEOUT" ]; then
+        record fail 0 "$code" "rendezvous timeout twice"
+    elif case "$retry_codes" in *" $code "*) true ;; *) false ;; esac; then
+        if [ "$used" -lt "$max" ]; then
+            record restart 1 "$code" "$reason"
+        else
+            record fail 0 "$code" "$reason (no restarts left)"
+        fi
+    else
+        record fail 0 "$code" "program error"
+    fi
+}
+
+# end_attempt CODE: end this attempt with this rank's exit CODE; never returns.
+end_attempt() {
+    code=$1
+    [ -z "$watcher" ] || kill "$watcher" 2>/dev/null || true
+    if [ "$disrupted" = 0 ] && ! case "$retry_codes" in *" $code "*) true ;; *) false ;; esac; then
+        # A final failure may be the echo of a peer's crash (a collective that lost its peer): give the peer
+        # time to claim the attempt first.
+        deadline=$(($(now) + settle))
+        while [ ! -d "$gang/claim-$attempt" ] && [ "$(now)" -lt "$deadline" ]; do sleep 1; done
+    fi
+    if mkdir "$gang/claim-$attempt" 2>/dev/null; then
+        decide "$code"
+    else
+        deadline=$(($(now) + 60))
+        until [ -d "$gang/end-$attempt" ]; do
+            if [ "$(now)" -ge "$deadline" ]; then
+                say "rank $rank: attempt $attempt was claimed but its end was never recorded" >&2
+                exit 1
+            fi
+            sleep 1
+        done
+    fi
+    decision=$(cat "$gang/end-$attempt/decision")
+    write_history
+    say "$(sed 's/^kubectl-tao //' "$gang/end-$attempt/line")"
+    if [ "$disrupted" = 1 ]; then
+        exit 143
+    fi
+    case "$decision" in
+        restart | disrupted)
+            say "rank $rank restarts with the gang (attempt $((attempt + 1)))"
+            exit "$EXIT_RESTART"
+            ;;
+    esac
+    [ "$code" != "$EXIT_RESTART" ] && [ "$code" != 0 ] || code=1
+    exit "$code"
+}
+
+# shellcheck disable=SC2329 # called by the trap below
+on_term() {
+    disrupted=1
+    stop_program TERM
+}
+trap on_term TERM
+
+# Every rank enters the attempt before any rank starts it.
+mkdir -p "$gang/attempt-$attempt"
+: >"$gang/attempt-$attempt/rank-$rank"
+count_ranks() {
+    set -- "$gang/attempt-$attempt"/rank-*
+    echo "$#"
+}
+deadline=$(($(now) + wait_all))
+while [ "$(count_ranks)" -lt "$nodes" ]; do
+    [ "$disrupted" = 0 ] || end_attempt 143
+    [ ! -d "$gang/claim-$attempt" ] || end_attempt 143
+    if [ "$(now)" -ge "$deadline" ]; then
+        say "rank $rank: only $(count_ranks) of $nodes ranks entered attempt $attempt after ${wait_all}s" >&2
+        end_attempt "$EXIT_RENDEZVOUS_TIMEOUT"
+    fi
+    sleep "$poll"
+done
+
+if [ "${RENDEZVOUS_TIMEOUT:-0}" != "0" ]; then
+    rc=0
+    sh -c "$barrier" rendezvous-barrier || rc=$?
+    [ "$rc" = 0 ] || end_attempt "$rc"
+fi
+
+# The program's output goes to the container log and, through tee, to attempt-K/rank-R.log on the volume: the
+# kubelet removes a restarted pod's containers, their logs with them.
+out=/dev/stdout
+teer=
+fifo="${TMPDIR:-/tmp}/kubectl-tao-output.$$"
+if rm -f "$fifo" && mkfifo "$fifo" 2>/dev/null; then
+    (
+        trap '' TERM
+        exec tee -a "$gang/attempt-$attempt/rank-$rank.log"
+    ) <"$fifo" &
+    teer=$!
+    out=$fifo
+fi
+# finish_tee: let tee copy the last lines (at most 5 s: a process the program left behind may hold the pipe).
+finish_tee() {
+    [ -n "$teer" ] || return 0
+    n=0
+    while kill -0 "$teer" 2>/dev/null && [ "$n" -lt 5 ]; do
+        sleep 1
+        n=$((n + 1))
+    done
+    kill -KILL "$teer" 2>/dev/null || true
+    rm -f "$fifo"
+}
+case "$launcher" in
+    tao)
+        sh -c "$1" tao >"$out" 2>&1 &
+        ;;
+    torchrun)
+        torchrun --nnodes="$NNODES" --nproc_per_node="${NPROC_PER_NODE:?}" --node_rank="$NODE_RANK" \
+            --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT" "$@" >"$out" 2>&1 &
+        ;;
+    *)
+        say "unknown launcher '$launcher' (expected tao or torchrun)" >&2
+        exit 2
+        ;;
+esac
+child=$!
+
+# The watcher: when another rank claims this attempt, stop the program (it may hang in a collective).
+(
+    while kill -0 "$child" 2>/dev/null; do
+        if [ -d "$gang/claim-$attempt" ]; then
+            say "rank $rank: another rank ended attempt $attempt; stopping the program"
+            stop_program TERM
+            sleep "$peer_stop"
+            stop_program KILL
+            exit 0
+        fi
+        sleep 1
+    done
+) &
+watcher=$!
+
+rc=0
+wait "$child" || rc=$?
+while kill -0 "$child" 2>/dev/null; do
+    # wait returned for a trapped signal: wait again for the program's own status
+    rc=0
+    wait "$child" || rc=$?
+done
+if [ "$rc" = 0 ] && [ "$disrupted" = 0 ]; then
+    kill "$watcher" 2>/dev/null || true
+    finish_tee
+    exit 0
+fi
+finish_tee
+[ "$rc" != 0 ] || rc=143
+if [ "$launcher" = torchrun ] && [ "$rc" = 1 ] && [ -r "$gang/attempt-$attempt/rank-$rank.log" ]; then
+    # torchrun exits 1 whatever ended its worker; its failure summary says `exitcode  : -9 (pid: N)` for a signal
+    sig=$(sed -n 's/^ *exitcode *: *-\([0-9][0-9]*\) .*/\1/p' "$gang/attempt-$attempt/rank-$rank.log" | head -n 1)
+    if [ -n "$sig" ]; then
+        say "rank $rank: torchrun's worker died of signal $sig"
+        rc=$((128 + sig))
+    fi
+fi
+end_attempt "$rc"

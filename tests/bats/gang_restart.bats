@@ -1,0 +1,171 @@
+#!/usr/bin/env bats
+# templates/k8s/gang-restart-entrypoint.sh: the rank entrypoint of --max-restarts. Two ranks run as two
+# processes sharing one restart directory, as two pods share the job's volume; the barrier is off. Programs
+# `exec` their last command: outside a container (not PID 1) the entrypoint stops its child only.
+
+bats_require_minimum_version 1.5.0
+
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+ENTRY="$BATS_TEST_DIRNAME/../../templates/k8s/gang-restart-entrypoint.sh"
+
+setup() {
+  cd "$BATS_TEST_TMPDIR"
+  export NNODES=2 TAO_GANG_DIR="$BATS_TEST_TMPDIR/gang" TAO_MAX_RESTARTS=2
+  export TAO_RETRY_EXIT_CODES="88 129 130 134 135 137 139 143"
+  export RENDEZVOUS_TIMEOUT=0 RENDEZVOUS_POLL_SECONDS=0.1 TAO_PEER_STOP_SECONDS=1 TAO_SETTLE_SECONDS=3
+}
+
+# rank R COMMAND: run rank R of the tao launcher with COMMAND; its output in out-R, its exit code in rc-R.
+rank() {
+  ( rc=0
+    NODE_RANK=$1 TAO_TERMINATION_LOG="$BATS_TEST_TMPDIR/term-$1" sh "$ENTRY" barrier tao "$2" >"out-$1" 2>&1 || rc=$?
+    echo "$rc" >"rc-$1" ) &
+}
+
+both() {
+  rank 0 "$1"
+  rank 1 "$2"
+  wait
+}
+
+@test "a rank killed by SIGKILL restarts the gang: both ranks exit 85 and the restart counts" {
+  both 'echo "attempt $TAO_ATTEMPT"; exec sleep 30' 'kill -9 $$'
+  run cat rc-0 rc-1
+  assert_output $'85\n85'
+  run cat gang/end-1/line
+  assert_output "kubectl-tao attempt=1 rank=1 exit=137 decision=restart counted=1 reason=SIGKILL"
+  assert [ -f gang/end-1/counted ]
+  run cat out-0
+  assert_output --partial "attempt 1"
+  assert_output --partial "another rank ended attempt 1; stopping the program"
+  # the termination message of both ranks holds the history
+  run cat term-0
+  assert_output "kubectl-tao attempt=1 rank=1 exit=137 decision=restart counted=1 reason=SIGKILL"
+}
+
+@test "the next attempt sees TAO_ATTEMPT 2 and the restarts used, and completes" {
+  both 'kill -9 $$' 'exec sleep 30'
+  both 'echo "attempt=$TAO_ATTEMPT"' 'echo "attempt=$TAO_ATTEMPT"'
+  run cat rc-0 rc-1
+  assert_output $'0\n0'
+  run cat out-1
+  assert_output --partial "rank 1 attempt 2 (restarts used 1 of 2)"
+  assert_output --partial "attempt=2"
+  # the attempt's log starts with how the earlier attempts ended (status reads it there)
+  assert_line --index 0 "kubectl-tao attempt=1 rank=0 exit=137 decision=restart counted=1 reason=SIGKILL"
+  # each attempt's output is kept on the volume, the kubelet removes the restarted containers
+  run cat gang/attempt-2/rank-1.log
+  assert_output "attempt=2"
+}
+
+@test "a program error ends the job: the failing rank keeps its code, the other rank does not restart" {
+  both 'exec sleep 30' 'echo import error >&2; exit 3'
+  run cat rc-1
+  assert_output 3
+  run cat rc-0
+  refute_output 85
+  run cat gang/end-1/line
+  assert_output "kubectl-tao attempt=1 rank=1 exit=3 decision=fail counted=0 reason=program error"
+}
+
+@test "a final-looking failure that echoes a peer's crash follows the peer's restart" {
+  # rank 0 fails with 1 at once (its collective lost rank 1); rank 1 dies of SIGSEGV a moment later
+  both 'sleep 0.5; exit 1' 'sleep 1; kill -11 $$'
+  run cat rc-0 rc-1
+  assert_output $'85\n85'
+  run cat gang/end-1/line
+  assert_output --partial "rank=1 exit=139 decision=restart counted=1 reason=SIGSEGV"
+}
+
+@test "once the restarts are used the next retryable failure ends the job" {
+  TAO_MAX_RESTARTS=1
+  both 'exec sleep 30' 'kill -9 $$'
+  both 'exec sleep 30' 'kill -9 $$'
+  run cat rc-1
+  assert_output 137
+  run cat rc-0
+  refute_output 85
+  run cat gang/end-2/line
+  assert_output "kubectl-tao attempt=2 rank=1 exit=137 decision=fail counted=0 reason=SIGKILL (no restarts left)"
+  run cat term-1
+  assert_line --index 0 --partial "attempt=1 rank=1 exit=137 decision=restart"
+  assert_line --index 1 --partial "attempt=2 rank=1 exit=137 decision=fail"
+}
+
+@test "the barrier's exit 88 is retried once and ends the job when it repeats" {
+  both 'exec sleep 30' 'exit 88'
+  run cat rc-1
+  assert_output 85
+  both 'exec sleep 30' 'exit 88'
+  run cat rc-1
+  assert_output 88
+  run cat gang/end-2/line
+  assert_output --partial "decision=fail counted=0 reason=rendezvous timeout twice"
+}
+
+@test "a program that exits 85 itself never asks for a restart" {
+  both 'exec sleep 30' 'exit 85'
+  run cat rc-1
+  assert_output 1
+}
+
+@test "SIGTERM (eviction, preemption) restarts the others without counting and exits 143" {
+  rank 0 'exec sleep 30'
+  ( NODE_RANK=1 TAO_TERMINATION_LOG=/dev/null exec sh "$ENTRY" barrier tao 'exec sleep 30' >out-1 2>&1 ) &
+  victim=$!
+  for _ in $(seq 50); do [ -f gang/attempt-1/rank-1 ] && [ -f gang/attempt-1/rank-0 ] && break; sleep 0.1; done
+  sleep 0.5
+  kill -TERM "$victim"
+  wait "$victim" || echo $? >rc-1
+  wait
+  run cat rc-0 rc-1
+  assert_output $'85\n143'
+  run cat gang/end-1/line
+  assert_output --partial "rank=1 exit=143 decision=disrupted counted=0"
+  refute [ -f gang/end-1/counted ]
+  both 'echo "attempt=$TAO_ATTEMPT"' 'true'
+  run cat out-0
+  assert_output --partial "rank 0 attempt 2 (restarts used 0 of 2)"
+}
+
+@test "a rank waits for every rank to enter the attempt and gives up with 88" {
+  RENDEZVOUS_TIMEOUT=1 rank 0 'echo PROGRAM-RAN'
+  wait
+  run cat rc-0
+  assert_output 85
+  run cat out-0
+  refute_output --partial "PROGRAM-RAN"
+  assert_output --partial "only 1 of 2 ranks entered attempt 1"
+}
+
+@test "torchrun's exit 1 for a worker killed by a signal is read from its failure summary and retried" {
+  mkdir -p fakes
+  printf '#!/bin/sh\necho "  rank      : 1 (local_rank: 0)"\necho "  exitcode  : -9 (pid: 4242)" >&2\nexit 1\n' >fakes/torchrun
+  chmod +x fakes/torchrun
+  export PATH="$BATS_TEST_TMPDIR/fakes:$PATH" NPROC_PER_NODE=1 MASTER_ADDR=job-0.job MASTER_PORT=29500
+  ( rc=0; NODE_RANK=1 TAO_TERMINATION_LOG=/dev/null sh "$ENTRY" barrier torchrun train.py >out-1 2>&1 || rc=$?
+    echo "$rc" >rc-1 ) &
+  rank 0 'exec sleep 30'
+  wait
+  run cat rc-1 rc-0
+  assert_output $'85\n85'
+  run cat gang/end-1/line
+  assert_output "kubectl-tao attempt=1 rank=1 exit=137 decision=restart counted=1 reason=SIGKILL"
+}
+
+@test "torchrun's exit 1 for a worker's own error stays a program error" {
+  mkdir -p fakes
+  printf '#!/bin/sh\necho "  exitcode  : 1 (pid: 4242)" >&2\nexit 1\n' >fakes/torchrun
+  chmod +x fakes/torchrun
+  export PATH="$BATS_TEST_TMPDIR/fakes:$PATH" NPROC_PER_NODE=1 MASTER_ADDR=job-0.job MASTER_PORT=29500
+  ( rc=0; NODE_RANK=1 TAO_TERMINATION_LOG=/dev/null sh "$ENTRY" barrier torchrun train.py >out-1 2>&1 || rc=$?
+    echo "$rc" >rc-1 ) &
+  rank 0 'exec sleep 30'
+  wait
+  run cat rc-1
+  assert_output 1
+  run cat gang/end-1/line
+  assert_output --partial "exit=1 decision=fail"
+}
