@@ -527,7 +527,13 @@ _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]: ?")
 _LOGGER = re.compile(
     r"^(?:\[?[IWEF]\d{4} |[IWEF]\d{8} |\[\d{4}-\d\d-\d\d [\d:]+\] |\S+:\d+:\d+ \[\d+\] |(?:WARNING|ERROR|INFO):\S)"
 )
-_ERRORISH = re.compile(r"error|exception|fatal|failed|traceback|killed|abort|denied|refused", re.IGNORECASE)
+_ERRORISH_WORDS = re.compile(r"error|exception|fatal|failed|traceback|killed|abort|denied|refused", re.IGNORECASE)
+_FRAME = re.compile(r"^(?:\[rank\d+\]: ?)?(?:\s+File \"|\s{4}|\s*\^+\s*$)")  # a traceback's frames and code
+
+
+def _errorish(line: str) -> bool:
+    """A line that looks like an error, not a traceback frame that happens to name one (errors/__init__.py)."""
+    return bool(_ERRORISH_WORDS.search(line)) and not _FRAME.match(line)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -672,7 +678,7 @@ def _fallback(lines: Sequence[str], rank: int | None) -> Diagnosis | None:
     shown = [line for line in lines if line.strip()]
     if not shown:
         return None
-    errorish = [line for line in shown if _ERRORISH.search(line)] or shown
+    errorish = [line for line in shown if _errorish(line)] or shown
     picked = errorish[-FALLBACK_LINES:]
     cause = BY_NAME[UNKNOWN]
     return Diagnosis(
@@ -760,14 +766,14 @@ def _first_error(lines: Sequence[str]) -> int:
     hits = _hits(lines)
     if hits:
         return min(h.line for h in hits)
-    return next((i for i, line in enumerate(lines) if _ERRORISH.search(line)), len(lines))
+    return next((i for i, line in enumerate(lines) if _errorish(line)), len(lines))
 
 
 def _last_progress(lines: Sequence[str]) -> str:
     """The last line a rank printed before its first warning or error: where it stopped."""
     for line in reversed(lines[: _first_error(lines)]):
         body = _RANK_PREFIX.sub("", line).strip()
-        if body and not _LOGGER.match(body) and not _ERRORISH.search(body) and not body.startswith(("=", "-", "*")):
+        if body and not _LOGGER.match(body) and not _errorish(body) and not body.startswith(("=", "-", "*")):
             return line
     return ""
 
@@ -916,7 +922,7 @@ def _block(lines: Sequence[str], members: Iterable[int], max_lines: int, *, know
     elif known_only:
         return []
     else:
-        at = next((i for i, line in enumerate(mine) if _ERRORISH.search(line)), -1)
+        at = next((i for i, line in enumerate(mine) if _errorish(line)), -1)
         if at < 0:
             return []
     start = at

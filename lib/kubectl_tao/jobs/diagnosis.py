@@ -144,3 +144,11 @@ def tail(text: str, lines: int = TAIL_LINES) -> list[str]:
     """The last `lines` lines of a read text, for the record's per-rank log tail."""
     got = text.split("\n")
     return got[-lines:] if lines else []
+
+
+ERROR_LINES = 40  # the lines of first error blocks the record keeps per rank (`logs --errors` once the Job is gone)
+
+
+def first_errors(text: str, rank: int | None) -> list[str]:
+    """The first error block of each rank in one pod's output, as one list of lines (sanitized, redacted)."""
+    return [line for _, block in causes.error_blocks(text, rank) for line in block][:ERROR_LINES]

@@ -492,6 +492,8 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
                 "captured_at": now,
             }
         )
+        if text and obs.state == "ERROR":
+            ranks[-1]["errors"] = diagnosis.first_errors(text, rank.get("rank"))
     if found is not None:
         obs.reason, obs.err_class, obs.message = found.cause, found.err_class, diagnosis.message(found)
     history = {

@@ -175,3 +175,28 @@ def _completed(stdout: str) -> Any:
     from kubectl_tao.k8s.kubectl import Completed
 
     return Completed(stdout, "", 0)
+
+
+def test_logs_errors_prints_the_first_error_block_of_each_rank(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    job, pods = _failed()
+    store, record_id = _launched(job)
+    text = (CORPUS / "python-exception--single-pod-4-ranks.log").read_text()
+    _answer(fake_kubectl, _prefixed(pods[0]["metadata"]["name"], text))
+    code, out, _ = cli("logs", record_id, "--errors")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "[rank0]: Traceback (most recent call last):"
+    assert "[rank3]: ValueError: corrupt record in shard 00003 at offset 1048576" in lines
+    assert not [line for line in lines if "ChildFailedError" in line or "step 2 loss" in line]
+    logs = [a for a in fake_kubectl.argvs() if "logs" in a]
+    assert f"--tail={diagnosis.READ_LINES}" in logs[0]
+    code, _, err = cli("logs", record_id, "--errors", "--raw")
+    assert code == 2 and "--errors" in err
+    # Once the Job is gone: from the tails the record captured.
+    assert cli("status", record_id)[0] == 0
+    fake_kubectl.rules.clear()
+    fake_kubectl.on("get", "jobs,pods", data={"kind": "List", "items": []})
+    code, out, err = cli("logs", record_id, "--errors")
+    assert code == 0 and "the Job is gone" in err
+    assert "[rank3]: ValueError: corrupt record in shard 00003 at offset 1048576" in out.splitlines()
+    assert store.get_extra(record_id)["history"]["diagnosis"]["rank"] == 3
