@@ -232,7 +232,7 @@ CAUSES: tuple[Cause, ...] = (
         PRIMARY,
         ERR_PROGRAM,
         "CUDA out of memory",
-        "use a smaller batch (--batch-size or the spec's batch size), gradient checkpointing or gradient "
+        "use a smaller batch (the spec's batch size), gradient checkpointing or gradient "
         "accumulation, mixed precision, or more GPUs",
         (Sign(_rx(r"CUDA out of memory\. Tried to allocate")), Sign(_rx(r"OutOfMemoryError: CUDA out of memory"))),
         _oom_facts,
@@ -937,3 +937,24 @@ def _block(lines: Sequence[str], members: Iterable[int], max_lines: int, *, know
             break
         end += 1
     return [_shown(line) for line in mine[max(start, end - max_lines) : end]]
+
+
+def markdown_table() -> str:
+    """THE table as docs/diagnosis.md shows it (a unit test keeps the page equal to this)."""
+    rows = [
+        "| REASON | class | what happened | shown by (one line of a rank's output) | fix |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for cause in CAUSES:
+        shown = "; ".join(
+            f"`{_readable(sign.pattern.pattern)}`" + (f" ({sign.err_class})" if sign.err_class else "")
+            for sign in cause.signs
+        )
+        rows.append(f"| `{cause.name}` | {cause.err_class} | {cause.summary} | {shown} | {cause.fix} |")
+    return "\n".join(rows) + "\n"
+
+
+def _readable(pattern: str) -> str:
+    """A sign's regular expression as a reader scans for it: escapes dropped, pipes of a table cell escaped."""
+    text = re.sub(r"\\(.)", r"\1", pattern).replace("(?:", "(")
+    return text.replace("|", "\\|").replace("`", "'")

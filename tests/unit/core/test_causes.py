@@ -277,3 +277,12 @@ def test_err_class_is_one_of_the_two() -> None:
         assert cause.err_class in (ERR_INFRA, ERR_PROGRAM)
         assert all(sign.err_class in (None, ERR_INFRA, ERR_PROGRAM) for sign in cause.signs)
         assert cause.tier in (causes.PRIMARY, causes.KILLED, causes.TIMEOUT, causes.GENERIC, causes.FOLLOWER)
+
+
+def test_docs_table_is_the_modules_table() -> None:
+    page = (Path(__file__).resolve().parents[3] / "docs" / "diagnosis.md").read_text(encoding="utf-8")
+    start, end = "<!-- causes:start -->\n", "<!-- causes:end -->"
+    shown = page[page.index(start) + len(start) : page.index(end)]
+    assert shown == causes.markdown_table(), "regenerate docs/diagnosis.md's table (its section says how)"
+    for cause in causes.CAUSES:
+        assert f"| `{cause.name}` | {cause.err_class} |" in shown
