@@ -293,6 +293,7 @@ CAUSES: tuple[Cause, ...] = (
         (
             Sign(_rx(r"unable to allocate shared memory\(shm\)")),
             Sign(_rx(r"insufficient shared memory \(shm\)")),
+            Sign(_rx(r"workers are out of shared memory")),
             Sign(_rx(r"Error while creating shared memory segment .*No space left on device")),
             Sign(_rx(r"/dev/shm.*No space left on device")),
         ),
