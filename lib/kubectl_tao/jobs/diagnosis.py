@@ -133,6 +133,31 @@ def diagnose(read: LogRead, live: Mapping[str, Any] | None, *, gpus: Any = None)
     return causes.diagnose(logs, first_failed_rank=live.get("first_failed_rank"), gpus_requested=requested)
 
 
+def flight_recorder_dir(pods: Sequence[Mapping[str, Any]]) -> str | None:
+    """Where the job's flight recorder dumps go (the directory of TORCH_FR_DUMP_TEMP_FILE in the pods'
+    container env, as render.py sets it for multi-node torchrun jobs), or None."""
+    for pod in pods:
+        for container in ((pod.get("spec") or {}).get("containers") or []):
+            for env in container.get("env") or []:
+                if env.get("name") == "TORCH_FR_DUMP_TEMP_FILE" and isinstance(env.get("value"), str):
+                    return env["value"].rsplit("/", 1)[0] or None
+    return None
+
+
+def with_dumps(found: causes.Diagnosis, pods: Sequence[Mapping[str, Any]]) -> causes.Diagnosis:
+    """A collective timeout of a job that ran with the flight recorder: where its dumps are and the command
+    that reads them, in the facts and the fix."""
+    where = flight_recorder_dir(pods)
+    if where is None or found.cause not in ("CollectiveTimeout", "NcclRemoteError", "RemoteRankDied"):
+        return found
+    fix = (
+        f"{found.fix}; the NCCL flight recorder dumped each rank's last collectives into {where}/ on the job's "
+        f"volume (nccl_trace_rank_N, written when the watchdog timed out): `torchfrtrace {where}` names the rank "
+        "and collective that stopped first"
+    )
+    return found.replaced(fix=fix, facts={**found.facts, "flight_recorder": where})
+
+
 def message(found: causes.Diagnosis) -> str:
     """The one line a record's ERROR transition, status's Message and submit --wait's last line carry."""
     where = f"rank {found.rank}: " if found.rank is not None else ""

@@ -248,7 +248,7 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
                 notes.append(dra_note)
             node_list = gpuinventory.fit_nodes(seen.nodes, seen.pods, dra)
             hint = gpuinventory.no_gpu_hint(dra)
-    cause = _log_diagnosis(kc, tracked, status, results.get("logs"), notes)
+    cause = _log_diagnosis(kc, tracked, status, results.get("logs"), notes, pods)
     found = explain(
         status, events, pods, nodes=node_list, job=tracked.id, namespace=ns, job_name=name, no_gpu_hint=hint,
         queue_quota=queue_quota, diagnosis=cause,
@@ -271,7 +271,7 @@ def _logs_call(tracked: Tracked) -> tuple[list[str], dict[str, Any]]:
 
 
 def _log_diagnosis(
-    kc: Kubectl, tracked: Tracked, status: st.JobStatus, answer: Any, notes: list[str]
+    kc: Kubectl, tracked: Tracked, status: st.JobStatus, answer: Any, notes: list[str], pods: list[Any]
 ) -> dict[str, Any] | None:
     """What the ranks printed, for a program that failed: the record's (captured at the end), else read now
     (already read in the first round when the record knew the job had failed)."""
@@ -291,6 +291,8 @@ def _log_diagnosis(
     read = diagnosis.from_result(answer)
     notes.extend(read.notes)
     found = diagnosis.diagnose(read, status.to_dict(), gpus=tracked.extra.get("gpus"))
+    if found is not None:
+        found = diagnosis.with_dumps(found, pods)
     if found is None and not read.notes:
         notes.append("the failed ranks printed nothing")
     return found.to_dict() if found is not None else None

@@ -63,6 +63,7 @@ class JobRequest(Value):
     staging_map: str | None
     config_source: str | None
     keep_until_captured: bool
+    no_flight_recorder: bool
     given: frozenset[str]  # the flags set on the command line (some are refused where they cannot apply)
 
 
@@ -276,6 +277,7 @@ def _spec_plan(
         queue_name=job.queue,
         retries_per_index=job.retries_per_index,
         rendezvous_timeout_seconds=job.rendezvous_timeout,
+        flight_recorder=not job.no_flight_recorder,
     )
     probe_name = kubernetes_job_name(probe_id)
     spec = render.spec_from_options(
@@ -353,6 +355,7 @@ _NOT_FOR_ACTION_REQUESTS = {
     "nccl_env": ("--nccl-env", "the request's environment"),
     "retries_per_index": ("--retries-per-index", "nothing: an action request runs one pod"),
     "gang": ("--gang", "nothing: an action request runs one pod"),
+    "no_flight_recorder": ("--no-flight-recorder", "nothing: an action request runs one pod"),
 }
 
 

@@ -456,6 +456,7 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
             texts = read.texts
             if obs.reason in diagnosis.OVERRIDDEN_REASONS:
                 found = diagnosis.diagnose(read, obs.live, gpus=tracked.extra.get("gpus"))
+                found = diagnosis.with_dumps(found, pods) if found is not None else None
             obs.notes.extend(read.notes)
         else:
             args = [
