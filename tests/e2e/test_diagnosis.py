@@ -155,15 +155,16 @@ def failed(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     busybox = images["BUSYBOX_IMAGE"]
     torch = wait_for(lambda: real_images(cluster).get("TORCH_IMAGE"), 300, message="the torch image on the nodes")
     run = Failed(t)
+    # First, and with room for a slow start: nine jobs start at once on two cores.
+    run.ids["killed"] = _submit(
+        t, torch, "/workspace/killed.py", "--nodes", "2", "--launcher", "torchrun", "--rendezvous-timeout", "240",
+        gpus=1,
+    )
     run.ids["python-exception"] = _submit(t, torch, "python3 /workspace/raise.py")
     run.ids["missing-module"] = _submit(t, torch, "python3 /workspace/missing.py")
     # Kept only until its ending is captured, then deleted by its TTL: status and explain read the record.
     run.ids["nan"] = _submit(t, torch, "python3 /workspace/nan.py", "--ttl-seconds", "1", "--keep-until-captured")
     run.ids["shm"] = _submit(t, torch, "python3 /workspace/shm.py", "--shm-size", "1Mi")
-    run.ids["killed"] = _submit(
-        t, torch, "/workspace/killed.py", "--nodes", "2", "--launcher", "torchrun", "--rendezvous-timeout", "60",
-        gpus=1,
-    )
     for case in ("replay-nccl", "replay-assert", "replay-ecc"):
         run.ids[case] = _submit(t, busybox, f"cat /workspace/{case}.log >&2; exit 1")
     waited = t(

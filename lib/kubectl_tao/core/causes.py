@@ -588,14 +588,31 @@ class _Hit(Value):
     logged: int  # 0: the exception's own line; 1: a logger's line; 2: C++'s `what():` echo
 
 
-def _clean(text: str) -> list[str]:
+class _Lines(list[str]):
+    """A text's lines as they are matched (sanitized, cut to LINE_CHARS) and, in ``raw``, as they were printed:
+    a quoted line is redacted from its raw form, then sanitized (the redactor sees through what a terminal
+    hides; an escape the sanitizer writes would hide a credential's edges from it)."""
+
+    raw: list[str]
+
+
+def _clean(text: str) -> _Lines:
     from kubectl_tao.core.sanitize import sanitize
 
-    return [line[:LINE_CHARS] for line in sanitize(text, multiline=True).split("\n")]
+    raw = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    lines = _Lines(sanitize(line[:LINE_CHARS], multiline=True).replace("\n", " ") for line in raw)
+    lines.raw = raw
+    return lines
+
+
+def _show(lines: Sequence[str], at: int) -> str:
+    """Line AT of LINES as a diagnosis quotes it (from the raw line when the lines came from _clean)."""
+    raw = getattr(lines, "raw", None)
+    return _shown(raw[at] if raw is not None else lines[at])
 
 
 def _shown(line: str) -> str:
-    """A line as a diagnosis quotes it: redacted, one line, capped (the text was sanitized when read)."""
+    """A line as a diagnosis quotes it: redacted, then sanitized to one line, then capped."""
     from kubectl_tao.core.redact import redact_log_line
     from kubectl_tao.core.sanitize import cap, sanitize
 
@@ -628,16 +645,16 @@ def _best(hits: Iterable[_Hit]) -> _Hit | None:
     )
 
 
-def _context(cause: Cause, lines: Sequence[str], at: int) -> list[str]:
-    """Lines that go with the evidence: NCCL's ``Last error:`` detail, the kernel's assertion line."""
-    out: list[str] = []
+def _context(cause: Cause, lines: Sequence[str], at: int) -> list[int]:
+    """The lines that go with the evidence: NCCL's ``Last error:`` detail, the kernel's assertion line."""
+    out: list[int] = []
     if cause.name.startswith("Nccl") or cause.name in ("GpuHardware", "ShmExhausted"):
         for i in range(at + 1, min(at + 4, len(lines))):
             if _RANK_PREFIX.sub("", lines[i]).strip() == "Last error:" and i + 1 < len(lines):
-                out.append(lines[i + 1])
+                out.append(i + 1)
                 break
     if cause.name == "DeviceAssert":
-        out += [line for line in lines if "Assertion `" in line][:1]
+        out += [i for i, line in enumerate(lines) if "Assertion `" in line][:1]
     return out
 
 
@@ -651,7 +668,7 @@ def _diagnosis(hit: _Hit, lines: Sequence[str], rank: int | None, root: RootCaus
         rank = root.rank
     context = _context(cause, lines, hit.line)
     facts: dict[str, Any] = {}
-    for source in (line, *context):
+    for source in (line, *(lines[i] for i in context)):
         if cause.facts is not None:
             for key, value in cause.facts(_RANK_PREFIX.sub("", source)).items():
                 facts.setdefault(key, value)
@@ -667,8 +684,8 @@ def _diagnosis(hit: _Hit, lines: Sequence[str], rank: int | None, root: RootCaus
         summary=cause.summary,
         fix=sign.fix or cause.fix,
         rank=rank,
-        evidence=_shown(line),
-        context=[_shown(c) for c in context],
+        evidence=_show(lines, hit.line),
+        context=[_show(lines, i) for i in context],
         facts=facts,
         tier=cause.tier,
     )
@@ -676,10 +693,10 @@ def _diagnosis(hit: _Hit, lines: Sequence[str], rank: int | None, root: RootCaus
 
 def _fallback(lines: Sequence[str], rank: int | None) -> Diagnosis | None:
     """The last error-looking lines (else the last lines) of a text no sign matched: never nothing."""
-    shown = [line for line in lines if line.strip()]
+    shown = [i for i, line in enumerate(lines) if line.strip()]
     if not shown:
         return None
-    errorish = [line for line in shown if _errorish(line)] or shown
+    errorish = [i for i in shown if _errorish(lines[i])] or shown
     picked = errorish[-FALLBACK_LINES:]
     cause = BY_NAME[UNKNOWN]
     return Diagnosis(
@@ -688,8 +705,8 @@ def _fallback(lines: Sequence[str], rank: int | None) -> Diagnosis | None:
         summary="the program failed; no known cause in its output",
         fix=cause.fix,
         rank=rank,
-        evidence=_shown(picked[-1]),
-        context=[_shown(line) for line in picked[:-1]],
+        evidence=_show(lines, picked[-1]),
+        context=[_show(lines, i) for i in picked[:-1]],
         tier=GENERIC,
         facts={"unrecognized": True},
     )
@@ -741,11 +758,24 @@ def _read(text: str, rank: int | None) -> _Read:
     hits = _hits(lines)
     groups = _by_rank(lines, rank)
     found: list[tuple[Diagnosis, int]] = []
-    for members in groups.values() if len(groups) > 1 else [None]:
-        allowed = set(members) if members is not None else None
-        best = _best(h for h in hits if allowed is None or h.line in allowed)
+    if len(groups) <= 1:
+        best = _best(hits)
         if best is not None:
             found.append((_diagnosis(best, lines, rank, root), best.line))
+    else:
+        # Lines without a [rankN]: prefix (a CUDA kernel's assertion, torchrun's own) belong to the rank the
+        # banner names: the groups are merged by the rank each one's diagnosis names, then judged together.
+        merged: dict[int | None, list[_Hit]] = {}
+        for members in groups.values():
+            allowed = set(members)
+            mine = [h for h in hits if h.line in allowed]
+            best = _best(mine)
+            if best is not None:
+                merged.setdefault(_diagnosis(best, lines, rank, root).rank, []).extend(mine)
+        for mine in merged.values():
+            best = _best(mine)
+            if best is not None:
+                found.append((_diagnosis(best, lines, rank, root), best.line))
     if root is not None and root.signal == "SIGKILL" and not any(d.tier == PRIMARY for d, _ in found):
         killed = next((h for h in hits if h.cause.name == "RankKilled"), None)
         if killed is not None and not any(d.cause == "RankKilled" for d, _ in found):
@@ -770,13 +800,13 @@ def _first_error(lines: Sequence[str]) -> int:
     return next((i for i, line in enumerate(lines) if _errorish(line)), len(lines))
 
 
-def _last_progress(lines: Sequence[str]) -> str:
-    """The last line a rank printed before its first warning or error: where it stopped."""
-    for line in reversed(lines[: _first_error(lines)]):
-        body = _RANK_PREFIX.sub("", line).strip()
+def _last_progress(lines: Sequence[str]) -> int:
+    """The last line a rank printed before its first warning or error (where it stopped), or -1."""
+    for at in range(_first_error(lines) - 1, -1, -1):
+        body = _RANK_PREFIX.sub("", lines[at]).strip()
         if body and not _LOGGER.match(body) and not _errorish(body) and not body.startswith(("=", "-", "*")):
-            return line
-    return ""
+            return at
+    return -1
 
 
 def diagnose(
@@ -851,8 +881,8 @@ def _stalled(chosen: Diagnosis, found: Sequence[Diagnosis], reads: Mapping[int |
         facts["stalled_evidence"] = own.evidence
     elif stalled in reads:
         last = _last_progress(reads[stalled].lines)
-        if last:
-            facts["stalled_evidence"] = _shown(last)
+        if last >= 0:
+            facts["stalled_evidence"] = _show(reads[stalled].lines, last)
     return chosen.replaced(facts=facts)
 
 
@@ -917,6 +947,7 @@ def _block(lines: Sequence[str], members: Iterable[int], max_lines: int, *, know
     if not allowed:
         return []
     mine = [lines[i] for i in allowed]
+    raw = getattr(lines, "raw", lines)
     hits = [h for h in _hits(mine) if h.cause.name != "RankKilled"]
     if hits:
         at = min(h.line for h in hits)
@@ -937,7 +968,7 @@ def _block(lines: Sequence[str], members: Iterable[int], max_lines: int, *, know
         if body.startswith(("Traceback", "  File ", "===")):
             break
         end += 1
-    return [_shown(line) for line in mine[max(start, end - max_lines) : end]]
+    return [_shown(raw[allowed[i]]) for i in range(max(start, end - max_lines), end)]
 
 
 def markdown_table() -> str:

@@ -50,6 +50,12 @@ def _text(name: str) -> str:
     return (CORPUS_DIR / name).read_text(encoding="utf-8")
 
 
+def _pod_rank(entry: dict[str, Any]) -> int:
+    """The rank of the pod that printed the log: N of a .rankN file (one rank a pod), else 0 (a single pod,
+    whose ranks the text tells apart)."""
+    return int(entry["facts"]["rank"]) if "case" in entry else 0
+
+
 def _alone(entry: dict[str, Any]) -> bool:
     """A stalled rank whose own output shows no error: only its case tells (by the other ranks)."""
     return not (entry["facts"].get("role") == "stalled" and entry["cause"] == entry.get("case_cause"))
@@ -70,7 +76,7 @@ def test_every_corpus_cause_has_a_row_and_every_row_is_reached() -> None:
 
 @pytest.mark.parametrize("entry", SINGLE, ids=[entry["file"] for entry in SINGLE])
 def test_each_log_names_its_cause_class_and_evidence_line(entry: dict[str, Any]) -> None:
-    found = classify_log(_text(entry["file"]), entry["facts"].get("rank"))
+    found = classify_log(_text(entry["file"]), _pod_rank(entry))
     assert found is not None
     assert found.cause == REASON[entry["cause"]]
     assert found.err_class == entry["err_class"]
@@ -195,7 +201,7 @@ def test_no_gpu_is_the_jobs_own_error_when_it_asked_for_none() -> None:
 def test_access_denied_says_which_service_and_never_the_credential() -> None:
     for entry in CORPUS:
         text = _text(entry["file"])
-        found = classify_log(text, entry["facts"].get("rank"))
+        found = classify_log(text, _pod_rank(entry))
         assert found is not None
         shown = json.dumps(found.to_dict()) + json.dumps(causes.error_blocks(text))
         assert not CREDENTIAL.search(shown), entry["file"]
