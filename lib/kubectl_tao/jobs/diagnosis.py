@@ -130,7 +130,10 @@ def diagnose(read: LogRead, live: Mapping[str, Any] | None, *, gpus: Any = None)
     if not logs:
         return None
     requested = int(gpus) if isinstance(gpus, int) or (isinstance(gpus, str) and gpus.isdigit()) else None
-    return causes.diagnose(logs, first_failed_rank=live.get("first_failed_rank"), gpus_requested=requested)
+    found = causes.diagnose(logs, first_failed_rank=live.get("first_failed_rank"), gpus_requested=requested)
+    if found is not None and found.cause == "GpuHardware" and found.node:
+        found = found.replaced(fix=found.fix.replace("kubectl cordon NODE", f"kubectl cordon {found.node}"))
+    return found
 
 
 def flight_recorder_dir(pods: Sequence[Mapping[str, Any]]) -> str | None:

@@ -200,3 +200,11 @@ def test_logs_errors_prints_the_first_error_block_of_each_rank(cli: Any, fake_ku
     assert code == 0 and "the Job is gone" in err
     assert "[rank3]: ValueError: corrupt record in shard 00003 at offset 1048576" in out.splitlines()
     assert store.get_extra(record_id)["history"]["diagnosis"]["rank"] == 3
+
+
+def test_a_gpu_hardware_failure_names_the_node_to_cordon() -> None:
+    read = diagnosis.LogRead({"llama-ft-0-abcde": (CORPUS / "gpu-hardware--uncorrectable-ecc.log").read_text()})
+    live = {"ranks": [{"rank": 0, "pod": "llama-ft-0-abcde", "node": "gpu-node-07", "exit_code": 1}]}
+    found = diagnosis.diagnose(read, live, gpus=8)
+    assert found is not None and (found.cause, found.err_class, found.node) == ("GpuHardware", "ERR_INFRA", "gpu-node-07")
+    assert "`kubectl cordon gpu-node-07`" in found.fix
