@@ -206,5 +206,6 @@ def test_a_gpu_hardware_failure_names_the_node_to_cordon() -> None:
     read = diagnosis.LogRead({"llama-ft-0-abcde": (CORPUS / "gpu-hardware--uncorrectable-ecc.log").read_text()})
     live = {"ranks": [{"rank": 0, "pod": "llama-ft-0-abcde", "node": "gpu-node-07", "exit_code": 1}]}
     found = diagnosis.diagnose(read, live, gpus=8)
-    assert found is not None and (found.cause, found.err_class, found.node) == ("GpuHardware", "ERR_INFRA", "gpu-node-07")
+    assert found is not None
+    assert (found.cause, found.err_class, found.node) == ("GpuHardware", "ERR_INFRA", "gpu-node-07")
     assert "`kubectl cordon gpu-node-07`" in found.fix
