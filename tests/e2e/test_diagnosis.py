@@ -86,6 +86,22 @@ for step in range(200):
     time.sleep(0.2)
 """
 
+STALL = f"""
+import datetime
+import time
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=10))
+rank = dist.get_rank()
+print("{SHOWN_TOKEN}", flush=True)
+weights = torch.zeros(4)
+for step in range(100):
+    if rank == 1 and step == 3:
+        time.sleep(60)  # a data read that never returns in time
+    dist.all_reduce(weights)
+    print(f"step {{step}} rank {{rank}} loss 0.5", flush=True)
+"""
+
 # case -> (what runs, expected REASON, class, rank, the evidence line or None to check otherwise)
 REPLAYS = {
     "replay-oom": "cuda-oom--torch-2.15-in-pod.log",
@@ -102,6 +118,7 @@ EXPECTED: dict[str, tuple[str, str, int | None, str]] = {
     "nan": ("NanLoss", "ERR_PROGRAM", 0, "Loss is nan, stopping training"),
     "shm": ("ShmExhausted", "ERR_PROGRAM", 0, ""),
     "killed": ("RankKilled", "ERR_INFRA", 1, ""),
+    "gloo-timeout": ("CollectiveTimeout", "ERR_INFRA", 0, ""),
     "replay-oom": ("CudaOOM", "ERR_PROGRAM", 3, ENTRIES[REPLAYS["replay-oom"]]["key_line"]),
     "replay-nccl": ("NcclSystemError", "ERR_INFRA", 0, ENTRIES[REPLAYS["replay-nccl"]]["key_line"]),
     "replay-assert": ("DeviceAssert", "ERR_PROGRAM", 2, ENTRIES[REPLAYS["replay-assert"]]["key_line"]),
@@ -147,7 +164,7 @@ def failed(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     wait_for(lambda: t.kubectl("get", "pvc", "tao-data", "-o", "jsonpath={.status.phase}").stdout == "Bound", 60,
              message="PVC tao-data to bind")
     for name, text in (("raise.py", RAISE), ("missing.py", MISSING), ("nan.py", NAN), ("shm.py", SHM),
-                       ("killed.py", KILLED)):
+                       ("killed.py", KILLED), ("stall.py", STALL)):
         (volume / name).write_text(text)
     for case, corpus in REPLAYS.items():
         (volume / f"{case}.log").write_text(f"{SHOWN_TOKEN}\n" + (CORPUS / corpus).read_text())
@@ -159,6 +176,9 @@ def failed(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     run.ids["killed"] = _submit(
         t, torch, "/workspace/killed.py", "--nodes", "2", "--launcher", "torchrun", "--rendezvous-timeout", "240",
         gpus=1,
+    )
+    run.ids["gloo-timeout"] = _submit(
+        t, torch, "/workspace/stall.py", "--nodes", "2", "--launcher", "torchrun", "--rendezvous-timeout", "240",
     )
     run.ids["python-exception"] = _submit(t, torch, "python3 /workspace/raise.py")
     run.ids["missing-module"] = _submit(t, torch, "python3 /workspace/missing.py")
@@ -231,6 +251,15 @@ def test_shm_and_killed_rank_read_the_texts_torch_prints(failed: Failed) -> None
     killed = t.extra(failed.ids["killed"])["history"]["diagnosis"]
     assert killed["evidence"].strip().startswith("exitcode  : -9"), killed
     assert killed["pod"].startswith(t.extra(failed.ids["killed"])["job_name"] + "-1-")
+
+
+def test_a_collective_timeout_names_the_rank_that_stopped_first(failed: Failed) -> None:
+    t = failed.tao
+    found = t.extra(failed.ids["gloo-timeout"])["history"]["diagnosis"]
+    assert "Timed out waiting 10000ms for recv operation to complete" in found["evidence"], found
+    assert found["facts"]["stalled_rank"] == 1 and found["facts"]["timed_out_ranks"] == [0], found
+    assert "rank 1 stopped first" in found["detail"]
+    assert "torchfrtrace" not in found["fix"], "gloo: the NCCL flight recorder has nothing to dump"
 
 
 def test_submit_wait_last_line_names_the_cause(failed: Failed) -> None:

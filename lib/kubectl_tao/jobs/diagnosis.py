@@ -151,7 +151,8 @@ def with_dumps(found: causes.Diagnosis, pods: Sequence[Mapping[str, Any]]) -> ca
     """A collective timeout of a job that ran with the flight recorder: where its dumps are and the command
     that reads them, in the facts and the fix."""
     where = flight_recorder_dir(pods)
-    if where is None or found.cause not in ("CollectiveTimeout", "NcclRemoteError", "RemoteRankDied"):
+    nccl = found.cause == "NcclRemoteError" or (found.cause == "CollectiveTimeout" and "Watchdog" in found.evidence)
+    if where is None or not nccl:  # the recorder is NCCL's: a gloo timeout leaves no dump
         return found
     fix = (
         f"{found.fix}; the NCCL flight recorder dumped each rank's last collectives into {where}/ on the job's "

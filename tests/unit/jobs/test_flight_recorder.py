@@ -70,3 +70,12 @@ def test_a_collective_timeout_names_the_dumps_and_the_command() -> None:
     assert diagnosis.with_dumps(found, [_job(flight_recorder=False)["spec"]["template"]]) == found
     oom = causes.classify_log((CORPUS / "cuda-oom--torch-2.15-in-pod.log").read_text())
     assert oom is not None and diagnosis.with_dumps(oom, pods) == oom, "only hangs and lost peers"
+
+
+def test_a_gloo_timeout_leaves_no_dump_to_name() -> None:
+    logs = [
+        causes.RankLog(r, (CORPUS / f"gloo-timeout--allreduce.rank{r}.log").read_text()) for r in (0, 1)
+    ]
+    found = causes.diagnose(logs)
+    assert found is not None and found.cause == "CollectiveTimeout"
+    assert diagnosis.with_dumps(found, [_job()["spec"]["template"]]) == found
