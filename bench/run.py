@@ -20,6 +20,9 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
   idle one, so start-up work can be compared across runs and machines);
 - per verb: kubectl calls (from the KUBECTL_TAO_TRACE file), wall time, peak memory of the Python process
   (its VmHWM) and of its largest kubectl child (/usr/bin/time around each kubectl);
+- explain: `kubectl tao explain` of a failed two-rank job on the real nodes whose ending was not captured yet
+  (it reads every rank's log, bounded, and names the cause) vs one bare `kubectl logs POD --tail=300`; the same
+  explain once the record holds the cause; and core/causes.diagnose over 64 ranks of 300 lines in-process;
 - redaction (no cluster needed: `--only redaction` runs without one): `redact_log_line` and `sanitize` over one
   log line of 100 KB, 400 KB and 1 MB of three kinds (training-log text, a random base64-like run, and a run that
   made the old rules rescan the line from every word), and the growth 100 KB -> 1 MB (linear: 10x);
@@ -73,12 +76,14 @@ HEAVY_MODULES = ("jsonschema", "ruamel.yaml", "sh")
 # goes through the one parser now), status 2x.
 SUBMIT_TARGET = 1.5
 STATUS_TARGET = 2.0
+EXPLAIN_TARGET = 2.0  # explain of a failed multi-rank job (reading every rank's log) vs one `kubectl logs --tail`
+REAL_NODE_LABEL = "kubectl-tao.io/real-node"
 PEERS = (  # (name, PyPI package, command)
     ("skypilot", "skypilot", "sky"),
     ("torchx", "torchx", "torchx"),
 )
 PEER_INSTALL_TIMEOUT_S = 300
-PHASES = ("startup", "instructions", "peers", "capacity", "submit", "status", "verbs", "list", "redaction")
+PHASES = ("startup", "instructions", "peers", "capacity", "submit", "status", "verbs", "list", "redaction", "explain")
 LOCAL_PHASES = frozenset({"redaction"})  # phases that need no cluster
 MARK_BEGIN = "<!-- bench:begin (bench/run.py --markdown writes between these lines) -->"
 MARK_END = "<!-- bench:end -->"
@@ -884,6 +889,98 @@ def bench_status(b: Bench, rows: list[bl.Row], ns: str, state: Path) -> str:
     return record_id
 
 
+# ----------------------------------------------------------------------------------------------- explain
+
+
+FAILING_RANKS = (  # every rank prints 250 progress lines, then a traceback; exit 1
+    "seq 250 | sed 's/^/step /'; echo 'Traceback (most recent call last):' >&2; "
+    "echo \"ValueError: corrupt record in shard $JOB_COMPLETION_INDEX\" >&2; exit 1"
+)
+
+
+def bench_explain(b: Bench, rows: list[bl.Row]) -> None:
+    log("explain of a failed multi-rank job vs kubectl logs --tail")
+    started = time.perf_counter()
+    diagnosed = diagnose_in_process(64, 300)
+    rows.append(bl.Row("explain", "core/causes.diagnose: 64 ranks x 300 lines, in-process",
+                       bl.fmt_seconds(diagnosed), reference=f"{bl.fmt_seconds(time.perf_counter() - started)} "
+                       "with the import", target="< 1 s", result=bl.verdict(diagnosed, 1.0, strict=True)))
+    images_env = _data_dir() / "real" / "images.env"
+    real = b.k("get", "nodes", "-l", f"{REAL_NODE_LABEL}=true", "-o", "name").split()
+    if len(real) < 2 or not images_env.exists():
+        rows.append(bl.Row("explain", "explain of a failed two-rank job: skipped (needs two real nodes)", "-"))
+        return
+    images = dict(line.split("=", 1) for line in images_env.read_text().splitlines() if "=" in line)
+    ns, state = b.namespace("explain")
+    _, proc = timed([str(PLUGIN), "submit", "--image", images["BUSYBOX_IMAGE"], "--network-arch", "bench", "--action",
+                     "run", "--gpus", "1", "--nodes", "2", "--pvc", "tao-data", "--command", FAILING_RANKS,
+                     "--node-selector", f"{REAL_NODE_LABEL}=true", "--toleration",
+                     f"{REAL_NODE_LABEL}=true:NoSchedule", "--ttl-seconds", "900"], b.tao_env(ns, state))
+    record_id = proc.stdout.strip().splitlines()[-1]
+    files = [state / "jobs" / f"{record_id}.json", state / "jobs" / ".kubectl-tao" / f"{record_id}.json"]
+    job = json.loads(files[1].read_text())["job_name"]
+    failed = "jsonpath={.status.conditions[?(@.type==\"Failed\")].status}"
+    wait_until(lambda: b.k("get", "job", job, "-n", ns, "-o", failed) == "True", 180, f"job {job} to fail")
+    pristine = [path.read_bytes() for path in files]  # the ending not captured: explain reads the logs itself
+
+    def restore() -> None:
+        for path, data in zip(files, pristine, strict=True):
+            path.write_bytes(data)
+
+    pod = b.k("get", "pods", "-n", ns, "-l", f"tao-job={job},batch.kubernetes.io/job-completion-index=0", "-o",
+              "jsonpath={.items[0].metadata.name}")
+    argv = [str(PLUGIN), "explain", record_id]
+    timed(argv, b.tao_env(ns, state), ok=(1,))  # warm-up
+    tao: list[float] = []
+    bare: list[float] = []
+    calls: list[int] = []
+    said = ""
+    for _ in range(b.repeat):
+        restore()
+        trace = b.trace_file()
+        elapsed, out = timed(argv, b.tao_env(ns, state, trace), ok=(1,))
+        tao.append(elapsed)
+        calls.append(sum(1 for line in read_lines(trace) if "logs" in json.loads(line)["argv"]))
+        said = out.stdout
+        bare.append(timed([b.kubectl, "logs", pod, "-n", ns, "-c", "tao", "--tail=300"], b.env)[0])
+    if "(ProgramError, ERR_PROGRAM)" not in said:
+        raise BenchError(f"explain did not name the cause: {said.strip()[-300:]}")
+    timed([str(PLUGIN), "status", record_id], b.tao_env(ns, state))  # captures the ending and the cause
+    kept = [timed(argv, b.tao_env(ns, state), ok=(1,))[0] for _ in range(b.repeat)]
+    value, reference = bl.median(tao), bl.median(bare)
+    rows.append(bl.Row("explain", "`kubectl logs` calls per `explain` of a failed job (every rank read)",
+                       "/".join(map(str, calls)), target="1", result=bl.MET if set(calls) == {1} else bl.MISSED))
+    rows.append(bl.Row("explain", "kubectl tao explain JOB: failed 2-rank job, reads every rank's log",
+                       bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(reference)} kubectl logs --tail=300",
+                       ratio=f"{bl.ratio(value, reference):.2f}x", target=f"<= {EXPLAIN_TARGET:g}x",
+                       result=bl.verdict(bl.ratio(value, reference), EXPLAIN_TARGET)))
+    rows.append(bl.Row("explain", "  the same once the record holds the cause (no log read)",
+                       bl.fmt_seconds(bl.median(kept)), reference=f"{bl.fmt_seconds(reference)} kubectl logs",
+                       ratio=f"{bl.ratio(bl.median(kept), reference):.2f}x"))
+    b.drop_namespace(ns, wait=False)
+
+
+def diagnose_in_process(ranks: int, lines: int) -> float:
+    """Seconds core/causes.diagnose takes over RANKS logs of LINES lines, one rank raising, the others
+    followers (the gloo texts of the failure corpus)."""
+    from kubectl_tao.core import causes
+
+    corpus = ROOT / "tests" / "fixtures" / "failures"
+    follower = (corpus / "python-exception--remote-rank-died.rank0.log").read_text()
+    raiser = (corpus / "python-exception--remote-rank-died.rank1.log").read_text()
+    progress = "\n".join(f"step {i} loss 0.{i:04d} lr 1e-4 tokens/s 12345" for i in range(lines - 30))
+    logs = [causes.RankLog(r, progress + "\n" + follower.replace("[rank0]", f"[rank{r}]")) for r in range(ranks)]
+    logs[ranks // 2] = causes.RankLog(ranks // 2, progress + "\n" + raiser.replace("[rank1]", f"[rank{ranks // 2}]"))
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        found = causes.diagnose(logs)
+        times.append(time.perf_counter() - started)
+    if found is None or found.rank != ranks // 2:
+        raise BenchError("core/causes.diagnose did not name the raising rank")
+    return bl.median(times)
+
+
 # ----------------------------------------------------------------------------------------------- per verb
 
 
@@ -1350,6 +1447,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     with phase("verbs", durations):
                         verbs = bench_verbs(b, ns, state, status_id)
             b.drop_namespace(ns, wait=True)  # list counts every kubectl-tao object in the cluster: start clean
+        if "explain" in only:
+            with phase("explain", durations):
+                bench_explain(b, rows)
         if "list" in only:
             with phase("list", durations):
                 bench_list_history(b, rows)

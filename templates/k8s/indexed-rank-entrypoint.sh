@@ -26,6 +26,10 @@ case "$launcher" in
         exec sh -c "$1" tao
         ;;
     torchrun)
+        # PyTorch's flight recorder writes its dumps under this prefix (render.py sets it): make its directory.
+        if [ -n "${TORCH_FR_DUMP_TEMP_FILE:-}" ]; then
+            mkdir -p "$(dirname "$TORCH_FR_DUMP_TEMP_FILE")" 2>/dev/null || true
+        fi
         exec torchrun --nnodes="$NNODES" --nproc_per_node="${NPROC_PER_NODE:?}" --node_rank="$NODE_RANK" \
             --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT" "$@"
         ;;

@@ -209,6 +209,16 @@ rank_env() {
   [\$(id)]"
 }
 
+@test "rank: torchrun's flight recorder dump directory is made before torchrun starts" {
+  rank_env
+  fake torchrun 'exit 0'
+  export TORCH_FR_DUMP_TEMP_FILE="$BATS_TEST_TMPDIR/results/r1/flight-recorder/nccl_trace_rank_"
+  RENDEZVOUS_TIMEOUT=0 run -0 rank 'exit 1' torchrun train.py
+  [ -d "$BATS_TEST_TMPDIR/results/r1/flight-recorder" ]
+  unset TORCH_FR_DUMP_TEMP_FILE
+  RENDEZVOUS_TIMEOUT=0 run -0 rank 'exit 1' torchrun train.py
+}
+
 @test "rank: an unknown launcher is refused" {
   rank_env
   RENDEZVOUS_TIMEOUT=0 run --separate-stderr -2 rank 'true' mpirun x

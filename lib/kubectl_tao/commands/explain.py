@@ -13,9 +13,12 @@ Examples:
 
 \b
 Reads the Job, its pods and their events (two kubectl calls at once; a third, nodes, when the scheduler
-refused a pod) and names each cause with the cluster's own words as evidence and what to do. A Job deleted
-by its TTL is explained from the history its record captured. Container logs are not read: see
-`kubectl tao logs JOB`. Exit codes: 0 nothing wrong found, 1 findings printed (or an error)."""
+refused a pod) and names each cause with the cluster's own words as evidence and what to do. When the program
+failed, what its ranks printed is read too (the last lines of every rank, in the same round when the record
+knows the job failed) and the cause named with the rank and line that show it, its class (ERR_INFRA: a retry
+can help; ERR_PROGRAM: it cannot) and the fix; see docs/diagnosis.md. A Job deleted by its TTL is explained
+from the history its record captured (with the cause its logs showed). Exit codes: 0 nothing wrong found, 1
+findings printed (or an error)."""
 
 
 def _text(explanation: object) -> str:
@@ -40,6 +43,11 @@ def _text(explanation: object) -> str:
         lines.append(f"{number}. {one(finding.cause)}")
         if finding.evidence:
             lines.append(f"   evidence: {one(finding.evidence)}")
+        cause = e.diagnosis or {}
+        if cause and finding.code == f"log:{cause.get('cause')}":
+            lines += [f"   then: {one(str(line))}" for line in cause.get("context") or []]
+            if cause.get("detail"):
+                lines.append(f"   details: {one(str(cause['detail']))}")
         lines.append(f"   fix: {one(finding.fix)}")
     return "\n".join(lines) + "\n"
 

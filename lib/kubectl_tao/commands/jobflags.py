@@ -131,6 +131,12 @@ JOB_FLAGS: dict[str, Flag] = {
         help="Create the Job without a TTL and set it once its history is captured.",
         kind="switch",
     ),
+    "no_flight_recorder": Flag(
+        False,
+        "--no-flight-recorder",
+        help="Multi-node torchrun: leave out PyTorch's NCCL flight recorder (on by default; dumps on a timeout).",
+        kind="switch",
+    ),
 }
 _META_KEY = "kubectl_tao.job_request"
 

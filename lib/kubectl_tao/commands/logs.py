@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from kubectl_tao.commands.common import VerbCommand, record_store, session
 from kubectl_tao.core.logs import DEFAULT_TAIL
+
+if TYPE_CHECKING:
+    from kubectl_tao.jobs.track import Tracked
+    from kubectl_tao.k8s.kubectl import Kubectl
 
 EPILOG = """\b
 Examples:
@@ -17,13 +21,16 @@ Examples:
   kubectl tao logs dino-train-3f9a1c --tail -1
   kubectl tao logs dino-train-3f9a1c --raw > train.log
   kubectl tao logs dino-train-3f9a1c --attempt 1     # a --max-restarts job: where attempt 1's output is
+  kubectl tao logs dino-train-3f9a1c --errors
 
 \b
 Prints the last 200 lines of each rank by default (--tail -1: all of them). Multi-node jobs print every rank,
 each line prefixed with [rank K]. Once the Job is gone (TTL), the last lines captured into the record when the
 job ended are shown instead. Live or captured, every line is printed the same way: credentials redacted, terminal
 escape sequences (colours included) removed, other control characters shown as escapes; --raw prints what kubectl
-printed, unredacted and unfiltered (a captured tail was redacted when it was captured)."""
+printed, unredacted and unfiltered (a captured tail was redacted when it was captured). --errors prints only
+the first error block of each rank (its traceback, or the lines of the first error; ranks of one pod told apart
+by torch's [rankN]: prefix), read from the last 300 lines of every rank at once; see docs/diagnosis.md."""
 
 
 def _check_attempt(tracked: Any, pods: list[dict[str, Any]], attempt: int | None, previous: bool) -> None:
@@ -76,6 +83,7 @@ def register(app: typer.Typer) -> None:
             None, "--attempt", help="--max-restarts jobs: the log of attempt K (default: the current attempt)."
         ),
         previous: bool = typer.Option(False, "--previous", "-p", help="--max-restarts jobs: the attempt before."),
+        errors: bool = typer.Option(False, "--errors", help="Only the first error block of each rank."),
     ) -> int:
         """Print the logs of every rank of a job."""
         from kubectl_tao.cli.output import emit_raw, info, log_line
@@ -87,6 +95,8 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"--tail {tail}: give a number of lines >= 0, or -1 for the whole log")
         if rank is not None and rank < 0:
             raise UsageError("--rank must be >= 0")
+        if errors and (raw or follow):
+            raise UsageError("--errors prints redacted excerpts of finished output: drop --raw and --follow")
         sess = session()
         kc = sess.kubectl()
         store = record_store()
@@ -101,6 +111,8 @@ def register(app: typer.Typer) -> None:
         tracking.check_uid(tracked, live_job, force=force)
         if attempt is not None or previous:
             _check_attempt(tracked, pods, attempt, previous)
+        if errors:
+            return _errors(kc, tracked, pods, rank=rank, multi=multi)
         if not pods:
             history = tracked.extra.get("history")
             if live_job is not None and not history:
@@ -136,3 +148,53 @@ def register(app: typer.Typer) -> None:
             else:
                 log_line(line, flush=follow)
         return 0
+
+
+def _errors(kc: Kubectl, tracked: Tracked, pods: list[dict[str, object]], *, rank: int | None, multi: bool) -> int:
+    """`logs --errors`: the first error block of each rank, live (one bounded read of every rank) or from the
+    tails the record captured once the Job is gone."""
+    from kubectl_tao.cli.output import info, log_line
+    from kubectl_tao.core.causes import error_blocks
+    from kubectl_tao.core.logs import rank_of
+    from kubectl_tao.jobs import diagnosis
+
+    job_name = tracked.job_name or ""
+    texts: list[tuple[int | None, str]] = []
+    if pods:
+        read = diagnosis.read_logs(
+            kc,
+            tracked.namespace or "default",
+            tracked.pod_selector,
+            len(pods),
+            container="tao" if tracked.launched_here else None,
+        )
+        for note in read.notes:
+            info(f"note: {note}")
+        for pod, text in read.texts.items():
+            found = rank_of(pod, job_name)
+            texts.append((int(found) if found is not None else (0 if not multi else None), text))
+    else:
+        history = tracked.extra.get("history") or {}
+        if not history.get("ranks"):
+            info(f"job {tracked.id}: no pod has started yet" if tracked.job_name else f"job {tracked.id}: no logs")
+            return 0
+        info(f"job {tracked.id}: the Job is gone; reading the log tail captured when it ended")
+        kept = [entry for entry in history["ranks"] if entry.get("errors")]
+        if kept:  # the blocks found in what was read when it ended: print them as kept
+            for entry in kept:
+                if rank is None or entry.get("rank") == rank:
+                    for line in entry["errors"]:
+                        log_line(f"[rank {entry.get('rank')}] {line}" if multi else str(line))
+            return 0
+        texts = [(entry.get("rank"), "\n".join(entry.get("log_tail") or [])) for entry in history["ranks"]]
+    shown = 0
+    for pod_rank, text in sorted(texts, key=lambda item: -1 if item[0] is None else item[0]):
+        for block_rank, block in error_blocks(text, pod_rank):
+            if rank is not None and block_rank != rank and pod_rank != rank:
+                continue
+            shown += 1
+            for line in block:
+                log_line(f"[rank {block_rank if block_rank is not None else '?'}] {line}" if multi else line)
+    if not shown:
+        info(f"job {tracked.id}: no error in the ranks' output")
+    return 0

@@ -1,8 +1,8 @@
 """`kubectl tao explain JOB`: from a JobStatus, the events and the pods to causes with a fix each.
 
 Pure: it reads what `status.job_status` concluded plus the raw pod and event JSON, and returns Findings.
-It does not read container logs, so failures that only show up there (an S3, NGC or Hugging Face
-credential refused, a stack trace) are pointed at, not inspected.
+What the ranks printed is read by jobs/diagnosis.py and named by core/causes.py; its diagnosis (a dict, as the
+record keeps it) becomes the finding of a program that failed.
 """
 
 from __future__ import annotations
@@ -367,9 +367,23 @@ def _config_findings(pods: Sequence[Mapping[str, Any]], events: Any, ns: str) ->
     return []
 
 
-def _failure_findings(status: st.JobStatus, job: str) -> list[Finding]:
+def log_finding(found: Mapping[str, Any], job: str) -> Finding:
+    """The finding of a cause the ranks' output showed (core/causes.Diagnosis.to_dict())."""
+    rank = found.get("rank")
+    on = f" on rank {rank}" if rank is not None else ""
+    where = f"rank {rank}: " if rank is not None else ""
+    cause = f"{found.get('summary')}{on} ({found.get('cause')}, {found.get('err_class')})"
+    fix = str(found.get("fix") or "")
+    if found.get("cause") in ("ProgramError",) and rank is not None:
+        fix += f"; every rank's first error: `kubectl tao logs {job} --errors`"
+    return Finding(cause, f"{where}{found.get('evidence') or ''}", fix, f"log:{found.get('cause')}")
+
+
+def _failure_findings(status: st.JobStatus, job: str, diagnosis: Mapping[str, Any] | None = None) -> list[Finding]:
     rank = status.first_failed_rank if status.first_failed_rank is not None else 0
     reason = status.reason
+    if diagnosis and diagnosis.get("cause"):
+        return [log_finding(diagnosis, job)]
     if reason == "OOMKilled":
         return [
             Finding(
@@ -409,8 +423,8 @@ def _failure_findings(status: st.JobStatus, job: str) -> list[Finding]:
             Finding(
                 "the program failed (non-zero exit code)",
                 status.message,
-                f"read the output of the failing rank: `kubectl tao logs {job} --rank {rank}`. explain does not "
-                "read logs, so credential errors printed there (S3, NGC, Hugging Face) are not inspected here",
+                f"read the output of the failing rank: `kubectl tao logs {job} --rank {rank}` (its first error: "
+                f"`kubectl tao logs {job} --errors`); its log was not read or printed nothing",
                 "program-error",
             )
         ]
@@ -514,6 +528,7 @@ def explain(
     job_name: str | None = None,
     no_gpu_hint: str | None = None,
     queue_quota: Any = None,
+    diagnosis: Mapping[str, Any] | None = None,
 ) -> list[Finding]:
     """Causes with evidence and a fix, most important first; [] when nothing is wrong.
 
@@ -524,6 +539,7 @@ def explain(
     Insufficient nvidia.com/gpu finding mentions both possibilities. `no_gpu_hint` (gpuinventory.no_gpu_hint)
     is the fix when the GPUs exist as DRA devices that pods asking for nvidia.com/gpu cannot use.
     `queue_quota` (quota.QueueQuota) is the ClusterQueue of a Job Kueue holds (status.kueue), when read.
+    `diagnosis` is what the ranks' output showed (core/causes.Diagnosis.to_dict()) for a program that failed.
     """
     pod_list = _pods(pods)
     ns = _namespace(pod_list, namespace)
@@ -540,7 +556,7 @@ def explain(
         )
     elif status.state == st.ERROR:
         found += _ran_on_unhealthy(pod_list, nodes)
-        found += _failure_findings(status, job)
+        found += _failure_findings(status, job, diagnosis)
     elif status.state in (st.PENDING, st.RUNNING):
         messages = _scheduler_messages(status, events, pod_list)
         found += _image_findings(pod_list, ns)

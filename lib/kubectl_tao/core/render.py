@@ -107,6 +107,7 @@ class JobSpec(Value):
     rendezvous_timeout_seconds: int = DEFAULT_RENDEZVOUS_TIMEOUT  # multi-node barrier; 0 disables
     max_restarts: int = 0  # multi-node: gang restarts in place (docs/restarts.md); 0 = none
     termination_grace_seconds: int | None = None  # None: Kubernetes' default (with restarts: 120)
+    flight_recorder: bool = True  # multi-node torchrun: PyTorch's NCCL flight recorder, dumped on a timeout
 
     @property
     def multi_node(self) -> bool:
@@ -543,6 +544,7 @@ def spec_from_options(
     topology: Mapping[str, str] | None = None,
     max_restarts: int = 0,
     termination_grace_seconds: int | None = None,
+    flight_recorder: bool = True,
 ) -> JobSpec:
     """Build a validated JobSpec from flag values (what `kubectl tao render/submit` and
     scripts/render_job parse). Give a name, a record id, or both: a missing name is derived from the
@@ -592,6 +594,7 @@ def spec_from_options(
         rendezvous_timeout_seconds=rendezvous_timeout_seconds,
         max_restarts=max_restarts,
         termination_grace_seconds=termination_grace_seconds,
+        flight_recorder=flight_recorder,
     )
     return validate_spec(spec)
 
@@ -695,6 +698,30 @@ def _rank_env(spec: JobSpec) -> list[dict[str, Any]]:
         _env("TAO_K8S_JOB_NAME", spec.name),
         _env("RENDEZVOUS_TIMEOUT", str(spec.rendezvous_timeout_seconds)),
     ]
+
+
+FLIGHT_RECORDER_BUFFER = "2000"  # collectives each rank keeps (PyTorch's documented suggestion)
+FLIGHT_RECORDER_DIR = "flight-recorder"  # under the results directory
+FLIGHT_RECORDER_PREFIX = "nccl_trace_rank_"  # PyTorch's own file prefix; the rank follows
+
+
+def flight_recorder_dir(results_root: str) -> str:
+    return f"{results_root.rstrip('/')}/{FLIGHT_RECORDER_DIR}"
+
+
+def _flight_recorder_env(spec: JobSpec) -> list[dict[str, Any]]:
+    """A multi-node torchrun job keeps the last collectives of each rank and dumps them when the NCCL watchdog
+    times out (TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_NCCL_DUMP_ON_TIMEOUT), into the results directory (the
+    dump path under both of its names: TORCH_FR_DUMP_TEMP_FILE, and TORCH_NCCL_DEBUG_INFO_TEMP_FILE of
+    releases before it); --no-flight-recorder leaves it out. `torchfrtrace DIR` analyzes the dumps."""
+    if not (spec.flight_recorder and spec.multi_node and spec.launcher == "torchrun"):
+        return []
+    env = [_env("TORCH_NCCL_TRACE_BUFFER_SIZE", FLIGHT_RECORDER_BUFFER), _env("TORCH_NCCL_DUMP_ON_TIMEOUT", "1")]
+    root = spec.results_root_in_pod
+    if root is not None:
+        prefix = f"{flight_recorder_dir(root)}/{FLIGHT_RECORDER_PREFIX}"
+        env += [_env("TORCH_FR_DUMP_TEMP_FILE", prefix), _env("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", prefix)]
+    return env
 
 
 def _env_from(spec: JobSpec) -> list[dict[str, Any]] | None:
@@ -816,7 +843,7 @@ def render_indexed(spec: JobSpec) -> list[dict[str, Any]]:
         BACKOFF_LIMIT_PER_INDEX=spec.retries_per_index,
         POD_FAILURE_POLICY=_pod_failure_policy(spec),
         ARGS=args,
-        ENV=_common_env(spec) + _rank_env(spec) + (_restart_env(spec) if restarts else []),
+        ENV=_common_env(spec) + _rank_env(spec) + _flight_recorder_env(spec) + (_restart_env(spec) if restarts else []),
         PVC_CLAIM=spec.pvc,
         AFFINITY=_one_rank_per_node(spec),
         CONTAINER_RESTART_POLICY="Never" if restarts else None,

@@ -19,7 +19,7 @@ from kubectl_tao.core import contract, kueue
 from kubectl_tao.core.diagnose import Finding
 from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.valueclass import Factory, Value, record
-from kubectl_tao.jobs.track import Tracked, check_pin, check_uid, reads_gang
+from kubectl_tao.jobs.track import Tracked, check_pin, check_uid, diagnosis_of, reads_gang
 from kubectl_tao.k8s import gang
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
@@ -37,6 +37,7 @@ class Explanation(Value):
     notes: list[str] = Factory(list)
     gang: dict[str, Any] | None = None  # gang.GangView.to_dict() of a native gang job
     restarts: list[str] = Factory(list)  # --max-restarts: why each attempt ended (core/retry.AttemptEnd.sentence)
+    diagnosis: dict[str, Any] | None = None  # core/causes.Diagnosis.to_dict(): what the ranks' output showed
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,6 +52,7 @@ class Explanation(Value):
             "notes": list(self.notes),
             "gang": self.gang,
             "restarts": list(self.restarts),
+            "diagnosis": self.diagnosis,
         }
 
 
@@ -65,7 +67,7 @@ def redacted(e: Explanation) -> Explanation:
     gang = {k: redact_text(v) if isinstance(v, str) else v for k, v in e.gang.items()} if e.gang else None
     return Explanation(
         e.id, e.namespace, e.job, e.state, redact_text(e.reason), redact_text(e.message), e.source, findings,
-        [redact_text(note) for note in e.notes], gang, list(e.restarts),
+        [redact_text(note) for note in e.notes], gang, list(e.restarts), e.diagnosis,
     )
 
 
@@ -122,8 +124,10 @@ def from_history(tracked: Tracked) -> Explanation:
     else:
         status = st.job_status(None, [])
         note = ""
-    found = explain(status, None, [], job=rid, namespace=ns, job_name=name)
-    result = Explanation(rid, ns, name, status.state, status.reason, status.message, "record", found)
+    cause = diagnosis_of(tracked) if status.state == st.ERROR else None
+    found = explain(status, None, [], job=rid, namespace=ns, job_name=name, diagnosis=cause)
+    reason = str(cause["cause"]) if cause else status.reason
+    result = Explanation(rid, ns, name, status.state, reason, status.message, "record", found, diagnosis=cause)
     if note:
         result.notes.append(note)
     return result
@@ -242,6 +246,8 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
     requests = {key: ([*args, "-o", "json"], {"namespaced": False}) for key, args in calls.items()}
     if reads_gang(tracked):
         requests["groups"] = gang.groups_call(ns)
+    if tracked.record_state == "ERROR" and diagnosis_of(tracked) is None:
+        requests["logs"] = _logs_call(tracked)  # known failed: its logs ride in the first round
     results = kc.run_many(requests)
     items: list[Any] = []
     for key in ("objects", "pods"):
@@ -291,14 +297,51 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
             hint = gpuinventory.no_gpu_hint(dra)
     elif status.state == st.ERROR:
         node_list = _nodes_ran_on(kc, pods, notes)
+    cause = _log_diagnosis(kc, tracked, status, results.get("logs"), notes, pods)
     found = explain(
         status, events, pods, nodes=node_list, job=tracked.id, namespace=ns, job_name=name, no_gpu_hint=hint,
-        queue_quota=queue_quota,
+        queue_quota=queue_quota, diagnosis=cause,
     )
     gang_finding = gang.finding(gang_view, gpus=tracked.extra.get("gpus")) if gang_view else None
     if gang_finding is not None and status.state == st.PENDING:
         found.insert(0, gang_finding)
     return Explanation(
-        tracked.id, ns, name, status.state, status.reason, status.message, "cluster", found, notes,
-        gang_view.to_dict() if gang_view else None,
+        tracked.id, ns, name, status.state, str(cause["cause"]) if cause else status.reason, status.message,
+        "cluster", found, notes, gang_view.to_dict() if gang_view else None, diagnosis=cause,
     )
+
+
+def _logs_call(tracked: Tracked) -> tuple[list[str], dict[str, Any]]:
+    from kubectl_tao.jobs import diagnosis
+
+    ranks = int(tracked.extra.get("nodes") or 1)
+    container = "tao" if tracked.launched_here else None
+    return diagnosis.logs_call(tracked.namespace or "default", tracked.pod_selector, ranks + 4, container=container)
+
+
+def _log_diagnosis(
+    kc: Kubectl, tracked: Tracked, status: st.JobStatus, answer: Any, notes: list[str], pods: list[Any]
+) -> dict[str, Any] | None:
+    """What the ranks printed, for a program that failed: the record's (captured at the end), else read now
+    (already read in the first round when the record knew the job had failed)."""
+    from kubectl_tao.jobs import diagnosis
+
+    if status.state != st.ERROR or status.reason not in diagnosis.OVERRIDDEN_REASONS:
+        return None
+    kept = diagnosis_of(tracked)
+    if kept is not None:
+        return kept
+    if answer is None:
+        args, kwargs = _logs_call(tracked)
+        try:
+            answer = kc.run(args, **kwargs)
+        except TaoError as exc:
+            answer = exc
+    read = diagnosis.from_result(answer)
+    notes.extend(read.notes)
+    found = diagnosis.diagnose(read, status.to_dict(), gpus=tracked.extra.get("gpus"))
+    if found is not None:
+        found = diagnosis.with_dumps(found, pods)
+    if found is None and not read.notes:
+        notes.append("the failed ranks printed nothing")
+    return found.to_dict() if found is not None else None

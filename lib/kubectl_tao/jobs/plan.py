@@ -66,6 +66,7 @@ class JobRequest(Value):
     staging_map: str | None
     config_source: str | None
     keep_until_captured: bool
+    no_flight_recorder: bool
     given: frozenset[str]  # the flags set on the command line (some are refused where they cannot apply)
 
 
@@ -324,6 +325,7 @@ def _spec_plan(
         topology=topology.annotations() if topology is not None and job.queue else None,
         max_restarts=job.max_restarts,
         termination_grace_seconds=job.termination_grace_period,
+        flight_recorder=not job.no_flight_recorder,
     )
     probe_name = kubernetes_job_name(probe_id)
     spec = render.spec_from_options(
@@ -423,6 +425,7 @@ _NOT_FOR_ACTION_REQUESTS = {
     "topology": ("--topology", "nothing: an action request runs one pod"),
     "max_restarts": ("--max-restarts", "nothing: an action request runs one pod"),
     "termination_grace_period": ("--termination-grace-period", "the action renderer's pod defaults"),
+    "no_flight_recorder": ("--no-flight-recorder", "nothing: an action request runs one pod"),
 }
 
 

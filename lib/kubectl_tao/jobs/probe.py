@@ -302,6 +302,8 @@ class ProbeReport(Value):
     exercised: bool = True  # every rank started; False: a watchdog fired first (not cached)
     settings: dict[str, str] = Factory(dict)  # the NCCL_* env the probe ran with
     backend: str = ""  # nccl | gloo, as the ranks said; "" when no rank said (simulated nodes)
+    transport: str = ""  # with NCCL_DEBUG=INFO: the transports NCCL's channels used (NET/IB, NET/Socket, P2P)
+    transport_warning: str = ""  # RDMA devices found and TCP sockets used
 
     def to_dict(self) -> dict[str, Any]:
         data = plain(self)
@@ -338,6 +340,8 @@ class ProbeReport(Value):
             exercised=bool(entry.get("exercised", True)),
             settings=probecache.valid_settings(entry.get("settings")),
             backend=str(entry.get("backend")) if entry.get("backend") in (NCCL, GLOO) else "",
+            transport=str(entry.get("transport") or "")[:200],
+            transport_warning=str(entry.get("transport_warning") or "")[:600],
         )
 
 
@@ -356,16 +360,34 @@ def backend_from_logs(text: str) -> str:
 
 def read_backend(kc: Kubectl, tracked: Tracked, nodes: int) -> str:
     """The backend the probe's ranks ran over, from their last log lines; "" when they cannot be read."""
+    return backend_from_logs(read_probe_logs(kc, tracked, nodes, tail=50))
+
+
+DEBUG_TAIL = 3000  # with NCCL_DEBUG=INFO each rank prints some hundred lines before its result
+
+
+def read_probe_logs(kc: Kubectl, tracked: Tracked, nodes: int, *, tail: int) -> str:
+    """The last TAIL lines of every rank (one kubectl call); "" when they cannot be read."""
     from kubectl_tao.core.logs import kubectl_args
 
     if not tracked.namespace or not tracked.job_name:
         return ""
-    args = kubectl_args(tracked.namespace, tracked.job_name, tail=50, follow=False, rank=None, nodes=nodes)
+    args = kubectl_args(tracked.namespace, tracked.job_name, tail=tail, follow=False, rank=None, nodes=nodes)
     try:
         result = kc.run(args, namespaced=False, check=False, timeout=60)
     except TaoError:
         return ""
-    return backend_from_logs(result.stdout) if result.returncode == 0 else ""
+    return result.stdout if result.returncode == 0 else ""
+
+
+def add_transport(report: ProbeReport, text: str) -> None:
+    """With NCCL_DEBUG=INFO: the transport NCCL chose, and a warning when RDMA devices exist but sockets
+    were used (core/nccldebug.py)."""
+    from kubectl_tao.core import nccldebug
+
+    net = nccldebug.read(text)
+    report.transport = net.summary() if net.said else ""
+    report.transport_warning = nccldebug.warning(net)
 
 
 @record
@@ -524,8 +546,13 @@ def run_probe(
     report = report_for(
         waited, opts, server=server, version=version, checked_at=probecache.utc_stamp(now()), duration_s=clock() - began
     )
-    if report.result == PASS:
-        report.backend = read_backend(kc, tracked, opts.nodes)
+    debug = "NCCL_DEBUG" in opts.nccl_env
+    if report.result == PASS or (debug and report.exercised):
+        text = read_probe_logs(kc, tracked, opts.nodes, tail=DEBUG_TAIL if debug else 50)
+        if report.result == PASS:
+            report.backend = backend_from_logs(text)
+        if debug:
+            add_transport(report, text)
     if report.exercised:
         probecache.save_result(cache_file, report)
     return report
@@ -560,6 +587,10 @@ def describe(report: ProbeReport, now: datetime | None = None) -> str:
         )
     elif report.backend == NCCL:
         lines.append("backend: nccl")
+    if report.transport:
+        lines.append(f"transport: {report.transport} (as NCCL_DEBUG=INFO showed it)")
+    if report.transport_warning:
+        lines.append(f"warning: {report.transport_warning}")
     if report.result == PASS and report.settings and not gloo:
         applied = " ".join(f"{key}={value}" for key, value in report.settings.items())
         lines.append(f"settings cached with the pass: later multi-node submits on this cluster apply {applied}")

@@ -352,6 +352,7 @@ def observe(
 
         annotate(status, job, groups, pods)
     obs = Observation(tracked, status.state, status.reason, status.message, status.err_class, status.to_dict())
+    _told_by_logs(obs)
     obs.job_ttl = ((job or {}).get("spec") or {}).get("ttlSecondsAfterFinished")
     if tracked.extra.get("max_restarts") and job is not None:
         obs.restarts = observe_restarts(kc, store if update else None, tracked, pods)
@@ -397,13 +398,31 @@ def observe_restarts(kc: Kubectl, store: Any, tracked: Tracked, pods: list[dict[
     return retry.restart_view(int(tracked.extra.get("max_restarts") or 0), found, in_place)
 
 
+def diagnosis_of(tracked: Tracked) -> dict[str, Any] | None:
+    """The cause the job's logs showed, as its history captured it (jobs/diagnosis.py), or None."""
+    found = (tracked.extra.get("history") or {}).get("diagnosis")
+    return found if isinstance(found, dict) and found.get("cause") else None
+
+
+def _told_by_logs(obs: Observation) -> None:
+    """A failed job whose ending was captured shows the cause its logs showed, not `ExitCode`."""
+    from kubectl_tao.jobs.diagnosis import OVERRIDDEN_REASONS
+
+    found = diagnosis_of(obs.tracked)
+    if found is not None and obs.state == "ERROR" and obs.reason in OVERRIDDEN_REASONS:
+        obs.reason = str(found["cause"])
+        obs.err_class = found.get("err_class") or obs.err_class
+        obs.message = str((obs.tracked.extra.get("history") or {}).get("message") or obs.message)
+
+
 def _from_record(tracked: Tracked, notes: list[str]) -> Observation:
     transitions = tracked.record.get("transitions") or []
     last = transitions[-1] if transitions else {}
+    found = diagnosis_of(tracked) if tracked.record_state == "ERROR" else None
     return Observation(
         tracked,
         tracked.record_state,
-        "",
+        str(found["cause"]) if found else "",
         str(last.get("message", "")),
         tracked.record.get("err_class"),
         None,
@@ -447,6 +466,7 @@ def _write_back(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, pod
     last = transitions[-1] if transitions else {}
     if obs.state in ("COMPLETE", "ERROR"):
         capture_history(kc, store, tracked, obs, pods)
+        message = obs.message or obs.reason or obs.state.lower()  # the logs may have named the cause
     elif last.get("state") == obs.state and last.get("message") == message:
         return
     store.mark(
@@ -473,24 +493,37 @@ def split_prefixed_logs(text: str) -> dict[str, list[str]]:
 
 
 def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, pods: list[dict[str, Any]]) -> None:
-    """Per rank: pod, node, exit code, reason and the last log lines, into the record (redacted by the store)."""
-    logs: dict[str, list[str]] = {}
+    """Per rank: pod, node, exit code, reason and the last log lines, into the record (redacted by the store).
+    A failed job's logs are read further back (jobs/diagnosis.py, the same one kubectl call) and the cause
+    they show becomes the observation's reason, class and message, and the history's `diagnosis`."""
+    from kubectl_tao.jobs import diagnosis
+
+    texts: dict[str, str] = {}
+    found = None
     if pods and tracked.namespace and tracked.job_name:
-        args = [
-            "logs",
-            "-n",
-            tracked.namespace,
-            "-l",
-            tracked.pod_selector,
-            "--prefix",
-            f"--tail={LOG_TAIL_LINES}",
-            f"--max-log-requests={max(5, len(pods))}",
-        ]
-        # kubectl-tao names its container tao; a Job made elsewhere gets its default container.
-        result = kc.run(
-            [*args, "-c", "tao"] if tracked.launched_here else args, namespaced=False, check=False, best_effort=True
-        )
-        logs = split_prefixed_logs(result.stdout)
+        container = "tao" if tracked.launched_here else None  # a Job made elsewhere: its default container
+        if obs.state == "ERROR":
+            read = diagnosis.read_logs(kc, tracked.namespace, tracked.pod_selector, len(pods), container=container)
+            texts = read.texts
+            if obs.reason in diagnosis.OVERRIDDEN_REASONS:
+                found = diagnosis.diagnose(read, obs.live, gpus=tracked.extra.get("gpus"))
+                found = diagnosis.with_dumps(found, pods) if found is not None else None
+            obs.notes.extend(read.notes)
+        else:
+            args = [
+                "logs",
+                "-n",
+                tracked.namespace,
+                "-l",
+                tracked.pod_selector,
+                "--prefix",
+                f"--tail={LOG_TAIL_LINES}",
+                f"--max-log-requests={max(5, len(pods))}",
+            ]
+            result = kc.run(
+                [*args, "-c", container] if container else args, namespaced=False, check=False, best_effort=True
+            )
+            texts = {pod: "\n".join(lines) for pod, lines in split_prefixed_logs(result.stdout).items()}
     from datetime import UTC, datetime
 
     from kubectl_tao.core.redact import redact_log_line, redact_text
@@ -498,6 +531,7 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     ranks = []
     for rank in (obs.live or {}).get("ranks", []):
+        text = texts.get(str(rank.get("pod")))
         ranks.append(
             {
                 "rank": rank.get("rank"),
@@ -506,10 +540,14 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
                 "phase": rank.get("phase"),
                 "exit_code": rank.get("exit_code"),
                 "reason": rank.get("reason"),
-                "log_tail": [redact_log_line(line) for line in logs.get(str(rank.get("pod")), [])],
+                "log_tail": [redact_log_line(line) for line in diagnosis.tail(text)] if text else [],
                 "captured_at": now,
             }
         )
+        if text and obs.state == "ERROR":
+            ranks[-1]["errors"] = diagnosis.first_errors(text, rank.get("rank"))
+    if found is not None:
+        obs.reason, obs.err_class, obs.message = found.cause, found.err_class, diagnosis.message(found)
     history = {
         "state": obs.state,
         "reason": obs.reason,
@@ -519,6 +557,8 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
         "ranks": ranks,
         "captured_at": now,
     }
+    if found is not None:
+        history["diagnosis"] = found.to_dict()
     held = bool(tracked.extra.get("keep_until_captured"))
     fields: dict[str, Any] = {"history": history}
     if tracked.extra.get("ttl_hold"):

@@ -210,11 +210,25 @@ def test_upload_failed_names_the_bucket_the_credentials_and_the_client() -> None
         assert needle in found[0].fix
 
 
-def test_program_error_points_at_the_logs_and_says_they_are_not_read() -> None:
+def test_program_error_without_a_log_diagnosis_points_at_the_logs() -> None:
     found = findings("exit-code")
     assert codes(found) == ["program-error"]
     assert "kubectl tao logs dino-train-1d2e3f --rank 0" in found[0].fix
-    assert "not inspected" in found[0].fix
+    assert "--errors" in found[0].fix and "not read or printed nothing" in found[0].fix
+
+
+def test_a_log_diagnosis_becomes_the_finding_of_a_failed_program() -> None:
+    from kubectl_tao.core.causes import classify_log
+
+    cause = classify_log("Traceback (most recent call last):\nModuleNotFoundError: No module named 'timm'\n", 0)
+    assert cause is not None
+    found = findings("exit-code", diagnosis=cause.to_dict())
+    assert codes(found) == ["log:MissingModule"]
+    assert found[0].cause == (
+        "a Python module the program imports is not in the image on rank 0 (MissingModule, ERR_PROGRAM)"
+    )
+    assert found[0].evidence == "rank 0: ModuleNotFoundError: No module named 'timm'"
+    assert "install it in the image" in found[0].fix
 
 
 def test_eviction_is_infrastructure_with_a_memory_hint() -> None:

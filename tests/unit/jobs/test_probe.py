@@ -557,3 +557,25 @@ def test_an_nccl_pass_keeps_applying_its_settings(tmp_path: Path) -> None:
     cache, _ = probecache.load_cache(saved(tmp_path, nccl))
     assert probecache.passing_settings(cache, SERVER)[0] == {"NCCL_IB_DISABLE": "1"}
     assert probecache.probe_warning(cache, SERVER, "v1.30.2", NOW) is None
+
+
+def test_with_nccl_debug_the_report_names_the_transport_and_warns_of_unused_rdma(tmp_path: Path) -> None:
+    logs = (
+        "[rank 1] llama-ft-1:231:250 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.244.2.9<0>\n"
+        "[rank 1] llama-ft-1:231:250 [0] NCCL INFO Using network Socket\n"
+        "[rank 1] llama-ft-1:231:252 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0\n"
+        "[rank 1] nccl-probe: rank 1 result ok backend=nccl\n"
+    )
+    passed = report("pass").replaced(hints=[])
+    probe.add_transport(passed, logs)
+    text = probe.describe(passed)
+    assert "transport: NET/Socket (as NCCL_DEBUG=INFO showed it)" in text
+    assert "warning: RDMA devices exist ([0]mlx5_0:1/IB) but NCCL used TCP sockets" in text
+    cache, _ = probecache.load_cache(saved(tmp_path, passed))
+    entry = probecache.lookup(cache, SERVER, "v1.30.2", now=NOW)
+    assert entry is not None
+    again = probe.ProbeReport.from_entry(entry)
+    assert (again.transport, again.transport_warning) == (passed.transport, passed.transport_warning)
+    quiet = report("pass").replaced(hints=[])
+    probe.add_transport(quiet, "nccl-probe: rank 0 result ok backend=nccl\n")
+    assert "transport:" not in probe.describe(quiet)

@@ -1,0 +1,294 @@
+"""core/causes.py: the table of causes read over the whole failure corpus (tests/fixtures/failures/), one log
+at a time and one multi-rank case at a time; facts, fixes, fallbacks, redaction and bounded work."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubectl_tao.core import causes
+from kubectl_tao.core.causes import ERR_INFRA, ERR_PROGRAM, RankLog, classify_log, diagnose
+
+CORPUS_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "failures"
+CORPUS: list[dict[str, Any]] = json.loads((CORPUS_DIR / "corpus.json").read_text(encoding="utf-8"))
+
+# The corpus names causes by what the text shows; the table by the REASON `status` prints.
+REASON = {
+    "cuda-oom": "CudaOOM",
+    "nccl-invalid-usage": "NcclInvalidUsage",
+    "nccl-system-error": "NcclSystemError",
+    "nccl-remote-error": "NcclRemoteError",
+    "nccl-internal-error": "NcclInternalError",
+    "nccl-watchdog-timeout": "CollectiveTimeout",
+    "gloo-timeout": "CollectiveTimeout",
+    "store-timeout": "StoreTimeout",
+    "rendezvous-timeout": "RendezvousTimeout",
+    "remote-rank-died": "RemoteRankDied",
+    "rank-killed": "RankKilled",
+    "shm": "ShmExhausted",
+    "cuda-device-assert": "DeviceAssert",
+    "cuda-illegal-memory-access": "IllegalMemoryAccess",
+    "nan": "NanLoss",
+    "no-gpu": "NoGpuVisible",
+    "gpu-hardware": "GpuHardware",
+    "module-not-found": "MissingModule",
+    "file-not-found": "MissingFile",
+    "hf-auth": "AccessDenied",
+    "s3-access-denied": "AccessDenied",
+    "ngc-auth": "AccessDenied",
+    "python-exception": "ProgramError",
+}
+CREDENTIAL = re.compile(r"hf_[A-Za-z0-9]{34}\b|\bAKIA[0-9A-Z]{16}\b|nvapi-[A-Za-z0-9_-]{20,}")
+
+
+def _text(name: str) -> str:
+    return (CORPUS_DIR / name).read_text(encoding="utf-8")
+
+
+def _pod_rank(entry: dict[str, Any]) -> int:
+    """The rank of the pod that printed the log: N of a .rankN file (one rank a pod), else 0 (a single pod,
+    whose ranks the text tells apart)."""
+    return int(entry["facts"]["rank"]) if "case" in entry else 0
+
+
+def _alone(entry: dict[str, Any]) -> bool:
+    """A stalled rank whose own output shows no error: only its case tells (by the other ranks)."""
+    return not (entry["facts"].get("role") == "stalled" and entry["cause"] == entry.get("case_cause"))
+
+
+SINGLE = [entry for entry in CORPUS if _alone(entry)]
+CASES: dict[str, list[dict[str, Any]]] = {}
+for _entry in CORPUS:
+    if "case" in _entry:
+        CASES.setdefault(_entry["case"], []).append(_entry)
+
+
+def test_every_corpus_cause_has_a_row_and_every_row_is_reached() -> None:
+    shown = {entry["cause"] for entry in CORPUS} | {entry["case_cause"] for entry in CORPUS if "case_cause" in entry}
+    assert set(REASON) == shown
+    assert set(REASON.values()) == set(causes.BY_NAME), "every row of the table is shown by the corpus"
+
+
+@pytest.mark.parametrize("entry", SINGLE, ids=[entry["file"] for entry in SINGLE])
+def test_each_log_names_its_cause_class_and_evidence_line(entry: dict[str, Any]) -> None:
+    found = classify_log(_text(entry["file"]), _pod_rank(entry))
+    assert found is not None
+    assert found.cause == REASON[entry["cause"]]
+    assert found.err_class == entry["err_class"]
+    assert entry["key_line"] in (found.evidence, *found.context)
+    assert found.fix and found.summary
+    if "rank" in entry["facts"]:
+        assert found.rank == entry["facts"]["rank"]
+    if "local_rank" in entry["facts"]:
+        assert found.facts["local_rank"] == entry["facts"]["local_rank"]
+
+
+@pytest.mark.parametrize("case", sorted(CASES), ids=sorted(CASES))
+def test_each_case_names_the_job_cause_and_the_rank(case: str) -> None:
+    entries = CASES[case]
+    logs = [
+        RankLog(entry["facts"]["rank"], _text(entry["file"]), pod=f"job-{entry['facts']['rank']}") for entry in entries
+    ]
+    found = diagnose(logs)
+    assert found is not None
+    cause = entries[0]["case_cause"]
+    assert found.cause == REASON[cause]
+    first = [e for e in entries if e["facts"].get("role") == "first-failure"]
+    if first:
+        assert found.rank == first[0]["facts"]["rank"]
+        assert found.evidence == first[0]["key_line"]
+        assert found.pod == f"job-{found.rank}"
+    stalled = [e for e in entries if e["facts"].get("stalled_rank") is not None]
+    if stalled:
+        rank = stalled[0]["facts"]["stalled_rank"]
+        assert found.facts["stalled_rank"] == rank
+        key = next(e["key_line"] for e in entries if e["facts"]["rank"] == rank)
+        assert found.facts["stalled_evidence"] == key
+        assert f"rank {rank} stopped first" in found.detail
+    followers = [e for e in entries if e["facts"].get("role") == "follower"]
+    if followers and first:
+        assert found.err_class == first[0]["err_class"], "the job's class is its first failure's"
+
+
+def test_rank_order_does_not_change_the_answer() -> None:
+    entries = CASES["python-exception--remote-rank-died"]
+    logs = [RankLog(e["facts"]["rank"], _text(e["file"])) for e in entries]
+    assert diagnose(logs) == diagnose(list(reversed(logs)))
+
+
+def test_single_pod_of_four_ranks_names_the_raising_rank() -> None:
+    for name in (
+        "python-exception--single-pod-4-ranks.log",
+        "python-exception--debian-torch-1.13-single-pod-4-ranks.log",
+    ):
+        found = classify_log(_text(name))
+        assert found is not None
+        assert (found.cause, found.rank, found.facts["local_rank"]) == ("ProgramError", 3, 3)
+        assert found.facts["exception"] == "ValueError"
+        assert "ValueError raised by rank 3" in found.detail
+
+
+def test_root_cause_block_is_read() -> None:
+    root = causes.root_cause(_text("rank-killed--sigkill.rank1.log").splitlines())
+    assert root is not None
+    assert (root.rank, root.local_rank, root.exitcode, root.signal) == (1, 0, -9, "SIGKILL")
+    assert root.time == "2026-12-04_18:30:39"
+    debian = causes.root_cause(_text("rank-killed--debian-torch-1.13-sigkill.rank1.log").splitlines())
+    assert debian is not None and debian.signal == "SIGKILL", "torch 1.13 prints no signal name: -9 is SIGKILL"
+    assert causes.root_cause(["no banner here"]) is None
+
+
+def test_oom_reads_sizes_and_tells_when_fragmentation_is_worth_a_setting() -> None:
+    docs = classify_log(_text("cuda-oom--pytorch-org-docs-url.log"))
+    assert docs is not None
+    assert docs.facts["tried"] == "2.00 GiB" and docs.facts["capacity"] == "79.25 GiB"
+    assert docs.facts["free"] == "1.21 GiB" and docs.facts["reserved_unallocated"] == "2.87 GiB"
+    assert docs.facts["fragmented"] is True
+    assert "expandable_segments:True" in docs.detail
+    pod = classify_log(_text("cuda-oom--torch-2.15-in-pod.log"))
+    assert pod is not None
+    assert (pod.rank, pod.facts["gpu"], pod.facts["tried"], pod.facts["capacity"]) == (3, 3, "20.00 GiB", "139.81 GiB")
+    assert pod.facts["fragmented"] is False and "expandable_segments" not in pod.detail
+    assert "asked for 20.00 GiB; GPU 3 has 139.81 GiB in total, 17.94 GiB free" in pod.detail
+    old = classify_log(_text("cuda-oom--torch-2.1-max-split-size.log"))
+    assert old is not None and old.facts["capacity"] == "79.15 GiB", "torch 2.1 spelled it 'capacty'"
+    assert old.facts["reserved_unallocated"] == "522.05 MiB"
+
+
+def test_store_timeout_counts_the_ranks_that_joined() -> None:
+    found = classify_log(_text("store-timeout--tcpstore-clients.rank0.log"), 0)
+    assert found is not None
+    assert (found.facts["joined"], found.facts["expected"]) == (1, 2)
+    assert "1/2 ranks joined; 1 never reached rank 0" in found.detail
+    client = classify_log(_text("store-timeout--debian-torch-1.13-client-connect.rank1.log"), 1)
+    assert client is not None
+    assert client.facts["master"] == "llama-ft-0.llama-ft:29500" and client.facts["timeout_ms"] == 20000
+
+
+def test_nccl_errors_keep_their_last_error_line_and_kind() -> None:
+    system = classify_log(_text("nccl-system-error--ib-reg-mr.rank0.log"), 0)
+    assert system is not None and system.cause == "NcclSystemError" and system.err_class == ERR_INFRA
+    assert system.context == ["[rank0]: Call to ibv_reg_mr failed with error Cannot allocate memory"]
+    assert system.facts["nccl_version"] == "2.30.7"
+    dup = classify_log(_text("nccl-invalid-usage--duplicate-gpu.log"))
+    assert dup is not None and dup.err_class == ERR_PROGRAM and "--nproc_per_node" in dup.fix
+    peer = diagnose([RankLog(0, _text("rank-killed--nccl-peer.rank0.log"))])
+    assert peer is not None and peer.cause == "NcclRemoteError"
+    assert peer.facts["remote_rank"] == 1, "the peer's pod name says its rank"
+
+
+def test_watchdog_timeout_names_op_and_seq() -> None:
+    found = classify_log(_text("nccl-watchdog-timeout--allreduce.rank0.log"), 0)
+    assert found is not None
+    assert (found.facts["op"], found.facts["seq"], found.facts["timeout_ms"]) == ("ALLREDUCE", 1244, 600000)
+
+
+def test_no_gpu_is_the_jobs_own_error_when_it_asked_for_none() -> None:
+    logs = [RankLog(0, _text("no-gpu--no-cuda-gpus.log"))]
+    asked = diagnose(logs, gpus_requested=1)
+    assert asked is not None and asked.err_class == ERR_INFRA
+    none = diagnose(logs, gpus_requested=0)
+    assert none is not None and none.err_class == ERR_PROGRAM and "--gpus" in none.fix
+    cpu = classify_log(_text("no-gpu--debian-torch-1.13-not-compiled.log"))
+    assert cpu is not None and "CPU-only build" in cpu.fix
+
+
+def test_access_denied_says_which_service_and_never_the_credential() -> None:
+    for entry in CORPUS:
+        text = _text(entry["file"])
+        found = classify_log(text, _pod_rank(entry))
+        assert found is not None
+        shown = json.dumps(found.to_dict()) + json.dumps(causes.error_blocks(text))
+        assert not CREDENTIAL.search(shown), entry["file"]
+    echoed = classify_log(_text("hf-auth--invalid-token-echoed.log"))
+    assert echoed is not None and echoed.facts["what"] == "Hugging Face: invalid token"
+    s3 = classify_log(_text("s3-access-denied--get-object.log"))
+    assert s3 is not None and s3.facts["operation"] == "GetObject" and "S3" in s3.fix
+
+
+def test_a_credential_on_the_evidence_line_is_redacted() -> None:
+    token = "hf_" + "FakeCanaryUnitx7Q2mR9vL4nB8kT3wZab"
+    found = classify_log(f"Traceback (most recent call last):\nValueError: bad token HF_TOKEN={token}\n")
+    assert found is not None and found.cause == "ProgramError"
+    assert token not in found.evidence and "REDACTED" in found.evidence
+
+
+def test_escape_sequences_are_removed_and_lines_capped() -> None:
+    found = classify_log("\x1b[31mRuntimeError: No CUDA GPUs are available\x1b[0m\x1b]0;title\x07\n")
+    assert found is not None and found.cause == "NoGpuVisible"
+    assert found.evidence == "RuntimeError: No CUDA GPUs are available"
+    long = classify_log("ValueError: " + "x" * 10_000)
+    assert long is not None and len(long.evidence) < causes.EVIDENCE_CHARS + 40
+    assert long.evidence.endswith("more characters]")
+
+
+def test_unknown_output_falls_back_to_the_last_error_looking_lines() -> None:
+    text = "epoch 1\nepoch 2\nsegfault in the data loader\nabort: worker failed to start\nbye\n"
+    found = diagnose([RankLog(2, text, exit_code=1), RankLog(0, "all fine\n")], first_failed_rank=2)
+    assert found is not None
+    assert (found.cause, found.rank, found.err_class) == ("ProgramError", 2, ERR_PROGRAM)
+    assert found.evidence == "abort: worker failed to start"
+    assert found.facts["unrecognized"] is True
+    quiet = diagnose([RankLog(0, "just a line\n")])
+    assert quiet is not None and quiet.evidence == "just a line", "never nothing while something was printed"
+    assert diagnose([RankLog(0, ""), RankLog(1, "\n\n")]) is None
+    assert classify_log("") is None
+
+
+def test_error_blocks_give_each_ranks_first_exception() -> None:
+    blocks = dict(causes.error_blocks(_text("python-exception--single-pod-4-ranks.log")))
+    assert None not in blocks, "torchrun's own lines are not a rank's error"
+    assert blocks[3][0] == "[rank3]: Traceback (most recent call last):"
+    assert blocks[3][-1] == "[rank3]: ValueError: corrupt record in shard 00003 at offset 1048576"
+    assert "Connection closed by peer" in blocks[0][-1]
+    single = causes.first_error_block(_text("module-not-found--timm.log"))
+    assert single[0] == "Traceback (most recent call last):"
+    assert single[-1] == "ModuleNotFoundError: No module named 'timm'"
+    assert causes.first_error_block("all good\nstep 1\n") == []
+
+
+def test_work_is_bounded_on_hostile_text() -> None:
+    hostile = [
+        "Error: " * 50_000,
+        "[rank1]: " + "a" * 300_000,
+        ("Timed out waiting " + "9" * 1000 + "ms ") * 200,
+        "loss " + " " * 100_000 + "is nan",
+        "\n".join("ValueError: x" for _ in range(50_000)),
+    ]
+    started = time.perf_counter()
+    for text in hostile:
+        classify_log(text)
+        causes.error_blocks(text)
+    assert time.perf_counter() - started < 5.0
+
+
+def test_sixty_four_ranks_are_diagnosed_quickly() -> None:
+    follower = _text("python-exception--remote-rank-died.rank0.log")
+    logs = [RankLog(r, follower.replace("[rank0]", f"[rank{r}]")) for r in range(64)]
+    logs[37] = RankLog(37, _text("python-exception--remote-rank-died.rank1.log").replace("[rank1]", "[rank37]"))
+    started = time.perf_counter()
+    found = diagnose(logs)
+    elapsed = time.perf_counter() - started
+    assert found is not None and (found.cause, found.rank) == ("ProgramError", 37)
+    assert elapsed < 2.0
+
+
+def test_err_class_is_one_of_the_two() -> None:
+    for cause in causes.CAUSES:
+        assert cause.err_class in (ERR_INFRA, ERR_PROGRAM)
+        assert all(sign.err_class in (None, ERR_INFRA, ERR_PROGRAM) for sign in cause.signs)
+        assert cause.tier in (causes.PRIMARY, causes.KILLED, causes.TIMEOUT, causes.GENERIC, causes.FOLLOWER)
+
+
+def test_docs_table_is_the_modules_table() -> None:
+    page = (Path(__file__).resolve().parents[3] / "docs" / "diagnosis.md").read_text(encoding="utf-8")
+    start, end = "<!-- causes:start -->\n", "<!-- causes:end -->"
+    shown = page[page.index(start) + len(start) : page.index(end)]
+    assert shown == causes.markdown_table(), "regenerate docs/diagnosis.md's table (its section says how)"
+    for cause in causes.CAUSES:
+        assert f"| `{cause.name}` | {cause.err_class} |" in shown
