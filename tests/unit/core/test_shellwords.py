@@ -3,6 +3,7 @@ included, or refused naming the character (issue 26, item 6). Accepted texts are
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
@@ -15,10 +16,12 @@ from kubectl_tao.core.shellwords import ShellWordsError, split
 def shell_words(text: str) -> list[str]:
     """What /bin/sh makes of TEXT as a command line: its words (no globbing: `set -f`). Leading blank and comment
     lines are empty commands to a shell, so they are left out of the `set --` line that collects the words."""
-    lines = text.split("\n")
-    while lines and (not lines[0].strip(" \t") or lines[0].lstrip(" \t").startswith("#")):
-        lines.pop(0)
-    script = "set -f\ntrap 'for a; do printf \"%s\\0\" \"$a\"; done' EXIT\nset -- " + "\n".join(lines)
+    while True:  # a leading line of blanks and line continuations, or a comment, is an empty command
+        blank = re.match(r"(?:[ \t]|\\\n)*(?:#[^\n]*)?\n", text)
+        if not blank:
+            break
+        text = text[blank.end() :]
+    script = "set -f\ntrap 'for a; do printf \"%s\\0\" \"$a\"; done' EXIT\nset -- " + text
     out = subprocess.run(["/bin/sh", "-c", script], capture_output=True, check=True, timeout=30).stdout
     return out.decode().split("\0")[:-1]
 
