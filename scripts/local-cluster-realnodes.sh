@@ -60,6 +60,77 @@ real_preflight() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# real GPUs (KUBECTL_TAO_GPUS=host): the device plugin's passthrough mode (cluster/fakegpu)
+
+real_gpu_dev_root=${KUBECTL_TAO_GPU_DEV_ROOT:-/dev}
+real_gpu_lines=() # minor<TAB>UUID<TAB>name<TAB>MiB, one a GPU (real_gpu_discover)
+
+real_gpu_preflight() { # before anything is built or started: the device nodes the driver makes
+  local d=$real_gpu_dev_root n
+  [ -c "$d/nvidiactl" ] ||
+    die "KUBECTL_TAO_GPUS=host needs an NVIDIA GPU: no $d/nvidiactl (no NVIDIA driver loaded on this machine); unset KUBECTL_TAO_GPUS for fake GPUs"
+  for n in "$d"/nvidia[0-9]*; do
+    [[ ${n##*/} =~ ^nvidia[0-9]+$ ]] && [ -c "$n" ] && return 0
+  done
+  die "KUBECTL_TAO_GPUS=host needs an NVIDIA GPU: $d/nvidiactl exists but no $d/nvidia<N> device node does"
+}
+
+real_gpu_discover() { # after the build: the GPUs, their UUIDs, names and memory, as the plugin sees them
+  local out
+  out=$("$(node_bin_dir)/fakegpu" --mode passthrough --list 2>&1) ||
+    die "KUBECTL_TAO_GPUS=host: ${out#fakegpu: }"
+  mapfile -t real_gpu_lines <<<"$out"
+  [ "${#real_gpu_lines[@]}" -ge "$real_nodes" ] ||
+    usage_error "KUBECTL_TAO_REAL_NODES=$real_nodes but this machine has ${#real_gpu_lines[@]} NVIDIA GPU(s); each real node needs one"
+}
+
+real_gpu_assign() { # after the data directory exists: GPU j goes to real node j % real_nodes
+  local j d
+  for (( j = 0; j < ${#real_gpu_lines[@]}; j++ )); do
+    d=$(real_dir "$(real_node_name $(( j % real_nodes )))")
+    mkdir -p "$d"
+    printf '%s\n' "${real_gpu_lines[$j]}" >>"$d/gpus.tsv"
+  done
+}
+
+real_node_gpus() { # NODE -> how many nvidia.com/gpu it advertises
+  if [ "$gpus_mode" = host ]; then
+    wc -l <"$(real_dir "$1")/gpus.tsv" 2>/dev/null || echo 0
+  else
+    echo "$real_gpus"
+  fi
+}
+
+gfd_value() { # a label value as GPU Feature Discovery writes it: spaces (and anything odd) become '-'
+  local v=${1// /-}
+  v=${v//[^A-Za-z0-9_.-]/-}
+  echo "${v:0:63}"
+}
+
+real_gpu_labels() { # NODE -> the GPU Feature Discovery labels of its GPUs (comma-separated)
+  local f name mem
+  f=$(real_dir "$1")/gpus.tsv
+  IFS=$'\t' read -r _ _ name mem <"$f"
+  printf 'nvidia.com/gpu.present=true,nvidia.com/gpu.count=%s,nvidia.com/gpu.product=%s' \
+    "$(wc -l <"$f")" "$(gfd_value "$name")"
+  [ "${mem:-0}" = 0 ] || printf ',nvidia.com/gpu.memory=%s' "$mem"
+}
+
+real_gpu_minors() { # NODE -> its GPUs' device minors, comma-separated
+  cut -f1 "$(real_dir "$1")/gpus.tsv" | paste -sd, -
+}
+
+real_gpu_summary() { # one line a node: how many real GPUs, which
+  local n f
+  for n in $(real_nodes_recorded); do
+    f=$(real_dir "$n")/gpus.tsv
+    [ -f "$f" ] || continue
+    printf '%s: %s real GPU(s): %s\n' "$n" "$(wc -l <"$f")" \
+      "$(awk -F'\t' '{ printf "%s%s (%s, /dev/nvidia%s%s)", (NR > 1 ? ", " : ""), $3, $2, $1, ($4 > 0 ? ", " $4 " MiB" : "") }' "$f")"
+  done
+}
+
+# ---------------------------------------------------------------------------------------------
 # files
 
 real_certs() { # NODE: the kubelet's client and serving certificates, signed by the cluster CA
@@ -184,6 +255,10 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 maxPods: 30
 serializeImagePulls: false
+EOF
+  # With simulated nodes next to them, only pods that ask land on real nodes; a host-GPU cluster's
+  # real nodes are where every job goes.
+  [ "$gpus_mode" = host ] || cat >>"$d/kubelet.yaml" <<EOF
 registerWithTaints:
 - {key: $real_taint_key, value: "true", effect: NoSchedule}
 EOF
@@ -304,12 +379,16 @@ real_launch_node() { # NODE INDEX
       mount --bind "$1/varlog" /var/log
       exec containerd --config "$1/containerd.toml" --log-level warn' sh "$d"
   wait_for 30 "containerd of $n" test -S "$d/containerd.sock"
+  local labels=$real_label,$real_fake_gpu_label plugin=(--count "$real_gpus" --id-prefix "FAKE-GPU-$n")
+  if [ "$gpus_mode" = host ]; then
+    labels=$real_label,$(real_gpu_labels "$n")
+    plugin=(--mode passthrough --minors "$(real_gpu_minors "$n")")
+  fi
   start "$n-kubelet" nsenter --target "$(pid_of "$n-containerd")" --mount -- \
     "$nb/kubelet" --config "$d/kubelet.yaml" --kubeconfig "$d/kubelet.kubeconfig" \
     --hostname-override "$n" --node-ip "$real_gw" \
-    --node-labels "$real_label,$real_fake_gpu_label" --v=1
-  start "$n-fakegpu" "$nb/fakegpu" --dir "$d/varlib/kubelet/device-plugins" \
-    --count "$real_gpus" --id-prefix "FAKE-GPU-$n"
+    --node-labels "$labels" --v=1
+  start "$n-fakegpu" "$nb/fakegpu" --dir "$d/varlib/kubelet/device-plugins" "${plugin[@]}"
 }
 
 # Imported after up returns (real_import_late): name in images.env, archive.
@@ -410,15 +489,18 @@ real_stop_all() { # everything of the real nodes, then the bridge (veths go with
 # ---------------------------------------------------------------------------------------------
 # up / status
 
-real_nodes_ready() {
-  local out
+real_nodes_ready() { # every real node Ready with the nvidia.com/gpu its plugin advertises
+  local out n
   out=$(kctl get nodes -l "$real_label" -o 'jsonpath={range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Ready")].status}{" "}{.status.allocatable.nvidia\.com/gpu}{"\n"}{end}' 2>/dev/null) || return 1
-  [ "$(grep -c " True $real_gpus\$" <<<"$out")" -ge "$real_nodes" ]
+  for n in $(real_nodes_recorded); do
+    grep -qx "$n True $(real_node_gpus "$n")" <<<"$out" || return 1
+  done
 }
 
 real_up() { # after the API server is up: bridge, DNS, nodes; does not wait for Ready
   local i n ports
   mkdir -p "$dir/real"
+  [ "$gpus_mode" = fake ] || real_gpu_assign
   real_images_tag=$("$repo/scripts/build-node-images" --tag)
   real_pause_image=kubectl-tao.local/pause:$real_images_tag
   images_dir=$cache/node-images-$real_images_tag
@@ -442,7 +524,9 @@ real_up() { # after the API server is up: bridge, DNS, nodes; does not wait for 
 }
 
 real_wait_ready() {
-  wait_for 90 "real nodes Ready with $real_gpus fake nvidia.com/gpu each" real_nodes_ready
+  local what="$real_gpus fake nvidia.com/gpu each"
+  [ "$gpus_mode" = fake ] || what="their real GPUs as nvidia.com/gpu"
+  wait_for 90 "real nodes Ready with $what" real_nodes_ready
   real_import_late
 }
 
@@ -459,7 +543,12 @@ real_status() { # prints the rows; returns 1 if anything of a real node is not r
     pid=$(pid_of coredns || true)
     if [ -n "$pid" ] && ours "$pid"; then state="running (pid $pid) on $real_gw:53"; else state="stopped"; ok=1; fi
     printf '  %-24s %s\n' "coredns" "$state"
-    echo "  real nodes: real containers on bridge $real_bridge ($real_subnet, no uplink); their nvidia.com/gpu are fake: no GPU exists"
+    if [ "$gpus_mode" = host ]; then
+      echo "  real nodes: real containers on bridge $real_bridge ($real_subnet, no uplink); their nvidia.com/gpu are this machine's real GPUs:"
+      real_gpu_summary | sed 's/^/    /'
+    else
+      echo "  real nodes: real containers on bridge $real_bridge ($real_subnet, no uplink); their nvidia.com/gpu are fake: no GPU exists"
+    fi
     if grep -q '^TORCH_IMAGE=' "$dir/real/images.env" 2>/dev/null; then
       echo "  torch image: imported ($(sed -n 's/^TORCH_IMAGE=//p' "$dir/real/images.env"))"
     elif alive image-import; then
