@@ -17,3 +17,9 @@ if [ -n "${KUBECTL_TAO_K8S_VERSION:-}" ]; then
 fi
 k8s_minor=${K8S_VERSION#v1.}
 k8s_minor=${k8s_minor%%.*}
+
+# The device plugin of the real nodes (cluster/fakegpu) is cached by a hash of its sources, so that a
+# change to it rebuilds only it: $cache/fakegpu-<K8S_VERSION>-<hash>/bin/fakegpu.
+fakegpu_hash() {
+  cat "$repo"/cluster/fakegpu/*.go | grep -v '^$' | sha256sum | cut -c1-12
+}

@@ -23,6 +23,7 @@ real_cgroup_controllers=(cpu cpuacct cpuset memory devices freezer blkio pids sy
 real_node_name() { echo "real-node-$1"; }
 real_dir() { echo "$dir/real/$1"; }
 node_bin_dir() { echo "$cache/k8s-node-$K8S_VERSION/bin"; }
+fakegpu_bin() { echo "$cache/fakegpu-$K8S_VERSION-$(fakegpu_hash)/bin/fakegpu"; }
 coredns_bin() { echo "$cache/coredns-$COREDNS_VERSION/bin/coredns"; }
 
 real_nodes_recorded() { # names of the real nodes this cluster started (from the data dir)
@@ -77,7 +78,7 @@ real_gpu_preflight() { # before anything is built or started: the device nodes t
 
 real_gpu_discover() { # after the build: the GPUs, their UUIDs, names and memory, as the plugin sees them
   local out
-  out=$("$(node_bin_dir)/fakegpu" --mode passthrough --list 2>&1) ||
+  out=$("$(fakegpu_bin)" --mode passthrough --list 2>&1) ||
     die "KUBECTL_TAO_GPUS=host: ${out#fakegpu: }"
   mapfile -t real_gpu_lines <<<"$out"
   [ "${#real_gpu_lines[@]}" -ge "$real_nodes" ] ||
@@ -388,7 +389,7 @@ real_launch_node() { # NODE INDEX
     "$nb/kubelet" --config "$d/kubelet.yaml" --kubeconfig "$d/kubelet.kubeconfig" \
     --hostname-override "$n" --node-ip "$real_gw" \
     --node-labels "$labels" --v=1
-  start "$n-fakegpu" "$nb/fakegpu" --dir "$d/varlib/kubelet/device-plugins" "${plugin[@]}"
+  start "$n-fakegpu" "$(fakegpu_bin)" --dir "$d/varlib/kubelet/device-plugins" "${plugin[@]}"
 }
 
 # Imported after up returns (real_import_late): name in images.env, archive.
