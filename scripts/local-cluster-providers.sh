@@ -25,11 +25,11 @@ local_up() {
   fi
   [ "$gpus_mode" = fake ] || real_gpu_preflight
   [ "$real_nodes" = 0 ] || real_preflight
-  if ! "$repo/scripts/build-local-cluster" --check; then
+  if [ "$prebuilt" = 0 ] && ! "$repo/scripts/build-local-cluster" --check; then
     "$repo/scripts/build-local-cluster"
   fi
   [ "$gpus_mode" = fake ] || real_gpu_discover
-  if [ "$real_nodes" != 0 ]; then
+  if [ "$real_nodes" != 0 ] && [ "$prebuilt" = 0 ]; then
     "$repo/scripts/build-node-images" --check || "$repo/scripts/build-node-images"
   fi
   check_gate_names "$k8s_bin/kube-apiserver" || exit 2
@@ -66,13 +66,13 @@ EOF
   kueue_up
   launch kube-controller-manager
   launch kube-scheduler
-  launch kwok
+  [ -z "$simulator" ] || launch kwok
   if [ "$(( gpu_nodes + cpu_nodes ))" -gt 0 ]; then render_nodes | kctl apply -f - >/dev/null; fi
   [ "$real_nodes" = 0 ] || real_up
 
   wait_healthy kube-controller-manager
   wait_healthy kube-scheduler
-  wait_healthy kwok
+  [ -z "$simulator" ] || wait_healthy kwok
   wait_for 60 "nodes Ready and untainted" nodes_ready
   wait_for 60 "the default ServiceAccount" default_sa
   [ "$real_nodes" = 0 ] || real_wait_ready
@@ -86,7 +86,7 @@ EOF
   elif [ "$real_nodes" != 0 ]; then
     note "${real_nodes} real node(s) real-node-<i> (taint ${real_taint_key}=true:NoSchedule) run real containers; each advertises ${real_gpus} fake nvidia.com/gpu: no GPU exists"
   fi
-  note "Kubernetes ${K8S_VERSION}, etcd ${ETCD_VERSION}, kwok $(kwok_version); API https://127.0.0.1:$(port APISERVER_PORT)"
+  note "Kubernetes ${K8S_VERSION}, etcd ${ETCD_VERSION}$([ -z "$simulator" ] || echo ", kwok $(kwok_version)"); API https://127.0.0.1:$(port APISERVER_PORT)"
   kueue_note
   note "kubeconfig: $kubeconfig   (eval \"\$($repo/scripts/local-cluster env)\")"
 }

@@ -16,6 +16,7 @@ real_images_tag= # scripts/build-node-images --tag: busybox version and recipe h
 real_pause_image=
 images_dir=
 real_cgroup_controllers=(cpu cpuacct cpuset memory devices freezer blkio pids systemd)
+real_cni_dir=${KUBECTL_TAO_CNI_DIR:-/usr/lib/cni}
 
 # shellcheck source-path=SCRIPTDIR source=local-cluster-s3.sh
 . "$repo/scripts/local-cluster-s3.sh"
@@ -43,9 +44,9 @@ real_preflight() {
     command -v "$tool" >/dev/null 2>&1 ||
       die "real nodes need '$tool'; install it with: scripts/install-cluster-deps (or set KUBECTL_TAO_REAL_NODES=0)"
   done
-  [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/loopback ] ||
-    die "real nodes need the CNI plugins in /usr/lib/cni; install them with: scripts/install-cluster-deps"
-  [ -x /bin/busybox ] || die "real nodes need /bin/busybox (busybox-static) for their images; install it with: scripts/install-cluster-deps"
+  [ -x "$real_cni_dir/bridge" ] && [ -x "$real_cni_dir/host-local" ] && [ -x "$real_cni_dir/loopback" ] ||
+    die "real nodes need the CNI plugins in $real_cni_dir; install them with: scripts/install-cluster-deps"
+  [ "$prebuilt" = 1 ] || [ -x /bin/busybox ] || die "real nodes need /bin/busybox (busybox-static) for their images; install it with: scripts/install-cluster-deps"
   [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ] ||
     die "real nodes need cgroups mounted under /sys/fs/cgroup"
   if ip link show "$real_bridge" >/dev/null 2>&1; then
@@ -54,6 +55,7 @@ real_preflight() {
   if ip -4 route show to match "$real_gw" | grep -qv '^default'; then
     die "addresses in $real_subnet are already routed on this machine ($(ip -4 route show to match "$real_gw" | grep -v '^default' | head -n1)); real nodes need that subnet"
   fi
+  [ "$prebuilt" = 0 ] || return 0 # no cluster DNS, no S3 store
   if ! python3 -c 'import socket,sys; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 53))' 2>/dev/null; then
     die "UDP port 53 is in use on this machine (needed by the cluster DNS on $real_gw:53); stop what listens there or set KUBECTL_TAO_REAL_NODES=0"
   fi
@@ -220,7 +222,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         SystemdCgroup = false
         Root = "$d/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+    bin_dir = "$real_cni_dir"
     conf_dir = "$d/net.d"
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = "$d/certs.d"
@@ -325,8 +327,12 @@ real_bridge_up() {
   ip link set "$real_bridge" up
 }
 
-real_cgroup_paths() { # NODE -> every cgroup v1 directory of the node's cgroupRoot
+real_cgroup_paths() { # NODE -> every cgroup v1 directory of the node's cgroupRoot (cgroup v2: the one)
   local c
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    echo "/sys/fs/cgroup/kubectl-tao-$1"
+    return 0
+  fi
   for c in "${real_cgroup_controllers[@]}"; do
     [ -d "/sys/fs/cgroup/$c" ] && echo "/sys/fs/cgroup/$c/kubectl-tao-$1"
   done
@@ -348,6 +354,7 @@ real_cgroups_create() { # NODE
 real_cgroup_pids() { # NODE -> every pid inside the node's cgroup tree (containers, pause)
   local root=/sys/fs/cgroup/pids/kubectl-tao-$1
   [ -d "$root" ] || root=/sys/fs/cgroup/memory/kubectl-tao-$1
+  [ -d "$root" ] || root=/sys/fs/cgroup/kubectl-tao-$1 # cgroup v2
   [ -d "$root" ] || return 0
   find "$root" -name cgroup.procs -exec cat {} + 2>/dev/null || true
 }
@@ -502,16 +509,22 @@ real_up() { # after the API server is up: bridge, DNS, nodes; does not wait for 
   local i n ports
   mkdir -p "$dir/real"
   [ "$gpus_mode" = fake ] || real_gpu_assign
-  real_images_tag=$("$repo/scripts/build-node-images" --tag)
+  if [ "$prebuilt" = 1 ]; then
+    real_images_tag=$(cat "$cache/node-images.tag") # written by the GPU bundle
+  else
+    real_images_tag=$("$repo/scripts/build-node-images" --tag)
+  fi
   real_pause_image=kubectl-tao.local/pause:$real_images_tag
   images_dir=$cache/node-images-$real_images_tag
   printf '%s\n' "BUSYBOX_IMAGE=kubectl-tao.local/busybox:$real_images_tag" \
     "GLIBC_IMAGE=kubectl-tao.local/glibc:$real_images_tag" "PAUSE_IMAGE=$real_pause_image" >"$dir/real/images.env"
   real_bridge_up
-  real_write_coredns
-  real_rbac
-  start coredns "$(coredns_bin)" -conf "$dir/real/Corefile"
-  s3_up
+  if [ "$prebuilt" = 0 ]; then
+    real_write_coredns
+    real_rbac
+    start coredns "$(coredns_bin)" -conf "$dir/real/Corefile"
+    s3_up
+  fi
   mapfile -t ports < <(free_ports "$real_nodes")
   for (( i = 0; i < real_nodes; i++ )); do
     n=$(real_node_name "$i")
@@ -544,6 +557,8 @@ real_status() { # prints the rows; returns 1 if anything of a real node is not r
     pid=$(pid_of coredns || true)
     if [ -n "$pid" ] && ours "$pid"; then state="running (pid $pid) on $real_gw:53"; else state="stopped"; ok=1; fi
     printf '  %-24s %s\n' "coredns" "$state"
+  fi
+  if [ -f "$dir/real/bridge" ]; then
     if [ "$gpus_mode" = host ]; then
       echo "  real nodes: real containers on bridge $real_bridge ($real_subnet, no uplink); their nvidia.com/gpu are this machine's real GPUs:"
       real_gpu_summary | sed 's/^/    /'
