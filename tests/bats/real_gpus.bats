@@ -46,6 +46,16 @@ nothing_left() {
   nothing_left
 }
 
+@test "KUBECTL_TAO_PREBUILT must be 0 or 1, and 1 is only the GPU bundle's host-GPU cluster" {
+  KUBECTL_TAO_PREBUILT=yes run --separate-stderr "$LOCAL_CLUSTER" up
+  assert_failure 2
+  assert_equal "${stderr_lines[0]}" "local-cluster: KUBECTL_TAO_PREBUILT must be 0 or 1, got 'yes'"
+  KUBECTL_TAO_GPUS=fake KUBECTL_TAO_PREBUILT=1 run --separate-stderr "$LOCAL_CLUSTER" up
+  assert_failure 2
+  assert_equal "${stderr_lines[0]}" "local-cluster: KUBECTL_TAO_PREBUILT=1 is the GPU bundle's single-node cluster: it needs KUBECTL_TAO_GPUS=host"
+  nothing_left
+}
+
 @test "no NVIDIA driver (no nvidiactl): up fails with one line naming it and leaves nothing behind" {
   run --separate-stderr "$LOCAL_CLUSTER" up
   assert_failure 1
