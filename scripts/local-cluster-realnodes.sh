@@ -340,7 +340,16 @@ real_cgroup_paths() { # NODE -> every cgroup v1 directory of the node's cgroupRo
 }
 
 real_cgroups_create() { # NODE
-  local path
+  local path ctl
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    # cgroup v2: the kubelet wants cpu, cpuset, memory, hugetlb and pids in its cgroup root, i.e. delegated by
+    # the root cgroup (systemd hosts do that already; a bare host may not). Enabling stays after down.
+    for ctl in cpu cpuset memory hugetlb pids io; do
+      if grep -qw "$ctl" /sys/fs/cgroup/cgroup.controllers && ! grep -qw "$ctl" /sys/fs/cgroup/cgroup.subtree_control; then
+        echo "+$ctl" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+      fi
+    done
+  fi
   while read -r path; do
     mkdir -p "$path"
     case "$path" in
