@@ -26,6 +26,18 @@ NODE = "real-node-0"
 pytestmark = pytest.mark.e2e
 
 
+# Real nodes share one bridge on the machine: with another cluster's real nodes up, this module cannot start its own.
+OWN_CLUSTER = True  # tests/e2e/conftest.py runs such modules before the session's cluster starts
+OCCUPIED = (
+    "another local cluster with real nodes is up (bridge ktbr0 exists): this module starts its own with "
+    "KUBECTL_TAO_GPUS=host; run it when none is up"
+)
+
+
+def bridge_exists() -> bool:
+    return subprocess.run(["ip", "link", "show", "ktbr0"], capture_output=True).returncode == 0
+
+
 def local_cluster(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Any:
     return subprocess.run(
         [str(LOCAL_CLUSTER), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
@@ -38,20 +50,20 @@ def gpu_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         pytest.skip("KUBECTL_TAO_SKIP_E2E=1")
     if os.geteuid() != 0:
         pytest.skip("real nodes need root")
-    if local_cluster("status").returncode == 0:
-        pytest.fail(
-            "a local cluster is already up: this module starts its own with KUBECTL_TAO_GPUS=host; "
-            "run `scripts/local-cluster down` first"
-        )
-    env = {**os.environ, **make_stand_ins(tmp_path_factory.mktemp("stand-in-gpus"))}
-    up = local_cluster("up", env=env, timeout=1800)
-    try:
-        assert up.returncode == 0, f"up failed ({up.returncode}):\n{up.stdout}\n{up.stderr}"
-        assert f"{NODE}: 2 real GPU(s): Stand-in GPU 80GB ({UUIDS[0]}, /dev/nvidia0, 81559 MiB)" in up.stdout
-        yield current_cluster(started_here=True)
-    finally:
-        if os.environ.get("KUBECTL_TAO_KEEP_CLUSTER") != "1":
-            local_cluster("down")
+    if bridge_exists():
+        pytest.skip(OCCUPIED)
+    with pytest.MonkeyPatch.context() as mp:
+        # A data directory of its own: support.cluster's helpers follow KUBECTL_TAO_CLUSTER_DIR.
+        mp.setenv("KUBECTL_TAO_CLUSTER_DIR", str(tmp_path_factory.mktemp("gpu-cluster")))
+        env = {**os.environ, **make_stand_ins(tmp_path_factory.mktemp("stand-in-gpus"))}
+        up = local_cluster("up", env=env, timeout=1800)
+        try:
+            assert up.returncode == 0, f"up failed ({up.returncode}):\n{up.stdout}\n{up.stderr}"
+            assert f"{NODE}: 2 real GPU(s): Stand-in GPU 80GB ({UUIDS[0]}, /dev/nvidia0, 81559 MiB)" in up.stdout
+            yield current_cluster(started_here=True)
+        finally:
+            if os.environ.get("KUBECTL_TAO_KEEP_CLUSTER") != "1":
+                local_cluster("down")
 
 
 @pytest.fixture()
