@@ -37,7 +37,15 @@ real_nodes_recorded() { # names of the real nodes this cluster started (from the
 # ---------------------------------------------------------------------------------------------
 # checks before anything starts: one line and exit 1 for each missing piece
 
+real_socket_path() { # the longest unix socket path of the real nodes: the last node's device-plugin sockets
+  echo "$(real_dir "$(real_node_name $(( real_nodes - 1 )))")/varlib/kubelet/device-plugins/kubelet.sock"
+}
+
 real_preflight() {
+  local sock
+  sock=$(real_socket_path)
+  [ "${#sock}" -le 107 ] ||
+    usage_error "KUBECTL_TAO_CLUSTER_DIR is too long for the real nodes' unix sockets: $sock is ${#sock} bytes, at most 107 fit; use a shorter directory"
   [ "$(id -u)" = 0 ] || die "real nodes need root (network namespaces, cgroups, mounts); run as root or set KUBECTL_TAO_REAL_NODES=0"
   local tool
   for tool in containerd containerd-shim-runc-v2 runc ctr unshare nsenter ip; do

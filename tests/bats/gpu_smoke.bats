@@ -11,8 +11,9 @@ load '/usr/lib/bats/bats-assert/load'
 GPU_SMOKE="$BATS_TEST_DIRNAME/../../scripts/gpu-smoke"
 
 setup() {
-  export GPU_SMOKE_TMPDIR="$BATS_TEST_TMPDIR/tmp"
-  mkdir -p "$GPU_SMOKE_TMPDIR"
+  # short: the cluster's unix sockets would live under it (gpu-smoke refuses more than 22 characters)
+  GPU_SMOKE_TMPDIR=$(mktemp -d /tmp/gsb.XXXXXX)
+  export GPU_SMOKE_TMPDIR
   # A bundle folder with a small stand-in payload: the unpack and the GPU check do not read its content.
   BUNDLE="$BATS_TEST_TMPDIR/bundle"
   mkdir -p "$BUNDLE" "$BATS_TEST_TMPDIR/payload/bin"
@@ -21,6 +22,19 @@ setup() {
   cp "$GPU_SMOKE" "$BUNDLE/gpu-smoke"
   export KUBECTL_TAO_GPU_DEV_ROOT="$BATS_TEST_TMPDIR/dev"
   mkdir -p "$KUBECTL_TAO_GPU_DEV_ROOT"
+}
+
+teardown() {
+  rm -rf "$GPU_SMOKE_TMPDIR"
+}
+
+@test "GPU_SMOKE_TMPDIR too long for the cluster's unix sockets: exit 2, one line, nothing unpacked" {
+  local long=$GPU_SMOKE_TMPDIR/a-directory-name-that-is-too-long
+  mkdir -p "$long"
+  GPU_SMOKE_TMPDIR=$long run --separate-stderr "$BUNDLE/gpu-smoke"
+  assert_failure 2
+  assert_equal "$stderr" "gpu-smoke: GPU_SMOKE_TMPDIR=$long is too long: the cluster's unix sockets under it would take $(( ${#long} + 85 )) bytes, at most 107 fit; use a directory of at most 22 characters"
+  assert_equal "$(ls -A "$long")" ""
 }
 
 @test "no NVIDIA GPU: it unpacks, stops with one line and exit 3, and leaves nothing" {

@@ -106,3 +106,12 @@ nothing_left() {
   assert_equal "$stderr" "local-cluster: KUBECTL_TAO_GPUS=host: no NVIDIA driver libraries: libcuda.so.1 not found in $BATS_TEST_TMPDIR/lib"
   nothing_left
 }
+
+@test "a cluster directory too long for the real nodes' unix sockets is a usage error naming the socket" {
+  local long=$BATS_TEST_TMPDIR/a-cluster-directory-whose-name-is-long-enough-to-break-unix-sockets
+  KUBECTL_TAO_GPUS=fake KUBECTL_TAO_REAL_NODES=1 KUBECTL_TAO_CLUSTER_DIR=$long run --separate-stderr "$LOCAL_CLUSTER" up
+  assert_failure 2
+  local sock=$long/real/real-node-0/varlib/kubelet/device-plugins/kubelet.sock
+  assert_equal "${stderr_lines[0]}" "local-cluster: KUBECTL_TAO_CLUSTER_DIR is too long for the real nodes' unix sockets: $sock is ${#sock} bytes, at most 107 fit; use a shorter directory"
+  [ ! -e "$long" ]
+}

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -62,14 +64,17 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_gpu_smoke_runs_every_step_on_stand_in_gpus_and_leaves_nothing(bundle: Path, tmp_path: Path) -> None:
+def test_gpu_smoke_runs_every_step_on_stand_in_gpus_and_leaves_nothing(
+    bundle: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     env = {**os.environ, **make_stand_ins(tmp_path / "gpus")}
     nvcc_dir = tmp_path / "nvcc"
     nvcc_dir.mkdir()
     (nvcc_dir / "nvcc").write_text(STAND_IN_NVCC)
     (nvcc_dir / "nvcc").chmod(0o755)
-    smoke_tmp = tmp_path / "smoke"
-    smoke_tmp.mkdir()
+    # Short: the cluster's unix sockets live under it (at most 107 bytes; gpu-smoke refuses a longer one).
+    smoke_tmp = Path(tempfile.mkdtemp(prefix="gs.", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(smoke_tmp, ignore_errors=True))
     env.update(PATH=f"{nvcc_dir}:{env['PATH']}", GPU_SMOKE_TMPDIR=str(smoke_tmp))
     for name in ("KUBECONFIG", "KUBECTL_TAO_CLUSTER_DIR", "KUBECTL_TAO_CACHE", "TAO_STATE_DIR"):
         env.pop(name, None)
