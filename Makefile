@@ -10,7 +10,7 @@ PREFIX ?= $(HOME)/.local
 export KUBECTL_TAO_CACHE ?= $(HOME)/.cache/kubectl-tao
 PROVIDER ?= local
 
-.PHONY: help venv test-deps cluster-deps lint unit bats e2e install-tests test demo cluster cluster-build cluster-down bench install release clean
+.PHONY: help venv test-deps cluster-deps lint unit bats e2e install-tests test demo cluster cluster-build cluster-down bench install release clean gpu-bundle go-test
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -68,6 +68,12 @@ install: venv ## Put kubectl-tao (and its completion helper) on PATH under $(PRE
 	ln -sf $(CURDIR)/kubectl-tao $(PREFIX)/bin/kubectl-tao
 	@if [ -e scripts/kubectl_complete-tao ]; then ln -sf $(CURDIR)/scripts/kubectl_complete-tao $(PREFIX)/bin/kubectl_complete-tao; fi
 	@echo "installed $(PREFIX)/bin/kubectl-tao; make sure $(PREFIX)/bin is on PATH, then run: kubectl tao --help"
+
+gpu-bundle: ## Write the GPU bundle (GPU_BUNDLE_DIR, default dist/gpu-bundle): <= 60 MiB, runs gpu-smoke on a GPU host
+	scripts/build-gpu-bundle $(GPU_BUNDLE_DIR)
+
+go-test: ## Go unit tests of the local cluster's device plugin (cluster/fakegpu)
+	cd cluster && go test -modfile=k8s-$$(sed -n 's/^K8S_VERSION=//p' versions.env).mod ./fakegpu
 
 release: ## Build the self-contained release archives and the krew manifest into dist/
 	scripts/package-release

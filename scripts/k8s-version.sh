@@ -17,3 +17,12 @@ if [ -n "${KUBECTL_TAO_K8S_VERSION:-}" ]; then
 fi
 k8s_minor=${K8S_VERSION#v1.}
 k8s_minor=${k8s_minor%%.*}
+
+# The device plugin of the real nodes (cluster/fakegpu) is cached by a hash of its sources, so that a
+# change to it rebuilds only it: $cache/fakegpu-<K8S_VERSION>-<hash>/bin/fakegpu. Its tests are not part of it.
+fakegpu_hash() {
+  local f
+  for f in "$repo"/cluster/fakegpu/*.go; do
+    case "$f" in *_test.go) ;; *) cat "$f" ;; esac
+  done | grep -v '^$' | sha256sum | cut -c1-12
+}

@@ -23,11 +23,13 @@ local_up() {
     stop_all
     rm -rf "$dir"
   fi
+  [ "$gpus_mode" = fake ] || real_gpu_preflight
   [ "$real_nodes" = 0 ] || real_preflight
-  if ! "$repo/scripts/build-local-cluster" --check; then
+  if [ "$prebuilt" = 0 ] && ! "$repo/scripts/build-local-cluster" --check; then
     "$repo/scripts/build-local-cluster"
   fi
-  if [ "$real_nodes" != 0 ]; then
+  [ "$gpus_mode" = fake ] || real_gpu_discover
+  if [ "$real_nodes" != 0 ] && [ "$prebuilt" = 0 ]; then
     "$repo/scripts/build-node-images" --check || "$repo/scripts/build-node-images"
   fi
   check_gate_names "$k8s_bin/kube-apiserver" || exit 2
@@ -40,6 +42,7 @@ local_up() {
   echo local >"$dir/provider"
   echo "$K8S_VERSION" >"$dir/k8s-version"
   echo "$gates" >"$dir/feature-gates"
+  echo "$gpus_mode" >"$dir/gpus-mode"
   local ports
   mapfile -t ports < <(free_ports 6)
   cat >"$dir/ports.env" <<EOF
@@ -63,13 +66,13 @@ EOF
   kueue_up
   launch kube-controller-manager
   launch kube-scheduler
-  launch kwok
+  [ -z "$simulator" ] || launch kwok
   if [ "$(( gpu_nodes + cpu_nodes ))" -gt 0 ]; then render_nodes | kctl apply -f - >/dev/null; fi
   [ "$real_nodes" = 0 ] || real_up
 
   wait_healthy kube-controller-manager
   wait_healthy kube-scheduler
-  wait_healthy kwok
+  [ -z "$simulator" ] || wait_healthy kwok
   wait_for 60 "nodes Ready and untainted" nodes_ready
   wait_for 60 "the default ServiceAccount" default_sa
   [ "$real_nodes" = 0 ] || real_wait_ready
@@ -77,10 +80,13 @@ EOF
 
   trap - EXIT
   note "up in $(since "$t0")s; $(( gpu_nodes )) GPU node(s) x ${gpus_per_node} nvidia.com/gpu, ${cpu_nodes} CPU node(s); RSS $(rss_mib) MiB"
-  if [ "$real_nodes" != 0 ]; then
+  if [ "$real_nodes" != 0 ] && [ "$gpus_mode" = host ]; then
+    note "${real_nodes} real node(s) real-node-<i> run real containers with this machine's real GPUs:"
+    real_gpu_summary | sed 's/^/local-cluster:   /'
+  elif [ "$real_nodes" != 0 ]; then
     note "${real_nodes} real node(s) real-node-<i> (taint ${real_taint_key}=true:NoSchedule) run real containers; each advertises ${real_gpus} fake nvidia.com/gpu: no GPU exists"
   fi
-  note "Kubernetes ${K8S_VERSION}, etcd ${ETCD_VERSION}, kwok $(kwok_version); API https://127.0.0.1:$(port APISERVER_PORT)"
+  note "Kubernetes ${K8S_VERSION}, etcd ${ETCD_VERSION}$([ -z "$simulator" ] || echo ", kwok $(kwok_version)"); API https://127.0.0.1:$(port APISERVER_PORT)"
   kueue_note
   note "kubeconfig: $kubeconfig   (eval \"\$($repo/scripts/local-cluster env)\")"
 }

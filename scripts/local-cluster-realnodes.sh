@@ -16,6 +16,7 @@ real_images_tag= # scripts/build-node-images --tag: busybox version and recipe h
 real_pause_image=
 images_dir=
 real_cgroup_controllers=(cpu cpuacct cpuset memory devices freezer blkio pids systemd)
+real_cni_dir=${KUBECTL_TAO_CNI_DIR:-/usr/lib/cni}
 
 # shellcheck source-path=SCRIPTDIR source=local-cluster-s3.sh
 . "$repo/scripts/local-cluster-s3.sh"
@@ -23,6 +24,7 @@ real_cgroup_controllers=(cpu cpuacct cpuset memory devices freezer blkio pids sy
 real_node_name() { echo "real-node-$1"; }
 real_dir() { echo "$dir/real/$1"; }
 node_bin_dir() { echo "$cache/k8s-node-$K8S_VERSION/bin"; }
+fakegpu_bin() { echo "$cache/fakegpu-$K8S_VERSION-$(fakegpu_hash)/bin/fakegpu"; }
 coredns_bin() { echo "$cache/coredns-$COREDNS_VERSION/bin/coredns"; }
 
 real_nodes_recorded() { # names of the real nodes this cluster started (from the data dir)
@@ -35,16 +37,24 @@ real_nodes_recorded() { # names of the real nodes this cluster started (from the
 # ---------------------------------------------------------------------------------------------
 # checks before anything starts: one line and exit 1 for each missing piece
 
+real_socket_path() { # the longest unix socket path of the real nodes: the last node's device-plugin sockets
+  echo "$(real_dir "$(real_node_name $(( real_nodes - 1 )))")/varlib/kubelet/device-plugins/kubelet.sock"
+}
+
 real_preflight() {
+  local sock
+  sock=$(real_socket_path)
+  [ "${#sock}" -le 107 ] ||
+    usage_error "KUBECTL_TAO_CLUSTER_DIR is too long for the real nodes' unix sockets: $sock is ${#sock} bytes, at most 107 fit; use a shorter directory"
   [ "$(id -u)" = 0 ] || die "real nodes need root (network namespaces, cgroups, mounts); run as root or set KUBECTL_TAO_REAL_NODES=0"
   local tool
   for tool in containerd containerd-shim-runc-v2 runc ctr unshare nsenter ip; do
     command -v "$tool" >/dev/null 2>&1 ||
       die "real nodes need '$tool'; install it with: scripts/install-cluster-deps (or set KUBECTL_TAO_REAL_NODES=0)"
   done
-  [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/loopback ] ||
-    die "real nodes need the CNI plugins in /usr/lib/cni; install them with: scripts/install-cluster-deps"
-  [ -x /bin/busybox ] || die "real nodes need /bin/busybox (busybox-static) for their images; install it with: scripts/install-cluster-deps"
+  [ -x "$real_cni_dir/bridge" ] && [ -x "$real_cni_dir/host-local" ] && [ -x "$real_cni_dir/loopback" ] ||
+    die "real nodes need the CNI plugins in $real_cni_dir; install them with: scripts/install-cluster-deps"
+  [ "$prebuilt" = 1 ] || [ -x /bin/busybox ] || die "real nodes need /bin/busybox (busybox-static) for their images; install it with: scripts/install-cluster-deps"
   [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ] ||
     die "real nodes need cgroups mounted under /sys/fs/cgroup"
   if ip link show "$real_bridge" >/dev/null 2>&1; then
@@ -53,10 +63,82 @@ real_preflight() {
   if ip -4 route show to match "$real_gw" | grep -qv '^default'; then
     die "addresses in $real_subnet are already routed on this machine ($(ip -4 route show to match "$real_gw" | grep -v '^default' | head -n1)); real nodes need that subnet"
   fi
+  [ "$prebuilt" = 0 ] || return 0 # no cluster DNS, no S3 store
   if ! python3 -c 'import socket,sys; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 53))' 2>/dev/null; then
     die "UDP port 53 is in use on this machine (needed by the cluster DNS on $real_gw:53); stop what listens there or set KUBECTL_TAO_REAL_NODES=0"
   fi
   s3_preflight
+}
+
+# ---------------------------------------------------------------------------------------------
+# real GPUs (KUBECTL_TAO_GPUS=host): the device plugin's passthrough mode (cluster/fakegpu)
+
+real_gpu_dev_root=${KUBECTL_TAO_GPU_DEV_ROOT:-/dev}
+real_gpu_lines=() # minor<TAB>UUID<TAB>name<TAB>MiB, one a GPU (real_gpu_discover)
+
+real_gpu_preflight() { # before anything is built or started: the device nodes the driver makes
+  local d=$real_gpu_dev_root n
+  [ -c "$d/nvidiactl" ] ||
+    die "KUBECTL_TAO_GPUS=host needs an NVIDIA GPU: no $d/nvidiactl (no NVIDIA driver loaded on this machine); unset KUBECTL_TAO_GPUS for fake GPUs"
+  for n in "$d"/nvidia[0-9]*; do
+    [[ ${n##*/} =~ ^nvidia[0-9]+$ ]] && [ -c "$n" ] && return 0
+  done
+  die "KUBECTL_TAO_GPUS=host needs an NVIDIA GPU: $d/nvidiactl exists but no $d/nvidia<N> device node does"
+}
+
+real_gpu_discover() { # after the build: the GPUs, their UUIDs, names and memory, as the plugin sees them
+  local out
+  out=$("$(fakegpu_bin)" --mode passthrough --list 2>&1) ||
+    die "KUBECTL_TAO_GPUS=host: ${out#fakegpu: }"
+  mapfile -t real_gpu_lines <<<"$out"
+  [ "${#real_gpu_lines[@]}" -ge "$real_nodes" ] ||
+    usage_error "KUBECTL_TAO_REAL_NODES=$real_nodes but this machine has ${#real_gpu_lines[@]} NVIDIA GPU(s); each real node needs one"
+}
+
+real_gpu_assign() { # after the data directory exists: GPU j goes to real node j % real_nodes
+  local j d
+  for (( j = 0; j < ${#real_gpu_lines[@]}; j++ )); do
+    d=$(real_dir "$(real_node_name $(( j % real_nodes )))")
+    mkdir -p "$d"
+    printf '%s\n' "${real_gpu_lines[$j]}" >>"$d/gpus.tsv"
+  done
+}
+
+real_node_gpus() { # NODE -> how many nvidia.com/gpu it advertises
+  if [ "$gpus_mode" = host ]; then
+    wc -l <"$(real_dir "$1")/gpus.tsv" 2>/dev/null || echo 0
+  else
+    echo "$real_gpus"
+  fi
+}
+
+gfd_value() { # a label value as GPU Feature Discovery writes it: spaces (and anything odd) become '-'
+  local v=${1// /-}
+  v=${v//[^A-Za-z0-9_.-]/-}
+  echo "${v:0:63}"
+}
+
+real_gpu_labels() { # NODE -> the GPU Feature Discovery labels of its GPUs (comma-separated)
+  local f name mem
+  f=$(real_dir "$1")/gpus.tsv
+  IFS=$'\t' read -r _ _ name mem <"$f"
+  printf 'nvidia.com/gpu.present=true,nvidia.com/gpu.count=%s,nvidia.com/gpu.product=%s' \
+    "$(wc -l <"$f")" "$(gfd_value "$name")"
+  [ "${mem:-0}" = 0 ] || printf ',nvidia.com/gpu.memory=%s' "$mem"
+}
+
+real_gpu_minors() { # NODE -> its GPUs' device minors, comma-separated
+  cut -f1 "$(real_dir "$1")/gpus.tsv" | paste -sd, -
+}
+
+real_gpu_summary() { # one line a node: how many real GPUs, which
+  local n f
+  for n in $(real_nodes_recorded); do
+    f=$(real_dir "$n")/gpus.tsv
+    [ -f "$f" ] || continue
+    printf '%s: %s real GPU(s): %s\n' "$n" "$(wc -l <"$f")" \
+      "$(awk -F'\t' '{ printf "%s%s (%s, /dev/nvidia%s%s)", (NR > 1 ? ", " : ""), $3, $2, $1, ($4 > 0 ? ", " $4 " MiB" : "") }' "$f")"
+  done
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -148,7 +230,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         SystemdCgroup = false
         Root = "$d/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+    bin_dir = "$real_cni_dir"
     conf_dir = "$d/net.d"
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = "$d/certs.d"
@@ -184,6 +266,10 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 maxPods: 30
 serializeImagePulls: false
+EOF
+  # With simulated nodes next to them, only pods that ask land on real nodes; a host-GPU cluster's
+  # real nodes are where every job goes.
+  [ "$gpus_mode" = host ] || cat >>"$d/kubelet.yaml" <<EOF
 registerWithTaints:
 - {key: $real_taint_key, value: "true", effect: NoSchedule}
 EOF
@@ -249,8 +335,12 @@ real_bridge_up() {
   ip link set "$real_bridge" up
 }
 
-real_cgroup_paths() { # NODE -> every cgroup v1 directory of the node's cgroupRoot
+real_cgroup_paths() { # NODE -> every cgroup v1 directory of the node's cgroupRoot (cgroup v2: the one)
   local c
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    echo "/sys/fs/cgroup/kubectl-tao-$1"
+    return 0
+  fi
   for c in "${real_cgroup_controllers[@]}"; do
     [ -d "/sys/fs/cgroup/$c" ] && echo "/sys/fs/cgroup/$c/kubectl-tao-$1"
   done
@@ -258,7 +348,16 @@ real_cgroup_paths() { # NODE -> every cgroup v1 directory of the node's cgroupRo
 }
 
 real_cgroups_create() { # NODE
-  local path
+  local path ctl
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    # cgroup v2: the kubelet wants cpu, cpuset, memory, hugetlb and pids in its cgroup root, i.e. delegated by
+    # the root cgroup (systemd hosts do that already; a bare host may not). Enabling stays after down.
+    for ctl in cpu cpuset memory hugetlb pids io; do
+      if grep -qw "$ctl" /sys/fs/cgroup/cgroup.controllers && ! grep -qw "$ctl" /sys/fs/cgroup/cgroup.subtree_control; then
+        echo "+$ctl" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+      fi
+    done
+  fi
   while read -r path; do
     mkdir -p "$path"
     case "$path" in
@@ -272,6 +371,7 @@ real_cgroups_create() { # NODE
 real_cgroup_pids() { # NODE -> every pid inside the node's cgroup tree (containers, pause)
   local root=/sys/fs/cgroup/pids/kubectl-tao-$1
   [ -d "$root" ] || root=/sys/fs/cgroup/memory/kubectl-tao-$1
+  [ -d "$root" ] || root=/sys/fs/cgroup/kubectl-tao-$1 # cgroup v2
   [ -d "$root" ] || return 0
   find "$root" -name cgroup.procs -exec cat {} + 2>/dev/null || true
 }
@@ -304,12 +404,16 @@ real_launch_node() { # NODE INDEX
       mount --bind "$1/varlog" /var/log
       exec containerd --config "$1/containerd.toml" --log-level warn' sh "$d"
   wait_for 30 "containerd of $n" test -S "$d/containerd.sock"
+  local labels=$real_label,$real_fake_gpu_label plugin=(--count "$real_gpus" --id-prefix "FAKE-GPU-$n")
+  if [ "$gpus_mode" = host ]; then
+    labels=$real_label,$(real_gpu_labels "$n")
+    plugin=(--mode passthrough --minors "$(real_gpu_minors "$n")")
+  fi
   start "$n-kubelet" nsenter --target "$(pid_of "$n-containerd")" --mount -- \
     "$nb/kubelet" --config "$d/kubelet.yaml" --kubeconfig "$d/kubelet.kubeconfig" \
     --hostname-override "$n" --node-ip "$real_gw" \
-    --node-labels "$real_label,$real_fake_gpu_label" --v=1
-  start "$n-fakegpu" "$nb/fakegpu" --dir "$d/varlib/kubelet/device-plugins" \
-    --count "$real_gpus" --id-prefix "FAKE-GPU-$n"
+    --node-labels "$labels" --v=1
+  start "$n-fakegpu" "$(fakegpu_bin)" --dir "$d/varlib/kubelet/device-plugins" "${plugin[@]}"
 }
 
 # Imported after up returns (real_import_late): name in images.env, archive.
@@ -410,25 +514,34 @@ real_stop_all() { # everything of the real nodes, then the bridge (veths go with
 # ---------------------------------------------------------------------------------------------
 # up / status
 
-real_nodes_ready() {
-  local out
+real_nodes_ready() { # every real node Ready with the nvidia.com/gpu its plugin advertises
+  local out n
   out=$(kctl get nodes -l "$real_label" -o 'jsonpath={range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Ready")].status}{" "}{.status.allocatable.nvidia\.com/gpu}{"\n"}{end}' 2>/dev/null) || return 1
-  [ "$(grep -c " True $real_gpus\$" <<<"$out")" -ge "$real_nodes" ]
+  for n in $(real_nodes_recorded); do
+    grep -qx "$n True $(real_node_gpus "$n")" <<<"$out" || return 1
+  done
 }
 
 real_up() { # after the API server is up: bridge, DNS, nodes; does not wait for Ready
   local i n ports
   mkdir -p "$dir/real"
-  real_images_tag=$("$repo/scripts/build-node-images" --tag)
+  [ "$gpus_mode" = fake ] || real_gpu_assign
+  if [ "$prebuilt" = 1 ]; then
+    real_images_tag=$(cat "$cache/node-images.tag") # written by the GPU bundle
+  else
+    real_images_tag=$("$repo/scripts/build-node-images" --tag)
+  fi
   real_pause_image=kubectl-tao.local/pause:$real_images_tag
   images_dir=$cache/node-images-$real_images_tag
   printf '%s\n' "BUSYBOX_IMAGE=kubectl-tao.local/busybox:$real_images_tag" \
     "GLIBC_IMAGE=kubectl-tao.local/glibc:$real_images_tag" "PAUSE_IMAGE=$real_pause_image" >"$dir/real/images.env"
   real_bridge_up
-  real_write_coredns
-  real_rbac
-  start coredns "$(coredns_bin)" -conf "$dir/real/Corefile"
-  s3_up
+  if [ "$prebuilt" = 0 ]; then
+    real_write_coredns
+    real_rbac
+    start coredns "$(coredns_bin)" -conf "$dir/real/Corefile"
+    s3_up
+  fi
   mapfile -t ports < <(free_ports "$real_nodes")
   for (( i = 0; i < real_nodes; i++ )); do
     n=$(real_node_name "$i")
@@ -442,7 +555,9 @@ real_up() { # after the API server is up: bridge, DNS, nodes; does not wait for 
 }
 
 real_wait_ready() {
-  wait_for 90 "real nodes Ready with $real_gpus fake nvidia.com/gpu each" real_nodes_ready
+  local what="$real_gpus fake nvidia.com/gpu each"
+  [ "$gpus_mode" = fake ] || what="their real GPUs as nvidia.com/gpu"
+  wait_for 90 "real nodes Ready with $what" real_nodes_ready
   real_import_late
 }
 
@@ -459,7 +574,14 @@ real_status() { # prints the rows; returns 1 if anything of a real node is not r
     pid=$(pid_of coredns || true)
     if [ -n "$pid" ] && ours "$pid"; then state="running (pid $pid) on $real_gw:53"; else state="stopped"; ok=1; fi
     printf '  %-24s %s\n' "coredns" "$state"
-    echo "  real nodes: real containers on bridge $real_bridge ($real_subnet, no uplink); their nvidia.com/gpu are fake: no GPU exists"
+  fi
+  if [ -f "$dir/real/bridge" ]; then
+    if [ "$gpus_mode" = host ]; then
+      echo "  real nodes: real containers on bridge $real_bridge ($real_subnet, no uplink); their nvidia.com/gpu are this machine's real GPUs:"
+      real_gpu_summary | sed 's/^/    /'
+    else
+      echo "  real nodes: real containers on bridge $real_bridge ($real_subnet, no uplink); their nvidia.com/gpu are fake: no GPU exists"
+    fi
     if grep -q '^TORCH_IMAGE=' "$dir/real/images.env" 2>/dev/null; then
       echo "  torch image: imported ($(sed -n 's/^TORCH_IMAGE=//p' "$dir/real/images.env"))"
     elif alive image-import; then

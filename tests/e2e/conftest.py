@@ -23,6 +23,9 @@ HERE = Path(__file__).resolve().parent
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip = os.environ.get("KUBECTL_TAO_SKIP_E2E") == "1"
+    # Modules that start a cluster of their own with real nodes (OWN_CLUSTER) run first, before the session's
+    # cluster (one bridge for real nodes per machine); the order is otherwise kept.
+    items.sort(key=lambda item: not getattr(getattr(item, "module", None), "OWN_CLUSTER", False))
     for item in items:
         if HERE in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.e2e)

@@ -1,0 +1,105 @@
+#!/usr/bin/env bats
+# scripts/gpu-smoke (the entry of `make gpu-bundle`) on a machine without NVIDIA GPUs: it unpacks, stops
+# with one line and exit 3, and leaves nothing behind; bad use is exit 2, a machine it cannot run on exit 5.
+# The last test runs the real bundle when one was built (make gpu-bundle; GPU_BUNDLE_DIR picks it).
+
+bats_require_minimum_version 1.5.0
+
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+GPU_SMOKE="$BATS_TEST_DIRNAME/../../scripts/gpu-smoke"
+
+setup() {
+  # short: the cluster's unix sockets would live under it (gpu-smoke refuses more than 22 characters)
+  GPU_SMOKE_TMPDIR=$(mktemp -d /tmp/gsb.XXXXXX)
+  export GPU_SMOKE_TMPDIR
+  # A bundle folder with a small stand-in payload: the unpack and the GPU check do not read its content.
+  BUNDLE="$BATS_TEST_TMPDIR/bundle"
+  mkdir -p "$BUNDLE" "$BATS_TEST_TMPDIR/payload/bin"
+  echo stand-in >"$BATS_TEST_TMPDIR/payload/bin/k8s-multi"
+  tar -C "$BATS_TEST_TMPDIR/payload" -cJf "$BUNDLE/payload.tar.xz" .
+  cp "$GPU_SMOKE" "$BUNDLE/gpu-smoke"
+  export KUBECTL_TAO_GPU_DEV_ROOT="$BATS_TEST_TMPDIR/dev"
+  mkdir -p "$KUBECTL_TAO_GPU_DEV_ROOT"
+}
+
+teardown() {
+  rm -rf "$GPU_SMOKE_TMPDIR"
+}
+
+@test "GPU_SMOKE_TMPDIR too long for the cluster's unix sockets: exit 2, one line, nothing unpacked" {
+  local long=$GPU_SMOKE_TMPDIR/a-directory-name-that-is-too-long
+  mkdir -p "$long"
+  GPU_SMOKE_TMPDIR=$long run --separate-stderr "$BUNDLE/gpu-smoke"
+  assert_failure 2
+  assert_equal "$stderr" "gpu-smoke: GPU_SMOKE_TMPDIR=$long is too long: the cluster's unix sockets under it would take $(( ${#long} + 85 )) bytes, at most 107 fit; use a directory of at most 22 characters"
+  assert_equal "$(ls -A "$long")" ""
+}
+
+@test "no NVIDIA GPU: it unpacks, stops with one line and exit 3, and leaves nothing" {
+  [ "$(id -u)" = 0 ] || skip "gpu-smoke runs as root"
+  run --separate-stderr "$BUNDLE/gpu-smoke"
+  assert_failure 3
+  [[ "${lines[0]}" == "gpu-smoke: unpack      ok ("*"s): "*" MiB in $GPU_SMOKE_TMPDIR/gpu-smoke."* ]]
+  assert_equal "$stderr" "gpu-smoke: no NVIDIA GPU on this machine (no $KUBECTL_TAO_GPU_DEV_ROOT/nvidiactl: no NVIDIA driver loaded): stopped after unpacking; nothing was started (exit 3)"
+  assert_equal "$(ls -A "$GPU_SMOKE_TMPDIR")" ""
+}
+
+@test "nvidiactl without a GPU device node is no GPU either" {
+  [ "$(id -u)" = 0 ] || skip "gpu-smoke runs as root"
+  mknod "$KUBECTL_TAO_GPU_DEV_ROOT/nvidiactl" c 1 3
+  run --separate-stderr "$BUNDLE/gpu-smoke" --keep
+  assert_failure 3
+  assert_equal "$stderr" "gpu-smoke: no NVIDIA GPU on this machine (no $KUBECTL_TAO_GPU_DEV_ROOT/nvidia<N>: no NVIDIA driver loaded): stopped after unpacking; nothing was started (exit 3)"
+  # --keep keeps what it unpacked, and says where
+  assert_output --partial "gpu-smoke: kept $GPU_SMOKE_TMPDIR/gpu-smoke."
+  [ -f "$(echo "$GPU_SMOKE_TMPDIR"/gpu-smoke.*/bin/k8s-multi)" ]
+}
+
+@test "this machine's own /dev: the same stop when it has no NVIDIA GPU" {
+  [ "$(id -u)" = 0 ] || skip "gpu-smoke runs as root"
+  [ ! -e /dev/nvidiactl ] || skip "this machine has an NVIDIA driver"
+  unset KUBECTL_TAO_GPU_DEV_ROOT
+  run --separate-stderr "$BUNDLE/gpu-smoke"
+  assert_failure 3
+  assert_equal "$stderr" "gpu-smoke: no NVIDIA GPU on this machine (no /dev/nvidiactl: no NVIDIA driver loaded): stopped after unpacking; nothing was started (exit 3)"
+  assert_equal "$(ls -A "$GPU_SMOKE_TMPDIR")" ""
+}
+
+@test "usage errors are exit 2; no payload or not root is exit 5 with one line" {
+  run --separate-stderr "$BUNDLE/gpu-smoke" --bogus
+  assert_failure 2
+  assert_equal "$stderr" "gpu-smoke: unknown argument: --bogus (see gpu-smoke --help)"
+  run "$BUNDLE/gpu-smoke" --help
+  assert_success
+  assert_output --partial "Exit codes: 0 every step passed; 1 a step failed"
+  run --separate-stderr "$GPU_SMOKE"
+  assert_failure 5
+  assert_equal "$stderr" "gpu-smoke: no payload.tar.xz next to $GPU_SMOKE: run the gpu-smoke of a folder \`make gpu-bundle\` wrote"
+  if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    # a copy where any user may read and run it (the test's own directory may be private)
+    local open
+    open=$(mktemp -d /tmp/gpu-smoke-bats.XXXXXX)
+    cp "$BUNDLE/gpu-smoke" "$BUNDLE/payload.tar.xz" "$open/"
+    chmod 755 "$open"
+    run --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups "$open/gpu-smoke"
+    rm -rf "$open"
+    assert_failure 5
+    assert_equal "$stderr" "gpu-smoke: needs root (containers, cgroups, mounts, a bridge): run it as root, e.g. sudo $open/gpu-smoke"
+  fi
+  assert_equal "$(ls -A "$GPU_SMOKE_TMPDIR")" ""
+}
+
+@test "the built bundle: at most 60 MiB, and on this machine it stops after unpacking (exit 3)" {
+  local built=${GPU_BUNDLE_DIR:-$BATS_TEST_DIRNAME/../../dist/gpu-bundle}
+  [ -x "$built/gpu-smoke" ] || skip "no bundle built (make gpu-bundle; GPU_BUNDLE_DIR=...)"
+  [ "$(id -u)" = 0 ] || skip "gpu-smoke runs as root"
+  [ "$(du -cb "$built"/* | tail -n 1 | cut -f1)" -le $(( 60 * 1024 * 1024 )) ]
+  (cd "$built" && sha256sum -c --quiet SHA256SUMS)
+  run --separate-stderr "$built/gpu-smoke"
+  assert_failure 3
+  [[ "${lines[0]}" == "gpu-smoke: unpack      ok ("* ]]
+  [[ "$stderr" == "gpu-smoke: no NVIDIA GPU on this machine (no $KUBECTL_TAO_GPU_DEV_ROOT/nvidiactl"* ]]
+  assert_equal "$(ls -A "$GPU_SMOKE_TMPDIR")" ""
+}
