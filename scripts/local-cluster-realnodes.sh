@@ -351,10 +351,13 @@ real_cgroups_create() { # NODE
   local path ctl
   if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
     # cgroup v2: the kubelet wants cpu, cpuset, memory, hugetlb and pids in its cgroup root, i.e. delegated by
-    # the root cgroup (systemd hosts do that already; a bare host may not). Enabling stays after down.
+    # the root cgroup (systemd hosts do that already; a bare host may not). What is enabled here is recorded
+    # and given back by down (real_cgroups_undelegate).
     for ctl in cpu cpuset memory hugetlb pids io; do
       if grep -qw "$ctl" /sys/fs/cgroup/cgroup.controllers && ! grep -qw "$ctl" /sys/fs/cgroup/cgroup.subtree_control; then
-        echo "+$ctl" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+        if echo "+$ctl" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
+          echo "$ctl" >>"$dir/real/cgroup-v2-delegated"
+        fi
       fi
     done
   fi
@@ -374,6 +377,16 @@ real_cgroup_pids() { # NODE -> every pid inside the node's cgroup tree (containe
   [ -d "$root" ] || root=/sys/fs/cgroup/kubectl-tao-$1 # cgroup v2
   [ -d "$root" ] || return 0
   find "$root" -name cgroup.procs -exec cat {} + 2>/dev/null || true
+}
+
+real_cgroups_undelegate() { # the cgroup v2 controllers up enabled in the root cgroup, once every node is gone
+  local ctl
+  [ -f "$dir/real/cgroup-v2-delegated" ] || return 0
+  while read -r ctl; do
+    echo "-$ctl" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null ||
+      echo "local-cluster: could not give back the cgroup v2 controller $ctl (another cgroup uses it)" >&2
+  done <"$dir/real/cgroup-v2-delegated"
+  rm -f "$dir/real/cgroup-v2-delegated"
 }
 
 real_cgroups_remove() { # NODE: deepest first; a cgroup with a process left in it stays (and is reported)
@@ -499,6 +512,7 @@ real_stop_all() { # everything of the real nodes, then the bridge (veths go with
   if pid=$(pid_of image-import) && ours "$pid"; then kill -TERM -- "-$pid" 2>/dev/null || true; fi
   terminate 3 image-import
   for n in $(real_nodes_recorded); do real_stop_node "$n"; done
+  real_cgroups_undelegate
   terminate 5 coredns
   s3_stop
   if [ -f "$dir/real/bridge" ] && ip link show "$real_bridge" >/dev/null 2>&1; then

@@ -234,7 +234,14 @@ CAUSES: tuple[Cause, ...] = (
         "CUDA out of memory",
         "use a smaller batch (the spec's batch size), gradient checkpointing or gradient "
         "accumulation, mixed precision, or more GPUs",
-        (Sign(_rx(r"CUDA out of memory\. Tried to allocate")), Sign(_rx(r"OutOfMemoryError: CUDA out of memory"))),
+        (
+            Sign(_rx(r"CUDA out of memory\. Tried to allocate")),
+            Sign(_rx(r"OutOfMemoryError: CUDA out of memory")),
+            # c10's CUDA check ("CUDA error: " + cudaGetErrorString) and CUDA's own error name, as programs
+            # outside PyTorch's caching allocator print them
+            Sign(_rx(r"CUDA error: out of memory")),
+            Sign(_rx(r"\bcudaErrorMemoryAllocation\b")),
+        ),
         _oom_facts,
     ),
     Cause(

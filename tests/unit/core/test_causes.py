@@ -292,3 +292,15 @@ def test_docs_table_is_the_modules_table() -> None:
     assert shown == causes.markdown_table(), "regenerate docs/diagnosis.md's table (its section says how)"
     for cause in causes.CAUSES:
         assert f"| `{cause.name}` | {cause.err_class} |" in shown
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: CUDA error: out of memory",
+        "cudaMalloc of 1024 MiB more after 79872 MiB failed: out of memory (cudaErrorMemoryAllocation)",
+    ],
+)
+def test_an_out_of_memory_outside_pytorchs_allocator_is_cuda_oom(line: str) -> None:
+    found = causes.classify_log(f"step 3\n{line}\n", 0)
+    assert found is not None and found.cause == "CudaOOM" and found.err_class == ERR_PROGRAM
