@@ -255,8 +255,9 @@ def test_shm_and_killed_rank_read_the_texts_torch_prints(failed: Failed) -> None
 
 def test_a_collective_timeout_names_the_rank_that_stopped_first(failed: Failed) -> None:
     t = failed.tao
-    found = t.extra(failed.ids["gloo-timeout"])["history"]["diagnosis"]
-    assert "Timed out waiting 10000ms for recv operation to complete" in found["evidence"], found
+    history = t.extra(failed.ids["gloo-timeout"])["history"]
+    found = history["diagnosis"]
+    assert "Timed out waiting 10000ms for recv operation to complete" in found["evidence"], history
     assert found["facts"]["stalled_rank"] == 1 and found["facts"]["timed_out_ranks"] == [0], found
     assert "rank 1 stopped first" in found["detail"]
     assert "torchfrtrace" not in found["fix"], "gloo: the NCCL flight recorder has nothing to dump"
