@@ -244,7 +244,11 @@ class AttemptEnd(Value):
             "disrupted": "the gang restarted (not counted: the pod was evicted or preempted)",
             "fail": "the job failed",
         }[self.decision]
-        return f"attempt {self.attempt} ended: rank {self.rank} exit {self.exit_code} ({self.reason}); {then}"
+        why = self.reason
+        cause = causes.BY_NAME.get(why.split(" (", 1)[0])
+        if cause is not None:  # a cause the rank printed (core/causes.py): what it means
+            why = f"{why}: {cause.summary}"
+        return f"attempt {self.attempt} ended: rank {self.rank} exit {self.exit_code} ({why}); {then}"
 
 
 def rank_restarts(pods: Iterable[Mapping[str, Any]], container: str = "tao") -> tuple[int, list[str]]:
