@@ -180,7 +180,9 @@ decide() {
 end_attempt() {
     code=$1
     [ -z "$watcher" ] || kill "$watcher" 2>/dev/null || true
-    cause=$(cause_of "$code")
+    cause=
+    # another rank ended this attempt already (its claim stopped this program): its decision stands
+    [ -d "$gang/claim-$attempt" ] || cause=$(cause_of "$code")
     class=${cause%% *}
     name=${cause##* }
     [ -z "$cause" ] || say "rank $rank: its output shows $name ($class)"
