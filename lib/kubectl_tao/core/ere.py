@@ -2,9 +2,9 @@
 
 Pure. ``to_ere(pattern)`` gives the ERE that finds the same lines as ``re.search`` of PATTERN on printable
 ASCII text, or ``None`` when PATTERN uses what ERE cannot say exactly: flags, lookaround, backreferences,
-``\\b``, lazy quantifiers, named or inline groups, an anchor inside the pattern (a ``$`` may close groups
-at its end). What is translated:
-literals and escaped punctuation, ``.``, groups (``(?:...)`` becomes ``(...)``), ``|``, ``* + ? {m,n}``, a leading
+``\\b`` (but at the very start or end, next to a literal word character), lazy quantifiers, named or inline
+groups, an anchor inside the pattern (a ``$`` may close groups at its end). What is translated: literals and
+escaped punctuation, ``.``, groups (``(?:...)`` becomes ``(...)``), ``|``, ``* + ? {m,n}``, a leading
 ``^`` and a trailing ``$``, ``\\d \\w \\s \\S \\D \\W`` (as ``[0-9]``, ``[A-Za-z0-9_]``, ``[[:space:]]``, ...) and
 bracket expressions (``[^\\]]`` becomes ``[^]]``: a backslash is literal inside an ERE's brackets).
 """
@@ -31,6 +31,21 @@ def to_ere(pattern: str, flags: int = 0) -> str | None:
     """PATTERN (compiled with FLAGS) as an ERE that matches the same lines, or None when there is none exactly."""
     if flags & ~re.UNICODE:
         return None
+    # A word boundary only at the very start or end, next to a literal word character: for "is there a match",
+    # `\bX` is `(^|[^A-Za-z0-9_])X` and `X\b` is `X([^A-Za-z0-9_]|$)`.
+    head = tail = ""
+    if pattern.startswith("\\b") and _WORD.match(pattern[2:3]) and pattern[3:4] not in ("*", "?", "{"):
+        head, pattern = "(^|[^A-Za-z0-9_])", pattern[2:]
+    if pattern.endswith("\\b") and _WORD.match(pattern[-3:-2]) and pattern[-4:-3] != "\\":
+        tail, pattern = "([^A-Za-z0-9_]|$)", pattern[:-2]
+    body = _translate(pattern)
+    return None if body is None else head + body + tail
+
+
+_WORD = re.compile(r"[A-Za-z0-9_]")
+
+
+def _translate(pattern: str) -> str | None:
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
