@@ -13,10 +13,16 @@
 #              the restart is not counted; the stopped pod exits 143 and the Job recreates it (DisruptionTarget);
 #   fail       a program error (an exit code not in TAO_RETRY_EXIT_CODES), the barrier's 88 twice in a row, or
 #              no restarts left: every rank exits with a code the restart rule does not match, and the Job fails.
+# What the failed program printed decides over its exit code: the first row of TAO_RETRY_SIGNS (one a line,
+# "CLASS TIER CAUSE ERE", core/causes.py's table in its order) whose ERE finds a line of the last 400 lines of
+# the attempt's output names the cause; ERR_PROGRAM is final (a device-side assert, though SIGABRT), ERR_INFRA
+# restarts (an NCCL system error, though exit 1); the cause is the reason recorded. The catch-all row (TIER
+# generic: an exception no other row names) reads only the lines no other row finds. A rank that shows only a
+# peer's loss (TIER follower) waits twice TAO_SETTLE_SECONDS for the peer's claim.
 # Before a new attempt runs, every rank waits until all NNODES ranks have entered it (files attempt-K/rank-R),
 # then passes the rendezvous barrier. Each attempt's end is one line of the container's termination message.
 #
-# Environment: NODE_RANK, NNODES, TAO_GANG_DIR, TAO_MAX_RESTARTS, TAO_RETRY_EXIT_CODES (required);
+# Environment: NODE_RANK, NNODES, TAO_GANG_DIR, TAO_MAX_RESTARTS, TAO_RETRY_EXIT_CODES (required), TAO_RETRY_SIGNS;
 # RENDEZVOUS_TIMEOUT (also bounds the wait for the other ranks; 0 = 300 for that wait), RENDEZVOUS_POLL_SECONDS,
 # TAO_PEER_STOP_SECONDS (default 20), TAO_SETTLE_SECONDS (default 10: how long a rank whose failure is final
 # waits for another rank's claim first), TAO_TERMINATION_LOG (default /dev/termination-log).
@@ -34,6 +40,8 @@ nodes=${NNODES:?NNODES is not set}
 gang=${TAO_GANG_DIR:?TAO_GANG_DIR is not set}
 max=${TAO_MAX_RESTARTS:?TAO_MAX_RESTARTS is not set}
 retry_codes=" ${TAO_RETRY_EXIT_CODES:?TAO_RETRY_EXIT_CODES is not set} "
+signs=${TAO_RETRY_SIGNS:-}
+tail_lines=400
 poll=${RENDEZVOUS_POLL_SECONDS:-2}
 wait_all=${RENDEZVOUS_TIMEOUT:-300}
 [ "$wait_all" != 0 ] || wait_all=300
@@ -111,6 +119,35 @@ record() {
     mv "$tmp" "$gang/end-$attempt"
 }
 
+# cause_of CODE: "CLASS TIER CAUSE" of the first row of TAO_RETRY_SIGNS whose ERE finds a line of the tail of
+# this attempt's output (each line cut to 4096 characters, as causes.py reads it), or nothing. Not for the
+# barrier's 88, the reserved 85 and 89, or a stopped pod: those decide by themselves.
+cause_of() {
+    case "$1" in 0 | 85 | 88 | 89) return 0 ;; esac
+    log="$gang/attempt-$attempt/rank-$rank.log"
+    [ "$disrupted" = 0 ] && [ -n "$signs" ] && [ -r "$log" ] || return 0
+    tail_file="${TMPDIR:-/tmp}/kubectl-tao-tail.$$"
+    # NUL bytes dropped (a regex stops at one; causes.py's reading drops them too); -a: text whatever the bytes
+    tail -n "$tail_lines" "$log" 2>/dev/null | tr -d '\000' | cut -c 1-4096 >"$tail_file" || true
+    # The catch-all row (TIER generic) reads only the lines no other row finds, never torchrun's banner.
+    grep -a -v ChildFailedError "$tail_file" >"$tail_file.unnamed" 2>/dev/null || true
+    printf '%s\n' "$signs" | while IFS= read -r row; do
+        case "${row#* }" in "generic "*) continue ;; esac
+        grep -a -v -E -e "${row#* * * }" "$tail_file.unnamed" >"$tail_file.next" 2>/dev/null || true
+        mv "$tail_file.next" "$tail_file.unnamed"
+    done
+    printf '%s\n' "$signs" | while IFS= read -r row; do
+        ere=${row#* * * }
+        lines=$tail_file
+        case "${row#* }" in "generic "*) lines=$tail_file.unnamed ;; esac
+        if [ -n "$ere" ] && grep -a -q -E -e "$ere" "$lines" 2>/dev/null; then
+            printf '%s\n' "${row%" $ere"}"
+            break
+        fi
+    done
+    rm -f "$tail_file" "$tail_file.unnamed"
+}
+
 # decide CODE: the first rank to fail decides what the attempt's end means.
 decide() {
     code=$1
@@ -120,6 +157,14 @@ decide() {
         record disrupted 0 "$code" "pod stopped (SIGTERM)"
     elif [ "$code" = "$EXIT_RENDEZVOUS_TIMEOUT" ] && [ "$previous" = "$EXIT_RENDEZVOUS_TIMEOUT" ]; then
         record fail 0 "$code" "rendezvous timeout twice"
+    elif [ "$class" = ERR_PROGRAM ]; then
+        record fail 0 "$code" "$name"
+    elif [ "$class" = ERR_INFRA ]; then
+        if [ "$used" -lt "$max" ]; then
+            record restart 1 "$code" "$name"
+        else
+            record fail 0 "$code" "$name (no restarts left)"
+        fi
     elif case "$retry_codes" in *" $code "*) true ;; *) false ;; esac; then
         if [ "$used" -lt "$max" ]; then
             record restart 1 "$code" "$reason"
@@ -135,10 +180,18 @@ decide() {
 end_attempt() {
     code=$1
     [ -z "$watcher" ] || kill "$watcher" 2>/dev/null || true
+    cause=
+    # another rank ended this attempt already (its claim stopped this program): its decision stands
+    [ -d "$gang/claim-$attempt" ] || cause=$(cause_of "$code")
+    class=${cause%% *}
+    name=${cause##* }
+    [ -z "$cause" ] || say "rank $rank: its output shows $name ($class)"
     if [ "$disrupted" = 0 ] && ! case "$retry_codes" in *" $code "*) true ;; *) false ;; esac; then
         # A final failure may be the echo of a peer's crash (a collective that lost its peer): give the peer
-        # time to claim the attempt first.
-        deadline=$(($(now) + settle))
+        # time to claim the attempt first; longer when this rank shows only that it lost a peer.
+        wait_claim=$settle
+        case "$cause" in *" follower "*) wait_claim=$((settle * 2)) ;; esac
+        deadline=$(($(now) + wait_claim))
         while [ ! -d "$gang/claim-$attempt" ] && [ "$(now)" -lt "$deadline" ]; do sleep 1; done
     fi
     if mkdir "$gang/claim-$attempt" 2>/dev/null; then

@@ -9,6 +9,14 @@ load '/usr/lib/bats/bats-support/load'
 load '/usr/lib/bats/bats-assert/load'
 
 ENTRY="$BATS_TEST_DIRNAME/../../templates/k8s/gang-restart-entrypoint.sh"
+FAILURES="$BATS_TEST_DIRNAME/../fixtures/failures"
+
+setup_file() {
+  # the signs as submit renders them (core/retry.signs_text, from core/causes.py's table)
+  TAO_RETRY_SIGNS=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
+    'from kubectl_tao.core import retry; print(retry.signs_text())')
+  export TAO_RETRY_SIGNS
+}
 
 setup() {
   cd "$BATS_TEST_TMPDIR"
@@ -152,7 +160,8 @@ both() {
   run cat rc-1 rc-0
   assert_output $'85\n85'
   run cat gang/end-1/line
-  assert_output "kubectl-tao attempt=1 rank=1 exit=137 decision=restart counted=1 reason=SIGKILL"
+  # the summary line is also the table's RankKilled sign: the cause is the reason
+  assert_output "kubectl-tao attempt=1 rank=1 exit=137 decision=restart counted=1 reason=RankKilled"
 }
 
 @test "torchrun's exit 1 for a worker's own error stays a program error" {
@@ -168,4 +177,58 @@ both() {
   assert_output 1
   run cat gang/end-1/line
   assert_output --partial "exit=1 decision=fail"
+}
+
+@test "a rank that prints an NCCL system error and exits 1 restarts the gang, the cause is the reason" {
+  both 'exec sleep 30' "cat '$FAILURES/nccl-system-error--ib-reg-mr.rank0.log'; exit 1"
+  run cat rc-0 rc-1
+  assert_output $'85\n85'
+  run cat gang/end-1/line
+  assert_output "kubectl-tao attempt=1 rank=1 exit=1 decision=restart counted=1 reason=NcclSystemError"
+  assert [ -f gang/end-1/counted ]
+  run cat out-1
+  assert_output --partial "rank 1: its output shows NcclSystemError (ERR_INFRA)"
+}
+
+@test "a device-side assert that aborts (exit 134) is final: the job fails, nothing restarts" {
+  both 'exec sleep 30' "cat '$FAILURES/cuda-device-assert--torch-2.15.log'; kill -ABRT \$\$"
+  run cat rc-1
+  assert_output 134
+  run cat rc-0
+  refute_output 85
+  run cat gang/end-1/line
+  assert_output "kubectl-tao attempt=1 rank=1 exit=134 decision=fail counted=0 reason=DeviceAssert"
+}
+
+@test "a plain exit 1 that shows no sign stays a program error" {
+  both 'exec sleep 30' 'echo "step 3 loss 0.25"; echo "bad value" >&2; exit 1'
+  run cat rc-1
+  assert_output 1
+  run cat gang/end-1/line
+  assert_output "kubectl-tao attempt=1 rank=1 exit=1 decision=fail counted=0 reason=program error"
+}
+
+@test "an exception the table does not name is a program error even after a signal, torchrun's banner is not" {
+  both 'exec sleep 30' "cat '$FAILURES/python-exception--keyerror.log'; kill -SEGV \$\$"
+  run cat gang/end-1/line
+  assert_output "kubectl-tao attempt=1 rank=1 exit=139 decision=fail counted=0 reason=ProgramError"
+  both 'exec sleep 30' 'echo "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:"; kill -SEGV $$'
+  run cat gang/end-2/line
+  assert_output "kubectl-tao attempt=2 rank=1 exit=139 decision=restart counted=1 reason=SIGSEGV"
+}
+
+@test "an infrastructure sign with no restarts left ends the job and names the cause" {
+  TAO_MAX_RESTARTS=0
+  both 'exec sleep 30' "cat '$FAILURES/nccl-system-error--ib-reg-mr.rank0.log'; exit 1"
+  run cat gang/end-1/line
+  assert_output "kubectl-tao attempt=1 rank=1 exit=1 decision=fail counted=0 reason=NcclSystemError (no restarts left)"
+}
+
+@test "a rank that only lost its peer lets the peer's own final error decide" {
+  # rank 1 prints the NCCL remote error at once; rank 0 fails with an import error a moment later
+  TAO_SETTLE_SECONDS=2
+  both 'sleep 1; echo "ModuleNotFoundError: No module named '"'"'timm'"'"'" >&2; exit 1' \
+       "cat '$FAILURES/nccl-remote-error--connect-retries.rank0.log'; exit 1"
+  run cat gang/end-1/line
+  assert_output "kubectl-tao attempt=1 rank=0 exit=1 decision=fail counted=0 reason=MissingModule"
 }

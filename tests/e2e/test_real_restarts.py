@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -149,3 +150,27 @@ def test_cancel_during_restarts_leaves_nothing(real: Tao, images: dict[str, str]
     wait_for(lambda: real.kubectl("get", "pods", "-o", "name").stdout == "", 90, message="the pods to go")
     assert real.leftovers() == []
     assert real.record(record_id)["terminal_state"] == "CANCELED"
+
+
+def test_a_rank_that_prints_an_nccl_system_error_and_exits_1_restarts_the_gang_and_the_cause_is_named(
+    real: Tao, images: dict[str, str]  # noqa: F811
+) -> None:
+    # Python exits 1 on an NCCL system error: by its code a program error, by what it printed (core/causes.py's
+    # NcclSystemError, ERR_INFRA) worth a restart. The text is the corpus' real one (tests/fixtures/failures).
+    corpus = Path(__file__).resolve().parents[1] / "fixtures" / "failures" / "nccl-system-error--ib-reg-mr.rank0.log"
+    (real.volume / "nccl.log").write_text(corpus.read_text(encoding="utf-8"))  # type: ignore[attr-defined]
+    command = ('if [ "$TAO_ATTEMPT" = 1 ]; then if [ "$NODE_RANK" = 1 ]; then cat /workspace/nccl.log; exit 1; fi; '
+               'sleep 120; fi; echo "attempt $TAO_ATTEMPT rank $NODE_RANK done"')
+    result = multi(real, images["BUSYBOX_IMAGE"], command, "--max-restarts", "1", "--rendezvous-timeout", "0")
+    assert result.returncode == 0, result.stderr + result.stdout
+    record_id = result.stdout.strip().splitlines()[-1]
+    assert real.record(record_id)["terminal_state"] == "COMPLETE"
+    data = status_json(real, record_id)
+    assert ends(data) == [(1, "restart", 1)], data
+    assert (data["attempts"][0]["reason"], data["attempts"][0]["counted"]) == ("NcclSystemError", True), data
+    said = "attempt 1 ended: rank 1 exit 1 (NcclSystemError: NCCL failed in a system call"
+    assert said in data["attempts"][0]["said"], data
+    explain = real("explain", record_id).stdout
+    assert said in explain, explain
+    logs = real("logs", record_id).stdout
+    assert "attempt 2 rank 1 done" in logs and "attempt 2 rank 0 done" in logs, logs

@@ -37,6 +37,7 @@ ERR_PROGRAM = "ERR_PROGRAM"
 
 PRIMARY, KILLED, TIMEOUT, GENERIC, FOLLOWER = "primary", "killed", "timeout", "generic", "follower"
 _RANK_ORDER = {PRIMARY: 0, KILLED: 1, TIMEOUT: 2, GENERIC: 3, FOLLOWER: 4}
+RANK_ORDER = _RANK_ORDER  # how the causes one rank printed are weighed (core/retry.py orders its signs so)
 _JOB_ORDER = {PRIMARY: 0, GENERIC: 1, KILLED: 2, TIMEOUT: 3, FOLLOWER: 4}
 
 LINE_CHARS = 4096  # a line is matched on its first LINE_CHARS characters
@@ -530,6 +531,7 @@ _PREFILTER = re.compile(
     re.IGNORECASE,
 )
 _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]: ?")
+RANK_PREFIX = _RANK_PREFIX  # torch's `[rankN]: ` before a line: dropped before the signs are matched
 # A logger's line (glog, NCCL's WARN/INFO, torchrun's logging) that repeats what the exception line says: the
 # exception line is quoted when both show the same sign.
 _LOGGER = re.compile(

@@ -809,6 +809,7 @@ def _restart_env(spec: JobSpec) -> list[dict[str, Any]]:
     return [
         _env("TAO_MAX_RESTARTS", str(spec.max_restarts)),
         _env("TAO_RETRY_EXIT_CODES", " ".join(str(code) for code in retry.retryable_exit_codes())),
+        _env("TAO_RETRY_SIGNS", retry.signs_text()),
         _env("TAO_GANG_DIR", spec.gang_dir),
     ]
 

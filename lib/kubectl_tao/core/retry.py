@@ -1,15 +1,20 @@
 """Which failures of a multi-node rank restart the gang (`--max-restarts`), and the exit codes of that protocol.
 
-Pure: exit codes and signals in, a decision out. The rank entrypoint (templates/k8s/gang-restart-entrypoint.sh)
-decides in the pod from the codes this module renders into TAO_RETRY_EXIT_CODES; `status` and `explain` read an
-attempt's recorded end back through `classify` and `parse_history`. A finer classification (a diagnosis class
-such as ERR_INFRA / ERR_PROGRAM from the job's log) can be fed in through `classify(..., diagnosis=...)`.
+Pure: exit codes, signals and the tail of a rank's output in, a decision out. The rank entrypoint
+(templates/k8s/gang-restart-entrypoint.sh) decides in the pod from what this module renders: the retried codes
+(TAO_RETRY_EXIT_CODES) and the signs of each diagnosis class (TAO_RETRY_SIGNS, derived from core/causes.py's
+table: one row per cause and class, its signs as one POSIX ERE that `grep -E` matches). The class a failed
+rank's output shows decides over its exit code (`classify(..., diagnosis=...)`): ERR_PROGRAM is final (a
+device-side assert fails again though it ends in SIGABRT), ERR_INFRA restarts (an NCCL system error is worth a
+retry though Python exits 1). `status` and `explain` read an attempt's recorded end back through
+`parse_history`.
 
 Protocol (see docs/restarts.md):
 - EXIT_RESTART (85): a rank asks for the next attempt; the container restart rule RestartAllContainers matches
   this code only, so the kubelet restarts the pod's containers in place (same pod, IP and DNS name);
 - the rendezvous barrier's 88 is retried once; when it repeats it ends the job (the Job's podFailurePolicy);
-- any other non-zero code is final: the pod fails and the Job fails (backoffLimit 0).
+- a sign of a cause in the tail of the failed rank's output: its class decides (``output_cause``);
+- else any other non-zero code is final: the pod fails and the Job fails (backoffLimit 0).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kubectl_tao.core import causes, ere
 from kubectl_tao.core.valueclass import Value, record
 
 EXIT_RESTART = 85
@@ -61,10 +67,13 @@ def retryable_exit_codes() -> list[int]:
     return sorted([EXIT_SIGNAL_BASE + number for number in RETRYABLE_SIGNALS] + [EXIT_RENDEZVOUS_TIMEOUT])
 
 
-def classify(code: int, *, previous_code: int | None = None, diagnosis: str | None = None) -> Decision:
+def classify(
+    code: int, *, previous_code: int | None = None, diagnosis: str | None = None, cause: str | None = None
+) -> Decision:
     """One rank's exit CODE (a shell's 128+N for signal N). PREVIOUS_CODE: the code that ended the attempt
     before (a repeated barrier timeout is final). DIAGNOSIS: an ERR_* class of the failure, when known,
-    decides over the exit code (a device-side assert ends in SIGABRT yet fails again)."""
+    decides over the exit code (a device-side assert ends in SIGABRT yet fails again); CAUSE (its name in
+    core/causes.py) is then the reason, as the entrypoint records it."""
     if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code <= 255:
         raise ValueError(f"an exit code is 0..255, got {code!r}")
     if code == 0:
@@ -76,11 +85,109 @@ def classify(code: int, *, previous_code: int | None = None, diagnosis: str | No
     if code in RESERVED:
         return Decision(FINAL, f"exit {code} ({RESERVED[code]})")
     if diagnosis in _DIAGNOSIS:
-        return Decision(_DIAGNOSIS[diagnosis], f"exit {code} ({diagnosis})")
+        return Decision(_DIAGNOSIS[diagnosis], cause or f"exit {code} ({diagnosis})")
     signal = code - EXIT_SIGNAL_BASE
     if signal in RETRYABLE_SIGNALS:
         return Decision(RETRY, f"exit {code} ({RETRYABLE_SIGNALS[signal]})")
     return Decision(FINAL, f"exit {code} (a program error: it would fail again)")
+
+
+# ------------------------------------------------------------------------------ the signs the pod matches
+TAIL_LINES = 400  # the entrypoint reads this many last lines of the failed attempt's output
+RANK_PREFIX_ERE = r"^(\[rank[0-9]+\]: ?)?"  # torch's `[rankN]: ` before a line, which causes.py drops first
+# Signs that say a peer went away (tier FOLLOWER): the rank that printed them waits longer before it ends the
+# attempt, so that the peer's own failure (it may be final) decides.
+FOLLOWER = causes.FOLLOWER
+
+
+@record(frozen=True)
+class SignRow(Value):
+    """One cause's signs of one class, as the entrypoint matches them: ``ere`` finds a line that one of
+    ``patterns`` (causes.py's own) finds, after causes.py's `[rankN]: ` prefix is dropped."""
+
+    err_class: str
+    tier: str
+    cause: str
+    ere: str
+    patterns: tuple[re.Pattern[str], ...]
+
+    def line(self) -> str:
+        return f"{self.err_class} {self.tier} {self.cause} {self.ere}"
+
+
+def _sign_ere(pattern: re.Pattern[str]) -> str | None:
+    text = ere.to_ere(pattern.pattern, pattern.flags)
+    if text is None:
+        return None
+    return RANK_PREFIX_ERE + text[1:] if text.startswith("^") else text
+
+
+GENERIC = causes.GENERIC
+NOT_AN_ERROR = "ChildFailedError"  # torchrun's closing banner: never the catch-all's line (causes._NOT_AN_ERROR)
+
+
+def sign_rows() -> list[SignRow]:
+    """The signs the entrypoint matches, in the order a rank's own output is judged in causes.py (tier:
+    primary, killed, timeout, generic, follower; then the table's order): the first row that finds a line
+    decides. One row per run of a cause's signs of one class, every sign that ERE says exactly (the others:
+    ``untranslated_signs``). The catch-all ProgramError (tier generic: an exception the table does not name)
+    only counts on a line that no other row finds and that is not torchrun's ChildFailedError banner, as in
+    causes.py, where a line belongs to the first cause of the table that finds it."""
+    rows: list[SignRow] = []
+    for cause in sorted(causes.CAUSES, key=lambda c: causes.RANK_ORDER[c.tier]):
+        run: list[tuple[str, re.Pattern[str]]] = []
+        run_class = ""
+        for sign in cause.signs:
+            text = _sign_ere(sign.pattern)
+            if text is None:
+                continue
+            klass = sign.err_class or cause.err_class
+            if run and klass != run_class:
+                rows.append(_row(run_class, cause, run))
+                run = []
+            run_class = klass
+            run.append((text, sign.pattern))
+        if run:
+            rows.append(_row(run_class, cause, run))
+    return rows
+
+
+def _row(klass: str, cause: causes.Cause, run: list[tuple[str, re.Pattern[str]]]) -> SignRow:
+    text = run[0][0] if len(run) == 1 else "|".join(f"({text})" for text, _ in run)
+    return SignRow(klass, cause.tier, cause.name, text, tuple(pattern for _, pattern in run))
+
+
+def untranslated_signs() -> list[tuple[str, str]]:
+    """(cause, pattern) of the signs ERE cannot say exactly: causes.py still reads them (`explain`); the
+    entrypoint does not."""
+    return [
+        (cause.name, sign.pattern.pattern)
+        for cause in causes.CAUSES
+        for sign in cause.signs
+        if _sign_ere(sign.pattern) is None
+    ]
+
+
+def signs_text() -> str:
+    """TAO_RETRY_SIGNS: one row a line, ``CLASS TIER CAUSE ERE``."""
+    return "\n".join(row.line() for row in sign_rows())
+
+
+def output_cause(text: str) -> SignRow | None:
+    """The row the entrypoint picks for a failed attempt's output TEXT: the first row (``sign_rows`` order)
+    whose signs find one of its last TAIL_LINES lines (NUL bytes dropped), each cut to causes.LINE_CHARS,
+    `[rankN]: ` dropped (the generic row: among the lines no other row finds)."""
+    lines = text.replace("\0", "").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    tail = [causes.RANK_PREFIX.sub("", line[: causes.LINE_CHARS], count=1) for line in lines[-TAIL_LINES:]]
+    rows = sign_rows()
+    specific = [pattern for row in rows if row.tier != GENERIC for pattern in row.patterns]
+    unnamed = [line for line in tail if NOT_AN_ERROR not in line and not any(p.search(line) for p in specific)]
+    for row in rows:
+        if any(pattern.search(line) for line in (unnamed if row.tier == GENERIC else tail) for pattern in row.patterns):
+            return row
+    return None
 
 
 def within_budget(restarts_used: int, max_restarts: int) -> bool:
@@ -137,7 +244,11 @@ class AttemptEnd(Value):
             "disrupted": "the gang restarted (not counted: the pod was evicted or preempted)",
             "fail": "the job failed",
         }[self.decision]
-        return f"attempt {self.attempt} ended: rank {self.rank} exit {self.exit_code} ({self.reason}); {then}"
+        why = self.reason
+        cause = causes.BY_NAME.get(why.split(" (", 1)[0])
+        if cause is not None:  # a cause the rank printed (core/causes.py): what it means
+            why = f"{why}: {cause.summary}"
+        return f"attempt {self.attempt} ended: rank {self.rank} exit {self.exit_code} ({why}); {then}"
 
 
 def rank_restarts(pods: Iterable[Mapping[str, Any]], container: str = "tao") -> tuple[int, list[str]]:

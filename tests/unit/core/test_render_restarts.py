@@ -59,6 +59,19 @@ def test_restarts_give_every_rank_the_budget_the_retried_codes_and_the_shared_di
     assert env["TAO_RESULTS_ROOT"] == "/data/results/dino-train-1a2b3c"
 
 
+def test_restarts_give_every_rank_the_signs_of_each_class_as_delivered_to_the_container() -> None:
+    pod, _ = pod_of(make(max_restarts=1))
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    # after the kubelet's $(...) expansion the container sees exactly core/retry's rows (causes.py's table)
+    assert env["TAO_RETRY_SIGNS"] == retry.signs_text()
+    rows = env["TAO_RETRY_SIGNS"].splitlines()
+    assert rows[0].startswith("ERR_INFRA primary GpuHardware ")
+    assert any(row.startswith("ERR_PROGRAM primary DeviceAssert ") for row in rows)
+    assert len(env["TAO_RETRY_SIGNS"]) < 4096
+    plain, _ = pod_of(make(max_restarts=0))
+    assert "TAO_RETRY_SIGNS" not in {e["name"] for e in plain["containers"][0]["env"]}
+
+
 def test_the_job_still_ignores_disruptions_and_fails_at_once_on_a_final_88() -> None:
     _, job = pod_of(make(max_restarts=2))
     rules = job["spec"]["podFailurePolicy"]["rules"]

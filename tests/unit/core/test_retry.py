@@ -47,6 +47,20 @@ def test_a_diagnosis_class_decides_over_the_exit_code() -> None:
     assert retry.classify(1, diagnosis="SOMETHING_ELSE").verdict == retry.FINAL
 
 
+def test_an_attempt_ended_by_a_printed_cause_names_it_and_says_what_it_means() -> None:
+    line = "kubectl-tao attempt=1 rank=1 exit=1 decision=restart counted=1 reason=NcclSystemError"
+    final = "kubectl-tao attempt=2 rank=0 exit=134 decision=fail counted=0 reason=DeviceAssert (no restarts left)"
+    first, second = retry.parse_history([line + "\n" + final])
+    assert (first.reason, first.decision, first.counted) == ("NcclSystemError", "restart", True)
+    assert first.sentence() == (
+        "attempt 1 ended: rank 1 exit 1 (NcclSystemError: NCCL failed in a system call (network, RDMA, memory)); "
+        "the gang restarted (counted)"
+    )
+    assert second.sentence().startswith(
+        "attempt 2 ended: rank 0 exit 134 (DeviceAssert (no restarts left): a CUDA kernel's assertion failed"
+    )
+
+
 @pytest.mark.parametrize("code", [-1, 256, True, "137", None])
 def test_a_value_that_is_no_exit_code_is_refused(code: object) -> None:
     with pytest.raises(ValueError, match="exit code"):

@@ -1,0 +1,295 @@
+"""The signs the rank entrypoint matches to decide a restart (core/retry.sign_rows, rendered as TAO_RETRY_SIGNS):
+derived from core/causes.py's table, each a POSIX ERE that real `grep -E` reads as causes.py reads its Python
+pattern, over every line of the failure corpus; the entrypoint (real processes) decides as core/retry.classify
+says on the same outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubectl_tao.core import causes, ere, kubelet_text, retry
+
+ROOT = Path(__file__).resolve().parents[3]
+CORPUS_DIR = ROOT / "tests" / "fixtures" / "failures"
+CORPUS: list[dict[str, Any]] = json.loads((CORPUS_DIR / "corpus.json").read_text(encoding="utf-8"))
+ENTRY = ROOT / "templates" / "k8s" / "gang-restart-entrypoint.sh"
+ROWS = retry.sign_rows()
+
+
+def _corpus_lines() -> list[str]:
+    lines: list[str] = []
+    for entry in CORPUS:
+        text = (CORPUS_DIR / entry["file"]).read_text(encoding="utf-8").replace("\0", "")  # as the entrypoint
+        lines += [line[: causes.LINE_CHARS] for line in text.split("\n")]
+    return lines
+
+
+LINES = _corpus_lines()
+
+
+@pytest.fixture(scope="module")
+def corpus_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("corpus") / "lines.txt"
+    path.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    assert sum(1 for _ in path.open(encoding="utf-8")) == len(LINES)
+    return path
+
+
+# GNU grep (the torch images), and BusyBox's (the busybox image) where this machine has it
+GREPS = [["grep"]] + ([["busybox", "grep"]] if shutil.which("busybox") else [])
+
+
+def grep_lines(expression: str, path: Path, grep: tuple[str, ...] = ("grep",)) -> set[int]:
+    """The (0-based) lines of PATH that real `grep -E` finds with EXPRESSION (a refused ERE fails the test)."""
+    done = subprocess.run(
+        [*grep, "-a", "-n", "-E", "-e", expression, str(path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LC_ALL": "C"},
+        check=False,
+    )
+    assert done.returncode in (0, 1), f"grep -E refused {expression!r}: {done.stderr}"
+    return {int(line.split(":", 1)[0]) - 1 for line in done.stdout.splitlines()}
+
+
+def python_lines(patterns: tuple[re.Pattern[str], ...]) -> set[int]:
+    """The lines causes.py's patterns find, as causes.py matches them: `[rankN]: ` dropped first."""
+    return {
+        i
+        for i, line in enumerate(LINES)
+        if any(p.search(causes.RANK_PREFIX.sub("", line, count=1)) for p in patterns)
+    }
+
+
+# ------------------------------------------------------------------------------ the translation
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        (r"CUDA out of memory\. Tried", r"CUDA out of memory\. Tried"),
+        (r"waiting \d+ms for \w+ op", r"waiting [0-9]+ms for [A-Za-z0-9_]+ op"),
+        (r"(?:A|B): x\s*\S", r"(A|B): x[[:space:]]*[^[:space:]]"),
+        (r"Read error \[[^\]]+\]:\d+", r"Read error \[[^]]+\]:[0-9]+"),
+        (r"[\d,]+ [A-Za-z0-9_.:-]", r"[0-9,]+ [A-Za-z0-9_.:-]"),
+        (r"^\s*exitcode\s*: -9$", r"^[[:space:]]*exitcode[[:space:]]*: -9$"),
+        (r"x{0,6}(?::|$)", r"x{0,6}(:|$)"),
+        (r"Assertion `.*` failed\.$", r"Assertion `.*` failed\.$"),
+        (r"\bcudaErrorMemoryAllocation\b", r"(^|[^A-Za-z0-9_])cudaErrorMemoryAllocation([^A-Za-z0-9_]|$)"),
+    ],
+)
+def test_a_python_pattern_is_written_as_the_ere_that_means_the_same(pattern: str, expected: str) -> None:
+    assert ere.to_ere(pattern) == expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "flags"),
+    [
+        (r"a\bloss", 0),  # a word boundary inside: not POSIX
+        (r"\b(loss)", 0),
+        (r"\ba*b", 0),
+        (r"\d\b", 0),
+        (r"loss", re.IGNORECASE),
+        (r"a.{0,40}?b", 0),  # lazy
+        (r"(?P<x>a)", 0),
+        (r"(?=a)b", 0),
+        (r"(a)\1", 0),
+        (r"a^b", 0),
+        (r"a$b", 0),
+        (r"[[:alpha:]]", 0),
+        (r"a{,3}", 0),
+        (r"\n", 0),
+        (r"(|a)", 0),
+    ],
+)
+def test_what_ere_cannot_say_exactly_is_not_translated(pattern: str, flags: int) -> None:
+    assert ere.to_ere(pattern, flags) is None
+
+
+# ------------------------------------------------------------------------------ the rows, from the table
+
+
+def test_the_rows_come_from_the_table_in_the_order_one_ranks_causes_are_weighed() -> None:
+    order = [causes.RANK_ORDER[row.tier] for row in ROWS]
+    assert order == sorted(order)
+    table = [c.name for c in causes.CAUSES]
+    named = [row.cause for row in ROWS]
+    assert set(named) == set(table)  # every cause has a row: every one has a sign ERE can say
+    for row in ROWS:
+        cause = causes.BY_NAME[row.cause]
+        assert row.tier == cause.tier
+        classes = {s.err_class or cause.err_class for s in cause.signs if s.pattern in row.patterns}
+        assert classes == {row.err_class}
+    # a cause with signs of two classes (NoGpuVisible: a CPU-only torch is the job's own) has a row for each
+    assert [(r.err_class) for r in ROWS if r.cause == "NoGpuVisible"] == [causes.ERR_INFRA, causes.ERR_PROGRAM]
+
+
+def test_every_sign_is_exported_but_those_ere_cannot_say() -> None:
+    exported = {p.pattern for row in ROWS for p in row.patterns}
+    every = {s.pattern.pattern for c in causes.CAUSES for s in c.signs}
+    left = retry.untranslated_signs()
+    assert exported | {pattern for _, pattern in left} == every
+    assert not exported & {pattern for _, pattern in left}
+    # few, and never a cause's every sign (each cause has a row: see above); NanLoss's `\bloss\b ... (?i)` is one
+    assert len(left) <= 3 and ("NanLoss", causes.BY_NAME["NanLoss"].signs[2].pattern.pattern) in left
+
+
+@pytest.mark.parametrize("grep", GREPS, ids=[" ".join(g) for g in GREPS])
+def test_every_exported_sign_finds_the_same_corpus_lines_with_grep_as_with_python(
+    corpus_file: Path, grep: list[str]
+) -> None:
+    checked = 0
+    for row in ROWS:
+        for pattern in row.patterns:
+            expression = retry._sign_ere(pattern)
+            assert expression is not None
+            found = grep_lines(expression, corpus_file, tuple(grep))
+            assert found == python_lines((pattern,)), (row.cause, pattern.pattern)
+            checked += 1
+    assert checked == sum(len(row.patterns) for row in ROWS) > 40
+
+
+@pytest.mark.parametrize("grep", GREPS, ids=[" ".join(g) for g in GREPS])
+def test_every_row_finds_a_corpus_line_with_both_grep_and_python(corpus_file: Path, grep: list[str]) -> None:
+    for row in ROWS:
+        by_grep, by_python = grep_lines(row.ere, corpus_file, tuple(grep)), python_lines(row.patterns)
+        assert by_grep == by_python, row.cause
+        assert by_grep, f"no corpus line shows {row.cause} ({row.err_class})"
+
+
+@pytest.mark.parametrize("grep", GREPS, ids=[" ".join(g) for g in GREPS])
+def test_a_word_boundary_at_an_end_finds_what_python_finds(tmp_path: Path, grep: list[str]) -> None:
+    pattern = re.compile(r"\bcudaErrorMemoryAllocation\b")
+    lines = ["cudaErrorMemoryAllocation", "x cudaErrorMemoryAllocation: y", "[rank0]:cudaErrorMemoryAllocation",
+             "xcudaErrorMemoryAllocation", "cudaErrorMemoryAllocation2", "a_cudaErrorMemoryAllocation", "cuda"]
+    path = tmp_path / "lines.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    expression = ere.to_ere(pattern.pattern, pattern.flags)
+    assert expression is not None
+    assert grep_lines(expression, path, tuple(grep)) == {i for i, line in enumerate(lines) if pattern.search(line)}
+    assert grep_lines(expression, path, tuple(grep)) == {0, 1, 2}
+
+
+def test_the_rows_are_small_and_reach_the_container_unchanged() -> None:
+    text = retry.signs_text()
+    assert text.splitlines() == [row.line() for row in ROWS]
+    assert len(text.encode()) < 4096
+    assert kubelet_text.expand(kubelet_text.escape(text), {"X": "y"}) == text
+    for line in text.splitlines():
+        klass, tier, name, expression = line.split(" ", 3)
+        assert klass in (causes.ERR_INFRA, causes.ERR_PROGRAM) and tier in causes.RANK_ORDER and name
+        assert expression == expression.strip() or expression.endswith(" ")  # a sign may end in a space
+
+
+# ------------------------------------------------------------------------------ the decision
+
+
+def _decided_by_untranslated(text: str) -> bool:
+    left = {pattern for _, pattern in retry.untranslated_signs()}
+    signs = [s.pattern for c in causes.CAUSES for s in c.signs if s.pattern.pattern in left]
+    return any(sign.search(line) for sign in signs for line in text.splitlines())
+
+
+@pytest.mark.parametrize("entry", CORPUS, ids=[e["file"] for e in CORPUS])
+def test_the_pods_reading_of_one_ranks_output_is_explains(entry: dict[str, Any]) -> None:
+    text = (CORPUS_DIR / entry["file"]).read_text(encoding="utf-8")
+    row, diagnosis = retry.output_cause(text), causes.classify_log(text)
+    assert diagnosis is not None
+    if row is None:
+        # no sign in it (explain quotes the last error-looking lines) or only one ERE cannot say: the exit
+        # code decides, and a program's own exit 1 is final either way
+        assert diagnosis.facts.get("unrecognized") or _decided_by_untranslated(text), diagnosis.cause
+        assert diagnosis.err_class == causes.ERR_PROGRAM or entry["file"].startswith("nccl-watchdog-timeout")
+    else:
+        assert (row.err_class, row.cause) == (diagnosis.err_class, diagnosis.cause)
+
+
+def test_classify_names_the_cause_when_a_class_decides() -> None:
+    assert retry.classify(1, diagnosis="ERR_INFRA", cause="NcclSystemError") == retry.Decision(
+        retry.RETRY, "NcclSystemError"
+    )
+    assert retry.classify(134, diagnosis="ERR_PROGRAM", cause="DeviceAssert").verdict == retry.FINAL
+    # the barrier's 88 and the reserved codes decide by themselves
+    assert retry.classify(88, diagnosis="ERR_PROGRAM").verdict == retry.RETRY
+    assert retry.classify(85, diagnosis="ERR_INFRA").verdict == retry.FINAL
+
+
+# The entrypoint, one rank, on a corpus text and an exit code: what it records is what classify says.
+CASES = [
+    ("nccl-system-error--ib-reg-mr.rank0.log", 1),
+    ("nccl-remote-error--connect-retries.rank0.log", 1),
+    ("nccl-internal-error--message-truncated.rank0.log", 1),
+    ("nccl-watchdog-timeout--allreduce.rank0.log", 134),
+    ("gpu-hardware--uncorrectable-ecc.log", 1),
+    ("store-timeout--tcpstore-clients.rank0.log", 1),
+    ("cuda-device-assert--torch-2.15.log", 134),
+    ("cuda-oom--torch-2.15-in-pod.log", 1),
+    ("module-not-found--timm.log", 1),
+    ("no-gpu--debian-torch-1.13-not-compiled.log", 1),
+    ("no-gpu--no-cuda-gpus.log", 1),
+    ("python-exception--single-pod-4-ranks.log", 1),
+    ("python-exception--keyerror.log", 139),
+    ("rank-killed--sigkill.rank1.log", 1),
+    ("nan--loss-check.log", 1),
+    ("nccl-watchdog-timeout--allreduce.rank1.log", 137),
+    ("", 1),
+    ("", 137),
+]
+_END = re.compile(r"kubectl-tao attempt=1 rank=0 exit=(\d+) decision=(\w+) counted=[01] reason=(.*)$", re.M)
+
+
+def _run_entrypoint(tmp: Path, log: str, code: int) -> tuple[int, str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "NODE_RANK": "0",
+        "NNODES": "1",
+        "TAO_GANG_DIR": str(tmp / "gang"),
+        "TAO_MAX_RESTARTS": "1",
+        "TAO_RETRY_EXIT_CODES": " ".join(map(str, retry.retryable_exit_codes())),
+        "TAO_RETRY_SIGNS": retry.signs_text(),
+        "RENDEZVOUS_TIMEOUT": "0",
+        "RENDEZVOUS_POLL_SECONDS": "0.1",
+        "TAO_SETTLE_SECONDS": "0",
+        "TAO_TERMINATION_LOG": str(tmp / "term"),
+        "TMPDIR": str(tmp),
+    }
+    printed = f"cat '{CORPUS_DIR / log}'; " if log else "echo 'step 3 loss 0.5'; "
+    program = printed + (f"kill -{code - 128} $$" if code > 128 else f"exit {code}")
+    done = subprocess.run(
+        ["sh", str(ENTRY), "barrier", "tao", program], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    m = _END.search((tmp / "term").read_text(encoding="utf-8"))
+    assert m is not None, done.stdout + done.stderr
+    assert int(m.group(1)) == code
+    return done.returncode, m.group(2), m.group(3)
+
+
+def test_the_entrypoint_decides_as_classify_says_on_the_same_outputs(tmp_path: Path) -> None:
+    def one(i: int) -> tuple[int, str, str]:
+        tmp = tmp_path / str(i)
+        tmp.mkdir()
+        return _run_entrypoint(tmp, *CASES[i])
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(one, range(len(CASES))))
+    seen = set()
+    for (log, code), (rc, decision, reason) in zip(CASES, results, strict=True):
+        row = retry.output_cause((CORPUS_DIR / log).read_text(encoding="utf-8")) if log else None
+        want = retry.classify(code, diagnosis=row.err_class if row else None, cause=row.cause if row else None)
+        assert decision == {retry.RETRY: "restart", retry.FINAL: "fail"}[want.verdict], (log, code, reason)
+        assert rc == (retry.EXIT_RESTART if want.verdict == retry.RETRY else code), (log, code)
+        if row is not None:
+            assert reason == row.cause, (log, code)
+        seen.add((want.verdict, row.err_class if row else None))
+    # both classes override the exit code both ways, and the exit code decides when no sign shows
+    assert {(retry.RETRY, causes.ERR_INFRA), (retry.FINAL, causes.ERR_PROGRAM), (retry.FINAL, None),
+            (retry.RETRY, None)} <= seen
