@@ -167,7 +167,7 @@ def run_submit(
         server=target.server,
         dogs=Watchdogs(pending_timeout, image_pull_timeout, timeout),
     )
-    told = obs.state == "ERROR" and tracking.diagnosis_of(obs.tracked) is not None
+    told = obs.state == "ERROR" and tracking.cause_told(obs.tracked) is not None
     see = f"; `kubectl tao explain {outcome.record_id}` shows the evidence" if told else ""
     info(f"job {outcome.record_id} ended {obs.state}" + (f": {obs.message}" if obs.message else "") + see)
     return 0 if obs.state == "COMPLETE" else 1

@@ -700,7 +700,14 @@ def _diagnosis(hit: _Hit, lines: Sequence[str], rank: int | None, root: RootCaus
     )
 
 
-def _fallback(lines: Sequence[str], rank: int | None) -> Diagnosis | None:
+def names_a_cause(found: Diagnosis | Mapping[str, Any]) -> bool:
+    """Whether a diagnosis names a cause, rather than quoting the last lines of output no sign matched (then
+    the cluster's own reason, `ExitCode` and its code, stays the job's reason)."""
+    facts = found.facts if isinstance(found, Diagnosis) else (found.get("facts") or {})
+    return not facts.get("unrecognized")
+
+
+def _fallback(lines: Sequence[str], rank: int | None, exit_code: int | None = None) -> Diagnosis | None:
     """The last error-looking lines (else the last lines) of a text no sign matched: never nothing."""
     shown = [i for i, line in enumerate(lines) if line.strip()]
     if not shown:
@@ -711,7 +718,11 @@ def _fallback(lines: Sequence[str], rank: int | None) -> Diagnosis | None:
     return Diagnosis(
         cause=UNKNOWN,
         err_class=ERR_PROGRAM,
-        summary="the program failed; no known cause in its output",
+        summary=(
+            f"the program exited with code {exit_code}; no known cause in its output"
+            if exit_code
+            else "the program failed; no known cause in its output"
+        ),
         fix=cause.fix,
         rank=rank,
         evidence=_show(lines, picked[-1]),
@@ -866,7 +877,7 @@ def diagnose(
 def _unknown(logs: Sequence[RankLog], reads: Mapping[int | None, _Read], first: int | None) -> Diagnosis | None:
     order = sorted(logs, key=lambda log: (log.rank != first, log.exit_code in (None, 0), log.rank or 0))
     for log in order:
-        d = _fallback(reads[log.rank].lines, log.rank)
+        d = _fallback(reads[log.rank].lines, log.rank, log.exit_code)
         if d is not None:
             d = d.replaced(pod=log.pod, node=log.node)
             return d.replaced(detail=describe(d))

@@ -16,6 +16,7 @@ from typing import Any
 
 from kubectl_tao.core import classify as st
 from kubectl_tao.core import contract, kueue
+from kubectl_tao.core.causes import names_a_cause
 from kubectl_tao.core.diagnose import Finding
 from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.valueclass import Factory, Value, record
@@ -126,7 +127,7 @@ def from_history(tracked: Tracked) -> Explanation:
         note = ""
     cause = diagnosis_of(tracked) if status.state == st.ERROR else None
     found = explain(status, None, [], job=rid, namespace=ns, job_name=name, diagnosis=cause)
-    reason = str(cause["cause"]) if cause else status.reason
+    reason = str(cause["cause"]) if cause and names_a_cause(cause) else status.reason
     result = Explanation(rid, ns, name, status.state, reason, status.message, "record", found, diagnosis=cause)
     if note:
         result.notes.append(note)
@@ -305,9 +306,10 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
     gang_finding = gang.finding(gang_view, gpus=tracked.extra.get("gpus")) if gang_view else None
     if gang_finding is not None and status.state == st.PENDING:
         found.insert(0, gang_finding)
+    reason = str(cause["cause"]) if cause and names_a_cause(cause) else status.reason
     return Explanation(
-        tracked.id, ns, name, status.state, str(cause["cause"]) if cause else status.reason, status.message,
-        "cluster", found, notes, gang_view.to_dict() if gang_view else None, diagnosis=cause,
+        tracked.id, ns, name, status.state, reason, status.message, "cluster", found, notes,
+        gang_view.to_dict() if gang_view else None, diagnosis=cause,
     )
 
 

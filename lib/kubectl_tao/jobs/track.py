@@ -404,11 +404,19 @@ def diagnosis_of(tracked: Tracked) -> dict[str, Any] | None:
     return found if isinstance(found, dict) and found.get("cause") else None
 
 
+def cause_told(tracked: Tracked) -> dict[str, Any] | None:
+    """diagnosis_of, when it names a cause (not only the last lines of output no sign matched)."""
+    from kubectl_tao.core.causes import names_a_cause
+
+    found = diagnosis_of(tracked)
+    return found if found is not None and names_a_cause(found) else None
+
+
 def _told_by_logs(obs: Observation) -> None:
     """A failed job whose ending was captured shows the cause its logs showed, not `ExitCode`."""
     from kubectl_tao.jobs.diagnosis import OVERRIDDEN_REASONS
 
-    found = diagnosis_of(obs.tracked)
+    found = cause_told(obs.tracked)
     if found is not None and obs.state == "ERROR" and obs.reason in OVERRIDDEN_REASONS:
         obs.reason = str(found["cause"])
         obs.err_class = found.get("err_class") or obs.err_class
@@ -418,7 +426,7 @@ def _told_by_logs(obs: Observation) -> None:
 def _from_record(tracked: Tracked, notes: list[str]) -> Observation:
     transitions = tracked.record.get("transitions") or []
     last = transitions[-1] if transitions else {}
-    found = diagnosis_of(tracked) if tracked.record_state == "ERROR" else None
+    found = cause_told(tracked) if tracked.record_state == "ERROR" else None
     return Observation(
         tracked,
         tracked.record_state,
@@ -496,6 +504,7 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
     """Per rank: pod, node, exit code, reason and the last log lines, into the record (redacted by the store).
     A failed job's logs are read further back (jobs/diagnosis.py, the same one kubectl call) and the cause
     they show becomes the observation's reason, class and message, and the history's `diagnosis`."""
+    from kubectl_tao.core import causes
     from kubectl_tao.jobs import diagnosis
 
     texts: dict[str, str] = {}
@@ -546,7 +555,7 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
         )
         if text and obs.state == "ERROR":
             ranks[-1]["errors"] = diagnosis.first_errors(text, rank.get("rank"))
-    if found is not None:
+    if found is not None and causes.names_a_cause(found):
         obs.reason, obs.err_class, obs.message = found.cause, found.err_class, diagnosis.message(found)
     history = {
         "state": obs.state,

@@ -209,3 +209,21 @@ def test_a_gpu_hardware_failure_names_the_node_to_cordon() -> None:
     assert found is not None
     assert (found.cause, found.err_class, found.node) == ("GpuHardware", "ERR_INFRA", "gpu-node-07")
     assert "`kubectl cordon gpu-node-07`" in found.fix
+
+
+def test_output_with_no_known_cause_keeps_the_exit_code_as_the_reason(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    job, pods = _failed()
+    store, record_id = _launched(job)
+    _answer(fake_kubectl, _prefixed(pods[0]["metadata"]["name"], "epoch 1 done\nabout to fail\n"))
+    code, out, _ = cli("status", record_id)
+    assert code == 0
+    row = out.splitlines()[1]
+    assert row.split()[1] == "ERROR" and "ExitCode" in row, out
+    record = store.show(record_id)
+    assert "exited with code" in record["transitions"][-1]["message"]
+    assert "no known cause" not in record["transitions"][-1]["message"]
+    found = store.get_extra(record_id)["history"]["diagnosis"]
+    assert found["facts"] == {"unrecognized": True} and found["evidence"] == "about to fail"
+    code, out, _ = cli("explain", record_id)
+    assert "ERROR - ExitCode" in out.splitlines()[0], out
+    assert "exited with code" in out and "about to fail" in out, out
