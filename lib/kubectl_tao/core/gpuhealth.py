@@ -38,7 +38,7 @@ class Signal(Value):
 
 # Condition type -> the status that means "unhealthy".
 DEFAULT_SIGNALS: tuple[Signal, ...] = (
-    Signal(CONDITION, "XidCriticalError"),  # GKE GPU node health (per the issue; see docs/placement.md)
+    Signal(CONDITION, "XidCriticalError"),  # GKE GPU node health (name not found in public GKE docs: docs/placement.md)
     Signal(CONDITION, "SysLogsXIDError"),  # NVSentinel syslog-health-monitor
     Signal(CONDITION, "SysLogsSXIDError"),  # NVSentinel syslog-health-monitor (NVSwitch)
     Signal(CONDITION, "SysLogsGPUFallenOff"),  # NVSentinel syslog-health-monitor

@@ -39,7 +39,7 @@ RETRYABLE_SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SI
 RESERVED = {EXIT_RESTART: "restart request", 89: "tier C upload failed"}
 
 RETRY, FINAL, DONE = "retry", "final", "done"
-# diagnosis classes (issue 27's ERR_* classes) that override the exit code
+# diagnosis classes (core/causes.py's ERR_* classes) that override the exit code
 _DIAGNOSIS = {"ERR_INFRA": RETRY, "ERR_PROGRAM": FINAL}
 
 
