@@ -732,12 +732,12 @@ def bench_big_cluster(b: Bench, rows: list[bl.Row], nodes: int, pods: int) -> No
         timed(argv, tao_env, ok=(0, 1, 4), timeout=120)
         walls: list[float] = []
         busy: list[float] = []
-        pages = 0
+        pod_reads = 0
         for _ in range(b.repeat):
             trace = b.trace_file()
             walls.append(timed(argv, {**tao_env, "KUBECTL_TAO_TRACE": str(trace)}, ok=(0, 1, 4), timeout=120)[0])
             busy.append(bl.kubectl_busy_seconds(read_lines(trace)))
-            pages = sum("/api/v1/pods?" in line for line in read_lines(trace))
+            pod_reads = sum("/api/v1/pods?" in line for line in read_lines(trace))
         rss_out = b.work / f"rss-big-{nodes}.txt"
         timed([str(VENV_PYTHON), "-c", RSS_WRAPPER, *argv], {**tao_env, "BENCH_RSS_OUT": str(rss_out)}, ok=(0, 1, 4),
               timeout=120)
@@ -747,7 +747,7 @@ def bench_big_cluster(b: Bench, rows: list[bl.Row], nodes: int, pods: int) -> No
         value = bl.median(walls)
         target = capacity_target(nodes)
         rows.append(bl.Row("capacity", label, bl.fmt_seconds(value),
-                           reference=f"of which kubectl {bl.fmt_seconds(bl.median(busy))}; {pages} pod page(s); "
+                           reference=f"of which kubectl {bl.fmt_seconds(bl.median(busy))}; {pod_reads} pods read; "
                                      f"peak RSS Python {bl.fmt_kib(peak_kib)}", target=f"<= {target:.0f} s",
                            result=bl.verdict(value, target)))
         rows.append(bl.Row("capacity", "  bare kubectl get --raw nodes + non-finished pods, at once (what the gate "

@@ -30,7 +30,7 @@ from support.cluster import (
     wait_for,
 )
 
-from kubectl_tao.k8s.capacity import NODES_READ, PODS_FIRST_PAGE
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
 
 pytestmark = pytest.mark.e2e
 
@@ -322,7 +322,7 @@ def test_probe_passes_on_simulated_nodes_and_is_cached(tao: Tao) -> None:
     assert result.stdout.startswith("nccl probe: pass (2 nodes x 1 GPU, ")
     made = calls(tao)
     assert VERSION_CALL in [c[-3:] for c in made]
-    assert NODES_READ in [c[-3:] for c in made] and PODS_FIRST_PAGE in [c[-3:] for c in made]
+    assert NODES_READ in [c[-3:] for c in made] and PODS_READ in [c[-3:] for c in made]
     [record_id] = tao.records()
     record = tao.record(record_id)
     assert (record["network_arch"], record["action"], record["terminal_state"]) == ("nccl", "probe", "COMPLETE")

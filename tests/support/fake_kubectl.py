@@ -13,11 +13,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_tao.k8s.capacity import NODES_READ, PODS_FIRST_PAGE, PODS_READ
+from kubectl_tao.core.errors import TaoError
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 from support import FIXTURES as ALL_FIXTURES
 
 FIXTURES = ALL_FIXTURES / "k8s"
+CHUNK_BYTES = 1000  # what a read_with reader is handed at a time
 
 KUBECONFIG = """\
 apiVersion: v1
@@ -96,6 +98,23 @@ class FakeRunning:
         self.done = True
         return self.fake.settled(self.kc, self.args, check=check, best_effort=best_effort)
 
+    def read_with(self, reader: Any, *, check: bool = True, best_effort: bool = False) -> Completed:
+        """As `Running.read_with`: the answer's stdout handed to READER in small chunks (so that a reader that
+        cuts an answer into pieces meets its boundaries mid-chunk), kubectl's error first."""
+        self.done = True
+        answer = self.fake.settled(self.kc, self.args, check=False, best_effort=True)
+        data = answer.stdout.encode("utf-8")
+        value, failure = None, None
+        try:
+            value = reader(iter([data[i:i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)]))
+        except TaoError as exc:
+            failure = exc
+        settled = self.kc.settle(Completed("", answer.stderr, answer.returncode, value), check=check,
+                                 best_effort=best_effort)
+        if failure is not None and answer.returncode == 0:
+            raise failure
+        return settled
+
 
 class FakeKubectl:
     def __init__(self) -> None:
@@ -122,7 +141,6 @@ class FakeKubectl:
                 and (i.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
         self.on(*NODES_READ, data=raw(nodes))
         self.on(*PODS_READ, data=raw(pods))
-        self.on(*PODS_FIRST_PAGE, data=raw(pods))
 
     def capacity_refused(self, *, nodes: str | None = None, pods: str | None = None) -> None:
         """Make the nodes and/or the pods read fail with kubectl's stderr `nodes`/`pods` (exit 1)."""
@@ -130,7 +148,6 @@ class FakeKubectl:
             self.on(*NODES_READ, stderr=nodes, rc=1)
         if pods is not None:
             self.on(*PODS_READ, stderr=pods, rc=1)
-            self.on(*PODS_FIRST_PAGE, stderr=pods, rc=1)
 
     def answer(self, args: list[str]) -> Completed:
         missing = Completed("", f"error: the fake kubectl has no answer for {' '.join(args)}", 1)

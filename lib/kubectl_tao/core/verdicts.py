@@ -216,13 +216,14 @@ def queue(request: GateRequest, seen: QueueSeen) -> list[Verdict]:
     return found
 
 
-def fit_verdict(request: GateRequest, nodes: Any, pods: Any, dra: Any = None, quota: Any = None) -> Any:
-    """The fit verdict (gpufit.FitVerdict) of the request over the nodes and pods the gate read (reduced
-    lists), DRA devices (gpuinventory.read_dra, or None) and a queue's quota (or None)."""
+def fit_verdict(request: GateRequest, counted: Any, dra: Any = None, quota: Any = None) -> Any:
+    """The fit verdict (gpufit.FitVerdict) of the request over the nodes the gate read with the GPUs their pods
+    hold (gpufit.node_gpus, counted once for every verdict of a run), DRA devices (gpuinventory.read_dra, or
+    None) and a queue's quota (or None)."""
     from kubectl_tao.core import gpufit, gpuinventory
 
     return gpufit.fit(
-        gpuinventory.fit_nodes(nodes, pods, dra),
+        gpuinventory.gate_nodes(counted, dra),
         request.gpus,
         request.nodes,
         node_selector=request.node_selector or None,

@@ -285,9 +285,9 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
     node_list = None
     hint = None
     if _needs_nodes(status, events):
-        reads = kc.run_many({**capacity.calls(paged=True), "dra": (gpuinventory.DRA_READ, {"namespaced": False})})
+        reads = kc.run_many({**capacity.calls(), "dra": (gpuinventory.DRA_READ, {"namespaced": False})})
         try:
-            seen = capacity.read(reads, kc)
+            seen = capacity.read(reads)
         except TaoError as exc:
             notes.append(f"nodes not read ({exc.message}); cannot tell a missing GPU Operator from busy GPUs")
         else:

@@ -48,6 +48,7 @@ class Gate(Value):
     look: Callable[[Run], Any]  # what the gate saw; a TaoError it raises is its refusal
     judge: str  # its judge: (GateRequest, what it saw) -> list[Verdict], a function of core/verdicts.py
     early: Callable[[Run], None] | None = None  # run once the reads started, before waiting for all of them
+    early_first: bool = False  # its early hook waits only for a quick read: run it before the others'
     stops: bool = False  # a refusal here ends the run: nothing after it could be read
 
 
@@ -119,7 +120,7 @@ class Run:
 
     def verdicts(self) -> Iterator[Verdict]:
         """Every gate's verdicts in list order, each with its gate's name."""
-        for gate in self.gates:
+        for gate in sorted(self.gates, key=lambda g: not g.early_first):
             if gate.early is not None:
                 with contextlib.suppress(TaoError):  # raised again by the gate's look, in its turn
                     gate.early(self)
@@ -343,7 +344,7 @@ def _gpus_wanted(request: GateRequest) -> bool:
 def _capacity_reads(request: GateRequest) -> dict[str, Call]:
     from kubectl_tao.k8s import capacity
 
-    return capacity.calls(paged=True)
+    return capacity.calls()
 
 
 def _dra_call() -> Call:
@@ -368,20 +369,22 @@ def _capacity(run: Run) -> Any:
 
     def read() -> Any:
         answers = {key: run.answer(key) for key in ("nodes", "pods")}
-        return capacity.read(answers, run.kc) if run.request.verb == FIT else capacity.view(answers, run.kc)
+        return capacity.read(answers) if run.request.verb == FIT else capacity.view(answers)
 
     return run.shared("capacity", read)
 
 
-def _fit_verdict(request: GateRequest, nodes: Any, pods: Any, dra: Any = None, quota: Any = None) -> Any:
+def _fit_verdict(run: Run, seen: Any, dra: Any = None, quota: Any = None) -> Any:
+    from kubectl_tao.core.gpufit import node_gpus
     from kubectl_tao.core.verdicts import fit_verdict
 
-    return fit_verdict(request, nodes, pods, dra, quota)
+    counted = run.shared("counted", lambda: node_gpus(seen.nodes, seen.pods))
+    return fit_verdict(run.request, counted, dra, quota)
 
 
 def _plain_verdict(run: Run, seen: Any) -> Any:
     """The fit verdict without DRA devices or a queue's quota (which only takes GPUs away)."""
-    return run.shared("plain", lambda: _fit_verdict(run.request, seen.nodes, seen.pods))
+    return run.shared("plain", lambda: _fit_verdict(run, seen))
 
 
 def _start_dra_when_short(run: Run) -> None:
@@ -525,7 +528,7 @@ def _fit_look(run: Run) -> gatefacts.FitSeen | None:
     quota = queue.quota if isinstance(queue, gatefacts.QueueSeen) else None
 
     def judge(dra: Any) -> Any:
-        return _fit_verdict(request, seen.nodes, seen.pods, dra, quota)
+        return _fit_verdict(run, seen, dra, quota)
 
     first = _plain_verdict(run, seen) if quota is None else judge(None)
     if request.verb == SUBMIT and first.verdict == QUEUE and not request.require_fit_now:
@@ -544,6 +547,17 @@ def _gang_reads(request: GateRequest) -> dict[str, Call]:
     return {"gang": gang.DISCOVERY_CALL} if _detects_gang(request) else {}
 
 
+def _gang_dry_run(run: Run) -> FollowUp:
+    return run.follow_up("gang-dry-run", gang.dry_run_call(run.request.namespace, run.request.nodes))
+
+
+def _start_gang_dry_run(run: Run) -> None:
+    """Where the discovery says PodGroups are served, the gang dry run starts at once, while the slower reads
+    (the pods of a big cluster) still run."""
+    if run.reads("gang") and gang.served(run.answer("gang"))[0]:
+        _gang_dry_run(run)
+
+
 def _gang_look(run: Run) -> gatefacts.GangSeen:
     from kubectl_tao.core import gatefacts
 
@@ -552,7 +566,10 @@ def _gang_look(run: Run) -> gatefacts.GangSeen:
     topology = request.topology if request.verb != FIT else None
     key = topology.label if topology is not None and topology.required else None
     support = (
-        gang.detect(run.kc, request.namespace, run.answer("gang"), request.nodes, key) if run.reads("gang") else None
+        gang.detect(run.kc, request.namespace, run.answer("gang"), request.nodes, key,
+                    dry_run=lambda: _gang_dry_run(run).answer())
+        if run.reads("gang")
+        else None
     )
     mechanism = gang.choose(request.nodes, request.queue, support, request.gang_mode, topology)
     return gatefacts.GangSeen(mechanism, gang.ENABLE_HINT)
@@ -597,7 +614,7 @@ GATES = (
     Gate("references", (SUBMIT, PREFLIGHT), _refs_wanted, _refs_reads, _refs_look, "references"),
     Gate("queue", EVERY_VERB, _queue_wanted, _queue_reads, _queue_look, "queue"),
     Gate("capacity", EVERY_VERB, _fit_wanted, _capacity_reads, _fit_look, "capacity"),
-    Gate("gang", EVERY_VERB, _always, _gang_reads, _gang_look, "gang"),
+    Gate("gang", EVERY_VERB, _always, _gang_reads, _gang_look, "gang", early=_start_gang_dry_run, early_first=True),
     Gate("restarts", EVERY_VERB, _restarts_wanted, _restarts_reads, _restarts_look, "restarts"),
     # Its objects ride in the permissions gate's call (one `kubectl create --dry-run=server` for both).
     Gate("dry-run", (SUBMIT,), lambda r: r.objects is not None, _no_reads, _dry_run_look, "dry_run"),

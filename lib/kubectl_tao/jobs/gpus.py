@@ -1,7 +1,7 @@
 """`kubectl tao gpus`: read what gpuinventory needs in one round trip (the same reads as the fit gate).
 
-Three processes at once, whatever the node count: the nodes and the first page of the running pods
-(capacity.calls; capacity.read reads the further pages, as for fit) and gpuinventory.DRA_READ
+Three processes at once, whatever the node count: the nodes and the running pods (capacity.calls, each
+reduced as it arrives, as for fit) and gpuinventory.DRA_READ
 (ResourceSlices, ResourceClaims and DeviceClasses of resource.k8s.io/v1). With `--queue NAME` a fourth, the
 namespace's LocalQueues, and then its ClusterQueue (round trip 2): the reads and the errors of `fit --queue`
 (jobs/fit.read_queue), so both say the same about a queue.
@@ -80,7 +80,7 @@ def gather(
     from kubectl_tao.k8s import capacity, queues
 
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {
-        **capacity.calls(paged=True),
+        **capacity.calls(),
         "dra": (gpuinventory.DRA_READ, {"namespaced": False}),
     }
     if queue:
@@ -103,7 +103,7 @@ def gather(
                          f"job from LocalQueue {queue}")
         view = QueueView(local_queue or queue, namespace, quota)
     dra, note = gpuinventory.read_dra(results["dra"], device_class=device_class)
-    seen = capacity.read(results, kc)
+    seen = capacity.read(results)
     if note:
         notes.append(note)
     hint = gpuinventory.no_gpu_hint(dra)

@@ -23,7 +23,7 @@ Everything but `detect` is pure.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kubectl_tao.core import contract
@@ -177,16 +177,20 @@ def kept(result: Completed | TaoError) -> Support:
 
 
 def detect(
-    kc: Kubectl, namespace: str, discovery: Completed | TaoError | None, nodes: int, topology_key: str | None = None
+    kc: Kubectl, namespace: str, discovery: Completed | TaoError | None, nodes: int, topology_key: str | None = None,
+    *, dry_run: Callable[[], Completed | TaoError] | None = None,
 ) -> Support:
     """Native gang support, from the discovery result the caller read in its first round trip; the dry run
-    follows only where PodGroups are served."""
+    follows only where PodGroups are served (`dry_run`: its answer, when the caller started it already)."""
     if isinstance(discovery, ClusterUnreachableError):
         raise discovery  # an unreachable server says nothing about gang support
     ok, why = served(discovery)
     if not ok:
         return Support(False, why)
-    support = kept(_dry_run(kc, *dry_run_call(namespace, nodes)))
+    answer = dry_run() if dry_run is not None else _dry_run(kc, *dry_run_call(namespace, nodes))
+    if isinstance(answer, ClusterUnreachableError):
+        raise answer
+    support = kept(answer)
     if not support.native or not topology_key:
         return support
     answer = _dry_run(kc, *topology_dry_run_call(namespace, nodes, topology_key))

@@ -1,23 +1,25 @@
-"""The fit gate's `get --raw` list answers, reduced page by page to the few fields the gate reads.
+"""The fit gate's `get --raw` list answers, reduced as they arrive to the few fields the gate reads.
 
 Per node the gate reads its name, labels, taints, cordon, Ready condition and allocatable nvidia.com/gpu;
 per pod only its node, phase, namespace and effective nvidia.com/gpu request (gpufit.node_gpus and
-gpuinventory.inventory, nothing else). So a page of pods is reduced at once to the pods that hold GPUs on a
-node and are not finished, each as a small pod-shaped dict whose one container requests the pod's effective
-GPU count (computed by gpufit.pod_gpu_request from the real containers, init containers and sidecars): those
-functions give the same answer over the reduced list as over the full one, and everything else is dropped.
+gpuinventory.inventory, nothing else). So the pods are reduced at once to those that hold GPUs on a node and
+are not finished, each as a small pod-shaped dict whose one container requests the pod's effective GPU count
+(computed by gpufit.pod_gpu_request from the real containers, init containers and sidecars): those functions
+give the same answer over the reduced list as over the full one, and everything else is dropped.
 
-With msgspec installed (a dependency; release archives and wheelhouses carry it) a page is decoded straight
+`reduce_stream` reads an answer while kubectl still passes it on: whole items are cut off its front in pieces
+of about PIECE_BYTES and reduced, so the answer is never held whole and the reduction overlaps the transfer.
+
+With msgspec installed (a dependency; release archives and wheelhouses carry it) a piece is decoded straight
 into those fields: the rest of every object is skipped, never built as Python objects, about ten times
-faster than json.loads and a fraction of its memory. Without it, or when a page holds a value of a type the
-typed decoder does not expect, json.loads reads that page and the same reduction follows.
+faster than json.loads and a fraction of its memory. Without it, or when a piece holds a value of a type the
+typed decoder does not expect, json.loads reads that piece and the same reduction follows.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubectl_tao.core import gpuhealth
@@ -27,16 +29,20 @@ from kubectl_tao.core.quantities import gpu_quantity
 from kubectl_tao.core.valueclass import Factory, Value, record
 
 FINISHED = ("Succeeded", "Failed")
-# The list's own metadata before its items, the continue token a base64 string (no quote, no backslash).
-_HEAD = re.compile(r'\{[^\[]*?"metadata":\{[^{}]*?"continue":"([^"\\]*)"')
+PIECE_BYTES = 4 << 20
+# Between two items of the API server's compact list JSON. A quote inside a JSON string is always escaped, so
+# these bytes are structure, never text. They would also stand between two objects of an array nested in an
+# item whose objects start with "metadata" (no Pod or Node field has one): a piece cut there is not JSON
+# alone, and the rest of the answer is then reduced whole.
+_BETWEEN_ITEMS = b'},{"metadata":'
+_ITEMS_HEAD, _ITEMS_TAIL = b'{"items":[', b"]}"
 
 
 @record
 class Page(Value):
-    """One list answer reduced: the kept items, the continue token ('' on the last page) and the item count."""
+    """A list answer (or a piece of one) reduced: the kept items and how many items it listed."""
 
     items: list[dict[str, Any]] = Factory(list)
-    token: str = ""
     listed: int = 0
 
 
@@ -80,7 +86,7 @@ def _health(
 # ------------------------------------------------------------------------------------------- json (stdlib)
 
 
-def _loads(text: str, what: str) -> Mapping[str, Any]:
+def _loads(text: str | bytes, what: str) -> Mapping[str, Any]:
     try:
         data = json.loads(text) if text.strip() else {}
     except json.JSONDecodeError:
@@ -90,20 +96,13 @@ def _loads(text: str, what: str) -> Mapping[str, Any]:
     return data
 
 
-def _token(data: Mapping[str, Any]) -> str:
-    meta = data.get("metadata")
-    token = meta.get("continue") if isinstance(meta, Mapping) else None
-    return token if isinstance(token, str) else ""
-
-
 def _objects(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [i for i in data.get("items") or [] if isinstance(i, Mapping)]
 
 
-def _pods_json(text: str) -> Page:
-    data = _loads(text, "pods")
-    objects = _objects(data)
-    page = Page(token=_token(data), listed=len(objects))
+def _pods_json(text: str | bytes) -> Page:
+    objects = _objects(_loads(text, "pods"))
+    page = Page(listed=len(objects))
     for pod in objects:
         spec = pod.get("spec") or {}
         phase = (pod.get("status") or {}).get("phase")
@@ -115,10 +114,9 @@ def _pods_json(text: str) -> Page:
     return page
 
 
-def _nodes_json(text: str, signals: tuple[gpuhealth.Signal, ...] = gpuhealth.DEFAULT_SIGNALS) -> Page:
-    data = _loads(text, "nodes")
-    objects = _objects(data)
-    page = Page(token=_token(data), listed=len(objects))
+def _nodes_json(text: str | bytes, signals: tuple[gpuhealth.Signal, ...] = gpuhealth.DEFAULT_SIGNALS) -> Page:
+    objects = _objects(_loads(text, "nodes"))
+    page = Page(listed=len(objects))
     for node in objects:
         meta, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
         conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
@@ -180,7 +178,7 @@ def _gpus_of(init: tuple[Any, ...], main: tuple[Any, ...], unset: Any) -> int:
 
 def _pods_typed(decoded: Any, unset: Any) -> Page:
     objects = decoded.items or []
-    page = Page(token=(decoded.metadata.token if decoded.metadata else None) or "", listed=len(objects))
+    page = Page(listed=len(objects))
     known: dict[Any, int] = {}
     for pod in objects:
         spec = pod.spec
@@ -206,7 +204,7 @@ def _pods_typed(decoded: Any, unset: Any) -> Page:
 
 def _nodes_typed(decoded: Any, unset: Any, signals: tuple[gpuhealth.Signal, ...] = gpuhealth.DEFAULT_SIGNALS) -> Page:
     objects = decoded.items or []
-    page = Page(token=(decoded.metadata.token if decoded.metadata else None) or "", listed=len(objects))
+    page = Page(listed=len(objects))
     watched = gpuhealth.condition_types(signals)
     for node in objects:
         meta, spec, status = node.metadata, node.spec, node.status
@@ -244,7 +242,8 @@ _READERS = {"pods": (_pods_typed, _pods_json), "nodes": (_nodes_typed, _nodes_js
 
 
 def reduce(
-    text: str, what: str, *, fast: bool = True, signals: tuple[gpuhealth.Signal, ...] = gpuhealth.DEFAULT_SIGNALS
+    text: str | bytes, what: str, *, fast: bool = True,
+    signals: tuple[gpuhealth.Signal, ...] = gpuhealth.DEFAULT_SIGNALS,
 ) -> Page:
     """A `get --raw` list answer of `what` ("pods" or "nodes") reduced to what the gate reads (`fast`: msgspec
     when installed; False forces json.loads, for tests). A node keeps its GPU health marks (`signals`) as
@@ -260,10 +259,40 @@ def reduce(
     return plain(text, *extra)
 
 
-def continue_token(text: str) -> str:
-    """The continue token as the API server writes it, at the head of the list (`{"kind":...,"metadata":
-    {...,"continue":"..."},"items":[...`), found without decoding the page ('' when not there), so that the
-    next page can be fetched while this one is reduced. Only a guess: the caller follows it only when it
-    equals the token the full decode finds."""
-    head = _HEAD.match(text, 0, 4096)
-    return head.group(1) if head else ""
+def reduce_stream(
+    chunks: Iterable[bytes], what: str, *, signals: tuple[gpuhealth.Signal, ...] = gpuhealth.DEFAULT_SIGNALS,
+) -> Page:
+    """`reduce` of the answer that CHUNKS make up, reduced as they come: each time PIECE_BYTES are in, the
+    whole items before the last item boundary are cut off and reduced (the first piece with the list's head,
+    the next ones inside `{"items":[...]}`), the rest waits for more. Same result as `reduce` of the whole."""
+    found = Page()
+    pending = bytearray()
+    head = b""  # the list's own head is still in `pending` until the first piece is cut
+    splitting = True
+    for chunk in chunks:
+        pending += chunk
+        if not splitting or len(pending) < PIECE_BYTES:
+            continue
+        cut = pending.rfind(_BETWEEN_ITEMS)
+        if cut < 0:
+            continue  # no item has ended yet: a long one
+        piece = _piece(head + pending[: cut + 1] + _ITEMS_TAIL, what, signals)
+        if piece is None:
+            splitting = False
+            continue
+        found.items += piece.items
+        found.listed += piece.listed
+        del pending[: cut + 2]  # up to the next item's "{"
+        head = _ITEMS_HEAD
+    rest = reduce(bytes(head + pending), what, signals=signals)
+    found.items += rest.items
+    found.listed += rest.listed
+    return found
+
+
+def _piece(text: bytes, what: str, signals: tuple[gpuhealth.Signal, ...]) -> Page | None:
+    """A piece reduced, or None when it is not JSON on its own (then nothing more is cut)."""
+    try:
+        return reduce(text, what, signals=signals)
+    except TaoError:
+        return None

@@ -15,14 +15,15 @@ from kubectl_tao.core.contract import GPU_RESOURCE
 UNSET = msgspec.UNSET
 
 
-class Meta(msgspec.Struct):
+class NodeMeta(msgspec.Struct):
     name: str | None = None
-    namespace: str | None = None
     labels: dict[str, str] | None = None
 
 
-class ListMeta(msgspec.Struct):
-    token: str | None = msgspec.field(default=None, name="continue")
+class PodMeta(msgspec.Struct):
+    """A pod's metadata: the namespace alone (its name and labels are never read)."""
+
+    namespace: str | None = None
 
 
 class Gpus(msgspec.Struct):
@@ -52,13 +53,12 @@ class PodStatus(msgspec.Struct):
 
 
 class Pod(msgspec.Struct):
-    metadata: Meta | None = None
+    metadata: PodMeta | None = None
     spec: PodSpec | None = None
     status: PodStatus | None = None
 
 
 class PodList(msgspec.Struct):
-    metadata: ListMeta | None = None
     items: list[Pod] | None = None
 
 
@@ -81,13 +81,12 @@ class NodeStatus(msgspec.Struct):
 
 
 class Node(msgspec.Struct):
-    metadata: Meta | None = None
+    metadata: NodeMeta | None = None
     spec: NodeSpec | None = None
     status: NodeStatus | None = None
 
 
 class NodeList(msgspec.Struct):
-    metadata: ListMeta | None = None
     items: list[Node] | None = None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kubectl_tao.core.errors import ClusterUnreachableError, CredentialsRefusedError, KubectlError, TaoError, UsageError
@@ -91,11 +91,13 @@ class ClusterOptions(Value):
 
 @record(frozen=True)
 class Completed(Value):
-    """What a kubectl process printed and how it exited."""
+    """What a kubectl process printed and how it exited; for a call read with a reader (`Kubectl.run`), stdout
+    is empty and `value` is what the reader made of it."""
 
     stdout: str
     stderr: str
     returncode: int
+    value: Any = None
 
 
 def classify_stderr(stderr: str) -> str:
@@ -181,12 +183,15 @@ class Kubectl:
         timeout: float | None = None,
         check: bool = True,
         best_effort: bool = False,
+        reader: Callable[[Iterator[bytes]], Any] | None = None,
     ) -> Completed:
         """Run `kubectl <global flags> <args>`. Secrets may only travel in `stdin`, never in `args`.
-        `check`/`best_effort`: see `settle`."""
-        return self.start(args, stdin=stdin, namespaced=namespaced).wait(
-            timeout=timeout, check=check, best_effort=best_effort
-        )
+        `check`/`best_effort`: see `settle`. `reader`: stdout is handed to it as it arrives (`Running.read_with`;
+        no `timeout` then: --request-timeout bounds the call)."""
+        running = self.start(args, stdin=stdin, namespaced=namespaced)
+        if reader is not None:
+            return running.read_with(reader, check=check, best_effort=best_effort)
+        return running.wait(timeout=timeout, check=check, best_effort=best_effort)
 
     def start(self, args: list[str], *, stdin: str | None = None, namespaced: bool = True) -> Running:
         """Start `kubectl <global flags> <args>` and return at once; `wait()` on the result for its answer.
@@ -407,7 +412,56 @@ class Running:
         self._kc._trace(self._argv, self._started, result.returncode)
         return self._kc.settle(result, check=check, best_effort=best_effort)
 
+    def read_with(
+        self, reader: Callable[[Iterator[bytes]], Any], *, check: bool = True, best_effort: bool = False
+    ) -> Completed:
+        """kubectl's answer with its stdout handed to READER in chunks as they arrive, never held whole (a big
+        list is reduced while the server still sends it): the Completed's `value` is what READER returned, its
+        stdout empty. When kubectl fails, its error wins over any TaoError READER raised (a failed call's
+        stdout is not an answer); `check`/`best_effort` as for `wait`."""
+        import threading
 
+        self._done = True
+        proc = self._proc
+        errors: list[bytes] = []
+        drain = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)
+        drain.start()
+        try:
+            if self._stdin:
+                proc.stdin.write(self._stdin)
+            proc.stdin.close()
+        except BrokenPipeError:  # kubectl exited without reading it: its exit code says why
+            pass
+
+        def chunks() -> Iterator[bytes]:
+            while data := proc.stdout.read1(_CHUNK_BYTES):
+                yield data
+
+        value, failure = None, None
+        try:
+            value = reader(chunks())
+        except TaoError as exc:
+            failure = exc
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+            self._kc._trace(self._argv, self._started, -9)
+            raise
+        for _ in chunks():  # what READER left unread, so that kubectl ends and says whether it failed
+            pass
+        proc.stdout.close()
+        returncode = proc.wait()
+        drain.join()
+        result = Completed("", _decode(b"".join(errors)), returncode, value)
+        self._kc._trace(self._argv, self._started, returncode)
+        settled = self._kc.settle(result, check=check, best_effort=best_effort)
+        if failure is not None and returncode == 0:
+            raise failure
+        return settled
+
+
+_CHUNK_BYTES = 1 << 20
 # Prestarted calls by command line; dict.pop is atomic, so run_many's threads may take them over at once.
 _prestarted: dict[tuple[str, ...], Running] = {}
 

@@ -10,7 +10,7 @@ import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json
 
 from kubectl_tao.core.gpuinventory import DRA_READ
-from kubectl_tao.k8s.capacity import NODES_READ, PODS_FIRST_PAGE
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
 from kubectl_tao.store.records import RecordStore
 
 SERVER = "https://127.0.0.1:6443"
@@ -70,7 +70,7 @@ def test_pending_job_costs_four_calls_in_two_round_trips(cli: Any, fake_kubectl:
         ["get", "events", "-n", "tao-jobs", "-o", "json"],
         ["get", "jobs,pods", "-n", "tao-jobs", "-l", f"tao-job={name}", "-o", "json"],
     ]
-    assert sorted(second) == sorted([NODES_READ, PODS_FIRST_PAGE, DRA_READ])
+    assert sorted(second) == sorted([NODES_READ, PODS_READ, DRA_READ])
 
 
 def test_cluster_without_gpus_points_at_the_gpu_operator(cli: Any, fake_kubectl: FakeKubectl) -> None:

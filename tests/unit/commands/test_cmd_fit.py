@@ -10,7 +10,7 @@ import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json
 
 from kubectl_tao.core.gpuinventory import DRA_READ
-from kubectl_tao.k8s.capacity import NODES_READ, PODS_FIRST_PAGE
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
 
 NO_KUEUE = 'error: the server doesn\'t have a resource type "localqueues"'
 
@@ -78,7 +78,7 @@ def test_json_output_carries_the_verdict(cli: Any, fake_kubectl: FakeKubectl) ->
 
 
 # What `fit -n team` reads at once: the nodes, the first page of pods and the namespace's LocalQueues.
-ROUND_ONE = [NODES_READ, PODS_FIRST_PAGE, ["get", "localqueues.kueue.x-k8s.io", "-n", "team", "-o", "json"]]
+ROUND_ONE = [NODES_READ, PODS_READ, ["get", "localqueues.kueue.x-k8s.io", "-n", "team", "-o", "json"]]
 
 
 def test_one_round_trip_nodes_pods_and_queue_when_the_device_plugins_gpus_fit(
@@ -99,7 +99,7 @@ def test_dra_devices_are_read_only_when_the_device_plugins_gpus_do_not_fit(
     argvs = fake_kubectl.argvs()
     assert argvs.count(DRA_READ) == 1
     # a follow-up read, started once the nodes and pods showed the device plugins short (beside the other reads)
-    assert argvs.index(DRA_READ) > max(argvs.index(NODES_READ), argvs.index(PODS_FIRST_PAGE))
+    assert argvs.index(DRA_READ) > max(argvs.index(NODES_READ), argvs.index(PODS_READ))
     assert sorted(argv for argv in argvs if argv != DRA_READ) == sorted(ROUND_ONE)
 
 

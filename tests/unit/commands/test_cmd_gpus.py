@@ -10,7 +10,7 @@ from typing import Any
 from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
 from kubectl_tao.core.gpuinventory import DRA_READ
-from kubectl_tao.k8s.capacity import NODES_READ, PODS_FIRST_PAGE
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
 
 NO_KUEUE = 'error: the server doesn\'t have a resource type "localqueues"'
 NO_DRA = 'error: the server doesn\'t have a resource type "resourceslices"'
@@ -60,7 +60,7 @@ def test_json_and_two_calls_in_one_round_trip(cli: Any, fake_kubectl: FakeKubect
     assert data["totals"] == {"nodes": 3, "total": 20, "allocated": 5, "free": 15, "freeSchedulable": 15}
     assert data["namespaces"] == [{"namespace": "rec", "gpus": 5}]
     assert data["dra"] == {"deviceClass": "gpu.nvidia.com", "drivers": ["gpu.nvidia.com"], "offNode": 0}
-    assert sorted(fake_kubectl.argvs()) == sorted([NODES_READ, PODS_FIRST_PAGE, DRA_READ])
+    assert sorted(fake_kubectl.argvs()) == sorted([NODES_READ, PODS_READ, DRA_READ])
 
 
 def test_cluster_without_dra_api_shows_device_plugin_gpus_only(cli: Any, fake_kubectl: FakeKubectl) -> None:

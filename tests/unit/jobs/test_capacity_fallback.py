@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
-from kubectl_tao.k8s.capacity import NODES_READ, PODS_FIRST_PAGE
+from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
 
 PODS_FORBIDDEN = (
     'Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:t:u" cannot list resource '
@@ -40,7 +40,7 @@ def test_forbidden_pods_fall_back_to_per_node_allocatable(cli: Any, fake_kubectl
     assert "checked each node's allocatable nvidia.com/gpu only, not what is in use" in err
     # the nodes were read alongside the pods: the fallback costs no further kubectl call
     reads = [call.argv for call in fake_kubectl.calls if call.argv[:2] == ["get", "--raw"]]
-    assert sorted(reads) == sorted([NODES_READ, PODS_FIRST_PAGE])
+    assert sorted(reads) == sorted([NODES_READ, PODS_READ])
 
 
 def test_forbidden_pods_still_refuse_what_no_node_can_hold(cli: Any, fake_kubectl: FakeKubectl) -> None:

@@ -1,7 +1,6 @@
-"""The fit gate's paged pods read against the real API server: `limit` is honoured with
-resourceVersionMatch=NotOlderThan (served from the watch cache), every continue token is followed with the
-same field selector, and the paged answer equals the one-answer read (resourceVersion=0). Pages of 2 pods:
-this test's six bound pods alone span three pages."""
+"""The fit gate's streamed read against the real API server and kubectl: the answers reduced while they arrive,
+cut into pieces as small as kubectl's chunks allow (each cut between two items of the server's own JSON),
+equal the same answers read whole; the field selector leaves the unscheduled pod on the server."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ import pytest
 from support.cluster import Cluster, kubectl_json, wait_for
 
 from kubectl_tao.core import gpuinventory
-from kubectl_tao.k8s import capacity
+from kubectl_tao.k8s import capacity, gatelists
 from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl
 
 pytestmark = pytest.mark.e2e
@@ -35,7 +34,7 @@ def _pod(name: str, node: str | None, gpus: int) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "annotations": STAY}, "spec": spec}
 
 
-def test_paged_read_equals_the_one_answer_read(cluster: Cluster, namespace: str,
+def test_streamed_read_equals_the_whole_read(cluster: Cluster, namespace: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     nodes = kubectl_json("get", "nodes")["items"]
     gpu_node = next(n["metadata"]["name"] for n in nodes if "nvidia.com/gpu" in n["status"].get("allocatable", {})
@@ -56,15 +55,27 @@ def _compare(cluster: Cluster, namespace: str, gpu_node: str, monkeypatch: pytes
         "items"] if p["spec"].get("nodeName")), 60, message="the bound pods Running")
 
     kc = Kubectl(ClusterOptions(kubeconfig=str(cluster.kubeconfig)), binary=str(cluster.bin_dir / "kubectl"))
-    nodes_answer = kc.run(capacity.NODES_READ, namespaced=False)
-    whole = capacity.read({"nodes": nodes_answer, "pods": kc.run(capacity.PODS_READ, namespaced=False)})
-    monkeypatch.setattr(capacity, "PAGE_SIZE", 2)
-    before = kc.calls
-    first = kc.run(capacity.pods_page_read(), namespaced=False)
-    paged = capacity.read({"nodes": nodes_answer, "pods": first}, kc)
+    whole = capacity.read({"nodes": kc.run(capacity.NODES_READ, namespaced=False),
+                           "pods": kc.run(capacity.PODS_READ, namespaced=False)})
+    monkeypatch.setattr(gatelists, "PIECE_BYTES", 300)
+    pieces: list[bool] = []  # per piece cut off an answer: whether it was JSON on its own
+    real = gatelists._piece
 
-    assert whole.pages == 1 and paged.pages >= 3 and kc.calls - before == paged.pages
-    held = [gpuinventory.inventory(seen.nodes, seen.pods, None).namespaces.get(namespace) for seen in (whole, paged)]
+    def piece(text: bytes, what: str, signals: Any) -> Any:
+        found = real(text, what, signals)
+        pieces.append(found is not None)
+        return found
+
+    monkeypatch.setattr(gatelists, "_piece", piece)
+    before = kc.calls
+    streamed = capacity.read(kc.run_many(capacity.calls()))
+
+    # kubectl hands the answers on in chunks of several KiB; one cut per chunk, at an item boundary the server's
+    # own JSON has
+    assert kc.calls - before == 2 and pieces and all(pieces)
+    assert [n["metadata"]["name"] for n in streamed.nodes["items"]] == [n["metadata"]["name"] for n in whole.nodes[
+        "items"]]
+    held = [gpuinventory.inventory(seen.nodes, seen.pods, None).namespaces.get(namespace) for seen in (whole, streamed)]
     assert held == [3, 3]  # the bound pods' GPUs; the unscheduled pod's 2 are not sent
-    mine = [p for p in paged.pods["items"] if p["metadata"]["namespace"] == namespace]
+    mine = [p for p in streamed.pods["items"] if p["metadata"]["namespace"] == namespace]
     assert len(mine) == 3 and {p["spec"]["nodeName"] for p in mine} == {gpu_node}

@@ -1,0 +1,291 @@
+"""The fit gate's streamed, reduced read gives the same answers as reading every object whole.
+
+A synthetic cluster (GPU and CPU nodes, taints, cordons, NotReady nodes; pods in every phase, unscheduled,
+requesting GPUs through requests, limits, init containers and sidecars, across namespaces) is handed to
+gatelists.reduce_stream in chunks of every size, with pieces small enough that cuts land everywhere: node_gpus,
+the `gpus` inventory and fit verdicts over the reduced lists must equal those over the full JSON, with msgspec
+and with the json.loads fallback. The reader runs on a real kubectl-shaped process (a script that prints the
+answer), so a failed call and a broken answer are seen through real pipes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubectl_tao.core import gpufit, gpuinventory
+from kubectl_tao.core.errors import KubectlError, TaoError, UsageError
+from kubectl_tao.k8s import capacity, gatelists
+from kubectl_tao.k8s.kubectl import Completed, Kubectl
+
+GPU = "nvidia.com/gpu"
+TOLERATE_GPU = [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def _container(name: str, gpus: int, how: str, **extra: Any) -> dict[str, Any]:
+    resources: dict[str, Any] = {"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}}
+    if gpus and how in ("both", "requests"):
+        resources["requests"][GPU] = str(gpus)
+    if gpus and how in ("both", "limits"):
+        resources["limits"][GPU] = gpus if how == "limits" else str(gpus)  # an int quantity too
+    return {"name": name, "image": "img", "env": [{"name": "NOTE", "value": '{"nvidia.com/gpu": "8"}'}],
+            "resources": resources, **extra}
+
+
+def synthetic(nodes: int = 40, pods: int = 400, seed: int = 7) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    rng = random.Random(seed)
+    node_items = []
+    for i in range(nodes):
+        name = f"node-{i:03d}"
+        labels = {"kubernetes.io/hostname": name, "zone": f"z{i % 3}"}
+        status: dict[str, Any] = {
+            "allocatable": {"cpu": "64", "pods": "110"},
+            "conditions": [{"type": "MemoryPressure", "status": "False"},
+                           {"type": "Ready", "status": "False" if i % 11 == 3 else "True"}],
+            "images": [{"names": [f"img-{k}"], "sizeBytes": k} for k in range(3)],
+        }
+        spec: dict[str, Any] = {"podCIDR": "10.0.0.0/24"}
+        if i % 4:
+            status["allocatable"][GPU] = rng.choice(("4", "8", "8"))
+            labels["nvidia.com/gpu.product"] = rng.choice(("H100", "A100"))
+            spec["taints"] = [{"key": GPU, "value": "present", "effect": "NoSchedule"}]
+        if i % 13 == 5:
+            spec["unschedulable"] = True
+        if i % 17 == 2:
+            spec.setdefault("taints", []).append({"key": "dedicated", "value": "infra", "effect": "NoSchedule"})
+        if i == 9:
+            del status["conditions"]  # no Ready condition at all
+        node_items.append({"metadata": {"name": name, "labels": labels, "uid": f"u{i}"}, "spec": spec,
+                           "status": status})
+    pod_items = []
+    phases = ["Running"] * 5 + ["Pending", "Succeeded", "Failed", "Unknown"]
+    for j in range(pods):
+        node = rng.choice(node_items)["metadata"]["name"] if j % 23 else None  # some never scheduled
+        how = rng.choice(("both", "requests", "limits"))
+        gpus = rng.choice((0, 0, 1, 2, 4, 8))
+        spec: dict[str, Any] = {"containers": [_container("main", gpus, how)], "restartPolicy": "Never"}
+        if j % 7 == 0:
+            spec["containers"].append(_container("side", rng.choice((0, 1)), "both"))
+        if j % 9 == 0:  # a classic init container may need more than the main containers
+            spec["initContainers"] = [_container("init", rng.choice((0, 2, 8)), "both")]
+        if j % 15 == 0:  # a sidecar (restartPolicy Always) adds to everything after it
+            spec.setdefault("initContainers", []).append(_container("sidecar", 1, "limits", restartPolicy="Always"))
+        if node:
+            spec["nodeName"] = node
+        pod_items.append({
+            "metadata": {"name": f"pod-{j:04d}", "namespace": f"team-{j % 5}", "labels": {"app": "x"}},
+            "spec": spec,
+            "status": {"phase": rng.choice(phases), "conditions": [{"type": "Ready", "status": "True"}]},
+        })
+    return node_items, pod_items
+
+
+def listing(items: list[dict[str, Any]]) -> str:
+    meta: dict[str, Any] = {"resourceVersion": "42"}
+    return json.dumps({"kind": "List", "apiVersion": "v1", "metadata": meta, "items": items}, separators=(",", ":"))
+
+
+def full_answer(node_items: list[dict[str, Any]], pod_items: list[dict[str, Any]]) -> dict[str, Any]:
+    """Everything the gate's callers compute, from every object whole."""
+    nodes_json, pods_json = {"items": node_items}, {"items": pod_items}
+    return answers(nodes_json, pods_json)
+
+
+def answers(nodes_json: Any, pods_json: Any) -> dict[str, Any]:
+    table = gpufit.node_gpus(nodes_json, pods_json)
+    verdicts = [
+        gpufit.fit(table, gpus, count, tolerations=TOLERATE_GPU, **extra).to_dict()
+        for gpus, count, extra in [(1, 1, {}), (8, 1, {}), (8, 3, {}), (4, 6, {}), (8, 40, {}), (16, 1, {}),
+                                   (2, 2, {"gpu_product": "H100"}), (4, 1, {"node_selector": {"zone": "z1"}})]
+    ]
+    verdicts.append(gpufit.fit(table, 4, 2).to_dict())  # without the GPU toleration
+    inventory = gpuinventory.inventory(nodes_json, pods_json, None).to_dict()
+    return {"table": [n.to_dict() for n in table], "verdicts": verdicts, "inventory": inventory}
+
+
+@pytest.fixture(params=["msgspec", "json"])
+def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "json":
+        monkeypatch.setattr(gatelists, "_decoders", lambda: None)
+    else:
+        assert gatelists._decoders() is not None, "msgspec is a dependency: it must be installed"
+    return str(request.param)
+
+
+def served(pod_items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the field selector lets through: pods bound to a node and not finished."""
+    return [p for p in pod_items if p["spec"].get("nodeName") and p["status"]["phase"] not in ("Succeeded", "Failed")]
+
+
+def chunked(text: str, size: int) -> list[bytes]:
+    data = text.encode("utf-8")
+    return [data[i:i + size] for i in range(0, len(data), size)]
+
+
+def streamed(node_items: list[dict[str, Any]], pod_items: list[dict[str, Any]], size: int) -> Any:
+    nodes = gatelists.reduce_stream(chunked(listing(node_items), size), "nodes")
+    pods = gatelists.reduce_stream(chunked(listing(served(pod_items)), size), "pods")
+    return {"items": nodes.items}, {"items": pods.items}, pods.listed
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096])
+def test_streamed_read_answers_like_the_full_read(decoder: str, size: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gatelists, "PIECE_BYTES", 600)  # a few items a piece: cuts everywhere
+    node_items, pod_items = synthetic()
+    nodes, pods, listed = streamed(node_items, pod_items, size)
+    expected = full_answer(node_items, pod_items)
+    assert answers(nodes, pods) == expected
+    assert listed == len(served(pod_items))
+    # the verdicts are not trivial: some fit, some queue, some never
+    assert {v["verdict"] for v in expected["verdicts"]} == {"fits", "queue", "never"}
+    assert sum(n["requested"] for n in expected["table"]) > 0
+    # only GPU-holding pods bound to a node and not finished are kept, each small
+    assert 0 < len(pods["items"]) < len(served(pod_items))
+    assert all(set(p) == {"metadata", "spec", "status"} for p in pods["items"])
+
+
+def test_pieces_are_cut_while_the_answer_arrives(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gatelists, "PIECE_BYTES", 2000)
+    cut: list[int] = []
+    real = gatelists._piece
+    monkeypatch.setattr(gatelists, "_piece", lambda text, what, signals: cut.append(len(text)) or real(text, what,
+                                                                                                       signals))
+    _, pod_items = synthetic(nodes=10, pods=200, seed=9)
+    whole = listing(served(pod_items))
+    page = gatelists.reduce_stream(chunked(whole, 1000), "pods")
+    assert len(cut) > 5 and max(cut) < 6000  # never the whole answer at once
+    assert page.items == gatelists.reduce(whole, "pods").items
+
+
+def test_an_empty_list_and_a_pretty_printed_one(decoder: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gatelists, "PIECE_BYTES", 100)
+    _, pod_items = synthetic(nodes=6, pods=30, seed=3)
+    empty = gatelists.reduce_stream(chunked(listing([]), 5), "pods")
+    assert (empty.items, empty.listed) == ([], 0)
+    assert gatelists.reduce_stream([], "pods").items == []
+    pretty = json.dumps({"kind": "List", "items": served(pod_items)}, indent=2)  # no cut point: read whole
+    page = gatelists.reduce_stream(chunked(pretty, 64), "pods")
+    assert page.items == gatelists.reduce(listing(served(pod_items)), "pods").items
+
+
+def test_a_cut_inside_an_item_is_not_json_and_the_rest_is_read_whole(decoder: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gatelists, "PIECE_BYTES", 1)
+    _, pod_items = synthetic(nodes=6, pods=40, seed=4)
+    kept = served(pod_items)
+    # an array nested in an item whose objects start with "metadata": the bytes between them look like a cut
+    kept[3]["spec"]["extra"] = [{"metadata": {"a": 1}}, {"metadata": {"b": 2}}, {"metadata": {}}]
+    whole = listing(kept)
+    page = gatelists.reduce_stream(chunked(whole, 1), "pods")
+    assert page.items == gatelists.reduce(whole, "pods").items
+    assert page.listed == len(kept)
+
+
+def test_an_answer_that_is_not_json_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gatelists, "PIECE_BYTES", 10)
+    text = listing([{"metadata": {"namespace": "a"}}, {"metadata": {"namespace": "b"}}])[:-5] + "<html>"
+    with pytest.raises(TaoError, match=r"^kubectl get --raw pods returned output that is not JSON$"):
+        gatelists.reduce_stream(chunked(text, 3), "pods")
+
+
+def test_answers_read_whole_are_reduced_too(decoder: str) -> None:
+    node_items, pod_items = synthetic(seed=11)
+    seen = capacity.read({"nodes": Completed(listing(node_items), "", 0),
+                          "pods": Completed(listing(served(pod_items)), "", 0)})
+    assert answers(seen.nodes, seen.pods) == full_answer(node_items, pod_items)
+
+
+def test_the_calls_read_one_answer_each_from_the_watch_cache() -> None:
+    calls = capacity.calls()
+    assert [calls[k][0] for k in ("nodes", "pods")] == [capacity.NODES_READ, capacity.PODS_READ]
+    assert capacity.PODS_PATH.endswith("&resourceVersion=0") and "limit=" not in capacity.PODS_PATH
+    assert all(callable(calls[k][1]["reader"]) for k in ("nodes", "pods"))
+
+
+def test_a_health_setting_that_cannot_be_read_stops_before_any_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBECTL_TAO_GPU_HEALTH_SIGNALS", "label:x")
+    with pytest.raises(UsageError, match=r"^KUBECTL_TAO_GPU_HEALTH_SIGNALS: cannot read 'label:x'"):
+        capacity.calls()
+
+
+# ------------------------------------------------------------------------------- through a real process
+
+
+def printer(tmp_path: Path, stdout: str, stderr: str = "", code: int = 0) -> Kubectl:
+    """A kubectl stand-in that prints STDOUT (in several writes) and STDERR and exits CODE."""
+    (tmp_path / "out").write_text(stdout)
+    (tmp_path / "err").write_text(stderr)
+    script = tmp_path / "kubectl"
+    script.write_text(f"#!/bin/sh\nsplit -b 3000 --filter=cat '{tmp_path}/out'\ncat '{tmp_path}/err' >&2\n"
+                      f"exit {code}\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return Kubectl(binary=str(script))
+
+
+def test_the_read_runs_through_a_real_pipe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gatelists, "PIECE_BYTES", 5000)
+    node_items, pod_items = synthetic(nodes=30, pods=300, seed=6)
+    (tmp_path / "n").mkdir()
+    (tmp_path / "p").mkdir()
+    nodes_kc = printer(tmp_path / "n", listing(node_items))
+    pods_kc = printer(tmp_path / "p", listing(served(pod_items)))
+    calls = capacity.calls()
+    nodes = nodes_kc.run(calls["nodes"][0], **calls["nodes"][1])
+    pods = pods_kc.run(calls["pods"][0], **calls["pods"][1])
+    assert nodes.stdout == pods.stdout == ""
+    seen = capacity.read({"nodes": nodes, "pods": pods})
+    assert answers(seen.nodes, seen.pods) == full_answer(node_items, pod_items)
+
+
+def test_a_failed_call_is_kubectls_error_not_the_readers(tmp_path: Path) -> None:
+    forbidden = 'Error from server (Forbidden): pods is forbidden: User "u" cannot list resource "pods"\n'
+    kc = printer(tmp_path, "<html>not an answer</html>", forbidden, 1)
+    args, kwargs = capacity.calls()["pods"]
+    with pytest.raises(KubectlError, match="forbidden"):
+        kc.run(args, **kwargs)
+    answer = kc.run(args, **{**kwargs, "check": False})
+    assert (answer.returncode, answer.value) == (1, None)
+
+
+def test_a_broken_answer_of_a_call_that_succeeded_is_the_readers_error(tmp_path: Path) -> None:
+    kc = printer(tmp_path, "x" * 100_000)
+    args, kwargs = capacity.calls()["pods"]
+    with pytest.raises(TaoError, match=r"^kubectl get --raw pods returned output that is not JSON$"):
+        kc.run(args, **kwargs)
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _is_child_zombie(p)]
+
+
+def _is_child_zombie(pid: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] == "Z" and fields[1] == str(os.getpid())
+
+
+def test_unexpected_types_fall_back_to_json_with_the_same_answer() -> None:
+    node_items, pod_items = synthetic(nodes=5, pods=40, seed=2)
+    node_items[0]["metadata"]["labels"]["weird"] = 7  # not a string: msgspec refuses it, json.loads does not
+    pod_items[0]["spec"]["containers"] = [{"name": "x", "resources": None}]
+    pod_items[1]["spec"]["containers"][0]["resources"]["limits"][GPU] = {"odd": 1}  # no quantity, not hashable
+    pod_items[1]["spec"]["nodeName"], pod_items[1]["status"]["phase"] = "node-001", "Running"
+    text = listing(pod_items)
+    assert gatelists.reduce(text, "pods").items == gatelists.reduce(text, "pods", fast=False).items
+    reduced = gatelists.reduce(listing(node_items), "nodes")
+    assert reduced.items == gatelists.reduce(listing(node_items), "nodes", fast=False).items
+    assert reduced.items[0]["metadata"]["labels"]["weird"] == 7
+
+
+def test_not_json_is_a_one_line_error_on_both_decoders() -> None:
+    for fast in (True, False):
+        with pytest.raises(TaoError, match=r"^kubectl get --raw pods returned output that is not JSON$"):
+            gatelists.reduce("<html>", "pods", fast=fast)
+        with pytest.raises(TaoError, match=r"^kubectl get --raw nodes returned JSON that is not a list$"):
+            gatelists.reduce("[1]", "nodes", fast=fast)
