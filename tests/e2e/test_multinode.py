@@ -100,12 +100,14 @@ def calls(tao: Tao) -> list[list[str]]:
 
 def creates(tao: Tao) -> list[list[str]]:
     """kubectl create calls of objects (global flags such as --namespace=... come first in a traced argv); the
-    permission gate's SelfSubjectAccessReviews create nothing that stays."""
+    permission gate's SelfSubjectAccessReviews and the gates' server dry runs (the gang probe starts as soon as
+    discovery answers) create nothing that stays."""
     return [
         c
         for c in calls(tao)
         if next((a for a in c if not a.startswith("--")), "") == "create"
         and not any("resourceAttributes" in a for a in c)
+        and "--dry-run=server" not in c
     ]
 
 
