@@ -20,12 +20,13 @@ class PermissionsSeen(Value):
 
 @record(frozen=True)
 class GpusSeen(Value):
-    """The capacity read (k8s/capacity.py: Capacity) and, for preflight, the DRA devices and why some were
-    not counted."""
+    """The capacity read (k8s/capacity.py: Capacity) and, for preflight, the DRA devices, why some were not
+    counted and the nodes with the GPUs their pods hold (gpufit.node_gpus; None when no nodes were read)."""
 
     capacity: Any
     dra: Any = None
     dra_note: str = ""
+    counted: Any = None
 
 
 @record(frozen=True)

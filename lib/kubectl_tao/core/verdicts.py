@@ -116,10 +116,10 @@ def gpu_operator(request: GateRequest, seen: GpusSeen) -> list[Verdict]:
     not at all); preflight also says whether the cluster offers GPUs to pods at all."""
     capacity = seen.capacity
     found = []
-    if request.verb == PREFLIGHT and capacity.nodes is not None:
+    if request.verb == PREFLIGHT and seen.counted is not None:
         from kubectl_tao.core import gpuinventory
 
-        nodes = gpuinventory.fit_nodes(capacity.nodes, capacity.pods, seen.dra)
+        nodes = gpuinventory.gate_nodes(seen.counted, seen.dra)
         total = sum(n.allocatable for n in nodes)
         hint = gpuinventory.no_gpu_hint(seen.dra)
         if total == 0 and hint:

@@ -374,12 +374,17 @@ def _capacity(run: Run) -> Any:
     return run.shared("capacity", read)
 
 
-def _fit_verdict(run: Run, seen: Any, dra: Any = None, quota: Any = None) -> Any:
+def _counted(run: Run, seen: Any) -> Any:
+    """gpufit.node_gpus over the capacity read, once per run for every gate that judges it."""
     from kubectl_tao.core.gpufit import node_gpus
+
+    return run.shared("counted", lambda: node_gpus(seen.nodes, seen.pods))
+
+
+def _fit_verdict(run: Run, seen: Any, dra: Any = None, quota: Any = None) -> Any:
     from kubectl_tao.core.verdicts import fit_verdict
 
-    counted = run.shared("counted", lambda: node_gpus(seen.nodes, seen.pods))
-    return fit_verdict(run.request, counted, dra, quota)
+    return fit_verdict(run.request, _counted(run, seen), dra, quota)
 
 
 def _plain_verdict(run: Run, seen: Any) -> Any:
@@ -407,7 +412,7 @@ def _gpu_look(run: Run) -> gatefacts.GpusSeen:
     from kubectl_tao.core import gpuinventory
 
     dra, note = gpuinventory.read_dra(run.answer("dra"))
-    return gatefacts.GpusSeen(seen, dra, note)
+    return gatefacts.GpusSeen(seen, dra, note, _counted(run, seen) if seen.nodes is not None else None)
 
 
 def _server_version(run: Run) -> Any:
