@@ -227,6 +227,9 @@ class Kubectl:
         except OSError as exc:  # exec failed (bad binary)
             self._trace(full, started, -1)
             raise TaoError(f"could not run kubectl: {_scrub(type(exc).__name__)}") from None
+        if len(stdin) <= _PIPE_BUF:
+            _hand_over(proc, stdin)
+            stdin = b""
         return Running(self, proc, full, started, stdin, args[0] if args else "")
 
     def run_many(self, calls: dict[str, tuple[list[str], dict[str, Any]]]) -> dict[str, Completed | TaoError]:
@@ -426,12 +429,8 @@ class Running:
         errors: list[bytes] = []
         drain = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)
         drain.start()
-        try:
-            if self._stdin:
-                proc.stdin.write(self._stdin)
-            proc.stdin.close()
-        except BrokenPipeError:  # kubectl exited without reading it: its exit code says why
-            pass
+        if proc.stdin is not None:
+            _hand_over(proc, self._stdin)
 
         def chunks() -> Iterator[bytes]:
             while data := proc.stdout.read1(_CHUNK_BYTES):
@@ -462,6 +461,20 @@ class Running:
 
 
 _CHUNK_BYTES = 1 << 20
+# What a fresh pipe always takes without blocking (POSIX PIPE_BUF; Linux gives a pipe at least one page).
+_PIPE_BUF = 4096
+
+
+def _hand_over(proc: Any, stdin: bytes) -> None:
+    """STDIN written to a fresh process and closed at once: a call started now and waited for later (a dry run
+    started early) must not wait for its input till then. `proc.stdin` is None afterwards, as if it had none."""
+    try:
+        if stdin:
+            proc.stdin.write(stdin)
+        proc.stdin.close()
+    except BrokenPipeError:  # kubectl exited without reading it: its exit code says why
+        pass
+    proc.stdin = None
 # Prestarted calls by command line; dict.pop is atomic, so run_many's threads may take them over at once.
 _prestarted: dict[tuple[str, ...], Running] = {}
 

@@ -84,6 +84,21 @@ def test_a_real_process_gets_argv_and_stdin_and_hands_back_output_and_exit_code(
     assert raised.value.reason == "NotFound"
 
 
+def test_a_started_call_gets_its_input_before_anyone_waits_for_it(tmp_path: Path) -> None:
+    """A dry run started early must send its request while the verb still reads other answers."""
+    got = tmp_path / "got"
+    script = f"cat > '{got}.part'; mv '{got}.part' '{got}'; echo ok\n"
+    kc = Kubectl(ClusterOptions(), binary=_stand_in(tmp_path, script))
+    running = kc.start(["create", "--dry-run=server", "-f", "-"], stdin='{"kind": "Job"}')
+    deadline = time.monotonic() + 20
+    while not got.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert got.read_text() == '{"kind": "Job"}'  # read and ended before wait() was called
+    assert running.wait().stdout == "ok\n"
+    big = "x" * 100_000  # more than a pipe takes at once: written when the answer is read, as before
+    assert kc.run(["create", "-f", "-"], stdin=big).stdout == "ok\n" and got.read_text() == big
+
+
 def test_a_call_past_its_timeout_is_killed_and_reported_as_unreachable(tmp_path: Path) -> None:
     kc = Kubectl(ClusterOptions(), binary=_stand_in(tmp_path, "exec sleep 30\n"))
     started = time.monotonic()
