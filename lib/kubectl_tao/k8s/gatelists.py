@@ -9,6 +9,7 @@ give the same answer over the reduced list as over the full one, and everything 
 
 `reduce_stream` reads an answer while kubectl still passes it on: whole items are cut off its front in pieces
 of about PIECE_BYTES and reduced, so the answer is never held whole and the reduction overlaps the transfer.
+Of the pods only those whose bytes name nvidia.com/gpu are decoded (most pods of a cluster hold no GPU).
 
 With msgspec installed (a dependency; release archives and wheelhouses carry it) a piece is decoded straight
 into those fields: the rest of every object is skipped, never built as Python objects, about ten times
@@ -36,14 +37,15 @@ PIECE_BYTES = 4 << 20
 # alone, and the rest of the answer is then reduced whole.
 _BETWEEN_ITEMS = b'},{"metadata":'
 _ITEMS_HEAD, _ITEMS_TAIL = b'{"items":[', b"]}"
+_ITEMS_KEY, _ITEM_HEAD = b'"items":[', b'{"metadata":'
+_GPU_NAMED = f'"{GPU_RESOURCE}"'.encode()
 
 
 @record
 class Page(Value):
-    """A list answer (or a piece of one) reduced: the kept items and how many items it listed."""
+    """A list answer (or a piece of one) reduced: the items kept."""
 
     items: list[dict[str, Any]] = Factory(list)
-    listed: int = 0
 
 
 def _reduced_pod(namespace: Any, node: Any, phase: Any, gpus: int) -> dict[str, Any]:
@@ -102,7 +104,7 @@ def _objects(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def _pods_json(text: str | bytes) -> Page:
     objects = _objects(_loads(text, "pods"))
-    page = Page(listed=len(objects))
+    page = Page()
     for pod in objects:
         spec = pod.get("spec") or {}
         phase = (pod.get("status") or {}).get("phase")
@@ -116,7 +118,7 @@ def _pods_json(text: str | bytes) -> Page:
 
 def _nodes_json(text: str | bytes, signals: tuple[gpuhealth.Signal, ...] = gpuhealth.DEFAULT_SIGNALS) -> Page:
     objects = _objects(_loads(text, "nodes"))
-    page = Page(listed=len(objects))
+    page = Page()
     for node in objects:
         meta, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
         conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
@@ -177,8 +179,11 @@ def _gpus_of(init: tuple[Any, ...], main: tuple[Any, ...], unset: Any) -> int:
 
 
 def _pods_typed(decoded: Any, unset: Any) -> Page:
-    objects = decoded.items or []
-    page = Page(listed=len(objects))
+    return _typed_pods_page(decoded.items or [], unset)
+
+
+def _typed_pods_page(objects: list[Any], unset: Any) -> Page:
+    page = Page()
     known: dict[Any, int] = {}
     for pod in objects:
         spec = pod.spec
@@ -203,8 +208,11 @@ def _pods_typed(decoded: Any, unset: Any) -> Page:
 
 
 def _nodes_typed(decoded: Any, unset: Any, signals: tuple[gpuhealth.Signal, ...] = gpuhealth.DEFAULT_SIGNALS) -> Page:
-    objects = decoded.items or []
-    page = Page(listed=len(objects))
+    return _typed_nodes_page(decoded.items or [], unset, signals)
+
+
+def _typed_nodes_page(objects: list[Any], unset: Any, signals: tuple[gpuhealth.Signal, ...]) -> Page:
+    page = Page()
     watched = gpuhealth.condition_types(signals)
     for node in objects:
         meta, spec, status = node.metadata, node.spec, node.status
@@ -263,36 +271,95 @@ def reduce_stream(
     chunks: Iterable[bytes], what: str, *, signals: tuple[gpuhealth.Signal, ...] = gpuhealth.DEFAULT_SIGNALS,
 ) -> Page:
     """`reduce` of the answer that CHUNKS make up, reduced as they come: each time PIECE_BYTES are in, the
-    whole items before the last item boundary are cut off and reduced (the first piece with the list's head,
-    the next ones inside `{"items":[...]}`), the rest waits for more. Same result as `reduce` of the whole."""
+    whole items before the last item boundary are cut off and reduced (the first piece with the list's head),
+    the rest waits for more. Same result as `reduce` of the whole."""
     found = Page()
-    pending = bytearray()
-    head = b""  # the list's own head is still in `pending` until the first piece is cut
+    held: list[bytes] = []  # what came since the last cut
+    size = 0
+    first = True  # the list's own head is still held until the first piece is cut
     splitting = True
     for chunk in chunks:
-        pending += chunk
-        if not splitting or len(pending) < PIECE_BYTES:
+        held.append(chunk)
+        size += len(chunk)
+        if not splitting or size < PIECE_BYTES:
             continue
-        cut = pending.rfind(_BETWEEN_ITEMS)
+        text = b"".join(held)
+        held = [text]
+        cut = text.rfind(_BETWEEN_ITEMS)
         if cut < 0:
             continue  # no item has ended yet: a long one
-        piece = _piece(head + pending[: cut + 1] + _ITEMS_TAIL, what, signals)
+        piece = _piece(text, cut + 1, first, what, signals)
         if piece is None:
             splitting = False
             continue
         found.items += piece.items
-        found.listed += piece.listed
-        del pending[: cut + 2]  # up to the next item's "{"
-        head = _ITEMS_HEAD
-    rest = reduce(bytes(head + pending), what, signals=signals)
+        held = [text[cut + 2:]]  # from the next item's "{"
+        size = len(held[0])
+        first = False
+    rest = reduce((b"" if first else _ITEMS_HEAD) + b"".join(held), what, signals=signals)
     found.items += rest.items
-    found.listed += rest.listed
     return found
 
 
-def _piece(text: bytes, what: str, signals: tuple[gpuhealth.Signal, ...]) -> Page | None:
-    """A piece reduced, or None when it is not JSON on its own (then nothing more is cut)."""
+def _piece(text: bytes, end: int, first: bool, what: str, signals: tuple[gpuhealth.Signal, ...]) -> Page | None:
+    """The whole items that text[:end] holds, joined by commas (the `first` piece: after the list's own head),
+    reduced; None when they are not JSON on their own (then nothing more is cut)."""
+    page = _in_place(text, end, first, what, signals)
+    if page is not None:
+        return page
     try:
-        return reduce(text, what, signals=signals)
+        return reduce((b"" if first else _ITEMS_HEAD) + text[:end] + _ITEMS_TAIL, what, signals=signals)
     except TaoError:
         return None
+
+
+def _in_place(text: bytes, end: int, first: bool, what: str, signals: tuple[gpuhealth.Signal, ...]) -> Page | None:
+    """The items of a piece (text[:end]) decoded each on its own where it lies, without a copy: every node,
+    and only the pods whose bytes name nvidia.com/gpu (a pod that requests GPUs names the resource as a key;
+    most pods of a cluster name it nowhere) and the piece's last one. None when msgspec is not there or an
+    item decoded is not one whole object; the caller then reduces the piece whole.
+
+    An item is what lies between two _BETWEEN_ITEMS. Were those bytes ever inside an object (see
+    _BETWEEN_ITEMS), the item that holds a GPU pod's containers would not be JSON alone (it starts or ends
+    inside the pod), nor would the last one when the cut itself is inside an object: the piece is then
+    reduced whole, which stops the cutting. A pod that names the resource nowhere holds no GPUs."""
+    types = _decoders()
+    if types is None:
+        return None
+    start = 0
+    if first:
+        key = text.find(_ITEMS_KEY, 0, end)
+        if key < 0 or not _is_list_head(text[: key + len(_ITEMS_KEY)] + _ITEMS_TAIL, types):
+            return None
+        start = key + len(_ITEMS_KEY)
+    view = memoryview(text)
+    decoder = types.ONE[what]
+    last = text.rfind(_BETWEEN_ITEMS, start, end)
+    last = start if last < 0 else last + 2  # where the last item starts
+    objects = []
+    at = start
+    try:
+        while at < last:
+            if what == "pods":
+                named = text.find(_GPU_NAMED, at, last)
+                if named < 0:
+                    break
+                begin = text.rfind(_BETWEEN_ITEMS, at, named)
+                at = at if begin < 0 else begin + 2
+            close = text.find(_BETWEEN_ITEMS, at, end)  # the "}" that ends this item (the last one at `last`)
+            objects.append(decoder.decode(view[at: close + 1]))
+            at = close + 2
+        objects.append(decoder.decode(view[last:end]))
+    except types.ERRORS:
+        return None
+    if what == "pods":
+        return _typed_pods_page(objects, types.UNSET)
+    return _typed_nodes_page(objects, types.UNSET, signals)
+
+
+def _is_list_head(text: bytes, types: Any) -> bool:
+    try:
+        types.LIST_HEAD.decode(text)
+        return True
+    except types.ERRORS:
+        return False

@@ -90,6 +90,8 @@ class NodeList(msgspec.Struct):
     items: list[Node] | None = None
 
 
+ONE = {"pods": msgspec.json.Decoder(Pod), "nodes": msgspec.json.Decoder(Node)}  # one item on its own
+LIST_HEAD = msgspec.json.Decoder(dict[str, Any])  # a list's head with its items left out
 DECODERS = {
     "pods": msgspec.json.Decoder(PodList),
     "nodes": msgspec.json.Decoder(NodeList),

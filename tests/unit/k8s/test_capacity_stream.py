@@ -131,17 +131,16 @@ def chunked(text: str, size: int) -> list[bytes]:
 def streamed(node_items: list[dict[str, Any]], pod_items: list[dict[str, Any]], size: int) -> Any:
     nodes = gatelists.reduce_stream(chunked(listing(node_items), size), "nodes")
     pods = gatelists.reduce_stream(chunked(listing(served(pod_items)), size), "pods")
-    return {"items": nodes.items}, {"items": pods.items}, pods.listed
+    return {"items": nodes.items}, {"items": pods.items}
 
 
 @pytest.mark.parametrize("size", [1, 7, 4096])
 def test_streamed_read_answers_like_the_full_read(decoder: str, size: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gatelists, "PIECE_BYTES", 600)  # a few items a piece: cuts everywhere
     node_items, pod_items = synthetic()
-    nodes, pods, listed = streamed(node_items, pod_items, size)
+    nodes, pods = streamed(node_items, pod_items, size)
     expected = full_answer(node_items, pod_items)
     assert answers(nodes, pods) == expected
-    assert listed == len(served(pod_items))
     # the verdicts are not trivial: some fit, some queue, some never
     assert {v["verdict"] for v in expected["verdicts"]} == {"fits", "queue", "never"}
     assert sum(n["requested"] for n in expected["table"]) > 0
@@ -154,8 +153,8 @@ def test_pieces_are_cut_while_the_answer_arrives(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(gatelists, "PIECE_BYTES", 2000)
     cut: list[int] = []
     real = gatelists._piece
-    monkeypatch.setattr(gatelists, "_piece", lambda text, what, signals: cut.append(len(text)) or real(text, what,
-                                                                                                       signals))
+    monkeypatch.setattr(gatelists, "_piece", lambda text, end, first, what, signals: cut.append(end)
+                        or real(text, end, first, what, signals))
     _, pod_items = synthetic(nodes=10, pods=200, seed=9)
     whole = listing(served(pod_items))
     page = gatelists.reduce_stream(chunked(whole, 1000), "pods")
@@ -167,7 +166,7 @@ def test_an_empty_list_and_a_pretty_printed_one(decoder: str, monkeypatch: pytes
     monkeypatch.setattr(gatelists, "PIECE_BYTES", 100)
     _, pod_items = synthetic(nodes=6, pods=30, seed=3)
     empty = gatelists.reduce_stream(chunked(listing([]), 5), "pods")
-    assert (empty.items, empty.listed) == ([], 0)
+    assert empty.items == []
     assert gatelists.reduce_stream([], "pods").items == []
     pretty = json.dumps({"kind": "List", "items": served(pod_items)}, indent=2)  # no cut point: read whole
     page = gatelists.reduce_stream(chunked(pretty, 64), "pods")
@@ -184,7 +183,93 @@ def test_a_cut_inside_an_item_is_not_json_and_the_rest_is_read_whole(decoder: st
     whole = listing(kept)
     page = gatelists.reduce_stream(chunked(whole, 1), "pods")
     assert page.items == gatelists.reduce(whole, "pods").items
-    assert page.listed == len(kept)
+
+
+def _whole_pieces(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the pieces reduced whole (the selective decode gave up on them)."""
+    whole: list[int] = []
+    real = gatelists.reduce
+    monkeypatch.setattr(gatelists, "reduce", lambda text, what, **kw: whole.append(len(text)) or real(text, what, **kw))
+    return whole
+
+
+def test_only_pods_that_name_the_gpu_resource_are_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gatelists, "PIECE_BYTES", 3000)
+    _, pod_items = synthetic(nodes=10, pods=300, seed=12)
+    kept = served(pod_items)
+    for pod in kept[::2]:  # half of them name no GPU anywhere (not even in a string)
+        for container in pod["spec"]["containers"] + pod["spec"].get("initContainers", []):
+            container["env"] = []
+            for resources in container["resources"].values():
+                resources.pop(GPU, None)
+    expected = gatelists.reduce(listing(kept), "pods", fast=False).items
+    decoded: list[bytes] = []
+    types = gatelists._decoders()
+    pod_decoder = types.ONE["pods"]
+
+    class Counting:
+        def decode(self, text: bytes) -> Any:
+            decoded.append(text)
+            return pod_decoder.decode(text)
+
+    monkeypatch.setitem(types.ONE, "pods", Counting())
+    whole = _whole_pieces(monkeypatch)
+    pieces: list[int] = []
+    real = gatelists._in_place
+    monkeypatch.setattr(gatelists, "_in_place", lambda *args: pieces.append(1) or real(*args))
+    page = gatelists.reduce_stream(chunked(listing(kept), 512), "pods")
+    assert page.items == expected
+    assert len(whole) == 1 and whole[0] < 4000  # the rest after the last cut, nothing else read whole
+    unnamed = [d for d in decoded if b'"nvidia.com/gpu"' not in bytes(d)]
+    assert len(pieces) > 10 and len(unnamed) <= len(pieces)  # at most each piece's last pod
+    assert len(decoded) < len(kept) * 3 // 4
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_a_pod_cut_inside_itself_is_never_misread(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cut inside a GPU pod (a nested array whose objects start with "metadata", before or after the part
+    that names the GPU) leaves parts that are not JSON alone: that piece is reduced whole, same answer."""
+    monkeypatch.setattr(gatelists, "PIECE_BYTES", 1)
+    _, pod_items = synthetic(nodes=6, pods=60, seed=5)
+    kept = served(pod_items)
+    gpu_pods = [p for p in kept if gpufit.pod_gpu_request(p)]
+    odd = [{"metadata": {"a": 1}}, {"metadata": {"b": 2}}]
+    for pod in gpu_pods[:2]:  # two such pods: their parts must not pair up either
+        if where == "before":
+            pod["metadata"]["extra"] = odd
+        else:
+            pod["spec"]["extra"] = odd
+    whole_text = listing(kept)
+    expected = gatelists.reduce(whole_text, "pods", fast=False).items
+    whole = _whole_pieces(monkeypatch)
+    page = gatelists.reduce_stream(chunked(whole_text, 1), "pods")
+    assert page.items == expected
+    assert len(whole) >= 2  # the piece cut inside the first of them, then the rest
+
+
+@pytest.mark.parametrize("where", ["metadata", "status"])
+def test_a_node_cut_inside_itself_is_never_misread(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every node is decoded on its own: a cut inside one makes that piece, and the rest, read whole."""
+    monkeypatch.setattr(gatelists, "PIECE_BYTES", 1)
+    node_items, _ = synthetic(nodes=30, pods=0, seed=13)
+    for node in node_items[4:6]:
+        node[where]["extra"] = [{"metadata": {"a": 1}}, {"metadata": {"b": 2}}, {"metadata": {}}]
+    whole_text = listing(node_items)
+    expected = gatelists.reduce(whole_text, "nodes", fast=False).items
+    whole = _whole_pieces(monkeypatch)
+    page = gatelists.reduce_stream(chunked(whole_text, 1), "nodes")
+    assert page.items == expected and len(page.items) == 30
+    assert len(whole) >= 2
+
+
+def test_a_list_head_that_is_not_json_alone_reads_the_piece_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gatelists, "PIECE_BYTES", 1)
+    _, pod_items = synthetic(nodes=6, pods=20, seed=8)
+    text = listing(served(pod_items)).replace('"metadata":{"resourceVersion":"42"}', '"metadata":{"x":[1,')
+    whole = _whole_pieces(monkeypatch)
+    with pytest.raises(TaoError, match=r"^kubectl get --raw pods returned output that is not JSON$"):
+        gatelists.reduce_stream(chunked(text, 1), "pods")
+    assert len(whole) == 2  # the first piece, then the rest: the broken head is json's to name
 
 
 def test_an_answer_that_is_not_json_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
