@@ -104,7 +104,14 @@ def _run_app(args: list[str]) -> int:
 
 
 def run() -> None:
-    sys.exit(main())
+    code = main()
+    # The exit would walk every object left in a reference cycle (a big cluster's reduced lists among them:
+    # 100 ms at 50,000 pods) only to free memory the process gives back anyway. Frozen objects are left to
+    # the exit; atexit handlers, thread joins and the flushing of output still run.
+    import gc
+
+    gc.freeze()
+    sys.exit(code)
 
 
 def complete(argv: list[str] | None = None) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from kubectl_tao.core import contract, gpuhealth
+from kubectl_tao.core import contract, gcpause, gpuhealth
 from kubectl_tao.core.ages import age
 from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.quantities import gpu_quantity
@@ -48,6 +48,17 @@ def _container_gpus(container: Mapping[str, Any]) -> int:
     return gpu_quantity(limits.get(GPU_RESOURCE))
 
 
+class CountedPod(dict):  # type: ignore[type-arg]
+    """A pod reduced to the few fields the GPU count reads (k8s/gatelists.py) with its effective request
+    counted already: `gpus`, what pod_gpu_request returns for it without counting again."""
+
+    __slots__ = ("gpus",)
+
+    def __init__(self, fields: dict[str, Any], gpus: int) -> None:
+        super().__init__(fields)
+        self.gpus = gpus
+
+
 def pod_gpu_request(pod: Mapping[str, Any]) -> int:
     """The pod's effective nvidia.com/gpu request, computed the way the scheduler does.
 
@@ -56,6 +67,8 @@ def pod_gpu_request(pod: Mapping[str, Any]) -> int:
     running, so they add to everything started after them. A container without a request uses its limit
     (for extended resources the API server copies the limit into the request, but hand-made JSON may not).
     """
+    if type(pod) is CountedPod:
+        return pod.gpus
     spec = pod.get("spec") or {}
     sidecars = 0
     init_peak = 0
@@ -121,6 +134,11 @@ def node_gpus(nodes_json: Any, pods_json: Any) -> list[NodeGpus]:
     Failed pods hold nothing; pods still terminating do, until they are gone). One pass over the pods and
     one over the nodes.
     """
+    with gcpause.paused():  # tens of thousands of pods on a big cluster: see gcpause
+        return _node_gpus(nodes_json, pods_json)
+
+
+def _node_gpus(nodes_json: Any, pods_json: Any) -> list[NodeGpus]:
     requested: dict[str, int] = {}
     holders: dict[str, int] = {}
     for pod in _items(pods_json):

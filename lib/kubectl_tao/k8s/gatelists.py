@@ -23,9 +23,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubectl_tao.core import gpuhealth
+from kubectl_tao.core import gcpause, gpuhealth
 from kubectl_tao.core.errors import TaoError
-from kubectl_tao.core.gpufit import GPU_RESOURCE, pod_gpu_request
+from kubectl_tao.core.gpufit import GPU_RESOURCE, CountedPod, pod_gpu_request
 from kubectl_tao.core.quantities import gpu_quantity
 from kubectl_tao.core.valueclass import Factory, Value, record
 
@@ -49,11 +49,14 @@ class Page(Value):
 
 
 def _reduced_pod(namespace: Any, node: Any, phase: Any, gpus: int) -> dict[str, Any]:
-    return {
-        "metadata": {"namespace": namespace},
-        "spec": {"nodeName": node, "containers": [{"resources": {"requests": {GPU_RESOURCE: gpus}}}]},
-        "status": {"phase": phase},
-    }
+    return CountedPod(
+        {
+            "metadata": {"namespace": namespace},
+            "spec": {"nodeName": node, "containers": [{"resources": {"requests": {GPU_RESOURCE: gpus}}}]},
+            "status": {"phase": phase},
+        },
+        gpus,
+    )
 
 
 def _reduced_node(
@@ -273,6 +276,11 @@ def reduce_stream(
     """`reduce` of the answer that CHUNKS make up, reduced as they come: each time PIECE_BYTES are in, the
     whole items before the last item boundary are cut off and reduced (the first piece with the list's head),
     the rest waits for more. Same result as `reduce` of the whole."""
+    with gcpause.paused():
+        return _reduce_stream(chunks, what, signals)
+
+
+def _reduce_stream(chunks: Iterable[bytes], what: str, signals: tuple[gpuhealth.Signal, ...]) -> Page:
     found = Page()
     held: list[bytes] = []  # what came since the last cut
     size = 0

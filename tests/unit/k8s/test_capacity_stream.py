@@ -147,6 +147,8 @@ def test_streamed_read_answers_like_the_full_read(decoder: str, size: int, monke
     # only GPU-holding pods bound to a node and not finished are kept, each small
     assert 0 < len(pods["items"]) < len(served(pod_items))
     assert all(set(p) == {"metadata", "spec", "status"} for p in pods["items"])
+    # each carries its count, the same as counting its reduced fields again
+    assert all(type(p) is gpufit.CountedPod and p.gpus == gpufit.pod_gpu_request(dict(p)) > 0 for p in pods["items"])
 
 
 def test_pieces_are_cut_while_the_answer_arrives(monkeypatch: pytest.MonkeyPatch) -> None:
