@@ -1,14 +1,18 @@
 """Pure helpers of the benchmark (bench/run.py): medians, ratios, verdicts, trace counting, tables.
 
-Nothing here starts a process or touches the cluster, so it is unit-tested (tests/unit/test_bench.py).
+Nothing here starts a process or talks to a cluster (server_apart only moves processes between CPUs), so it
+is unit-tested (tests/unit/test_bench.py).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 MET = "MET"
 MISSED = "MISSED"
@@ -153,3 +157,35 @@ def collected_instructions(stderr: str) -> int | None:
         if sep and head.startswith("==") and count.strip().isdigit():
             return int(count.strip())
     return None
+
+
+@contextmanager
+def server_apart(pids: Path, apart: bool) -> Iterator[str]:
+    """With APART, a cluster's processes (their PIDS/*.pid files) get the first CPU and this process, so
+    every client command it starts, the others: in a real cluster the API server has machines of its own, and
+    on a 2-core machine serving 160 MB of pods takes it more than one core, so the client's own cost would be
+    measured together with the server starving for CPU. Yields where things ran, for the row."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if not apart or len(cpus) < 2:
+        yield "server and client sharing all CPUs" if len(cpus) > 1 else "server and client on the one CPU"
+        return
+    pinned: list[int] = []
+    for pidfile in sorted(pids.glob("*.pid")):
+        try:
+            pid = int(pidfile.read_text().strip())
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                os.sched_setaffinity(int(tid), {cpus[0]})
+            pinned.append(pid)
+        except (OSError, ValueError):
+            continue  # a process that is gone, or a thread that ended meanwhile
+    os.sched_setaffinity(0, set(cpus[1:]))
+    try:
+        yield f"API server on CPU {cpus[0]}, client on CPU {cpus[1]}" + ("" if len(cpus) == 2 else f"-{cpus[-1]}")
+    finally:
+        os.sched_setaffinity(0, set(cpus))
+        for pid in pinned:
+            for tid in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else []:
+                try:
+                    os.sched_setaffinity(int(tid), set(cpus))
+                except OSError:
+                    continue

@@ -1,9 +1,12 @@
-"""The benchmark's pure helpers (bench/benchlib.py): medians, ratios, verdicts, trace counting, tables."""
+"""The benchmark's helpers (bench/benchlib.py): medians, ratios, verdicts, trace counting, tables, CPU pinning."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from support import ROOT as REPO_ROOT
@@ -130,3 +133,25 @@ def test_the_redaction_phase_needs_no_cluster_and_its_lines_end_with_a_token() -
     lines = bench_run.redaction_lines(3000)
     assert len(lines) == 3 and all(len(line) == 3000 for line in lines.values())
     assert all(redact_log_line(line).endswith(REDACTED) for line in lines.values())
+
+
+def test_server_apart_pins_the_cluster_and_the_client_to_different_cpus_and_restores_them(tmp_path: Path) -> None:
+    cpus = sorted(os.sched_getaffinity(0))
+    server = subprocess.Popen(["sleep", "30"])
+    try:
+        (tmp_path / "sleep.pid").write_text(f"{server.pid}\n")
+        (tmp_path / "gone.pid").write_text("999999999\n")  # a process that is gone: left out
+        with bl.server_apart(tmp_path, True) as where:
+            if len(cpus) > 1:
+                assert os.sched_getaffinity(server.pid) == {cpus[0]}
+                assert os.sched_getaffinity(0) == set(cpus[1:])
+                assert where.startswith(f"API server on CPU {cpus[0]}, client on CPU {cpus[1]}")
+            else:
+                assert where == "server and client on the one CPU"
+        assert os.sched_getaffinity(0) == set(cpus) == os.sched_getaffinity(server.pid)
+        with bl.server_apart(tmp_path, False) as where:
+            assert os.sched_getaffinity(server.pid) == set(cpus)
+            assert "sharing" in where or "one CPU" in where
+    finally:
+        server.kill()
+        server.wait()
