@@ -284,26 +284,32 @@ def _reduce_stream(chunks: Iterable[bytes], what: str, signals: tuple[gpuhealth.
     found = Page()
     held: list[bytes] = []  # what came since the last cut
     size = 0
+    cut = -1  # where in what is held the last item boundary seen starts
+    tail = b""  # the held bytes' last few, for a boundary that two chunks share
     first = True  # the list's own head is still held until the first piece is cut
     splitting = True
     for chunk in chunks:
+        if splitting:  # each chunk is searched once, as it comes: the held bytes never again
+            at = chunk.rfind(_BETWEEN_ITEMS)
+            if at >= 0:
+                cut = size + at
+            else:
+                at = (tail + chunk[: len(_BETWEEN_ITEMS) - 1]).rfind(_BETWEEN_ITEMS)
+                cut = size - len(tail) + at if at >= 0 else cut
+            tail = (tail + chunk)[-(len(_BETWEEN_ITEMS) - 1):]
         held.append(chunk)
         size += len(chunk)
-        if not splitting or size < PIECE_BYTES:
+        if not splitting or size < PIECE_BYTES or cut < 0:
             continue
         text = b"".join(held)
         held = [text]
-        cut = text.rfind(_BETWEEN_ITEMS)
-        if cut < 0:
-            continue  # no item has ended yet: a long one
         piece = _piece(text, cut + 1, first, what, signals)
         if piece is None:
             splitting = False
             continue
         found.items += piece.items
-        held = [text[cut + 2:]]  # from the next item's "{"
-        size = len(held[0])
-        first = False
+        held = [text[cut + 2:]]  # from the next item's "{", the last boundary seen: none in what is held
+        size, cut, first = len(held[0]), -1, False
     rest = reduce((b"" if first else _ITEMS_HEAD) + b"".join(held), what, signals=signals)
     found.items += rest.items
     return found

@@ -15,7 +15,7 @@ import os
 import random
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -173,6 +173,35 @@ def test_an_empty_list_and_a_pretty_printed_one(decoder: str, monkeypatch: pytes
     pretty = json.dumps({"kind": "List", "items": served(pod_items)}, indent=2)  # no cut point: read whole
     page = gatelists.reduce_stream(chunked(pretty, 64), "pods")
     assert page.items == gatelists.reduce(listing(served(pod_items)), "pods").items
+
+
+class _Searched(bytes):
+    """A chunk that counts how often it is searched for an item boundary."""
+
+    searches: ClassVar[list[int]] = []
+
+    def rfind(self, *args: Any) -> int:  # type: ignore[override]
+        self.searches.append(len(self))
+        return super().rfind(*args)
+
+
+@pytest.mark.parametrize("pretty", [True, False])
+def test_each_chunk_is_searched_once(pretty: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pretty-printed JSON has no cut point at all: the held bytes are never searched again as more come (that
+    was quadratic in the answer's size); a compact answer is cut as before."""
+    monkeypatch.setattr(gatelists, "PIECE_BYTES", 2000)
+    monkeypatch.setattr(_Searched, "searches", [])
+    _, pod_items = synthetic(nodes=6, pods=120, seed=14)
+    kept = served(pod_items)
+    text = json.dumps({"kind": "List", "items": kept}, indent=2) if pretty else listing(kept)
+    chunks = [_Searched(c) for c in chunked(text, 100)]
+    pieces: list[int] = []
+    real = gatelists._piece
+    monkeypatch.setattr(gatelists, "_piece", lambda *args: pieces.append(1) or real(*args))
+    page = gatelists.reduce_stream(chunks, "pods")
+    assert page.items == gatelists.reduce(listing(kept), "pods").items
+    assert len(_Searched.searches) == len(chunks)
+    assert (pieces == []) if pretty else (len(pieces) > 10)
 
 
 def test_a_cut_inside_an_item_is_not_json_and_the_rest_is_read_whole(decoder: str,
