@@ -11,10 +11,11 @@ give the same answer over the reduced list as over the full one, and everything 
 of about PIECE_BYTES and reduced, so the answer is never held whole and the reduction overlaps the transfer.
 Of the pods only those whose bytes name nvidia.com/gpu are decoded (most pods of a cluster hold no GPU).
 
-With msgspec installed (a dependency; release archives and wheelhouses carry it) a piece is decoded straight
-into those fields: the rest of every object is skipped, never built as Python objects, about ten times
-faster than json.loads and a fraction of its memory. Without it, or when a piece holds a value of a type the
-typed decoder does not expect, json.loads reads that piece and the same reduction follows.
+With msgspec installed (a dependency; release archives and wheelhouses carry it) each item is decoded straight
+into those fields where it lies in the answer: the rest of every object is skipped, never built as Python
+objects, about ten times faster than json.loads and a fraction of its memory. Without it, or when a piece holds
+a value of a type the typed decoder does not expect, json.loads reads that piece and the same reduction
+follows.
 """
 
 from __future__ import annotations
