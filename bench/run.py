@@ -25,7 +25,9 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
   explain once the record holds the cause; and core/causes.diagnose over 64 ranks of 300 lines in-process;
 - redaction (no cluster needed: `--only redaction` runs without one): `redact_log_line` and `sanitize` over one
   log line of 100 KB, 400 KB and 1 MB of three kinds (training-log text, a random base64-like run, and a run that
-  made the old rules rescan the line from every word), and the growth 100 KB -> 1 MB (linear: 10x);
+  made the old rules rescan the line from every word), and the growth 100 KB -> 1 MB (linear: 10x); the
+  readers of job text (causes.classify_log, causes.error_blocks, nccldebug.read) over six hostile texts, and
+  over the same texts ten times as long;
 - peers (unless --no-peers): `sky --help` (SkyPilot) and `torchx --help`, each installed from PyPI into its own
   virtualenv under ~/.cache/kubectl-tao/bench-peers/ (skipped with a note when the install fails).
 
@@ -638,6 +640,31 @@ def redaction_lines(size: int, seed: int = 0) -> dict[str, str]:
     return {kind: text[: size - len(token)] + token for kind, text in kinds.items()}
 
 
+def hostile_logs(scale: int) -> list[str]:
+    """Log texts shaped to make a careless reader slow (long runs, one huge line, many error lines), SCALE
+    times the size the diagnosis was first checked on."""
+    return [
+        "Error: " * 50_000 * scale,
+        "[rank1]: " + "a" * 300_000 * scale,
+        ("Timed out waiting " + "9" * 1000 + "ms ") * 200 * scale,
+        "loss " + " " * 100_000 * scale + "is nan",
+        "\n".join("ValueError: x" for _ in range(50_000 * scale)),
+        ("x NCCL INFO Channel 00/0 : " + "a" * 100_000 + " via NET/IB/0\n") * 20 * scale,
+    ]
+
+
+def read_hostile(texts: list[str]) -> float:
+    """Seconds the job-text readers (classify_log, error_blocks, nccldebug.read) take over TEXTS."""
+    from kubectl_tao.core import causes, nccldebug
+
+    started = time.perf_counter()
+    for text in texts:
+        causes.classify_log(text)
+        causes.error_blocks(text)
+        nccldebug.read(text)
+    return time.perf_counter() - started
+
+
 def bench_redaction(b: Bench, rows: list[bl.Row]) -> None:
     """redact_log_line and sanitize over one long line: figures per size, and the growth with size."""
     from kubectl_tao.core.redact import REDACTED, redact_log_line
@@ -667,6 +694,15 @@ def bench_redaction(b: Bench, rows: list[bl.Row]) -> None:
         rows.append(bl.Row("redaction", f"{kind}: {big // 1000} KB vs {small // 1000} KB (linear: "
                            f"{big // small}x)", f"{growth:.1f}x", target=f"<= {big // small * 2}x",
                            result=bl.verdict(growth, big // small * 2)))
+    log("diagnosis of hostile log text (in-process, no cluster)")
+    read_hostile(hostile_logs(1))  # warm-up: the patterns compiled
+    once = bl.median([read_hostile(hostile_logs(1)) for _ in range(max(1, min(b.repeat, 3)))])
+    tenfold = read_hostile(hostile_logs(10))
+    rows.append(bl.Row("redaction", "explain/logs --errors readers over 6 hostile texts (3.7 MB)",
+                       bl.fmt_seconds(once), target="< 5 s", result=bl.verdict(once, 5.0, strict=True)))
+    rows.append(bl.Row("redaction", "  the same texts 10x as long (linear: 10x)", f"{tenfold / max(once, 1e-6):.1f}x",
+                       reference=bl.fmt_seconds(tenfold), target="<= 20x", result=bl.verdict(tenfold / max(once, 1e-6),
+                                                                                           20.0)))
 
 
 def big_cluster_objects(nodes: int, pods: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]],

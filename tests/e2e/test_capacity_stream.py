@@ -61,8 +61,8 @@ def _compare(cluster: Cluster, namespace: str, gpu_node: str, monkeypatch: pytes
     pieces: list[bool] = []  # per piece cut off an answer: whether it was JSON on its own
     real = gatelists._piece
 
-    def piece(text: bytes, what: str, signals: Any) -> Any:
-        found = real(text, what, signals)
+    def piece(text: bytes, end: int, first: bool, what: str, signals: Any) -> Any:
+        found = real(text, end, first, what, signals)
         pieces.append(found is not None)
         return found
 

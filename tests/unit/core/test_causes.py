@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -252,7 +251,10 @@ def test_error_blocks_give_each_ranks_first_exception() -> None:
     assert causes.first_error_block("all good\nstep 1\n") == []
 
 
-def test_work_is_bounded_on_hostile_text() -> None:
+def test_hostile_text_gets_a_bounded_answer() -> None:
+    """Long runs, one huge line and many error lines: the quote and the blocks stay small. The work is bounded by
+    construction (each line read on its first LINE_CHARS characters, no pattern that backtracks without bound:
+    test_regex_shapes.py); bench/run.py --only redaction measures its time."""
     hostile = [
         "Error: " * 50_000,
         "[rank1]: " + "a" * 300_000,
@@ -260,22 +262,19 @@ def test_work_is_bounded_on_hostile_text() -> None:
         "loss " + " " * 100_000 + "is nan",
         "\n".join("ValueError: x" for _ in range(50_000)),
     ]
-    started = time.perf_counter()
     for text in hostile:
-        classify_log(text)
-        causes.error_blocks(text)
-    assert time.perf_counter() - started < 5.0
+        found = classify_log(text)
+        assert found is not None and len(found.evidence or "") <= causes.EVIDENCE_CHARS + 40
+        for _, block in causes.error_blocks(text):
+            assert 0 < len(block) <= 40 and all(len(line) <= 4 * causes.LINE_CHARS for line in block)
 
 
-def test_sixty_four_ranks_are_diagnosed_quickly() -> None:
+def test_sixty_four_ranks_name_the_one_that_raised() -> None:
     follower = _text("python-exception--remote-rank-died.rank0.log")
     logs = [RankLog(r, follower.replace("[rank0]", f"[rank{r}]")) for r in range(64)]
     logs[37] = RankLog(37, _text("python-exception--remote-rank-died.rank1.log").replace("[rank1]", "[rank37]"))
-    started = time.perf_counter()
     found = diagnose(logs)
-    elapsed = time.perf_counter() - started
     assert found is not None and (found.cause, found.rank) == ("ProgramError", 37)
-    assert elapsed < 2.0
 
 
 def test_err_class_is_one_of_the_two() -> None:
