@@ -475,6 +475,8 @@ def _hand_over(proc: Any, stdin: bytes) -> None:
     except BrokenPipeError:  # kubectl exited without reading it: its exit code says why
         pass
     proc.stdin = None
+
+
 # Prestarted calls by command line; dict.pop is atomic, so run_many's threads may take them over at once.
 _prestarted: dict[tuple[str, ...], Running] = {}
 
