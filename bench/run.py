@@ -10,7 +10,8 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
 - capacity gate, for each --capacity-sizes (default 1,000 nodes / 5,000 pods and 5,000 / 50,000): the parse
   and gpufit.node_gpus + gpufit.fit in-process, `kubectl tao fit` over the same JSON served by a stub kubectl,
   and (unless --no-big-cluster) `kubectl tao fit` with its peak RSS against a separate local API server holding
-  those nodes and pods, next to the bare kubectl reads;
+  those nodes and pods, next to the bare kubectl reads (`--only capacity` needs the built kubectl, not the running
+  cluster: with the cluster down nothing else takes CPU from the measurement);
 - with --before CHECKOUT: the same start-up, submit and status runs of CHECKOUT/kubectl-tao, interleaved with
   this checkout's, and the difference ("cost") of each;
 - CLI start-up: `--help` and `version` through ./kubectl-tao and the virtualenv's console script, plus a
@@ -33,7 +34,7 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
 
 It uses the cluster in KUBECTL_TAO_CLUSTER_DIR (default: the one `make cluster` starts), works in namespaces
 and a state directory of its own, and removes them at the end. Exit 0 when every measurement ran (missed
-targets are reported, not failed), 2 when the cluster is not up.
+targets are reported, not failed), 2 when the cluster is not up (for `--only capacity`: when kubectl is not built).
 """
 
 from __future__ import annotations
@@ -87,6 +88,9 @@ PEERS = (  # (name, PyPI package, command)
 PEER_INSTALL_TIMEOUT_S = 300
 PHASES = ("startup", "instructions", "peers", "capacity", "submit", "status", "verbs", "list", "redaction", "explain")
 LOCAL_PHASES = frozenset({"redaction"})  # phases that need no cluster
+# Phases that need the built kubectl but not the running cluster: capacity starts API servers of its own, and
+# measures best with nothing else running (the running cluster's kubelets and controllers take CPU from it).
+OWN_CLUSTER_PHASES = frozenset({"capacity"})
 MARK_BEGIN = "<!-- bench:begin (bench/run.py --markdown writes between these lines) -->"
 MARK_END = "<!-- bench:end -->"
 
@@ -151,7 +155,8 @@ class Bench:
     nodes: list[str] = field(default_factory=list)
     traces: int = 0
 
-    def setup(self) -> None:
+    def setup(self, *, cluster: bool = True) -> None:
+        """The kubectl and environment of the local cluster; with CLUSTER, the check that it is up."""
         data = _data_dir()
         bin_dir = _cache_dir() / f"k8s-{_versions()['K8S_VERSION']}" / "bin"
         self.kubectl = str(bin_dir / "kubectl")
@@ -166,6 +171,11 @@ class Bench:
         for name in ("KUBECTL_TAO_TRACE", "KUBECTL_TAO_KUBECTL", "TAO_K8S_CONTEXT"):
             env.pop(name, None)
         self.env = env
+        if not cluster:
+            if not Path(self.kubectl).exists():
+                print(f"bench: no kubectl at {self.kubectl}; build it with `make cluster-build`", file=sys.stderr)
+                raise SystemExit(2)
+            return
         status = subprocess.run(
             [str(ROOT / "scripts" / "local-cluster"), "status"],
             env=env,
@@ -538,10 +548,12 @@ def synthetic_cluster(nodes: int, pods: int, seed: int = 0) -> dict[str, Any]:
 
 def raw_lists(data: dict[str, Any]) -> tuple[str, str]:
     """The two answers of the gate's `get --raw` reads over a synthetic cluster, as the API server sends them:
-    compact JSON, items without `kind`, finished pods left out by the field selector."""
+    compact JSON, items without `kind` and `apiVersion` (each starts at its metadata, where the streamed read
+    cuts), finished pods left out by the field selector."""
     def listing(items: list[dict[str, Any]]) -> str:
         return json.dumps({"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
-                           "items": [{k: v for k, v in i.items() if k != "kind"} for i in items]},
+                           "items": [{k: v for k, v in i.items() if k not in ("kind", "apiVersion")}
+                                     for i in items]},
                           separators=(",", ":"))
 
     items = data["items"]
@@ -1452,10 +1464,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     started = time.monotonic()
     b = Bench(repeat=args.repeat, work=Path(tempfile.mkdtemp(prefix="kubectl-tao-bench-")))
-    cluster = bool(only - LOCAL_PHASES)
+    cluster = bool(only - LOCAL_PHASES - OWN_CLUSTER_PHASES)
     try:
-        if cluster:
-            b.setup()
+        if cluster or only & OWN_CLUSTER_PHASES:
+            b.setup(cluster=cluster)
     except BaseException:
         shutil.rmtree(b.work, ignore_errors=True)
         raise
