@@ -22,6 +22,7 @@ import pytest
 
 import kubectl_tao
 from kubectl_tao.core import causes, nccldebug
+from kubectl_tao.core.valueclass import Value
 
 _REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT}
 FAILURES = Path(__file__).resolve().parents[2] / "fixtures" / "failures"
@@ -133,9 +134,9 @@ def _patterns_in(value: Any, seen: set[int], depth: int = 0) -> Iterator[re.Patt
     elif isinstance(value, dict):
         for item in value.values():
             yield from _patterns_in(item, seen, depth + 1)
-    elif hasattr(value, "__dataclass_fields__") and not isinstance(value, type):
-        for name in value.__dataclass_fields__:
-            yield from _patterns_in(getattr(value, name, None), seen, depth + 1)
+    elif isinstance(value, Value):  # every record class of the package (causes' Cause and Sign among them)
+        for item in value.as_dict().values():
+            yield from _patterns_in(item, seen, depth + 1)
 
 
 def module_patterns() -> dict[str, re.Pattern[str]]:
@@ -164,6 +165,8 @@ def test_the_shape_check_finds_nested_repetition() -> None:
 def test_no_module_pattern_nests_an_unbounded_repetition() -> None:
     patterns = module_patterns()
     assert len(patterns) > 50  # the walk reached the modules' tables, not only their names
+    found = {id(p) for p in patterns.values()}
+    assert all(id(sign.pattern) in found for cause in causes.CAUSES for sign in cause.signs)  # inside records too
     nested = [where for where, p in patterns.items() if nested_repetition(sre_parse.parse(p.pattern, p.flags))]
     assert nested == []
 
