@@ -61,10 +61,10 @@ def _compare(cluster: Cluster, namespace: str, gpu_node: str, monkeypatch: pytes
     pieces: list[bool] = []  # per piece cut off an answer: whether it was JSON on its own
     real = gatelists._piece
 
-    def piece(text: bytes, end: int, first: bool, what: str, signals: Any) -> Any:
-        found = real(text, end, first, what, signals)
-        pieces.append(found is not None)
-        return found
+    def piece(text: bytes, end: int, first: bool, what: str, signals: Any, found: Any) -> Any:
+        alone = real(text, end, first, what, signals, found)
+        pieces.append(alone)
+        return alone
 
     monkeypatch.setattr(gatelists, "_piece", piece)
     before = kc.calls
@@ -77,5 +77,5 @@ def _compare(cluster: Cluster, namespace: str, gpu_node: str, monkeypatch: pytes
         "items"]]
     held = [gpuinventory.inventory(seen.nodes, seen.pods, None).namespaces.get(namespace) for seen in (whole, streamed)]
     assert held == [3, 3]  # the bound pods' GPUs; the unscheduled pod's 2 are not sent
-    mine = [p for p in streamed.pods["items"] if p["metadata"]["namespace"] == namespace]
-    assert len(mine) == 3 and {p["spec"]["nodeName"] for p in mine} == {gpu_node}
+    mine = {node: gpus for (node, ns), gpus in streamed.pods.per_namespace.items() if ns == namespace}
+    assert mine == {gpu_node: 3}

@@ -48,17 +48,6 @@ def _container_gpus(container: Mapping[str, Any]) -> int:
     return gpu_quantity(limits.get(GPU_RESOURCE))
 
 
-class CountedPod(dict):  # type: ignore[type-arg]
-    """A pod reduced to the few fields the GPU count reads (k8s/gatelists.py) with its effective request
-    counted already: `gpus`, what pod_gpu_request returns for it without counting again."""
-
-    __slots__ = ("gpus",)
-
-    def __init__(self, fields: dict[str, Any], gpus: int) -> None:
-        super().__init__(fields)
-        self.gpus = gpus
-
-
 def pod_gpu_request(pod: Mapping[str, Any]) -> int:
     """The pod's effective nvidia.com/gpu request, computed the way the scheduler does.
 
@@ -67,8 +56,6 @@ def pod_gpu_request(pod: Mapping[str, Any]) -> int:
     running, so they add to everything started after them. A container without a request uses its limit
     (for extended resources the API server copies the limit into the request, but hand-made JSON may not).
     """
-    if type(pod) is CountedPod:
-        return pod.gpus
     spec = pod.get("spec") or {}
     sidecars = 0
     init_peak = 0
@@ -80,6 +67,54 @@ def pod_gpu_request(pod: Mapping[str, Any]) -> int:
             init_peak = max(init_peak, sidecars + gpus)
     regular = sum(_container_gpus(c) for c in spec.get("containers") or []) + sidecars
     return max(regular, init_peak)
+
+
+@record
+class PodUse(Value):
+    """The GPUs held by the non-finished pods bound to nodes, summed: all that node_gpus and the `gpus`
+    inventory read of the pods. The gate's streamed read (k8s/gatelists.py) sums into one as the pods arrive
+    and keeps no pod; `pod_use` sums a pod list read whole."""
+
+    per_node: dict[str, list[int]] = Factory(dict)  # node -> [GPUs held there, pods holding them]
+    per_namespace: dict[tuple[str, str], int] = Factory(dict)  # (node, namespace) -> GPUs held
+
+    def add(self, node: str, namespace: str, gpus: int) -> None:
+        """One pod on NODE in NAMESPACE holding GPUS (> 0)."""
+        held = self.per_node.get(node)
+        if held is None:
+            self.per_node[node] = [gpus, 1]
+        else:
+            held[0] += gpus
+            held[1] += 1
+        key = (node, namespace)
+        self.per_namespace[key] = self.per_namespace.get(key, 0) + gpus
+
+    def merge(self, other: PodUse) -> None:
+        for node, (gpus, pods) in other.per_node.items():
+            held = self.per_node.get(node)
+            if held is None:
+                self.per_node[node] = [gpus, pods]
+            else:
+                held[0] += gpus
+                held[1] += pods
+        for key, gpus in other.per_namespace.items():
+            self.per_namespace[key] = self.per_namespace.get(key, 0) + gpus
+
+
+def pod_use(pods_json: Any) -> PodUse:
+    """What the pods hold (PODS_JSON: a pod list, a list of pods, or a PodUse already): Succeeded and Failed
+    pods and pods bound to no node hold nothing (pods still terminating do, until they are gone)."""
+    if isinstance(pods_json, PodUse):
+        return pods_json
+    use = PodUse()
+    for pod in _items(pods_json):
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        gpus = pod_gpu_request(pod)
+        if gpus:
+            use.add(node_name, str((pod.get("metadata") or {}).get("namespace") or ""), gpus)
+    return use
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -130,26 +165,18 @@ def _node_ready(node: Mapping[str, Any]) -> bool:
 def node_gpus(nodes_json: Any, pods_json: Any) -> list[NodeGpus]:
     """GPU allocatable, requested and free per node, in the order kubectl listed the nodes.
 
-    requested = the sum of effective GPU requests of the non-terminal pods bound to the node (Succeeded and
-    Failed pods hold nothing; pods still terminating do, until they are gone). One pass over the pods and
-    one over the nodes.
+    requested = the sum of effective GPU requests of the non-terminal pods bound to the node (pod_use; PODS_JSON
+    may be their PodUse already). One pass over the pods and one over the nodes.
     """
     with gcpause.paused():  # tens of thousands of pods on a big cluster: see gcpause
         return _node_gpus(nodes_json, pods_json)
 
 
+_NOTHING_HELD = (0, 0)
+
+
 def _node_gpus(nodes_json: Any, pods_json: Any) -> list[NodeGpus]:
-    requested: dict[str, int] = {}
-    holders: dict[str, int] = {}
-    for pod in _items(pods_json):
-        phase = (pod.get("status") or {}).get("phase")
-        node_name = (pod.get("spec") or {}).get("nodeName")
-        if not node_name or phase in ("Succeeded", "Failed"):
-            continue
-        gpus = pod_gpu_request(pod)
-        if gpus:
-            requested[node_name] = requested.get(node_name, 0) + gpus
-            holders[node_name] = holders.get(node_name, 0) + 1
+    held = pod_use(pods_json).per_node
     out: list[NodeGpus] = []
     for node in _items(nodes_json):
         meta = node.get("metadata") or {}
@@ -157,7 +184,7 @@ def _node_gpus(nodes_json: Any, pods_json: Any) -> list[NodeGpus]:
         status = node.get("status") or {}
         name = str(meta.get("name", ""))
         allocatable = gpu_quantity((status.get("allocatable") or {}).get(GPU_RESOURCE))
-        used = requested.get(name, 0)
+        used, holders = held.get(name, _NOTHING_HELD)
         out.append(
             NodeGpus(
                 name=name,
@@ -168,7 +195,7 @@ def _node_gpus(nodes_json: Any, pods_json: Any) -> list[NodeGpus]:
                 taints=[dict(t) for t in spec.get("taints") or []],
                 unschedulable=bool(spec.get("unschedulable")),
                 ready=_node_ready(node),
-                gpu_pods=holders.get(name, 0),
+                gpu_pods=holders,
                 health=_node_health(node, allocatable),
             )
         )
@@ -380,8 +407,7 @@ def fit(
         for n in ever
         if n.ready and n.free >= gpus and not untolerated_taints(n, tolerations, transient=True)
     ]
-    largest_node = max(eligible, key=lambda n: (n.allocatable, _neg_name(n.name)), default=None)
-    largest = None if largest_node is None else (largest_node.name, largest_node.allocatable)
+    largest = _largest(eligible)
     in_use = sum(n.requested for n in eligible)
     chosen = [n.name for n in sorted(now, key=lambda n: (n.free, n.name))[:node_count]]
     found = domains(topology.label, ever, now, eligible) if topology is not None else []
@@ -508,9 +534,12 @@ def left_out_text(left_out: Sequence[tuple[str, str]]) -> str:
     return f"{_plural(len(left_out), 'node')} left out as unhealthy: {shown}"
 
 
-def _neg_name(name: str) -> tuple[int, ...]:
-    # max() with ties broken towards the alphabetically first name
-    return tuple(-ord(ch) for ch in name)
+def _largest(nodes: Sequence[NodeGpus]) -> tuple[str, int] | None:
+    """The node with the most allocatable GPUs (of those, the alphabetically first) and that count."""
+    if not nodes:
+        return None
+    most = max(n.allocatable for n in nodes)
+    return min(n.name for n in nodes if n.allocatable == most), most
 
 
 def _named(nodes: Sequence[NodeGpus], names: Sequence[str]) -> list[NodeGpus]:

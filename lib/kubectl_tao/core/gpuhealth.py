@@ -110,6 +110,11 @@ def condition_types(signals: Sequence[Signal]) -> frozenset[str]:
     return frozenset(s.name for s in signals if s.kind == CONDITION)
 
 
+def taint_keys(signals: Sequence[Signal]) -> frozenset[str]:
+    """The taint keys that mark a node unhealthy."""
+    return frozenset(s.name for s in signals if s.kind == TAINT)
+
+
 def text(mark: Unhealthy, age: str = "") -> str:
     """`XidCriticalError since 10m`, `taint KEY`, `2 of 8 GPUs unhealthy (device plugin)`."""
     if mark.kind == ALLOCATABLE:

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kubectl_tao.core.errors import TaoError, UsageError
-from kubectl_tao.core.gpufit import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, node_gpus, pod_gpu_request
+from kubectl_tao.core.gpufit import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, node_gpus, pod_use
 from kubectl_tao.core.topology import NONE_DOMAIN
 from kubectl_tao.core.valueclass import Factory, Value, plain, record
 
@@ -302,6 +302,12 @@ def gate_nodes(plugin: Sequence[NodeGpus], dra: DraGpus | None) -> list[NodeGpus
     return out
 
 
+def counts_for_fit(dra: DraGpus | None) -> bool:
+    """Whether DRA devices can change a fit verdict: GPUs a DeviceClass maps to nvidia.com/gpu (gate_nodes), or
+    GPUs that none maps (the verdict then names the fix, no_gpu_hint)."""
+    return dra is not None and (dra.serving_class is not None or dra.total > 0)
+
+
 def no_gpu_hint(dra: DraGpus | None) -> str | None:
     """The fix to name when no node offers nvidia.com/gpu but DRA GPUs exist (None: the usual hint applies)."""
     if dra is None or dra.total == 0 or dra.serving_class is not None:
@@ -401,20 +407,14 @@ def inventory(
 ) -> Inventory:
     """Per GPU node: product, total, allocated, free (device plugin and DRA added up), taints, cordoned;
     per namespace the GPUs its running pods and allocated claims hold. One pass over pods and nodes."""
-    plugin = node_gpus(nodes_json, pods_json)
+    use = pod_use(pods_json)
+    plugin = node_gpus(nodes_json, use)
     dra_nodes = dra.nodes if dra else {}
     plugin_served = {n.name for n in plugin if n.allocatable > 0 or n.name not in dra_nodes}
     namespaces: dict[str, int] = dict(dra.by_namespace) if dra else {}
-    for pod in _items(pods_json):
-        spec = pod.get("spec") or {}
-        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            continue
-        if not spec.get("nodeName") or spec["nodeName"] not in plugin_served:
-            continue  # pending, or on a DRA node where its claim is what holds the GPUs
-        gpus = pod_gpu_request(pod)
-        if gpus:
-            ns = str((pod.get("metadata") or {}).get("namespace") or "")
-            namespaces[ns] = namespaces.get(ns, 0) + gpus
+    for (node, namespace), gpus in use.per_namespace.items():
+        if node in plugin_served:  # not on a DRA node, where its claim is what holds the GPUs
+            namespaces[namespace] = namespaces.get(namespace, 0) + gpus
     rows = []
     for node in plugin:
         devices = dra_nodes.get(node.name)
@@ -442,7 +442,7 @@ def inventory(
         )
     return Inventory(
         nodes=rows,
-        namespaces={k: v for k, v in namespaces.items() if v},
+        namespaces={k: v for k, v in sorted(namespaces.items()) if v},
         dra_class=dra.serving_class if dra else None,
         dra_drivers=dra.drivers if dra else (),
         off_node=dra.off_node if dra else 0,

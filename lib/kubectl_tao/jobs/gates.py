@@ -250,17 +250,18 @@ class LaterFit:
 
 
 def judge_counting_dra(judge: Callable[[Any], Any], first: Any, dra: Callable[[], FollowUp]) -> tuple[Any, str]:
-    """The fit verdict FIRST, judged without DRA devices, or, when it does not fit, `judge(dra)` with the DRA
-    devices read. DRA devices only ever add GPUs to nodes the device plugins leave at zero
+    """The fit verdict FIRST, judged without DRA devices (`judge(None)`), or, when it does not fit, `judge(dra)`
+    with the DRA devices read. DRA devices only ever add GPUs to nodes the device plugins leave at zero
     (gpuinventory.gate_nodes), so a job that fits without them fits with them, and their read (the costliest
-    of the gate on a big cluster) is waited for only when it could change the verdict. Returns the verdict and,
-    when it still does not fit, why DRA GPUs were not counted ('' when they were or there are none)."""
+    of the gate on a big cluster) is waited for only when it could change the verdict; devices that cannot
+    change it (none published) are not judged again. Returns the verdict and, when it still does not fit,
+    why DRA GPUs were not counted ('' when they were or there are none)."""
     from kubectl_tao.core import gpufit, gpuinventory
 
     if first.verdict == gpufit.FITS:
         return first, ""
     devices, note = gpuinventory.read_dra(dra().answer())
-    verdict = judge(devices)
+    verdict = judge(devices) if gpuinventory.counts_for_fit(devices) else first
     return verdict, note if verdict.verdict != gpufit.FITS else ""
 
 

@@ -55,24 +55,38 @@ def calls() -> dict[str, tuple[list[str], dict[str, Any]]]:
 @record(frozen=True)
 class Capacity(Value):
     """What the gate can see. `nodes` None: nodes could not be listed (capacity unknown); `usage_known`
-    False: pods could not be listed, so `pods` is empty and only each node's allocatable is known. Both hold
-    reduced items (gatelists): every node, and the pods that hold GPUs on a node."""
+    False: pods could not be listed, so `pods` holds nothing and only each node's allocatable is known.
+    `nodes` holds every node reduced (gatelists), `pods` what the pods hold (a gpufit.PodUse)."""
 
     nodes: dict[str, Any] | None
-    pods: dict[str, Any]
+    pods: Any
     usage_known: bool
     warning: str | None = None
 
 
-def _items(result: Completed, what: str) -> list[dict[str, Any]]:
-    """The reduced items of an answer: its reader's Page, or (an answer read whole) its stdout reduced now."""
+def _page(result: Completed, what: str) -> Any:
+    """An answer reduced: its reader's gatelists.Page, or (an answer read whole) its stdout reduced now."""
     from kubectl_tao.k8s import gatelists
 
     if result.value is not None:
-        return result.value.items
+        return result.value
     if what == "nodes":
-        return gatelists.reduce(result.stdout, "nodes", signals=health_signals()).items
-    return gatelists.reduce(result.stdout, "pods").items
+        return gatelists.reduce(result.stdout, "nodes", signals=health_signals())
+    return gatelists.reduce(result.stdout, "pods")
+
+
+def _nodes(result: Completed) -> dict[str, Any]:
+    return {"items": _page(result, "nodes").items}
+
+
+def _held(result: Completed) -> Any:
+    return _page(result, "pods").use
+
+
+def _nothing_held() -> Any:
+    from kubectl_tao.core.gpufit import PodUse
+
+    return PodUse()
 
 
 def health_signals() -> tuple[Any, ...]:
@@ -95,7 +109,7 @@ def read(results: Mapping[str, Completed | TaoError]) -> Capacity:
             raise error
     nodes, pods = results["nodes"], results["pods"]
     assert isinstance(nodes, Completed) and isinstance(pods, Completed)
-    return Capacity({"items": _items(nodes, "nodes")}, {"items": _items(pods, "pods")}, True)
+    return Capacity(_nodes(nodes), _held(pods), True)
 
 
 def view(results: Mapping[str, Completed | TaoError]) -> Capacity:
@@ -109,17 +123,17 @@ def view(results: Mapping[str, Completed | TaoError]) -> Capacity:
     if isinstance(nodes, TaoError):
         return Capacity(
             None,
-            {"items": []},
+            _nothing_held(),
             False,
             f"cannot list nodes ({nodes.message}); GPU capacity was not checked: the job may wait Pending if no "
             "node can take it (`kubectl tao fit` needs `list nodes` and `list pods`)",
         )
     if isinstance(pods, TaoError):
         return Capacity(
-            {"items": _items(nodes, "nodes")},
-            {"items": []},
+            _nodes(nodes),
+            _nothing_held(),
             False,
             f"cannot list pods in all namespaces ({pods.message}); the fit gate checked each node's allocatable "
             "nvidia.com/gpu only, not what is in use, so the job may still wait for GPUs",
         )
-    return Capacity({"items": _items(nodes, "nodes")}, {"items": _items(pods, "pods")}, True)
+    return Capacity(_nodes(nodes), _held(pods), True)

@@ -2,10 +2,10 @@
 
 Per node the gate reads its name, labels, taints, cordon, Ready condition and allocatable nvidia.com/gpu;
 per pod only its node, phase, namespace and effective nvidia.com/gpu request (gpufit.node_gpus and
-gpuinventory.inventory, nothing else). So the pods are reduced at once to those that hold GPUs on a node and
-are not finished, each as a small pod-shaped dict whose one container requests the pod's effective GPU count
-(computed by gpufit.pod_gpu_request from the real containers, init containers and sidecars): those functions
-give the same answer over the reduced list as over the full one, and everything else is dropped.
+gpuinventory.inventory, nothing else). So each node is reduced at once to a small node-shaped dict, and the
+pods are summed as they come into a gpufit.PodUse (the GPUs held per node and per namespace there, counted by
+gpufit.pod_gpu_request from the real containers, init containers and sidecars): those functions give the same
+answer over the reduced read as over the full one, and no pod is kept.
 
 `reduce_stream` reads an answer while kubectl still passes it on: whole items are cut off its front in pieces
 of about PIECE_BYTES and reduced, so the answer is never held whole and the reduction overlaps the transfer.
@@ -26,11 +26,14 @@ from typing import Any
 
 from kubectl_tao.core import gcpause, gpuhealth
 from kubectl_tao.core.errors import TaoError
-from kubectl_tao.core.gpufit import GPU_RESOURCE, CountedPod, pod_gpu_request
+from kubectl_tao.core.gpufit import GPU_RESOURCE, PodUse, pod_gpu_request, pod_use
 from kubectl_tao.core.quantities import gpu_quantity
 from kubectl_tao.core.valueclass import Factory, Value, record
 
 FINISHED = ("Succeeded", "Failed")
+Buffer = bytes | bytearray
+Text = str | bytes | bytearray
+Signals = tuple[gpuhealth.Signal, ...]
 PIECE_BYTES = 4 << 20
 # Between two items of the API server's compact list JSON. A quote inside a JSON string is always escaped, so
 # these bytes are structure, never text. They would also stand between two objects of an array nested in an
@@ -44,20 +47,14 @@ _GPU_NAMED = f'"{GPU_RESOURCE}"'.encode()
 
 @record
 class Page(Value):
-    """A list answer (or a piece of one) reduced: the items kept."""
+    """A list answer (or a piece of one) reduced: the nodes kept, or what the pods hold."""
 
     items: list[dict[str, Any]] = Factory(list)
+    use: PodUse = Factory(PodUse)
 
-
-def _reduced_pod(namespace: Any, node: Any, phase: Any, gpus: int) -> dict[str, Any]:
-    return CountedPod(
-        {
-            "metadata": {"namespace": namespace},
-            "spec": {"nodeName": node, "containers": [{"resources": {"requests": {GPU_RESOURCE: gpus}}}]},
-            "status": {"phase": phase},
-        },
-        gpus,
-    )
+    def extend(self, other: Page) -> None:
+        self.items += other.items
+        self.use.merge(other.use)
 
 
 def _reduced_node(
@@ -67,19 +64,17 @@ def _reduced_node(
     if gpus is not None:
         status["allocatable"] = {GPU_RESOURCE: gpus}
     return {
-        "metadata": {"name": name, "labels": dict(labels or {})},
+        "metadata": {"name": name, "labels": labels if type(labels) is dict else dict(labels or {})},
         "spec": {"taints": [dict(t) for t in taints or [] if isinstance(t, Mapping)], "unschedulable": unschedulable},
         "status": status,
         "health": health,
     }
 
 
-def _health(
-    conditions: list[Any], taints: Any, gpus: Any, capacity: Any, signals: tuple[gpuhealth.Signal, ...]
-) -> list[dict[str, Any]]:
+def _health(conditions: list[Any], taints: Any, gpus: Any, capacity: Any, signals: Signals) -> list[dict[str, Any]]:
     """The node's unhealthy marks (gpuhealth.judge), as dicts: the only conditions besides Ready kept."""
-    if not conditions and not taints and capacity is None:
-        return []
+    if not conditions and (capacity is None or capacity == gpus) and not _signalling_taint(taints, signals):
+        return []  # nothing judge could mark: most nodes, so the common case skips reading quantities
     try:
         allocatable, total = gpu_quantity(gpus), None if capacity is None else gpu_quantity(capacity)
     except TaoError:
@@ -87,6 +82,13 @@ def _health(
     marks = gpuhealth.judge(conditions, [t for t in taints or [] if isinstance(t, Mapping)], allocatable, total,
                             signals)
     return [m.to_dict() for m in marks]
+
+
+def _signalling_taint(taints: Any, signals: Signals) -> bool:
+    if not taints:
+        return False
+    keys = gpuhealth.taint_keys(signals)
+    return any(isinstance(t, Mapping) and t.get("key") in keys for t in taints)
 
 
 # ------------------------------------------------------------------------------------------- json (stdlib)
@@ -106,23 +108,13 @@ def _objects(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [i for i in data.get("items") or [] if isinstance(i, Mapping)]
 
 
-def _pods_json(text: str | bytes) -> Page:
-    objects = _objects(_loads(text, "pods"))
-    page = Page()
-    for pod in objects:
-        spec = pod.get("spec") or {}
-        phase = (pod.get("status") or {}).get("phase")
-        if not spec.get("nodeName") or phase in FINISHED:
-            continue
-        gpus = pod_gpu_request(pod)
-        if gpus:
-            page.items.append(_reduced_pod((pod.get("metadata") or {}).get("namespace"), spec["nodeName"], phase, gpus))
+def _pods_json(text: Text, signals: Signals, page: Page) -> Page:
+    page.use.merge(pod_use(_objects(_loads(text, "pods"))))
     return page
 
 
-def _nodes_json(text: str | bytes, signals: tuple[gpuhealth.Signal, ...] = gpuhealth.DEFAULT_SIGNALS) -> Page:
+def _nodes_json(text: Text, signals: Signals, page: Page) -> Page:
     objects = _objects(_loads(text, "nodes"))
-    page = Page()
     for node in objects:
         meta, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
         conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
@@ -182,18 +174,21 @@ def _gpus_of(init: tuple[Any, ...], main: tuple[Any, ...], unset: Any) -> int:
     )
 
 
-def _pods_typed(decoded: Any, unset: Any) -> Page:
-    return _typed_pods_page(decoded.items or [], unset)
+def _pods_typed(decoded: Any, unset: Any, signals: Signals, page: Page) -> Page:
+    return _typed_pods_page(decoded.items or [], unset, page)
 
 
-def _typed_pods_page(objects: list[Any], unset: Any) -> Page:
-    page = Page()
+def _typed_pods_page(objects: list[Any], unset: Any, page: Page) -> Page:
+    """Adds what the pods hold to PAGE; all are decoded already, so an answer that is not what the decoder
+    expects adds nothing."""
+    add = page.use.add
     known: dict[Any, int] = {}
     for pod in objects:
         spec = pod.spec
         if spec is None or not spec.nodeName:
             continue
-        (init, init_named), (main, main_named) = _shape(spec.initContainers, unset), _shape(spec.containers, unset)
+        main, main_named = _shape(spec.containers, unset)
+        init, init_named = _shape(spec.initContainers, unset) if spec.initContainers else ((), False)
         if not (init_named or main_named):
             continue  # no nvidia.com/gpu anywhere: holds none
         phase = pod.status.phase if pod.status else None
@@ -206,17 +201,15 @@ def _typed_pods_page(objects: list[Any], unset: Any) -> Page:
         except TypeError:  # a quantity that is not a string or number (unhashable): not worth remembering
             gpus = _gpus_of(init, main, unset)
         if gpus:
-            namespace = pod.metadata.namespace if pod.metadata else None
-            page.items.append(_reduced_pod(namespace, spec.nodeName, phase, gpus))
+            add(spec.nodeName, (pod.metadata.namespace if pod.metadata else None) or "", gpus)
     return page
 
 
-def _nodes_typed(decoded: Any, unset: Any, signals: tuple[gpuhealth.Signal, ...] = gpuhealth.DEFAULT_SIGNALS) -> Page:
-    return _typed_nodes_page(decoded.items or [], unset, signals)
+def _nodes_typed(decoded: Any, unset: Any, signals: Signals, page: Page) -> Page:
+    return _typed_nodes_page(decoded.items or [], unset, signals, page)
 
 
-def _typed_nodes_page(objects: list[Any], unset: Any, signals: tuple[gpuhealth.Signal, ...]) -> Page:
-    page = Page()
+def _typed_nodes_page(objects: list[Any], unset: Any, signals: Signals, page: Page) -> Page:
     watched = gpuhealth.condition_types(signals)
     for node in objects:
         meta, spec, status = node.metadata, node.spec, node.status
@@ -254,26 +247,26 @@ _READERS = {"pods": (_pods_typed, _pods_json), "nodes": (_nodes_typed, _nodes_js
 
 
 def reduce(
-    text: str | bytes, what: str, *, fast: bool = True,
-    signals: tuple[gpuhealth.Signal, ...] = gpuhealth.DEFAULT_SIGNALS,
+    text: Text, what: str, *, fast: bool = True, signals: Signals = gpuhealth.DEFAULT_SIGNALS,
+    into: Page | None = None,
 ) -> Page:
     """A `get --raw` list answer of `what` ("pods" or "nodes") reduced to what the gate reads (`fast`: msgspec
-    when installed; False forces json.loads, for tests). A node keeps its GPU health marks (`signals`) as
-    "health"."""
+    when installed; False forces json.loads, for tests), added to INTO (a new Page when None) and returned.
+    A node keeps its GPU health marks (`signals`) as "health". An answer that cannot be read adds nothing."""
     typed, plain = _READERS[what]
-    extra = (signals,) if what == "nodes" else ()
+    page = Page() if into is None else into
     types = _decoders() if fast else None
     if types is not None and text.strip():
         try:
-            return typed(types.DECODERS[what].decode(text), types.UNSET, *extra)
+            decoded = types.DECODERS[what].decode(text)
         except types.ERRORS:
             pass  # an unexpected type somewhere, or not JSON at all: json.loads decides and names it
-    return plain(text, *extra)
+        else:
+            return typed(decoded, types.UNSET, signals, page)
+    return plain(text, signals, page)
 
 
-def reduce_stream(
-    chunks: Iterable[bytes], what: str, *, signals: tuple[gpuhealth.Signal, ...] = gpuhealth.DEFAULT_SIGNALS,
-) -> Page:
+def reduce_stream(chunks: Iterable[bytes], what: str, *, signals: Signals = gpuhealth.DEFAULT_SIGNALS) -> Page:
     """`reduce` of the answer that CHUNKS make up, reduced as they come: each time PIECE_BYTES are in, the
     whole items before the last item boundary are cut off and reduced (the first piece with the list's head),
     the rest waits for more. Same result as `reduce` of the whole."""
@@ -281,58 +274,57 @@ def reduce_stream(
         return _reduce_stream(chunks, what, signals)
 
 
-def _reduce_stream(chunks: Iterable[bytes], what: str, signals: tuple[gpuhealth.Signal, ...]) -> Page:
+def _reduce_stream(chunks: Iterable[bytes], what: str, signals: Signals) -> Page:
     found = Page()
-    held: list[bytes] = []  # what came since the last cut
-    size = 0
+    # What came since the last cut, in one growing buffer: appending a chunk copies it once (joining the held
+    # chunks made a new piece-sized object for every piece), and what follows a cut is less than an item.
+    held = bytearray()
     cut = -1  # where in what is held the last item boundary seen starts
     tail = b""  # the held bytes' last few, for a boundary that two chunks share
     first = True  # the list's own head is still held until the first piece is cut
     splitting = True
+    keep = len(_BETWEEN_ITEMS) - 1
     for chunk in chunks:
         if splitting:  # each chunk is searched once, as it comes: the held bytes never again
             at = chunk.rfind(_BETWEEN_ITEMS)
             if at >= 0:
-                cut = size + at
+                cut = len(held) + at
             else:
-                at = (tail + chunk[: len(_BETWEEN_ITEMS) - 1]).rfind(_BETWEEN_ITEMS)
-                cut = size - len(tail) + at if at >= 0 else cut
-            tail = (tail + chunk)[-(len(_BETWEEN_ITEMS) - 1):]
-        held.append(chunk)
-        size += len(chunk)
-        if not splitting or size < PIECE_BYTES or cut < 0:
+                at = (tail + chunk[:keep]).rfind(_BETWEEN_ITEMS)
+                cut = len(held) - len(tail) + at if at >= 0 else cut
+            tail = chunk[-keep:] if len(chunk) >= keep else (tail + chunk)[-keep:]
+        held += chunk
+        if not splitting or len(held) < PIECE_BYTES or cut < 0:
             continue
-        text = b"".join(held)
-        held = [text]
-        piece = _piece(text, cut + 1, first, what, signals)
-        if piece is None:
+        if not _piece(held, cut + 1, first, what, signals, found):
             splitting = False
             continue
-        found.items += piece.items
-        held = [text[cut + 2:]]  # from the next item's "{", the last boundary seen: none in what is held
-        size, cut, first = len(held[0]), -1, False
-    rest = reduce((b"" if first else _ITEMS_HEAD) + b"".join(held), what, signals=signals)
-    found.items += rest.items
-    return found
+        held = held[cut + 2:]  # from the next item's "{", the last boundary seen: none in what is held
+        cut, first = -1, False
+    return reduce(bytes(held) if first else _ITEMS_HEAD + held, what, signals=signals, into=found)
 
 
-def _piece(text: bytes, end: int, first: bool, what: str, signals: tuple[gpuhealth.Signal, ...]) -> Page | None:
+def _piece(text: Buffer, end: int, first: bool, what: str, signals: Signals, found: Page) -> bool:
     """The whole items that text[:end] holds, joined by commas (the `first` piece: after the list's own head),
-    reduced; None when they are not JSON on their own (then nothing more is cut)."""
-    page = _in_place(text, end, first, what, signals)
-    if page is not None:
-        return page
+    reduced into FOUND; False when they are not JSON on their own (then nothing more is cut).
+
+    False after some were added only where reading them raised an error (a quantity that is not one): the
+    same items, read again with the rest, raise it again, so nothing is ever counted twice in an answer."""
+    if _in_place(text, end, first, what, signals, found):
+        return True
     try:
-        return reduce((b"" if first else _ITEMS_HEAD) + text[:end] + _ITEMS_TAIL, what, signals=signals)
+        reduce((b"" if first else _ITEMS_HEAD) + text[:end] + _ITEMS_TAIL, what, signals=signals, into=found)
     except TaoError:
-        return None
+        return False
+    return True
 
 
-def _in_place(text: bytes, end: int, first: bool, what: str, signals: tuple[gpuhealth.Signal, ...]) -> Page | None:
+def _in_place(text: Buffer, end: int, first: bool, what: str, signals: Signals, found: Page) -> bool:
     """The items of a piece (text[:end]) decoded each on its own where it lies, without a copy: every node,
     and only the pods whose bytes name nvidia.com/gpu (a pod that requests GPUs names the resource as a key;
-    most pods of a cluster name it nowhere) and the piece's last one. None when msgspec is not there or an
-    item decoded is not one whole object; the caller then reduces the piece whole.
+    most pods of a cluster name it nowhere) and the piece's last one, added to FOUND. False, with nothing
+    added, when msgspec is not there or an item decoded is not one whole object; the caller then reduces the
+    piece whole.
 
     An item is what lies between two _BETWEEN_ITEMS. Were those bytes ever inside an object (see
     _BETWEEN_ITEMS), the item that holds a GPU pod's containers would not be JSON alone (it starts or ends
@@ -340,36 +332,41 @@ def _in_place(text: bytes, end: int, first: bool, what: str, signals: tuple[gpuh
     reduced whole, which stops the cutting. A pod that names the resource nowhere holds no GPUs."""
     types = _decoders()
     if types is None:
-        return None
+        return False
     start = 0
     if first:
         key = text.find(_ITEMS_KEY, 0, end)
         if key < 0 or not _is_list_head(text[: key + len(_ITEMS_KEY)] + _ITEMS_TAIL, types):
-            return None
+            return False
         start = key + len(_ITEMS_KEY)
-    view = memoryview(text)
     decoder = types.ONE[what]
     last = text.rfind(_BETWEEN_ITEMS, start, end)
     last = start if last < 0 else last + 2  # where the last item starts
     objects = []
     at = start
-    try:
-        while at < last:
-            if what == "pods":
-                named = text.find(_GPU_NAMED, at, last)
-                if named < 0:
-                    break
-                begin = text.rfind(_BETWEEN_ITEMS, at, named)
-                at = at if begin < 0 else begin + 2
-            close = text.find(_BETWEEN_ITEMS, at, end)  # the "}" that ends this item (the last one at `last`)
-            objects.append(decoder.decode(view[at: close + 1]))
-            at = close + 2
-        objects.append(decoder.decode(view[last:end]))
-    except types.ERRORS:
-        return None
+    with memoryview(text) as view:  # released at once: a bytearray cannot grow while a view of it exists
+        try:
+            while at < last:
+                named = at
+                if what == "pods":
+                    named = text.find(_GPU_NAMED, at, last)
+                    if named < 0:
+                        break
+                    begin = text.rfind(_BETWEEN_ITEMS, at, named)
+                    at = at if begin < 0 else begin + 2
+                # the "}" that ends this item (the last one at `last`): no boundary lies between its start and
+                # the name found in it
+                close = text.find(_BETWEEN_ITEMS, named, end)
+                objects.append(decoder.decode(view[at: close + 1]))
+                at = close + 2
+            objects.append(decoder.decode(view[last:end]))
+        except types.ERRORS:
+            return False
     if what == "pods":
-        return _typed_pods_page(objects, types.UNSET)
-    return _typed_nodes_page(objects, types.UNSET, signals)
+        _typed_pods_page(objects, types.UNSET, found)
+    else:
+        _typed_nodes_page(objects, types.UNSET, signals, found)
+    return True
 
 
 def _is_list_head(text: bytes, types: Any) -> bool:

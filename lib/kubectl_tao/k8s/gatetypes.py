@@ -2,6 +2,7 @@
 
 Imported only by gatelists, and only when msgspec is installed. msgspec skips every field not named here
 without building it. Every field is optional (and null is accepted), as the API server omits empty ones.
+No decoded answer can hold a reference cycle, so no struct is tracked by the garbage collector (gc=False).
 """
 
 from __future__ import annotations
@@ -15,78 +16,78 @@ from kubectl_tao.core.contract import GPU_RESOURCE
 UNSET = msgspec.UNSET
 
 
-class NodeMeta(msgspec.Struct):
+class NodeMeta(msgspec.Struct, gc=False):
     name: str | None = None
     labels: dict[str, str] | None = None
 
 
-class PodMeta(msgspec.Struct):
+class PodMeta(msgspec.Struct, gc=False):
     """A pod's metadata: the namespace alone (its name and labels are never read)."""
 
     namespace: str | None = None
 
 
-class Gpus(msgspec.Struct):
+class Gpus(msgspec.Struct, gc=False):
     """A resource map (requests, limits, allocatable) read for nvidia.com/gpu alone; UNSET when absent."""
 
     value: Any = msgspec.field(default=UNSET, name=GPU_RESOURCE)
 
 
-class Resources(msgspec.Struct):
+class Resources(msgspec.Struct, gc=False):
     requests: Gpus | None = None
     limits: Gpus | None = None
 
 
-class Container(msgspec.Struct):
+class Container(msgspec.Struct, gc=False):
     resources: Resources | None = None
     restartPolicy: str | None = None
 
 
-class PodSpec(msgspec.Struct):
+class PodSpec(msgspec.Struct, gc=False):
     nodeName: str | None = None
     containers: list[Container] | None = None
     initContainers: list[Container] | None = None
 
 
-class PodStatus(msgspec.Struct):
+class PodStatus(msgspec.Struct, gc=False):
     phase: str | None = None
 
 
-class Pod(msgspec.Struct):
+class Pod(msgspec.Struct, gc=False):
     metadata: PodMeta | None = None
     spec: PodSpec | None = None
     status: PodStatus | None = None
 
 
-class PodList(msgspec.Struct):
+class PodList(msgspec.Struct, gc=False):
     items: list[Pod] | None = None
 
 
-class Condition(msgspec.Struct):
+class Condition(msgspec.Struct, gc=False):
     type: str | None = None
     status: str | None = None
     reason: str | None = None
     lastTransitionTime: str | None = None
 
 
-class NodeSpec(msgspec.Struct):
+class NodeSpec(msgspec.Struct, gc=False):
     taints: list[dict[str, Any]] | None = None
     unschedulable: bool | None = None
 
 
-class NodeStatus(msgspec.Struct):
+class NodeStatus(msgspec.Struct, gc=False):
     allocatable: Gpus | None = None
     capacity: Gpus | None = None
     conditions: list[Condition] | None = None
 
 
-class Node(msgspec.Struct):
+class Node(msgspec.Struct, gc=False):
     metadata: NodeMeta | None = None
     spec: NodeSpec | None = None
     status: NodeStatus | None = None
 
 
-class NodeList(msgspec.Struct):
+class NodeList(msgspec.Struct, gc=False):
     items: list[Node] | None = None
 
 

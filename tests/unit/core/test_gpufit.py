@@ -120,6 +120,28 @@ def test_node_gpus_accepts_plain_lists() -> None:
     assert (nodes[0].requested, nodes[0].free) == (3, 5)
 
 
+def test_pod_use_sums_what_the_pods_hold_per_node_and_namespace() -> None:
+    pods = [pod_json("a", 3), pod_json("a", 2), pod_json("b", 8), pod_json("a", 8, "Failed"), pod_json(None, 4),
+            pod_json("b", 0)]
+    pods[1]["metadata"]["namespace"] = "team"
+    use = gpufit.pod_use({"items": pods})
+    assert use.per_node == {"a": [5, 2], "b": [8, 1]}  # GPUs held, pods holding them
+    assert use.per_namespace == {("a", ""): 3, ("a", "team"): 2, ("b", ""): 8}
+    assert gpufit.pod_use(use) is use  # a read that summed them already is taken as it is
+    again = gpufit.PodUse()
+    again.merge(gpufit.pod_use(pods[:2]))
+    again.merge(gpufit.pod_use(pods[2:]))
+    assert again == use
+    nodes = [node_json("a", 8), node_json("b", 8)]
+    assert gpufit.node_gpus(nodes, use) == gpufit.node_gpus(nodes, pods)
+
+
+def test_the_largest_eligible_node_is_the_first_by_name_among_equals() -> None:
+    nodes = [gpu_node("n-2", 8, 8), gpu_node("n-1", 8, 8), gpu_node("a-0", 4, 4)]
+    assert fit(nodes, 8, 1).largest == ("n-1", 8)
+    assert fit([gpu_node("z", 2), gpu_node("y", 1)], 4, 1).largest == ("z", 2)
+
+
 def test_total_allocatable_is_the_reference_sum() -> None:
     assert gpufit.total_allocatable(gpufit.node_gpus(load("nodes-2x8.json"), None)) == 16
 

@@ -137,3 +137,25 @@ def test_an_unreachable_cluster_is_one_line_and_nothing_else_is_judged(
     assert code == 1
     [line] = [line for line in out.splitlines() if not line.startswith(("OK: node-runtime", "OK: kubectl"))]
     assert line.startswith("MISSING: cluster: no reachable cluster: ")
+
+
+def test_dra_devices_are_judged_only_where_they_can_change_the_verdict() -> None:
+    from kubectl_tao.core import gpuinventory
+    from kubectl_tao.core.gpufit import QUEUE
+    from kubectl_tao.k8s.kubectl import Completed
+
+    first = type("Verdict", (), {"verdict": QUEUE})()
+    judged: list[Any] = []
+
+    def judge(devices: Any) -> Any:
+        judged.append(devices)
+        return first
+
+    none_published = Completed(json.dumps({"kind": "List", "items": []}), "", 0)
+    verdict, note = gates.judge_counting_dra(judge, first, lambda: gates.FollowUp(answer=none_published))
+    assert (verdict, note, judged) == (first, "", [])  # nothing DRA publishes: the verdict without them stands
+    devices = gpuinventory.parse_dra(fixture_json("dra-objects.json"))
+    assert gpuinventory.counts_for_fit(devices) and not gpuinventory.counts_for_fit(None)
+    published = Completed(json.dumps(fixture_json("dra-objects.json")), "", 0)
+    gates.judge_counting_dra(judge, first, lambda: gates.FollowUp(answer=published))
+    assert judged == [devices]

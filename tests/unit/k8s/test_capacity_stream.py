@@ -131,7 +131,7 @@ def chunked(text: str, size: int) -> list[bytes]:
 def streamed(node_items: list[dict[str, Any]], pod_items: list[dict[str, Any]], size: int) -> Any:
     nodes = gatelists.reduce_stream(chunked(listing(node_items), size), "nodes")
     pods = gatelists.reduce_stream(chunked(listing(served(pod_items)), size), "pods")
-    return {"items": nodes.items}, {"items": pods.items}
+    return {"items": nodes.items}, pods.use
 
 
 @pytest.mark.parametrize("size", [1, 7, 4096])
@@ -144,35 +144,33 @@ def test_streamed_read_answers_like_the_full_read(decoder: str, size: int, monke
     # the verdicts are not trivial: some fit, some queue, some never
     assert {v["verdict"] for v in expected["verdicts"]} == {"fits", "queue", "never"}
     assert sum(n["requested"] for n in expected["table"]) > 0
-    # only GPU-holding pods bound to a node and not finished are kept, each small
-    assert 0 < len(pods["items"]) < len(served(pod_items))
-    assert all(set(p) == {"metadata", "spec", "status"} for p in pods["items"])
-    # each carries its count, the same as counting its reduced fields again
-    assert all(type(p) is gpufit.CountedPod and p.gpus == gpufit.pod_gpu_request(dict(p)) > 0 for p in pods["items"])
+    # no pod is kept: the GPUs they hold are summed per node and per namespace there, as from every pod whole
+    assert pods == gpufit.pod_use({"items": pod_items})
+    holders = [p for p in served(pod_items) if gpufit.pod_gpu_request(p)]
+    assert 0 < len(holders) == sum(n for _, n in pods.per_node.values()) < len(served(pod_items))
 
 
 def test_pieces_are_cut_while_the_answer_arrives(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gatelists, "PIECE_BYTES", 2000)
     cut: list[int] = []
     real = gatelists._piece
-    monkeypatch.setattr(gatelists, "_piece", lambda text, end, first, what, signals: cut.append(end)
-                        or real(text, end, first, what, signals))
+    monkeypatch.setattr(gatelists, "_piece", lambda text, end, first, what, signals, found: cut.append(end)
+                        or real(text, end, first, what, signals, found))
     _, pod_items = synthetic(nodes=10, pods=200, seed=9)
     whole = listing(served(pod_items))
     page = gatelists.reduce_stream(chunked(whole, 1000), "pods")
     assert len(cut) > 5 and max(cut) < 6000  # never the whole answer at once
-    assert page.items == gatelists.reduce(whole, "pods").items
+    assert page == gatelists.reduce(whole, "pods")
 
 
 def test_an_empty_list_and_a_pretty_printed_one(decoder: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gatelists, "PIECE_BYTES", 100)
     _, pod_items = synthetic(nodes=6, pods=30, seed=3)
     empty = gatelists.reduce_stream(chunked(listing([]), 5), "pods")
-    assert empty.items == []
-    assert gatelists.reduce_stream([], "pods").items == []
+    assert empty == gatelists.Page() == gatelists.reduce_stream([], "pods")
     pretty = json.dumps({"kind": "List", "items": served(pod_items)}, indent=2)  # no cut point: read whole
     page = gatelists.reduce_stream(chunked(pretty, 64), "pods")
-    assert page.items == gatelists.reduce(listing(served(pod_items)), "pods").items
+    assert page == gatelists.reduce(listing(served(pod_items)), "pods")
 
 
 class _Searched(bytes):
@@ -199,7 +197,7 @@ def test_each_chunk_is_searched_once(pretty: bool, monkeypatch: pytest.MonkeyPat
     real = gatelists._piece
     monkeypatch.setattr(gatelists, "_piece", lambda *args: pieces.append(1) or real(*args))
     page = gatelists.reduce_stream(chunks, "pods")
-    assert page.items == gatelists.reduce(listing(kept), "pods").items
+    assert page == gatelists.reduce(listing(kept), "pods")
     assert len(_Searched.searches) == len(chunks)
     assert (pieces == []) if pretty else (len(pieces) > 10)
 
@@ -213,7 +211,7 @@ def test_a_cut_inside_an_item_is_not_json_and_the_rest_is_read_whole(decoder: st
     kept[3]["spec"]["extra"] = [{"metadata": {"a": 1}}, {"metadata": {"b": 2}}, {"metadata": {}}]
     whole = listing(kept)
     page = gatelists.reduce_stream(chunked(whole, 1), "pods")
-    assert page.items == gatelists.reduce(whole, "pods").items
+    assert page == gatelists.reduce(whole, "pods")
 
 
 def _whole_pieces(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -233,7 +231,7 @@ def test_only_pods_that_name_the_gpu_resource_are_decoded(monkeypatch: pytest.Mo
             container["env"] = []
             for resources in container["resources"].values():
                 resources.pop(GPU, None)
-    expected = gatelists.reduce(listing(kept), "pods", fast=False).items
+    expected = gatelists.reduce(listing(kept), "pods", fast=False)
     decoded: list[bytes] = []
     types = gatelists._decoders()
     pod_decoder = types.ONE["pods"]
@@ -249,7 +247,7 @@ def test_only_pods_that_name_the_gpu_resource_are_decoded(monkeypatch: pytest.Mo
     real = gatelists._in_place
     monkeypatch.setattr(gatelists, "_in_place", lambda *args: pieces.append(1) or real(*args))
     page = gatelists.reduce_stream(chunked(listing(kept), 512), "pods")
-    assert page.items == expected
+    assert page == expected
     assert len(whole) == 1 and whole[0] < 4000  # the rest after the last cut, nothing else read whole
     unnamed = [d for d in decoded if b'"nvidia.com/gpu"' not in bytes(d)]
     assert len(pieces) > 10 and len(unnamed) <= len(pieces)  # at most each piece's last pod
@@ -271,10 +269,10 @@ def test_a_pod_cut_inside_itself_is_never_misread(where: str, monkeypatch: pytes
         else:
             pod["spec"]["extra"] = odd
     whole_text = listing(kept)
-    expected = gatelists.reduce(whole_text, "pods", fast=False).items
+    expected = gatelists.reduce(whole_text, "pods", fast=False)
     whole = _whole_pieces(monkeypatch)
     page = gatelists.reduce_stream(chunked(whole_text, 1), "pods")
-    assert page.items == expected
+    assert page == expected
     assert len(whole) >= 2  # the piece cut inside the first of them, then the rest
 
 
@@ -393,7 +391,7 @@ def test_unexpected_types_fall_back_to_json_with_the_same_answer() -> None:
     pod_items[1]["spec"]["containers"][0]["resources"]["limits"][GPU] = {"odd": 1}  # no quantity, not hashable
     pod_items[1]["spec"]["nodeName"], pod_items[1]["status"]["phase"] = "node-001", "Running"
     text = listing(pod_items)
-    assert gatelists.reduce(text, "pods").items == gatelists.reduce(text, "pods", fast=False).items
+    assert gatelists.reduce(text, "pods") == gatelists.reduce(text, "pods", fast=False)
     reduced = gatelists.reduce(listing(node_items), "nodes")
     assert reduced.items == gatelists.reduce(listing(node_items), "nodes", fast=False).items
     assert reduced.items[0]["metadata"]["labels"]["weird"] == 7

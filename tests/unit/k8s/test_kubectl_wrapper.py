@@ -179,3 +179,17 @@ def test_a_prestart_that_cannot_start_is_no_error(tmp_path: Path) -> None:
     discard_prestarted()
     with pytest.raises(ClusterUnreachableError, match="kubectl not found"):
         Kubectl(ClusterOptions(), binary=str(tmp_path / "missing")).run(["get", "pods"])
+
+
+def test_a_read_pipe_is_widened_where_the_system_allows() -> None:
+    import fcntl
+
+    from kubectl_tao.k8s import kubectl as kubectl_module
+
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end, "rb") as pipe:
+        os.close(write_end)
+        kubectl_module._widen(pipe)
+        limit = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+        assert fcntl.fcntl(pipe.fileno(), fcntl.F_GETPIPE_SZ) == min(kubectl_module._CHUNK_BYTES, limit)
+    kubectl_module._widen(pipe)  # a closed pipe (or one over the user's quota): left as it is, no error
