@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
         from kubectl_tao.cli.output import check_format, emit, emit_data, info
         from kubectl_tao.core.contract import GPU_TOLERATION
         from kubectl_tao.core.errors import EXIT_FAILURE, EXIT_NEVER_FITS, EXIT_OK, UsageError
-        from kubectl_tao.core.render import _check_toleration, parse_key_values, parse_toleration
+        from kubectl_tao.core.flagvalues import check_toleration, parse_key_values, parse_toleration
         from kubectl_tao.core.topology import parse as parse_topology
         from kubectl_tao.jobs import fit as fitting
 
@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
         for index, text in enumerate(toleration or []):
             item = parse_toleration(text)  # its errors name the flag already
             try:
-                _check_toleration(item, index)
+                check_toleration(item, index)
             except UsageError as exc:
                 raise UsageError(f"--toleration #{index + 1}: {exc.message}; use KEY[=VALUE][:EFFECT]") from None
             tolerations.append(item)

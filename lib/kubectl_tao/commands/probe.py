@@ -90,7 +90,7 @@ def nccl(
 ) -> int:
     """Run a 2-node all_reduce job and report pass, fail or hang (cached per cluster)."""
     from kubectl_tao.cli.output import check_format, emit, emit_data, info
-    from kubectl_tao.core.render import parse_key_values
+    from kubectl_tao.core.flagvalues import parse_key_values
     from kubectl_tao.jobs.plan import targeting
     from kubectl_tao.jobs.probe import DEFAULT_IMAGE, PASS, ProbeOptions, describe, parse_duration, run_probe
     from kubectl_tao.store.probecache import cache_path

@@ -17,6 +17,7 @@ from typing import Any
 
 from kubectl_tao.core import contract, kubelet_text, names, quantities, retry, templates
 from kubectl_tao.core.errors import UsageError
+from kubectl_tao.core.flagvalues import check_toleration, int_in, parse_key_values, parse_toleration
 from kubectl_tao.core.valueclass import Factory, Value, record
 
 MANAGED_BY_LABEL = contract.MANAGED_BY_LABEL
@@ -61,8 +62,6 @@ _RESERVED_LABELS = contract.RESERVED_LABELS
 # Mount paths that would hide the image's own system directories.
 _SYSTEM_DIRS = ("/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/run", "/sbin", "/usr", "/var")
 _KERNEL_DIRS = ("/dev", "/proc", "/sys")
-_TOLERATION_KEYS = {"key", "operator", "value", "effect", "tolerationSeconds"}
-_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
 @record(frozen=True)
@@ -162,13 +161,6 @@ def _output_destination(spec: JobSpec) -> str | None:
 # --------------------------------------------------------------------------- validation helpers
 
 
-def _int_in(value: object, field_name: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        shown = value if isinstance(value, int) and not isinstance(value, bool) else type(value).__name__
-        raise UsageError(f"{field_name} must be a whole number from {low} to {high}, got {shown}")
-    return value
-
-
 def _text(value: object, field_name: str) -> str:
     """A non-empty string without control characters."""
     text = names.require_string(value, field_name)
@@ -196,32 +188,6 @@ def _check_annotations(annotations: Mapping[str, str]) -> None:
         names.validate_qualified_name(key, f"annotation #{position} key")
         names.require_string(value, f"annotation #{position} value", allow_empty=True)
         _check_reserved_key(key, f"annotation #{position} key", set())
-
-
-def _check_toleration(toleration: Mapping[str, Any], index: int) -> None:
-    where = f"toleration {index}"
-    unknown = set(toleration) - _TOLERATION_KEYS
-    if unknown:
-        raise UsageError(f"{where} has unknown fields {sorted(unknown)}; use key, operator, value, effect")
-    operator = toleration.get("operator", "Equal")
-    if operator not in ("Equal", "Exists"):
-        raise UsageError(f"{where} operator must be Equal or Exists")
-    key = toleration.get("key", "")
-    if key:
-        names.validate_qualified_name(key, f"{where} key")
-    elif operator != "Exists":
-        raise UsageError(f"{where} without a key must use operator Exists")
-    value = toleration.get("value", "")
-    if operator == "Exists" and value:
-        raise UsageError(f"{where} with operator Exists must not have a value")
-    names.validate_label_value(value, f"{where} value")
-    effect = toleration.get("effect", "")
-    if effect and effect not in _TAINT_EFFECTS:
-        raise UsageError(f"{where} effect must be one of {', '.join(_TAINT_EFFECTS)}")
-    if "tolerationSeconds" in toleration:
-        if effect != "NoExecute":
-            raise UsageError(f"{where} tolerationSeconds needs effect NoExecute")
-        _int_in(toleration["tolerationSeconds"], f"{where} tolerationSeconds", 0, 2**31 - 1)
 
 
 def _check_mount_path(path: str) -> None:
@@ -308,8 +274,8 @@ def _check_tier_c(spec: JobSpec) -> None:
 
 
 def _check_multi_node(spec: JobSpec) -> None:
-    _int_in(spec.master_port, "master port", 1, 65535)
-    _int_in(spec.rendezvous_timeout_seconds, "rendezvous timeout", 0, MAX_RENDEZVOUS_TIMEOUT)
+    int_in(spec.master_port, "master port", 1, 65535)
+    int_in(spec.rendezvous_timeout_seconds, "rendezvous timeout", 0, MAX_RENDEZVOUS_TIMEOUT)
     if spec.launcher not in LAUNCHERS:
         raise UsageError("launcher must be tao or torchrun")
     if spec.launcher == "torchrun" and not spec.multi_node:
@@ -319,16 +285,16 @@ def _check_multi_node(spec: JobSpec) -> None:
     if spec.retries_per_index is not None:
         if not spec.multi_node:
             raise UsageError("retries per index apply to multi-node jobs; use --backoff-limit on one node")
-        _int_in(spec.retries_per_index, "retries per index", 0, MAX_RETRIES)
+        int_in(spec.retries_per_index, "retries per index", 0, MAX_RETRIES)
     if spec.multi_node:
         names.validate_service_name(spec.name, "job name")
     _check_restarts(spec)
 
 
 def _check_restarts(spec: JobSpec) -> None:
-    _int_in(spec.max_restarts, "max restarts", 0, MAX_RESTARTS)
+    int_in(spec.max_restarts, "max restarts", 0, MAX_RESTARTS)
     if spec.termination_grace_seconds is not None:
-        _int_in(spec.termination_grace_seconds, "termination grace period", 0, MAX_TERMINATION_GRACE)
+        int_in(spec.termination_grace_seconds, "termination grace period", 0, MAX_TERMINATION_GRACE)
     if not spec.max_restarts:
         return
     if not spec.multi_node:
@@ -345,7 +311,7 @@ def _check_restarts(spec: JobSpec) -> None:
 
 
 def _check_scheduling(spec: JobSpec) -> None:
-    _int_in(spec.backoff_limit, "backoff limit", 0, MAX_RETRIES)
+    int_in(spec.backoff_limit, "backoff limit", 0, MAX_RETRIES)
     check_placement(spec.node_selector, spec.tolerations, spec.active_deadline_seconds, spec.queue_name)
 
 
@@ -357,14 +323,14 @@ def check_placement(
 ) -> None:
     """Where and how long a Job may run: the checks every rendered Job gets (action requests too)."""
     if active_deadline_seconds is not None:
-        _int_in(active_deadline_seconds, "active deadline seconds", 1, 2**31 - 1)
+        int_in(active_deadline_seconds, "active deadline seconds", 1, 2**31 - 1)
     for position, (key, value) in enumerate(node_selector.items(), start=1):
         names.validate_qualified_name(key, f"node selector #{position} key")
         names.validate_label_value(value, f"node selector #{position} value")
     for index, toleration in enumerate(tolerations):
         if not isinstance(toleration, Mapping):
             raise UsageError(f"toleration {index} must be a mapping of key, operator, value, effect")
-        _check_toleration(toleration, index)
+        check_toleration(toleration, index)
     if queue_name is not None:
         names.validate_dns_label(queue_name, "queue name")
 
@@ -386,14 +352,14 @@ def validate_spec(spec: JobSpec) -> JobSpec:
     names.require_string(spec.command, "command")
     if not spec.command.strip():
         raise UsageError("command must not be blank")
-    _int_in(spec.gpus, "gpus", 0, MAX_GPUS_PER_NODE)
-    _int_in(spec.nodes, "nodes", 1, MAX_NODES)
+    int_in(spec.gpus, "gpus", 0, MAX_GPUS_PER_NODE)
+    int_in(spec.nodes, "nodes", 1, MAX_NODES)
     _check_storage(spec)
     if spec.env_secret is not None:
         names.validate_dns_subdomain(spec.env_secret, "env secret")
     if spec.image_pull_secret is not None:
         names.validate_dns_subdomain(spec.image_pull_secret, "image pull secret")
-    _int_in(spec.ttl_seconds, "ttl seconds", 0, MAX_TTL_SECONDS)
+    int_in(spec.ttl_seconds, "ttl seconds", 0, MAX_TTL_SECONDS)
     if not isinstance(spec.keep_ttl, bool):
         raise UsageError("keep_ttl must be true or false")
     quantities.validate_binary_quantity(spec.shm_size, "shm size")
@@ -463,47 +429,6 @@ def _torchrun_argv(command: str) -> list[str]:
     if not argv or not argv[0]:
         raise UsageError("command must name the training script for --launcher torchrun")
     return argv
-
-
-# --------------------------------------------------------------------------- option parsing
-
-
-def parse_key_values(items: Mapping[str, str] | Iterable[str] | None, field_name: str) -> dict[str, str]:
-    """`["k=v", ...]` (or a mapping) -> dict; a repeated key or a missing '=' is an error."""
-    if items is None:
-        return {}
-    if isinstance(items, Mapping):
-        return {str(key): value for key, value in items.items()}
-    result: dict[str, str] = {}
-    for position, item in enumerate(items, start=1):
-        key, sep, value = names.require_string(item, f"{field_name} #{position}").partition("=")
-        if not sep or not key:  # not quoted: a bare credential typed here would be printed
-            raise UsageError(f"{field_name} #{position} must look like KEY=VALUE (it has no '=' or no KEY)")
-        if key in result:
-            raise UsageError(f"{field_name} #{position}: its KEY is given twice")
-        result[key] = value
-    return result
-
-
-def parse_toleration(text: str) -> dict[str, Any]:
-    """`KEY[=VALUE][:EFFECT]` (kubectl taint syntax) -> a toleration (Equal with a value, else Exists)."""
-    body, colon, effect = names.require_string(text, "--toleration").rpartition(":")
-    if not colon:
-        body, effect = text, ""
-    key, equals, value = body.partition("=")
-    if not key:
-        # An empty key with Exists tolerates every taint (of that effect): never what a one-word flag meant.
-        which = f"{effect} " if effect in _TAINT_EFFECTS else ""
-        raise UsageError(
-            f"--toleration: the key is empty, which would tolerate every {which}taint on every node; "
-            "name the taint's key (KEY[=VALUE][:EFFECT], e.g. nvidia.com/gpu:NoSchedule)"
-        )
-    toleration: dict[str, Any] = {"key": key, "operator": "Equal" if equals else "Exists"}
-    if equals:
-        toleration["value"] = value
-    if effect:
-        toleration["effect"] = effect
-    return toleration
 
 
 def spec_from_options(

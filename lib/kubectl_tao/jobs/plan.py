@@ -198,7 +198,7 @@ class _Nccl(Value):
 def _nccl_settings(job: JobRequest, nodes: int, probed: tuple[dict[str, str], str]) -> _Nccl:
     """The NCCL settings of a job: the flags, plus (multi-node) the settings this cluster's last probe passed
     with (PROBED: settings and when they were checked), where no flag sets the same variable."""
-    from kubectl_tao.core.render import parse_key_values
+    from kubectl_tao.core.flagvalues import parse_key_values
 
     env = parse_key_values(list(job.nccl_env), "--nccl-env")
     result = _Nccl(job.nccl_socket_ifname, job.nccl_ib_hca, env, [])
@@ -517,7 +517,7 @@ def targeting(
 ) -> tuple[dict[str, str], list[dict[str, Any]]]:
     """The node selector (--node-selector, --gpu-product) and the tolerations (--toleration) of the job
     flags, parsed: what every verb that places pods (submit, probe nccl) applies."""
-    from kubectl_tao.core.render import parse_key_values, parse_toleration
+    from kubectl_tao.core.flagvalues import parse_key_values, parse_toleration
 
     selector = list(node_selector)
     if gpu_product:
@@ -527,7 +527,7 @@ def targeting(
 
 def _placement(job: JobRequest, gpus: int) -> Any:
     from kubectl_tao.core.action import Placement
-    from kubectl_tao.core.render import parse_key_values
+    from kubectl_tao.core.flagvalues import parse_key_values
 
     node_selector, tolerations = targeting(job.node_selector, job.toleration, job.gpu_product)
     if gpus > 0:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 from support import ROOT as REPO_ROOT
 
-from kubectl_tao.core import kubelet_text, names, render, templates
+from kubectl_tao.core import flagvalues, kubelet_text, names, render, templates
 from kubectl_tao.core.errors import UsageError
 
 ROOT = REPO_ROOT
@@ -379,10 +379,10 @@ def test_lower_case_storage_tier_is_accepted():
 
 
 def test_parse_toleration_forms():
-    assert render.parse_toleration("k") == {"key": "k", "operator": "Exists"}
-    assert render.parse_toleration("k=v") == {"key": "k", "operator": "Equal", "value": "v"}
+    assert flagvalues.parse_toleration("k") == {"key": "k", "operator": "Exists"}
+    assert flagvalues.parse_toleration("k=v") == {"key": "k", "operator": "Equal", "value": "v"}
     with pytest.raises(UsageError, match="the key is empty, which would tolerate every NoSchedule taint"):
-        render.parse_toleration(":NoSchedule")
+        flagvalues.parse_toleration(":NoSchedule")
 
 
 # ---------------------------------------------------------------- YAML output and injection
