@@ -463,19 +463,20 @@ class Running:
 
 
 _CHUNK_BYTES = 1 << 20
+# What a fresh pipe always takes without blocking (POSIX PIPE_BUF; Linux gives a pipe at least one page).
+_PIPE_BUF = 4096
 
 
 def _widen(pipe: Any) -> None:
-    """A pipe of _CHUNK_BYTES where the system allows it (Linux: F_SETPIPE_SZ up to fs/pipe-max-size, 1 MiB
-    by default), so that a big answer comes in a few hundred reads, not thousands of 64 KiB ones."""
+    """A pipe of _CHUNK_BYTES where the system allows it (Linux: F_SETPIPE_SZ up to fs/pipe-max-size, 1 MiB by
+    default): kubectl keeps writing while the reader reduces a piece, where a 64 KiB pipe would fill in a
+    millisecond of a big answer and hold kubectl, and through it the server, until the reader comes back."""
     try:
         import fcntl
 
         fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, _CHUNK_BYTES)
     except (ImportError, AttributeError, OSError, ValueError):
         pass  # not Linux, over the user's pipe quota, or closed: the default size works, in more reads
-# What a fresh pipe always takes without blocking (POSIX PIPE_BUF; Linux gives a pipe at least one page).
-_PIPE_BUF = 4096
 
 
 def _hand_over(proc: Any, stdin: bytes) -> None:
