@@ -18,7 +18,8 @@ local_up() {
     note "already up; kubeconfig: $kubeconfig"
     return 0
   fi
-  if [ -d "$dir" ]; then
+  if [ -d "$dir" ] && [ -n "$(ls -A "$dir")" ]; then
+    check_data_dir # as down: never a directory KUBECTL_TAO_CLUSTER_DIR points at by mistake
     note "removing the remains of an earlier cluster in $dir"
     stop_all
     rm -rf "$dir"
@@ -91,8 +92,8 @@ EOF
   note "kubeconfig: $kubeconfig   (eval \"\$($repo/scripts/local-cluster env)\")"
 }
 
-# `down` removes the data directory only when `up` made it: never a directory KUBECTL_TAO_CLUSTER_DIR points
-# at by mistake.
+# `down`, and `up` before it reuses the path, remove the data directory only when `up` made it: never a
+# directory KUBECTL_TAO_CLUSTER_DIR points at by mistake.
 check_data_dir() {
   [ -f "$dir/provider" ] || [ -d "$dir/pids" ] ||
     die "$dir does not look like a local-cluster data directory; not removing it"

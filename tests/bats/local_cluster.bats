@@ -150,6 +150,29 @@ setup() {
   [ -f "$KUBECTL_TAO_CLUSTER_DIR/precious.txt" ]
 }
 
+@test "up refuses to reuse a directory that is not a cluster data directory: nothing removed, nothing started" {
+  mkdir -p "$KUBECTL_TAO_CLUSTER_DIR/notes"
+  echo keep >"$KUBECTL_TAO_CLUSTER_DIR/precious.txt"
+  echo keep >"$KUBECTL_TAO_CLUSTER_DIR/notes/more.txt"
+  run --separate-stderr "$LOCAL_CLUSTER" up
+  assert_failure 1
+  assert_equal "$stderr" "local-cluster: $KUBECTL_TAO_CLUSTER_DIR does not look like a local-cluster data directory; not removing it"
+  assert_output ""
+  [ -f "$KUBECTL_TAO_CLUSTER_DIR/precious.txt" ] && [ -f "$KUBECTL_TAO_CLUSTER_DIR/notes/more.txt" ]
+  [ ! -e "$KUBECTL_TAO_CACHE/k8s-$(. "$BATS_TEST_DIRNAME/../../cluster/versions.env"; echo "$K8S_VERSION")" ]
+}
+
+@test "up refuses a copy of the repository's scripts/ folder as its data directory" {
+  # a copy: were the guard ever lost, up would remove the folder at once
+  local scripts=$BATS_TEST_TMPDIR/scripts before
+  cp -r "$BATS_TEST_DIRNAME/../../scripts" "$scripts"
+  before=$(ls -A "$scripts")
+  KUBECTL_TAO_CLUSTER_DIR=$scripts run --separate-stderr "$LOCAL_CLUSTER" up
+  assert_failure 1
+  assert_equal "$stderr" "local-cluster: $scripts does not look like a local-cluster data directory; not removing it"
+  assert_equal "$(ls -A "$scripts")" "$before"
+}
+
 @test "down with the kind provider keeps the same guard: nothing deleted, kind not called" {
   mkdir -p "$KUBECTL_TAO_CLUSTER_DIR"
   echo keep >"$KUBECTL_TAO_CLUSTER_DIR/precious.txt"
