@@ -314,3 +314,15 @@ def test_by_a_label_no_node_carries_is_exit_2(cli: Any, fake_kubectl: FakeKubect
     code, out, err = cli("gpus", "--by", "example.com/rack")
     assert (code, out) == (2, "")
     assert err.startswith("error: --by example.com/rack: no node carries the label example.com/rack")
+
+
+def test_by_a_text_that_is_not_a_whole_label_key_is_one_line_exit_2_before_any_read(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    code, out, err = cli("gpus", "--by", "example.com/rack\n")
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        "error: --by 'example.com/rack\\n': not a node label key; name one such as topology.kubernetes.io/zone or "
+        "nvidia.com/gpu.clique"
+    ]
+    assert fake_kubectl.calls == []
