@@ -277,6 +277,8 @@ def read_dra(result: Completed | TaoError | None, *, device_class: str | None = 
         data = json.loads(result.stdout) if result.stdout.strip() else {}
     except json.JSONDecodeError:
         return None, "DRA GPUs not counted: kubectl returned output that is not JSON"
+    except (RecursionError, ValueError):  # nested past the reader's depth; an integer past Python's digit limit
+        return None, "DRA GPUs not counted: kubectl returned JSON nested too deep or with a number too long to read"
     return parse_dra(data, device_class=device_class), ""
 
 

@@ -225,3 +225,10 @@ def test_read_dra_without_the_dra_api_is_silent_but_other_errors_leave_a_note() 
 
     dra, note = read_dra(Completed(json.dumps(dra_objects()), "", 0))
     assert note == "" and dra is not None and dra.total == 4
+
+
+@pytest.mark.parametrize("text", ['{"items":' + "[" * 100_000 + "]" * 100_000 + "}", '{"items":[' + "9" * 5000 + "]}"])
+def test_read_dra_of_json_too_deep_or_too_long_a_number_leaves_a_note(text: str) -> None:
+    assert read_dra(Completed(text, "", 0)) == (
+        None, "DRA GPUs not counted: kubectl returned JSON nested too deep or with a number too long to read"
+    )
