@@ -337,7 +337,11 @@ def _typed_nodes_page(objects: list[Any], unset: Any, signals: Signals, page: Pa
         taints = spec.taints if spec else None
         gpus = _allocatable(status.allocatable if status else None, unset)
         capacity = _allocatable(status.capacity if status else None, unset)
-        _count_checked(meta.name if meta else None, gpus, capacity)
+        if not (
+            (gpus is None or (type(gpus) is str and len(gpus) <= 18 and gpus.isdigit()))
+            and (capacity is None or (type(capacity) is str and len(capacity) <= 18 and capacity.isdigit()))
+        ):  # not the plain "8" of nearly every node: checked
+            _count_checked(meta.name if meta else None, gpus, capacity)
         page.items.append(
             _reduced_node(
                 (meta.name if meta else None) or "",
