@@ -173,6 +173,31 @@ setup() {
   assert_equal "$(ls -A "$scripts")" "$before"
 }
 
+@test "up never writes through a link, nor into another user's directory" {
+  mkdir -p "$BATS_TEST_TMPDIR/elsewhere"
+  ln -s "$BATS_TEST_TMPDIR/elsewhere" "$KUBECTL_TAO_CLUSTER_DIR"
+  run --separate-stderr "$LOCAL_CLUSTER" up
+  assert_failure 1
+  assert_equal "$stderr" "local-cluster: $KUBECTL_TAO_CLUSTER_DIR is a link, not a directory, or another user's: not using it; set KUBECTL_TAO_CLUSTER_DIR to a directory of your own"
+  assert_equal "$(ls -A "$BATS_TEST_TMPDIR/elsewhere")" ""
+  rm "$KUBECTL_TAO_CLUSTER_DIR"
+  [ "$(id -u)" = 0 ] || skip "making another user's directory needs root"
+  mkdir "$KUBECTL_TAO_CLUSTER_DIR"
+  chown 65534:65534 "$KUBECTL_TAO_CLUSTER_DIR"
+  run --separate-stderr "$LOCAL_CLUSTER" up
+  assert_failure 1
+  assert_equal "$stderr" "local-cluster: $KUBECTL_TAO_CLUSTER_DIR is a link, not a directory, or another user's: not using it; set KUBECTL_TAO_CLUSTER_DIR to a directory of your own"
+  # one that looks like a data directory is not removed either, by up or by down
+  echo local >"$KUBECTL_TAO_CLUSTER_DIR/provider"
+  chown 65534:65534 "$KUBECTL_TAO_CLUSTER_DIR/provider"
+  for cmd in up down; do
+    run --separate-stderr "$LOCAL_CLUSTER" "$cmd"
+    assert_failure 1
+    assert_equal "$stderr" "local-cluster: $KUBECTL_TAO_CLUSTER_DIR is another user's directory; not removing it"
+    [ -f "$KUBECTL_TAO_CLUSTER_DIR/provider" ]
+  done
+}
+
 @test "down with the kind provider keeps the same guard: nothing deleted, kind not called" {
   mkdir -p "$KUBECTL_TAO_CLUSTER_DIR"
   echo keep >"$KUBECTL_TAO_CLUSTER_DIR/precious.txt"
