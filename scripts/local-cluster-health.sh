@@ -11,17 +11,27 @@ port() { # NAME -> port recorded by up
   awk -F= -v k="$1" '$1 == k {print $2}' "$dir/ports.env" 2>/dev/null
 }
 
+# Each answer is read whole before it is matched: under pipefail a reader that stops early (grep -q) could fail
+# the writer with SIGPIPE, and the pipeline with it.
 https_ok() { # URL -> 0 if it answers "ok" (client cert of the admin)
-  curl -fsS --max-time 2 --cacert "$dir/pki/ca.crt" --cert "$dir/pki/admin.crt" --key "$dir/pki/admin.key" \
-    "$1" 2>/dev/null | grep -qx ok
+  local answer
+  answer=$(curl -fsS --max-time 2 --cacert "$dir/pki/ca.crt" --cert "$dir/pki/admin.crt" \
+    --key "$dir/pki/admin.key" "$1" 2>/dev/null) || return 1
+  grep -qx ok <<<"$answer"
 }
 
 insecure_ok() { # URL -> 0 if it answers "ok" (self-signed serving cert, health paths are public)
-  curl -fsSk --max-time 2 "$1" 2>/dev/null | grep -qx ok
+  local answer
+  answer=$(curl -fsSk --max-time 2 "$1" 2>/dev/null) || return 1
+  grep -qx ok <<<"$answer"
 }
 
 api_ready() { [ -f "$dir/ports.env" ] && https_ok "https://127.0.0.1:$(port APISERVER_PORT)/readyz"; }
-etcd_ok() { curl -fsS --max-time 2 "http://127.0.0.1:$(port ETCD_PORT)/health" 2>/dev/null | grep -q '"health":"true"'; }
+etcd_ok() {
+  local answer
+  answer=$(curl -fsS --max-time 2 "http://127.0.0.1:$(port ETCD_PORT)/health" 2>/dev/null) || return 1
+  grep -q '"health":"true"' <<<"$answer"
+}
 
 wait_for() { # TIMEOUT_S DESCRIPTION COMMAND... ; fails with the description and the logs to look at
   local timeout=$1 what=$2

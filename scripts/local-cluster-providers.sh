@@ -18,11 +18,13 @@ local_up() {
     note "already up; kubeconfig: $kubeconfig"
     return 0
   fi
-  if [ -d "$dir" ]; then
+  if [ -d "$dir" ] && [ -n "$(ls -A "$dir")" ]; then
+    check_data_dir # as down: never a directory KUBECTL_TAO_CLUSTER_DIR points at by mistake
     note "removing the remains of an earlier cluster in $dir"
     stop_all
     rm -rf "$dir"
   fi
+  own_data_dir
   [ "$gpus_mode" = fake ] || real_gpu_preflight
   [ "$real_nodes" = 0 ] || real_preflight
   if [ "$prebuilt" = 0 ] && ! "$repo/scripts/build-local-cluster" --check; then
@@ -34,6 +36,7 @@ local_up() {
   fi
   check_gate_names "$k8s_bin/kube-apiserver" || exit 2
   t0=$(now_ns)
+  own_data_dir make
   # If anything below fails (or is interrupted), stop what was started; keep the logs for a look.
   trap 'stop_all; echo "local-cluster: up failed; logs kept in $dir/logs (the next up or down removes them)" >&2' EXIT
 
@@ -91,11 +94,25 @@ EOF
   note "kubeconfig: $kubeconfig   (eval \"\$($repo/scripts/local-cluster env)\")"
 }
 
-# `down` removes the data directory only when `up` made it: never a directory KUBECTL_TAO_CLUSTER_DIR points
-# at by mistake.
+# `down`, and `up` before it reuses the path, remove the data directory only when `up` made it: never a
+# directory KUBECTL_TAO_CLUSTER_DIR points at by mistake.
 check_data_dir() {
   [ -f "$dir/provider" ] || [ -d "$dir/pids" ] ||
     die "$dir does not look like a local-cluster data directory; not removing it"
+  [ -L "$dir" ] || [ -O "$dir" ] || die "$dir is another user's directory; not removing it"
+}
+
+# The data directory `up` writes in is this user's own: one it makes (mode 700, with `make`), or an empty one of
+# that user's; never a link (the default is a fixed name under /tmp, where anyone may put one), so nothing `up`
+# writes goes through it.
+own_data_dir() { # [make]
+  if [ -e "$dir" ] || [ -L "$dir" ]; then
+    { [ -d "$dir" ] && [ ! -L "$dir" ] && [ -O "$dir" ]; } ||
+      die "$dir is a link, not a directory, or another user's: not using it; set KUBECTL_TAO_CLUSTER_DIR to a directory of your own"
+  elif [ "${1:-}" = make ]; then
+    mkdir -p "${dir%/*}"
+    mkdir -m 700 "$dir"
+  fi
 }
 
 local_down() {
@@ -128,7 +145,9 @@ kind_up() {
   kind_preflight
   local t0
   t0=$(now_ns)
-  if "$KIND" get clusters 2>/dev/null | grep -qx "$kind_name" && [ -f "$kubeconfig" ]; then
+  local clusters
+  clusters=$("$KIND" get clusters 2>/dev/null || true)
+  if grep -qx "$kind_name" <<<"$clusters" && [ -f "$kubeconfig" ]; then
     note "already up (kind cluster $kind_name); kubeconfig: $kubeconfig"
     return 0
   fi
@@ -160,7 +179,9 @@ kind_down() {
 
 kind_status() {
   kind_preflight
-  "$KIND" get clusters 2>/dev/null | grep -qx "$kind_name" || { echo "kind cluster $kind_name: not found"; return 1; }
+  local clusters
+  clusters=$("$KIND" get clusters 2>/dev/null || true)
+  grep -qx "$kind_name" <<<"$clusters" || { echo "kind cluster $kind_name: not found"; return 1; }
   echo "provider: kind  cluster: $kind_name  data: $dir"
   if kctl get --raw /readyz >/dev/null 2>&1; then echo "  api /readyz ok"; else echo "  api /readyz not ready"; return 1; fi
 }

@@ -20,6 +20,7 @@ setup() {
   echo stand-in >"$BATS_TEST_TMPDIR/payload/bin/k8s-multi"
   tar -C "$BATS_TEST_TMPDIR/payload" -cJf "$BUNDLE/payload.tar.xz" .
   cp "$GPU_SMOKE" "$BUNDLE/gpu-smoke"
+  (cd "$BUNDLE" && sha256sum payload.tar.xz gpu-smoke >SHA256SUMS)
   export KUBECTL_TAO_GPU_DEV_ROOT="$BATS_TEST_TMPDIR/dev"
   mkdir -p "$KUBECTL_TAO_GPU_DEV_ROOT"
 }
@@ -81,7 +82,7 @@ teardown() {
     # a copy where any user may read and run it (the test's own directory may be private)
     local open
     open=$(mktemp -d /tmp/gpu-smoke-bats.XXXXXX)
-    cp "$BUNDLE/gpu-smoke" "$BUNDLE/payload.tar.xz" "$open/"
+    cp "$BUNDLE/gpu-smoke" "$BUNDLE/payload.tar.xz" "$BUNDLE/SHA256SUMS" "$open/"
     chmod 755 "$open"
     run --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups "$open/gpu-smoke"
     rm -rf "$open"
@@ -91,12 +92,49 @@ teardown() {
   assert_equal "$(ls -A "$GPU_SMOKE_TMPDIR")" ""
 }
 
+# Each refusal of a bundle that is not as it was written: exit 5, one line on stderr, nothing unpacked.
+refused_unpacked_nothing() { # EXPECTED-STDERR
+  run --separate-stderr "$BUNDLE/gpu-smoke"
+  assert_failure 5
+  assert_equal "$stderr" "$1"
+  assert_output ""
+  assert_equal "$(ls -A "$GPU_SMOKE_TMPDIR")" ""
+}
+
+@test "a payload that does not match SHA256SUMS is never unpacked" {
+  echo tail >>"$BUNDLE/payload.tar.xz"
+  refused_unpacked_nothing "gpu-smoke: payload.tar.xz does not match its checksum in $BUNDLE/SHA256SUMS (the folder is damaged, incomplete or was changed): nothing was unpacked; build the bundle again (make gpu-bundle) and copy the whole folder"
+}
+
+@test "a changed gpu-smoke, or a listed file that is missing, is refused the same way" {
+  cp "$BUNDLE/SHA256SUMS" "$BATS_TEST_TMPDIR/sums"
+  echo '# changed' >>"$BUNDLE/gpu-smoke"
+  refused_unpacked_nothing "gpu-smoke: gpu-smoke does not match its checksum in $BUNDLE/SHA256SUMS (the folder is damaged, incomplete or was changed): nothing was unpacked; build the bundle again (make gpu-bundle) and copy the whole folder"
+  cp "$GPU_SMOKE" "$BUNDLE/gpu-smoke"
+  (cd "$BUNDLE" && echo readme >README.txt && sha256sum payload.tar.xz gpu-smoke README.txt >SHA256SUMS && rm README.txt)
+  refused_unpacked_nothing "gpu-smoke: README.txt does not match its checksum in $BUNDLE/SHA256SUMS (the folder is damaged, incomplete or was changed): nothing was unpacked; build the bundle again (make gpu-bundle) and copy the whole folder"
+}
+
+@test "no SHA256SUMS, one that leaves the payload out, or one of another shape is refused" {
+  mv "$BUNDLE/SHA256SUMS" "$BATS_TEST_TMPDIR/sums"
+  refused_unpacked_nothing "gpu-smoke: no SHA256SUMS next to $BUNDLE/gpu-smoke: copy the whole folder \`make gpu-bundle\` wrote"
+  grep ' gpu-smoke$' "$BATS_TEST_TMPDIR/sums" >"$BUNDLE/SHA256SUMS"
+  refused_unpacked_nothing "gpu-smoke: $BUNDLE/SHA256SUMS lists no checksum of payload.tar.xz: nothing was unpacked; copy the whole folder \`make gpu-bundle\` wrote"
+  { cat "$BATS_TEST_TMPDIR/sums"; echo "$(printf '0%.0s' {1..64})  ../../etc/shadow"; } >"$BUNDLE/SHA256SUMS"
+  refused_unpacked_nothing "gpu-smoke: $BUNDLE/SHA256SUMS line 3 is not 'SHA256  FILE' of a file of the bundle: nothing was unpacked; copy the whole folder \`make gpu-bundle\` wrote"
+  head -c 5000 /dev/zero >"$BUNDLE/SHA256SUMS"
+  refused_unpacked_nothing "gpu-smoke: $BUNDLE/SHA256SUMS is larger than a bundle's (4 KiB): nothing was unpacked; copy the whole folder \`make gpu-bundle\` wrote"
+}
+
 @test "the built bundle: at most 60 MiB, and on this machine it stops after unpacking (exit 3)" {
   local built=${GPU_BUNDLE_DIR:-$BATS_TEST_DIRNAME/../../dist/gpu-bundle}
   [ -x "$built/gpu-smoke" ] || skip "no bundle built (make gpu-bundle; GPU_BUNDLE_DIR=...)"
   [ "$(id -u)" = 0 ] || skip "gpu-smoke runs as root"
   [ "$(du -cb "$built"/* | tail -n 1 | cut -f1)" -le $(( 60 * 1024 * 1024 )) ]
   (cd "$built" && sha256sum -c --quiet SHA256SUMS)
+  # the marker build-gpu-bundle replaces the folder by, with its checksum
+  grep -q '^kubectl-tao GPU bundle 1: ' "$built/.gpu-bundle"
+  grep -qE '^[0-9a-f]{64}  \.gpu-bundle$' "$built/SHA256SUMS"
   run --separate-stderr "$built/gpu-smoke"
   assert_failure 3
   [[ "${lines[0]}" == "gpu-smoke: unpack      ok ("* ]]

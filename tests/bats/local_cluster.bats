@@ -150,6 +150,54 @@ setup() {
   [ -f "$KUBECTL_TAO_CLUSTER_DIR/precious.txt" ]
 }
 
+@test "up refuses to reuse a directory that is not a cluster data directory: nothing removed, nothing started" {
+  mkdir -p "$KUBECTL_TAO_CLUSTER_DIR/notes"
+  echo keep >"$KUBECTL_TAO_CLUSTER_DIR/precious.txt"
+  echo keep >"$KUBECTL_TAO_CLUSTER_DIR/notes/more.txt"
+  run --separate-stderr "$LOCAL_CLUSTER" up
+  assert_failure 1
+  assert_equal "$stderr" "local-cluster: $KUBECTL_TAO_CLUSTER_DIR does not look like a local-cluster data directory; not removing it"
+  assert_output ""
+  [ -f "$KUBECTL_TAO_CLUSTER_DIR/precious.txt" ] && [ -f "$KUBECTL_TAO_CLUSTER_DIR/notes/more.txt" ]
+  [ ! -e "$KUBECTL_TAO_CACHE/k8s-$(. "$BATS_TEST_DIRNAME/../../cluster/versions.env"; echo "$K8S_VERSION")" ]
+}
+
+@test "up refuses a copy of the repository's scripts/ folder as its data directory" {
+  # a copy: were the guard ever lost, up would remove the folder at once
+  local scripts=$BATS_TEST_TMPDIR/scripts before
+  cp -r "$BATS_TEST_DIRNAME/../../scripts" "$scripts"
+  before=$(ls -A "$scripts")
+  KUBECTL_TAO_CLUSTER_DIR=$scripts run --separate-stderr "$LOCAL_CLUSTER" up
+  assert_failure 1
+  assert_equal "$stderr" "local-cluster: $scripts does not look like a local-cluster data directory; not removing it"
+  assert_equal "$(ls -A "$scripts")" "$before"
+}
+
+@test "up never writes through a link, nor into another user's directory" {
+  mkdir -p "$BATS_TEST_TMPDIR/elsewhere"
+  ln -s "$BATS_TEST_TMPDIR/elsewhere" "$KUBECTL_TAO_CLUSTER_DIR"
+  run --separate-stderr "$LOCAL_CLUSTER" up
+  assert_failure 1
+  assert_equal "$stderr" "local-cluster: $KUBECTL_TAO_CLUSTER_DIR is a link, not a directory, or another user's: not using it; set KUBECTL_TAO_CLUSTER_DIR to a directory of your own"
+  assert_equal "$(ls -A "$BATS_TEST_TMPDIR/elsewhere")" ""
+  rm "$KUBECTL_TAO_CLUSTER_DIR"
+  [ "$(id -u)" = 0 ] || skip "making another user's directory needs root"
+  mkdir "$KUBECTL_TAO_CLUSTER_DIR"
+  chown 65534:65534 "$KUBECTL_TAO_CLUSTER_DIR"
+  run --separate-stderr "$LOCAL_CLUSTER" up
+  assert_failure 1
+  assert_equal "$stderr" "local-cluster: $KUBECTL_TAO_CLUSTER_DIR is a link, not a directory, or another user's: not using it; set KUBECTL_TAO_CLUSTER_DIR to a directory of your own"
+  # one that looks like a data directory is not removed either, by up or by down
+  echo local >"$KUBECTL_TAO_CLUSTER_DIR/provider"
+  chown 65534:65534 "$KUBECTL_TAO_CLUSTER_DIR/provider"
+  for cmd in up down; do
+    run --separate-stderr "$LOCAL_CLUSTER" "$cmd"
+    assert_failure 1
+    assert_equal "$stderr" "local-cluster: $KUBECTL_TAO_CLUSTER_DIR is another user's directory; not removing it"
+    [ -f "$KUBECTL_TAO_CLUSTER_DIR/provider" ]
+  done
+}
+
 @test "down with the kind provider keeps the same guard: nothing deleted, kind not called" {
   mkdir -p "$KUBECTL_TAO_CLUSTER_DIR"
   echo keep >"$KUBECTL_TAO_CLUSTER_DIR/precious.txt"

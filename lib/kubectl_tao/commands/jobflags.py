@@ -158,6 +158,39 @@ def job_request(given: frozenset[str] | None = None, **values: Any) -> JobReques
     return JobRequest(**fields, given=given)
 
 
+# What each kind of flag holds in a kept request (jobs/plan.stored), as the command line's parser types it.
+_KEPT_AS = {
+    "int": ((int,), "a whole number (e.g. 8)"),
+    "optint": ((int, type(None)), "a whole number or null"),
+    "switch": ((bool,), "true or false"),
+    "many": ((list, type(None)), "a list of strings"),
+    "text": ((str, type(None)), "a string or null"),
+    "word": ((str,), "a string"),
+}
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    names = {str: "a string", int: "a whole number", float: "a number with a fraction", list: "a list",
+             dict: "an object"}
+    return next((name for kind, name in names.items() if isinstance(value, kind)), "a value of another kind")
+
+
+def kept_value_problem(key: str, value: Any) -> str | None:
+    """What is wrong with VALUE as the kept value of job flag KEY (the type `submit`'s parser gives that flag:
+    a whole number is never the string "8", a switch is true or false), or None when it is that type."""
+    kinds, wanted = _KEPT_AS[JOB_FLAGS[key].kind]
+    good = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+    if good and isinstance(value, list):
+        good = all(isinstance(item, str) for item in value)
+        if not good:
+            return f"a list holding {_json_kind(next(i for i in value if not isinstance(i, str)))}, not {wanted}"
+    return None if good else f"{_json_kind(value)}, not {wanted}"
+
+
 def option(key: str) -> click.Option:
     """The click option of job flag KEY."""
     flag = JOB_FLAGS[key]

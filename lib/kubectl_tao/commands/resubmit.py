@@ -56,7 +56,10 @@ def resubmit(
     tracked = tracking.load(store, job)
     tracking.refuse_other_platform(tracked, "resubmit")
     tracking.check_pin(tracked, session().target().server, force=force)
-    request = request_from_record(tracked.id, tracked.record, tracked.extra, max_restarts)
+    request = request_from_record(
+        tracked.id, tracked.record, tracked.extra, max_restarts,
+        files=(str(store.path(tracked.id)), str(store.extra_path(tracked.id))),
+    )
 
     def link(new_id: str) -> None:
         earlier = list(store.get_extra(tracked.id).get("resubmitted_as") or [])
@@ -69,11 +72,14 @@ def resubmit(
 
 
 def request_from_record(
-    record_id: str, record: dict[str, Any], extra: dict[str, Any], max_restarts: int | None
+    record_id: str, record: dict[str, Any], extra: dict[str, Any], max_restarts: int | None,
+    files: tuple[str, str] = ("its record", "its record's additions"),
 ) -> Any:
     """The job request a record kept, bound to the record's results directory; MAX_RESTARTS (not None) replaces
-    the kept one. UsageError (one line) when the record keeps no request, or one this version cannot read."""
-    from kubectl_tao.commands.jobflags import JOB_FLAGS, job_request
+    the kept one. UsageError (one line) when the record keeps no request, one this version cannot read, or a
+    value of another type than `submit`'s parser gives the flag (a hand-edited record): each names the field,
+    in FILES (the record's file, the file of its additions), and the fix. Then `submit`'s own checks follow."""
+    from kubectl_tao.commands.jobflags import JOB_FLAGS, job_request, kept_value_problem
     from kubectl_tao.core.errors import UsageError
 
     kept = extra.get("request")
@@ -92,6 +98,20 @@ def request_from_record(
             f"job {record_id}: its record's request has flags this kubectl-tao does not know ({', '.join(unknown)}); "
             "resubmit it with the kubectl-tao that submitted it"
         )
+    record_file, extra_file = files
+    fix = "correct it there, or run `kubectl tao submit` with the job's flags"
+    for key, value in flags.items():
+        problem = kept_value_problem(key, value)
+        if problem is not None:
+            raise UsageError(
+                f"job {record_id}: request.flags.{key} in {extra_file} is {problem} (what {JOB_FLAGS[key].names[0]} "
+                f"takes); {fix}"
+            )
+    kept_given = kept.get("given")
+    if kept_given is not None and not (
+        isinstance(kept_given, list) and all(isinstance(name, str) for name in kept_given)
+    ):
+        raise UsageError(f"job {record_id}: request.given in {extra_file} is not a list of flag names; {fix}")
     from kubectl_tao.core.redact import REDACTED
 
     for key, value in flags.items():
@@ -102,11 +122,16 @@ def request_from_record(
                 f"job {record_id}: its record keeps {flag} with a credential redacted, so the job cannot be rebuilt "
                 f"from it; submit it again with the credential in a Secret (--env NAME, --env-file or --env-secret)"
             )
-    given = set(kept.get("given") or []) & set(JOB_FLAGS)
+    given = set(kept_given or []) & set(JOB_FLAGS)
     flags = dict(flags)
     results = record.get("results_dir")
     if not isinstance(results, str) or not results:
         raise UsageError(f"job {record_id}: its record names no results directory to resume from")
+    if REDACTED in results:
+        raise UsageError(
+            f"job {record_id}: results_dir in {record_file} had a credential redacted, so it names no directory to "
+            "resume from; run `kubectl tao submit` with the job's flags and --results-dir set to the directory"
+        )
     if not flags.get("action_request"):  # an action request's results dir is a flag of its own, kept as given
         flags["results_dir"] = results
         given.add("results_dir")
@@ -116,5 +141,4 @@ def request_from_record(
     if max_restarts is not None:
         flags["max_restarts"] = max_restarts
         given.add("max_restarts")
-    flags["keep_until_captured"] = bool(flags.get("keep_until_captured"))
     return job_request(frozenset(given), **flags)

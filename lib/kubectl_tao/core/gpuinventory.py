@@ -132,7 +132,89 @@ class DraGpus(Value):
 
 def _items(data: Any) -> list[Mapping[str, Any]]:
     items = data.get("items") if isinstance(data, Mapping) else data
-    return [i for i in items or [] if isinstance(i, Mapping)]
+    return [i for i in items or [] if isinstance(i, Mapping)] if isinstance(items, list) else []
+
+
+# --------------------------------------------------------------------------------------------------------
+# The fields parse_dra reads, by the type the API server gives them (each may be absent or null): an object
+# of another shape is named in one line (DraShapeError), never a crash.
+
+_Fields = dict[str, tuple[str, Any]]
+_META: _Fields = {"metadata": ("object", {"name": ("text", None), "namespace": ("text", None),
+                                          "creationTimestamp": ("text", None)})}
+_DRA_SHAPES: dict[str, _Fields] = {
+    "DeviceClass": {**_META, "spec": ("object", {
+        "extendedResourceName": ("text", None),
+        "selectors": ("objects", {"cel": ("object", {"expression": ("text", None)})}),
+    })},
+    "ResourceSlice": {**_META, "spec": ("object", {
+        "driver": ("text", None), "nodeName": ("text", None), "perDeviceNodeSelection": ("bool", None),
+        "pool": ("object", {"name": ("text", None), "generation": ("int", None)}),
+        "devices": ("objects", {
+            "name": ("text", None), "nodeName": ("text", None), "attributes": ("object", None),
+            "consumesCounters": ("objects", {"counterSet": ("text", None)}),
+        }),
+    })},
+    "ResourceClaim": {**_META, "status": ("object", {"allocation": ("object", {"devices": ("object", {
+        "results": ("objects", {"driver": ("text", None), "pool": ("text", None), "device": ("text", None)}),
+    })})})},
+}
+_WANTED = {"object": "an object", "objects": "a list of objects", "text": "a string", "bool": "true or false",
+           "int": "a whole number"}
+_MAX_GENERATION = 2**63 - 1
+
+
+class DraShapeError(TaoError):
+    """A DRA object of a shape no API server sends."""
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {bool: "true or false", Mapping: "an object", list: "a list", str: "a string", int: "a whole number",
+             float: "a number"}
+    return next((name for kind, name in kinds.items() if isinstance(value, kind)), "a value")
+
+
+def _shape_problem(value: Any, kind: str, fields: _Fields | None, path: str) -> str | None:
+    if value is None:
+        return None
+    good = {
+        "object": isinstance(value, Mapping),
+        "objects": isinstance(value, list) and all(isinstance(v, Mapping) for v in value),
+        "text": isinstance(value, str),
+        "bool": isinstance(value, bool),
+        "int": type(value) is int and abs(value) <= _MAX_GENERATION,
+    }[kind]
+    if not good:
+        shown = "a whole number past 2^63-1" if kind == "int" and type(value) is int else _json_kind(value)
+        return f"{path} of the wrong shape ({shown}, not {_WANTED[kind]})"
+    for at, part in enumerate(value if kind == "objects" else [value] if fields else []):
+        where = f"{path}[{at}]" if kind == "objects" else path
+        for name, (sub_kind, sub_fields) in (fields or {}).items():
+            problem = _shape_problem(part.get(name), sub_kind, sub_fields, f"{where}.{name}")
+            if problem is not None:
+                return problem
+    return None
+
+
+def check_dra_shapes(items: Sequence[Mapping[str, Any]]) -> None:
+    """DraShapeError naming the first DeviceClass, ResourceSlice or ResourceClaim whose fields parse_dra reads are
+    of a type no API server sends."""
+    for item in items:
+        kind = item.get("kind")
+        fields = _DRA_SHAPES.get(kind) if isinstance(kind, str) else None
+        if fields is None:
+            continue
+        for name, (field_kind, sub_fields) in fields.items():
+            problem = _shape_problem(item.get(name), field_kind, sub_fields, name)
+            if problem is not None:
+                meta = item.get("metadata")
+                named = meta.get("name") if isinstance(meta, Mapping) else None
+                shown = named if isinstance(named, str) and re.fullmatch(r"[a-z0-9][-a-z0-9.]{0,252}", named) else (
+                    "without a readable name")
+                raise DraShapeError(
+                    f"{kind} {shown} has {problem}; an API server never sends that: check the server or proxy the "
+                    "kubeconfig points at"
+                )
 
 
 def _attribute(device: Mapping[str, Any], driver: str, key: str) -> Any:
@@ -191,6 +273,7 @@ def parse_dra(data: Any, *, device_class: str | None = None) -> DraGpus:
     shares a counter set with an allocated device (a MIG slice of the same GPU).
     """
     items = _items(data)
+    check_dra_shapes(items)
     kinds: dict[str, list[Mapping[str, Any]]] = {"ResourceSlice": [], "ResourceClaim": [], "DeviceClass": []}
     for item in items:
         kinds.get(str(item.get("kind")), []).append(item)
@@ -277,7 +360,14 @@ def read_dra(result: Completed | TaoError | None, *, device_class: str | None = 
         data = json.loads(result.stdout) if result.stdout.strip() else {}
     except json.JSONDecodeError:
         return None, "DRA GPUs not counted: kubectl returned output that is not JSON"
-    return parse_dra(data, device_class=device_class), ""
+    except (RecursionError, ValueError):  # nested past the reader's depth; an integer past Python's digit limit
+        return None, "DRA GPUs not counted: kubectl returned JSON nested too deep or with a number too long to read"
+    try:
+        return parse_dra(data, device_class=device_class), ""
+    except DraShapeError as exc:
+        if device_class:
+            raise TaoError(f"--device-class {device_class}: cannot read the DRA objects: {exc.message}") from None
+        return None, f"DRA GPUs not counted: {exc.message}"
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -73,23 +73,57 @@ def quantity_bytes(value: str, field: str = "quantity") -> int:
     return int(number.to_integral_value(rounding="ROUND_CEILING"))
 
 
+MAX_COUNT = 2**63 - 1  # Kubernetes keeps a resource count in an int64: no node or pod has more
+_MAX_COUNT_TEXT = 64  # characters: more than any spelling of a count up to MAX_COUNT takes
+
+
 def gpu_quantity(value: Any) -> int:
-    """A whole count from a Kubernetes quantity ("8", 8, "1k", "2000m"). Malformed or missing -> 0.
+    """A whole count from a Kubernetes quantity ("8", 8, "1k", "2000m"). Malformed, missing, or past MAX_COUNT
+    (count_problem says why) -> 0.
 
     Extended resources such as nvidia.com/gpu only take whole numbers (the API server rejects fractions),
     so a fraction here can only be a hand-written fixture; it is rounded up, as a request would be.
     """
+    count = _count(value)
+    return count if count <= MAX_COUNT else 0
+
+
+def count_problem(value: Any) -> str | None:
+    """Why VALUE, a resource count as an answer holds it (a string or a number), is one no API server sends: of
+    another type, longer than any count, or past MAX_COUNT. None when it reads (a malformed string reads as 0)."""
+    if value is None or (type(value) is str and len(value) <= 18 and value.isdigit()):
+        return None  # nearly every count: "8"
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        kinds = {bool: "true or false", list: "a list", dict: "an object"}
+        return f"{next((n for t, n in kinds.items() if isinstance(value, t)), 'a value')}, not a quantity"
+    if isinstance(value, str) and len(value) > _MAX_COUNT_TEXT:
+        return f"a quantity of {len(value)} characters, longer than any count"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "not a number" if math.isnan(value) else "a number past any count"
+    return f"a count past {MAX_COUNT}" if _count(value) > MAX_COUNT else None
+
+
+def _count(value: Any) -> int:
+    """gpu_quantity without the upper bound (MAX_COUNT + 1 for any count past it that is costly to build)."""
     if isinstance(value, bool) or value is None:
         return 0
     if isinstance(value, int):
         return max(value, 0)
     if isinstance(value, float):
-        return max(math.ceil(value), 0)
-    if isinstance(value, str) and value.isascii() and value.strip().isdigit():
+        if math.isnan(value):
+            return 0
+        return max(math.ceil(value), 0) if math.isfinite(value) else MAX_COUNT + 1
+    if not isinstance(value, str) or len(value) > _MAX_COUNT_TEXT:
+        return 0 if not isinstance(value, str) else MAX_COUNT + 1
+    if value.isascii() and value.strip().isdigit():
         return int(value)  # "8", what the API server sends: no Decimal needed (the fit gate reads thousands)
     try:
-        number = parse_quantity(value.strip() if isinstance(value, str) else value)
+        number = parse_quantity(value.strip())
     except UsageError:
         return 0
+    if number <= 0:
+        return 0
+    if number.adjusted() > 19:  # past MAX_COUNT: never turned into a huge int
+        return MAX_COUNT + 1
     return max(int(number.to_integral_value(rounding=ROUND_CEILING)), 0)
 

@@ -21,7 +21,7 @@ PREFERRED, REQUIRED = "preferred", "required"
 # A qualified label key: an optional DNS-subdomain prefix and a name of at most 63 characters.
 _NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]"
 _PREFIX = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_LABEL = re.compile(rf"^({_PREFIX}/)?{_NAME}$")
+_LABEL = re.compile(rf"({_PREFIX}/)?{_NAME}")  # fullmatch only: `$` would let a trailing newline through
 NONE_DOMAIN = "<none>"  # nodes without the label, as `gpus --by` shows them
 
 
@@ -56,12 +56,27 @@ def parse(text: str | None, flag: str = "--topology") -> Topology | None:
     label, mode = value, REQUIRED
     if value.endswith((f":{PREFERRED}", f":{REQUIRED}")):
         label, _, mode = value.rpartition(":")
-    if len(label) > 316 or not _LABEL.match(label):
+    if not is_label_key(label):
         raise UsageError(
             f"{flag} {text!r}: not a node label key; use LABEL or LABEL:preferred, e.g. "
             "topology.kubernetes.io/zone or nvidia.com/gpu.clique"
         )
     return Topology(label, mode == REQUIRED)
+
+
+def is_label_key(text: str) -> bool:
+    """TEXT is a whole node label key (`[prefix/]name`), nothing before or after it, not even a newline."""
+    return len(text) <= 316 and _LABEL.fullmatch(text) is not None
+
+
+def check_label_key(text: str, flag: str) -> str:
+    """TEXT when it is a node label key; else UsageError naming FLAG (the value shown escaped)."""
+    if not is_label_key(text):
+        raise UsageError(
+            f"{flag} {text!r}: not a node label key; name one such as topology.kubernetes.io/zone or "
+            "nvidia.com/gpu.clique"
+        )
+    return text
 
 
 def label_carried(labels: Sequence[dict[str, str]], label: str) -> bool:

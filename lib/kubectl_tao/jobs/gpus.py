@@ -79,6 +79,11 @@ def gather(
     from kubectl_tao.core import gpuinventory
     from kubectl_tao.k8s import capacity, queues
 
+    if by is not None:
+        from kubectl_tao.core.topology import check_label_key
+
+        check_label_key(by, "--by")
+
     calls: dict[str, tuple[list[str], dict[str, Any]]] = {
         **capacity.calls(),
         "dra": (gpuinventory.DRA_READ, {"namespaced": False}),

@@ -21,13 +21,14 @@ follows.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubectl_tao.core import gcpause, gpuhealth
 from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.gpufit import GPU_RESOURCE, PodUse, pod_gpu_request, pod_use
-from kubectl_tao.core.quantities import gpu_quantity
+from kubectl_tao.core.quantities import count_problem, gpu_quantity
 from kubectl_tao.core.valueclass import Factory, Value, record
 
 FINISHED = ("Succeeded", "Failed")
@@ -91,6 +92,106 @@ def _signalling_taint(taints: Any, signals: Signals) -> bool:
     return any(isinstance(t, Mapping) and t.get("key") in keys for t in taints)
 
 
+# ------------------------------------------------------------------------------------------- a node's shape
+# What the gate reads of a node, of a type no API server sends (labels as a list, a count of 5,000 digits, JSON
+# nested past what a reader follows), is one line naming the node (exit 1), never a crash or a silent guess.
+
+_ANSWERED = "an API server never sends that: check the server or proxy the kubeconfig points at"
+_NODE_NAME = re.compile(r"[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    kinds = {bool: "true or false", Mapping: "an object", list: "a list", str: "a string", int: "a whole number",
+             float: "a number"}
+    return next((name for kind, name in kinds.items() if isinstance(value, kind)), "a value")
+
+
+def _bad_node(name: Any, problem: str) -> TaoError:
+    if isinstance(name, str) and _NODE_NAME.fullmatch(name):
+        shown = name
+    elif name is None or name == "":
+        shown = "without a name"
+    else:
+        shown = f"named {json.dumps(name)[:80] if isinstance(name, str) else _kind(name)}"
+    return TaoError(f"kubectl get --raw nodes: node {shown} has {problem}; {_ANSWERED}")
+
+
+def _wrong(field: str, value: Any, wanted: str) -> str:
+    return f"{field} of the wrong shape ({_kind(value)}, not {wanted})"
+
+
+def _node_problem(meta: Any, spec: Any, status: Any) -> str | None:
+    """What of the fields the gate reads has a type no API server sends (json.loads' reading), or None."""
+    for field, part in (("metadata", meta), ("spec", spec), ("status", status)):
+        if part is not None and not isinstance(part, Mapping):
+            return _wrong(field, part, "an object")
+    meta, spec, status = meta or {}, spec or {}, status or {}
+    name, labels = meta.get("name"), meta.get("labels")
+    if name is not None and not isinstance(name, str):
+        return _wrong("metadata.name", name, "a string")
+    if labels is not None:
+        if not isinstance(labels, Mapping):
+            return _wrong("metadata.labels", labels, "a map of strings")
+        odd = next((value for value in labels.values() if not isinstance(value, str)), labels)
+        if odd is not labels:
+            return f"metadata.labels of the wrong shape (a label whose value is {_kind(odd)}, not a string)"
+    for field, value, wanted in (("spec.taints", spec.get("taints"), "a list of taints"),
+                                 ("status.conditions", status.get("conditions"), "a list of conditions")):
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, Mapping) for v in value)):
+            return _wrong(field, value, wanted)
+    unschedulable = spec.get("unschedulable")
+    if unschedulable is not None and not isinstance(unschedulable, bool):
+        return _wrong("spec.unschedulable", unschedulable, "true or false")
+    for field in ("allocatable", "capacity"):
+        resources = status.get(field)
+        if resources is None:
+            continue
+        if not isinstance(resources, Mapping):
+            return _wrong(f"status.{field}", resources, "a map of quantities")
+        problem = count_problem(resources.get(GPU_RESOURCE))
+        if problem is not None:
+            return f"status.{field} {GPU_RESOURCE} of the wrong shape ({problem})"
+    return None
+
+
+def _count_checked(name: Any, gpus: Any, capacity: Any) -> None:
+    """The typed reading's check: msgspec typed every field the gate reads but the two counts."""
+    for field, value in (("allocatable", gpus), ("capacity", capacity)):
+        problem = count_problem(value)
+        if problem is not None:
+            raise _bad_node(name, f"status.{field} {GPU_RESOURCE} of the wrong shape ({problem})")
+
+
+_UNREADABLE = (RecursionError, ValueError)  # nested past the reader's depth; an integer past Python's digit limit
+_NAME_AT = re.compile(rb'"name":"((?:[^"\\]|\\.){0,253})"')
+
+
+def _unreadable_node(text: Text) -> TaoError:
+    """The one-line error for a nodes answer json.loads cannot read though it is JSON: the first item that alone
+    cannot be read is named (the API server writes metadata.name first)."""
+    data = text.encode() if isinstance(text, str) else bytes(text)
+    start = data.find(_ITEM_HEAD)
+    while start >= 0:
+        end = data.find(_BETWEEN_ITEMS, start + 1)
+        item = data[start: end + 1] if end >= 0 else data[start:].rstrip().removesuffix(b"}").rstrip()
+        item = item if end >= 0 else item.removesuffix(b"]")
+        try:
+            json.loads(item)
+        except _UNREADABLE as exc:
+            if isinstance(exc, json.JSONDecodeError):
+                break
+            found = _NAME_AT.match(item, len(_ITEM_HEAD) + 1)
+            name = json.loads(b'"' + found[1] + b'"') if found else None
+            why = "JSON nested deeper than a reader follows" if isinstance(exc, RecursionError) else (
+                "a number of more digits than a reader takes")
+            return _bad_node(name, why)
+        start = end + 2 if end >= 0 else -1
+    return TaoError(f"kubectl get --raw nodes returned JSON nested too deep or with a number too long to read; "
+                    f"{_ANSWERED}")
+
+
 # ------------------------------------------------------------------------------------------- json (stdlib)
 
 
@@ -99,6 +200,11 @@ def _loads(text: str | bytes, what: str) -> Mapping[str, Any]:
         data = json.loads(text) if text.strip() else {}
     except json.JSONDecodeError:
         raise TaoError(f"kubectl get --raw {what} returned output that is not JSON") from None
+    except _UNREADABLE:
+        if what == "nodes":
+            raise _unreadable_node(text) from None
+        raise TaoError(f"kubectl get --raw {what} returned JSON nested too deep or with a number too long to "
+                       f"read; {_ANSWERED}") from None
     if not isinstance(data, Mapping):
         raise TaoError(f"kubectl get --raw {what} returned JSON that is not a list")
     return data
@@ -114,9 +220,17 @@ def _pods_json(text: Text, signals: Signals, page: Page) -> Page:
 
 
 def _nodes_json(text: Text, signals: Signals, page: Page) -> Page:
-    objects = _objects(_loads(text, "nodes"))
-    for node in objects:
-        meta, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
+    items = _loads(text, "nodes").get("items")
+    if items is not None and not isinstance(items, list):
+        raise TaoError(f"kubectl get --raw nodes returned JSON whose items are {_kind(items)}, not a list; {_ANSWERED}")
+    for node in items or ():
+        if not isinstance(node, Mapping):
+            raise TaoError(f"kubectl get --raw nodes returned a node that is {_kind(node)}, not an object; {_ANSWERED}")
+        parts = node.get("metadata"), node.get("spec"), node.get("status")
+        problem = _node_problem(*parts)
+        if problem is not None:
+            raise _bad_node(parts[0].get("name") if isinstance(parts[0], Mapping) else None, problem)
+        meta, spec, status = (part or {} for part in parts)
         conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
         ready = next((c.get("status") for c in conditions if c.get("type") == "Ready"), None)
         gpus = (status.get("allocatable") or {}).get(GPU_RESOURCE)
@@ -223,6 +337,11 @@ def _typed_nodes_page(objects: list[Any], unset: Any, signals: Signals, page: Pa
         taints = spec.taints if spec else None
         gpus = _allocatable(status.allocatable if status else None, unset)
         capacity = _allocatable(status.capacity if status else None, unset)
+        if not (
+            (gpus is None or (type(gpus) is str and len(gpus) <= 18 and gpus.isdigit()))
+            and (capacity is None or (type(capacity) is str and len(capacity) <= 18 and capacity.isdigit()))
+        ):  # not the plain "8" of nearly every node: checked
+            _count_checked(meta.name if meta else None, gpus, capacity)
         page.items.append(
             _reduced_node(
                 (meta.name if meta else None) or "",
@@ -259,8 +378,8 @@ def reduce(
     if types is not None and text.strip():
         try:
             decoded = types.DECODERS[what].decode(text)
-        except types.ERRORS:
-            pass  # an unexpected type somewhere, or not JSON at all: json.loads decides and names it
+        except (*types.ERRORS, RecursionError):
+            pass  # an unexpected type somewhere, too deep, or not JSON at all: json.loads decides and names it
         else:
             return typed(decoded, types.UNSET, signals, page)
     return plain(text, signals, page)
@@ -360,7 +479,7 @@ def _in_place(text: Buffer, end: int, first: bool, what: str, signals: Signals, 
                 objects.append(decoder.decode(view[at: close + 1]))
                 at = close + 2
             objects.append(decoder.decode(view[last:end]))
-        except types.ERRORS:
+        except (*types.ERRORS, RecursionError):
             return False
     if what == "pods":
         _typed_pods_page(objects, types.UNSET, found)
@@ -373,5 +492,5 @@ def _is_list_head(text: bytes, types: Any) -> bool:
     try:
         types.LIST_HEAD.decode(text)
         return True
-    except types.ERRORS:
+    except (*types.ERRORS, RecursionError):
         return False

@@ -7,6 +7,7 @@ import copy
 import json
 from typing import Any
 
+import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
 from kubectl_tao.core.gpuinventory import DRA_READ
@@ -314,3 +315,71 @@ def test_by_a_label_no_node_carries_is_exit_2(cli: Any, fake_kubectl: FakeKubect
     code, out, err = cli("gpus", "--by", "example.com/rack")
     assert (code, out) == (2, "")
     assert err.startswith("error: --by example.com/rack: no node carries the label example.com/rack")
+
+
+def test_by_a_text_that_is_not_a_whole_label_key_is_one_line_exit_2_before_any_read(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    code, out, err = cli("gpus", "--by", "example.com/rack\n")
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        "error: --by 'example.com/rack\\n': not a node label key; name one such as topology.kubernetes.io/zone or "
+        "nvidia.com/gpu.clique"
+    ]
+    assert fake_kubectl.calls == []
+
+
+def _served_as_the_api_server(fake: FakeKubectl, malform: Any) -> None:
+    """The recorded nodes as `get --raw` sends them (compact, items without kind, metadata.name first), the
+    node gpu-node-1 changed by MALFORM(node) -> raw JSON text for its "@@" placeholder (or None)."""
+    capacity = fixture_json("dra-nodes-pods.json")
+    nodes, raw = [], None
+    for item in capacity["items"]:
+        if item["kind"] != "Node":
+            continue
+        node = {"metadata": {"name": item["metadata"]["name"], **item["metadata"]}, "spec": item["spec"],
+                "status": item["status"]}
+        if node["metadata"]["name"] == "gpu-node-1":
+            raw = malform(node)
+        nodes.append(node)
+    text = json.dumps({"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": nodes}, separators=(",", ":"))
+    fake.on(*NODES_READ, stdout=text.replace('"@@"', raw) if raw else text)
+    pods = [{k: v for k, v in i.items() if k != "kind"} for i in capacity["items"] if i["kind"] == "Pod"]
+    fake.on(*PODS_READ, data={"kind": "List", "items": pods})
+    fake.on(*DRA_READ[:2], stderr=NO_DRA, rc=1)
+    fake.on("get", "localqueues.kueue.x-k8s.io", stderr=NO_KUEUE, rc=1)
+
+
+def _labels_as_a_list(node: dict[str, Any]) -> None:
+    node["metadata"]["labels"] = ["nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3"]
+
+
+def _count_of_5000_digits(node: dict[str, Any]) -> None:
+    node["status"]["allocatable"]["nvidia.com/gpu"] = "9" * 5000
+
+
+def _nested_100000_deep(node: dict[str, Any]) -> str:
+    node["metadata"]["annotations"] = {"x": "@@"}
+    return "[" * 100_000 + "]" * 100_000
+
+
+ANSWERED = "an API server never sends that: check the server or proxy the kubeconfig points at"
+
+
+@pytest.mark.parametrize(
+    ("malform", "problem"),
+    [
+        (_labels_as_a_list, "metadata.labels of the wrong shape (a list, not a map of strings)"),
+        (_count_of_5000_digits,
+         "status.allocatable nvidia.com/gpu of the wrong shape (a quantity of 5000 characters, longer than any count)"),
+        (_nested_100000_deep, "JSON nested deeper than a reader follows"),
+    ],
+)
+@pytest.mark.parametrize("verb", [["gpus"], ["gpus", "-o", "json"], ["fit", "--gpus", "1"]])
+def test_a_node_of_the_wrong_shape_is_one_line_exit_1_naming_it(
+    cli: Any, fake_kubectl: FakeKubectl, malform: Any, problem: str, verb: list[str]
+) -> None:
+    _served_as_the_api_server(fake_kubectl, malform)
+    code, out, err = cli(*verb)
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [f"error: kubectl get --raw nodes: node gpu-node-1 has {problem}; {ANSWERED}"]

@@ -109,3 +109,13 @@ def test_plain_ascii_words_still_make_ids(cli: Any) -> None:
     code, out, err = cli(*RENDER, "--network-arch", "mask_grounding_dino", "--action", "gen_trt_engine")
     assert code == 0, err
     assert "kubectl-tao.io/record-id: mask_grounding_dino-gen_trt_engine-" in out
+
+
+@pytest.mark.parametrize("verb", [RENDER, SUBMIT])
+@pytest.mark.parametrize("value", ["rack\n:preferred", "example.com/rack\n:required", "example.com\n/rack"])
+def test_a_topology_label_with_a_newline_inside_is_refused_never_rendered(
+    cli: Any, fake_kubectl: FakeKubectl, tao_env: Path, verb: list[str], value: str
+) -> None:
+    err = refused(cli, fake_kubectl, tao_env, *verb, "--nodes", "2", "--topology", value)
+    assert err == f"error: --topology {value!r}: not a node label key; use LABEL or LABEL:preferred, e.g. " \
+        "topology.kubernetes.io/zone or nvidia.com/gpu.clique\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
 from kubectl_tao.store.records import RecordStore
@@ -131,3 +132,87 @@ def test_a_request_whose_command_had_a_credential_redacted_is_refused(cli: Any, 
     code, _, err = cli("resubmit", old)
     assert code == 2
     assert f"error: job {old}: its record keeps --command with a credential redacted" in err
+
+
+def tampered(store: RecordStore, record_id: str, **flags: Any) -> None:
+    kept = store.get_extra(record_id)["request"]
+    kept["flags"].update(flags)
+    store.update_extra(record_id, request=kept)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("gpus", "8", 'a string, not a whole number (e.g. 8) (what --gpus takes)'),
+        ("gpus", [1], "a list, not a whole number (e.g. 8) (what --gpus takes)"),
+        ("gpus", True, "true/false, not a whole number (e.g. 8) (what --gpus takes)"),
+        ("max_restarts", "3", "a string, not a whole number (e.g. 8) (what --max-restarts takes)"),
+        ("max_restarts", 2.5, "a number with a fraction, not a whole number (e.g. 8) (what --max-restarts takes)"),
+        ("keep_until_captured", "false", "a string, not true or false (what --keep-until-captured takes)"),
+        ("retries_per_index", "2", "a string, not a whole number or null (what --retries-per-index takes)"),
+        ("image", 7, "a whole number, not a string or null (what --image takes)"),
+        ("launcher", None, "null, not a string (what --launcher takes)"),
+        ("label", "team=ml", "a string, not a list of strings (what --label takes)"),
+        ("label", ["team=ml", 3], "a list holding a whole number, not a list of strings (what --label takes)"),
+    ],
+)
+def test_a_hand_edited_request_field_of_the_wrong_type_is_refused_in_one_line_naming_it(
+    cli: Any, fake_kubectl: FakeKubectl, field: str, value: Any, problem: str
+) -> None:
+    cluster(fake_kubectl)
+    old = submitted(cli)
+    store = RecordStore()
+    tampered(store, old, **{field: value})
+    created = len(fake_kubectl.calls)
+    code, _, err = cli("resubmit", old)
+    assert code == 2
+    assert err.splitlines() == [
+        f"error: job {old}: request.flags.{field} in {store.extra_path(old)} is {problem}; correct it there, or run "
+        "`kubectl tao submit` with the job's flags"
+    ]
+    assert len(fake_kubectl.calls) == created  # refused before any cluster call
+    assert store.get_extra(old).get("resubmitted_as") is None
+
+
+def test_a_hand_edited_given_list_is_refused(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    cluster(fake_kubectl)
+    old = submitted(cli)
+    store = RecordStore()
+    kept = store.get_extra(old)["request"]
+    kept["given"] = "gpus"
+    store.update_extra(old, request=kept)
+    code, _, err = cli("resubmit", old)
+    assert code == 2
+    assert err.splitlines() == [
+        f"error: job {old}: request.given in {store.extra_path(old)} is not a list of flag names; correct it there, "
+        "or run `kubectl tao submit` with the job's flags"
+    ]
+
+
+def test_keep_until_captured_kept_as_false_stays_false(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    cluster(fake_kubectl)
+    old = submitted(cli)
+    store = RecordStore()
+    tampered(store, old, keep_until_captured=False)
+    code, out, err = cli("resubmit", old)
+    assert code == 0, err
+    new = out.strip().splitlines()[-1]
+    assert store.get_extra(new)["request"]["flags"]["keep_until_captured"] is False
+    assert created_job(fake_kubectl)["spec"]["ttlSecondsAfterFinished"] == 3600
+
+
+def test_a_results_dir_the_store_redacted_is_refused(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    cluster(fake_kubectl)
+    old = submitted(cli)
+    store = RecordStore()
+    path = store.path(old)
+    record = json.loads(path.read_text())
+    record["results_dir"] = "s3://bucket/run?X-Amz-Signature=***REDACTED***"
+    path.write_text(json.dumps(record))
+    code, _, err = cli("resubmit", old)
+    assert code == 2
+    assert err.splitlines() == [
+        f"error: job {old}: results_dir in {path} had a credential redacted, so it names no directory to resume "
+        "from; run `kubectl tao submit` with the job's flags and --results-dir set to the directory"
+    ]
+    assert store.get_extra(old).get("resubmitted_as") is None

@@ -225,3 +225,68 @@ def test_read_dra_without_the_dra_api_is_silent_but_other_errors_leave_a_note() 
 
     dra, note = read_dra(Completed(json.dumps(dra_objects()), "", 0))
     assert note == "" and dra is not None and dra.total == 4
+
+
+@pytest.mark.parametrize("text", ['{"items":' + "[" * 100_000 + "]" * 100_000 + "}", '{"items":[' + "9" * 5000 + "]}"])
+def test_read_dra_of_json_too_deep_or_too_long_a_number_leaves_a_note(text: str) -> None:
+    assert read_dra(Completed(text, "", 0)) == (
+        None, "DRA GPUs not counted: kubectl returned JSON nested too deep or with a number too long to read"
+    )
+
+
+_SHAPE_ANSWERED = "an API server never sends that: check the server or proxy the kubeconfig points at"
+
+
+def _slice(data: dict[str, Any]) -> dict[str, Any]:
+    return next(i for i in data["items"] if i["kind"] == "ResourceSlice")
+
+
+def _claim(data: dict[str, Any]) -> dict[str, Any]:
+    return next(i for i in data["items"] if i["kind"] == "ResourceClaim")
+
+
+def _class(data: dict[str, Any]) -> dict[str, Any]:
+    return next(i for i in data["items"] if i["kind"] == "DeviceClass")
+
+
+@pytest.mark.parametrize(
+    ("malform", "problem"),
+    [
+        (lambda d: _slice(d)["spec"].__setitem__("devices", {"gpu-0": {}}),
+         "ResourceSlice {slice} has spec.devices of the wrong shape (an object, not a list of objects)"),
+        (lambda d: _slice(d).__setitem__("spec", ["gpu-0"]),
+         "ResourceSlice {slice} has spec of the wrong shape (a list, not an object)"),
+        (lambda d: _slice(d)["spec"].__setitem__("pool", "pool-0"),
+         "ResourceSlice {slice} has spec.pool of the wrong shape (a string, not an object)"),
+        (lambda d: _slice(d)["spec"]["pool"].__setitem__("generation", int("9" * 40)),
+         "ResourceSlice {slice} has spec.pool.generation of the wrong shape (a whole number past 2^63-1, not a "
+         "whole number)"),
+        (lambda d: _slice(d)["spec"].__setitem__("nodeName", ["dra-node-0"]),
+         "ResourceSlice {slice} has spec.nodeName of the wrong shape (a list, not a string)"),
+        (lambda d: _slice(d)["spec"]["devices"][0].__setitem__("attributes", ["type=gpu"]),
+         "ResourceSlice {slice} has spec.devices[0].attributes of the wrong shape (a list, not an object)"),
+        (lambda d: _slice(d)["spec"]["devices"][1].__setitem__("consumesCounters", [{"counterSet": 3}]),
+         "ResourceSlice {slice} has spec.devices[1].consumesCounters[0].counterSet of the wrong shape (a whole "
+         "number, not a string)"),
+        (lambda d: _claim(d)["status"].__setitem__("allocation", ["x"]),
+         "ResourceClaim {claim} has status.allocation of the wrong shape (a list, not an object)"),
+        (lambda d: _class(d)["spec"].__setitem__("selectors", "device.driver == 'gpu.nvidia.com'"),
+         "DeviceClass {cls} has spec.selectors of the wrong shape (a string, not a list of objects)"),
+    ],
+)
+def test_dra_objects_of_the_wrong_shape_are_named_in_one_line_never_a_crash(malform: Any, problem: str) -> None:
+    import json
+
+    data = dra_objects()
+    names = {"slice": _slice(data)["metadata"]["name"], "claim": _claim(data)["metadata"]["name"],
+             "cls": _class(data)["metadata"]["name"]}
+    malform(data)
+    expected = f"{problem.format(**names)}; {_SHAPE_ANSWERED}"
+    with pytest.raises(TaoError) as caught:
+        parse_dra(data)
+    assert caught.value.message == expected
+    # gpus and fit go on without the DRA GPUs, and say why; --device-class cannot
+    assert read_dra(Completed(json.dumps(data), "", 0)) == (None, f"DRA GPUs not counted: {expected}")
+    with pytest.raises(TaoError) as caught:
+        read_dra(Completed(json.dumps(data), "", 0), device_class="gpu.nvidia.com")
+    assert caught.value.message == f"--device-class gpu.nvidia.com: cannot read the DRA objects: {expected}"

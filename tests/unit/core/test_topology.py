@@ -9,7 +9,7 @@ import pytest
 
 from kubectl_tao.core import contract, gpufit, gpuinventory
 from kubectl_tao.core.errors import UsageError
-from kubectl_tao.core.topology import Topology, flavor_problem, parse
+from kubectl_tao.core.topology import Topology, check_label_key, flavor_problem, is_label_key, parse
 
 RACK = "example.com/rack"
 
@@ -44,7 +44,11 @@ def test_parse_reads_the_label_and_the_mode() -> None:
     assert parse("kubernetes.io/hostname").text() == "kubernetes.io/hostname"
 
 
-@pytest.mark.parametrize("bad", ["", "a b", "rack:soon", "-rack", "x/", "Example.com/rack"])
+@pytest.mark.parametrize(
+    "bad",
+    ["", "a b", "rack:soon", "-rack", "x/", "Example.com/rack", "rack\n:preferred", "rack\n:required",
+     "example.com\n/rack", "rack\x00:preferred"],
+)
 def test_a_bad_label_is_one_line_naming_the_flag(bad: str) -> None:
     with pytest.raises(UsageError) as caught:
         parse(bad)
@@ -148,3 +152,13 @@ def test_gpus_by_groups_free_gpus_per_domain() -> None:
         ("r1", 2, 10, 8), ("r2", 1, 8, 8), ("<none>", 1, 4, 4)
     ]
     assert inv.to_dict()["by"] == RACK
+
+
+@pytest.mark.parametrize("text", ["rack\n", "example.com/rack\r", "rack\x00", "a" * 317])
+def test_a_label_key_is_the_whole_text(text: str) -> None:
+    assert not is_label_key(text)
+    with pytest.raises(UsageError) as caught:
+        check_label_key(text, "--by")
+    assert caught.value.message.startswith(f"--by {text!r}: not a node label key")
+    assert "\n" not in caught.value.message
+    assert check_label_key(RACK, "--by") == RACK

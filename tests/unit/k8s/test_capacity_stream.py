@@ -386,7 +386,8 @@ def _is_child_zombie(pid: str) -> bool:
 
 def test_unexpected_types_fall_back_to_json_with_the_same_answer() -> None:
     node_items, pod_items = synthetic(nodes=5, pods=40, seed=2)
-    node_items[0]["metadata"]["labels"]["weird"] = 7  # not a string: msgspec refuses it, json.loads does not
+    node_items[0]["metadata"]["annotations"] = {"weird": 7}  # not read, and no type for it: both decoders agree
+    node_items[1]["status"]["allocatable"][GPU] = 8  # a count as a number: msgspec and json.loads read it alike
     pod_items[0]["spec"]["containers"] = [{"name": "x", "resources": None}]
     pod_items[1]["spec"]["containers"][0]["resources"]["limits"][GPU] = {"odd": 1}  # no quantity, not hashable
     pod_items[1]["spec"]["nodeName"], pod_items[1]["status"]["phase"] = "node-001", "Running"
@@ -394,7 +395,94 @@ def test_unexpected_types_fall_back_to_json_with_the_same_answer() -> None:
     assert gatelists.reduce(text, "pods") == gatelists.reduce(text, "pods", fast=False)
     reduced = gatelists.reduce(listing(node_items), "nodes")
     assert reduced.items == gatelists.reduce(listing(node_items), "nodes", fast=False).items
-    assert reduced.items[0]["metadata"]["labels"]["weird"] == 7
+    assert reduced.items[1]["status"]["allocatable"][GPU] == 8
+
+
+# A node of a shape no API server sends: the item is spliced into the compact answer as raw JSON text where the
+# placeholder stands, so it can be nested or long past what json.dumps itself would write.
+_ANSWERED = "an API server never sends that: check the server or proxy the kubeconfig points at"
+_SPLICE = '"@@"'
+
+
+_Q = f"{GPU} of the wrong shape"
+# case -> (where in node-002 (metadata, spec or status), key, value, raw JSON for the placeholder, the problem)
+_MALFORMED: dict[str, tuple[str, str, Any, str | None, str]] = {
+    "labels-list": ("metadata", "labels", ["zone=z1", "rack=r1"], None,
+                    "metadata.labels of the wrong shape (a list, not a map of strings)"),
+    "label-number": ("metadata", "labels", {"zone": "z1", "rack": 7}, None,
+                     "metadata.labels of the wrong shape (a label whose value is a whole number, not a string)"),
+    "taints-object": ("spec", "taints", {"key": GPU}, None,
+                      "spec.taints of the wrong shape (an object, not a list of taints)"),
+    "unschedulable-text": ("spec", "unschedulable", "yes", None,
+                           "spec.unschedulable of the wrong shape (a string, not true or false)"),
+    "conditions-text": ("status", "conditions", "Ready", None,
+                        "status.conditions of the wrong shape (a string, not a list of conditions)"),
+    "quantity-5000-digits": ("status", "allocatable", {GPU: "9" * 5000}, None,
+                             f"status.allocatable {_Q} (a quantity of 5000 characters, longer than any count)"),
+    "quantity-past-int64": ("status", "capacity", {GPU: "1e30"}, None,
+                            f"status.capacity {_Q} (a count past 9223372036854775807)"),
+    "quantity-list": ("status", "allocatable", {GPU: ["8"]}, None, f"status.allocatable {_Q} (a list, not a quantity)"),
+    "number-5000-digits": ("status", "capacity", {GPU: "@@"}, "9" * 5000,
+                           "a number of more digits than a reader takes"),
+    "number-infinite": ("status", "allocatable", {GPU: "@@"}, "1e400",
+                        f"status.allocatable {_Q} (a number past any count)"),
+    "nested-100000-deep": ("metadata", "annotations", {"deep": "@@"}, "[" * 100_000 + "]" * 100_000,
+                           "JSON nested deeper than a reader follows"),
+}
+MALFORMED = list(_MALFORMED)
+
+
+def _malformed(case: str) -> tuple[str, str]:
+    """(the nodes answer with node-002 malformed as CASE says, the expected error)."""
+    node_items, _ = synthetic(nodes=6, pods=0, seed=3)
+    part, key, value, raw, problem = _MALFORMED[case]
+    node_items[2][part][key] = value
+    text = listing(node_items)
+    if raw is not None:
+        text = text.replace(_SPLICE, raw)
+    return text, f"kubectl get --raw nodes: node node-002 has {problem}; {_ANSWERED}"
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+@pytest.mark.parametrize("size", [0, 64, 1 << 20])
+def test_a_node_of_the_wrong_shape_is_one_line_naming_it_on_every_read(
+    decoder: str, case: str, size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gatelists, "PIECE_BYTES", 500)  # cut into pieces of a node or two: the bad one in its own
+    text, expected = _malformed(case)
+    with pytest.raises(TaoError) as caught:
+        if size:
+            gatelists.reduce_stream(chunked(text, size), "nodes")
+        else:
+            gatelists.reduce(text, "nodes")
+    assert caught.value.message == expected
+    assert caught.value.exit_code == 1
+
+
+def test_a_bad_name_or_an_unreadable_list_is_still_one_line() -> None:
+    node_items, _ = synthetic(nodes=2, pods=0)
+    node_items[1]["metadata"]["name"] = ["node-001"]
+    with pytest.raises(TaoError) as caught:
+        gatelists.reduce(listing(node_items), "nodes")
+    assert caught.value.message == (
+        f"kubectl get --raw nodes: node named a list has metadata.name of the wrong shape (a list, not a string); "
+        f"{_ANSWERED}"
+    )
+    node_items[1]["metadata"]["name"] = "node\n001"
+    node_items[1]["metadata"]["labels"] = "zone=z1"
+    with pytest.raises(TaoError) as caught:
+        gatelists.reduce(listing(node_items), "nodes")
+    assert caught.value.message == (
+        'kubectl get --raw nodes: node named "node\\n001" has metadata.labels of the wrong shape (a string, not a '
+        f"map of strings); {_ANSWERED}"
+    )
+    for text in ('{"items":' + "[" * 100_000 + "]" * 100_000 + "}", '{"items":[' + "9" * 5000 + "]}"):
+        for what in ("nodes", "pods"):
+            with pytest.raises(TaoError) as caught:
+                gatelists.reduce(text, what)
+            assert caught.value.message == (
+                f"kubectl get --raw {what} returned JSON nested too deep or with a number too long to read; {_ANSWERED}"
+            )
 
 
 def test_not_json_is_a_one_line_error_on_both_decoders() -> None:
