@@ -86,6 +86,8 @@ class _Reader:
         self.hf_epochs: int | None = None
         self.hf_steps: int | None = None
         self.kpi: dict[str, float] = {}
+        self.bars = 0  # training bars read
+
 
     def seen(self) -> None:
         self.updated = self.stamp or self.updated
@@ -97,6 +99,17 @@ class _Reader:
                 continue
             if name in self.kpi or len(self.kpi) < MAX_METRICS:
                 self.kpi[name] = value
+
+    def last_bar(self, piece: str) -> bool:
+        """Whether PIECE is a training bar (then read): a bar redrawn in place is read on its last update."""
+        if "%|" not in piece and "Epoch" not in piece:
+            return False
+        if "\x1b" in piece:
+            piece = _TERMINAL.sub("", piece)
+        before = self.bars
+        if "%|" in piece and self.tqdm(piece):
+            return self.bars != before
+        return "Epoch" in piece and self.rich_or_plain(piece, plain=False) and self.bars != before
 
     def piece(self, piece: str) -> None:
         if "\x1b" in piece:
@@ -135,12 +148,13 @@ class _Reader:
             return True
         self.bar = (n, total, clock_seconds(found.group(4)) or 0, clock_seconds(found.group(5)))
         self.bar_epoch = (int(desc.group(1)), int(desc.group(2)) if desc.group(2) else None) if desc else None
+        self.bars += 1
         if found.group(6):
             self.metrics(POSTFIX_ITEM.findall(found.group(6)))
         self.seen()
         return True
 
-    def rich_or_plain(self, piece: str) -> bool:
+    def rich_or_plain(self, piece: str, plain: bool = True) -> bool:
         found = RICH_BAR.search(piece)
         if found is not None and found.group(4) != "--":
             n, total = int(found.group(3)), int(found.group(4))
@@ -148,10 +162,11 @@ class _Reader:
                 elapsed = clock_seconds(found.group(5)) or 0
                 self.bar = (n, total, elapsed, clock_seconds(found.group(6)))
                 self.bar_epoch = (int(found.group(1)), int(found.group(2)))
+                self.bars += 1
                 self.metrics(RICH_ITEM.findall(found.group(7)))
                 self.seen()
                 return True
-        plain = PLAIN_EPOCH.search(piece, 0, 400)
+        plain = PLAIN_EPOCH.search(piece, 0, 400) if plain else None
         if plain is not None:
             epoch, of = int(plain.group(1)), int(plain.group(2))
             if of > 0 and epoch <= of:
@@ -209,7 +224,10 @@ def read_log(text: str | bytes) -> Progress | None:
         if "\r" not in line:
             reader.piece(line[:LINE_CHARS])
             continue
-        for piece in line.split("\r"):
+        # a carriage-return stream: its last training bar, then what came after it, in order
+        pieces = line.split("\r")
+        last = next((i for i in range(len(pieces) - 1, -1, -1) if reader.last_bar(pieces[i][:LINE_CHARS])), -1)
+        for piece in pieces[last + 1:]:
             if piece:
                 reader.piece(piece[:LINE_CHARS])
     return reader.progress()
