@@ -135,3 +135,19 @@ def test_invalid_utf8_around_a_bar_is_read_around() -> None:
 def test_a_log_without_progress_reads_as_nothing() -> None:
     assert read_log("") is None
     assert read_log("Loading data...\nRank 0 initialized\n45% done\n") is None
+
+
+def test_a_stream_ending_in_a_validation_bar_reads_the_training_bar_before_it() -> None:
+    training = "Epoch 1:  50%|#####     | 5/10 [00:05<00:05,  1.00it/s, v_num=0, train_loss=0.250]"
+    validation = "Validation DataLoader 0:  50%|#####     | 1/2 [00:00<00:00,  4.00it/s]"
+    progress = read_log("\r" + training.replace("5/10", "4/10") + "\r" + training + "\r" + validation)
+    assert progress is not None and (progress.epoch, progress.step, progress.kpi) == (2, 5, {"train_loss": 0.25})
+
+
+def test_what_follows_the_last_bar_of_a_stream_is_read_in_order() -> None:
+    bars = "\r".join(f" {n * 10:2d}%|{'#' * n:<10}| {n * 10}/100 [00:{n:02d}<00:{10 - n:02d},  1.00it/s]"
+                     for n in (3, 4))
+    line = bars + "\r{'loss': 0.61, 'epoch': 0.3}\r" + "{'loss': 0.52, 'epoch': 0.4}"
+    progress = read_log(line + "\n")
+    assert progress is not None
+    assert (progress.step, progress.total_steps, progress.epoch, progress.kpi) == (40, 100, 1, {"loss": 0.52})
