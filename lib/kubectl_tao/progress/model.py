@@ -10,6 +10,7 @@ last wrote progress (RFC 3339, UTC; None when the text carries no time) and `sou
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -48,9 +49,11 @@ class Progress(Value):
     message: str | None = None  # the last message status.json carried (a FAILURE line's exception)
 
     def as_json(self) -> dict[str, Any]:
-        """The `progress` object of `-o json`: the nine keys, unknown ones null."""
+        """The `progress` object of `-o json`: the nine keys, unknown ones null. A metric that is not a finite
+        number (a NaN loss) is null there, as JSON has no such number; the metrics summary shows it as `nan`."""
         out = {key: getattr(self, key) for key in JSON_KEYS}
-        out["kpi"] = dict(self.kpi) if self.kpi else None
+        out["kpi"] = {name: value if math.isfinite(value) else None for name, value in self.kpi.items()} \
+            if self.kpi else None
         return out
 
     def known(self) -> bool:
@@ -115,7 +118,7 @@ def eta_cell(progress: Progress | None, now: datetime | None = None) -> str:
 
 
 def _number_text(value: float) -> str:
-    if value != value or value in (float("inf"), float("-inf")):  # nan, inf: as Python prints them
+    if not math.isfinite(value):  # nan, inf: as Python prints them
         return str(value)
     if value == int(value) and abs(value) < 1e15:
         return str(int(value))

@@ -91,3 +91,12 @@ def test_no_stall_warning_without_a_time_a_pace_or_a_running_program(progress: P
 
 def test_progress_is_known_when_any_value_is() -> None:
     assert not Progress().known() and Progress(kpi={"loss": 1.0}).known() and Progress(epoch=1).known()
+
+
+def test_a_metric_that_is_not_a_number_is_null_in_json_and_nan_in_the_summary() -> None:
+    progress = Progress(kpi={"loss": float("nan"), "grad": float("inf"), "val_loss": 0.5})
+    assert progress.as_json()["kpi"] == {"loss": None, "grad": None, "val_loss": 0.5}
+    assert metrics_summary(progress) == "loss nan  grad inf  val_loss 0.5"
+    assert Progress().as_json() == dict.fromkeys(
+        ("epoch", "max_epoch", "step", "total_steps", "percent", "eta_seconds", "kpi", "updated"), None) | {
+        "source": "log"}
