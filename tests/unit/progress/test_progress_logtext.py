@@ -7,6 +7,8 @@ The bar lines are tqdm's `format_meter` output (tqdm/std.py: `{desc}: {percentag
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kubectl_tao.progress.logtext import LINE_CHARS, clock_seconds, read_log
@@ -21,6 +23,7 @@ HF_START = ("[INFO|trainer.py:2128] 2026-12-06 09:04:07,553 >> ***** Running tra
             "[INFO|trainer.py:2134] 2026-12-06 09:04:07,553 >>   Total optimization steps = 1,500\n")
 HF_LOG = "{'loss': 0.4321, 'grad_norm': 1.8843, 'learning_rate': 4.5e-05, 'epoch': 1.5}"
 HF_BAR = " 50%|█████     | 750/1500 [06:15<06:15,  2.00it/s]"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "progress"
 HF_EVAL_BAR = " 40%|████      | 20/50 [00:04<00:06,  4.80it/s]"
 
 
@@ -151,3 +154,23 @@ def test_what_follows_the_last_bar_of_a_stream_is_read_in_order() -> None:
     progress = read_log(line + "\n")
     assert progress is not None
     assert (progress.step, progress.total_steps, progress.epoch, progress.kpi) == (40, 100, 1, {"loss": 0.52})
+
+
+def test_a_real_tqdm_bar_in_lightnings_shape_reads_as_its_last_epoch() -> None:
+    text = (FIXTURES / "tqdm-4.70.1-lightning-bar.log").read_bytes()
+    progress = read_log(text)
+    assert progress is not None
+    assert (progress.epoch, progress.step, progress.total_steps, progress.percent) == (2, 20, 20, 100.0)
+    assert progress.kpi == {"train_loss": 0.025}
+    middle = read_log(text[:text.index(b"Epoch 1:  50%")])
+    assert middle is not None and (middle.epoch, middle.step) == (2, 9)
+
+
+def test_a_real_tqdm_bar_with_trainer_logs_reads_steps_epochs_and_losses_and_skips_the_evaluation_bar() -> None:
+    text = (FIXTURES / "tqdm-4.70.1-trainer-bar.log").read_text(encoding="utf-8")
+    progress = read_log(text)
+    assert progress is not None
+    assert (progress.epoch, progress.max_epoch, progress.step, progress.total_steps) == (2, 2, 40, 40)
+    assert progress.kpi == {"loss": 0.025, "eval_loss": 0.3988}
+    during = read_log(text[:text.index("62%")])
+    assert during is not None and (during.step, during.percent, during.epoch) == (20, 50.0, 1)
