@@ -71,13 +71,16 @@ def clock(seconds: float) -> str:
     return f"{hours:d}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
 
 
+BLOCKS = " " + "".join(map(chr, range(0x258F, 0x2587, -1)))  # tqdm's Bar.UTF: " ▏▎▍▌▋▊▉█"
+
+
 def bar(epoch: int, n: int, total: int, elapsed: float, loss: float) -> str:
-    """tqdm's format_meter with Lightning's description and postfix (the bar 10 cells of '#' and digits)."""
+    """tqdm's format_meter with Lightning's description and postfix: the 10-cell bar tqdm draws on a pipe."""
     frac = n / total
     rate = n / elapsed if elapsed else None
     remaining = clock((total - n) / rate) if rate else "?"
-    cells, part = divmod(int(frac * 10 * 10), 10)
-    meter = ("#" * cells + (str(part) if part and cells < 10 else "")).ljust(10)
+    cells, part = divmod(int(frac * 10 * 8), 8)
+    meter = BLOCKS[-1] * cells + (BLOCKS[part] + " " * (9 - cells) if cells < 10 else "")
     rate_fmt = (f"{1 / rate:5.2f}s/it" if rate < 1 else f"{rate:5.2f}it/s") if rate else "?it/s"
     return (f"Epoch {epoch}: {frac * 100:3.0f}%|{meter}| {n}/{total} [{clock(elapsed)}<{remaining}, {rate_fmt}, "
             f"v_num=0, train_loss={loss:.3f}]")
