@@ -15,10 +15,13 @@
   `  Total optimization steps = 1,000`.
 - A line `Epoch N/M` (`Epoch [N/M]`) printed by a program of its own, read as epoch N of M.
 
-A line may carry the timestamp `kubectl logs --timestamps` puts first; the time of the last line that showed
-progress is then the Progress's `updated` (a bar redrawn within one line keeps that line's time, so it is the
-earliest the progress may have been written). The work is linear in the text: lines and carriage-return
-pieces are cut to LINE_CHARS before any pattern runs, and a cheap test picks the pieces a pattern may match."""
+A line may carry the timestamp `kubectl logs --timestamps` puts first (the kubelet stamps a line when it
+begins); the time of the last progress is then the Progress's `updated` when that progress began its line. A
+bar redrawn after a carriage return was written some time after its line began: its time is unknown (None),
+so neither the ETA countdown nor the stall warning judges it by a time that may be hours old.
+
+The work is linear in the text: lines and carriage-return pieces are cut to LINE_CHARS before any pattern runs,
+a cheap test picks the pieces a pattern may match, and a redrawn bar is read from its last update."""
 
 from __future__ import annotations
 
@@ -78,6 +81,7 @@ class _Reader:
 
     def __init__(self) -> None:
         self.stamp: str | None = None  # the current line's time
+        self.first = True  # whether the current piece is the first text of its line (written at its time)
         self.updated: str | None = None
         self.bar: tuple[int, int, int, int | None] | None = None  # n, total, elapsed, remaining
         self.bar_epoch: tuple[int, int | None] | None = None  # Lightning's 0-based epoch and last epoch index
@@ -90,7 +94,8 @@ class _Reader:
 
 
     def seen(self) -> None:
-        self.updated = self.stamp or self.updated
+        # A redraw after a carriage return was written some time after its line's timestamp: its time is unknown.
+        self.updated = self.stamp if self.first else None
 
     def metrics(self, items: list[tuple[str, str]], skip: frozenset[str] | set[str] = frozenset()) -> None:
         for name, text in items:
@@ -221,13 +226,21 @@ def read_log(text: str | bytes) -> Progress | None:
             line = line[stamp.end():]
         else:
             reader.stamp = None
+        reader.first = True
         if "\r" not in line:
             reader.piece(line[:LINE_CHARS])
             continue
         # a carriage-return stream: its last training bar, then what came after it, in order
         pieces = line.split("\r")
-        last = next((i for i in range(len(pieces) - 1, -1, -1) if reader.last_bar(pieces[i][:LINE_CHARS])), -1)
-        for piece in pieces[last + 1:]:
-            if piece:
-                reader.piece(piece[:LINE_CHARS])
+        opening = next((i for i, piece in enumerate(pieces) if piece), 0)
+        last = -1
+        for i in range(len(pieces) - 1, -1, -1):
+            reader.first = i == opening
+            if reader.last_bar(pieces[i][:LINE_CHARS]):
+                last = i
+                break
+        for i in range(last + 1, len(pieces)):
+            if pieces[i]:
+                reader.first = i == opening
+                reader.piece(pieces[i][:LINE_CHARS])
     return reader.progress()

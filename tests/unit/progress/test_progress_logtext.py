@@ -174,3 +174,13 @@ def test_a_real_tqdm_bar_with_trainer_logs_reads_steps_epochs_and_losses_and_ski
     assert progress.kpi == {"loss": 0.025, "eval_loss": 0.3988}
     during = read_log(text[:text.index("62%")])
     assert during is not None and (during.step, during.percent, during.epoch) == (20, 50.0, 1)
+
+
+def test_a_bar_redrawn_within_a_timestamped_line_has_no_time_of_its_own() -> None:
+    stamp = "2026-12-06T09:14:58.123456789Z "
+    assert read_log(stamp + "\r" + LIGHTNING).updated == "2026-12-06T09:14:58Z"  # type: ignore[union-attr]
+    redrawn = stamp + "\r" + LIGHTNING.replace("450/1000", "449/1000") + "\r" + LIGHTNING
+    progress = read_log(f"2026-12-06T09:00:00Z Epoch [1/90]\n{redrawn}")
+    assert progress is not None and progress.step == 450 and progress.updated is None
+    after = read_log(f"{redrawn}\n2026-12-06T09:20:00Z {{'loss': 0.5, 'epoch': 3.5}}\n")
+    assert after is not None and after.updated == "2026-12-06T09:20:00Z"
