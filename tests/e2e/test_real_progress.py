@@ -58,7 +58,7 @@ def test_the_program_trains_with_torch_and_its_status_json_and_bar_read_as_a_fin
     assert (results / "tao_stand_in_latest.pth").resolve().name == "model_epoch_002.pth"
     bar = read_log(rank0_log(real, record_id))
     assert bar is not None and progress_cell(bar) == "epoch 3 100%"
-    assert bar.updated is None  # a bar redrawn within its line: the line's timestamp is not the redraw's time
+    assert bar.updated is None  # a redrawn bar: its line's timestamp is not the redraw's time
 
 
 def test_a_second_run_on_the_same_results_resumes_from_the_latest_checkpoint(

@@ -15,10 +15,11 @@
   `  Total optimization steps = 1,000`.
 - A line `Epoch N/M` (`Epoch [N/M]`) printed by a program of its own, read as epoch N of M.
 
-A line may carry the timestamp `kubectl logs --timestamps` puts first (the kubelet stamps a line when it
-begins); the time of the last progress is then the Progress's `updated` when that progress began its line. A
-bar redrawn after a carriage return was written some time after its line began: its time is unknown (None),
-so neither the ETA countdown nor the stall warning judges it by a time that may be hours old.
+A line may carry the timestamp `kubectl logs --timestamps` puts first: the time the container runtime logged
+the line's first part (containerd once the line ended or 16 KiB of it was read, CRI-O as the output arrived),
+which the text that opens the line precedes. That time is the Progress's `updated` when the last progress
+opened its line. A bar redrawn after a carriage return may have been written long after it: its time is
+unknown (None), so neither the ETA countdown nor the stall warning judges it by a time that may be hours old.
 
 The work is linear in the text: lines and carriage-return pieces are cut to LINE_CHARS before any pattern runs,
 a cheap test picks the pieces a pattern may match, and a redrawn bar is read from its last update."""
@@ -94,7 +95,7 @@ class _Reader:
 
 
     def seen(self) -> None:
-        # A redraw after a carriage return was written some time after its line's timestamp: its time is unknown.
+        # A redraw after a carriage return may be written long after its line's timestamp: its time is unknown.
         self.updated = self.stamp if self.first else None
 
     def metrics(self, items: list[tuple[str, str]], skip: frozenset[str] | set[str] = frozenset()) -> None:
