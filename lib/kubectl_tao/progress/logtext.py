@@ -16,8 +16,8 @@
 - A line `Epoch N/M` (`Epoch [N/M]`) printed by a program of its own, read as epoch N of M.
 
 A line may carry the timestamp `kubectl logs --timestamps` puts first: the time the container runtime logged
-the line's first part (containerd once the line ended or 16 KiB of it was read, CRI-O as the output arrived),
-which the text that opens the line precedes. That time is the Progress's `updated` when the last progress
+the line's first part (containerd: once the line ended or 16 KiB of it was read), which the text that opens
+the line precedes. That time is the Progress's `updated` when the last progress
 opened its line. A bar redrawn after a carriage return may have been written long after it: its time is
 unknown (None), so neither the ETA countdown nor the stall warning judges it by a time that may be hours old.
 
