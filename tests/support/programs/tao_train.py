@@ -160,6 +160,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--results", default=None)
     parser.add_argument("--name", default="tao_stand_in")
     args = parser.parse_args(argv)
+    if args.epochs < 1 or args.steps < 1 or args.epoch_seconds < 0:
+        parser.error("--epochs and --steps take a positive count, --epoch-seconds a duration >= 0")
     results = args.results or os.path.join(os.environ.get("TAO_RESULTS_ROOT", "results"), "train")
     os.makedirs(results, exist_ok=True)
     rank = int(os.environ.get("RANK", os.environ.get("NODE_RANK", "0")))

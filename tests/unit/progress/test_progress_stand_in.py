@@ -98,3 +98,10 @@ def test_a_hang_after_an_epoch_keeps_the_program_alive_and_silent(tmp_path: Path
     assert "Epoch 0: 100%" in out and "Epoch 1" not in out
     progress = read_status_json((results / "status.json").read_text(encoding="utf-8"))
     assert progress is not None and (progress.epoch, progress.state) == (1, "running")
+
+
+def test_bad_counts_are_refused_with_usage_and_exit_2(tmp_path: Path) -> None:
+    run = train(tmp_path / "train", "--epochs", "0")
+    assert run.returncode == 2
+    assert run.stderr.rstrip().endswith("--epochs and --steps take a positive count, --epoch-seconds a duration >= 0")
+    assert not (tmp_path / "train").exists()
