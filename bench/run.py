@@ -29,6 +29,8 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
   made the old rules rescan the line from every word), and the growth 100 KB -> 1 MB (linear: 10x); the
   readers of job text (causes.classify_log, causes.error_blocks, nccldebug.read) over six hostile texts, and
   over the same texts ten times as long;
+- progress (no cluster needed: `--only progress`): the progress readers over a 64 KiB status.json tail (and
+  640 KiB) and a training log of 1 MB and 10 MB, and the growth with ten times the text (linear: <= 12x);
 - peers (unless --no-peers): `sky --help` (SkyPilot) and `torchx --help`, each installed from PyPI into its own
   virtualenv under ~/.cache/kubectl-tao/bench-peers/ (skipped with a note when the install fails).
 
@@ -86,8 +88,9 @@ PEERS = (  # (name, PyPI package, command)
     ("torchx", "torchx", "torchx"),
 )
 PEER_INSTALL_TIMEOUT_S = 300
-PHASES = ("startup", "instructions", "peers", "capacity", "submit", "status", "verbs", "list", "redaction", "explain")
-LOCAL_PHASES = frozenset({"redaction"})  # phases that need no cluster
+PHASES = ("startup", "instructions", "peers", "capacity", "submit", "status", "verbs", "list", "redaction", "explain",
+          "progress")
+LOCAL_PHASES = frozenset({"redaction", "progress"})  # phases that need no cluster
 # Phases that need the built kubectl but not the running cluster: capacity starts API servers of its own, and
 # measures best with nothing else running (the running cluster's kubelets and controllers take CPU from it).
 OWN_CLUSTER_PHASES = frozenset({"capacity"})
@@ -715,6 +718,62 @@ def bench_redaction(b: Bench, rows: list[bl.Row]) -> None:
                        bl.fmt_seconds(once), target="< 5 s", result=bl.verdict(once, 5.0, strict=True)))
     rows.append(bl.Row("redaction", "  the same texts 10x as long (linear: 10x)", f"{growth:.1f}x",
                        reference=bl.fmt_seconds(tenfold), target="<= 20x", result=bl.verdict(growth, 20.0)))
+
+
+def progress_texts(status_bytes: int, log_bytes: int) -> tuple[str, str]:
+    """A status.json tail of STATUS_BYTES (TAO 6 epoch and kpi lines, cut mid-line at both ends, as a tail read
+    while the file grows) and a training log of LOG_BYTES (Lightning's bar redrawn with carriage returns, twenty
+    log lines an epoch between the bars)."""
+    lines, epoch = [], 0
+    while sum(len(line) for line in lines) < status_bytes + 400:
+        kpi = {"val_mAP": f"0.{epoch % 1000:03d}1", "val_mAP50": "0.5902", "val_loss": 8.113}
+        lines.append(json.dumps({"epoch": epoch, "step": 500 * (epoch + 1), "max_epoch": 99999, "max_step": 50000000,
+                                 "time_per_epoch": "0:05:12.300000", "time_per_step": "0:00:00.624600",
+                                 "eta": "6:51:21.700000", "date": "12/6/2026", "time": "9:9:44", "status": "RUNNING",
+                                 "verbosity": "INFO", "message": "Training loop in progress", "kpi": kpi}) + "\n")
+        lines.append(json.dumps({"date": "12/6/2026", "time": "9:9:44", "status": "RUNNING", "verbosity": "INFO",
+                                 "message": "Train metrics generated.", "kpi": {"train_loss": 0.412}}) + "\n")
+        epoch += 1
+    status = "".join(lines)[-status_bytes - 100:-100]
+    parts, size, epoch = [], 0, 0
+    while size < log_bytes:
+        bars = "\r".join(f"Epoch {epoch}: {n // 10:3d}%|{'#' * (n // 100):<10}| {n}/1000 [01:02<01:16,  7.20it/s, "
+                         f"v_num=0, train_loss=0.{n:03d}]" for n in range(0, 1000, 7))
+        info = "".join(f"[2026-12-06 09:04:07,553][INFO] rank 0 step {epoch * 1000 + n} data 0.012 s "
+                       f"batch 0.198 s {{'loss': 0.{n:03d}, 'learning_rate': 4.5e-05, 'epoch': {epoch}.5}}\n"
+                       for n in range(0, 1000, 50))
+        part = f"{info}INFO: epoch {epoch} checkpoint saved to /results/train/model_epoch_{epoch:03d}.pth\n\r{bars}\n"
+        parts.append(part)
+        size += len(part)
+        epoch += 1
+    return status, "".join(parts)[:log_bytes]
+
+
+def bench_progress(b: Bench, rows: list[bl.Row]) -> None:
+    """The progress readers: a 64 KiB status.json tail and a 10 MB log, and the growth with ten times the text."""
+    from kubectl_tao.progress.logtext import read_log
+    from kubectl_tao.progress.statusjson import read_status_json
+
+    log("progress readers over a status.json tail and a training log (in-process, no cluster)")
+    cases = (("status.json tail", read_status_json, 65536, 655360), ("log", read_log, 1_000_000, 10_000_000))
+    for kind, reader, small, big in cases:
+        times: dict[int, float] = {}
+        for size in (small, big):
+            status, text = progress_texts(size, 0) if kind != "log" else ("", progress_texts(0, size)[1])
+            body = status or text
+            if reader(body) is None:  # warm-up, and the check that the text shows progress
+                raise BenchError(f"progress: the {kind} of {size} bytes showed no progress")
+            samples = []
+            for _ in range(max(1, b.repeat if size < 5_000_000 else min(b.repeat, 3))):
+                started = time.perf_counter()
+                reader(body)
+                samples.append(time.perf_counter() - started)
+            times[size] = bl.median(samples)
+            rows.append(bl.Row("progress", f"{kind}, {size // 1024} KiB" if size < 1_000_000 else
+                               f"{kind}, {size // 1_000_000} MB", bl.fmt_seconds(times[size])))
+        growth = times[big] / max(times[small], 1e-6)
+        rows.append(bl.Row("progress", f"{kind}: 10x the text (linear: 10x)", f"{growth:.1f}x", target="<= 12x",
+                           result=bl.verdict(growth, 12.0)))
 
 
 def big_cluster_objects(nodes: int, pods: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
@@ -1485,6 +1544,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "redaction" in only:
             with phase("redaction", durations):
                 bench_redaction(b, rows)
+        if "progress" in only:
+            with phase("progress", durations):
+                bench_progress(b, rows)
         if "startup" in only:
             with phase("start-up", durations):
                 bench_startup(b, rows, info)

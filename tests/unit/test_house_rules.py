@@ -193,6 +193,31 @@ def test_pure_modules_use_neither_the_cluster_the_store_nor_the_job_lifecycle() 
     assert offenders == []
 
 
+# Feature packages held to core/'s rules: pure, and they may use core/ and their own modules only.
+PURE_PACKAGES = ("progress",)
+
+
+def test_pure_feature_packages_use_only_core_and_their_own_modules() -> None:
+    offenders = []
+    for package in PURE_PACKAGES:
+        own = {f"{PACKAGE}.{package}", *(_module_name(p) for p in (LIB / package).glob("*.py"))}
+        for path in sorted((LIB / package).glob("*.py")):
+            bad = _package_imports(path, runtime_only=True) - PURE_MAY_USE - own
+            if bad:
+                offenders.append(f"{_module_name(path)}: {sorted(bad)}")
+    assert offenders == []
+
+
+def test_core_uses_no_feature_package() -> None:
+    offenders = []
+    for name in PURE:
+        used = _package_imports(LIB / "core" / f"{name}.py")
+        bad = {m for m in used if m.startswith(tuple(f"{PACKAGE}.{package}" for package in PURE_PACKAGES))}
+        if bad:
+            offenders.append(f"{name}: {sorted(bad)}")
+    assert offenders == []
+
+
 # Each layer and the layers above it that it must never import (CONTRIBUTING.md, "Layers").
 NEVER_IMPORTS = {
     "k8s": ("jobs", "commands", "cli"),

@@ -165,6 +165,7 @@ def test_the_shape_check_finds_nested_repetition() -> None:
 def test_no_module_pattern_nests_an_unbounded_repetition() -> None:
     patterns = module_patterns()
     assert len(patterns) > 50  # the walk reached the modules' tables, not only their names
+    assert any(where.startswith("kubectl_tao.progress.") for where in patterns)  # the feature packages too
     found = {id(p) for p in patterns.values()}
     assert all(id(sign.pattern) in found for cause in causes.CAUSES for sign in cause.signs)  # inside records too
     nested = [where for where, p in patterns.items() if nested_repetition(sre_parse.parse(p.pattern, p.flags))]

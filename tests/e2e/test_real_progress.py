@@ -1,0 +1,92 @@
+"""The TAO-shaped training program (tests/support/programs/tao_train.py) on the local cluster's real nodes, in
+the torch image: torch on CPU, its status.json, checkpoints and bar read back by the progress readers, its
+resume from the latest checkpoint and its failure line.
+
+Skipped when the cluster has no real nodes (KUBECTL_TAO_REAL_NODES=0)."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+from support.cluster import Cluster, Tao, wait_for
+
+from kubectl_tao.progress.logtext import read_log
+from kubectl_tao.progress.model import FAILED, SUCCEEDED, progress_cell
+from kubectl_tao.progress.statusjson import read_status_json
+
+from .test_real_pods import images, real, real_images, record_pods, submit  # noqa: F401
+
+pytestmark = pytest.mark.e2e
+
+PROGRAM = Path(__file__).resolve().parents[1] / "support" / "programs" / "tao_train.py"
+
+
+def torch_image(cluster: Cluster) -> str:
+    return str(wait_for(lambda: real_images(cluster).get("TORCH_IMAGE"), 300, message="the torch image on the nodes"))
+
+
+def train(real: Tao, image: str, *args: str) -> tuple[int, str]:  # noqa: F811
+    """Submit the program with ARGS and wait: (exit code of submit, record id)."""
+    shutil.copy(PROGRAM, real.volume / "tao_train.py")  # type: ignore[attr-defined]
+    command = " ".join(["python3", "/workspace/tao_train.py", *args])
+    result = submit(real, image, command, "--wait", "--timeout", "240", gpus=0)
+    record_id = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    return result.returncode, record_id
+
+
+def rank0_log(real: Tao, record_id: str) -> str:  # noqa: F811
+    pod = record_pods(real, record_id)[0]["metadata"]["name"]
+    return str(real.kubectl("logs", pod, "--timestamps").stdout)
+
+
+def test_the_program_trains_with_torch_and_its_status_json_and_bar_read_as_a_finished_run(
+    real: Tao, cluster: Cluster  # noqa: F811
+) -> None:
+    code, record_id = train(real, torch_image(cluster), "--epochs", "3", "--epoch-seconds", "1", "--steps", "5")
+    assert code == 0 and real.record(record_id)["terminal_state"] == "COMPLETE"
+    results = real.volume / "results" / record_id / "train"  # type: ignore[attr-defined]
+    progress = read_status_json((results / "status.json").read_bytes())
+    assert progress is not None
+    assert (progress.epoch, progress.max_epoch, progress.percent, progress.state) == (3, 3, 100.0, SUCCEEDED)
+    assert progress.kpi is not None and {"train_loss", "val_loss", "val_mAP"} <= set(progress.kpi)
+    assert progress.epoch_seconds is not None and progress.epoch_seconds >= 1
+    # torch wrote the checkpoints (torch.save's zip format), and the latest link names the last one
+    assert zipfile.is_zipfile(results / "model_epoch_002.pth")
+    assert (results / "tao_stand_in_latest.pth").resolve().name == "model_epoch_002.pth"
+    bar = read_log(rank0_log(real, record_id))
+    assert bar is not None and progress_cell(bar) == "epoch 3 100%"
+    assert bar.updated is None  # a redrawn bar: its line's timestamp is not the redraw's time
+
+
+def test_a_second_run_on_the_same_results_resumes_from_the_latest_checkpoint(
+    real: Tao, cluster: Cluster  # noqa: F811
+) -> None:
+    image = torch_image(cluster)
+    where = ("--results", "/workspace/shared/train", "--epoch-seconds", "0.5", "--steps", "2")
+    code, _ = train(real, image, "--epochs", "2", *where)
+    assert code == 0
+    code, record_id = train(real, image, "--epochs", "3", *where)
+    assert code == 0
+    assert "Resuming training from checkpoint /workspace/shared/train/model_epoch_001.pth at epoch 2" in rank0_log(
+        real, record_id)
+    status = (real.volume / "shared" / "train" / "status.json").read_text(encoding="utf-8")  # type: ignore[attr-defined]
+    progress = read_status_json(status)
+    assert progress is not None and (progress.epoch, progress.max_epoch, progress.state) == (3, 3, SUCCEEDED)
+    assert status.count('"message": "Starting tao_stand_in train."') == 2
+
+
+def test_a_failure_after_an_epoch_ends_the_job_and_its_status_json_says_why(
+    real: Tao, cluster: Cluster  # noqa: F811
+) -> None:
+    code, record_id = train(real, torch_image(cluster), "--epochs", "3", "--epoch-seconds", "0.5", "--steps", "2",
+                            "--fail-after", "1")
+    assert code == 1
+    record = real.record(record_id)
+    assert record["terminal_state"] == "ERROR" and record["err_class"] == "ERR_PROGRAM"
+    results = real.volume / "results" / record_id / "train"  # type: ignore[attr-defined]
+    progress = read_status_json((results / "status.json").read_text(encoding="utf-8"))
+    assert progress is not None and (progress.epoch, progress.state) == (1, FAILED)
+    assert progress.message == "stand-in failure after epoch 1"
