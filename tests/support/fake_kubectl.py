@@ -10,6 +10,7 @@ too, with `killed` set.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,10 +117,63 @@ class FakeRunning:
         return settled
 
 
+ENTRY_BYTES = 16 * 1024  # containerd's default max_container_log_line_size: a longer line is kept in pieces
+
+
+def kubelet_log(text: str, *, tail: int | None, limit: int | None, entry: int | None = ENTRY_BYTES) -> bytes:
+    """What the kubelet answers for a container whose output was TEXT (cri-client's ReadLogs): the log file holds
+    one entry per line, a line longer than ENTRY bytes in several entries (None: never split); `--tail` starts at
+    the last TAIL entries, `--limit-bytes` stops after LIMIT bytes of what follows, mid-line if it falls there."""
+    data = text.encode("utf-8", errors="surrogateescape")
+    entries: list[bytes] = []
+    for line in data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n"):
+        entries += [line[i : i + entry] for i in range(0, len(line), entry)] if entry and line else [line]
+        entries[-1] += b"\n"
+    if not data.endswith(b"\n") and entries:
+        entries[-1] = entries[-1][:-1]  # the last line never ended: a partial entry, printed as it is
+    if tail is not None and tail >= 0:
+        entries = entries[len(entries) - tail :] if tail < len(entries) else entries
+    out = b"".join(entries)
+    return out[:limit] if limit is not None else out
+
+
+def kubectl_logs(texts: dict[str, str], args: list[str], *, container: str = "tao") -> Completed:
+    """`kubectl logs` over pods whose output is TEXTS (pod -> text), as kubectl prints it (kubectl's logs.go):
+    a pod named in ARGS alone, else every pod of TEXTS one after another; `--prefix` writes
+    `[pod/NAME/CONTAINER] ` before each piece up to a newline (a pod's answer cut mid-line runs into the next
+    pod's prefix); a pod TEXTS lacks is kubectl's `error: ...` line with `--ignore-errors`."""
+    flags = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in args if a.startswith("--") and "=" in a}
+    tail = int(flags["--tail"]) if "--tail" in flags else None
+    limit = int(flags["--limit-bytes"]) if "--limit-bytes" in flags else None
+    taking = {"-n", "-l", "-c", "--namespace", "--selector", "--container"}
+    named = [a for i, a in enumerate(args[1:], 1) if not a.startswith("-") and args[i - 1] not in taking]
+    pods = named[:1] if named else list(texts)
+    out = b""
+    for pod in pods:
+        if pod not in texts:
+            if "--ignore-errors" not in args:
+                return Completed("", f'Error from server (NotFound): pods "{pod}" not found\n', 1)
+            out += f'error: pods "{pod}" not found\n'.encode()
+            continue
+        answer = kubelet_log(texts[pod], tail=tail, limit=limit)
+        if "--prefix" in args:
+            prefix = f"[pod/{pod}/{container}] ".encode()
+            out += b"".join(prefix + piece for piece in re.findall(rb"[^\n]*\n|[^\n]+$", answer))
+        else:
+            out += answer
+    return Completed(out.decode("utf-8", errors="replace"), "", 0)
+
+
 class FakeKubectl:
     def __init__(self) -> None:
         self.rules: list[tuple[tuple[str, ...], Completed]] = []
         self.calls: list[Call] = []
+        self.log_texts: dict[str, str] | None = None
+
+    def logs(self, texts: dict[str, str]) -> None:
+        """Answer every `kubectl logs` call from TEXTS (pod -> what its container printed) as the API server
+        and kubectl do: `--tail`, `--limit-bytes`, `--prefix`, one pod by name or all of them (kubectl_logs)."""
+        self.log_texts = texts
 
     def on(self, *prefix: str, stdout: str = "", stderr: str = "", rc: int = 0, data: Any = None) -> None:
         """Answer calls whose arguments (after the global flags) start with `prefix`; first match wins."""
@@ -150,6 +204,8 @@ class FakeKubectl:
             self.on(*PODS_READ, stderr=pods, rc=1)
 
     def answer(self, args: list[str]) -> Completed:
+        if self.log_texts is not None and args[:1] == ["logs"]:
+            return kubectl_logs(self.log_texts, list(args))
         missing = Completed("", f"error: the fake kubectl has no answer for {' '.join(args)}", 1)
         return next((answer for prefix, answer in self.rules if tuple(args[: len(prefix)]) == prefix), missing)
 

@@ -167,6 +167,7 @@ def _errors(kc: Kubectl, tracked: Tracked, pods: list[dict[str, object]], *, ran
             tracked.pod_selector,
             len(pods),
             container="tao" if tracked.launched_here else None,
+            names=diagnosis.pod_names(pods),
         )
         for note in read.notes:
             info(f"note: {note}")
