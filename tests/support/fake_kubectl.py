@@ -9,6 +9,7 @@ too, with `killed` set.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass
@@ -251,3 +252,32 @@ def answer_pvc_submit(fake: FakeKubectl) -> None:
     fake.capacity({"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
     fake.on("get", "persistentvolumeclaim/data", stdout="PersistentVolumeClaim data Bound \n")
     fake.on("create", "--dry-run=server", stdout="job.batch/x\n")
+
+
+def nccl_info(host: str, n: int) -> str:
+    """N lines of NCCL_DEBUG=INFO tree setup, about 320 bytes each."""
+    trees = " ".join(f"[{c}] 1/-1/-1->0->-1" for c in range(16))
+    return "".join(f"{host}:77:91 [0] NCCL INFO Trees {trees} comm 0x55d0c7a3e6b0 step {i}\n" for i in range(n))
+
+
+def failed_job(ranks: int = 2) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """An Indexed Job of RANKS pods, every one failed with exit code 1."""
+    job = fixture_json("multi-partial.job.json")
+    job["spec"]["completions"] = job["spec"]["parallelism"] = ranks
+    job["status"] = copy.deepcopy(fixture_json("exit-code.job.json")["status"])
+    template = fixture_json("exit-code.pods.json")["items"][0]
+    name = job["metadata"]["name"]
+    pods = []
+    for rank in range(ranks):
+        pod = copy.deepcopy(template)
+        pod["metadata"]["name"] = f"{name}-{rank}-{'abcde'[rank % 5] * 5}"
+        pod["metadata"]["labels"] = {**job["spec"]["template"]["metadata"].get("labels", {}), "tao-job": name,
+                                     "job-name": name}
+        pod["metadata"]["annotations"] = {"batch.kubernetes.io/job-completion-index": str(rank)}
+        pod["metadata"].setdefault("ownerReferences", template["metadata"].get("ownerReferences", []))
+        for status in pod["status"]["containerStatuses"]:
+            status["name"] = "tao"
+            status["state"]["terminated"].pop("message", None)
+        pod["spec"]["nodeName"] = f"gpu-node-{rank}"
+        pods.append(pod)
+    return job, pods

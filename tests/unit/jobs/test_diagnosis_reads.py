@@ -5,12 +5,11 @@ pod's prefix, and a log of fewer lines than asked is read from its start every t
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
 
-from support.fake_kubectl import FakeKubectl, fixture_json, kubectl_logs
+from support.fake_kubectl import FakeKubectl, failed_job, fixture_json, kubectl_logs, nccl_info
 
 from kubectl_tao.jobs import diagnosis
 from kubectl_tao.store.records import RecordStore
@@ -19,35 +18,6 @@ SERVER = "https://127.0.0.1:6443"
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "failures"
 OOM = "cuda-oom--torch-2.15-in-pod.log"
 OOM_LINE = next(e["key_line"] for e in json.loads((CORPUS / "corpus.json").read_text()) if e["file"] == OOM)
-
-
-def nccl_info(host: str, n: int) -> str:
-    """N lines of NCCL_DEBUG=INFO tree setup, about 320 bytes each."""
-    trees = " ".join(f"[{c}] 1/-1/-1->0->-1" for c in range(16))
-    return "".join(f"{host}:77:91 [0] NCCL INFO Trees {trees} comm 0x55d0c7a3e6b0 step {i}\n" for i in range(n))
-
-
-def failed_job(ranks: int = 2) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """An Indexed Job of RANKS pods, every one failed with exit code 1."""
-    job = fixture_json("multi-partial.job.json")
-    job["spec"]["completions"] = job["spec"]["parallelism"] = ranks
-    job["status"] = copy.deepcopy(fixture_json("exit-code.job.json")["status"])
-    template = fixture_json("exit-code.pods.json")["items"][0]
-    name = job["metadata"]["name"]
-    pods = []
-    for rank in range(ranks):
-        pod = copy.deepcopy(template)
-        pod["metadata"]["name"] = f"{name}-{rank}-{'abcde'[rank % 5] * 5}"
-        pod["metadata"]["labels"] = {**job["spec"]["template"]["metadata"].get("labels", {}), "tao-job": name,
-                                     "job-name": name}
-        pod["metadata"]["annotations"] = {"batch.kubernetes.io/job-completion-index": str(rank)}
-        pod["metadata"].setdefault("ownerReferences", template["metadata"].get("ownerReferences", []))
-        for status in pod["status"]["containerStatuses"]:
-            status["name"] = "tao"
-            status["state"]["terminated"].pop("message", None)
-        pod["spec"]["nodeName"] = f"gpu-node-{rank}"
-        pods.append(pod)
-    return job, pods
 
 
 def launched(job: dict[str, Any], *, gpus: int = 1) -> tuple[RecordStore, str]:
