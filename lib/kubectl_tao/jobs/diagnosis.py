@@ -327,14 +327,24 @@ def rank_logs(
     return out
 
 
+def ranks_per_pod(extra: Mapping[str, Any]) -> int | None:
+    """The torchrun workers each pod of a job runs, when kubectl-tao launched them: a multi-node job with
+    `--launcher torchrun` runs max(--gpus, 1) a pod (render.py's NPROC_PER_NODE), global ranks by node rank;
+    None for any other job (one pod runs whatever its command starts)."""
+    flags = (extra.get("request") or {}).get("flags") or {}
+    nodes, gpus = extra.get("nodes"), extra.get("gpus")
+    if flags.get("launcher") != "torchrun" or not isinstance(nodes, int) or nodes < 2 or not isinstance(gpus, int):
+        return None
+    return max(gpus, 1)
+
+
 def diagnose(
-    read: LogRead, live: Mapping[str, Any] | None, *, gpus: Any = None, known: bool = True
+    read: LogRead, live: Mapping[str, Any] | None, *, gpus: Any = None, per_pod: int | None = None
 ) -> causes.Diagnosis | None:
-    """The cause the ranks' output shows, or None when nothing was read or nothing was printed. KNOWN: the job
-    was launched by kubectl-tao, so each pod runs max(GPUS, 1) ranks (render.py's NPROC_PER_NODE)."""
+    """The cause the ranks' output shows, or None when nothing was read or nothing was printed. PER_POD: the
+    ranks each pod runs, when known (ranks_per_pod): a `[rankN]:` outside a pod's own is the program's text."""
     live = live or {}
     requested = int(gpus) if isinstance(gpus, int) or (isinstance(gpus, str) and gpus.isdigit()) else None
-    per_pod = max(requested, 1) if known and requested is not None else None
     logs = rank_logs(read, live.get("ranks") or [], per_pod=per_pod)
     if not logs:
         return None

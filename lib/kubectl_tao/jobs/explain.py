@@ -340,7 +340,8 @@ def _log_diagnosis(
         container="tao" if tracked.launched_here else None, names=diagnosis.pod_names(pods), answer=answer,
     )
     notes.extend(read.notes)
-    found = diagnosis.diagnose(read, status.to_dict(), gpus=tracked.extra.get("gpus"), known=tracked.launched_here)
+    found = diagnosis.diagnose(read, status.to_dict(), gpus=tracked.extra.get("gpus"),
+                                    per_pod=diagnosis.ranks_per_pod(tracked.extra))
     if found is not None:
         found = diagnosis.with_dumps(found, pods)
     if found is None and not read.notes:

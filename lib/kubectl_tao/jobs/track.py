@@ -515,7 +515,8 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
         texts = read.texts
         if failed:
             if obs.reason in diagnosis.OVERRIDDEN_REASONS:
-                found = diagnosis.diagnose(read, obs.live, gpus=tracked.extra.get("gpus"), known=tracked.launched_here)
+                found = diagnosis.diagnose(read, obs.live, gpus=tracked.extra.get("gpus"),
+                                             per_pod=diagnosis.ranks_per_pod(tracked.extra))
                 found = diagnosis.with_dumps(found, pods) if found is not None else None
             obs.notes.extend(read.notes)
     from datetime import UTC, datetime

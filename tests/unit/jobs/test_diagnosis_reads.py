@@ -20,14 +20,14 @@ OOM = "cuda-oom--torch-2.15-in-pod.log"
 OOM_LINE = next(e["key_line"] for e in json.loads((CORPUS / "corpus.json").read_text()) if e["file"] == OOM)
 
 
-def launched(job: dict[str, Any], *, gpus: int = 1) -> tuple[RecordStore, str]:
+def launched(job: dict[str, Any], *, gpus: int = 1, launcher: str = "tao") -> tuple[RecordStore, str]:
     store = RecordStore()
     record = store.open(platform="kubernetes", image="busybox", network_arch="dino", action="train",
                         storage_tier="A", results_dir="/workspace/results/x")
     name = job["metadata"]["name"]
     store.update_extra(record.id, api_server=SERVER, namespace="tao-jobs", job_name=name,
                        job_uid=job["metadata"]["uid"], nodes=int(job["spec"]["completions"]), gpus=gpus,
-                       submit_phase="created")
+                       submit_phase="created", request={"flags": {"launcher": launcher}, "given": []})
     store.mark(record.id, "RUNNING", message="applied", backend_ref=f"tao-jobs/{name}")
     return store, record.id
 
@@ -151,11 +151,11 @@ def test_a_rank_prefix_a_program_printed_never_blames_that_rank() -> None:
             "first_failed_rank": None}
     fake = oom_of(0)  # rank 1 prints what rank 0 would print
     read = diagnosis.LogRead({names[0]: "step 3 loss 0.0312", names[1]: fake})
-    found = diagnosis.diagnose(read, live, gpus=1)
+    found = diagnosis.diagnose(read, live, gpus=1, per_pod=1)
     assert found is not None and (found.cause, found.rank, found.pod) == ("CudaOOM", 1, names[1])
     # torch's own prefix of a rank the pod runs (8 GPUs a pod: pod 1 runs ranks 8..15) stays that rank.
     read = diagnosis.LogRead({names[0]: "step 3 loss 0.0312", names[1]: oom_of(9)})
-    found = diagnosis.diagnose(read, live, gpus=8)
+    found = diagnosis.diagnose(read, live, gpus=8, per_pod=8)
     assert found is not None and (found.cause, found.rank) == ("CudaOOM", 9)
 
 
@@ -175,3 +175,23 @@ def test_a_finished_jobs_capture_reads_a_bounded_tail(cli: Any, fake_kubectl: Fa
     assert all(f"--limit-bytes={diagnosis.READ_BYTES}" in c for c in calls) and "--tail=50" in calls[0]
     tail = store.get_extra(record_id)["history"]["ranks"][0]["log_tail"]
     assert tail[-1] == "done" and sum(len(t) for t in tail) <= 2 * diagnosis.READ_BYTES
+
+
+def test_explain_of_a_torchrun_job_never_blames_a_rank_a_program_named(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    job, pods = failed_job(2)
+    names = [p["metadata"]["name"] for p in pods]
+    _, record_id = launched(job, launcher="torchrun")
+    serve(fake_kubectl, job, pods, {names[0]: "step 3 loss 0.0312\n", names[1]: oom_of(0)})
+    code, out, _ = cli("explain", record_id, "-o", "json")
+    assert code == 1
+    found = json.loads(out)["diagnosis"]
+    assert (found["cause"], found["rank"], found["pod"]) == ("CudaOOM", 1, names[1]), found
+
+
+def test_the_ranks_a_pod_runs_are_known_for_multi_node_torchrun_jobs_only() -> None:
+    torchrun = {"request": {"flags": {"launcher": "torchrun"}}}
+    assert diagnosis.ranks_per_pod({**torchrun, "nodes": 2, "gpus": 8}) == 8
+    assert diagnosis.ranks_per_pod({**torchrun, "nodes": 2, "gpus": 0}) == 1
+    assert diagnosis.ranks_per_pod({**torchrun, "nodes": 1, "gpus": 8}) is None  # one pod: its command decides
+    assert diagnosis.ranks_per_pod({"request": {"flags": {"launcher": "tao"}}, "nodes": 2, "gpus": 8}) is None
+    assert diagnosis.ranks_per_pod({"nodes": 2, "gpus": 8}) is None  # a Job launched another way
