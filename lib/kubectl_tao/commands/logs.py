@@ -142,7 +142,8 @@ def register(app: typer.Typer) -> None:
         else:
             text = kc.run(args, namespaced=False).stdout
             lines = iter(text.removesuffix("\n").split("\n") if text else [])  # \r and \x85 split no line
-        for line in rewrite(lines, tracked.job_name or "", multi):
+        names = {str((pod.get("metadata") or {}).get("name")) for pod in pods}  # where one pod runs into the next
+        for line in rewrite(lines, tracked.job_name or "", multi, names):
             if raw:
                 emit_raw(line + "\n", flush=follow)
             else:

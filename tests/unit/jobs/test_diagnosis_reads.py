@@ -195,3 +195,4 @@ def test_the_ranks_a_pod_runs_are_known_for_multi_node_torchrun_jobs_only() -> N
     assert diagnosis.ranks_per_pod({**torchrun, "nodes": 1, "gpus": 8}) is None  # one pod: its command decides
     assert diagnosis.ranks_per_pod({"request": {"flags": {"launcher": "tao"}}, "nodes": 2, "gpus": 8}) is None
     assert diagnosis.ranks_per_pod({"nodes": 2, "gpus": 8}) is None  # a Job launched another way
+
