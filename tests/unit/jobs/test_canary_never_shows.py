@@ -34,7 +34,7 @@ FORMS = {
 }
 # Failure lines whose facts quote what they hold (core/causes.py): S is where the credential goes.
 LINES = {
-    "path": "FileNotFoundError: [Errno 2] No such file or directory: '/data/{s}/train.json'",
+    "path": "FileNotFoundError: [Errno 2] No such file or directory: '{s}/train.json'",
     "module": "ModuleNotFoundError: No module named 'plugins.{s}'",
     "kernel assert": "/src/k.cu:12: loss_kernel: block: [0,0,0], thread: [3,0,0] Assertion `{s} >= 0` failed.",
     "exception": "ValueError: cannot open {s}",
@@ -111,7 +111,7 @@ def test_the_canary_never_shows_on_any_surface(
         names[1 - rank]: f"step 1 loss 0.03\nconnecting with {secret}\n",
     }
     for text in texts.values():  # forms the redactor knows, in each line that holds them
-        assert all(canary not in redact_log_line(one) for one in text.splitlines())
+        assert all(canary not in redact_log_line(one) for one in text.splitlines()), "a form the redactor knows"
     record_id = launched(job)
     serve(fake_kubectl, job, pods, texts)
     seen = shown(cli, record_id)  # status captures the ending into the record
