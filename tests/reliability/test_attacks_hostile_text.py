@@ -149,6 +149,31 @@ def test_a_400_kb_log_line_is_captured_and_redacted(harness: InProcess) -> None:
     _attack(code == 0 and "ERROR" in out and token not in stored, "a 400 KB line in the captured log tail")
 
 
+def test_a_chatty_ranks_error_past_the_byte_limit_is_named_and_its_facts_hold_no_credential(
+    harness: InProcess,
+) -> None:
+    """hostile-kubectl answers --tail, --limit-bytes and --prefix as the kubelet and kubectl do (logs/POD.log):
+    400 NCCL INFO lines fill the first read's 64 KiB, the failing line names a path holding a URL password."""
+    from support.fake_kubectl import nccl_info
+
+    name = _serve(harness, "exit-code", "boom")
+    logs = _answers(harness) / "logs"
+    logs.mkdir()
+    path = f"https://bob:{CANARY}@data.example.com/train.json"
+    (logs / f"{fixture_pod('exit-code')}.log").write_text(
+        nccl_info("node-0", 400) + f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'\n"
+    )
+    record_id = _launched(harness, name)
+    shown = []
+    for argv in (["explain", record_id], ["explain", record_id, "-o", "json"], ["explain", record_id, "-o", "yaml"],
+                 ["status", record_id, "-o", "json"], ["logs", record_id, "--errors"]):
+        code, out, err = harness.run(argv)
+        _attack(code in (0, 1) and CANARY not in out + err, f"chatty rank: {' '.join(argv[:1] + argv[2:])}")
+        shown.append(out)
+    _attack("ERROR - MissingFile" in shown[0] and "path: https://bob:***REDACTED***@" in shown[0],
+            "chatty rank: the cause and its path named, the password redacted")
+
+
 # ------------------------------------------------------------------ values pasted into flags
 
 

@@ -9,7 +9,9 @@ too, with `killed` set.
 
 from __future__ import annotations
 
+import copy
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,10 +118,63 @@ class FakeRunning:
         return settled
 
 
+ENTRY_BYTES = 16 * 1024  # containerd's default max_container_log_line_size: a longer line is kept in pieces
+
+
+def kubelet_log(text: str, *, tail: int | None, limit: int | None, entry: int | None = ENTRY_BYTES) -> bytes:
+    """What the kubelet answers for a container whose output was TEXT (cri-client's ReadLogs): the log file holds
+    one entry per line, a line longer than ENTRY bytes in several entries (None: never split); `--tail` starts at
+    the last TAIL entries, `--limit-bytes` stops after LIMIT bytes of what follows, mid-line if it falls there."""
+    data = text.encode("utf-8", errors="surrogateescape")
+    entries: list[bytes] = []
+    for line in data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n"):
+        entries += [line[i : i + entry] for i in range(0, len(line), entry)] if entry and line else [line]
+        entries[-1] += b"\n"
+    if not data.endswith(b"\n") and entries:
+        entries[-1] = entries[-1][:-1]  # the last line never ended: a partial entry, printed as it is
+    if tail is not None and tail >= 0:
+        entries = entries[len(entries) - tail :] if tail < len(entries) else entries
+    out = b"".join(entries)
+    return out[:limit] if limit is not None else out
+
+
+def kubectl_logs(texts: dict[str, str], args: list[str], *, container: str = "tao") -> Completed:
+    """`kubectl logs` over pods whose output is TEXTS (pod -> text), as kubectl prints it (kubectl's logs.go):
+    a pod named in ARGS alone, else every pod of TEXTS one after another; `--prefix` writes
+    `[pod/NAME/CONTAINER] ` before each piece up to a newline (a pod's answer cut mid-line runs into the next
+    pod's prefix); a pod TEXTS lacks is kubectl's `error: ...` line with `--ignore-errors`."""
+    flags = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in args if a.startswith("--") and "=" in a}
+    tail = int(flags["--tail"]) if "--tail" in flags else None
+    limit = int(flags["--limit-bytes"]) if "--limit-bytes" in flags else None
+    taking = {"-n", "-l", "-c", "--namespace", "--selector", "--container"}
+    named = [a for i, a in enumerate(args[1:], 1) if not a.startswith("-") and args[i - 1] not in taking]
+    pods = named[:1] if named else list(texts)
+    out = b""
+    for pod in pods:
+        if pod not in texts:
+            if "--ignore-errors" not in args:
+                return Completed("", f'Error from server (NotFound): pods "{pod}" not found\n', 1)
+            out += f'error: pods "{pod}" not found\n'.encode()
+            continue
+        answer = kubelet_log(texts[pod], tail=tail, limit=limit)
+        if "--prefix" in args:
+            prefix = f"[pod/{pod}/{container}] ".encode()
+            out += b"".join(prefix + piece for piece in re.findall(rb"[^\n]*\n|[^\n]+$", answer))
+        else:
+            out += answer
+    return Completed(out.decode("utf-8", errors="replace"), "", 0)
+
+
 class FakeKubectl:
     def __init__(self) -> None:
         self.rules: list[tuple[tuple[str, ...], Completed]] = []
         self.calls: list[Call] = []
+        self.log_texts: dict[str, str] | None = None
+
+    def logs(self, texts: dict[str, str]) -> None:
+        """Answer every `kubectl logs` call from TEXTS (pod -> what its container printed) as the API server
+        and kubectl do: `--tail`, `--limit-bytes`, `--prefix`, one pod by name or all of them (kubectl_logs)."""
+        self.log_texts = texts
 
     def on(self, *prefix: str, stdout: str = "", stderr: str = "", rc: int = 0, data: Any = None) -> None:
         """Answer calls whose arguments (after the global flags) start with `prefix`; first match wins."""
@@ -150,6 +205,8 @@ class FakeKubectl:
             self.on(*PODS_READ, stderr=pods, rc=1)
 
     def answer(self, args: list[str]) -> Completed:
+        if self.log_texts is not None and args[:1] == ["logs"]:
+            return kubectl_logs(self.log_texts, list(args))
         missing = Completed("", f"error: the fake kubectl has no answer for {' '.join(args)}", 1)
         return next((answer for prefix, answer in self.rules if tuple(args[: len(prefix)]) == prefix), missing)
 
@@ -195,3 +252,32 @@ def answer_pvc_submit(fake: FakeKubectl) -> None:
     fake.capacity({"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
     fake.on("get", "persistentvolumeclaim/data", stdout="PersistentVolumeClaim data Bound \n")
     fake.on("create", "--dry-run=server", stdout="job.batch/x\n")
+
+
+def nccl_info(host: str, n: int) -> str:
+    """N lines of NCCL_DEBUG=INFO tree setup, about 320 bytes each."""
+    trees = " ".join(f"[{c}] 1/-1/-1->0->-1" for c in range(16))
+    return "".join(f"{host}:77:91 [0] NCCL INFO Trees {trees} comm 0x55d0c7a3e6b0 step {i}\n" for i in range(n))
+
+
+def failed_job(ranks: int = 2) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """An Indexed Job of RANKS pods, every one failed with exit code 1."""
+    job = fixture_json("multi-partial.job.json")
+    job["spec"]["completions"] = job["spec"]["parallelism"] = ranks
+    job["status"] = copy.deepcopy(fixture_json("exit-code.job.json")["status"])
+    template = fixture_json("exit-code.pods.json")["items"][0]
+    name = job["metadata"]["name"]
+    pods = []
+    for rank in range(ranks):
+        pod = copy.deepcopy(template)
+        pod["metadata"]["name"] = f"{name}-{rank}-{'abcde'[rank % 5] * 5}"
+        pod["metadata"]["labels"] = {**job["spec"]["template"]["metadata"].get("labels", {}), "tao-job": name,
+                                     "job-name": name}
+        pod["metadata"]["annotations"] = {"batch.kubernetes.io/job-completion-index": str(rank)}
+        pod["metadata"].setdefault("ownerReferences", template["metadata"].get("ownerReferences", []))
+        for status in pod["status"]["containerStatuses"]:
+            status["name"] = "tao"
+            status["state"]["terminated"].pop("message", None)
+        pod["spec"]["nodeName"] = f"gpu-node-{rank}"
+        pods.append(pod)
+    return job, pods

@@ -142,7 +142,8 @@ def register(app: typer.Typer) -> None:
         else:
             text = kc.run(args, namespaced=False).stdout
             lines = iter(text.removesuffix("\n").split("\n") if text else [])  # \r and \x85 split no line
-        for line in rewrite(lines, tracked.job_name or "", multi):
+        names = {str((pod.get("metadata") or {}).get("name")) for pod in pods}  # where one pod runs into the next
+        for line in rewrite(lines, tracked.job_name or "", multi, names):
             if raw:
                 emit_raw(line + "\n", flush=follow)
             else:
@@ -167,6 +168,7 @@ def _errors(kc: Kubectl, tracked: Tracked, pods: list[dict[str, object]], *, ran
             tracked.pod_selector,
             len(pods),
             container="tao" if tracked.launched_here else None,
+            names=diagnosis.pod_names(pods),
         )
         for note in read.notes:
             info(f"note: {note}")

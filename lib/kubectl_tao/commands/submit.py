@@ -167,7 +167,15 @@ def run_submit(
         server=target.server,
         dogs=Watchdogs(pending_timeout, image_pull_timeout, timeout),
     )
-    told = obs.state == "ERROR" and tracking.cause_told(obs.tracked) is not None
-    see = f"; `kubectl tao explain {outcome.record_id}` shows the evidence" if told else ""
-    info(f"job {outcome.record_id} ended {obs.state}" + (f": {obs.message}" if obs.message else "") + see)
+    info(ended_line(outcome.record_id, obs))
     return 0 if obs.state == "COMPLETE" else 1
+
+
+def ended_line(record_id: str, obs: Any) -> str:
+    """`submit --wait`'s last line: the state the job ended in, and its message (the cause its logs showed, told
+    from lines redacted as they were read; else the cluster's words, redacted when observed)."""
+    from kubectl_tao.jobs import track as tracking
+
+    told = obs.state == "ERROR" and tracking.cause_told(obs.tracked) is not None
+    see = f"; `kubectl tao explain {record_id}` shows the evidence" if told else ""
+    return f"job {record_id} ended {obs.state}" + (f": {obs.message}" if obs.message else "") + see

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 from kubectl_tao.core import contract
@@ -19,19 +19,38 @@ def rank_of(pod: str, job_name: str) -> str | None:
     return match.group(1) if match else None
 
 
-def rewrite(lines: Iterable[str], job_name: str, multi: bool) -> Iterator[str]:
-    """`kubectl logs --prefix` lines -> `[rank K] line` (multi-node) or the bare line (single pod)."""
+_GLUED = re.compile(r"\[pod/(?P<pod>[^/\]\s]+)/[^\]\s]+\] ")
+
+
+def _unglued(line: str, pods: Collection[str]) -> list[str]:
+    """A `--prefix` line split where another pod of PODS begins: kubectl writes a log that ends without a newline
+    (or a piece of a line, while following) and the next pod's prefix goes on the same line. Linear."""
+    if not pods or line.count("[pod/") < 2:
+        return [line]
+    out: list[str] = []
+    own = _PREFIX.match(line)
+    start, mine = (own.start("line"), own["pod"]) if own else (0, None)
+    for glued in _GLUED.finditer(line, start):
+        if glued["pod"] in pods and glued["pod"] != mine:
+            out.append(line[start:glued.start()] if out else line[: glued.start()])
+            start, mine = glued.start(), glued["pod"]
+    out.append(line[start:] if out else line)
+    return out
+
+
+def rewrite(lines: Iterable[str], job_name: str, multi: bool, pods: Collection[str] = ()) -> Iterator[str]:
+    """`kubectl logs --prefix` lines -> `[rank K] line` (multi-node) or the bare line (single pod); a line where
+    one pod of PODS runs into another is two lines, each with its own pod's rank."""
     for raw in lines:
-        line = raw.rstrip("\n")
-        match = _PREFIX.match(line)
-        if not match:
-            yield line
-            continue
-        if not multi:
-            yield match["line"]
-            continue
-        rank = rank_of(match["pod"], job_name)
-        yield f"[rank {rank if rank is not None else '?'}] {match['line']}"
+        for line in _unglued(raw.rstrip("\n"), pods):
+            match = _PREFIX.match(line)
+            if not match:
+                yield line
+            elif not multi:
+                yield match["line"]
+            else:
+                rank = rank_of(match["pod"], job_name)
+                yield f"[rank {rank if rank is not None else '?'}] {match['line']}"
 
 
 DEFAULT_TAIL = 200  # the reference's default; --tail -1 prints everything

@@ -1,17 +1,32 @@
 """What a failed job's ranks printed, read in one round, and the cause it shows (core/causes.py).
 
-One `kubectl logs` process reads every rank's pod at once (kubectl's own parallel requests, `--max-log-requests`
-as many as the ranks): the last READ_LINES lines of each, at most READ_BYTES each (`--tail`, `--limit-bytes`),
-`--ignore-errors` so that one pod whose log cannot be read does not hide the others. Every rank is read, not only
-the failed ones, because a hang or a timeout is told by the rank that printed nothing (the one that stopped
-first). A log that cannot be read (a pod gone, RBAC refusing pods/log) becomes one note and the diagnosis goes
-on with what it has. Excerpts are sanitized and redacted by core/causes.py before anyone shows them.
+One `kubectl logs` process reads every rank's pod at once: the last READ_LINES lines of each, at most READ_BYTES
+each (`--tail`, `--limit-bytes`), `--ignore-errors` so that one pod whose log cannot be read does not hide the
+others. Every rank is read, not only the failed ones, because a hang or a timeout is told by the rank that printed
+nothing (the one that stopped first). A log that cannot be read (a pod gone, RBAC refusing pods/log) becomes one
+note and the diagnosis goes on with what it has.
+
+The end of every log is read, whatever its line lengths. The kubelet seeks to the start of the last `--tail`
+lines and stops at `--limit-bytes`, so chatty lines (NCCL's INFO lines) can fill the byte limit before the
+traceback at the end. A rank whose answer reached the limit is read again, alone: the lines it did not get
+(`--tail` of the lines not seen), then, while those do not fit either, fewer of the last lines (a quarter each
+time), at most REREADS times; each read stays within READ_BYTES. Lines are kept whole: the line the limit cut is
+dropped once a reread has it whole (only a last line longer than READ_BYTES is kept cut, and a note says so).
+
+kubectl prints the pods one after another, each line after its pod's `[pod/NAME/CONTAINER] ` prefix; a log cut
+mid-line (or one that ends without a newline) runs into the next pod's prefix on the same line. That line is
+split where the byte limit (or, for a pod the caller names, the next pod's prefix) says the next pod begins, so
+every line stays with the pod that printed it. A line's `[rankN]:` is torch's own only when N is a rank the pod
+runs (rank_logs); any other is text the program printed, and the line stays the pod's.
+
+Every line is redacted (core/redact.redact_log_line) as it is read, before anything is derived from it: the cause,
+its facts and detail, the record's log tail and first errors, `logs --errors`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from kubectl_tao.core import causes
@@ -20,20 +35,38 @@ from kubectl_tao.k8s.kubectl import Kubectl
 
 READ_LINES = 300
 READ_BYTES = 64 * 1024
+REREADS = 5  # reads of one rank after the first: 300 -> 75 -> 18 -> 4 -> 1 lines at most
 TAIL_LINES = 50  # the lines per rank the record keeps (core/logs.from_history prints them once the Job is gone)
 OVERRIDDEN_REASONS = ("ExitCode",)  # a classify reason the logs may name better (the program failed, no more)
-_PREFIX = re.compile(r"^\[pod/(?P<pod>[^/\]]+)/(?P<container>[^\]]+)\] ?(?P<line>.*)$")
+_PREFIX = re.compile(r"^\[pod/(?P<pod>[^/\]]+)/(?P<container>[^\]]+)\] ?(?P<line>.*)$", re.DOTALL)
+_NEXT = re.compile(r"\[pod/(?P<pod>[^/\]\s]+)/[^\]\s]+\] |error: ")  # what kubectl writes at a pod's start
+_SLACK = 3  # characters a cut UTF-8 sequence may take once decoded (one U+FFFD per byte)
 
 
 @record
 class LogRead(Value):
-    """Each pod's output (pod name -> text) and what could not be read, in one line each."""
+    """Each pod's output (pod name -> text, every line redacted) and what could not be read, in one line each."""
 
     texts: dict[str, str] = Factory(dict)
     notes: list[str] = Factory(list)
 
 
-def log_args(namespace: str, selector: str, pods: int, *, container: str | None = "tao") -> list[str]:
+@record
+class Split(Value):
+    """`kubectl logs --prefix` output taken apart: each pod's whole lines, the line the byte limit cut (pods
+    whose answer reached the limit), and kubectl's own `error: ...` lines."""
+
+    lines: dict[str, list[str]] = Factory(dict)
+    cut: dict[str, str] = Factory(dict)
+    errors: list[str] = Factory(list)
+
+    def texts(self) -> dict[str, str]:
+        return {pod: "\n".join(got) for pod, got in self.lines.items()}
+
+
+def log_args(
+    namespace: str, selector: str, pods: int, *, container: str | None = "tao", lines: int = READ_LINES
+) -> list[str]:
     """The one `kubectl logs` call reading every rank of a job, bounded per rank."""
     args = [
         "logs",
@@ -43,78 +76,249 @@ def log_args(namespace: str, selector: str, pods: int, *, container: str | None 
         selector,
         "--prefix",
         "--ignore-errors",
-        f"--tail={READ_LINES}",
+        f"--tail={lines}",
         f"--limit-bytes={READ_BYTES}",
         f"--max-log-requests={max(5, pods)}",
     ]
     return [*args, "-c", container] if container else args
 
 
-def split_prefixed(text: str) -> tuple[dict[str, str], list[str]]:
-    """`kubectl logs --prefix` output -> text per pod, and kubectl's own `error: ...` lines (a log that
-    could not be read, with --ignore-errors)."""
-    lines: dict[str, list[str]] = {}
-    errors: list[str] = []
-    for raw in text.split("\n"):
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8", errors="surrogatepass"))
+
+
+def _cut_at(line: str, room: int) -> int:
+    """The index in LINE where ROOM bytes of it end (within _SLACK characters: a cut sequence decodes wider)."""
+    raw = line.encode("utf-8", errors="surrogatepass")
+    return len(raw[:room].decode("utf-8", errors="ignore"))
+
+
+def split_prefixed(text: str, *, limit: int | None = READ_BYTES, pods: Collection[str] = ()) -> Split:
+    """`kubectl logs --prefix` output -> each pod's lines, kept whole and with the pod that printed them.
+
+    kubectl writes the pods one after another. A pod's answer cut by `--limit-bytes` (LIMIT) ends mid-line and
+    the next pod's prefix (or kubectl's `error: ...`) follows on the same line: the line is split where the
+    pod's bytes reach the limit, and its part is that pod's cut line. A pod that ended without a newline runs
+    into the next one the same way: the line is split at the prefix of a pod in PODS that has printed nothing
+    yet (kubectl never comes back to a pod it has finished). Linear in the text."""
+    out = Split()
+    used: dict[str, int] = {}
+    seen: set[str] = set()
+    known = set(pods)
+    pending = text.split("\n")
+    if pending and pending[-1] == "":
+        pending.pop()
+    pending.reverse()
+    while pending:
+        raw = pending.pop()
         match = _PREFIX.match(raw)
-        if match:
-            lines.setdefault(match["pod"], []).append(match["line"])
-        elif raw.startswith("error: "):
-            errors.append(raw)
-    return {pod: "\n".join(got) for pod, got in lines.items()}, errors
+        if match is None:
+            if raw.startswith("error: "):
+                out.errors.append(raw)
+            continue
+        pod, line = match["pod"], match["line"]
+        seen.add(pod)
+        rest = None
+        room = None if limit is None else limit - used.get(pod, 0)
+        if room is not None and _bytes(line) + 1 > room:
+            at = _cut_at(line, max(room, 0))
+            cut = next((i for i in range(max(at - _SLACK, 0), min(at + _SLACK, len(line)) + 1)
+                        if _NEXT.match(line, i)), len(line))
+            out.lines.setdefault(pod, [])
+            out.cut[pod] = line[:cut]
+            used[pod] = limit or 0
+            rest = line[cut:] or None
+        else:
+            for glued in _NEXT.finditer(line) if known else ():
+                other = glued["pod"]
+                if other and other in known and other not in seen:
+                    line, rest = line[: glued.start()], line[glued.start() :]
+                    break
+            out.lines.setdefault(pod, []).append(line)
+            used[pod] = used.get(pod, 0) + _bytes(line) + 1
+        if rest:
+            pending.append(rest)
+    for pod, count in used.items():
+        if limit is not None and count >= limit:
+            out.cut.setdefault(pod, "")  # the limit met a line's end: more may follow
+    return out
+
+
+def _joined(lines: list[str], cut: str, got: list[str]) -> list[str]:
+    """LINES (whole lines of the first read, then its CUT line) followed by GOT, a later read of the log's last
+    lines: the lines both hold are kept once (a log of fewer lines than asked is read from its start both
+    times). The longest overlap wins whose next line goes on with CUT."""
+    for m in range(min(len(lines), len(got) - (1 if cut else 0)), 0, -1):
+        if got[:m] == lines[len(lines) - m :] and (not cut or got[m].startswith(cut)):
+            return lines + got[m:]
+    return lines + got
 
 
 def logs_call(
-    namespace: str, selector: str, pods: int, *, container: str | None = "tao"
+    namespace: str, selector: str, pods: int, *, container: str | None = "tao", lines: int = READ_LINES
 ) -> tuple[list[str], dict[str, Any]]:
     """The read as a `Kubectl.run_many` entry, to ride in a round of other reads."""
-    args = log_args(namespace, selector, pods, container=container)
+    args = log_args(namespace, selector, pods, container=container, lines=lines)
     return args, {"namespaced": False, "check": False, "best_effort": True}
 
 
-def from_result(result: Any) -> LogRead:
-    """A LogRead from the call's answer (a Completed, or the TaoError it raised)."""
-    from kubectl_tao.core.errors import TaoError
+def _said(text: str) -> str:
     from kubectl_tao.core.redact import redact_cluster_text
     from kubectl_tao.core.sanitize import cap, sanitize
+
+    return cap(sanitize(redact_cluster_text(text)), 300)
+
+
+def from_result(result: Any, *, pods: Collection[str] = ()) -> LogRead:
+    """A LogRead from the call's answer (a Completed, or the TaoError it raised), without rereads: each
+    pod's whole lines (and the line the byte limit cut), redacted."""
+    split, notes = _first_read(result, pods)
+    return _finished(split, {}, notes)
+
+
+def _first_read(result: Any, pods: Collection[str]) -> tuple[Split, list[str]]:
+    from kubectl_tao.core.errors import TaoError
     from kubectl_tao.k8s.kubectl import first_error_line
 
-    def said(text: str) -> str:
-        return cap(sanitize(redact_cluster_text(text)), 300)
-
     if isinstance(result, TaoError):
-        return LogRead({}, [f"logs not read: {said(result.message)}"])
-    texts, errors = split_prefixed(result.stdout)
-    notes = [f"a log not read: {said(error.removeprefix('error: '))}" for error in errors[:3]]
-    if len(errors) > 3:
-        notes.append(f"{len(errors) - 3} more logs not read")
+        return Split(), [f"logs not read: {_said(result.message)}"]
+    split = split_prefixed(result.stdout, pods=pods)
+    notes = [f"a log not read: {_said(error.removeprefix('error: '))}" for error in split.errors[:3]]
+    if len(split.errors) > 3:
+        notes.append(f"{len(split.errors) - 3} more logs not read")
     if result.returncode != 0:
-        notes.append(f"logs not read: {said(first_error_line(result.stderr) or 'kubectl logs failed')}")
+        notes.append(f"logs not read: {_said(first_error_line(result.stderr) or 'kubectl logs failed')}")
+    return split, notes
+
+
+def _finished(split: Split, ends: Mapping[str, list[str]], notes: list[str]) -> LogRead:
+    """Each pod's text, every line redacted: its whole lines, then the end a reread got (else its cut line)."""
+    from kubectl_tao.core.redact import redact_log_line
+
+    texts = {}
+    for pod, lines in split.lines.items():
+        if pod in ends:
+            got = _joined(lines, split.cut.get(pod, ""), ends[pod])
+        else:
+            got = [*lines, *([split.cut[pod]] if split.cut.get(pod) else [])]
+        texts[pod] = "\n".join(redact_log_line(line) for line in got)
     return LogRead(texts, notes)
 
 
-def read_logs(kc: Kubectl, namespace: str, selector: str, pods: int, *, container: str | None = "tao") -> LogRead:
-    """Every rank's bounded output in one kubectl process; what could not be read is a note, never an error."""
+def _reread_args(namespace: str, pod: str, container: str | None, lines: int) -> list[str]:
+    args = ["logs", "-n", namespace, pod, f"--tail={lines}", f"--limit-bytes={READ_BYTES}"]
+    return [*args, "-c", container] if container else args
+
+
+def read_ends(
+    kc: Kubectl, namespace: str, split: Split, *, container: str | None = "tao", lines: int = READ_LINES
+) -> tuple[dict[str, list[str]], list[str]]:
+    """The end of each log the byte limit cut (see the module's docstring): pod -> the lines that follow its
+    whole lines (or its last lines), and notes. The pods are read at once, one kubectl process each."""
     from kubectl_tao.core.errors import TaoError
 
-    args, kwargs = logs_call(namespace, selector, pods, container=container)
-    try:
-        return from_result(kc.run(args, **kwargs))
-    except TaoError as exc:
-        return from_result(exc)
+    ends: dict[str, list[str]] = {}
+    notes: list[str] = []
+    want = {pod: max(lines - len(split.lines.get(pod, [])), 1) for pod in split.cut}
+    first = dict(want)
+    for _ in range(REREADS):
+        if not want:
+            break
+        calls = {
+            pod: (_reread_args(namespace, pod, container, tail), {"namespaced": False, "check": False,
+                                                                   "best_effort": True})
+            for pod, tail in want.items()
+        }
+        answers = kc.run_many(calls)
+        again: dict[str, int] = {}
+        for pod, tail in want.items():
+            answer = answers[pod]
+            if isinstance(answer, TaoError) or answer.returncode != 0:
+                why = answer.message if isinstance(answer, TaoError) else answer.stderr.strip() or "kubectl failed"
+                notes.append(f"the end of pod {pod}'s log not read: {_said(why)}")
+                continue
+            text = answer.stdout
+            got = text.split("\n")
+            if got and got[-1] == "":
+                got.pop()
+            if _bytes(text) < READ_BYTES:
+                ends[pod] = got
+                if tail < first[pod]:
+                    notes.append(
+                        f"pod {pod}: its last {lines} lines hold more than {READ_BYTES // 1024} KiB; read its "
+                        f"first lines and its last {tail}"
+                    )
+            elif tail > 1:
+                again[pod] = max(tail // 4, 1)
+            else:
+                ends[pod] = got[:1]
+                notes.append(f"pod {pod}: its last line is longer than {READ_BYTES // 1024} KiB; its start is read")
+        want = again
+    return ends, notes
 
 
-def rank_logs(read: LogRead, ranks: Sequence[Mapping[str, Any]]) -> list[causes.RankLog]:
-    """The read texts of the ranks `classify` lists (its latest pod per rank), with their pod and node."""
+def read_logs(
+    kc: Kubectl,
+    namespace: str,
+    selector: str,
+    pods: int,
+    *,
+    container: str | None = "tao",
+    names: Collection[str] = (),
+    lines: int = READ_LINES,
+    answer: Any = None,
+) -> LogRead:
+    """Every rank's bounded output, its end always read (rereads of a log the byte limit cut), every line
+    redacted; what could not be read is a note, never an error. ANSWER: the first read, already run (it rode in a
+    round of other reads); NAMES: the job's pod names, which tell where a pod's output runs into the next one."""
+    from kubectl_tao.core.errors import TaoError
+
+    if answer is None:
+        args, kwargs = logs_call(namespace, selector, pods, container=container, lines=lines)
+        try:
+            answer = kc.run(args, **kwargs)
+        except TaoError as exc:
+            answer = exc
+    split, notes = _first_read(answer, names)
+    ends, more = read_ends(kc, namespace, split, container=container, lines=lines) if split.cut else ({}, [])
+    return _finished(split, ends, notes + more)
+
+
+def pod_names(pods: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The names of PODS (a read's NAMES: where one pod's output runs into the next)."""
+    return [str((pod.get("metadata") or {}).get("name") or "") for pod in pods]
+
+
+def own_ranks(text: str, rank: int | None, per_pod: int | None) -> str:
+    """TEXT of the pod of RANK (its completion index) running PER_POD processes (torchrun's --nproc_per_node:
+    global ranks rank*per_pod .. rank*per_pod+per_pod-1): a line whose `[rankN]:` names a rank the pod does not
+    run is text the program printed, not torch's prefix, so it is put under the pod's own first rank."""
+    if rank is None or per_pod is None or "[rank" not in text:
+        return text
+    low = rank * per_pod
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        m = causes.RANK_PREFIX.match(line)
+        if m and not low <= int(m.group(1)) < low + per_pod:
+            lines[i] = f"[rank{low}]: {line}"
+    return "\n".join(lines)
+
+
+def rank_logs(
+    read: LogRead, ranks: Sequence[Mapping[str, Any]], *, per_pod: int | None = None
+) -> list[causes.RankLog]:
+    """The read texts of the ranks `classify` lists (its latest pod per rank), with their pod and node; PER_POD:
+    the processes each pod runs, when known (see own_ranks)."""
     out = []
     for rank in ranks:
         pod = str(rank.get("pod") or "")
         if pod in read.texts:
             code = rank.get("exit_code")
+            index = rank.get("rank") if isinstance(rank.get("rank"), int) else None
             out.append(
                 causes.RankLog(
                     rank.get("rank"),
-                    read.texts[pod],
+                    own_ranks(read.texts[pod], index, per_pod),
                     pod=pod,
                     node=str(rank.get("node") or ""),
                     exit_code=int(code) if isinstance(code, int) else None,
@@ -123,13 +327,27 @@ def rank_logs(read: LogRead, ranks: Sequence[Mapping[str, Any]]) -> list[causes.
     return out
 
 
-def diagnose(read: LogRead, live: Mapping[str, Any] | None, *, gpus: Any = None) -> causes.Diagnosis | None:
-    """The cause the ranks' output shows, or None when nothing was read or nothing was printed."""
+def ranks_per_pod(extra: Mapping[str, Any]) -> int | None:
+    """The torchrun workers each pod of a job runs, when kubectl-tao launched them: a multi-node job with
+    `--launcher torchrun` runs max(--gpus, 1) a pod (render.py's NPROC_PER_NODE), global ranks by node rank;
+    None for any other job (one pod runs whatever its command starts)."""
+    flags = (extra.get("request") or {}).get("flags") or {}
+    nodes, gpus = extra.get("nodes"), extra.get("gpus")
+    if flags.get("launcher") != "torchrun" or not isinstance(nodes, int) or nodes < 2 or not isinstance(gpus, int):
+        return None
+    return max(gpus, 1)
+
+
+def diagnose(
+    read: LogRead, live: Mapping[str, Any] | None, *, gpus: Any = None, per_pod: int | None = None
+) -> causes.Diagnosis | None:
+    """The cause the ranks' output shows, or None when nothing was read or nothing was printed. PER_POD: the
+    ranks each pod runs, when known (ranks_per_pod): a `[rankN]:` outside a pod's own is the program's text."""
     live = live or {}
-    logs = rank_logs(read, live.get("ranks") or [])
+    requested = int(gpus) if isinstance(gpus, int) or (isinstance(gpus, str) and gpus.isdigit()) else None
+    logs = rank_logs(read, live.get("ranks") or [], per_pod=per_pod)
     if not logs:
         return None
-    requested = int(gpus) if isinstance(gpus, int) or (isinstance(gpus, str) and gpus.isdigit()) else None
     found = causes.diagnose(logs, first_failed_rank=live.get("first_failed_rank"), gpus_requested=requested)
     if found is not None and found.cause == "GpuHardware" and found.node:
         found = found.replaced(fix=found.fix.replace("kubectl cordon NODE", f"kubectl cordon {found.node}"))

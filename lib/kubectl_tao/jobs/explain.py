@@ -59,7 +59,8 @@ class Explanation(Value):
 
 def redacted(e: Explanation) -> Explanation:
     """``e`` with every text that may quote the cluster (events, conditions, container messages, the
-    record's last message) through the redactor: explain prints them as evidence."""
+    record's last message, the attempts' ends) through the redactor: explain prints them as evidence. The
+    diagnosis was derived from log lines redacted as they were read (jobs/diagnosis.py)."""
     from kubectl_tao.core.redact import redact_cluster_text as redact_text
 
     findings = [
@@ -68,7 +69,7 @@ def redacted(e: Explanation) -> Explanation:
     gang = {k: redact_text(v) if isinstance(v, str) else v for k, v in e.gang.items()} if e.gang else None
     return Explanation(
         e.id, e.namespace, e.job, e.state, redact_text(e.reason), redact_text(e.message), e.source, findings,
-        [redact_text(note) for note in e.notes], gang, list(e.restarts), e.diagnosis,
+        [redact_text(note) for note in e.notes], gang, [redact_text(line) for line in e.restarts], e.diagnosis,
     )
 
 
@@ -333,15 +334,14 @@ def _log_diagnosis(
     kept = diagnosis_of(tracked)
     if kept is not None:
         return kept
-    if answer is None:
-        args, kwargs = _logs_call(tracked)
-        try:
-            answer = kc.run(args, **kwargs)
-        except TaoError as exc:
-            answer = exc
-    read = diagnosis.from_result(answer)
+    ranks = int(tracked.extra.get("nodes") or 1)
+    read = diagnosis.read_logs(
+        kc, tracked.namespace or "default", tracked.pod_selector, ranks + 4,
+        container="tao" if tracked.launched_here else None, names=diagnosis.pod_names(pods), answer=answer,
+    )
     notes.extend(read.notes)
-    found = diagnosis.diagnose(read, status.to_dict(), gpus=tracked.extra.get("gpus"))
+    found = diagnosis.diagnose(read, status.to_dict(), gpus=tracked.extra.get("gpus"),
+                                    per_pod=diagnosis.ranks_per_pod(tracked.extra))
     if found is not None:
         found = diagnosis.with_dumps(found, pods)
     if found is None and not read.notes:

@@ -9,7 +9,6 @@ the record's sibling file before the record is marked terminal.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from kubectl_tao.core import contract
@@ -351,7 +350,12 @@ def observe(
         from kubectl_tao.k8s.gang import annotate
 
         annotate(status, job, groups, pods)
-    obs = Observation(tracked, status.state, status.reason, status.message, status.err_class, status.to_dict())
+    message = status.message
+    if message:  # the kubelet's or the program's words (a termination message): redacted before anyone shows it
+        from kubectl_tao.core.redact import redact_cluster_text
+
+        message = redact_cluster_text(message)
+    obs = Observation(tracked, status.state, status.reason, message, status.err_class, status.to_dict())
     _told_by_logs(obs)
     obs.job_ttl = ((job or {}).get("spec") or {}).get("ttlSecondsAfterFinished")
     if tracked.extra.get("max_restarts") and job is not None:
@@ -390,7 +394,10 @@ def observe_restarts(kc: Kubectl, store: Any, tracked: Tracked, pods: list[dict[
             ["logs", "-n", tracked.namespace, str(pod["metadata"]["name"]), "-c", "tao", "--limit-bytes=8192"],
             namespaced=False, check=False, best_effort=True,
         )
-        for end in retry.parse_history([result.stdout]):
+        from kubectl_tao.core.redact import redact_log_line
+
+        said = "\n".join(redact_log_line(line) for line in result.stdout.split("\n"))  # redacted as it is read
+        for end in retry.parse_history([said]):
             ends.setdefault(end.attempt, end)
     found = sorted(ends.values(), key=lambda end: end.attempt)
     if store is not None and found != known:
@@ -487,19 +494,6 @@ def _write_back(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, pod
     tracked.record = store.show(tracked.id)
 
 
-_PREFIX = re.compile(r"^\[pod/(?P<pod>[^/\]]+)/(?P<container>[^\]]+)\] ?(?P<line>.*)$")
-
-
-def split_prefixed_logs(text: str) -> dict[str, list[str]]:
-    """`kubectl logs --prefix` output -> lines per pod."""
-    out: dict[str, list[str]] = {}
-    for raw in text.splitlines():
-        match = _PREFIX.match(raw)
-        if match:
-            out.setdefault(match["pod"], []).append(match["line"])
-    return out
-
-
 def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, pods: list[dict[str, Any]]) -> None:
     """Per rank: pod, node, exit code, reason and the last log lines, into the record (redacted by the store).
     A failed job's logs are read further back (jobs/diagnosis.py, the same one kubectl call) and the cause
@@ -511,28 +505,20 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
     found = None
     if pods and tracked.namespace and tracked.job_name:
         container = "tao" if tracked.launched_here else None  # a Job made elsewhere: its default container
-        if obs.state == "ERROR":
-            read = diagnosis.read_logs(kc, tracked.namespace, tracked.pod_selector, len(pods), container=container)
-            texts = read.texts
+        failed = obs.state == "ERROR"
+        # A failed job's logs are read further back (for the diagnosis); either way each rank's end is read
+        # whole and every line of it is bounded and redacted as it is read (jobs/diagnosis.read_logs).
+        read = diagnosis.read_logs(
+            kc, tracked.namespace, tracked.pod_selector, len(pods), container=container,
+            names=diagnosis.pod_names(pods), lines=diagnosis.READ_LINES if failed else LOG_TAIL_LINES,
+        )
+        texts = read.texts
+        if failed:
             if obs.reason in diagnosis.OVERRIDDEN_REASONS:
-                found = diagnosis.diagnose(read, obs.live, gpus=tracked.extra.get("gpus"))
+                found = diagnosis.diagnose(read, obs.live, gpus=tracked.extra.get("gpus"),
+                                             per_pod=diagnosis.ranks_per_pod(tracked.extra))
                 found = diagnosis.with_dumps(found, pods) if found is not None else None
             obs.notes.extend(read.notes)
-        else:
-            args = [
-                "logs",
-                "-n",
-                tracked.namespace,
-                "-l",
-                tracked.pod_selector,
-                "--prefix",
-                f"--tail={LOG_TAIL_LINES}",
-                f"--max-log-requests={max(5, len(pods))}",
-            ]
-            result = kc.run(
-                [*args, "-c", container] if container else args, namespaced=False, check=False, best_effort=True
-            )
-            texts = {pod: "\n".join(lines) for pod, lines in split_prefixed_logs(result.stdout).items()}
     from datetime import UTC, datetime
 
     from kubectl_tao.core.redact import redact_log_line, redact_text

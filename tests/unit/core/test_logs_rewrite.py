@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from support.fake_kubectl import kubectl_logs
 
 from kubectl_tao.core.errors import GateError
 from kubectl_tao.core.logs import from_history, kubectl_args, rank_of, rewrite
@@ -34,3 +35,15 @@ def test_history_is_given_per_rank() -> None:
 def test_no_history_after_ttl_says_so() -> None:
     with pytest.raises(GateError, match="no log tail was captured"):
         from_history(None, rank=None, multi=False)
+
+
+def test_logs_keeps_a_line_with_its_rank_when_a_log_ends_without_a_newline() -> None:
+    texts = {"j-0-aaaaa": "progress 99%", "j-1-bbbbb": "[rank1]: RuntimeError: boom\nnext\n"}
+    out = kubectl_logs(texts, ["logs", "-l", "tao-job=j", "--prefix", "--tail=200"]).stdout
+    lines = out.removesuffix("\n").split("\n")
+    assert list(rewrite(lines, "j", True)) == ["[rank 0] progress 99%[pod/j-1-bbbbb/tao] [rank1]: RuntimeError: boom",
+                                               "[rank 1] next"]  # what kubectl printed, without the pods' names
+    assert list(rewrite(lines, "j", True, set(texts))) == [
+        "[rank 0] progress 99%", "[rank 1] [rank1]: RuntimeError: boom", "[rank 1] next"]
+    many = "[pod/j-0-aaaaa/tao] a" + "[pod/j-1-bbbbb/tao] b[pod/j-0-aaaaa/tao] c" * 3
+    assert list(rewrite([many], "j", True, set(texts))) == ["[rank 0] a"] + ["[rank 1] b", "[rank 0] c"] * 3

@@ -161,12 +161,12 @@ def test_a_credential_printed_next_to_the_failure_never_shows(cli: Any, fake_kub
 
 
 def test_split_prefixed_keeps_kubectls_own_errors_apart() -> None:
-    texts, errors = diagnosis.split_prefixed(
+    split = diagnosis.split_prefixed(
         "[pod/a-0-xxxxx/tao] one\n[pod/a-1-yyyyy/tao] two\nerror: container tao is not valid for pod a-2\n"
         "[pod/a-0-xxxxx/tao] three\n"
     )
-    assert texts == {"a-0-xxxxx": "one\nthree", "a-1-yyyyy": "two"}
-    assert errors == ["error: container tao is not valid for pod a-2"]
+    assert split.texts() == {"a-0-xxxxx": "one\nthree", "a-1-yyyyy": "two"}
+    assert split.errors == ["error: container tao is not valid for pod a-2"] and split.cut == {}
     read = diagnosis.from_result(_completed("error: x\n" * 5))
     assert read.texts == {} and len(read.notes) == 4 and read.notes[-1] == "2 more logs not read"
 

@@ -1,0 +1,198 @@
+"""The end of every rank's log is read whatever its line lengths (jobs/diagnosis.read_logs): the fake kubectl
+answers `--tail`, `--limit-bytes` and `--prefix` as the kubelet and kubectl do (support.fake_kubectl.kubectl_logs),
+so a chatty rank's first read stops at the byte limit long before its traceback, a cut line runs into the next
+pod's prefix, and a log of fewer lines than asked is read from its start every time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from support.fake_kubectl import FakeKubectl, failed_job, fixture_json, kubectl_logs, nccl_info
+
+from kubectl_tao.jobs import diagnosis
+from kubectl_tao.store.records import RecordStore
+
+SERVER = "https://127.0.0.1:6443"
+CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "failures"
+OOM = "cuda-oom--torch-2.15-in-pod.log"
+OOM_LINE = next(e["key_line"] for e in json.loads((CORPUS / "corpus.json").read_text()) if e["file"] == OOM)
+
+
+def launched(job: dict[str, Any], *, gpus: int = 1, launcher: str = "tao") -> tuple[RecordStore, str]:
+    store = RecordStore()
+    record = store.open(platform="kubernetes", image="busybox", network_arch="dino", action="train",
+                        storage_tier="A", results_dir="/workspace/results/x")
+    name = job["metadata"]["name"]
+    store.update_extra(record.id, api_server=SERVER, namespace="tao-jobs", job_name=name,
+                       job_uid=job["metadata"]["uid"], nodes=int(job["spec"]["completions"]), gpus=gpus,
+                       submit_phase="created", request={"flags": {"launcher": launcher}, "given": []})
+    store.mark(record.id, "RUNNING", message="applied", backend_ref=f"tao-jobs/{name}")
+    return store, record.id
+
+
+def serve(fake: FakeKubectl, job: dict[str, Any], pods: list[dict[str, Any]], texts: dict[str, str]) -> None:
+    fake.on("get", "jobs,pods", data={"kind": "List", "items": [job, *pods]})
+    fake.on("get", "events", data={"kind": "List", "items": []})
+    fake.on("get", "nodes", data={"kind": "List", "items": []})
+    fake.on("patch", stdout="job.batch/patched\n")
+    fake.logs(texts)
+
+
+def oom_of(rank: int) -> str:
+    """The recorded CUDA OOM of a torchrun worker, as rank RANK of a one-GPU-per-pod job prints it."""
+    return (CORPUS / OOM).read_text().replace("[rank3]:", f"[rank{rank}]:")
+
+
+def chatty_job() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, str]]:
+    job, pods = failed_job(2)
+    names = [p["metadata"]["name"] for p in pods]
+    texts = {
+        names[0]: nccl_info("node-0", 400) + "step 3 loss 0.0312\n",
+        names[1]: nccl_info("node-1", 400) + oom_of(1),
+    }
+    return job, pods, texts
+
+
+def test_a_chatty_ranks_traceback_past_the_byte_limit_is_read_and_named(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    job, pods, texts = chatty_job()
+    first = kubectl_logs(texts, diagnosis.log_args("tao-jobs", "tao-job=x", 2)).stdout
+    assert "OutOfMemoryError" not in first  # what one read of the last 300 lines within 64 KiB holds
+    store, record_id = launched(job)
+    serve(fake_kubectl, job, pods, texts)
+    code, out, _ = cli("explain", record_id)
+    assert code == 1
+    assert out.splitlines()[0].endswith("ERROR - CudaOOM"), out
+    assert f"   evidence: rank 1: {OOM_LINE.replace('[rank3]:', '[rank1]:')}"[:100] in out
+    code, out, _ = cli("explain", record_id, "-o", "json")
+    found = json.loads(out)["diagnosis"]
+    assert (found["cause"], found["rank"], found["pod"]) == ("CudaOOM", 1, pods[1]["metadata"]["name"])
+    code, out, _ = cli("logs", record_id, "--errors")
+    assert code == 0 and any(line.startswith("[rank 1] [rank1]: torch.OutOfMemoryError") for line in out.splitlines())
+    code, out, _ = cli("status", record_id)
+    assert "CudaOOM" in out.splitlines()[1], out
+    history = store.get_extra(record_id)["history"]
+    assert history["diagnosis"]["rank"] == 1
+    assert history["ranks"][1]["log_tail"][-1] == oom_of(1).splitlines()[-1]
+
+
+def test_each_reread_is_one_pod_bounded_by_bytes(fake_kubectl: FakeKubectl) -> None:
+    from kubectl_tao.k8s.kubectl import Kubectl
+
+    _, _, texts = chatty_job()
+    fake_kubectl.logs(texts)
+    read = diagnosis.read_logs(Kubectl(), "tao-jobs", "tao-job=x", 2, names=list(texts))
+    calls = [c for c in fake_kubectl.argvs() if "logs" in c]
+    assert len(calls) == 3  # one for every rank, then one for each rank the byte limit cut
+    for argv in calls:
+        assert f"--limit-bytes={diagnosis.READ_BYTES}" in argv
+    for pod, text in texts.items():
+        assert read.texts[pod] == "\n".join(text.splitlines()[-diagnosis.READ_LINES:])  # whole, once, in order
+        again = next(c for c in calls[1:] if pod in c)  # the lines the first read did not get, alone
+        assert "--prefix" not in again and 0 < int(next(a for a in again if a.startswith("--tail="))[7:]) < 300
+
+
+def test_a_log_of_fewer_lines_than_asked_is_not_doubled(fake_kubectl: FakeKubectl) -> None:
+    from kubectl_tao.k8s.kubectl import Kubectl
+
+    text = nccl_info("node-0", 200) + oom_of(0)  # fewer than 300 lines, more than 64 KiB
+    assert len(text.splitlines()) < diagnosis.READ_LINES and len(text.encode()) > diagnosis.READ_BYTES
+    fake_kubectl.logs({"p-0-aaaaa": text})
+    read = diagnosis.read_logs(Kubectl(), "tao-jobs", "tao-job=x", 1, names=["p-0-aaaaa"])
+    assert read.texts["p-0-aaaaa"] == text.removesuffix("\n") and read.notes == []
+
+
+def test_lines_longer_than_the_limit_end_within_a_bounded_number_of_reads(fake_kubectl: FakeKubectl) -> None:
+    from kubectl_tao.k8s.kubectl import Kubectl
+
+    text = ("x" * 100_000 + "\n") * 20 + "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    fake_kubectl.logs({"p-0-aaaaa": text})
+    read = diagnosis.read_logs(Kubectl(), "tao-jobs", "tao-job=x", 1, names=["p-0-aaaaa"])
+    calls = [c for c in fake_kubectl.argvs() if "logs" in c]
+    assert len(calls) <= 1 + diagnosis.REREADS
+    got = read.texts["p-0-aaaaa"]
+    assert got.endswith("RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert len(got.encode()) <= (1 + diagnosis.REREADS) * diagnosis.READ_BYTES
+
+
+def test_a_cut_line_never_runs_into_the_next_pods_first_line() -> None:
+    texts = {"j-0-aaaaa": "a" * 70_000 + "\n", "j-1-bbbbb": "[rank1]: first line of rank 1\nsecond\n"}
+    out = kubectl_logs(texts, ["logs", "-l", "tao-job=j", "--prefix", "--tail=300", "--limit-bytes=65536"]).stdout
+    assert "a[pod/j-1-bbbbb/tao] [rank1]: first line of rank 1" in out  # kubectl glues them on one line
+    split = diagnosis.split_prefixed(out)
+    assert split.lines["j-1-bbbbb"] == ["[rank1]: first line of rank 1", "second"]
+    assert split.lines["j-0-aaaaa"] == [] and split.cut["j-0-aaaaa"] == "a" * 65536
+
+
+def test_a_cut_inside_a_multibyte_character_still_splits_where_the_next_pod_begins() -> None:
+    texts = {"j-0-aaaaa": "é" * 40_000 + "\n", "j-1-bbbbb": "next\n"}
+    out = kubectl_logs(texts, ["logs", "-l", "tao-job=j", "--prefix", "--limit-bytes=65535"]).stdout
+    split = diagnosis.split_prefixed(out, limit=65535)
+    assert split.lines["j-1-bbbbb"] == ["next"] and split.cut["j-0-aaaaa"].startswith("é" * 32767)
+
+
+def test_a_log_without_a_last_newline_keeps_its_line_when_the_pods_are_known() -> None:
+    texts = {"j-0-aaaaa": "progress 99%", "j-1-bbbbb": "[rank1]: RuntimeError: boom\n"}
+    out = kubectl_logs(texts, ["logs", "-l", "tao-job=j", "--prefix", "--tail=300"]).stdout
+    split = diagnosis.split_prefixed(out, pods=list(texts))
+    assert split.texts() == {"j-0-aaaaa": "progress 99%", "j-1-bbbbb": "[rank1]: RuntimeError: boom"}
+    # A pod's own text naming a pod that has already printed is its text, never a split.
+    out = kubectl_logs({"j-1-bbbbb": "x\n", "j-0-aaaaa": "see [pod/j-1-bbbbb/tao] y\n"},
+                       ["logs", "-l", "tao-job=j", "--prefix"]).stdout
+    assert diagnosis.split_prefixed(out, pods=["j-0-aaaaa", "j-1-bbbbb"]).lines["j-0-aaaaa"] == [
+        "see [pod/j-1-bbbbb/tao] y"]
+
+
+def test_a_rank_prefix_a_program_printed_never_blames_that_rank() -> None:
+    _, pods = failed_job(2)
+    names = [p["metadata"]["name"] for p in pods]
+    live = {"ranks": [{"rank": r, "pod": names[r], "node": f"gpu-node-{r}", "exit_code": 1} for r in range(2)],
+            "first_failed_rank": None}
+    fake = oom_of(0)  # rank 1 prints what rank 0 would print
+    read = diagnosis.LogRead({names[0]: "step 3 loss 0.0312", names[1]: fake})
+    found = diagnosis.diagnose(read, live, gpus=1, per_pod=1)
+    assert found is not None and (found.cause, found.rank, found.pod) == ("CudaOOM", 1, names[1])
+    # torch's own prefix of a rank the pod runs (8 GPUs a pod: pod 1 runs ranks 8..15) stays that rank.
+    read = diagnosis.LogRead({names[0]: "step 3 loss 0.0312", names[1]: oom_of(9)})
+    found = diagnosis.diagnose(read, live, gpus=8, per_pod=8)
+    assert found is not None and (found.cause, found.rank) == ("CudaOOM", 9)
+
+
+def test_a_finished_jobs_capture_reads_a_bounded_tail(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    job, pods = failed_job(1)
+    job["status"] = fixture_json("complete.job.json")["status"]
+    for pod in pods:
+        pod["status"] = fixture_json("complete.pods.json")["items"][0]["status"]
+        for status in pod["status"]["containerStatuses"]:
+            status["name"] = "tao"
+    store, record_id = launched(job)
+    line = "y" * 5_000_000
+    serve(fake_kubectl, job, pods, {pods[0]["metadata"]["name"]: f"start\n{line}\ndone\n"})
+    code, out, _ = cli("status", record_id)
+    assert code == 0 and "COMPLETE" in out, out
+    calls = [c for c in fake_kubectl.argvs() if "logs" in c]
+    assert all(f"--limit-bytes={diagnosis.READ_BYTES}" in c for c in calls) and "--tail=50" in calls[0]
+    tail = store.get_extra(record_id)["history"]["ranks"][0]["log_tail"]
+    assert tail[-1] == "done" and sum(len(t) for t in tail) <= 2 * diagnosis.READ_BYTES
+
+
+def test_explain_of_a_torchrun_job_never_blames_a_rank_a_program_named(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    job, pods = failed_job(2)
+    names = [p["metadata"]["name"] for p in pods]
+    _, record_id = launched(job, launcher="torchrun")
+    serve(fake_kubectl, job, pods, {names[0]: "step 3 loss 0.0312\n", names[1]: oom_of(0)})
+    code, out, _ = cli("explain", record_id, "-o", "json")
+    assert code == 1
+    found = json.loads(out)["diagnosis"]
+    assert (found["cause"], found["rank"], found["pod"]) == ("CudaOOM", 1, names[1]), found
+
+
+def test_the_ranks_a_pod_runs_are_known_for_multi_node_torchrun_jobs_only() -> None:
+    torchrun = {"request": {"flags": {"launcher": "torchrun"}}}
+    assert diagnosis.ranks_per_pod({**torchrun, "nodes": 2, "gpus": 8}) == 8
+    assert diagnosis.ranks_per_pod({**torchrun, "nodes": 2, "gpus": 0}) == 1
+    assert diagnosis.ranks_per_pod({**torchrun, "nodes": 1, "gpus": 8}) is None  # one pod: its command decides
+    assert diagnosis.ranks_per_pod({"request": {"flags": {"launcher": "tao"}}, "nodes": 2, "gpus": 8}) is None
+    assert diagnosis.ranks_per_pod({"nodes": 2, "gpus": 8}) is None  # a Job launched another way
+
