@@ -1,6 +1,7 @@
 """The fit gate's `get --raw` list answers, reduced as they arrive to the few fields the gate reads.
 
-Per node the gate reads its name, labels, taints, cordon, Ready condition and allocatable nvidia.com/gpu;
+Per node the gate reads its name, labels, taints, cordon, Ready condition and allocatable nvidia.com/gpu (and
+preflight its container runtime);
 per pod only its node, phase, namespace and effective nvidia.com/gpu request (gpufit.node_gpus and
 gpuinventory.inventory, nothing else). So each node is reduced at once to a small node-shaped dict, and the
 pods are summed as they come into a gpufit.PodUse (the GPUs held per node and per namespace there, counted by
@@ -58,11 +59,14 @@ class Page(Value):
 
 
 def _reduced_node(
-    name: Any, labels: Any, taints: Any, unschedulable: Any, gpus: Any, ready: Any, health: list[dict[str, Any]]
+    name: Any, labels: Any, taints: Any, unschedulable: Any, gpus: Any, ready: Any, health: list[dict[str, Any]],
+    runtime: Any = None,
 ) -> dict[str, Any]:
     status: dict[str, Any] = {"conditions": [{"type": "Ready", "status": ready}] if ready is not None else []}
     if gpus is not None:
         status["allocatable"] = {GPU_RESOURCE: gpus}
+    if isinstance(runtime, str) and runtime:
+        status["nodeInfo"] = {"containerRuntimeVersion": runtime}
     return {
         "metadata": {"name": name, "labels": labels if type(labels) is dict else dict(labels or {})},
         "spec": {"taints": [dict(t) for t in taints or [] if isinstance(t, Mapping)], "unschedulable": unschedulable},
@@ -121,9 +125,11 @@ def _nodes_json(text: Text, signals: Signals, page: Page) -> Page:
         ready = next((c.get("status") for c in conditions if c.get("type") == "Ready"), None)
         gpus = (status.get("allocatable") or {}).get(GPU_RESOURCE)
         capacity = (status.get("capacity") or {}).get(GPU_RESOURCE)
+        info = status.get("nodeInfo")
         page.items.append(
             _reduced_node(meta.get("name", ""), meta.get("labels"), spec.get("taints"), spec.get("unschedulable"),
-                          gpus, ready, _health(conditions, spec.get("taints"), gpus, capacity, signals))
+                          gpus, ready, _health(conditions, spec.get("taints"), gpus, capacity, signals),
+                          info.get("containerRuntimeVersion") if isinstance(info, Mapping) else None)
         )
     return page
 
@@ -223,6 +229,7 @@ def _typed_nodes_page(objects: list[Any], unset: Any, signals: Signals, page: Pa
         taints = spec.taints if spec else None
         gpus = _allocatable(status.allocatable if status else None, unset)
         capacity = _allocatable(status.capacity if status else None, unset)
+        info = status.nodeInfo if status else None
         page.items.append(
             _reduced_node(
                 (meta.name if meta else None) or "",
@@ -232,6 +239,7 @@ def _typed_nodes_page(objects: list[Any], unset: Any, signals: Signals, page: Pa
                 gpus,
                 ready,
                 _health(marked, taints, gpus, capacity, signals),
+                info.containerRuntimeVersion if info else None,
             )
         )
     return page
