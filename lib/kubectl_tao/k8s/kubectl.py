@@ -252,14 +252,18 @@ class Kubectl:
         reason = classify_stderr(stderr)
         message = first_error_line(stderr) or "kubectl failed without a message"
         if reason == "Unauthorized":
-            return CredentialsRefusedError(f"the API server refused your credentials: {message}; {CREDENTIALS_FIX}")
+            return CredentialsRefusedError(
+                f"the API server refused your credentials: {message}; {CREDENTIALS_FIX}", detail=message
+            )
         missing = self._missing_kubeconfig(stderr, reason)
         if missing:
-            return CredentialsRefusedError(f"no credentials: {missing}; {CREDENTIALS_FIX}")
+            return CredentialsRefusedError(f"no credentials: {missing}; {CREDENTIALS_FIX}", detail=missing,
+                                           no_config=True)
         if reason == "Unreachable":
             return ClusterUnreachableError(
                 f"cluster unreachable: {message} (check --kubeconfig/$KUBECONFIG, --context, and that the "
-                "API server is up)"
+                "API server is up)",
+                detail=message,
             )
         if reason == "NoContext":
             return UsageError(f"--context: {message}; list contexts with `kubectl config get-contexts`")
