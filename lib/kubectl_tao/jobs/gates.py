@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from kubectl_tao.core.errors import ClusterUnreachableError, GateError, KubectlError, TaoError
+from kubectl_tao.core.errors import ClusterUnreachableError, GateError, KubectlError, TaoError, UsageError
 from kubectl_tao.core.gaterequest import FIT, PREFLIGHT, SUBMIT, GateRequest
 from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.k8s import gang, permissions, restarts
@@ -287,6 +287,8 @@ def _cluster_look(run: Run) -> gatefacts.ClusterSeen:
     from kubectl_tao.core.serverversion import parse_server_version
 
     answer = run.answer("version")
+    if isinstance(answer, UsageError):
+        raise answer  # bad input (a --context kubectl does not know): exit 2
     if isinstance(answer, TaoError):
         return gatefacts.ClusterSeen(error=answer)
     try:

@@ -55,13 +55,14 @@ class Check(Value):
 
 
 def exit_code(checks: list[Check]) -> int:
-    """0 when nothing is MISSING; 3 when the cluster could not be reached (or refused the credentials); else 1."""
-    missing = [c for c in checks if c.status == MISSING]
-    if not missing:
+    """0 when nothing is MISSING; 3 when the cluster could not be reached (or refused the credentials), 2 when
+    kubectl was given bad input (a --context it does not know); else 1 (a job that can never fit included)."""
+    codes = {c.exit_code for c in checks if c.status == MISSING}
+    if not codes:
         return 0
-    from kubectl_tao.core.errors import EXIT_UNREACHABLE
+    from kubectl_tao.core.errors import EXIT_UNREACHABLE, EXIT_USAGE
 
-    return EXIT_UNREACHABLE if any(c.exit_code == EXIT_UNREACHABLE for c in missing) else 1
+    return next((code for code in (EXIT_UNREACHABLE, EXIT_USAGE) if code in codes), 1)
 
 
 def skipping_node_runtime() -> bool:

@@ -303,3 +303,14 @@ def test_a_context_the_kubeconfig_lacks_is_bad_input(cli: Any, fake_kubectl: Fak
     assert err.splitlines() == ["error: --context: context 'nope' is not in the kubeconfig; see `kubectl config "
                                 "get-contexts`"]
     assert fake_kubectl.calls == []
+
+
+def test_a_context_kubectl_does_not_know_is_bad_input_too(
+    cli: Any, fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch, tao_env: Path
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tao_env / "none"))  # no kubeconfig: kubectl is the one to refuse it
+    fake_kubectl.on(stderr='error: context "nope" does not exist', rc=1)
+    code, out, _ = cli("preflight", "--context", "nope")
+    assert code == 2
+    [line] = lines(out, "cluster")
+    assert line.startswith("MISSING: cluster: --context: ") and 'context "nope" does not exist' in line
