@@ -20,8 +20,8 @@ driver and CUDA are judged from the cluster (GPU Feature Discovery's labels; min
 TAO_MIN_DRIVER / TAO_MIN_CUDA), their container runtime from the nodes' status; this machine's own GPU runtime
 is checked only when it is a GPU node (it has /dev/nvidiactl). With --nodes > 1 the gang check says which
 mechanism keeps the ranks from starting one by one: native, kueue (--queue) or none (WARN). Exit 0 when nothing
-is MISSING, 3 when the cluster cannot be reached, else 1. Set TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1 where the node
-image or the GPU Operator owns the driver (EKS/GKE/AKS GPU node images)."""
+is MISSING, 3 when the cluster cannot be reached, 2 for bad input, else 1. Set TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1
+where the node image or the GPU Operator owns the driver (EKS/GKE/AKS GPU node images)."""
 
 
 def register(app: typer.Typer) -> None:

@@ -74,14 +74,14 @@ def is_gpu_node(control: Path = NVIDIA_CONTROL_DEVICE) -> bool:
     return control.exists()
 
 
-def host_runtime_check(*, gpu_node: bool | None = None) -> Check:
+def host_runtime_check() -> Check:
     """The setup script's host check, run only on a GPU node: a client that is not one (a laptop) runs no GPU
     containers, and the GPU nodes are judged from the cluster instead (the node-runtime gate)."""
     if skipping_node_runtime():
         return Check("host-runtime", SKIPPED, f"{SKIP_SETTING}=1: the GPU nodes' driver, CUDA and container toolkit "
                      "are owned by the node image or the GPU Operator, so neither this machine nor the nodes are "
                      "checked")
-    if not (is_gpu_node() if gpu_node is None else gpu_node):
+    if not is_gpu_node():
         return Check("host-runtime", SKIPPED, f"this machine is not a GPU node (no {NVIDIA_CONTROL_DEVICE}): the "
                      "GPU nodes are judged from the cluster (node-runtime)")
     script = data_dir("scripts") / "setup-nvidia-gpu-host.sh"
