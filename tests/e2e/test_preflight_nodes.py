@@ -46,8 +46,11 @@ def gpu_nodes() -> Iterator[list[str]]:
     yield sorted(before)
     keys = set(gfd_labels("1.2.3", "4.5"))
     for name, labels in before.items():
-        restore = [f"{k}={labels[k]}" if k in labels else f"{k}-" for k in sorted(keys)]
-        kubectl("label", "node", name, "--overwrite", *restore)
+        now = kubectl_json("get", "node", name)["metadata"].get("labels") or {}
+        restore = [f"{k}={labels[k]}" for k in sorted(keys) if k in labels and now.get(k) != labels[k]]
+        restore += [f"{k}-" for k in sorted(keys) if k in now and k not in labels]
+        if restore:
+            kubectl("label", "node", name, "--overwrite", *restore)
 
 
 def label(node: str, labels: dict[str, str]) -> None:
