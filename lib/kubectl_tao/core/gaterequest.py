@@ -8,6 +8,7 @@ from typing import Any
 from kubectl_tao.core.valueclass import Factory, Value, record
 
 SUBMIT, PREFLIGHT, FIT = "submit", "preflight", "fit"
+NO_KUBECONFIG = "(none exists)"  # how k8s/kubeconfig.searched marks a kubeconfig path with no file behind it
 
 
 @record

@@ -25,7 +25,7 @@ from kubectl_tao.core.errors import (
     NeverFitsError,
     TaoError,
 )
-from kubectl_tao.core.gaterequest import PREFLIGHT, SUBMIT, GateRequest
+from kubectl_tao.core.gaterequest import NO_KUBECONFIG, PREFLIGHT, SUBMIT, GateRequest
 from kubectl_tao.core.valueclass import Value, record
 
 if TYPE_CHECKING:
@@ -99,7 +99,12 @@ def cluster(request: GateRequest, seen: ClusterSeen) -> list[Verdict]:
     if not isinstance(error, ClusterUnreachableError):
         why = seen.unreadable or (error.message if isinstance(error, TaoError) else "no answer")
         return [refuse(f"cannot read the server version: {why}")]
-    tried = f"context {request.context or '(none)'} in {request.kubeconfig or 'the kubeconfig'}"
+    where = request.kubeconfig or "the kubeconfig"
+    tried = f"context {request.context} in {where}" if request.context else where
+    if error.no_config and request.kubeconfig and not request.context and NO_KUBECONFIG not in request.kubeconfig:
+        return [refuse(f"no context selected in {where}: kubectl fell back to localhost:8080",
+                       "pick one (`kubectl config get-contexts`, then --context NAME or `kubectl config use-context "
+                       "NAME`)", kind=ClusterUnreachableError)]
     if error.no_config:
         return [refuse(f"no cluster configured: {error.detail}", f"get your cluster's kubeconfig ({GET_KUBECONFIG}), "
                        "then pass --kubeconfig FILE or set $KUBECONFIG", kind=ClusterUnreachableError)]

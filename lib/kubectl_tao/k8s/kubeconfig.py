@@ -124,4 +124,6 @@ def searched(explicit: str | None = None) -> str:
         where = f"$KUBECONFIG ({os.environ['KUBECONFIG']})"
     else:
         where = "~/.kube/config"
-    return where if any(f.is_file() for f in files) else f"{where} (none exists)"
+    from kubectl_tao.core.gaterequest import NO_KUBECONFIG
+
+    return where if any(f.is_file() for f in files) else f"{where} {NO_KUBECONFIG}"

@@ -314,3 +314,19 @@ def test_a_context_kubectl_does_not_know_is_bad_input_too(
     assert code == 2
     [line] = lines(out, "cluster")
     assert line.startswith("MISSING: cluster: --context: ") and 'context "nope" does not exist' in line
+
+
+def test_a_kubeconfig_without_a_current_context_says_so(
+    cli: Any, fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch, tao_env: Path
+) -> None:
+    config = tao_env / "no-context"
+    config.write_text((tao_env / "kubeconfig").read_text().replace("current-context: lab\n", ""))
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    fake_kubectl.on(stderr="The connection to the server localhost:8080 was refused - did you specify the right host "
+                    "or port?", rc=1)
+    code, out, _ = cli("preflight")
+    assert code == 3
+    assert lines(out, "cluster") == [
+        f"MISSING: cluster: no context selected in $KUBECONFIG ({config}): kubectl fell back to localhost:8080 -- pick "
+        "one (`kubectl config get-contexts`, then --context NAME or `kubectl config use-context NAME`)"
+    ]
