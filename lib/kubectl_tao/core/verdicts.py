@@ -4,8 +4,8 @@ answers become what it saw, is jobs/gates.py; `submit`, `preflight` and `fit` al
 A Verdict is OK (submit says nothing; preflight prints OK), SKIPPED (nothing was judged: preflight says why),
 WARN (submit prints it as a warning and keeps it in the record; preflight prints WARN) or REFUSE (submit stops
 with `error`, whose class is the exit code: 1 a gate refused, 2 bad input, 3 unreachable, 4 never fits;
-preflight prints MISSING). `message` and `fix` read as one
-line, `text`, which is what submit prints; preflight prints the fix after " -- ".
+preflight prints MISSING). `message` and `fix` read as one line, `text`, which is what submit prints;
+preflight prints the fix after " -- ".
 
 A judge never asks the cluster: its request (GateRequest) and what the gate saw are all it knows. Where a
 verb asks more than submit acts on (preflight's survey of the cluster's GPUs and gang mechanism), the judge
@@ -214,7 +214,8 @@ def node_runtime(request: GateRequest, seen: NodeRuntimeSeen) -> list[Verdict]:
         text += f"; and {len(names) - 3} more" if len(names) > 3 else ""
         if len(bad) == len(seen.nodes):
             found.append(refuse(f"no GPU node can run a TAO container ({need}): {text}",
-                                "upgrade the nodes' driver (the GPU Operator's driver version, or the node image)"))
+                                "upgrade what is named: the driver (the GPU Operator's driver version, or the node "
+                                "image) or the container runtime"))
         else:
             found.append(warn(f"{len(bad)} of {len(seen.nodes)} GPU node(s) cannot run a TAO container ({need}): "
                               f"{text}", "upgrade them, or keep jobs off them (--gpu-product, --node-selector)"))

@@ -157,7 +157,8 @@ def test_every_gpu_node_too_old_is_missing(cli: Any, fake_kubectl: FakeKubectl) 
         "status": "MISSING",
         "message": "no GPU node can run a TAO container (driver >= 580, CUDA >= 13.0): gpu-node-2: driver 570.172.08 "
                    "< 580, CUDA 12.8 < 13.0",
-        "fix": "upgrade the nodes' driver (the GPU Operator's driver version, or the node image)",
+        "fix": "upgrade what is named: the driver (the GPU Operator's driver version, or the node image) or the "
+               "container runtime",
     }
 
 
@@ -330,3 +331,15 @@ def test_a_kubeconfig_without_a_current_context_says_so(
         f"MISSING: cluster: no context selected in $KUBECONFIG ({config}): kubectl fell back to localhost:8080 -- pick "
         "one (`kubectl config get-contexts`, then --context NAME or `kubectl config use-context NAME`)"
     ]
+
+
+def test_many_failing_nodes_are_named_three_then_counted() -> None:
+    from kubectl_tao.core import verdicts
+    from kubectl_tao.core.gatefacts import NodeRuntimeSeen
+    from kubectl_tao.core.gaterequest import PREFLIGHT, GateRequest
+
+    old = tuple(noderuntime.GpuNode(f"gpu-{i}", "550.54.15", "12.4", "containerd://1.7.22") for i in range(5))
+    found = verdicts.node_runtime(GateRequest(PREFLIGHT, "ns"), NodeRuntimeSeen(old, ()))
+    assert [v.status for v in found] == [verdicts.REFUSE, verdicts.OK]
+    assert found[0].message.endswith("gpu-2: driver 550.54.15 < 580, CUDA 12.4 < 13.0; and 2 more")
+    assert found[1].message == "container runtime on the GPU nodes: containerd 1.7.22; no NVIDIA RuntimeClass"
