@@ -105,6 +105,8 @@ def classify_stderr(stderr: str) -> str:
     low = stderr.lower()
     if any(marker in low for marker in _CREDENTIAL_MARKERS):
         return "Unauthorized"
+    if "failed calling webhook" in low:
+        return ""  # the API server answered: an admission webhook it calls is down (its "connection refused")
     for marker in _UNREACHABLE_MARKERS:
         if marker == "eof":
             if low.rstrip().endswith(": eof") or " eof\n" in low:
