@@ -66,12 +66,13 @@ def open_kubernetes_record(store: Any) -> Any:
 
 def review_answer(*, deny: tuple[str, ...] = ()) -> tuple[tuple[str, ...], str]:
     """The argv prefix of submit's one SelfSubjectAccessReview call, and an answer granting every permission
-    submit can need except those in DENY (their text, e.g. "create jobs.batch")."""
+    submit can need and preflight's optional ones, except those in DENY (their text, e.g. "create jobs.batch",
+    "create pods/exec")."""
     from kubectl_tao.k8s import permissions
 
     rows = "".join(
         f"{p.verb} {p.resource} {p.group or '-'} {'false' if p.text in deny else 'true'}\n"
-        for p in permissions.needed(credentials=True, service=True, patch_job=True)
+        for p in [*permissions.needed(credentials=True, service=True, patch_job=True), *permissions.optional()]
     )
     return ("create", "-o", permissions.REVIEW_TEMPLATE), rows
 

@@ -15,10 +15,13 @@ Examples:
   TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1 kubectl tao preflight --pvc tao-data
 
 \b
-Each check prints OK, WARN or MISSING with the fix. With --nodes > 1 the gang check says which mechanism
-keeps the ranks from starting one by one: native, kueue (--queue) or none (WARN). Exit 0 only when nothing is
-MISSING. Set
-TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1 on managed GPU nodes (EKS/GKE/AKS node images, GPU Operator policy)."""
+Each check prints OK, WARN or MISSING with the fix, or SKIPPED with why it did not apply. The GPU nodes'
+driver and CUDA are judged from the cluster (GPU Feature Discovery's labels; minimums 580 and 13.0, or
+TAO_MIN_DRIVER / TAO_MIN_CUDA), their container runtime from the nodes' status; this machine's own GPU runtime
+is checked only when it is a GPU node (it has /dev/nvidiactl). With --nodes > 1 the gang check says which
+mechanism keeps the ranks from starting one by one: native, kueue (--queue) or none (WARN). Exit 0 when nothing
+is MISSING, 3 when the cluster cannot be reached, 2 for bad input, else 1. Set TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1
+where the node image or the GPU Operator owns the driver (EKS/GKE/AKS GPU node images)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -34,10 +37,18 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Check that this machine and cluster can run TAO jobs."""
         from kubectl_tao.cli.output import check_format, emit, emit_data
-        from kubectl_tao.jobs.preflight import MISSING, cluster_checks, host_runtime_check, kubectl_check
-
+        from kubectl_tao.jobs.preflight import (
+            MISSING,
+            cluster_checks,
+            exit_code,
+            host_runtime_check,
+            kubectl_check,
+            minimums,
+        )
         fmt = check_format(output, ("table", "json", "yaml"))
+        minimums()  # a minimum that is not a version stops here, before anything runs
         sess = session()
+        target = sess.target()  # a --context the kubeconfig lacks is bad input (exit 2)
         kc = sess.kubectl()
         checks = [host_runtime_check(), kubectl_check(kc.binary)]
         if checks[-1].status != MISSING:
@@ -50,18 +61,19 @@ def register(app: typer.Typer) -> None:
                 need_secrets=credentials,
                 gpu_product=gpu_product,
                 queue=queue,
-                server=_server(sess),
+                server=target.server,
+                kubeconfig=_kubeconfig(sess, target),
+                context=target.context,
             )
         if not emit_data(fmt, {"checks": [c.to_dict() for c in checks]}):
             emit("".join(c.line() + "\n" for c in checks))
-        return 1 if any(c.status == MISSING for c in checks) else 0
+        return exit_code(checks)
 
 
-def _server(sess: Any) -> str:
-    """The API server's URL from the kubeconfig ('' when it names none: the cluster check says what is wrong)."""
-    from kubectl_tao.core.errors import TaoError
+def _kubeconfig(sess: Any, target: Any) -> str:
+    """Where kubectl took its configuration from, in words (named when the cluster cannot be reached)."""
+    from kubectl_tao.k8s.kubeconfig import searched
 
-    try:
-        return sess.target().server
-    except TaoError:
-        return ""
+    if target.source == "in-cluster":
+        return "the in-cluster service account"
+    return searched(sess.options.kubeconfig)

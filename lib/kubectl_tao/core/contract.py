@@ -38,6 +38,14 @@ GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 # The taint GPU node pools commonly carry; GPU jobs tolerate it (and the fit gate assumes so).
 GPU_TOLERATION: dict[str, Any] = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
 INSUFFICIENT_GPU = f"Insufficient {GPU_RESOURCE}"  # the scheduler's reason, as classified
+# GPU Feature Discovery's node labels (NVIDIA/k8s-device-plugin, internal/lm/nvml.go: newVersionLabeler): the
+# driver version and the CUDA version the driver supports, under their current names and the deprecated ones.
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+GFD_DRIVER_PREFIXES = ("nvidia.com/cuda.driver-version.", "nvidia.com/cuda.driver.")
+GFD_CUDA_PREFIXES = ("nvidia.com/cuda.runtime-version.", "nvidia.com/cuda.runtime.")
+# The RuntimeClasses the GPU Operator creates: nvidia always, nvidia-cdi (and nvidia-legacy) when CDI is on.
+NVIDIA_RUNTIME_CLASS = "nvidia"
+NVIDIA_CDI_RUNTIME_CLASS = "nvidia-cdi"
 
 # ---------------------------------------------------------------- job states (records and live status)
 PENDING, RUNNING, COMPLETE, ERROR, CANCELED, UNKNOWN = "PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN"

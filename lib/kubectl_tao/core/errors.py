@@ -51,9 +51,15 @@ class NeverFitsError(GateError):
 
 
 class ClusterUnreachableError(TaoError):
-    """kubectl could not talk to the API server."""
+    """kubectl could not talk to the API server. `detail`: kubectl's own line (or why there was no kubeconfig),
+    without the fix the message adds; `no_config`: kubectl had no kubeconfig to use at all."""
 
     exit_code = EXIT_UNREACHABLE
+
+    def __init__(self, message: str, *, detail: str = "", no_config: bool = False) -> None:
+        super().__init__(message)
+        self.detail = detail or message
+        self.no_config = no_config
 
 
 class CredentialsRefusedError(ClusterUnreachableError):

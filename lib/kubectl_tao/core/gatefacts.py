@@ -11,11 +11,33 @@ from kubectl_tao.core.valueclass import Value, record
 @record(frozen=True)
 class PermissionsSeen(Value):
     """The verbs the job's objects need (`kubectl auth can-i` form), those the reviews denied, and why the
-    reviews went unanswered ('' when they were answered)."""
+    reviews went unanswered ('' when they were answered); for preflight also the optional ones asked about
+    (exec, port-forward, service proxy) and those denied."""
 
     needed: tuple[str, ...]
     missing: tuple[str, ...] = ()
     unchecked: str = ""
+    optional: tuple[str, ...] = ()
+    optional_missing: tuple[str, ...] = ()
+
+
+@record(frozen=True)
+class ClusterSeen(Value):
+    """The server version (serverversion.ServerVersion), or the error that kept kubectl from reading it."""
+
+    version: Any = None
+    error: Any = None  # a TaoError
+    unreadable: str = ""  # a version answer that could not be read
+
+
+@record(frozen=True)
+class NodeRuntimeSeen(Value):
+    """The GPU nodes (noderuntime.GpuNode; None when the nodes could not be read) and the RuntimeClass names
+    (None when they could not be read, with why)."""
+
+    nodes: tuple[Any, ...] | None
+    classes: tuple[str, ...] | None = None
+    classes_note: str = ""
 
 
 @record(frozen=True)

@@ -8,6 +8,7 @@ from typing import Any
 from kubectl_tao.core.valueclass import Factory, Value, record
 
 SUBMIT, PREFLIGHT, FIT = "submit", "preflight", "fit"
+NO_KUBECONFIG = "(none exists)"  # how k8s/kubeconfig.searched marks a kubeconfig path with no file behind it
 
 
 @record
@@ -37,3 +38,9 @@ class GateRequest(Value):
     topology: Any = None  # topology.Topology of --topology (None: anywhere)
     max_restarts: int = 0  # --max-restarts: the server must keep container restart rules
     objects: list[dict[str, Any]] | None = None  # the job's objects, dry-run by the server with the reviews
+    node_runtime: bool = False  # preflight: judge the GPU nodes' driver, CUDA and container runtime
+    min_driver: str = "580"  # their minimums (TAO_MIN_DRIVER, TAO_MIN_CUDA)
+    min_cuda: str = "13.0"
+    optional_permissions: bool = False  # preflight: also ask for exec, port-forward and service proxy (WARN)
+    kubeconfig: str = ""  # where kubectl looks for its kubeconfig, and the context: named when unreachable
+    context: str = ""

@@ -1,10 +1,11 @@
 """How each gate judges: what it saw -> Verdicts, pure. The gate list, with each gate's reads and how its
 answers become what it saw, is jobs/gates.py; `submit`, `preflight` and `fit` all go through it.
 
-A Verdict is OK (submit says nothing; preflight prints OK), WARN (submit prints it as a warning and keeps it in
-the record; preflight prints WARN) or REFUSE (submit stops with `error`, whose class is the exit code: 1 a gate
-refused, 2 bad input, 3 unreachable, 4 never fits; preflight prints MISSING). `message` and `fix` read as one
-line, `text`, which is what submit prints; preflight prints the fix after " -- ".
+A Verdict is OK (submit says nothing; preflight prints OK), SKIPPED (nothing was judged: preflight says why),
+WARN (submit prints it as a warning and keeps it in the record; preflight prints WARN) or REFUSE (submit stops
+with `error`, whose class is the exit code: 1 a gate refused, 2 bad input, 3 unreachable, 4 never fits;
+preflight prints MISSING). `message` and `fix` read as one line, `text`, which is what submit prints;
+preflight prints the fix after " -- ".
 
 A judge never asks the cluster: its request (GateRequest) and what the gate saw are all it knows. Where a
 verb asks more than submit acts on (preflight's survey of the cluster's GPUs and gang mechanism), the judge
@@ -17,19 +18,33 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kubectl_tao.core import contract
-from kubectl_tao.core.errors import ClusterUnreachableError, GateError, NeverFitsError, TaoError
-from kubectl_tao.core.gaterequest import PREFLIGHT, SUBMIT, GateRequest
+from kubectl_tao.core.errors import (
+    ClusterUnreachableError,
+    CredentialsRefusedError,
+    GateError,
+    NeverFitsError,
+    TaoError,
+)
+from kubectl_tao.core.gaterequest import NO_KUBECONFIG, PREFLIGHT, SUBMIT, GateRequest
 from kubectl_tao.core.valueclass import Value, record
 
 if TYPE_CHECKING:
-    from kubectl_tao.core.gatefacts import FitSeen, GangSeen, GpusSeen, PermissionsSeen, QueueSeen, RestartsSeen
+    from kubectl_tao.core.gatefacts import (
+        ClusterSeen,
+        FitSeen,
+        GangSeen,
+        GpusSeen,
+        NodeRuntimeSeen,
+        PermissionsSeen,
+        QueueSeen,
+        RestartsSeen,
+    )
 
-OK, WARN, REFUSE = "OK", "WARN", "REFUSE"
+OK, SKIP, WARN, REFUSE = "OK", "SKIPPED", "WARN", "REFUSE"
 PRIVATE_REGISTRIES = ("nvcr.io",)
-REACH_FIX = (
-    "configure kubectl: EKS `aws eks update-kubeconfig --name <cluster> --region <region>`; GKE `gcloud container "
-    "clusters get-credentials <cluster> --region <region>`; AKS `az aks get-credentials --resource-group <rg> "
-    "--name <cluster>`; or set $KUBECONFIG / --kubeconfig; local: `make cluster`"
+GET_KUBECONFIG = (
+    "`aws eks update-kubeconfig`, `gcloud container clusters get-credentials`, `az aks get-credentials`, or your "
+    "admin's file"
 )
 GPU_OPERATOR_FIX = (
     "install the NVIDIA GPU Operator or device plugin: "
@@ -54,6 +69,10 @@ def ok(message: str) -> Verdict:
     return Verdict(OK, message)
 
 
+def skipped(message: str) -> Verdict:
+    return Verdict(SKIP, message)
+
+
 def warn(message: str, fix: str = "") -> Verdict:
     return Verdict(WARN, message, fix)
 
@@ -71,11 +90,32 @@ def refused(error: TaoError) -> Verdict:
 # ------------------------------------------------------------------------------------------- judges
 
 
-def cluster(request: GateRequest, seen: Any) -> list[Verdict]:
-    """preflight: SEEN is the server version, or why there is none (no cluster to check anything on)."""
-    if isinstance(seen, str):
-        return [refuse(seen, REACH_FIX)]
-    return [ok(f"reachable, Kubernetes {seen.text}")]
+def cluster(request: GateRequest, seen: ClusterSeen) -> list[Verdict]:
+    """preflight: the server version, or one line saying which kubeconfig and context kubectl tried, what it
+    said, and the one fix (exit 3: nothing else can be checked without a cluster)."""
+    if seen.version is not None:
+        return [ok(f"reachable, Kubernetes {seen.version.text}")]
+    error = seen.error
+    if not isinstance(error, ClusterUnreachableError):
+        why = seen.unreadable or (error.message if isinstance(error, TaoError) else "no answer")
+        return [refuse(f"cannot read the server version: {why}")]
+    where = request.kubeconfig or "the kubeconfig"
+    tried = f"context {request.context} in {where}" if request.context else where
+    if error.no_config and request.kubeconfig and not request.context and NO_KUBECONFIG not in request.kubeconfig:
+        return [refuse(f"no context selected in {where}: kubectl fell back to localhost:8080",
+                       "pick one (`kubectl config get-contexts`, then --context NAME or `kubectl config use-context "
+                       "NAME`)", kind=ClusterUnreachableError)]
+    if error.no_config:
+        return [refuse(f"no cluster configured: {error.detail}", f"get your cluster's kubeconfig ({GET_KUBECONFIG}), "
+                       "then pass --kubeconfig FILE or set $KUBECONFIG", kind=ClusterUnreachableError)]
+    server = f" {request.server}" if request.server else ""
+    if isinstance(error, CredentialsRefusedError):
+        return [refuse(f"the API server{server} refused the credentials of {tried}: {error.detail}",
+                       f"refresh them ({GET_KUBECONFIG}), then check with `kubectl get nodes`",
+                       kind=ClusterUnreachableError)]
+    return [refuse(f"cannot reach the API server{server} ({tried}): {error.detail}",
+                   "start the cluster or pick the right one (`kubectl config get-contexts`, then --context NAME)",
+                   kind=ClusterUnreachableError)]
 
 
 def permissions(request: GateRequest, seen: PermissionsSeen) -> list[Verdict]:
@@ -95,7 +135,17 @@ def permissions(request: GateRequest, seen: PermissionsSeen) -> list[Verdict]:
             f"{seen.missing[0]} -n {ns}`)",
             "ask a cluster admin for a Role that grants them, or use -n",
         )]
-    return [ok(f"you may {_verbs_by_resource(seen.needed)} in namespace {ns}")]
+    found = [ok(f"you may {_verbs_by_resource(seen.needed)} in namespace {ns}")]
+    if seen.optional_missing:
+        names = _verbs_by_resource(seen.optional_missing)
+        found.append(warn(
+            f"optional: you may not {names} in namespace {ns}; reading from a running job's pods needs them "
+            "(exec, port-forward, service proxy: progress, GPU use, data copies, TensorBoard); jobs still run",
+            "ask a cluster admin for a Role that grants them",
+        ))
+    elif seen.optional:
+        found.append(ok(f"optional: you may {_verbs_by_resource(seen.optional)} in namespace {ns}"))
+    return found
 
 
 def _verbs_by_resource(texts: tuple[str, ...]) -> str:
@@ -136,6 +186,66 @@ def gpu_operator(request: GateRequest, seen: GpusSeen) -> list[Verdict]:
     if capacity.warning:
         found.append(warn(capacity.warning))
     return found
+
+
+def node_runtime(request: GateRequest, seen: NodeRuntimeSeen) -> list[Verdict]:
+    """preflight: the GPU nodes' NVIDIA driver and CUDA (GPU Feature Discovery's labels) against the minimums, and
+    their container runtime where the cluster injects GPUs through CDI (core/noderuntime.py). Every GPU node too
+    old is MISSING (no node can run a TAO container); some too old, or some not labelled, is a WARN naming them."""
+    from kubectl_tao.core import noderuntime as nr
+
+    if seen.nodes is None:
+        return []  # the nodes could not be listed: the gpu-operator gate warned
+    if not seen.nodes:
+        what = f" labelled {contract.GPU_PRODUCT_LABEL}={request.gpu_product}" if request.gpu_product else ""
+        return [skipped(f"no GPU node{what} to judge")]
+    classes = seen.classes or ()
+    cdi = nr.uses_cdi(classes)
+    minimums = dict(min_driver=request.min_driver, min_cuda=request.min_cuda)
+    bad = {n.name: nr.problems(n, cdi=cdi, **minimums) for n in seen.nodes}
+    bad = {name: found for name, found in bad.items() if found}
+    unknown = [n.name for n in seen.nodes if not n.driver and n.name not in bad]
+    good = [n for n in seen.nodes if n.name not in bad and n.name not in unknown]
+    need = f"driver >= {request.min_driver}, CUDA >= {request.min_cuda}"
+    found: list[Verdict] = []
+    if bad:
+        names = sorted(bad)
+        text = "; ".join(f"{name}: {', '.join(bad[name])}" for name in names[:3])
+        text += f"; and {len(names) - 3} more" if len(names) > 3 else ""
+        if len(bad) == len(seen.nodes):
+            found.append(refuse(f"no GPU node can run a TAO container ({need}): {text}",
+                                "upgrade what is named: the driver (the GPU Operator's driver version, or the node "
+                                "image) or the container runtime"))
+        else:
+            found.append(warn(f"{len(bad)} of {len(seen.nodes)} GPU node(s) cannot run a TAO container ({need}): "
+                              f"{text}", "upgrade them, or keep jobs off them (--gpu-product, --node-selector)"))
+    if unknown:
+        found.append(warn(
+            f"driver and CUDA of {len(unknown)} GPU node(s) not known: {nr.listed(unknown)} carry no GPU Feature "
+            f"Discovery labels ({contract.GFD_DRIVER_PREFIXES[0]}*)",
+            f"deploy GPU Feature Discovery (the GPU Operator and the device plugin's Helm chart include it), or "
+            f"check the node image has {need} and set TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1",
+        ))
+    if good:
+        cuda = nr.summary(good, "cuda")
+        found.append(ok(f"{len(good)} GPU node(s) meet {need}: driver {nr.summary(good, 'driver')}"
+                        + (f", CUDA {cuda}" if cuda else "")))
+    found.append(ok(_runtime_line(seen, cdi)))
+    return found
+
+
+def _runtime_line(seen: NodeRuntimeSeen, cdi: bool) -> str:
+    from kubectl_tao.core import noderuntime as nr
+
+    assert seen.nodes is not None
+    runtimes = nr.summary(seen.nodes, "runtime_text") or "not reported"
+    if seen.classes is None:
+        classes = f"RuntimeClasses not read ({seen.classes_note})" if seen.classes_note else "RuntimeClasses not read"
+    else:
+        nvidia = [c for c in seen.classes if c.startswith(contract.NVIDIA_RUNTIME_CLASS)]
+        classes = f"RuntimeClass {', '.join(nvidia)}" if nvidia else "no NVIDIA RuntimeClass"
+        classes += "; GPUs injected through CDI" if cdi else ""
+    return f"container runtime on the GPU nodes: {runtimes}; {classes}"
 
 
 def version(request: GateRequest, seen: Any) -> list[Verdict]:

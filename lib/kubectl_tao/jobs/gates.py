@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from kubectl_tao.core.errors import ClusterUnreachableError, GateError, KubectlError, TaoError
+from kubectl_tao.core.errors import ClusterUnreachableError, GateError, KubectlError, TaoError, UsageError
 from kubectl_tao.core.gaterequest import FIT, PREFLIGHT, SUBMIT, GateRequest
 from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.k8s import gang, permissions, restarts
@@ -281,27 +281,35 @@ def _version_reads(_request: GateRequest) -> dict[str, Call]:
     return {"version": VERSION_READ}
 
 
-def _cluster_look(run: Run) -> Any:
-    """The server version, or why there is none."""
+def _cluster_look(run: Run) -> gatefacts.ClusterSeen:
+    """The server version, or the error that kept kubectl from reading it."""
+    from kubectl_tao.core import gatefacts
     from kubectl_tao.core.serverversion import parse_server_version
 
     answer = run.answer("version")
+    if isinstance(answer, UsageError):
+        raise answer  # bad input (a --context kubectl does not know): exit 2
     if isinstance(answer, TaoError):
-        return f"no reachable cluster: {answer.message}"
+        return gatefacts.ClusterSeen(error=answer)
     try:
-        return parse_server_version(json.loads(answer.stdout))
+        return gatefacts.ClusterSeen(parse_server_version(json.loads(answer.stdout)))
     except (TaoError, ValueError) as exc:
-        return f"cannot read the server version: {exc}"
+        return gatefacts.ClusterSeen(unreadable=str(exc))
 
 
 def _needed(request: GateRequest) -> list[permissions.Permission]:
     return permissions.needed(credentials=request.credentials, service=request.nodes > 1, patch_job=request.patch_job)
 
 
+def _optional(request: GateRequest) -> list[permissions.Permission]:
+    return permissions.optional() if request.optional_permissions else []
+
+
 def _permission_reads(request: GateRequest) -> dict[str, Call]:
-    """One SelfSubjectAccessReview per verb the job's objects need; they ride in the server dry run of the
-    job's objects when those are known (one `kubectl create --dry-run=server` for both)."""
-    needed, ns = _needed(request), request.namespace
+    """One SelfSubjectAccessReview per verb the job's objects need (and, for preflight, the optional ones);
+    they ride in the server dry run of the job's objects when those are known (one `kubectl create
+    --dry-run=server` for both)."""
+    needed, ns = _needed(request) + _optional(request), request.namespace
     if request.objects is None:
         return {"permissions": permissions.review_call(needed, ns)}
     return {"permissions": permissions.with_dry_run(needed, ns, request.objects)}
@@ -326,11 +334,16 @@ def _permission_look(run: Run) -> gatefacts.PermissionsSeen:
     reviews, _ = _reviews(run)
     if isinstance(reviews, ClusterUnreachableError):
         raise reviews  # an unreachable server is exit 3, not a denial
-    needed = _needed(run.request)
+    needed, optional = _needed(run.request), _optional(run.request)
     texts = tuple(p.text for p in needed)
     if isinstance(reviews, TaoError):
         return gatefacts.PermissionsSeen(texts, unchecked=reviews.message)
-    return gatefacts.PermissionsSeen(texts, tuple(p.text for p in permissions.denied(needed, reviews.stdout)))
+    return gatefacts.PermissionsSeen(
+        texts,
+        tuple(p.text for p in permissions.denied(needed, reviews.stdout)),
+        optional=tuple(p.text for p in optional),
+        optional_missing=tuple(p.text for p in permissions.denied(optional, reviews.stdout)),
+    )
 
 
 def _fit_wanted(request: GateRequest) -> bool:
@@ -414,6 +427,40 @@ def _gpu_look(run: Run) -> gatefacts.GpusSeen:
 
     dra, note = gpuinventory.read_dra(run.answer("dra"))
     return gatefacts.GpusSeen(seen, dra, note, _counted(run, seen) if seen.nodes is not None else None)
+
+
+RUNTIME_CLASSES_READ: Call = (
+    ["get", "runtimeclasses.node.k8s.io", "-o", 'jsonpath={range .items[*]}{.metadata.name}{"\\n"}{end}'],
+    {"namespaced": False},
+)
+
+
+def _node_runtime_wanted(request: GateRequest) -> bool:
+    return request.node_runtime
+
+
+def _node_runtime_reads(request: GateRequest) -> dict[str, Call]:
+    """The nodes (the capacity read: one process for both gates) and the RuntimeClass names."""
+    return {**_capacity_reads(request), "runtimeclasses": RUNTIME_CLASSES_READ}
+
+
+def _node_runtime_look(run: Run) -> gatefacts.NodeRuntimeSeen:
+    from kubectl_tao.core import gatefacts, noderuntime
+
+    try:
+        seen = _capacity(run)
+    except TaoError:
+        return gatefacts.NodeRuntimeSeen(None)  # the gpu-operator gate refused with it
+    if seen.nodes is None:
+        return gatefacts.NodeRuntimeSeen(None)
+    nodes = noderuntime.gpu_nodes(seen.nodes["items"], run.request.gpu_product)
+    answer = run.answer("runtimeclasses")
+    if isinstance(answer, ClusterUnreachableError):
+        raise answer
+    if isinstance(answer, TaoError):
+        note = "forbidden" if isinstance(answer, KubectlError) and answer.reason == "Forbidden" else answer.message
+        return gatefacts.NodeRuntimeSeen(nodes, None, note)
+    return gatefacts.NodeRuntimeSeen(nodes, noderuntime.runtime_classes(answer.stdout))
 
 
 def _server_version(run: Run) -> Any:
@@ -614,6 +661,8 @@ GATES = (
     Gate("permissions", (SUBMIT, PREFLIGHT), _always, _permission_reads, _permission_look, "permissions"),
     Gate("gpu-operator", EVERY_VERB, _gpus_wanted, _gpu_reads, _gpu_look, "gpu_operator",
          early=_start_dra_when_short),
+    Gate("node-runtime", (PREFLIGHT,), _node_runtime_wanted, _node_runtime_reads, _node_runtime_look,
+         "node_runtime"),
     Gate("version", (SUBMIT, PREFLIGHT), lambda r: r.min_version is not None, _version_reads, _server_version,
          "version"),
     Gate("nccl-probe", (SUBMIT, PREFLIGHT), _probe_wanted, _version_reads, _probe_look, "nccl_probe"),

@@ -1,6 +1,7 @@
 """The fit gate's `get --raw` list answers, reduced as they arrive to the few fields the gate reads.
 
-Per node the gate reads its name, labels, taints, cordon, Ready condition and allocatable nvidia.com/gpu;
+Per node the gate reads its name, labels, taints, cordon, Ready condition and allocatable nvidia.com/gpu (and
+preflight its container runtime);
 per pod only its node, phase, namespace and effective nvidia.com/gpu request (gpufit.node_gpus and
 gpuinventory.inventory, nothing else). So each node is reduced at once to a small node-shaped dict, and the
 pods are summed as they come into a gpufit.PodUse (the GPUs held per node and per namespace there, counted by
@@ -59,11 +60,14 @@ class Page(Value):
 
 
 def _reduced_node(
-    name: Any, labels: Any, taints: Any, unschedulable: Any, gpus: Any, ready: Any, health: list[dict[str, Any]]
+    name: Any, labels: Any, taints: Any, unschedulable: Any, gpus: Any, ready: Any, health: list[dict[str, Any]],
+    runtime: Any = None,
 ) -> dict[str, Any]:
     status: dict[str, Any] = {"conditions": [{"type": "Ready", "status": ready}] if ready is not None else []}
     if gpus is not None:
         status["allocatable"] = {GPU_RESOURCE: gpus}
+    if isinstance(runtime, str) and runtime:
+        status["nodeInfo"] = {"containerRuntimeVersion": runtime}
     return {
         "metadata": {"name": name, "labels": labels if type(labels) is dict else dict(labels or {})},
         "spec": {"taints": [dict(t) for t in taints or [] if isinstance(t, Mapping)], "unschedulable": unschedulable},
@@ -235,9 +239,11 @@ def _nodes_json(text: Text, signals: Signals, page: Page) -> Page:
         ready = next((c.get("status") for c in conditions if c.get("type") == "Ready"), None)
         gpus = (status.get("allocatable") or {}).get(GPU_RESOURCE)
         capacity = (status.get("capacity") or {}).get(GPU_RESOURCE)
+        info = status.get("nodeInfo")
         page.items.append(
             _reduced_node(meta.get("name", ""), meta.get("labels"), spec.get("taints"), spec.get("unschedulable"),
-                          gpus, ready, _health(conditions, spec.get("taints"), gpus, capacity, signals))
+                          gpus, ready, _health(conditions, spec.get("taints"), gpus, capacity, signals),
+                          info.get("containerRuntimeVersion") if isinstance(info, Mapping) else None)
         )
     return page
 
@@ -342,6 +348,7 @@ def _typed_nodes_page(objects: list[Any], unset: Any, signals: Signals, page: Pa
             and (capacity is None or (type(capacity) is str and len(capacity) <= 18 and capacity.isdigit()))
         ):  # not the plain "8" of nearly every node: checked
             _count_checked(meta.name if meta else None, gpus, capacity)
+        info = status.nodeInfo if status else None
         page.items.append(
             _reduced_node(
                 (meta.name if meta else None) or "",
@@ -351,6 +358,7 @@ def _typed_nodes_page(objects: list[Any], unset: Any, signals: Signals, page: Pa
                 gpus,
                 ready,
                 _health(marked, taints, gpus, capacity, signals),
+                info.containerRuntimeVersion if info else None,
             )
         )
     return page

@@ -75,10 +75,17 @@ class NodeSpec(msgspec.Struct, gc=False):
     unschedulable: bool | None = None
 
 
+class NodeInfo(msgspec.Struct, gc=False):
+    """The node's system info: its container runtime alone (`containerd://2.1.4`), for preflight."""
+
+    containerRuntimeVersion: str | None = None
+
+
 class NodeStatus(msgspec.Struct, gc=False):
     allocatable: Gpus | None = None
     capacity: Gpus | None = None
     conditions: list[Condition] | None = None
+    nodeInfo: NodeInfo | None = None
 
 
 class Node(msgspec.Struct, gc=False):

@@ -111,3 +111,19 @@ def _in_cluster(namespace: str | None) -> Target:
         bracketed = f"[{host}]" if ":" in host else host
         return Target(f"https://{bracketed}:{port}", "", ns or "default", "in-cluster")
     return Target("", "", namespace or "default", "none")
+
+
+def searched(explicit: str | None = None) -> str:
+    """Where kubectl looks for its kubeconfig, in words: `--kubeconfig FILE`, `$KUBECONFIG (a:b)` or
+    `~/.kube/config`, with `(none exists)` when no such file is there (kubectl then tries the in-cluster service
+    account, else localhost:8080)."""
+    files = _files(explicit)
+    if explicit:
+        where = f"--kubeconfig {explicit}"
+    elif os.environ.get("KUBECONFIG"):
+        where = f"$KUBECONFIG ({os.environ['KUBECONFIG']})"
+    else:
+        where = "~/.kube/config"
+    from kubectl_tao.core.gaterequest import NO_KUBECONFIG
+
+    return where if any(f.is_file() for f in files) else f"{where} {NO_KUBECONFIG}"

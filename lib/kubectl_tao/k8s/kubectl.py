@@ -105,6 +105,8 @@ def classify_stderr(stderr: str) -> str:
     low = stderr.lower()
     if any(marker in low for marker in _CREDENTIAL_MARKERS):
         return "Unauthorized"
+    if "failed calling webhook" in low:
+        return ""  # the API server answered: an admission webhook it calls is down (its "connection refused")
     for marker in _UNREACHABLE_MARKERS:
         if marker == "eof":
             if low.rstrip().endswith(": eof") or " eof\n" in low:
@@ -252,14 +254,18 @@ class Kubectl:
         reason = classify_stderr(stderr)
         message = first_error_line(stderr) or "kubectl failed without a message"
         if reason == "Unauthorized":
-            return CredentialsRefusedError(f"the API server refused your credentials: {message}; {CREDENTIALS_FIX}")
+            return CredentialsRefusedError(
+                f"the API server refused your credentials: {message}; {CREDENTIALS_FIX}", detail=message
+            )
         missing = self._missing_kubeconfig(stderr, reason)
         if missing:
-            return CredentialsRefusedError(f"no credentials: {missing}; {CREDENTIALS_FIX}")
+            return CredentialsRefusedError(f"no credentials: {missing}; {CREDENTIALS_FIX}", detail=missing,
+                                           no_config=True)
         if reason == "Unreachable":
             return ClusterUnreachableError(
                 f"cluster unreachable: {message} (check --kubeconfig/$KUBECONFIG, --context, and that the "
-                "API server is up)"
+                "API server is up)",
+                detail=message,
             )
         if reason == "NoContext":
             return UsageError(f"--context: {message}; list contexts with `kubectl config get-contexts`")

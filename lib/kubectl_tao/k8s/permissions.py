@@ -27,18 +27,19 @@ from kubectl_tao.k8s.objects import VALIDATE, field_error
 @record(frozen=True)
 class Permission(Value):
     verb: str
-    resource: str
+    resource: str  # with its subresource, if any: `pods/exec`
     group: str = ""
 
     @property
     def text(self) -> str:
-        """As `kubectl auth can-i` takes it: `delete jobs.batch`, `patch secrets`."""
+        """As `kubectl auth can-i` takes it: `delete jobs.batch`, `patch secrets`, `create pods/exec`."""
         return f"{self.verb} {self.resource}{'.' + self.group if self.group else ''}"
 
 
 # One line per review; a List or a single object, whichever kubectl prints.
 _ROW = (
-    "{{.spec.resourceAttributes.verb}} {{.spec.resourceAttributes.resource}} "
+    "{{.spec.resourceAttributes.verb}} {{.spec.resourceAttributes.resource}}"
+    "{{with .spec.resourceAttributes.subresource}}/{{.}}{{end}} "
     '{{or .spec.resourceAttributes.group "-"}} {{.status.allowed}}{{"\\n"}}'
 )
 REVIEW_TEMPLATE = (
@@ -68,20 +69,35 @@ def needed(*, credentials: bool, service: bool, patch_job: bool = False) -> list
     return out
 
 
+def optional() -> list[Permission]:
+    """What reading from a running job's pods takes (preflight warns where they are denied; jobs run without
+    them): exec and port-forward into a pod, and the service proxy. kubectl opens exec and port-forward over
+    a WebSocket (authorized as `get`) and falls back to SPDY (`create`); from Kubernetes 1.35 the API server
+    asks for `create` on the WebSocket too (AuthorizePodWebsocketUpgradeCreatePermission), so both are asked."""
+    return [
+        Permission("create", "pods/exec"),
+        Permission("get", "pods/exec"),
+        Permission("create", "pods/portforward"),
+        Permission("get", "pods/portforward"),
+        Permission("get", "services/proxy"),
+    ]
+
+
+def _attributes(p: Permission, namespace: str) -> dict[str, str]:
+    resource, _, subresource = p.resource.partition("/")
+    found = {"namespace": namespace, "verb": p.verb, "group": p.group, "resource": resource}
+    if subresource:
+        found["subresource"] = subresource
+    return found
+
+
 def review_items(permissions: list[Permission], namespace: str) -> list[dict[str, Any]]:
     """One SelfSubjectAccessReview per permission."""
     return [
         {
             "apiVersion": "authorization.k8s.io/v1",
             "kind": "SelfSubjectAccessReview",
-            "spec": {
-                "resourceAttributes": {
-                    "namespace": namespace,
-                    "verb": p.verb,
-                    "group": p.group,
-                    "resource": p.resource,
-                }
-            },
+            "spec": {"resourceAttributes": _attributes(p, namespace)},
         }
         for p in permissions
     ]

@@ -161,7 +161,7 @@ CASES: dict[str, tuple[Callable[..., list[str]], int, str]] = {
     "explain": (lambda fake, **_: _explain(fake), 0, ""),
     "fit": (lambda fake, **_: _fit(fake), 0, ""),
     "gpus": (lambda fake, **_: _gpus(fake), 0, ""),
-    "preflight": (lambda fake, monkeypatch, **_: _preflight(fake, monkeypatch), 1, ""),
+    "preflight": (lambda fake, monkeypatch, **_: _preflight(fake, monkeypatch), 3, ""),
     "probe nccl": (lambda fake, tao_env, **_: _probe(fake, tao_env), 0, ""),
     "secret image-pull": (lambda fake, **_: _secret(fake), 0, "nvapi-" + "k" * 60 + "\n"),
     "record open": (lambda **_: ["record", "open", "--image", "busybox", "--network-arch", "dino", "--action",

@@ -23,8 +23,11 @@ SUBMIT_ARGS = ["submit", "--image", "busybox", "--command", "true", "--gpus", "8
 
 
 @pytest.fixture(autouse=True)
-def _managed_gpu_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TAO_K8S_SKIP_NODE_RUNTIME_CHECK", "1")
+def _a_client_that_is_not_a_gpu_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubectl_tao.jobs import preflight
+
+    monkeypatch.delenv("TAO_K8S_SKIP_NODE_RUNTIME_CHECK", raising=False)
+    monkeypatch.setattr(preflight, "is_gpu_node", lambda: False)
 
 
 def cluster(fake: FakeKubectl, *, deny: tuple[str, ...] = (), pvc: str = "Bound") -> None:
@@ -68,13 +71,37 @@ def test_preflight_asks_with_access_reviews_as_submit_does_never_auth_can_i(
     assert code == 0, out + err
     assert not any("auth" in argv for argv in fake_kubectl.argvs())
     [review] = [call for call in fake_kubectl.calls if permissions.REVIEW_TEMPLATE in call.argv]
-    asked = {(item["spec"]["resourceAttributes"]["verb"], item["spec"]["resourceAttributes"]["resource"])
-             for item in json.loads(review.stdin or "")["items"]}
-    wanted = permissions.needed(credentials=True, service=False)
+    asked = set()
+    for item in json.loads(review.stdin or "")["items"]:
+        attributes = item["spec"]["resourceAttributes"]
+        sub = attributes.get("subresource")
+        asked.add((attributes["verb"], attributes["resource"] + (f"/{sub}" if sub else "")))
+    wanted = permissions.needed(credentials=True, service=False) + permissions.optional()
     assert asked == {(p.verb, p.resource) for p in wanted}
-    [line] = preflight_lines(out, "permissions")
-    assert line == ("OK: permissions: you may create, get, list and delete jobs.batch; list pods; create, patch, list "
-                    "and delete secrets in namespace tao-jobs")
+    assert preflight_lines(out, "permissions") == [
+        "OK: permissions: you may create, get, list and delete jobs.batch; list pods; create, patch, list and delete "
+        "secrets in namespace tao-jobs",
+        "OK: permissions: optional: you may create and get pods/exec; create and get pods/portforward; get "
+        "services/proxy in namespace tao-jobs",
+    ]
+
+
+def test_a_denied_optional_permission_warns_and_submit_does_not_ask_for_it(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    cluster(fake_kubectl, deny=("create pods/exec", "get services/proxy"))
+    code, out, err = cli("preflight", "--gpus", "8", "--pvc", "data")
+    assert code == 0, out + err
+    [required, optional] = preflight_lines(out, "permissions")
+    assert required.startswith("OK: permissions: you may create, get, list and delete jobs.batch")
+    assert optional.startswith("WARN: permissions: optional: you may not create pods/exec; get services/proxy in "
+                               "namespace tao-jobs;")
+    assert optional.endswith("-- ask a cluster admin for a Role that grants them")
+    before = len(fake_kubectl.calls)
+    code, _, err = cli(*SUBMIT_ARGS)
+    assert code == 0, err
+    asked = [call for call in fake_kubectl.calls[before:] if "SelfSubjectAccessReview" in (call.stdin or "")]
+    assert asked and not any("subresource" in (call.stdin or "") for call in asked)
 
 
 def test_a_denied_permission_is_the_line_submit_refuses_with(cli: Any, fake_kubectl: FakeKubectl) -> None:
@@ -122,8 +149,8 @@ def test_preflight_prints_the_gates_in_the_order_submit_judges_them(cli: Any, fa
     fake_kubectl.on(*DRA_READ[:2], data={"kind": "List", "items": []})
     code, out, err = cli("preflight", "--gpus", "8", "--pvc", "data", "-o", "json")
     assert code == 0, err
-    names = [check["check"] for check in json.loads(out)["checks"]][2:]  # after the host runtime and kubectl
-    assert names == ["cluster", "permissions", "gpu-operator", "references", "capacity", "restarts"]
+    names = list(dict.fromkeys(check["check"] for check in json.loads(out)["checks"]))[2:]  # after this machine's
+    assert names == ["cluster", "permissions", "gpu-operator", "node-runtime", "references", "capacity", "restarts"]
     order = [gate.name for gate in gates.GATES]
     assert names == sorted(names, key=order.index)
 
@@ -134,9 +161,13 @@ def test_an_unreachable_cluster_is_one_line_and_nothing_else_is_judged(
     gone = "The connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?"
     fake_kubectl.on(stderr=gone, rc=1)
     code, out, _ = cli("preflight", "--gpus", "8", "--nodes", "2", "--pvc", "data")
-    assert code == 1
-    [line] = [line for line in out.splitlines() if not line.startswith(("OK: node-runtime", "OK: kubectl"))]
-    assert line.startswith("MISSING: cluster: no reachable cluster: ")
+    assert code == 3
+    [line] = [line for line in out.splitlines() if not line.startswith(("SKIPPED: host-runtime", "OK: kubectl"))]
+    assert line == (
+        "MISSING: cluster: cannot reach the API server https://127.0.0.1:6443 (context lab in $KUBECONFIG ("
+        f"{tao_env / 'kubeconfig'})): {gone} -- start the cluster or pick the right one (`kubectl config "
+        "get-contexts`, then --context NAME)"
+    )
 
 
 def test_dra_devices_are_judged_only_where_they_can_change_the_verdict() -> None:

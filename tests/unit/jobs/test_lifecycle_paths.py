@@ -174,5 +174,6 @@ def test_preflight_without_a_cluster_is_one_missing_check(cli: Any, fake_kubectl
     fake_kubectl.on("version", stderr=refused, rc=1)
     code, out, _ = cli("preflight", "-o", "json")
     checks = {check["check"]: check for check in json.loads(out)["checks"]}
-    assert code == 1
-    assert checks["cluster"]["status"] == preflight.MISSING and "no reachable cluster" in checks["cluster"]["message"]
+    assert code == 3
+    assert checks["cluster"]["status"] == preflight.MISSING
+    assert checks["cluster"]["message"].startswith("cannot reach the API server https://127.0.0.1:6443 (context lab")

@@ -33,6 +33,12 @@ from kubectl_tao.k8s.kubectl import (
             "Conflict",
         ),
         ('error: context "nope" does not exist', "NoContext"),
+        (  # a webhook down behind a reachable API server (Kueue's, here): not an unreachable cluster
+            'Error from server (InternalError): error when creating "STDIN": Internal error occurred: failed calling '
+            'webhook "mjob.kb.io": failed to call webhook: Post "https://127.0.0.1:39161/mutate-batch-v1-job?'
+            'timeout=10s": dial tcp 127.0.0.1:39161: connect: connection refused',
+            "",
+        ),
         ("error: something else entirely", ""),
     ],
 )
