@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from kubectl_tao.commands.common import OutputOption, VerbCommand, session
+from kubectl_tao.commands.common import DATA_FORMATS, VerbCommand, output_option, session
 
 EPILOG = """\b
 Examples:
@@ -30,13 +30,13 @@ def register(app: typer.Typer) -> None:
         credentials: bool = typer.Option(False, "--credentials", help="Also check you may create Secrets."),
         gpu_product: str = typer.Option(None, "--gpu-product", help="Required nvidia.com/gpu.product label."),
         queue: str = typer.Option(None, "--queue", help="Kueue LocalQueue the job will use (for the gang check)."),
-        output: str = OutputOption,
+        output: str = output_option(DATA_FORMATS, "OK/WARN/MISSING lines"),
     ) -> int:
         """Check that this machine and cluster can run TAO jobs."""
         from kubectl_tao.cli.output import check_format, emit, emit_data
         from kubectl_tao.jobs.preflight import MISSING, cluster_checks, host_runtime_check, kubectl_check
 
-        fmt = check_format(output, ("table", "json", "yaml"))
+        fmt = check_format(output, DATA_FORMATS)
         sess = session()
         kc = sess.kubectl()
         checks = [host_runtime_check(), kubectl_check(kc.binary)]

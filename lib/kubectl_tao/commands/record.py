@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from kubectl_tao.commands.common import NoHeadersOption, OutputOption, VerbCommand, record_store
+from kubectl_tao.commands.common import ACTION_FORMATS, NoHeadersOption, VerbCommand, output_option, record_store
 
 EPILOG = """\b
 Examples:
@@ -132,11 +132,11 @@ def show(
     epilog="\b\nExamples:\n  kubectl tao record list\n  kubectl tao record list -o json --no-headers",
     cls=VerbCommand,
 )
-def list_(output: str = OutputOption, no_headers: bool = NoHeadersOption) -> int:
+def list_(output: str = output_option(ACTION_FORMATS), no_headers: bool = NoHeadersOption) -> int:
     """List records, newest first, without asking the cluster."""
     from kubectl_tao.cli.output import as_list, check_format, emit, emit_data, info, table
 
-    fmt = check_format(output, ("table", "json", "yaml", "name"))
+    fmt = check_format(output, ACTION_FORMATS)
     errors: list[str] = []
     records = record_store().list(errors)
     for problem in errors:

@@ -262,7 +262,8 @@ class Kubectl:
                 "API server is up)"
             )
         if reason == "NoContext":
-            return UsageError(f"--context: {message}; list contexts with `kubectl config get-contexts`")
+            said = message[len("error: "):] if message.lower().startswith("error: ") else message
+            return UsageError(f"--context: {said}; list contexts with `kubectl config get-contexts`")
         return KubectlError(message, stderr=_scrub(stderr), reason=reason)
 
     def _missing_kubeconfig(self, stderr: str, reason: str) -> str:
