@@ -239,3 +239,16 @@ def test_render_and_submit_name_the_flag_out_of_bounds(
     base = ["--image", "busybox:1.36", "--command", "true", "--pvc", "data"]
     assert cli(verb, *base, *flags) == (errors.EXIT_USAGE, "", message)
     assert fake_kubectl.calls == []
+
+
+def test_every_job_flag_a_cause_fix_names_is_spelled_as_submit_takes_it() -> None:
+    from kubectl_tao.commands.jobflags import JOB_FLAGS
+    from kubectl_tao.core import causes
+
+    spellings = {name for flag in JOB_FLAGS.values() for name in flag.names}
+    named = {flag for cause in causes.CAUSES for flag in re.findall(r"--[a-z][a-z-]*[a-z]", cause.fix)}
+    # A flag that is not a job flag must not be a shortened one either (`--mount` for `--mount-path`).
+    shortened = {flag for flag in named - spellings if any(s.startswith(flag + "-") for s in spellings)}
+    assert shortened == set()
+    missing_file = next(cause for cause in causes.CAUSES if cause.name == "MissingFile")
+    assert "--mount-path" in missing_file.fix
