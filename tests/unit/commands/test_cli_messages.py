@@ -252,3 +252,13 @@ def test_every_job_flag_a_cause_fix_names_is_spelled_as_submit_takes_it() -> Non
     assert shortened == set()
     missing_file = next(cause for cause in causes.CAUSES if cause.name == "MissingFile")
     assert "--mount-path" in missing_file.fix
+
+
+def test_a_kubectl_that_cannot_be_found_exits_3_naming_the_variable(
+    cli: Any, tao_env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = str(tao_env / "no-such-kubectl")
+    monkeypatch.setenv("KUBECTL_TAO_KUBECTL", missing)
+    code, out, err = cli("gpus")
+    assert (code, out) == (errors.EXIT_UNREACHABLE, "")
+    assert err == f"error: kubectl not found on PATH ({missing}); install kubectl or set KUBECTL_TAO_KUBECTL\n"
