@@ -59,16 +59,24 @@ ACTION_FORMATS = ("table", "json", "yaml", "name")  # submit, resubmit, cancel: 
 MANIFEST_FORMATS = ("yaml", "json")  # render
 
 
-def output_option(allowed: tuple[str, ...] = TABLE_FORMATS, printout: str = "a table") -> Any:
+def _one_of(names: tuple[str, ...]) -> str:
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+
+
+def output_option(allowed: tuple[str, ...] = TABLE_FORMATS, printout: str = "a table", about: str = "") -> Any:
     """The -o/--output flag of a verb taking ALLOWED, its help generated from them (PRINTOUT: what the verb
-    prints without -o)."""
+    prints without -o; ABOUT: what the formats show, when that needs saying)."""
     if allowed[0] == "table":  # the verb's own printout, which -o need not name
-        named = [name for name in allowed if name != "table"]
-        listed = ", ".join(named[:-1]) + " or " + named[-1] if len(named) > 1 else named[0]
-        text = f"Output format: {listed} (default: {printout})."
+        text = f"Output format: {_one_of(allowed[1:])} (default: {printout})."
     else:
-        text = f"Output format: {allowed[0]} (default) or {', '.join(allowed[1:])}."
-    return typer.Option(allowed[0], "--output", "-o", help=text)
+        text = f"Output format: {_one_of((f'{allowed[0]} (default)', *allowed[1:]))}."
+    text = f"{text[:-1]}: {about}." if about else text
+    offered = tuple(name for name in allowed if name != "table")
+
+    def complete(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
+        return [name for name in offered if name.startswith(incomplete)]  # shell completion offers the same
+
+    return typer.Option(allowed[0], "--output", "-o", help=text, shell_complete=complete)
 
 
 OutputOption = output_option()

@@ -42,6 +42,8 @@ def _help_output_line(cli: Any, *verb: str) -> str:
         (["status"], "Output format: wide, json, yaml or name (default: a table)."),
         (["record", "list"], "Output format: json, yaml or name (default: a table)."),
         (["probe", "nccl"], "Output format: json or yaml (default: a table)."),
+        (["record", "show"], "Output format: json (default) or yaml."),
+        (["record", "mark"], "Output format: none (default), json or yaml: the record after the mark."),
     ],
 )
 def test_output_help_lists_the_formats_the_verb_takes(cli: Any, verb: list[str], line: str) -> None:
