@@ -240,13 +240,13 @@ class RecordStore:
 
     # paths ----------------------------------------------------------------------------------------
     def path(self, record_id: str) -> Path:
-        return self.jobs_dir / f"{validate_id(record_id)}.json"
+        return self.jobs_dir / f"{validate_id(record_id, lister=self.list_hint)}.json"
 
     def extra_path(self, record_id: str) -> Path:
-        return self.extras_dir / f"{validate_id(record_id)}.json"
+        return self.extras_dir / f"{validate_id(record_id, lister=self.list_hint)}.json"
 
     def lock_path(self, record_id: str) -> Path:
-        return self.jobs_dir / f"{validate_id(record_id)}.json.lock"
+        return self.jobs_dir / f"{validate_id(record_id, lister=self.list_hint)}.json.lock"
 
     def _ensure_dirs(self) -> None:
         try:

@@ -140,6 +140,16 @@ def test_a_missing_record_names_the_plugin_list_verb(cli: Any, tao_env: Any) -> 
     assert "tao_job_record" not in err
 
 
+@pytest.mark.parametrize("verb", ["status", "cancel", "explain", "logs"])
+def test_a_malformed_record_id_names_the_plugin_list_verb(cli: Any, tao_env: Any, verb: str) -> None:
+    code, out, err = cli(verb, "bad!id")
+    assert (code, out) == (errors.EXIT_USAGE, "")
+    assert err == (
+        "error: record id 'bad!id' is not a record id: use letters, digits, '.', '_' and '-', starting with a "
+        "letter or digit (`kubectl tao list` shows the ids)\n"
+    )
+
+
 def test_the_record_script_keeps_naming_itself(tao_env: Any) -> None:
     with pytest.raises(errors.TaoError, match=r"; `tao_job_record list` shows the records$"):
         RecordStore().show("nosuch")
