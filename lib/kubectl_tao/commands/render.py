@@ -37,14 +37,15 @@ def render(
 
     fmt = check_format(output, MANIFEST_FORMATS)
     job = request_of(ctx)
-    for warning in checked_warnings(job):
-        info(f"warning: {warning}")
+    image_warnings = checked_warnings(job)  # refusals now, warnings once the whole request is known good
     sess = session()
     namespace = sess.namespace()
     # Only the names matter here: the manifest references the Secret by name, values stay out of it.
     names = planning.read_credentials(job.env_file, job.env)
     placeholders = dict.fromkeys(names, "placeholder")
     the_plan = planning.build(job, namespace, placeholders, server=sess.target().server)
+    for warning in image_warnings:
+        info(f"warning: {warning}")
     for note in the_plan.notes:
         info(note)
     outcome = execute(

@@ -102,11 +102,12 @@ def run_submit(
         # gives up), so a short --ttl-seconds can never delete the outcome before it is seen.
         job = job.replaced(keep_until_captured=True)
         held = "wait"
-    for warning in checked_warnings(job):
-        info(f"warning: {warning}")
+    image_warnings = checked_warnings(job)  # refusals now, warnings once the whole request is known good
     creds = planning.read_credentials(job.env_file, job.env)
     target = sess.target()
     the_plan = planning.build(job, namespace, creds, server=target.server)
+    for warning in image_warnings:
+        info(f"warning: {warning}")
     the_plan.require_fit_now = require_fit_now
     the_plan.record.update(record_fields or {})
     store = lazy_record_store()

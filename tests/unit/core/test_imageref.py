@@ -118,3 +118,13 @@ def test_an_action_request_image_follows_the_same_grammar() -> None:
 
     with pytest.raises(errors.UsageError, match=r"^spec_bundle\.image 'Nvcr\.io/X:1': the repository name must be"):
         names.validate_image("Nvcr.io/X:1", "spec_bundle.image")
+
+
+@pytest.mark.parametrize("verb", ["render", "submit"])
+def test_bad_input_beside_an_untagged_image_is_one_line_without_the_warning(
+    cli: Any, fake_kubectl: FakeKubectl, verb: str
+) -> None:
+    code, out, err = cli(verb, "--image", "busybox", "--command", "true", "--storage-tier", "Z")
+    assert (code, out) == (errors.EXIT_USAGE, "")
+    assert err == "error: --storage-tier 'Z': use A (a bound PVC) or C (S3 in the pod)\n"
+    assert fake_kubectl.calls == []
