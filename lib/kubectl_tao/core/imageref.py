@@ -76,35 +76,38 @@ def split(image: str) -> tuple[str, str | None, str | None] | None:
 
 def check(image: str, flag: str = "--image") -> str | None:
     """IMAGE checked; UsageError naming FLAG when the runtime would refuse it. Returns a warning when it has
-    neither tag nor digest (the runtime pulls `:latest`, which can change under a running job), else None."""
+    neither tag nor digest (the runtime pulls `:latest`, which can change under a running job), else None.
+    The messages name a position, never the value (a credential pasted into the flag stays out of them)."""
     parts = split(image)
     if parts is None:
         if split(image.lower()) is not None:
+            at = _first_upper_in_path(image)
             raise UsageError(
-                f"{flag} {image!r}: the repository name must be lower-case (the container runtime refuses "
-                f"upper-case path letters); use {_lowered_path(image)!r}"
+                f"{flag}: the repository path must be lower-case (character {at} is an upper-case letter), as "
+                "the container runtime reads it; write the path in lower case (the registry host and the tag "
+                "may keep theirs)"
             )
         raise UsageError(
-            f"{flag} {image!r}: not a valid image reference; use [REGISTRY[:PORT]/]PATH[:TAG][@DIGEST] with a "
-            f"lower-case PATH, e.g. {EXAMPLE}"
+            f"{flag} is not an image reference the container runtime reads: use [REGISTRY[:PORT]/]PATH[:TAG]"
+            f"[@DIGEST] with a lower-case PATH, e.g. {EXAMPLE}"
         )
     name, tag, digest = parts
     if len(name) > NAME_MAX:
         raise UsageError(f"{flag}: the repository name is longer than {NAME_MAX} characters; use a shorter one")
     if tag is None and digest is None:
         return (
-            f"{flag} {image} has no tag: the container runtime pulls {image}:latest, which can change between "
-            "ranks and restarts; pin a tag or a digest"
+            f"{flag} has no tag: the container runtime pulls it as :latest, which can change between ranks and "
+            "restarts; pin a tag or a digest"
         )
     return None
 
 
-def _lowered_path(image: str) -> str:
-    """IMAGE with its path lower-cased, its registry host (case-insensitive) and tag (any case) kept."""
-    rest, at, digest = image.partition("@")
+def _first_upper_in_path(image: str) -> int:
+    """1-based position of the first upper-case letter of IMAGE's path (its registry host and tag left out)."""
+    rest = image.partition("@")[0]
     slash = rest.rfind("/")
     colon = rest.rfind(":")
-    name, tag = (rest[:colon], rest[colon:]) if colon > slash else (rest, "")
-    first, sep, path = name.partition("/")
-    registry = sep and ("." in first or ":" in first or first == "localhost")
-    return f"{first}/{path.lower()}{tag}{at}{digest}" if registry else f"{name.lower()}{tag}{at}{digest}"
+    name = rest[:colon] if colon > slash else rest
+    first, sep, _ = name.partition("/")
+    start = len(first) + 1 if sep and ("." in first or ":" in first or first == "localhost") else 0
+    return next((i + 1 for i in range(start, len(name)) if name[i].isupper()), start + 1)
