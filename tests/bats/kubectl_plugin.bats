@@ -130,7 +130,7 @@ EOF
 @test "a --request-timeout kubectl cannot read is bad input before any kubectl call" {
   run --separate-stderr -2 "$KUBECTL" tao fit --gpus 1 --request-timeout abc
   assert_output ""
-  [ "$stderr" = "error: --request-timeout 'abc': not a timeout kubectl reads; give whole seconds (0 = no limit) or a duration such as 30s, 2m or 1h" ]
+  [ "$stderr" = "error: --request-timeout is not a timeout kubectl reads: give whole seconds (0 = no limit) or a duration such as 30s, 2m or 1h" ]
 }
 
 @test "a mistyped verb gets the closest verb" {

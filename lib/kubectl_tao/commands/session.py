@@ -102,7 +102,7 @@ def check_request_timeout(value: str | None) -> str | None:
         from kubectl_tao.core.errors import UsageError
 
         raise UsageError(
-            f"--request-timeout {value!r}: not a timeout kubectl reads; give whole seconds (0 = no limit) or a "
+            "--request-timeout is not a timeout kubectl reads: give whole seconds (0 = no limit) or a "
             "duration such as 30s, 2m or 1h"
         )
     return value

@@ -104,7 +104,7 @@ def test_a_request_timeout_kubectl_cannot_read_is_bad_input(
     code, out, err = cli(*flags, "gpus") if where == "before" else cli("gpus", *flags)
     assert (code, out) == (errors.EXIT_USAGE, "")
     assert err == (
-        "error: --request-timeout 'abc': not a timeout kubectl reads; give whole seconds (0 = no limit) or a "
+        "error: --request-timeout is not a timeout kubectl reads: give whole seconds (0 = no limit) or a "
         "duration such as 30s, 2m or 1h\n"
     )
     assert fake_kubectl.calls == []
