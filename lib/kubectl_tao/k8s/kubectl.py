@@ -251,18 +251,19 @@ class Kubectl:
     def error_for(self, stderr: str) -> TaoError:
         reason = classify_stderr(stderr)
         message = first_error_line(stderr) or "kubectl failed without a message"
+        # Quoted inside a sentence of ours, kubectl's line goes without its own "error: ".
+        said = message[len("error: "):] if message.lower().startswith("error: ") else message
         if reason == "Unauthorized":
-            return CredentialsRefusedError(f"the API server refused your credentials: {message}; {CREDENTIALS_FIX}")
+            return CredentialsRefusedError(f"the API server refused your credentials: {said}; {CREDENTIALS_FIX}")
         missing = self._missing_kubeconfig(stderr, reason)
         if missing:
             return CredentialsRefusedError(f"no credentials: {missing}; {CREDENTIALS_FIX}")
         if reason == "Unreachable":
             return ClusterUnreachableError(
-                f"cluster unreachable: {message} (check --kubeconfig/$KUBECONFIG, --context, and that the "
+                f"cluster unreachable: {said} (check --kubeconfig/$KUBECONFIG, --context, and that the "
                 "API server is up)"
             )
         if reason == "NoContext":
-            said = message[len("error: "):] if message.lower().startswith("error: ") else message
             return UsageError(f"--context: {said}; list contexts with `kubectl config get-contexts`")
         return KubectlError(message, stderr=_scrub(stderr), reason=reason)
 

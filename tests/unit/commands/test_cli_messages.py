@@ -274,3 +274,21 @@ def test_a_kubectl_that_cannot_be_found_exits_3_naming_the_variable(
     code, out, err = cli("gpus")
     assert (code, out) == (errors.EXIT_UNREACHABLE, "")
     assert err == f"error: kubectl not found on PATH ({missing}); install kubectl or set KUBECTL_TAO_KUBECTL\n"
+
+
+@pytest.mark.parametrize(
+    ("stderr", "head"),
+    [
+        ("error: You must be logged in to the server (Unauthorized)",
+         "error: the API server refused your credentials: You must be logged in to the server (Unauthorized); "),
+        ('error: context "nope" does not exist', 'error: --context: context "nope" does not exist; '),
+    ],
+)
+def test_kubectl_words_inside_a_message_of_ours_say_error_once(
+    cli: Any, fake_kubectl: FakeKubectl, stderr: str, head: str
+) -> None:
+    fake_kubectl.on("version", stderr=stderr, rc=1)
+    code, _, err = cli("version", "--server")
+    assert code in (errors.EXIT_USAGE, errors.EXIT_UNREACHABLE)
+    assert err.startswith(head)
+    assert err.count("error:") == 1 and err.count("\n") == 1
