@@ -121,6 +121,37 @@ EOF
   [[ "$stderr" == "error: --context: "*"missing"* ]]
 }
 
+@test "an unknown --context is one line that says error once" {
+  run --separate-stderr -2 "$KUBECTL" tao fit --gpus 1 --context missing
+  assert_output ""
+  [ "$stderr" = "error: --context: context 'missing' is not in the kubeconfig; see \`kubectl config get-contexts\`" ]
+}
+
+@test "a --request-timeout kubectl cannot read is bad input before any kubectl call" {
+  run --separate-stderr -2 "$KUBECTL" tao fit --gpus 1 --request-timeout abc
+  assert_output ""
+  [ "$stderr" = "error: --request-timeout is not a timeout kubectl reads: give whole seconds (0 = no limit) or a duration such as 30s, 2m or 1h" ]
+}
+
+@test "list with a running record and no cluster exits 3 and points at --no-live" {
+  run -0 "$KUBECTL" tao record open --image busybox:1.36 --network-arch dino --action train --storage-tier A \
+    --results-root /workspace/results
+  local id="$output"
+  run -0 "$KUBECTL" tao record mark "$id" --state RUNNING --backend-ref tao-jobs/job-1
+  run --separate-stderr -3 "$KUBECTL" tao list --request-timeout 5s
+  assert_output ""
+  [[ "$stderr" == "error: cluster unreachable: "*"; \`kubectl tao list --no-live\` shows the recorded states" ]]
+  [[ "$stderr" != *"error:"*"error:"* ]]
+  run --separate-stderr -0 "$KUBECTL" tao list --no-live
+  assert_line --partial "$id"
+}
+
+@test "a mistyped verb gets the closest verb" {
+  run --separate-stderr -2 "$KUBECTL" tao rendr
+  assert_output ""
+  [ "$stderr" = "error: No such command 'rendr'. Did you mean 'render'? (see 'kubectl tao --help')" ]
+}
+
 @test "kubectl __complete tao completes verbs through kubectl_complete-tao" {
   run --separate-stderr -0 "$KUBECTL" __complete tao su
   assert_line --index 0 "submit"

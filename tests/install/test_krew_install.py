@@ -119,7 +119,8 @@ def test_krew_install_under_an_unbundled_python_names_the_krew_fix(
                             timeout=60)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.startswith("error: kubectl-tao: it bundles compiled packages for Python ")
-    assert result.stderr.endswith("reinstall: `kubectl krew uninstall tao && kubectl krew install tao`\n")
+    assert result.stderr.endswith("reinstall: `kubectl krew uninstall tao && kubectl krew install --manifest=tao.yaml "
+                                  "--archive=kubectl-tao-vVERSION-OS-ARCH.tar.gz` (both from the release)\n")
     assert result.stderr.count("\n") == 1
 
 

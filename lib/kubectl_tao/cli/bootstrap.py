@@ -94,8 +94,9 @@ def missing_message(method: str, missing: Sequence[str], root: Path | None = Non
         else:
             cause = f"its bundled packages could not be found ({names})"
         if method == "krew":
-            fix = ("put a python3 of a supported version first on PATH, or reinstall: "
-                   "`kubectl krew uninstall tao && kubectl krew install tao`")
+            fix = ("put a python3 of a supported version first on PATH, or reinstall: `kubectl krew uninstall tao && "
+                   "kubectl krew install --manifest=tao.yaml --archive=kubectl-tao-vVERSION-OS-ARCH.tar.gz` (both "
+                   "from the release)")
         else:
             fix = ("put a python3 of a supported version first on PATH, or unpack this platform's release "
                    "archive (kubectl-tao-vVERSION-OS-ARCH.tar.gz) again")

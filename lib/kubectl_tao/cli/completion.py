@@ -32,7 +32,6 @@ FILE_FLAGS = frozenset(
     {"--kubeconfig", "--env-file", "--action-request", "--staging-map", "--config", "--file", "--from-file"}
 )
 VALUE_CHOICES: dict[str, tuple[str, ...]] = {
-    "--output": ("table", "wide", "json", "yaml", "name"),
     "--storage-tier": ("A", "C"),
     "--launcher": ("tao", "torchrun"),
     "--dry-run": ("none", "client", "server"),
@@ -227,6 +226,10 @@ class Completer:
             return [], FILES
         if isinstance(option.type, click.Choice):
             return _prefixed([str(c) for c in option.type.choices], current), NO_FILES
+        # A flag whose verb knows its values (-o: the formats that verb takes) completes them itself.
+        offered = [item.value for item in option.shell_complete(click.Context(click.Command(None)), current)]
+        if offered:
+            return _prefixed(offered, current), NO_FILES
         for name in names:
             if name in VALUE_CHOICES:
                 return _prefixed(VALUE_CHOICES[name], current), NO_FILES

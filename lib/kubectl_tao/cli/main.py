@@ -52,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run_app(args)
     except TaoError as exc:
-        sys.stderr.write(f"error: {_scrubbed(exc.message)}\n")
+        # kubectl's own words start with "error: " too: printed once.
+        message = exc.message[len("error: "):] if exc.message.lower().startswith("error: ") else exc.message
+        sys.stderr.write(f"error: {_scrubbed(message)}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("error: interrupted\n")
@@ -89,11 +91,7 @@ def _run_app(args: list[str]) -> int:
         return 0
     except click.exceptions.UsageError as exc:
         where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
-        message = exc.format_message()
-        head, sep, rest = message.partition(" Did you mean")
-        if sep and sep in rest:  # click and typer both add the same suggestion
-            message = head + sep + rest.split(sep)[0].rstrip()
-        sys.stderr.write(f"error: {_scrubbed(message)}{where}\n")
+        sys.stderr.write(f"error: {_scrubbed(_usage_message(exc))}{where}\n")
         return EXIT_USAGE
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -101,6 +99,34 @@ def _run_app(args: list[str]) -> int:
         sys.stderr.write("error: interrupted\n")
         return 130
     return result if isinstance(result, int) else 0
+
+
+def _usage_message(exc: Exception) -> str:
+    """click's usage error in one line; a mistyped verb or flag gets its close names, the closest first (click
+    sorts them by name, and knows no verb of the root group, whose verbs are built only when looked up)."""
+    import click
+
+    if isinstance(exc, click.exceptions.NoSuchOption):
+        word, candidates = exc.option_name, _option_names(exc.ctx)
+    elif isinstance(exc, click.exceptions.NoSuchCommand):
+        group = exc.ctx.command if exc.ctx else None
+        word = exc.command_name
+        candidates = group.list_commands(exc.ctx) if isinstance(group, click.Group) and exc.ctx else []
+    else:
+        return exc.format_message() if isinstance(exc, click.exceptions.UsageError) else str(exc)
+    from kubectl_tao.core.suggest import did_you_mean
+
+    head = exc.message.partition(" Did you mean")[0]  # typer may have added click's suggestion to the message
+    return head + did_you_mean(word, candidates)
+
+
+def _option_names(ctx: object) -> list[str]:
+    """The long flags of CTX's command, as click offers them for a mistyped flag."""
+    import click
+
+    if not isinstance(ctx, click.Context):
+        return []
+    return [name for param in ctx.command.get_params(ctx) for name in param.opts if name.startswith("--")]
 
 
 def run() -> None:

@@ -20,9 +20,12 @@ FORMATS = ("table", "wide", "json", "yaml", "name")
 
 
 def check_format(value: str | None, allowed: Sequence[str] = FORMATS) -> str:
-    fmt = (value or "table").lower()
+    """The -o value, lower-cased; ALLOWED: the verb's formats, its default first ("table" is the verb's own
+    printout, which -o need not name)."""
+    fmt = (value or allowed[0]).lower()
     if fmt not in allowed:
-        raise UsageError(f"-o/--output: unknown format {value!r}; use one of {', '.join(allowed[1:])}")
+        named = ", ".join(name for name in allowed if name != "table")
+        raise UsageError(f"-o/--output: unknown format {value!r}; use one of {named}")
     return fmt
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import OutputOption, VerbCommand, record_store, session
+from kubectl_tao.commands.common import ACTION_FORMATS, VerbCommand, output_option, record_store, session
 
 EPILOG = """\b
 Examples:
@@ -28,14 +28,14 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(
             False, "--force", help="Skip the cluster pin (never the check that the Job is this record's)."
         ),
-        output: str = OutputOption,
+        output: str = output_option(ACTION_FORMATS, "text"),
     ) -> int:
         """Stop a job: delete its Job, Service and Secret, and mark its record CANCELED."""
         from kubectl_tao.cli.output import check_format, emit, emit_data, info
         from kubectl_tao.jobs import track as tracking
         from kubectl_tao.jobs.cancel import cancel as run_cancel
 
-        fmt = check_format(output, ("table", "json", "yaml", "name"))
+        fmt = check_format(output, ACTION_FORMATS)
         if wait.lower() not in ("true", "false"):
             from kubectl_tao.core.errors import UsageError
 

@@ -52,5 +52,45 @@ class VerbCommand(TyperCommand):
         return super().invoke(ctx)
 
 
-OutputOption = typer.Option("table", "--output", "-o", help="Output format: table (default), wide, json, yaml, name.")
+# The -o formats of each kind of verb, the default first (cli/output.check_format reads them the same way).
+TABLE_FORMATS = ("table", "wide", "json", "yaml", "name")  # list, status
+DATA_FORMATS = ("table", "json", "yaml")  # version, explain, preflight, fit, probe nccl: text by default
+ACTION_FORMATS = ("table", "json", "yaml", "name")  # submit, resubmit, cancel: text by default
+MANIFEST_FORMATS = ("yaml", "json")  # render
+
+
+def _one_of(names: tuple[str, ...]) -> str:
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+
+
+def output_option(allowed: tuple[str, ...] = TABLE_FORMATS, printout: str = "a table", about: str = "") -> Any:
+    """The -o/--output flag of a verb taking ALLOWED, its help generated from them (PRINTOUT: what the verb
+    prints without -o; ABOUT: what the formats show, when that needs saying)."""
+    if allowed[0] == "table":  # the verb's own printout, which -o need not name
+        text = f"Output format: {_one_of(allowed[1:])} (default: {printout})."
+    else:
+        text = f"Output format: {_one_of((f'{allowed[0]} (default)', *allowed[1:]))}."
+    text = f"{text[:-1]}: {about}." if about else text
+    offered = tuple(name for name in allowed if name != "table")
+
+    def complete(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
+        return [name for name in offered if name.startswith(incomplete)]  # shell completion offers the same
+
+    return typer.Option(allowed[0], "--output", "-o", help=text, shell_complete=complete)
+
+
+OutputOption = output_option()
+
+
+def check_seconds(**given: float | None) -> None:
+    """The waiting limits given (flag spelled with underscores -> seconds): each a positive, finite number of
+    seconds, or UsageError naming the flag (before any cluster call)."""
+    import math
+
+    from kubectl_tao.core.errors import UsageError
+
+    for key, value in given.items():
+        if value is not None and not (math.isfinite(value) and value > 0):
+            flag = "--" + key.replace("_", "-")
+            raise UsageError(f"{flag} {value:g}: give a positive number of seconds (leave {flag} out for no limit)")
 NoHeadersOption = typer.Option(False, "--no-headers", help="Omit the table header line.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import OutputOption, VerbCommand, record_store, session
+from kubectl_tao.commands.common import DATA_FORMATS, VerbCommand, output_option, record_store, session
 
 EPILOG = """\b
 Examples:
@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
     @app.command("explain", epilog=EPILOG, cls=VerbCommand)
     def explain(
         job: str = typer.Argument(..., help="Record id (see `kubectl tao list`)."),
-        output: str = OutputOption,
+        output: str = output_option(DATA_FORMATS, "text"),
         force: bool = typer.Option(False, "--force", help="Look even if kubectl points at another cluster or Job UID."),
     ) -> int:
         """Explain why a job is pending or failed: cause, evidence, fix."""
@@ -65,7 +65,7 @@ def register(app: typer.Typer) -> None:
         from kubectl_tao.jobs import track as tracking
         from kubectl_tao.jobs.explain import explain_job
 
-        fmt = check_format(output, ("table", "json", "yaml"))
+        fmt = check_format(output, DATA_FORMATS)
         sess = session()
         tracked = tracking.load(record_store(), job)
         result = explain_job(sess.kubectl(), tracked, server=sess.target().server, force=force)

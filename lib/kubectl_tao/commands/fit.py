@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import OutputOption, VerbCommand, session
+from kubectl_tao.commands.common import DATA_FORMATS, VerbCommand, output_option, session
 
 EPILOG = """\b
 Examples:
@@ -33,8 +33,8 @@ Exit codes: 0 fits now, 1 must queue (nodes busy or quota in use), 4 can never f
 def register(app: typer.Typer) -> None:
     @app.command("fit", epilog=EPILOG, cls=VerbCommand)
     def fit(
-        gpus: int = typer.Option(..., "--gpus", min=0, help="nvidia.com/gpu per node (per rank)."),
-        nodes: int = typer.Option(1, "--nodes", min=1, help="Nodes (ranks), each on its own node."),
+        gpus: int = typer.Option(..., "--gpus", help="nvidia.com/gpu per node (per rank), 0 to 64."),
+        nodes: int = typer.Option(1, "--nodes", help="Nodes (ranks), each on its own node, 1 to 1024."),
         gpu_product: str = typer.Option(None, "--gpu-product", help="Only nodes labelled nvidia.com/gpu.product=P."),
         # Plain defaults, not Annotated: VerbCommand rebuilds the signature and typer would lose the help.
         node_selector: list[str] | None = typer.Option(
@@ -47,17 +47,18 @@ def register(app: typer.Typer) -> None:
         topology: str = typer.Option(
             None, "--topology", help="Every rank in one domain of node label LABEL (LABEL:preferred: close)."
         ),
-        output: str = OutputOption,
+        output: str = output_option(DATA_FORMATS, "text"),
     ) -> int:
         """Say whether a job of G GPUs x N nodes fits now, must queue, or never fits."""
         from kubectl_tao.cli.output import check_format, emit, emit_data, info
         from kubectl_tao.core.contract import GPU_TOLERATION
         from kubectl_tao.core.errors import EXIT_FAILURE, EXIT_NEVER_FITS, EXIT_OK, UsageError
-        from kubectl_tao.core.flagvalues import check_toleration, parse_key_values, parse_toleration
+        from kubectl_tao.core.flagvalues import check_shape, check_toleration, parse_key_values, parse_toleration
         from kubectl_tao.core.topology import parse as parse_topology
         from kubectl_tao.jobs import fit as fitting
 
-        fmt = check_format(output, ("table", "json", "yaml"))
+        fmt = check_format(output, DATA_FORMATS)
+        check_shape(gpus, nodes)  # the bounds submit and render apply
         wanted_topology = parse_topology(topology)
         selector = parse_key_values(node_selector, "--node-selector")
         tolerations = []

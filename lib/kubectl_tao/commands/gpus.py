@@ -6,7 +6,9 @@ from typing import Any
 
 import typer
 
-from kubectl_tao.commands.common import NoHeadersOption, OutputOption, VerbCommand, session
+from kubectl_tao.commands.common import NoHeadersOption, VerbCommand, output_option, session
+
+GPUS_FORMATS = ("table", "wide", "json", "yaml")
 
 EPILOG = """\b
 Examples:
@@ -44,14 +46,14 @@ def register(app: typer.Typer) -> None:
         by: str = typer.Option(
             None, "--by", help="Node label (a rack, block or zone label): free GPUs per domain of that label."
         ),
-        output: str = OutputOption,
+        output: str = output_option(GPUS_FORMATS),
         no_headers: bool = NoHeadersOption,
     ) -> int:
         """Show which GPUs are free right now, per node and per namespace."""
         from kubectl_tao.cli.output import check_format, emit, emit_data, info, table
         from kubectl_tao.jobs.gpus import gather
 
-        fmt = check_format(output, ("table", "wide", "json", "yaml"))
+        fmt = check_format(output, GPUS_FORMATS)
         sess = session()
         view = gather(
             sess.kubectl(), device_class=device_class, queue=queue, namespace=sess.namespace() if queue else "",

@@ -234,3 +234,22 @@ def request_of(ctx: click.Context) -> JobRequest:
     """The job request JobCommand parsed for the running verb."""
     request: JobRequest = ctx.meta[_META_KEY]
     return request
+
+
+def checked_warnings(job: JobRequest) -> list[str]:
+    """The flags checked before any other work, each refusal naming its flag: --gpus and --nodes within the
+    bounds fit applies too, the image references as the container runtime parses them. Returns a warning for
+    each image without a tag (pulled as `:latest`)."""
+    from kubectl_tao.core import imageref, names
+    from kubectl_tao.core.flagvalues import check_shape
+
+    if not job.action_request:
+        check_shape(job.gpus, job.nodes)
+    warnings = []
+    for image, flag in ((job.image, "--image"), (job.s3_tools_image, "--s3-tools-image")):
+        if image:
+            names.validate_image(str(image), flag)  # whitespace and control characters first, then the grammar
+            warning = imageref.check(str(image), flag)
+            if warning:
+                warnings.append(warning)
+    return warnings

@@ -1,4 +1,4 @@
-"""`kubectl tao lint FILE... [-]`: the secret linter over manifests, scripts and env-files."""
+"""`kubectl tao lint FILE... [-]`: the secret linter over manifests, scripts and config files."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ Examples:
   # What render would apply
   kubectl tao render --image IMG --command CMD --pvc data | kubectl tao lint -
   # Several files; exit 1 when any of them holds a credential
-  kubectl tao lint k8s/*.yaml scripts/train.sh .env
+  kubectl tao lint k8s/*.yaml scripts/train.sh
 
 \b
 Manifests (YAML or JSON, several documents) are checked field by field, anything else line by line.
 Findings go to stderr as `SOURCE:LINE: KIND: PLACE (RULE)` and never show the value.
+The KEY=VALUE file given to --env-file holds credentials by design (they go into a Secret from it): lint
+finds each of them there, so leave it out of the files you lint.
 Exit codes: 0 clean, 1 findings, 2 a file cannot be read."""
 
 
@@ -28,7 +30,7 @@ def register(app: typer.Typer) -> None:
     def lint(
         files: Annotated[list[str], typer.Argument(help="Files to check; '-' reads stdin (once).", metavar="FILE...")],
     ) -> int:
-        """Refuse manifests, scripts and env-files that carry an inline credential."""
+        """Refuse manifests, scripts and config files that carry an inline credential."""
         import sys
         from pathlib import Path
 

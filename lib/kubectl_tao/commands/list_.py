@@ -19,7 +19,8 @@ Examples:
 \b
 Records live in $TAO_STATE_DIR/jobs (else ~/.tao/jobs). The newest 100 are shown unless --all or --limit N.
 Live state comes from two kubectl calls at once whatever the number of records; records of other clusters show their
-last recorded state."""
+last recorded state. --no-live asks no cluster: every record shows its last recorded state (exit 3 when a live
+read finds the cluster unreachable: --no-live still lists)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -27,14 +28,16 @@ def register(app: typer.Typer) -> None:
     def list_(
         output: str = OutputOption,
         no_headers: bool = NoHeadersOption,
-        live: bool = typer.Option(True, "--live/--no-live", help="Ask the cluster for live state (default)."),
+        live: bool = typer.Option(
+            True, "--live/--no-live", help="Ask the cluster for live state (default); --no-live: the recorded state."
+        ),
         limit: int = typer.Option(DEFAULT_LIMIT, "--limit", help="Show the newest N records (default 100)."),
         all_: bool = typer.Option(False, "--all", help="Show every record."),
     ) -> int:
         """List job records, newest first, with their live state."""
         from kubectl_tao.cli.output import check_format, info
         from kubectl_tao.commands import present
-        from kubectl_tao.core.errors import UsageError
+        from kubectl_tao.core.errors import ClusterUnreachableError, UsageError
         from kubectl_tao.jobs.listing import observe_all
 
         if limit < 1:
@@ -42,15 +45,18 @@ def register(app: typer.Typer) -> None:
         fmt = check_format(output)
         sess = session()
         problems: list[str] = []
-        observations, total = observe_all(
-            sess.kubectl(),
-            record_store(),
-            sess.target().server,
-            live=live,
-            limit=None if all_ else limit,
-            full=fmt in ("json", "yaml"),
-            errors=problems,
-        )
+        try:
+            observations, total = observe_all(
+                sess.kubectl(),
+                record_store(),
+                sess.target().server,
+                live=live,
+                limit=None if all_ else limit,
+                full=fmt in ("json", "yaml"),
+                errors=problems,
+            )
+        except ClusterUnreachableError as exc:  # the records are still there to see without the cluster
+            raise type(exc)(f"{exc.message}; `kubectl tao list --no-live` shows the recorded states") from None
         for problem in problems:
             info(f"warning: {problem}")
         present.show(observations, output, no_headers)

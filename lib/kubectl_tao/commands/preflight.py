@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from kubectl_tao.commands.common import OutputOption, VerbCommand, session
+from kubectl_tao.commands.common import DATA_FORMATS, VerbCommand, output_option, session
 
 EPILOG = """\b
 Examples:
@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         credentials: bool = typer.Option(False, "--credentials", help="Also check you may create Secrets."),
         gpu_product: str = typer.Option(None, "--gpu-product", help="Required nvidia.com/gpu.product label."),
         queue: str = typer.Option(None, "--queue", help="Kueue LocalQueue the job will use (for the gang check)."),
-        output: str = OutputOption,
+        output: str = output_option(DATA_FORMATS, "OK/WARN/MISSING lines"),
     ) -> int:
         """Check that this machine and cluster can run TAO jobs."""
         from kubectl_tao.cli.output import check_format, emit, emit_data
@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
             kubectl_check,
             minimums,
         )
-        fmt = check_format(output, ("table", "json", "yaml"))
+        fmt = check_format(output, DATA_FORMATS)
         minimums()  # a minimum that is not a version stops here, before anything runs
         sess = session()
         target = sess.target()  # a --context the kubeconfig lacks is bad input (exit 2)

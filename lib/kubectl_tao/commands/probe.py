@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import VerbCommand, lazy_record_store, session
+from kubectl_tao.commands.common import DATA_FORMATS, VerbCommand, lazy_record_store, output_option, session
 from kubectl_tao.commands.jobflags import typer_option
 
 EPILOG = """\b
@@ -86,7 +86,7 @@ def nccl(
     gpu_product: str | None = GPU_PRODUCT_OPTION,
     force: bool = typer.Option(False, "--force", help="Probe even when a result younger than 24h is cached."),
     annotation: list[str] | None = ANNOTATION_OPTION,
-    output: str = typer.Option("table", "--output", "-o", help="Output format: table (default), json, yaml."),
+    output: str = output_option(DATA_FORMATS),
 ) -> int:
     """Run a 2-node all_reduce job and report pass, fail or hang (cached per cluster)."""
     from kubectl_tao.cli.output import check_format, emit, emit_data, info
@@ -95,7 +95,7 @@ def nccl(
     from kubectl_tao.jobs.probe import DEFAULT_IMAGE, PASS, ProbeOptions, describe, parse_duration, run_probe
     from kubectl_tao.store.probecache import cache_path
 
-    fmt = check_format(output, ("table", "json", "yaml"))
+    fmt = check_format(output, DATA_FORMATS)
     selector, tolerations = targeting(node_selector or (), toleration or (), gpu_product)
     opts = ProbeOptions(
         nodes=nodes,

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from kubectl_tao.commands.common import NoHeadersOption, OutputOption, VerbCommand, record_store
+from kubectl_tao.commands.common import ACTION_FORMATS, NoHeadersOption, VerbCommand, output_option, record_store
 
 EPILOG = """\b
 Examples:
@@ -66,7 +66,7 @@ def open_(
     ] = None,
     parent_job: str = typer.Option(None, "--parent-job", help="Record id of the parent job."),
     retry_of: str = typer.Option(None, "--retry-of", help="Record id this job retries."),
-    output: str = typer.Option("name", "--output", "-o", help="name (the id, default), json or yaml."),
+    output: str = output_option(("name", "json", "yaml"), about="name prints the new id"),
 ) -> int:
     """Open a record (state OPEN until launched) and print its new id."""
     from kubectl_tao.cli.output import emit
@@ -104,7 +104,7 @@ def mark(
     source: str = typer.Option("agent", "--source", help="agent, poller or backend-hook."),
     backend_ref: str = typer.Option(None, "--backend-ref", help="NAMESPACE/NAME of the Kubernetes Job."),
     err_class: str = typer.Option(None, "--err-class", help="With --state ERROR: ERR_INFRA or ERR_PROGRAM."),
-    output: str = typer.Option("none", "--output", "-o", help="none (default), json or yaml: the record after."),
+    output: str = output_option(("none", "json", "yaml"), about="the record after the mark"),
 ) -> int:
     """Append a state transition to a record (final states stay final)."""
     fmt = _format(output, ("none", "json", "yaml"))
@@ -119,7 +119,7 @@ def mark(
 )
 def show(
     record_id: str = typer.Argument(..., metavar="ID", help="Record id."),
-    output: str = typer.Option("json", "--output", "-o", help="json (default) or yaml."),
+    output: str = output_option(("json", "yaml")),
 ) -> int:
     """Print a record (redacted) as JSON or YAML."""
     fmt = _format(output, ("json", "yaml"))
@@ -132,11 +132,11 @@ def show(
     epilog="\b\nExamples:\n  kubectl tao record list\n  kubectl tao record list -o json --no-headers",
     cls=VerbCommand,
 )
-def list_(output: str = OutputOption, no_headers: bool = NoHeadersOption) -> int:
+def list_(output: str = output_option(ACTION_FORMATS), no_headers: bool = NoHeadersOption) -> int:
     """List records, newest first, without asking the cluster."""
     from kubectl_tao.cli.output import as_list, check_format, emit, emit_data, info, table
 
-    fmt = check_format(output, ("table", "json", "yaml", "name"))
+    fmt = check_format(output, ACTION_FORMATS)
     errors: list[str] = []
     records = record_store().list(errors)
     for problem in errors:

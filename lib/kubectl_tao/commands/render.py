@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import OutputOption, session
-from kubectl_tao.commands.jobflags import JobCommand, request_of
+from kubectl_tao.commands.common import MANIFEST_FORMATS, output_option, session
+from kubectl_tao.commands.jobflags import JobCommand, checked_warnings, request_of
 
 EPILOG = """\b
 Examples:
@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
 def render(
     ctx: typer.Context,
     name: str = typer.Option(None, "--name", help="Kubernetes Job name (default: a preview record id)."),
-    output: str = OutputOption,
+    output: str = output_option(MANIFEST_FORMATS),
 ) -> int:
     """Print the Kubernetes manifests for a job without contacting the cluster."""
     from kubectl_tao.cli.output import check_format, emit, info
@@ -35,14 +35,17 @@ def render(
     from kubectl_tao.jobs import plan as planning
     from kubectl_tao.jobs.submit import execute
 
-    fmt = check_format(output, ("table", "yaml", "json"))
+    fmt = check_format(output, MANIFEST_FORMATS)
     job = request_of(ctx)
+    image_warnings = checked_warnings(job)  # refusals now, warnings once the whole request is known good
     sess = session()
     namespace = sess.namespace()
     # Only the names matter here: the manifest references the Secret by name, values stay out of it.
     names = planning.read_credentials(job.env_file, job.env)
     placeholders = dict.fromkeys(names, "placeholder")
     the_plan = planning.build(job, namespace, placeholders, server=sess.target().server)
+    for warning in image_warnings:
+        info(f"warning: {warning}")
     for note in the_plan.notes:
         info(note)
     outcome = execute(

@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from kubectl_tao.commands.common import OutputOption, VerbCommand, record_store, session
+from kubectl_tao.commands.common import ACTION_FORMATS, VerbCommand, check_seconds, output_option, record_store, session
 
 EPILOG = """\b
 Examples:
@@ -39,7 +39,7 @@ def resubmit(
     force: bool = typer.Option(
         False, "--force", help="Resubmit to the current cluster even if the record names another."
     ),
-    output: str = OutputOption,
+    output: str = output_option(ACTION_FORMATS, "the new record id"),
 ) -> int:
     """Run a job again from its record, into the same results directory."""
     from kubectl_tao.cli.output import check_format
@@ -47,9 +47,10 @@ def resubmit(
     from kubectl_tao.core.errors import UsageError
     from kubectl_tao.jobs import track as tracking
 
-    fmt = check_format(output, ("table", "json", "yaml", "name"))
+    fmt = check_format(output, ACTION_FORMATS)
     if dry_run not in ("none", "client", "server"):
         raise UsageError(f"--dry-run={dry_run!r}: use none, client or server")
+    check_seconds(timeout=timeout)
     if timeout and not wait:
         raise UsageError("--timeout needs --wait")
     store = record_store()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import VerbCommand, session
+from kubectl_tao.commands.common import VerbCommand, output_option, session
+
+SECRET_FORMATS = ("table", "name", "json", "yaml")
 
 EPILOG = """\b
 Examples:
@@ -64,14 +66,14 @@ def image_pull(
     username: str = typer.Option("$oauthtoken", "--username", help="Registry user (nvcr.io: $oauthtoken)."),
     from_env: str = typer.Option(None, "--from-env", help="Read the key from this environment variable."),
     replace: bool = typer.Option(False, "--replace", help="Overwrite the Secret when it exists."),
-    output: str = typer.Option("table", "--output", "-o", help="table (default), name, json or yaml."),
+    output: str = output_option(SECRET_FORMATS),
 ) -> int:
     """Create an image-pull Secret (dockerconfigjson) with the key read from stdin."""
     from kubectl_tao.cli.output import check_format, emit, emit_data
     from kubectl_tao.core.names import validate_dns_subdomain
     from kubectl_tao.k8s.pullsecret import check_registry, check_username, create, secret_object
 
-    fmt = check_format(output, ("table", "name", "json", "yaml"))
+    fmt = check_format(output, SECRET_FORMATS)
     name = validate_dns_subdomain(name, "NAME")
     registry = check_registry(registry)
     username = check_username(username)

@@ -4,6 +4,7 @@ record store."""
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -77,9 +78,40 @@ def session() -> Session:
     return _session
 
 
+# What kubectl's --request-timeout reads (client-go's clientcmd ParseTimeout): whole seconds, or a Go duration
+# (time.ParseDuration: decimal numbers, each with a unit, e.g. 1h30m). A negative one is refused here.
+_DURATION_PART_RE = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h)")
+
+
+def _kubectl_reads_timeout(value: str) -> bool:
+    if value.isascii() and value.isdigit():
+        return True
+    at = 1 if value.startswith("+") else 0
+    while at < len(value):
+        part = _DURATION_PART_RE.match(value, at)
+        if part is None:
+            return False
+        at = part.end()
+    return at > (1 if value.startswith("+") else 0)
+
+
+def check_request_timeout(value: str | None) -> str | None:
+    """--request-timeout as kubectl reads it, or UsageError (exit 2) before any call (kubectl's own refusal
+    would come back from the first call as a failure)."""
+    if value is not None and not _kubectl_reads_timeout(value):
+        from kubectl_tao.core.errors import UsageError
+
+        raise UsageError(
+            "--request-timeout is not a timeout kubectl reads: give whole seconds (0 = no limit) or a "
+            "duration such as 30s, 2m or 1h"
+        )
+    return value
+
+
 def _new_session(values: dict[str, str | None]) -> Session:
     from kubectl_tao.k8s.kubectl import ClusterOptions  # here: `version` never needs the wrapper
 
+    check_request_timeout(values.get("request_timeout"))
     return Session(ClusterOptions(**values))
 
 
@@ -95,7 +127,7 @@ def record_store() -> Any:
     """The job-record store ($TAO_STATE_DIR/jobs, else ~/.tao/jobs)."""
     from kubectl_tao.store.records import RecordStore
 
-    return RecordStore()
+    return RecordStore(list_hint="`kubectl tao list`")
 
 
 def lazy_record_store() -> Callable[[], Any]:

@@ -52,7 +52,7 @@ def show(job: str, output: str, no_headers: bool, force: bool) -> int:
 def register(app: typer.Typer) -> None:
     import typer
 
-    from kubectl_tao.commands.common import NoHeadersOption, OutputOption, VerbCommand
+    from kubectl_tao.commands.common import NoHeadersOption, OutputOption, VerbCommand, check_seconds
 
     @app.command("status", epilog=EPILOG, cls=VerbCommand)
     def status(
@@ -72,6 +72,7 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Look even if kubectl points at another cluster or Job UID."),
     ) -> int:
         """Show a job's state (PENDING/RUNNING/COMPLETE/ERROR/UNKNOWN) and why."""
+        check_seconds(timeout=timeout, pending_timeout=pending_timeout, image_pull_timeout=image_pull_timeout)
         if not watch:
             return show(job, output, no_headers, force)
         from kubectl_tao.commands import present

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from kubectl_tao.commands.common import OutputOption, lazy_record_store, session
-from kubectl_tao.commands.jobflags import JobCommand, request_of
+from kubectl_tao.commands.common import ACTION_FORMATS, check_seconds, lazy_record_store, output_option, session
+from kubectl_tao.commands.jobflags import JobCommand, checked_warnings, request_of
 
 if TYPE_CHECKING:
     from kubectl_tao.jobs.plan import JobRequest
@@ -55,15 +55,16 @@ def submit(
     require_fit_now: bool = typer.Option(
         False, "--require-fit-now", help="Refuse when the GPUs are not free now (instead of queueing)."
     ),
-    output: str = OutputOption,
+    output: str = output_option(ACTION_FORMATS, "the record id"),
 ) -> int:
     """Launch a TAO (or any PyTorch-style) GPU job after every gate passes."""
     from kubectl_tao.cli.output import check_format
     from kubectl_tao.core.errors import UsageError
 
-    fmt = check_format(output, ("table", "json", "yaml", "name"))
+    fmt = check_format(output, ACTION_FORMATS)
     if dry_run not in ("none", "client", "server"):
         raise UsageError(f"--dry-run={dry_run!r}: use none, client or server")
+    check_seconds(timeout=timeout, pending_timeout=pending_timeout, image_pull_timeout=image_pull_timeout)
     if (timeout or pending_timeout or image_pull_timeout) and not wait:
         raise UsageError("--timeout/--pending-timeout/--image-pull-timeout need --wait")
     job = request_of(ctx)
@@ -101,9 +102,12 @@ def run_submit(
         # gives up), so a short --ttl-seconds can never delete the outcome before it is seen.
         job = job.replaced(keep_until_captured=True)
         held = "wait"
+    image_warnings = checked_warnings(job)  # refusals now, warnings once the whole request is known good
     creds = planning.read_credentials(job.env_file, job.env)
     target = sess.target()
     the_plan = planning.build(job, namespace, creds, server=target.server)
+    for warning in image_warnings:
+        info(f"warning: {warning}")
     the_plan.require_fit_now = require_fit_now
     the_plan.record.update(record_fields or {})
     store = lazy_record_store()

@@ -20,7 +20,7 @@ def client_version_line() -> str:
 def register(app: typer.Typer) -> None:
     import typer
 
-    from kubectl_tao.commands.common import OutputOption, VerbCommand
+    from kubectl_tao.commands.common import DATA_FORMATS, VerbCommand, output_option
 
     @app.command(
         "version",
@@ -29,13 +29,13 @@ def register(app: typer.Typer) -> None:
     )
     def version(
         server: bool = typer.Option(False, "--server", help="Also ask the API server for its version."),
-        output: str = OutputOption,
+        output: str = output_option(DATA_FORMATS, "text"),
     ) -> None:
         """Print the kubectl-tao version (and the cluster's with --server)."""
         from kubectl_tao import __version__
         from kubectl_tao.cli.output import check_format, emit, emit_data
 
-        fmt = check_format(output, ("table", "json", "yaml"))
+        fmt = check_format(output, DATA_FORMATS)
         data: dict[str, str] = {"clientVersion": __version__}
         if server:
             from kubectl_tao.core.serverversion import parse_server_version

@@ -377,7 +377,7 @@ CAUSES: tuple[Cause, ...] = (
         PRIMARY,
         ERR_PROGRAM,
         "a file the program opens does not exist",
-        "check the path against the job's mounts (--mount, the results and data paths) and that the file was "
+        "check the path against the job's mounts (--mount-path, the results and data paths) and that the file was "
         "uploaded there",
         (Sign(_rx(r"FileNotFoundError: \[Errno 2\] No such file or directory")),),
         _first(_rx(r"No such file or directory: '([^']{1,400})'"), "path"),

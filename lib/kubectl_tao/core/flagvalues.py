@@ -10,6 +10,9 @@ from typing import Any
 from kubectl_tao.core import names
 from kubectl_tao.core.errors import UsageError
 
+# The bounds of a job's shape, the same for submit, render and fit: GPUs per node (rank) and nodes (ranks).
+MAX_GPUS_PER_NODE = 64
+MAX_NODES = 1024
 _TOLERATION_KEYS = {"key", "operator", "value", "effect", "tolerationSeconds"}
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -19,6 +22,12 @@ def int_in(value: object, field_name: str, low: int, high: int) -> int:
         shown = value if isinstance(value, int) and not isinstance(value, bool) else type(value).__name__
         raise UsageError(f"{field_name} must be a whole number from {low} to {high}, got {shown}")
     return value
+
+
+def check_shape(gpus: object, nodes: object) -> None:
+    """--gpus and --nodes within the bounds every verb applies (UsageError naming the flag)."""
+    int_in(gpus, "--gpus", 0, MAX_GPUS_PER_NODE)
+    int_in(nodes, "--nodes", 1, MAX_NODES)
 
 
 def check_toleration(toleration: Mapping[str, Any], index: int) -> None:

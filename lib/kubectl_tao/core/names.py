@@ -11,6 +11,7 @@ from __future__ import annotations
 import posixpath
 import re
 
+from kubectl_tao.core import imageref
 from kubectl_tao.core.errors import UsageError
 
 # RFC 1123 label as Kubernetes checks it (IsDNS1123Label), and the subdomain built from such labels.
@@ -344,7 +345,8 @@ def s3_input_name(uri: str, field: str = "s3 input") -> str:
 
 
 def validate_image(value: object, field: str = "image") -> str:
-    """A container image reference: non-empty, no whitespace or control characters."""
+    """A container image reference: non-empty, no whitespace or control characters, and as the container
+    runtime parses it (core/imageref.py)."""
     text = require_string(value, field)
     if _has_control(text) or any(ch.isspace() for ch in text):
         bad = next(i for i, ch in enumerate(text, 1) if ord(ch) < 32 or ord(ch) == 127 or ch.isspace())
@@ -354,4 +356,5 @@ def validate_image(value: object, field: str = "image") -> str:
         )
     if len(text) > 4096 or text.startswith(("-", "/", ":", "@")):
         raise UsageError(f"{field} is not an image reference such as nvcr.io/nvidia/tao/tao-toolkit:TAG")
+    imageref.check(text, field)  # the runtime's grammar (a missing tag is the caller's warning to give)
     return text

@@ -17,7 +17,14 @@ from typing import Any
 
 from kubectl_tao.core import contract, kubelet_text, names, quantities, retry, templates
 from kubectl_tao.core.errors import UsageError
-from kubectl_tao.core.flagvalues import check_toleration, int_in, parse_key_values, parse_toleration
+from kubectl_tao.core.flagvalues import (
+    MAX_GPUS_PER_NODE,
+    MAX_NODES,
+    check_toleration,
+    int_in,
+    parse_key_values,
+    parse_toleration,
+)
 from kubectl_tao.core.valueclass import Factory, Value, record
 
 MANAGED_BY_LABEL = contract.MANAGED_BY_LABEL
@@ -42,8 +49,6 @@ DEFAULT_TTL_SECONDS = 3600
 DEFAULT_MASTER_PORT = 29500
 DEFAULT_RENDEZVOUS_TIMEOUT = 300
 
-MAX_GPUS_PER_NODE = 64
-MAX_NODES = 1024
 MAX_TTL_SECONDS = 604800
 MAX_RETRIES = 100
 MAX_RENDEZVOUS_TIMEOUT = 86400

@@ -378,9 +378,15 @@ def _lint(objects: list[dict[str, Any]]) -> None:
     from kubectl_tao.core.lint import lint_documents
 
     # Judge the text the containers receive: `$$(NAME)` in the manifest is the `$(NAME)` reference the user wrote.
-    findings = lint_documents(as_delivered(objects), "rendered manifest")
+    delivered = as_delivered(objects)
+    findings = lint_documents(delivered, "rendered manifest")
     if findings:
-        first = findings[0]
+        from kubectl_tao.core.lint import lint_manifest_text
+        from kubectl_tao.core.render import to_yaml
+
+        # Plain objects carry no lines: read back from the YAML `render` prints, the finding names its line.
+        placed = [f for f in lint_manifest_text(to_yaml(delivered), "rendered manifest") if f.line]
+        first = placed[0] if placed else findings[0]
         raise GateError(
             f"secret lint: the rendered manifest carries an inline credential ({first}); pass credentials "
             "with --env-file/--env so they go into a Secret"

@@ -253,9 +253,11 @@ class Kubectl:
     def error_for(self, stderr: str) -> TaoError:
         reason = classify_stderr(stderr)
         message = first_error_line(stderr) or "kubectl failed without a message"
+        # Quoted inside a sentence of ours, kubectl's line goes without its own "error: ".
+        said = message[len("error: "):] if message.lower().startswith("error: ") else message
         if reason == "Unauthorized":
             return CredentialsRefusedError(
-                f"the API server refused your credentials: {message}; {CREDENTIALS_FIX}", detail=message
+                f"the API server refused your credentials: {said}; {CREDENTIALS_FIX}", detail=message
             )
         missing = self._missing_kubeconfig(stderr, reason)
         if missing:
@@ -263,12 +265,12 @@ class Kubectl:
                                            no_config=True)
         if reason == "Unreachable":
             return ClusterUnreachableError(
-                f"cluster unreachable: {message} (check --kubeconfig/$KUBECONFIG, --context, and that the "
+                f"cluster unreachable: {said} (check --kubeconfig/$KUBECONFIG, --context, and that the "
                 "API server is up)",
                 detail=message,
             )
         if reason == "NoContext":
-            return UsageError(f"--context: {message}; list contexts with `kubectl config get-contexts`")
+            return UsageError(f"--context: {said}; list contexts with `kubectl config get-contexts`")
         return KubectlError(message, stderr=_scrub(stderr), reason=reason)
 
     def _missing_kubeconfig(self, stderr: str, reason: str) -> str:

@@ -42,10 +42,11 @@ def is_id(value: str) -> bool:
     return len(value) <= ID_MAX and ID_RE.fullmatch(value) is not None
 
 
-def validate_id(record_id: str, flag: str = "record id") -> str:
+def validate_id(record_id: str, flag: str = "record id", lister: str = "`tao_job_record list`") -> str:
+    """RECORD_ID when it is one, else UsageError naming FLAG and LISTER, the command that shows the ids."""
     if not isinstance(record_id, str) or not is_id(record_id):
         raise UsageError(
             f"{flag} {record_id!r} is not a record id: use letters, digits, '.', '_' and '-', starting "
-            "with a letter or digit (`tao_job_record list` shows the ids)"
+            f"with a letter or digit ({lister} shows the ids)"
         )
     return record_id

@@ -127,6 +127,9 @@ def _shape_ok(record: Mapping[str, Any]) -> bool:
     )
 
 
+# The command that lists the records, named when one is missing (the plugin names its own: `kubectl tao list`).
+LIST_HINT = "`tao_job_record list`"
+
 def record_problem(record: Mapping[str, Any]) -> str | None:
     """Why a record read from disk cannot be used (the first schema error, redacted), or None."""
     if _shape_ok(record):
@@ -137,10 +140,10 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
     return redact_text(errors[0]) if errors else "a field has the wrong type or a value outside the vocabulary"
 
 
-def _read_record(path: Path, record_id: str) -> dict[str, Any]:
+def _read_record(path: Path, record_id: str, hint: str = LIST_HINT) -> dict[str, Any]:
     """The record at ``path``; TaoError (exit 1) when it cannot be read (store/safefile.py), is not a record,
     or holds another id than its file name says (a copied or planted file)."""
-    data = _read_json(path, "job record", f"no job record {record_id}")
+    data = _read_json(path, "job record", f"no job record {record_id}", hint)
     problem = _problem(data, record_id)
     if problem is not None:
         raise TaoError(f"job record {path} {problem}; restore it or move it aside")
@@ -168,13 +171,13 @@ def _replace_atomically(path: Path, obj: object) -> None:
     write_atomically(path, _dumps(obj))
 
 
-def _read_json(path: Path, what: str, missing: str | None = None) -> dict[str, Any]:
+def _read_json(path: Path, what: str, missing: str | None = None, hint: str = LIST_HINT) -> dict[str, Any]:
     """The JSON object at PATH; TaoError naming the file (never its content) when it is missing (MISSING says
     so, else its absence is an error like any other), not a regular file, too large, too deep or not JSON."""
     try:
         return safefile.read_json(path, what)
     except FileNotFoundError:
-        raise TaoError(f"{missing or f'no {what}'} at {path}; `tao_job_record list` shows the records") from None
+        raise TaoError(f"{missing or f'no {what}'} at {path}; {hint} shows the records") from None
     except TaoError as exc:
         raise TaoError(f"{exc.message}; restore it or move it aside") from None
 
@@ -226,7 +229,9 @@ def _cap_history(history: object) -> object:
 class RecordStore:
     """Records under ``<state_dir>/jobs``; ``state_dir`` defaults to ``statedir.state_dir()``."""
 
-    def __init__(self, state_dir: Path | str | None = None) -> None:
+    def __init__(self, state_dir: Path | str | None = None, list_hint: str = LIST_HINT) -> None:
+        """LIST_HINT: the command a user runs to see the records (named when one is missing)."""
+        self.list_hint = list_hint
         root = resolve_state_dir(value=state_dir)
         self.state_dir = root
         self.jobs_dir = root / "jobs"
@@ -235,13 +240,13 @@ class RecordStore:
 
     # paths ----------------------------------------------------------------------------------------
     def path(self, record_id: str) -> Path:
-        return self.jobs_dir / f"{validate_id(record_id)}.json"
+        return self.jobs_dir / f"{validate_id(record_id, lister=self.list_hint)}.json"
 
     def extra_path(self, record_id: str) -> Path:
-        return self.extras_dir / f"{validate_id(record_id)}.json"
+        return self.extras_dir / f"{validate_id(record_id, lister=self.list_hint)}.json"
 
     def lock_path(self, record_id: str) -> Path:
-        return self.jobs_dir / f"{validate_id(record_id)}.json.lock"
+        return self.jobs_dir / f"{validate_id(record_id, lister=self.list_hint)}.json.lock"
 
     def _ensure_dirs(self) -> None:
         try:
@@ -328,7 +333,7 @@ class RecordStore:
         transitions.check_mark_args(state, source, err_class, message)
         path = self.path(record_id)
         with self.lock(record_id):
-            record = _read_record(path, record_id)
+            record = _read_record(path, record_id, self.list_hint)
             if backend_ref is not None:
                 backend_ref = recordfields.validate_backend_ref(backend_ref, str(record.get("platform", "")))
                 if redact_text(backend_ref) != backend_ref:
@@ -348,7 +353,7 @@ class RecordStore:
         """The record, redacted (whoever wrote it)."""
         from kubectl_tao.core.redact import redact_obj
 
-        record = redact_obj(_read_record(self.path(record_id), record_id))
+        record = redact_obj(_read_record(self.path(record_id), record_id, self.list_hint))
         assert isinstance(record, dict)
         return Record(record)
 
@@ -387,14 +392,14 @@ class RecordStore:
     def get_extra(self, record_id: str) -> dict[str, Any]:
         """kubectl-tao's additions for a record ({} when there are none yet)."""
         if not self.path(record_id).is_file():
-            raise TaoError(f"no job record {record_id} in {self.jobs_dir}; `tao_job_record list` shows the records")
+            raise TaoError(f"no job record {record_id} in {self.jobs_dir}; {self.list_hint} shows the records")
         return _read_json_if_there(self.extra_path(record_id), "kubectl-tao data") or {}
 
     def update_extra(self, record_id: str, **fields: Any) -> dict[str, Any]:
         """Merge ``fields`` (top-level keys replace) into the additions, under the record's lock."""
         with self.lock(record_id):
             if not self.path(record_id).is_file():
-                raise TaoError(f"no job record {record_id} in {self.jobs_dir}; `tao_job_record list` shows the records")
+                raise TaoError(f"no job record {record_id} in {self.jobs_dir}; {self.list_hint} shows the records")
             return self._merge_extra(record_id, fields)
 
     def _merge_extra(self, record_id: str, fields: dict[str, Any]) -> dict[str, Any]:

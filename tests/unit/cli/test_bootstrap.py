@@ -47,7 +47,8 @@ def test_a_store_without_receipts_is_not_krew(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("method", "fix"),
     [
-        ("krew", "reinstall: `kubectl krew uninstall tao && kubectl krew install tao`"),
+        ("krew", "reinstall: `kubectl krew uninstall tao && kubectl krew install --manifest=tao.yaml "
+                 "--archive=kubectl-tao-vVERSION-OS-ARCH.tar.gz` (both from the release)"),
         ("archive", "unpack this platform's release archive (kubectl-tao-vVERSION-OS-ARCH.tar.gz) again"),
         ("checkout", "run `make venv` in "),
         ("pipx", "run `pipx reinstall kubectl-tao`"),

@@ -47,7 +47,11 @@ def engine() -> Completer:
         (["record", "show", ""], IDS),
         (["secret", ""], ["image-pull"]),
         (["completion", ""], ["bash", "zsh", "fish"]),
-        (["fit", "-o", ""], ["table", "wide", "json", "yaml", "name"]),
+        (["fit", "-o", ""], ["json", "yaml"]),  # the formats fit takes, as its --help lists them
+        (["render", "-o", ""], ["yaml", "json"]),
+        (["gpus", "--output", ""], ["wide", "json", "yaml"]),
+        (["list", "-o", ""], ["wide", "json", "yaml", "name"]),
+        (["record", "show", "x", "-o", ""], ["json", "yaml"]),
         (["fit", "--output=j"], ["json"]),
         (["record", "mark", "x", "--state", "C"], ["COMPLETE", "CANCELED"]),
         (["status", "-n", "t"], ["tao-jobs"]),

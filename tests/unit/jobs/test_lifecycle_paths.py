@@ -19,7 +19,7 @@ from kubectl_tao.store.records import RecordStore
 
 SERVER = "https://127.0.0.1:6443"  # the kubeconfig of the cli fixture
 UID = "0b9b6c1e-1111-2222-3333-444455556666"
-SUBMIT = ["submit", "--image", "busybox", "--command", "true", "--storage-tier", "C", "--s3-output", "s3://bucket/out",
+SUBMIT = ["submit", "--image", "busybox:1.36", "--command", "true", "--storage-tier", "C", "--s3-output", "s3://bucket/out",
           "--gpus", "0"]
 
 

@@ -288,7 +288,8 @@ def submit_answers(fake: FakeKubectl, version: str = "version-gke-1.30.json") ->
 
 
 def submit_argv(nodes: int) -> list[str]:
-    return ["submit", "--image", "busybox", "--command", "true", "--gpus", "8", "--nodes", str(nodes), "--pvc", "data"]
+    return ["submit", "--image", "busybox:1.36", "--command", "true", "--gpus", "8", "--nodes", str(nodes),
+            "--pvc", "data"]
 
 
 MULTI = [*submit_argv(2), "--dry-run=server"]

@@ -73,8 +73,8 @@ def answers(fake: FakeKubectl) -> None:
 
 
 def submit(nodes: int) -> list[str]:
-    return ["submit", "--image", "busybox", "--command", "true", "--gpus", "8", "--nodes", str(nodes), "--pvc", "data",
-            "--dry-run=server"]
+    return ["submit", "--image", "busybox:1.36", "--command", "true", "--gpus", "8", "--nodes", str(nodes),
+            "--pvc", "data", "--dry-run=server"]
 
 
 def test_multi_node_submit_without_a_cached_result_warns_with_the_command(
@@ -98,7 +98,7 @@ def rank_env(out: str) -> dict[str, str]:
 
 def test_later_multi_node_jobs_get_the_passing_settings_printed_and_overridable(cli: Any, tao_env: Path) -> None:
     probecache.save_result(cache_file(tao_env), passed(FIXED))
-    render = ["render", "--image", "busybox", "--command", "true", "--gpus", "8", "--nodes", "2", "--pvc", "data",
+    render = ["render", "--image", "busybox:1.36", "--command", "true", "--gpus", "8", "--nodes", "2", "--pvc", "data",
               "-o", "json"]
     code, out, err = cli(*render)
     assert code == 0, err
@@ -113,13 +113,13 @@ def test_later_multi_node_jobs_get_the_passing_settings_printed_and_overridable(
     assert env["NCCL_SOCKET_IFNAME"] == "ib0" and env["NCCL_IB_DISABLE"] == "0"
     assert "applying the NCCL settings" not in err
 
-    code, out, err = cli("render", "--image", "busybox", "--command", "true", "--gpus", "8", "--pvc", "data",
+    code, out, err = cli("render", "--image", "busybox:1.36", "--command", "true", "--gpus", "8", "--pvc", "data",
                          "-o", "json")
     assert code == 0 and "NCCL_SOCKET_IFNAME" not in out, "one node: nothing from the probe"
 
 
 def test_nccl_env_flag_is_checked(cli: Any, tao_env: Path) -> None:
-    code, out, err = cli("render", "--image", "busybox", "--command", "true", "--pvc", "data",
+    code, out, err = cli("render", "--image", "busybox:1.36", "--command", "true", "--pvc", "data",
                          "--nccl-env", "LD_PRELOAD=/x.so")
     assert code == 2 and out == ""
     [line] = err.strip().splitlines()

@@ -17,7 +17,7 @@ EXEC_PLUGIN = (
     "Unable to connect to the server: getting credentials: exec: executable aws failed with exit code 255"
 )
 REFUSED = "The connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?"
-SUBMIT = ["submit", "--image", "busybox", "--command", "true", "--gpus", "0", "--storage-tier", "C",
+SUBMIT = ["submit", "--image", "busybox:1.36", "--command", "true", "--gpus", "0", "--storage-tier", "C",
           "--s3-output", "s3://bucket/out"]
 
 
