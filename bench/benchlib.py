@@ -265,12 +265,11 @@ def _order(key: str, order: Sequence[str]) -> tuple[int, str]:
 
 def _figure(cells: Sequence[str]) -> str:
     _, _, value, reference, ratio, _, _ = cells
-    text = value
-    if reference:
-        text += f" vs {reference}"
-    if ratio:
-        text += f" = {ratio}" if not ratio.startswith(("fit ", "=")) else f" ({ratio})"
-    return text
+    if not ratio:
+        return f"{value} ({reference})" if reference else value
+    if ratio.startswith("fit "):  # the bare reads' row: the ratio is fit's, against the value
+        return f"{value} ({ratio}, {reference})"
+    return f"{value} vs {reference} = {ratio}" if reference else f"{value} = {ratio}"
 
 
 def _when(record: dict[str, Any]) -> str:
