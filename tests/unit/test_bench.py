@@ -289,3 +289,14 @@ def test_a_broken_results_file_stops_the_bench_before_it_measures(tmp_path: Path
     assert err.splitlines() == [f"bench: {tmp_path / 'B.json'}: phase 'x' is not an object; restore it from git or "
                                 "delete it (the next run with --markdown starts it anew)"]
     assert not (tmp_path / "B.md").exists()
+
+
+def test_a_target_row_shows_its_reference_beside_the_figure() -> None:
+    rows = [
+        ["start-up", "heavy imports at `--help`", "none", "imports 146 ms", "", "none", "MET"],
+        ["capacity", "  bare kubectl get --raw reads", "2300 ms", "2972 ms", "fit = 1.29x", "<= 1.3x", "MET"],
+    ]
+    results = {"version": 1, "phases": {"startup": _phase("bench/run.py --only startup", *rows)}}
+    cells = [line.split(" | ")[2] for line in bl.current_figures(results, ("startup",)).splitlines()
+             if line.endswith("load 4.10-5.20 |")]
+    assert cells == ["none (imports 146 ms)", "2300 ms (fit = 1.29x, 2972 ms)"]
