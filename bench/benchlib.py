@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 MET = "MET"
 MISSED = "MISSED"
@@ -189,3 +190,151 @@ def server_apart(pids: Path, apart: bool) -> Iterator[str]:
                     os.sched_setaffinity(int(tid), set(cpus))
                 except OSError:
                     continue
+
+
+# ----------------------------------------------------------------------------------------------- results file
+#
+# `bench/run.py --markdown BENCHMARKS.md` keeps the latest completed run of each phase in BENCHMARKS.json (the
+# Markdown file's name with .json) and writes the "Current figures" of BENCHMARKS.md from that file alone: every
+# figure there is a row some run of bench/run.py printed, shown with the exact command that printed it.
+
+RESULTS_VERSION = 1
+PHASE_FIELDS = {"command": str, "started": str, "commit": str, "seconds": (int, float), "facts": list, "rows": list,
+                "tables": list, "notes": list}
+
+
+def results_path(markdown: Path) -> Path:
+    """The results file kept next to a Markdown file: BENCHMARKS.md -> BENCHMARKS.json."""
+    return markdown.with_suffix(".json")
+
+
+def _is_cells(value: object, width: int | None = None) -> bool:
+    return (isinstance(value, list) and all(isinstance(c, str) for c in value)
+            and (width is None or len(value) == width))
+
+
+def _phase_problem(record: object) -> str | None:
+    if not isinstance(record, dict):
+        return "is not an object"
+    for key, kind in PHASE_FIELDS.items():
+        if not isinstance(record.get(key), kind) or isinstance(record.get(key), bool):
+            return f"has no {key} of the right type"
+    if not all(_is_cells(fact, 2) for fact in record["facts"]):
+        return "has facts that are not [name, value] pairs of text"
+    if not all(_is_cells(row, len(HEADERS)) for row in record["rows"]):
+        return f"has rows that are not {len(HEADERS)} cells of text"
+    if not all(isinstance(note, str) for note in record["notes"]):
+        return "has notes that are not text"
+    for table in record["tables"]:
+        if not (isinstance(table, dict) and isinstance(table.get("caption"), str) and _is_cells(table.get("headers"))
+                and isinstance(table.get("rows"), list)
+                and all(_is_cells(row, len(table["headers"])) for row in table["rows"])):
+            return "has a table without a caption, headers and rows of as many cells"
+    return None
+
+
+def empty_results() -> dict[str, object]:
+    return {"version": RESULTS_VERSION, "phases": {}}
+
+
+def read_results(text: str, name: str) -> dict[str, Any]:
+    """The results file's content, checked; ValueError naming NAME and what is wrong in one line."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{name}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict) or data.get("version") != RESULTS_VERSION or not isinstance(data.get("phases"), dict):
+        raise ValueError(f"{name}: not a bench results file of version {RESULTS_VERSION} "
+                         '({"version": 1, "phases": {...}})')
+    for key, record in data["phases"].items():
+        problem = _phase_problem(record)
+        if problem:
+            raise ValueError(f"{name}: phase {key!r} {problem}")
+    return data
+
+
+def merge_results(results: dict[str, Any], phases: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """RESULTS with each phase of PHASES replaced by its new record (the others kept as they were)."""
+    return {"version": RESULTS_VERSION, "phases": {**results["phases"], **phases}}
+
+
+def _order(key: str, order: Sequence[str]) -> tuple[int, str]:
+    base = key.split()[0]
+    return (order.index(base) if base in order else len(order), key)
+
+
+def _figure(cells: Sequence[str]) -> str:
+    _, _, value, reference, ratio, _, _ = cells
+    if not ratio:
+        return f"{value} ({reference})" if reference else value
+    if ratio.startswith("fit "):  # the bare reads' row: the ratio is fit's, against the value
+        return f"{value} ({ratio}, {reference})"
+    return f"{value} vs {reference} = {ratio}" if reference else f"{value} = {ratio}"
+
+
+def _when(record: dict[str, Any]) -> str:
+    return record["started"].replace("T", " ").removesuffix("Z")[:16] + " UTC"
+
+
+def _load(record: dict[str, Any]) -> str:
+    facts = dict(record["facts"])
+    start, end = facts.get("load average at phase start", "?"), facts.get("load average at phase end", "?")
+    return f"load {start.split(' / ')[0]}-{end.split(' / ')[0]}"
+
+
+def dump_results(results: dict[str, Any]) -> str:
+    """The results file's text: indented, with each list of plain values (a row, a fact) on one line, so a
+    run's change reads as a diff of rows."""
+
+    def text(value: Any, depth: int) -> str:
+        pad, inner = " " * depth, " " * (depth + 1)
+        if isinstance(value, dict) and value:
+            items = [f"{inner}{json.dumps(k)}: {text(v, depth + 1)}" for k, v in value.items()]
+            return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+        if isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
+            return "[\n" + ",\n".join(f"{inner}{text(v, depth + 1)}" for v in value) + f"\n{pad}]"
+        return json.dumps(value, ensure_ascii=False)
+
+    return text(results, 0) + "\n"
+
+
+def current_figures(results: dict[str, Any], order: Sequence[str], source: str = "BENCHMARKS.json") -> str:
+    """The generated "Current figures" of BENCHMARKS.md: every target row of the latest run of each phase, with
+    the command and the run it comes from, then each phase's full table, facts and notes. SOURCE names the
+    results file they were read from."""
+    phases = sorted(results["phases"].items(), key=lambda item: _order(item[0], order))
+    targets = [(key, record, row) for key, record in phases for row in record["rows"] if row[6] in (MET, MISSED)]
+    met = sum(1 for *_, row in targets if row[6] == MET)
+    out = [
+        f"Written by `bench/run.py --markdown` from `{source}`, which keeps the latest completed "
+        "run of each phase (a run replaces only the phases it ran). Each figure names the command that measured it; "
+        "runs on a loaded machine show it in their load average (2 cores here: a loaded run's times are longer, "
+        "its ratios within one run hold better).",
+        "",
+        f"Targets: {met} met, {len(targets) - met} missed, in {len(phases)} recorded phase(s).",
+        "",
+    ]
+    if targets:
+        out.append(markdown_table(
+            [[key, row[1].strip(), _figure(row), row[5], row[6], f"`{record['command']}`, {_when(record)}, "
+              f"{_load(record)}"] for key, record, row in targets],
+            ["phase", "target", "latest", "limit", "result", "measured by"]))
+        out.append("")
+    missing = [name for name in order if not any(key.split()[0] == name for key, _ in phases)]
+    if missing:
+        out += [f"No recorded run yet: {', '.join(missing)} (`bench/run.py --only PHASES --markdown FILE` records "
+                "the phases it runs).", ""]
+    for key, record in phases:
+        out += [f"### {key}", "",
+                f"`{record['command']}`, {_when(record)}, commit {record['commit']}, "
+                f"{record['seconds']:.0f} s for this phase.", ""]
+        out += [f"- {name}: {value}" for name, value in record["facts"]]
+        out.append("")
+        if record["rows"]:
+            out += [markdown_table(record["rows"]), ""]
+        for table in record["tables"]:
+            out += [table["caption"], "", markdown_table(table["rows"], table["headers"]), ""]
+        out += [f"- {note}" for note in record["notes"]]
+        if record["notes"]:
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"

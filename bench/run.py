@@ -35,8 +35,12 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
   virtualenv under ~/.cache/kubectl-tao/bench-peers/ (skipped with a note when the install fails).
 
 It uses the cluster in KUBECTL_TAO_CLUSTER_DIR (default: the one `make cluster` starts), works in namespaces
-and a state directory of its own, and removes them at the end. Exit 0 when every measurement ran (missed
-targets are reported, not failed), 2 when the cluster is not up (for `--only capacity`: when kubectl is not built).
+and a state directory of its own, and removes them at the end. With --markdown FILE, every phase that completed
+replaces its record in FILE's results file (FILE.json: command line, time, commit, machine, load, rows, tables,
+notes), and FILE's part between the bench:begin and bench:end lines is rewritten from the whole results file
+(benchlib.current_figures); --regenerate only rewrites it. Exit 0 when every measurement ran (missed targets are
+reported, not failed), 1 when one failed (the phases that completed are still recorded), 2 when the cluster is
+not up (for `--only capacity`: when kubectl is not built) or the results file cannot be read as one.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ import os
 import platform
 import random
 import secrets
+import shlex
 import shutil
 import subprocess
 import sys
@@ -1423,6 +1428,14 @@ def bench_list_history(b: Bench, rows: list[bl.Row], count: int = 10_000) -> Non
                        result=bl.verdict(value, 1.0)))
 
 
+def shown_path(path: str) -> str:
+    """PATH relative to the checkout when it lies in it (the results file is committed: no machine's layout)."""
+    try:
+        return str(Path(path).relative_to(ROOT))
+    except ValueError:
+        return path
+
+
 def machine(b: Bench, *, cluster: bool = True) -> list[tuple[str, str]]:
     mem = "?"
     try:
@@ -1438,7 +1451,7 @@ def machine(b: Bench, *, cluster: bool = True) -> list[tuple[str, str]]:
         ("memory", mem),
         ("load average at start (1/5/15 min)", " / ".join(f"{x:.2f}" for x in load)),
         ("OS", f"{platform.system()} {platform.release()} {platform.machine()}"),
-        ("Python", f"{platform.python_version()} ({sys.executable})"),
+        ("Python", f"{platform.python_version()} ({shown_path(sys.executable)})"),
     ]
     if cluster:
         facts += [
@@ -1458,42 +1471,108 @@ VERB_HEADERS = ["verb", "kubectl calls", "wall (1 run)", "of which kubectl", "pe
                 "peak RSS largest kubectl"]
 
 
-def markdown(facts: Sequence[tuple[str, str]], rows: Sequence[bl.Row], verbs: Sequence[VerbRun],
-             notes: Sequence[str]) -> str:
-    out = [f"Latest run: {time.strftime('%Y-%m-%d %H:%M %Z')}", ""]
-    out += [f"- {k}: {v}" for k, v in facts]
-    out += ["", bl.markdown_table(rows), ""]
-    if verbs:
-        out += ["Per verb (one run each with KUBECTL_TAO_TRACE; peak RSS: VmHWM of the Python process, "
-                "/usr/bin/time of each kubectl child, in a second run):", "",
-                bl.markdown_table(verb_cells(verbs), VERB_HEADERS), ""]
-    out += [f"- {n}" for n in notes]
-    return "\n".join(out)
-
-
 def write_markdown(path: Path, section: str) -> None:
     if path.exists():
         text = path.read_text()
     else:
         text = ("# Benchmarks\n\nReproduce: `make cluster && make bench` "
-                "(`.venv/bin/python bench/run.py --markdown BENCHMARKS.md` rewrites the table below).\n\n")
+                "(`.venv/bin/python bench/run.py --markdown BENCHMARKS.md` rewrites the figures below).\n\n"
+                "## Current figures\n\n")
     path.write_text(bl.replace_section(text, section, MARK_BEGIN, MARK_END))
 
 
-@contextmanager
-def phase(name: str, durations: dict[str, float]) -> Iterator[None]:
-    started = time.monotonic()
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def load_text() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def commit_measured() -> str:
+    """The commit whose code a run measured, marked when the code differs from it (a checkout with changes)."""
+    def git(*args: str) -> str:
+        proc = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=30,
+                              check=False)
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+
+    head = git("rev-parse", "--short=12", "HEAD")
+    if not head:
+        return "unknown (not a git checkout)"
+    changed = git("status", "--porcelain", "--", "kubectl-tao", "lib", "bench", "scripts", "templates", "schemas")
+    return f"{head} with uncommitted changes" if changed else head
+
+
+class Recorder:
+    """What each phase of this run measured, for the results file: its rows (those it added to ROWS), its own
+    tables and notes, when it ran, the load around it and how long it took. Only a phase that ends without an
+    error is recorded, so a results file never holds half a phase."""
+
+    def __init__(self, rows: list[bl.Row], command: str, facts: Sequence[tuple[str, str]]) -> None:
+        self.rows, self.command, self.facts = rows, command, list(facts)
+        self.commit = ""
+        self.done: dict[str, dict[str, Any]] = {}
+        self.durations: dict[str, float] = {}
+
+    @contextmanager
+    def phase(self, key: str) -> Iterator[None]:
+        first, started, when, load = len(self.rows), time.monotonic(), utc_now(), load_text()
+        completed = False
+        try:
+            yield
+            completed = True
+        finally:
+            seconds = time.monotonic() - started
+            self.durations[key] = seconds
+            if completed:
+                self.commit = self.commit or commit_measured()
+                facts = [*self.facts, ("load average at phase start", load), ("load average at phase end", load_text())]
+                self.done[key] = {"command": self.command, "started": when, "commit": self.commit,
+                                  "seconds": round(seconds, 1), "facts": [list(f) for f in facts],
+                                  "rows": [row.cells() for row in self.rows[first:]], "tables": [], "notes": []}
+
+    def note(self, key: str, text: str) -> None:
+        if key in self.done:
+            self.done[key]["notes"].append(text)
+
+    def table(self, key: str, caption: str, headers: Sequence[str], cells: Sequence[Sequence[str]]) -> None:
+        if key in self.done:
+            self.done[key]["tables"].append({"caption": caption, "headers": list(headers),
+                                             "rows": [list(c) for c in cells]})
+
+
+def read_results_file(path: Path) -> dict[str, Any]:
+    """The results file next to the Markdown file (empty when there is none yet); exit 2 naming it when it
+    cannot be read as one."""
+    if not path.exists():
+        return bl.empty_results()
     try:
-        yield
-    finally:
-        durations[name] = time.monotonic() - started
+        return bl.read_results(path.read_text(), str(path))
+    except (OSError, ValueError) as exc:
+        print(f"bench: {exc}; restore it from git or delete it (the next run with --markdown starts it anew)",
+              file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def write_results(markdown_path: Path, phases: dict[str, dict[str, Any]]) -> Path:
+    """Merge PHASES into the results file next to MARKDOWN_PATH and rewrite the Markdown file's generated part
+    from the whole results file. Returns the results file."""
+    path = bl.results_path(markdown_path)
+    results = bl.merge_results(read_results_file(path), phases)
+    path.write_text(bl.dump_results(results))
+    write_markdown(markdown_path, bl.current_figures(results, PHASES, path.name))
+    return path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--no-peers", action="store_true", help="skip SkyPilot / TorchX start-up")
-    parser.add_argument("--markdown", type=Path, help="write the results into this Markdown file (BENCHMARKS.md)")
+    parser.add_argument("--markdown", type=Path,
+                        help="record the phases that ran in the results file next to this Markdown file (FILE.json) "
+                             "and rewrite the file's generated figures from it (BENCHMARKS.md)")
+    parser.add_argument("--regenerate", action="store_true",
+                        help="with --markdown: rewrite the file's figures from its results file, measuring nothing")
     parser.add_argument("--list-sizes", default="1,50,200", help="record counts for list (default 1,50,200)")
     parser.add_argument("--parallel", type=int, default=4, help="concurrent submits when filling list (default 4)")
     parser.add_argument("--no-big-cluster", action="store_true",
@@ -1524,6 +1603,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not only or only - set(PHASES):
         parser.error(f"--only: comma-separated phases out of {','.join(PHASES)}")
 
+    if args.regenerate:
+        if not args.markdown:
+            parser.error("--regenerate rewrites the --markdown file from its results file: give --markdown FILE")
+        path = bl.results_path(args.markdown)
+        if not path.exists():
+            parser.error(f"--regenerate: no results file {path} (a run with --markdown {args.markdown} writes it)")
+        write_markdown(args.markdown, bl.current_figures(read_results_file(path), PHASES, path.name))
+        print(f"wrote {args.markdown} from {path}")
+        return 0
+    if args.markdown:
+        read_results_file(bl.results_path(args.markdown))  # a results file it cannot update stops it before it runs
+    command = shlex.join(["bench/run.py", *(sys.argv[1:] if argv is None else argv)])
+
     started = time.monotonic()
     b = Bench(repeat=args.repeat, work=Path(tempfile.mkdtemp(prefix="kubectl-tao-bench-")))
     cluster = bool(only - LOCAL_PHASES - OWN_CLUSTER_PHASES)
@@ -1537,49 +1629,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows: list[bl.Row] = []
     verbs: list[VerbRun] = []
     info: dict[str, Any] = {}
-    durations: dict[str, float] = {}
+    rec = Recorder(rows, command, [])
     failed = ""
     try:
         facts = machine(b, cluster=cluster)
+        rec.facts = [f for f in facts if not f[0].startswith("load average")]
         if "redaction" in only:
-            with phase("redaction", durations):
+            with rec.phase("redaction"):
                 bench_redaction(b, rows)
         if "progress" in only:
-            with phase("progress", durations):
+            with rec.phase("progress"):
                 bench_progress(b, rows)
         if "startup" in only:
-            with phase("start-up", durations):
+            with rec.phase("startup"):
                 bench_startup(b, rows, info)
         if "instructions" in only:
-            with phase("instructions", durations):
+            with rec.phase("instructions"):
                 bench_instructions(b, rows)
         if "peers" in only and not args.no_peers:
-            with phase("peers", durations):
+            with rec.phase("peers"):
                 bench_peers(b, rows)
         for nodes, pods in capacity_sizes if "capacity" in only else []:
-            with phase(f"capacity {nodes}x{pods}", durations):
+            with rec.phase(f"capacity {nodes}x{pods}"):
                 bench_capacity(b, rows, nodes, pods)
             if not args.no_big_cluster:
-                with phase(f"capacity {nodes}x{pods}, real API server", durations):
+                with rec.phase(f"capacity {nodes}x{pods} real API server"):
                     bench_big_cluster(b, rows, nodes, pods)
         if only & {"submit", "status", "verbs"}:
             ns, state = b.namespace("main")
             if "submit" in only:
-                with phase("submit", durations):
+                with rec.phase("submit"):
                     bench_submit(b, rows, ns, state, 8, info)
                     bench_submit(b, rows, ns, state, 0, info)
             if only & {"status", "verbs"}:
-                with phase("status", durations):
+                with rec.phase("status"):
                     status_id = bench_status(b, rows, ns, state)
                 if "verbs" in only:
-                    with phase("verbs", durations):
+                    with rec.phase("verbs"):
                         verbs = bench_verbs(b, ns, state, status_id)
             b.drop_namespace(ns, wait=True)  # list counts every kubectl-tao object in the cluster: start clean
         if "explain" in only:
-            with phase("explain", durations):
+            with rec.phase("explain"):
                 bench_explain(b, rows)
         if "list" in only:
-            with phase("list", durations):
+            with rec.phase("list"):
                 bench_list_history(b, rows)
                 bench_list(b, rows, sizes, args.parallel, info)
     except (BenchError, subprocess.TimeoutExpired) as exc:
@@ -1589,27 +1682,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         log("cleaning up (namespaces, volumes, state)")
         b.cleanup()
 
-    facts.append(("load average at end", " / ".join(f"{x:.2f}" for x in os.getloadavg())))
+    facts.append(("load average at end", load_text()))
     total = time.monotonic() - started
-    notes = [f"bench wall time {total:.0f} s (" + ", ".join(f"{k} {v:.0f} s" for k, v in durations.items()) + ")"]
+    notes = [f"bench wall time {total:.0f} s (" + ", ".join(f"{k} {v:.0f} s" for k, v in rec.durations.items()) + ")"]
     if "list_submit_s" in info:
-        notes.append(f"filling list: {info['list_jobs']} jobs submitted in {info['list_submit_s']:.0f} s "
-                     f"({args.parallel} at a time)")
-    notes.append("plugin runs use a bytecode cache, as an installed package has (./kubectl-tao starts Python with -I, "
-                 "which ignores PYTHONPYCACHEPREFIX: its cache is lib/'s __pycache__; the console script's is under "
-                 "~/.cache/kubectl-tao/bench-pycache); a warm-up run precedes every measurement")
+        filled = (f"filling list: {info['list_jobs']} jobs submitted in {info['list_submit_s']:.0f} s "
+                  f"({args.parallel} at a time)")
+        notes.append(filled)
+        rec.note("list", filled)
+    cache = ("plugin runs use a bytecode cache, as an installed package has (./kubectl-tao starts Python with -I, "
+             "which ignores PYTHONPYCACHEPREFIX: its cache is lib/'s __pycache__; the console script's is under "
+             "~/.cache/kubectl-tao/bench-pycache); a warm-up run precedes every measurement")
+    notes.append(cache)
+    for key in ("startup", "submit", "status", "verbs", "list", "explain"):
+        rec.note(key, cache)
     if verbs:
-        notes.append("per verb: `list` also runs one `kubectl logs` per job that ended since the last look (the "
-                     "history capture, once per job); `submit`/`cancel` act on jobs of their own")
+        per_verb = ("per verb: `list` also runs one `kubectl logs` per job that ended since the last look (the "
+                    "history capture, once per job); `submit`/`cancel` act on jobs of their own")
+        notes.append(per_verb)
+        rec.note("verbs", per_verb)
+        rec.table("verbs", "Per verb (one run each with KUBECTL_TAO_TRACE; peak RSS: VmHWM of the Python process, "
+                  "/usr/bin/time of each kubectl child, in a second run):", VERB_HEADERS, verb_cells(verbs))
     for gpus in (8, 0):
         s = info.get(f"submit{gpus}")
         if s:
-            notes.append(
-                f"submit --gpus {gpus}: {bl.fmt_seconds(s['tao'])} = kubectl {bl.fmt_seconds(s['busy'])} "
-                f"({s['calls']} calls) + Python {bl.fmt_seconds(max(s['tao'] - s['busy'], 0))}; bare kubectl "
-                f"{bl.fmt_seconds(s['bare'])}; Python start-up alone (version) "
-                f"{bl.fmt_seconds(info.get('startup_console', 0))}"
-            )
+            split = (f"submit --gpus {gpus}: {bl.fmt_seconds(s['tao'])} = kubectl {bl.fmt_seconds(s['busy'])} "
+                     f"({s['calls']} calls) + Python {bl.fmt_seconds(max(s['tao'] - s['busy'], 0))}; bare kubectl "
+                     f"{bl.fmt_seconds(s['bare'])}")
+            if "startup_console" in info:
+                split += f"; Python start-up alone (version) {bl.fmt_seconds(info['startup_console'])}"
+            notes.append(split)
+            rec.note("submit", split)
 
     print()
     for key, value in facts:
@@ -1625,13 +1728,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     met, missed = bl.summary(rows)
     print(f"targets: {met} met, {missed} missed")
     if args.markdown:
-        write_markdown(args.markdown, markdown(facts, rows, verbs, notes))
-        print(f"wrote {args.markdown}")
+        if rec.done:
+            path = write_results(args.markdown, rec.done)
+            print(f"wrote {args.markdown} and {path} (phases recorded: {', '.join(rec.done)})")
+        else:
+            print(f"{args.markdown} left as it was: no phase completed")
     if failed:
         print(f"bench: a measurement failed: {failed}", file=sys.stderr)
         return 1
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

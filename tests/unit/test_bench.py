@@ -156,3 +156,147 @@ def test_server_apart_pins_the_cluster_and_the_client_to_different_cpus_and_rest
     finally:
         server.kill()
         server.wait()
+
+
+# ------------------------------------------------------------------ the results file and BENCHMARKS.md
+
+
+def _phase(command: str, *rows: list[str], started: str = "2026-12-06T16:40:00Z") -> dict[str, object]:
+    return {
+        "command": command,
+        "started": started,
+        "commit": "0123456789ab",
+        "seconds": 12.3,
+        "facts": [["cores", "2"], ["load average at phase start", "4.10 / 3.00 / 2.00"],
+                  ["load average at phase end", "5.20 / 3.10 / 2.00"]],
+        "rows": [list(r) for r in rows],
+        "tables": [],
+        "notes": ["a note of the run"],
+    }
+
+
+def _load_bench_run() -> object:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_run", REPO_ROOT / "bench" / "run.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_run"] = module  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules["bench_run"]
+    return module
+
+
+def test_the_results_file_sits_next_to_the_markdown_file() -> None:
+    assert bl.results_path(Path("BENCHMARKS.md")) == Path("BENCHMARKS.json")
+
+
+def test_a_run_replaces_only_the_phases_it_ran() -> None:
+    old = {"version": 1, "phases": {"startup": _phase("bench/run.py --only startup"),
+                                    "status": _phase("bench/run.py --only status")}}
+    new = bl.merge_results(old, {"status": _phase("bench/run.py --only status --repeat 3")})
+    assert new["phases"]["startup"]["command"] == "bench/run.py --only startup"
+    assert new["phases"]["status"]["command"] == "bench/run.py --only status --repeat 3"
+
+
+def test_the_results_file_reads_back_what_it_wrote() -> None:
+    results = {"version": 1, "phases": {"progress": _phase("bench/run.py --only progress", ["progress", "a", "1 ms",
+                                                                                            "", "", "", "-"])}}
+    text = bl.dump_results(results)
+    assert bl.read_results(text, "B.json") == results
+    assert '    ["progress", "a", "1 ms", "", "", "", "-"]' in text.splitlines()  # a row is one line of a diff
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("{", "B.json: not JSON"),
+        ('{"version": 2, "phases": {}}', "B.json: not a bench results file of version 1"),
+        ('{"version": 1, "phases": {"x": []}}', "B.json: phase 'x' is not an object"),
+        (json.dumps({"version": 1, "phases": {"x": {**_phase("c"), "command": 3}}}),
+         "B.json: phase 'x' has no command of the right type"),
+        (json.dumps({"version": 1, "phases": {"x": _phase("c", ["only", "three", "cells"])}}),
+         "B.json: phase 'x' has rows that are not 7 cells of text"),
+    ],
+)
+def test_a_results_file_that_is_not_one_is_named_in_one_line(text: str, problem: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        bl.read_results(text, "B.json")
+    assert str(caught.value).startswith(problem) and "\n" not in str(caught.value)
+
+
+def test_current_figures_name_the_command_of_every_target_and_the_phases_not_recorded() -> None:
+    results = {"version": 1, "phases": {
+        "status": _phase("bench/run.py --only startup,status --repeat 3 --markdown BENCHMARKS.md",
+                         ["status", "kubectl tao status JOB", "398 ms", "152 ms kubectl get job", "2.62x", "<= 2x",
+                          "MISSED"],
+                         ["status", "  the same against kubectl get job run with GOGC=off", "398 ms", "120 ms",
+                          "3.32x", "", "-"]),
+        "redaction": _phase("bench/run.py --only redaction --repeat 3 --markdown BENCHMARKS.md",
+                            ["redaction", "readers over 6 hostile texts", "2502 ms", "", "", "< 5 s", "MET"],
+                            started="2026-12-06T16:20:09Z"),
+    }}
+    text = bl.current_figures(results, ("startup", "status", "redaction", "capacity"))
+    lines = text.splitlines()
+    assert "Targets: 1 met, 1 missed, in 2 recorded phase(s)." in lines
+    targets = [line for line in lines if line.startswith("| ") and "`bench/run.py" in line]
+    assert targets == [
+        "| status | kubectl tao status JOB | 398 ms vs 152 ms kubectl get job = 2.62x | <= 2x | **MISSED** | "
+        "`bench/run.py --only startup,status --repeat 3 --markdown BENCHMARKS.md`, 2026-12-06 16:40 UTC, "
+        "load 4.10-5.20 |",
+        "| redaction | readers over 6 hostile texts | 2502 ms | < 5 s | MET | "
+        "`bench/run.py --only redaction --repeat 3 --markdown BENCHMARKS.md`, 2026-12-06 16:20 UTC, load 4.10-5.20 |",
+    ]  # the rows without a target appear only in their phase's own table
+    assert lines.index("### status") < lines.index("### redaction")  # in the bench's phase order
+    assert "| status | kubectl tao status JOB | 398 ms | 152 ms kubectl get job | 2.62x | <= 2x | **MISSED** |" in lines
+    assert "`bench/run.py --only redaction --repeat 3 --markdown BENCHMARKS.md`, 2026-12-06 16:20 UTC, commit " \
+           "0123456789ab, 12 s for this phase." in lines
+    assert next(line for line in lines if line.startswith("No recorded run yet:")).startswith(
+        "No recorded run yet: startup, capacity (")
+
+
+def test_a_run_with_markdown_records_its_phases_and_rewrites_only_the_generated_part(tmp_path: Path) -> None:
+    bench_run = _load_bench_run()
+    doc = tmp_path / "B.md"
+    doc.write_text(f"# B\n\n## Current figures\n\n{bench_run.MARK_BEGIN}\nold\n{bench_run.MARK_END}\n\n"
+                   "## History\n\nhand-written, 2026-12-04\n")
+    assert bench_run.main(["--only", "progress", "--repeat", "1", "--markdown", str(doc)]) == 0
+    results = bl.read_results((tmp_path / "B.json").read_text(), "B.json")
+    assert list(results["phases"]) == ["progress"]
+    record = results["phases"]["progress"]
+    assert record["command"] == f"bench/run.py --only progress --repeat 1 --markdown {doc}"
+    assert [row[1] for row in record["rows"]][:2] == ["status.json tail, 64 KiB", "status.json tail, 640 KiB"]
+    text = doc.read_text()
+    assert text.startswith("# B\n\n## Current figures\n\n")
+    assert text.endswith("## History\n\nhand-written, 2026-12-04\n")
+    assert "\nold\n" not in text and f"`{record['command']}`" in text
+    # --regenerate writes the same figures from the results file alone
+    doc.write_text(f"# B\n{bench_run.MARK_BEGIN}\nold\n{bench_run.MARK_END}\n")
+    assert bench_run.main(["--markdown", str(doc), "--regenerate"]) == 0
+    assert f"`{record['command']}`" in doc.read_text()
+
+
+def test_a_broken_results_file_stops_the_bench_before_it_measures(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    bench_run = _load_bench_run()
+    (tmp_path / "B.json").write_text('{"version": 1, "phases": {"x": 1}}')
+    with pytest.raises(SystemExit) as stopped:
+        bench_run.main(["--only", "progress", "--markdown", str(tmp_path / "B.md")])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"bench: {tmp_path / 'B.json'}: phase 'x' is not an object; restore it from git or "
+                                "delete it (the next run with --markdown starts it anew)"]
+    assert not (tmp_path / "B.md").exists()
+
+
+def test_a_target_row_shows_its_reference_beside_the_figure() -> None:
+    rows = [
+        ["start-up", "heavy imports at `--help`", "none", "imports 146 ms", "", "none", "MET"],
+        ["capacity", "  bare kubectl get --raw reads", "2300 ms", "2972 ms", "fit = 1.29x", "<= 1.3x", "MET"],
+    ]
+    results = {"version": 1, "phases": {"startup": _phase("bench/run.py --only startup", *rows)}}
+    cells = [line.split(" | ")[2] for line in bl.current_figures(results, ("startup",)).splitlines()
+             if line.endswith("load 4.10-5.20 |")]
+    assert cells == ["none (imports 146 ms)", "2300 ms (fit = 1.29x, 2972 ms)"]
