@@ -1111,12 +1111,17 @@ def _hits(text: str, *, loose: bool, depth: int = 0, inline: bool = False) -> li
 def _with_split_tokens(text: str, hits: list[_Hit], depth: int) -> list[_Hit]:
     """``hits`` (merged) and the tokens broken over two lines that none of them touches: a line that ends in a
     whole token is not joined to the word the next line starts with."""
+    kept = _untouched_split_tokens(text, hits, depth)
+    return _merge(hits + kept) if kept else hits
+
+
+def _untouched_split_tokens(text: str, hits: list[_Hit], depth: int) -> list[_Hit]:
+    """The tokens broken over two lines of ``text`` that no hit of ``hits`` (merged) touches."""
     split = _split_token_hits(text, depth=depth)
     if not split:
-        return hits
+        return []
     ends = [h.end for h in hits]
-    kept = [s for s in split if not (i := bisect.bisect_right(ends, s.start)) < len(hits) or hits[i].start >= s.end]
-    return _merge(hits + kept) if kept else hits
+    return [s for s in split if not (i := bisect.bisect_right(ends, s.start)) < len(hits) or hits[i].start >= s.end]
 
 
 def _line_starts(text: str) -> list[int]:
@@ -1140,6 +1145,19 @@ def find_in_text(text: str, *, source: str = "") -> list[Finding]:
     for hit in _hits(text, loose=False):
         line, col = _line_col(starts, hit.start)
         findings.append(Finding(line, hit.kind, hit.name or f"col {col}", hit.rule, source))
+    return findings
+
+
+def find_split_tokens(text: str, *, source: str = "") -> list[Finding]:
+    """Tokens broken over two lines of ``text`` (a wrapped log line, a folded YAML scalar): what a manifest's
+    parser joins with a blank, read in the text as written."""
+    view = _View(text)
+    starts = _line_starts(text)
+    findings = []
+    whole = _hits_bounded(view.text, loose=False, depth=0, inline=False, format_only=True)
+    for hit in _untouched_split_tokens(view.text, whole, 0):
+        line, col = _line_col(starts, view.start(hit.start))
+        findings.append(Finding(line, hit.kind, f"col {col}", hit.rule, source))
     return findings
 
 
