@@ -1,4 +1,4 @@
-"""The redactor and the linter on the forms an attack pass found them missing (issue 39): a credential inside a
+"""The redactor and the linter on the forms an attack pass found them missing: a credential inside a
 terminal string (an OSC 8 link's address, a window title), written with encoded separators, look-alike or
 ignorable characters, glued to a word or broken over two lines; and the honest forms they refused. One set of
 rules serves both: each credential is found by the linter and gone from the redacted text."""
