@@ -962,9 +962,14 @@ _INVISIBLE = (
     "\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff"
 )
 _ENCODED_SEPARATOR = r"%(?:2[02367cCfF]|3[aAbBdDfF])|\\u00(?:2[027]|3[dD])|\\x(?:2[27]|3[dD])"
+# A terminal string's introducer and terminator escaped (`\e]8;;`, `\u001b\\`, `\x07` in JSON or YAML text) read
+# as a blank, so the address of an escaped OSC 8 link ends where the link's text starts.
+_ESCAPED_ESC = r"(?:\\u001[bB]|\\x1[bB]|\\033|\\e)"
+_ESCAPED_STRING_EDGE = _ESCAPED_ESC + r"(?:[\]P_^X]|\\\\?)|\\u0007|\\x07|\\007"
 _HIDDEN_HINT_RE = _Lazy(f"[{_INVISIBLE}\\\\%]")
 _HIDDEN_RE = _Lazy(
-    f"({SEQUENCE_RE.pattern}|{_ESCAPED_CSI}|[{_INVISIBLE}]|\\\\\\r?\\n)|(\\\\[nrt])|({_ENCODED_SEPARATOR})"
+    f"({SEQUENCE_RE.pattern}|{_ESCAPED_CSI}|[{_INVISIBLE}]|\\\\\\r?\\n)|(\\\\[nrt]|{_ESCAPED_STRING_EDGE})"
+    f"|({_ENCODED_SEPARATOR})"
 )
 # The payload of a terminal string (OSC, DCS, APC, PM, SOS): a terminal hides it where it stands, but it is a
 # link's address (OSC 8), a window title (OSC 0/2) or a clipboard write (OSC 52), so it is read as text too.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_tao.core.lint import lint_manifest_text
+from kubectl_tao.core.lint import lint_manifest_text, redact_manifest_text
 from kubectl_tao.core.redact import REDACTED, find_in_text, redact_log_line, redact_text
 
 HF = "hf_FakeCanaryHf0123456789abcdefghijkl"
@@ -116,3 +116,23 @@ def test_a_manifest_with_a_token_folded_over_two_lines_is_refused() -> None:
     )
     findings = lint_manifest_text(manifest, "cm.yaml")
     assert [(f.line, f.kind) for f in findings] == [(7, "hf-token")]
+
+
+def test_a_manifest_with_a_presigned_url_in_an_osc_8_link_is_refused_and_redacted() -> None:
+    manifest = (
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  annotations:\n"
+        f'    note: "\\e]8;;https://b.s3.amazonaws.com/k?X-Amz-Credential={AWS_KEY_ID}&X-Amz-Signature={SIGNATURE}'
+        '\\e\\\\model.bin\\e]8;;\\e\\\\"\n'
+    )
+    findings = lint_manifest_text(manifest, "job.yaml")
+    assert {(f.line, f.kind) for f in findings} == {(6, "aws-access-key-id"), (6, "presigned-url")}
+    redacted = redact_manifest_text(manifest)
+    assert AWS_KEY_ID not in redacted and SIGNATURE not in redacted and "model.bin" in redacted
+
+
+@pytest.mark.parametrize("esc", ["\\u001b", "\\x1b", "\\033", "\\e"])
+def test_an_escaped_terminal_string_ends_its_address_at_the_escaped_terminator(esc: str) -> None:
+    line = f"{esc}]8;;https://x.example/?X-Amz-Signature={SIGNATURE}{esc}\\\\model.bin{esc}]8;;{esc}\\\\"
+    assert redact_log_line(line) == (
+        f"{esc}]8;;https://x.example/?X-Amz-Signature={REDACTED}{esc}\\\\model.bin{esc}]8;;{esc}\\\\"
+    )
