@@ -1052,16 +1052,18 @@ def _decode_separator(escaped: str) -> str:
 
 
 # A token whose line breaks before its end (a log wrapped at a terminal's width, a folded YAML scalar): the line
-# ends in a run that starts with a token prefix and the next line goes on with token characters.
+# ends in a run that starts with a token prefix (glued to a word by '_' or '-' too; the run is bounded, so a long
+# run of glued prefixes is read in bounded work per character) and the next line goes on with token characters.
 _SPLIT_TOKEN_RE = _Lazy(
-    r"(?<![A-Za-z0-9_.-])(?:hf_|api_org_|gh[pousr]_|github_pat_|nvapi-|sk-|gl[a-z]{1,5}-|xox[abposr]-|AKIA|ASIA|eyJ"
-    r"|dckr_|hv[sb]\.|ATATT3|AIza|npm_|pypi-)[A-Za-z0-9_.-]*(\r?\n[ \t]*)(?=[A-Za-z0-9_-])"
+    r"(?<![A-Za-z0-9])(?:hf_|api_org_|gh[pousr]_|github_pat_|nvapi-|sk-|gl[a-z]{1,5}-|xox[abposr]-|AKIA|ASIA|eyJ"
+    r"|dckr_|hv[sb]\.|ATATT3|AIza|npm_|pypi-)[A-Za-z0-9_.-]{0,256}(\r?\n[ \t]*)(?=[A-Za-z0-9_-])"
 )
 
 
 def _split_token_hits(text: str, *, depth: int) -> list[_Hit]:
     """Format hits of tokens broken over two lines: the format rules run once more over the text with those line
-    breaks taken out, and a hit that spans one is kept (one that does not was found already)."""
+    breaks taken out, and a hit that spans one is kept unless what stands before the break is a whole token of a
+    format already (then the next line's first word is not its continuation)."""
     if "\n" not in text:
         return []
     parts: list[str] = []
@@ -1076,13 +1078,18 @@ def _split_token_hits(text: str, *, depth: int) -> list[_Hit]:
     if not cuts:
         return []
     parts.append(text[pos:])
+    joined = "".join(parts)
     out = []
-    for hit in _hits_bounded("".join(parts), loose=False, depth=depth, inline=False, format_only=True):
+    for hit in _hits_bounded(joined, loose=False, depth=depth, inline=False, format_only=True):
         first = bisect.bisect_right(cuts, hit.start)  # cuts at or before the start
-        if first < len(cuts) and cuts[first] < hit.end:  # it spans a cut
+        if first < len(cuts) and cuts[first] < hit.end and not _is_whole_token(joined[hit.start : cuts[first]]):
             last = bisect.bisect_left(cuts, hit.end)  # cuts before the end
             out.append(_Hit(hit.start + removed[first], hit.end + removed[last], hit.kind, hit.name, hit.rule))
     return out
+
+
+def _is_whole_token(text: str) -> bool:
+    return any(rx.fullmatch(text) for _, rx in _TOKEN_RULES)
 
 
 def _payload_hits(text: str, *, loose: bool, depth: int, inline: bool) -> list[_Hit]:
@@ -1114,19 +1121,9 @@ def _hits(text: str, *, loose: bool, depth: int = 0, inline: bool = False) -> li
 
 
 def _with_split_tokens(text: str, hits: list[_Hit], depth: int) -> list[_Hit]:
-    """``hits`` (merged) and the tokens broken over two lines that none of them touches: a line that ends in a
-    whole token is not joined to the word the next line starts with."""
-    kept = _untouched_split_tokens(text, hits, depth)
-    return _merge(hits + kept) if kept else hits
-
-
-def _untouched_split_tokens(text: str, hits: list[_Hit], depth: int) -> list[_Hit]:
-    """The tokens broken over two lines of ``text`` that no hit of ``hits`` (merged) touches."""
+    """``hits`` (merged) and the tokens broken over two lines (see _split_token_hits)."""
     split = _split_token_hits(text, depth=depth)
-    if not split:
-        return []
-    ends = [h.end for h in hits]
-    return [s for s in split if not (i := bisect.bisect_right(ends, s.start)) < len(hits) or hits[i].start >= s.end]
+    return _merge(hits + split) if split else hits
 
 
 def _line_starts(text: str) -> list[int]:
@@ -1159,8 +1156,7 @@ def find_split_tokens(text: str, *, source: str = "") -> list[Finding]:
     view = _View(text)
     starts = _line_starts(text)
     findings = []
-    whole = _hits_bounded(view.text, loose=False, depth=0, inline=False, format_only=True)
-    for hit in _untouched_split_tokens(view.text, whole, 0):
+    for hit in _split_token_hits(view.text, depth=0):
         line, col = _line_col(starts, view.start(hit.start))
         findings.append(Finding(line, hit.kind, f"col {col}", hit.rule, source))
     return findings

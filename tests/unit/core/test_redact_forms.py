@@ -6,6 +6,8 @@ rules serves both: each credential is found by the linter and gone from the reda
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubectl_tao.core.lint import lint_manifest_text, redact_manifest_text
 from kubectl_tao.core.redact import REDACTED, find_in_text, redact_log_line, redact_text
@@ -136,3 +138,55 @@ def test_an_escaped_terminal_string_ends_its_address_at_the_escaped_terminator(e
     assert redact_log_line(line) == (
         f"{esc}]8;;https://x.example/?X-Amz-Signature={REDACTED}{esc}\\\\model.bin{esc}]8;;{esc}\\\\"
     )
+
+
+_WRAPS = {
+    "plain": "{}",
+    "window title": "\x1b]0;{}\x07",
+    "OSC 8 address": "\x1b]8;;https://x.example/run?{}\x1b\\link\x1b]8;;\x1b\\",
+    "escaped OSC 8 address": "\\u001b]8;;https://x.example/run?{}\\u001b\\\\link\\u001b]8;;\\u001b\\\\",
+}
+_SAFE = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyz0123456789 .,"), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=st.sampled_from(["HF_TOKEN", "NGC_API_KEY", "DB_PASSWORD", "token", "password"]),
+    separator=st.sampled_from(["=", "%3D", "%3d", "\\u003d", "\\x3d", "\uff1d"]),
+    look_alike=st.booleans(),
+    wrap=st.sampled_from(sorted(_WRAPS)),
+    before=_SAFE,
+    after=_SAFE,
+)
+def test_a_named_value_is_found_however_its_name_and_separator_are_written(
+    name: str, separator: str, look_alike: bool, wrap: str, before: str, after: str
+) -> None:
+    value = "FakeCanaryProp0123"
+    if look_alike:
+        name = name.replace("O", "\u041e").replace("o", "\u043e")  # Cyrillic O / o
+    line = f"{before} " + _WRAPS[wrap].format(f"{name}{separator}{value}") + f" {after}"
+    assert find_in_text(line), line
+    assert value not in redact_log_line(line)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    cut=st.integers(1, len(HF) - 1),
+    inside=st.sampled_from(["\ufe0f", "\u034f", "\U000e0101", "\u3164", "\\\n", "\n", "\n    "]),
+    glue=st.sampled_from(["", "model-", "exp_", "%22", "\\u0022", "token%3D"]),
+    wrap=st.sampled_from(sorted(_WRAPS)),
+    before=_SAFE,
+)
+def test_a_token_is_found_whatever_is_inside_it_or_glued_to_it(
+    cut: int, inside: str, glue: str, wrap: str, before: str
+) -> None:
+    if "\n" in inside and wrap != "plain":
+        return  # a terminal string holds no line break
+    if "\n" in inside and cut < 3:
+        return  # a line that ends before the prefix does not start a token
+    line = f"{before} " + _WRAPS[wrap].format(glue + HF[:cut] + inside + HF[cut:]) + " done"
+    assert find_in_text(line), line
+    out = redact_log_line(line)
+    assert REDACTED in out and HF not in out.replace(inside, "")
+    for part in (HF[:cut], HF[cut:]):
+        assert len(part) < 8 or part not in out, out  # neither half is left ("l" may be in "link")
