@@ -160,7 +160,7 @@ _PUBLIC_VALUES = frozenset({"nvidia_tlt", "tlt_encode"})
 # The words written where a value is to be filled in (`--set auth.rootPassword=changeme`, `HF_TOKEN=your_token_here`).
 _PLACEHOLDER_WORD_RE = _Lazy(
     r"(?:change|replace)[-_]?(?:me|it)|placeholder|dummy|example|todo|tbd|fixme"
-    r"|(?:your|my)[-_][a-z0-9_-]*(?:token|key|password|passwd|secret|pass|pat|credentials?)(?:[-_]here)?",
+    r"|your[-_][a-z0-9_-]*(?:token|key|password|passwd|secret|pass|pat|credentials?)(?:[-_]here)?",
     re.IGNORECASE,
 )
 _PATH_VALUE_RE = _Lazy(r"[~.]?/[\w.@/+:-]*")
