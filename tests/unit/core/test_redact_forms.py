@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubectl_tao.core import redact
 from kubectl_tao.core.lint import lint_manifest_text, redact_manifest_text
 from kubectl_tao.core.redact import REDACTED, find_in_text, redact_log_line, redact_text
 
@@ -190,3 +191,30 @@ def test_a_token_is_found_whatever_is_inside_it_or_glued_to_it(
     assert REDACTED in out and HF not in out.replace(inside, "")
     for part in (HF[:cut], HF[cut:]):
         assert len(part) < 8 or part not in out, out  # neither half is left ("l" may be in "link")
+
+
+# The patterns these forms added, read by shape like every module-level pattern (tests/unit/core/
+# test_regex_shapes.py); the redactor's patterns are compiled on first use, so they are named here.
+NEW_PATTERNS = ["_STDIN_FLAG_RE", "_ECHO_RE", "_SHELL_TOKEN_RE", "_HERESTRING_RE", "_DICT_KEY_RE", "_ENV_PAIR_RE",
+                "_SPLIT_TOKEN_RE", "_STRING_SEQUENCE_RE", "_HIDDEN_RE", "_PLACEHOLDER_WORD_RE", "_URL_USERINFO_RE",
+                "_SECRET_SPEC_RE", "_OPEN_CALL_RE"]
+
+
+@pytest.mark.parametrize("name", NEW_PATTERNS)
+def test_a_pattern_the_new_forms_added_nests_no_unbounded_repetition(name: str) -> None:
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+
+    from test_regex_shapes import nested_repetition
+
+    pattern = getattr(redact, name)
+    assert not nested_repetition(sre_parse.parse(pattern.pattern, pattern.flags))
+
+
+@pytest.mark.parametrize("kind", ["vault-token", "atlassian-token", "sk-api-key", "hf-token", "github-token"])
+def test_a_token_rule_the_new_forms_changed_nests_no_unbounded_repetition(kind: str) -> None:
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+
+    from test_regex_shapes import nested_repetition
+
+    [pattern] = [rx for rule, rx in redact._TOKEN_RULES if rule == kind]
+    assert not nested_repetition(sre_parse.parse(pattern.pattern, pattern.flags))
