@@ -998,7 +998,8 @@ class _Folded(dict[int, str]):
 
             compat = unicodedata.normalize("NFKC", ch)
             folded = compat if len(compat) == 1 and compat.isascii() and compat.isprintable() else ch
-        self[code] = folded
+        if len(self) < 8192:  # the characters a text holds are few; a text of every code point is not kept
+            self[code] = folded
         return folded
 
 
