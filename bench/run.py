@@ -656,6 +656,9 @@ def redaction_lines(size: int, seed: int = 0) -> dict[str, str]:
         "training-log text": unit * (size // len(unit) + 1),
         "base64-like run": "".join(rng.choice(alphabet) for _ in range(size)),
         "'curl -H a: password: x' repeated": "curl -H a: password: x " * (size // 23 + 1),
+        # terminal strings whose payloads are read as text, and encoded separators the view decodes
+        "OSC 8 links and %3D/%22 escapes": ("\x1b]8;;https://x.example/a?sig%3D%22hf_x\x1b\\link\x1b]8;;\x1b\\ "
+                                             "echo a | --password-stdin <<< ") * (size // 70 + 1),
     }
     return {kind: text[: size - len(token)] + token for kind, text in kinds.items()}
 

@@ -120,3 +120,23 @@ YAML
   run -1 bash -c "printf 'HF_TOKEN=abc\n' | PATH='$PWD/bin':\$PATH redact_secrets lint -"
   assert_line --index 0 "<stdin>:1: credential: HF_TOKEN (assignment)"
 }
+
+@test "lint refuses a presigned URL hidden in an OSC 8 link of a manifest, and redact keeps the link" {
+  printf '%s\n' 'apiVersion: batch/v1' 'kind: Job' 'metadata:' '  name: j' '  annotations:' \
+    '    note: "\e]8;;https://b.s3.amazonaws.com/k?X-Amz-Signature=fakecanarysig0123456789\e\\model.bin\e]8;;\e\\"' >job.yaml
+  run -1 "$REDACT_SECRETS" lint job.yaml
+  assert_line --index 0 'job.yaml:6: presigned-url: 0/metadata.annotations.note (presigned-url X-Amz-Signature)'
+  refute_output --partial "fakecanarysig"
+  run -0 "$REDACT_SECRETS" redact job.yaml
+  assert_output --partial 'X-Amz-Signature=***REDACTED***\e\\model.bin'
+  refute_output --partial "fakecanarysig"
+}
+
+@test "lint refuses a password printf'd into --password-stdin and passes one read from a variable" {
+  printf '%s\n' "printf '%s' 'FakeCanaryPw&1' | docker login -u bob --password-stdin registry.example.com" >login.sh
+  run -1 "$REDACT_SECRETS" lint login.sh
+  assert_line --index 0 'login.sh:1: credential: printf | --password-stdin (stdin-literal)'
+  printf '%s\n' 'printf "%s" "$REGISTRY_PASSWORD" | docker login -u bob --password-stdin registry.example.com' >ok.sh
+  run -0 "$REDACT_SECRETS" lint ok.sh
+  assert_output ""
+}

@@ -33,6 +33,7 @@ from kubectl_tao.core.redact import (
     REDACTED,
     Finding,
     find_in_text,
+    find_split_tokens,
     is_credential_name,
     is_placeholder,
     redact_text,
@@ -236,7 +237,8 @@ def lint_manifest_text(text: str, source: str = "-") -> list[Finding]:
     docs = load_manifest_documents(text)
     if docs is None:
         return lint_text(text, source)
-    return _dedupe(lint_documents(docs, source) + _comment_findings(text, source))
+    split = find_split_tokens(text, source=source)  # the parser joins a folded scalar's lines with a blank
+    return _dedupe(lint_documents(docs, source) + _comment_findings(text, source) + split)
 
 
 def _redact_node(node: object) -> object:

@@ -23,7 +23,7 @@ import functools
 import itertools
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from kubectl_tao.core.sanitize import SEQUENCE_RE
 from kubectl_tao.core.valueclass import Value, record
@@ -157,6 +157,12 @@ _HARMLESS_WORDS = frozenset(
 # Keys published in TAO's own documentation for its pretrained models (`-k nvidia_tlt`, `encryption_key:
 # nvidia_tlt`; `tlt_encode` in TLT releases): a public value, never a credential to protect.
 _PUBLIC_VALUES = frozenset({"nvidia_tlt", "tlt_encode"})
+# The words written where a value is to be filled in (`--set auth.rootPassword=changeme`, `HF_TOKEN=your_token_here`).
+_PLACEHOLDER_WORD_RE = _Lazy(
+    r"(?:change|replace)[-_]?(?:me|it)|placeholder|dummy|example|todo|tbd|fixme"
+    r"|your[-_][a-z0-9_-]*(?:token|key|password|passwd|secret|pass|pat|credentials?)(?:[-_]here)?",
+    re.IGNORECASE,
+)
 _PATH_VALUE_RE = _Lazy(r"[~.]?/[\w.@/+:-]*")
 # `secrets` (lower case) is also the Kubernetes resource a ResourceQuota counts: in `requested: secrets=1,
 # used: secrets=12` the value is an object count (`count/secrets=` never matches: a '/' precedes the name).
@@ -173,7 +179,7 @@ _RANDOM_SEGMENT_RE = _Lazy(r"(?=[^/]*[A-Z])(?=[^/]*[a-z])(?=[^/]*[0-9])[A-Za-z0-
 def is_placeholder(value: str) -> bool:
     """True for values that are not literal credentials: references, placeholders, paths, booleans."""
     v = _unquote(value.strip()).strip()
-    if v.lower() in _HARMLESS_WORDS or v in _PUBLIC_VALUES:
+    if v.lower() in _HARMLESS_WORDS or v in _PUBLIC_VALUES or _PLACEHOLDER_WORD_RE.fullmatch(v):
         return True
     if any(not is_placeholder(m.group(1)) for m in _DEFAULT_RE.finditer(v)):
         return False  # ${UNSET:-hunter2} is hunter2 whenever UNSET is unset
@@ -247,23 +253,26 @@ _PRIVATE_KEY_RE = _Lazy(
 # (kind, regex); group 1 is the credential. Prefixes, lengths and alphabets are the vendors' published formats as the
 # maintained scanners (gitleaks, trufflehog, detect-secrets) describe them; the rules are written here.
 _B = r"(?<![A-Za-z0-9_-])"  # not inside a longer word
+# A prefix no word of prose or code starts with may follow an underscore or a hyphen (`model-hf_...`,
+# `run_ghp_...`): what follows it still has to have the token's length and alphabet.
+_G = r"(?<![A-Za-z0-9])"
 _TOKEN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("aws-access-key-id", _Lazy(r"(?<![A-Za-z0-9])((?:AKIA|ASIA)[A-Z0-9]{16})(?![A-Za-z0-9])")),
     ("jwt", _Lazy(r"(?<![A-Za-z0-9_-])(eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})")),
-    ("ngc-api-key", _Lazy(_B + r"(nvapi-[A-Za-z0-9_-]{20,})")),
+    ("ngc-api-key", _Lazy(_G + r"(nvapi-[A-Za-z0-9_-]{20,})")),
     (
         "ngc-legacy-key",
         _Lazy(_B + r"([A-Za-z0-9]{26}:[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12})(?![A-Za-z0-9])"),
     ),
-    ("hf-token", _Lazy(_B + r"((?:hf_|api_org_)[A-Za-z0-9]{30,})(?![A-Za-z0-9_])")),
+    ("hf-token", _Lazy(_G + r"((?:hf_|api_org_)[A-Za-z0-9]{30,})(?![A-Za-z0-9_])")),
     (
         "github-token",
-        _Lazy(_B + r"(gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+        _Lazy(_G + r"(gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
     ),
     ("slack-token", _Lazy(_B + r"(xox[abposr]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{20,})")),
     ("slack-webhook", _Lazy(r"hooks\.slack\.com/(?:services|workflows)/([A-Za-z0-9+/_-]{20,})")),
     ("discord-webhook", _Lazy(r"discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/([A-Za-z0-9_-]{60,})")),
-    ("gitlab-token", _Lazy(_B + r"(gl(?:pat|dt|ptt|rt|soat|oas|agent|ft|imt|ffct|cbt)-[A-Za-z0-9_.-]{20,})")),
+    ("gitlab-token", _Lazy(_G + r"(gl(?:pat|dt|ptt|rt|soat|oas|agent|ft|imt|ffct|cbt)-[A-Za-z0-9_.-]{20,})")),
     ("npm-token", _Lazy(_B + r"(npm_[A-Za-z0-9]{36})(?![A-Za-z0-9])")),
     ("pypi-token", _Lazy(_B + r"(pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,})")),
     ("rubygems-token", _Lazy(_B + r"(rubygems_[a-f0-9]{48})(?![A-Za-z0-9])")),
@@ -274,9 +283,12 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "azure-ad-client-secret",
         _Lazy(r"(?<![A-Za-z0-9_~.-])([A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34})(?![A-Za-z0-9_~.-])"),
     ),
-    ("vault-token", _Lazy(r"(?<![A-Za-z0-9_.-])(hvs\.[A-Za-z0-9_-]{80,}|hvb\.[A-Za-z0-9_.-]{50,})")),
-    ("docker-token", _Lazy(_B + r"(dckr_(?:pat|oat)_[A-Za-z0-9_-]{24,})")),
-    ("atlassian-token", _Lazy(_B + r"(AT[AC]TT3[A-Za-z0-9+/=_-]{100,})")),
+    # Vault service, batch and recovery tokens: `hvs.` and a body of 24 or more characters (longer with a namespace).
+    ("vault-token", _Lazy(r"(?<![A-Za-z0-9.])(hv[sr]\.[A-Za-z0-9_-]{24,}|hvb\.[A-Za-z0-9_.-]{50,})")),
+    ("docker-token", _Lazy(_G + r"(dckr_(?:pat|oat)_[A-Za-z0-9_-]{24,})")),
+    # Atlassian API tokens (ATATT3, Cloud admin keys ATCTT3): the prefix, a base64url body and `=` and an 8-digit hex
+    # checksum; the body's length varies with the token's version, so any 20 or more characters.
+    ("atlassian-token", _Lazy(_G + r"(AT[AC]TT3[A-Za-z0-9_-]{20,}(?:=[0-9A-Fa-f]{8})?)(?![A-Za-z0-9_-])")),
     ("telegram-bot-token", _Lazy(r"(?:(?<=bot)|(?<![A-Za-z0-9_:-]))([0-9]{5,16}:A[A-Za-z0-9_-]{34})(?![A-Za-z0-9_-])")),
     ("stripe-key", _Lazy(_B + r"((?:sk|rk)_(?:test|live|prod)_[0-9A-Za-z]{10,99})")),
     ("square-token", _Lazy(_B + r"(sq0(?:atp|csp)-[A-Za-z0-9_-]{22,})")),
@@ -310,8 +322,16 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("twilio-key", _Lazy(_B + r"(SK[0-9a-f]{32})(?![A-Za-z0-9])")),
     ("mailgun-key", _Lazy(_B + r"(key-[0-9a-f]{32})(?![A-Za-z0-9])")),
     (
-        "sk-api-key",  # OpenAI (sk-proj-, sk-svcacct-), Anthropic (sk-ant-), OpenRouter (sk-or-v1-), DeepSeek, ...
-        _Lazy(_B + r"(sk-(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,})"),
+        # OpenAI (sk-proj-, sk-svcacct-), Anthropic (sk-ant-), OpenRouter (sk-or-v1-): the vendor's prefix, or mixed
+        # case and digits; DeepSeek
+        # and others: 32 or more lower-case letters and digits in one run. A package name (`sk-video`,
+        # `sk-learn-extra2`) is lower-case words joined by hyphens: neither.
+        "sk-api-key",
+        _Lazy(
+            _B + r"(sk-(?:proj|svcacct|admin|ant|or)-(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}"
+            r"|sk-(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])[A-Za-z0-9_-]{20,}"
+            r"|sk-(?:[a-z0-9]{1,12}-){0,2}(?=[a-z]*[0-9])[a-z0-9]{32,}(?![A-Za-z0-9_-]))"
+        ),
     ),
 )
 
@@ -328,7 +348,8 @@ _PRESIGNED_RE = _Lazy(
     r"=([^&\s\"'<>]+)",
     re.IGNORECASE,
 )
-_URL_USERINFO_RE = _Lazy(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@?#\"']*:([^\s/@?#\"']+)@")
+# The password may hold a '#' (a client sends it as typed: `https://bob:pa#ss@host` is bob's password `pa#ss`).
+_URL_USERINFO_RE = _Lazy(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@?#\"']*:([^\s/@?\"']+)@")
 _AUTH_HEADER_RE = _Lazy(
     r"\b((?:Proxy-)?Authorization)\s*[:=]\s*[\"']?(?:Bearer|Basic|Token|Digest|Bot)\s+([^\s\"',;]+)",
     re.IGNORECASE,
@@ -351,7 +372,8 @@ _FLAG_SHAPE_RE = _Lazy(r"--(?:[a-z0-9]+[-_])*(?:" + _FLAG_WORDS + r")", re.IGNOR
 _OBJECT_NAME = r"[a-z0-9](?:[-a-z0-9_]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9_]*[a-z0-9])?)*"
 _SECRET_SPEC_RE = _Lazy(
     r"(?:id=)?" + _OBJECT_NAME + r"(?:,(?:id|src|source|type|target|env|mode|uid|gid|required)=[^,\s]*)*"
-)
+    r"|(?:secrets?/)?" + _OBJECT_NAME + r"(?:[/:][A-Za-z_][A-Za-z0-9_.-]*)?(?:," + _OBJECT_NAME + r")*"
+)  # ... or secret/NAME, NAME/KEY, NAME:KEY, NAME,NAME
 # A --*-secret flag whose value is a credential, not a name (--client-secret abc).
 _VALUE_SECRET_WORDS = frozenset({"CLIENT", "APP", "SHARED", "JWT", "API", "WEBHOOK", "SIGNING", "HMAC", "COOKIE",
                                  "SESSION", "OAUTH", "CONSUMER"})
@@ -374,12 +396,12 @@ def flag_value_is_credential(flag: str, value: str) -> bool:
     if value.startswith("-") or is_placeholder(value):
         return False
     words = name_words(flag.lstrip("-"))
-    names_an_object = words[-1] == "SECRET" and (len(words) == 1 or words[-2] not in _VALUE_SECRET_WORDS)
+    names_an_object = words[-1] in ("SECRET", "SECRETS") and (len(words) == 1 or words[-2] not in _VALUE_SECRET_WORDS)
     return not (names_an_object and _SECRET_SPEC_RE.fullmatch(_unquote(value)))  # --secret hf-secret
 _FROM_LITERAL_RE = _Lazy(r"--from-literal[= ]([A-Za-z0-9._-]+)=(\"[^\"]*\"|'[^']*'|[^\s\"']*)")
 # NAME=VALUE (export X=.., docker -e X=.., sbatch --export=A=..,B=.., env-files, k=v lists).
 _ASSIGN_RE = _Lazy(
-    r"(?<![\w$.\-/])((?:[A-Za-z_][A-Za-z0-9_-]*\.)*[A-Za-z_][A-Za-z0-9_]*)="
+    r"(?<![\w$.\-/])((?:[A-Za-z_][A-Za-z0-9_-]*\.)*[A-Za-z_][A-Za-z0-9_]*)=(?!=)"
     r"(\"[^\"\n]*\"|'[^'\n]*'|(?:" + _SUBST + r"|[^\s,;&|'\"`]|,(?![A-Za-z_][A-Za-z0-9_]*=))*)"
 )
 # NAME = VALUE (a blank before '='; NAME=VALUE is _ASSIGN_RE's) at the start of a line: INI files such as
@@ -395,10 +417,17 @@ _CALL_RE = _Lazy(
     r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:\([^()\n]*\)|\[[^\[\]\n]*\])(?:\.[A-Za-z_]\w*(?:\([^()\n]*\))?)*"
 )
 _VARIABLE_RE = _Lazy(r"[a-z_][a-z0-9_]*")  # a snake_case variable (a password rarely is one: MyPassword123 is not)
-_OPEN_CALL_RE = _Lazy(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*[(\[]")
+_OPEN_CALL_RE = _Lazy(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*[(\[](?:[A-Za-z_]\w*=)?")  # getpass(prompt=
 _SETTING_RE = _Lazy(r"(?:args|self|cfg|conf|config|opts|options|settings|params|creds|credentials)\.[A-Za-z_][\w.]*")
 # "key": "value" inside JSON text (also with escaped quotes, as JSON embedded in a string).
 _JSON_KEY_RE = _Lazy(r"(\\?\")([A-Za-z_][A-Za-z0-9_.-]*)\1\s*:\s*\1((?:[^\"\\]|\\[^\"])*)\1")
+# 'key': 'value' in a Python dict (or a mix of quotes): a JSON key's rule with single quotes.
+_DICT_KEY_RE = _Lazy(r"(['\"])([A-Za-z_][A-Za-z0-9_.-]*)\1\s*:\s*(['\"])((?:(?!\3)[^\\\n]|\\.)*)\3")
+# A container's env entry written out in text (a manifest in a heredoc or a command): `- name: <credential-like>`
+# and, on the next line, `value: <literal>` (the manifest walker's env-literal rule).
+_ENV_PAIR_RE = _Lazy(
+    r"(?m)^[ \t]*(?:-[ \t]+)?name:[ \t]*([\"']?)([A-Za-z_][A-Za-z0-9_.-]*)\1[ \t]*\r?\n[ \t]*value:[ \t]*([^\s#][^\n]*)"
+)
 # name: value (YAML/HTTP-header style); only for redaction, too loose for linting prose.
 _COLON_RE = _Lazy(
     r"(?m)^[ \t-]*[\"']?([A-Za-z_][A-Za-z0-9_.-]*)[\"']?[ \t]*:[ \t]+([^\s#][^\n]*)"
@@ -422,6 +451,14 @@ _HEADER_FLAG_RE = _Lazy(
 _MYSQL_RE = _Lazy(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b")
 _MYSQL_FLAG_RE = _Lazy(r"\s-p(" + _WORD + ")")
 # -p PASS of docker/podman/helm login and sshpass, -a PASS of redis-cli.
+# The networks of TAO (TF1, TF2, PyTorch and Deploy) whose entry points take the model key as `-k`.
+_TAO_NETWORKS = (
+    r"detectnet_v2|faster_rcnn|yolo_v[34](?:_tiny)?|ssd|dssd|retinanet|mask_rcnn|unet|lprnet|bpnet|fpenet"
+    r"|classification_(?:tf[12]|pyt)|efficientdet_tf[12]|multitask_classification|gazenet|emotionnet"
+    r"|heartratenet|gesturenet|action_recognition|pose_classification|pointpillars|re_identification|segformer"
+    r"|deformable_detr|dino|ocdnet|ocrnet|optical_inspection|visual_changenet|centerpose|mal|grounding_dino"
+    r"|mask2former|rtdetr|mask_grounding_dino|ml_recog|metric_learning_recognition|character_recognition"
+)
 # A command that takes a password in a flag: (hints, command pattern, flag pattern whose group 1 is the value,
 # name). The flag is looked for among the command's own arguments (up to the next line, `;`, `&` or `|`).
 _COMMAND_PASSWORD_FLAGS: tuple[tuple[tuple[str, ...], Any, Any, str], ...] = (
@@ -447,7 +484,23 @@ _COMMAND_PASSWORD_FLAGS: tuple[tuple[tuple[str, ...], Any, Any, str], ...] = (
     ),
     (("smbclient", "rpcclient"), _Lazy(r"\b(?:smbclient|rpcclient)\b"), _Lazy(r"\s-U\s*[^\s%]*%(" + _WORD + ")"),
      "smbclient -U user%password"),
+    # TAO's model key (`-k, --key`: the key a .tlt/.etlt/.hdf5 model is encoded with) given to the launcher, to a
+    # network's entry point in the container or to the converters; the key published for NVIDIA's pretrained
+    # models (nvidia_tlt, tlt_encode) is not a secret (see _PUBLIC_VALUES).
+    (
+        ("-k",),
+        _Lazy(r"\b(?:tao(?:-deploy|-converter)?|tlt(?:-converter)?|converter|" + _TAO_NETWORKS + r")\b"),
+        _Lazy(r"\s(?:-k|--key)(?:=|\s+)(" + _WORD + ")"),
+        "tao -k",
+    ),
 )
+# A password fed to a command's standard input in the same line: `echo PASS | docker login --password-stdin`,
+# `printf '%s' PASS | ...`, `... --password-stdin <<< PASS`; the flag is any --*-stdin naming a credential.
+_STDIN_FLAG_RE = _Lazy(r"--(?:[a-z0-9]+-)*(?:password|passwd|token|secret|key)-stdin\b")
+_ECHO_RE = _Lazy(r"(?:^|(?<=[;&|(\n`]))[ \t]*(echo|printf)(?=[ \t|])")
+# A shell word or an operator, read left to right once: quoted, a command substitution, a separator, plain.
+_SHELL_TOKEN_RE = _Lazy(r"\"[^\"\n]*\"|'[^'\n]*'|\$\([^()\n]*\)|[|;&\n]|[^\s\"';&|]+")
+_HERESTRING_RE = _Lazy(r"<<<[ \t]*(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"';&|`]+)")
 # htpasswd -b FILE USER PASSWORD (-nb USER PASSWORD): the password is the last argument; wandb login KEY.
 _HTPASSWD_RE = _Lazy(r"\bhtpasswd\b")
 _WANDB_LOGIN_RE = _Lazy(r"\bwandb\s+login\b")
@@ -509,7 +562,7 @@ def _scan_format(text: str) -> Iterable[_Hit]:
         if not is_placeholder(m.group(1)):
             yield _Hit(m.start(1), m.end(1), "url-password", "", "url-userinfo")
     for m in _AUTH_HEADER_RE.finditer(text) if _AUTH_HINT_RE.search(text) else ():
-        if not is_placeholder(m.group(2)):
+        if not is_placeholder(m.group(2)) and not m.group(2).startswith(("$(", "`")):  # Bearer $(cat FILE)
             yield _Hit(m.start(2), m.end(2), "auth-header", m.group(1), "authorization-header")
     for m in _finditer(_BEARER_RE, text, "Bearer"):
         tok = m.group(1)
@@ -579,11 +632,11 @@ def _is_code(text: str, start: int, end: int, *, spaced: bool) -> bool:
     `self.password = password`) or as a call's keyword argument (`login(token=token)`); `HF_TOKEN=hf_token` in a
     shell or an env-file is the literal text."""
     value = text[start:end].strip()
-    if _CALL_RE.fullmatch(value) or _SETTING_RE.fullmatch(value):
+    closed = value.rstrip("),")  # NAME=VALUE's value runs over the comma or parenthesis after a keyword argument
+    if any(_CALL_RE.fullmatch(v) or _SETTING_RE.fullmatch(v) for v in (value, closed)):
         return True
     if _OPEN_CALL_RE.fullmatch(value) and text[end : end + 1] in ("'", '"'):
         return True  # the value stopped at the quote of the call's argument
-    closed = value.rstrip("),")  # NAME=VALUE's value runs over the comma or parenthesis after a keyword argument
     if not (_VARIABLE_RE.fullmatch(closed) and is_credential_name(closed)):
         return False
     keyword = (closed != value or text[end : end + 1] == ",") and text[start - 2 : start - 1].islower()
@@ -621,6 +674,43 @@ def _scan_positional(text: str) -> Iterable[_Hit]:
             break
 
 
+def _stdin_flag_in(text: str, start: int) -> bool:
+    """Whether the command from ``start`` to the next line, `;`, `&` or `|` has a --*-stdin credential flag."""
+    stop = _SEGMENT_END_RE.search(text, start)
+    return _STDIN_FLAG_RE.search(text, start, stop.start() if stop else len(text)) is not None
+
+
+def _scan_stdin(text: str) -> Iterable[_Hit]:
+    """A literal password piped or here-string fed to a --password-stdin (see _STDIN_FLAG_RE); each part of the
+    text is read once."""
+    if "-stdin" not in text:
+        return
+    pos = 0
+    while (m := _ECHO_RE.search(text, pos)) is not None:
+        words: list[re.Match[str]] = []
+        pos = m.end()
+        while (token := _SHELL_TOKEN_RE.search(text, pos)) is not None and token.group() not in "|;&\n":
+            words.append(token)
+            pos = token.end()
+        if token is None or token.group() != "|" or not _stdin_flag_in(text, token.end()):
+            continue
+        values = [w for w in words if not w.group().startswith("-")]
+        if m.group(1) == "printf" and len(values) > 1:
+            values = values[1:]  # the format
+        literal = next((w for w in values if not is_placeholder(w.group())), None)
+        if literal is not None:
+            s, e = _strip_quotes_span(text, literal.start(), literal.end())
+            yield _Hit(s, e, "credential", f"{m.group(1)} | --password-stdin", "stdin-literal")
+    pos = 0
+    while "<<<" in text and (m := _HERESTRING_RE.search(text, pos)) is not None:
+        start = max(pos - 1, *(text.rfind(sep, pos, m.start()) for sep in ";&|\n")) + 1
+        stop = _SEGMENT_END_RE.search(text, m.end())
+        pos = stop.end() if stop else len(text)  # the first here-string of a command counts
+        if _stdin_flag_in(text, start) and not is_placeholder(m.group(1)):
+            s, e = _strip_quotes_span(text, m.start(1), m.end(1))
+            yield _Hit(s, e, "credential", "<<< --password-stdin", "stdin-literal")
+
+
 def _scan_commands(text: str) -> Iterable[_Hit]:
     """Credentials in common command forms: curl -u/-H, mysql -p, os.environ[...] = and heredoc bodies."""
     for m in _command_flags(text, _HTTP_CLIENT_RE, _USER_FLAG_RE, "curl", "wget", "http", "xh", "ftp"):
@@ -649,6 +739,7 @@ def _scan_commands(text: str) -> Iterable[_Hit]:
             s, e = _strip_quotes_span(text, m.start(group), m.end(group))
             yield _Hit(s, e, "credential", name, "flag-literal")
     yield from _scan_positional(text)
+    yield from _scan_stdin(text)
     for m in _finditer(_NETRC_RE, text, "machine"):
         if not is_placeholder(m.group(1)):
             yield _Hit(m.start(1), m.end(1), "credential", "netrc password", "netrc")
@@ -685,7 +776,10 @@ def _scan_named(text: str, *, loose: bool, inline: bool = False) -> Iterable[_Hi
     for m in _finditer(_ASSIGN_RE, text, "="):
         if _is_quota_count(m):
             continue
-        if is_credential_name(m.group(1).rsplit(".", 1)[-1]) and not is_placeholder(m.group(2)):
+        value = m.group(2)
+        if is_credential_name(m.group(1).rsplit(".", 1)[-1]) and not (
+            is_placeholder(value) or is_placeholder(value.rstrip("),"))  # f(add_to_git_credential=False)
+        ):
             s, e = _strip_quotes_span(text, m.start(2), m.end(2))
             if e > s and not _is_code(text, m.start(2), m.end(2), spaced=False):
                 yield _Hit(s, e, "credential", m.group(1), "assignment")
@@ -695,14 +789,25 @@ def _scan_named(text: str, *, loose: bool, inline: bool = False) -> Iterable[_Hi
         comment = _INLINE_COMMENT_RE.search(m.group(2))
         value = (m.group(2)[: comment.start()] if comment else m.group(2)).rstrip()
         s, e = m.start(2), m.start(2) + len(value)
-        if value and not is_placeholder(value) and not _is_code(text, s, e, spaced=True) and value[:1] not in "\"'":
-            yield _Hit(s, e, "credential", m.group(1), "ini-assignment")  # quoted values: quoted-assignment
+        statement = value.split(";", 1)[0].rstrip()  # token = os.environ["HF_TOKEN"]; api = ...
+        if value[:1] in "\"'" or is_placeholder(value) or _is_code(text, s, e, spaced=True):
+            continue  # quoted values: quoted-assignment
+        if statement == value or not _is_code(text, s, s + len(statement), spaced=True):
+            yield _Hit(s, e, "credential", m.group(1), "ini-assignment")
     if "username" in text:
         for m in _finditer(_KAGGLE_KEY_RE, text, "key"):
             yield _Hit(m.start(2), m.end(2), "credential", "kaggle.json key", "json-key")
     for m in _finditer(_JSON_KEY_RE, text, '"'):
         if is_credential_name(m.group(2)) and not is_placeholder(m.group(3)):
             yield _Hit(m.start(3), m.end(3), "credential", m.group(2), "json-key")
+    for m in _finditer(_DICT_KEY_RE, text, "'"):
+        if is_credential_name(m.group(2)) and not is_placeholder(m.group(4)):
+            yield _Hit(m.start(4), m.end(4), "credential", m.group(2), "json-key")
+    for m in _finditer(_ENV_PAIR_RE, text, "value:"):
+        value = m.group(3).rstrip(" \t")
+        if is_credential_name(m.group(2)) and not is_placeholder(value):
+            s, e = _strip_quotes_span(text, m.start(3), m.start(3) + len(value))
+            yield _Hit(s, e, "credential", m.group(2), "env-literal")
     if loose:
         for m in _finditer(_COLON_RE, text, ":"):
             s, e, value = _colon_value(m)
@@ -766,8 +871,11 @@ def _merge(candidates: Iterable[_Hit]) -> list[_Hit]:
     return [hit for _, hit in merged]
 
 
-def _hits_in(text: str, *, loose: bool, depth: int, inline: bool) -> list[_Hit]:
-    """Every rule over ``text`` at once (a window, or a text without long lines)."""
+def _hits_in(text: str, *, loose: bool, depth: int, inline: bool, format_only: bool = False) -> list[_Hit]:
+    """Every rule over ``text`` at once (a window, or a text without long lines); ``format_only``: the format
+    rules alone."""
+    if format_only:
+        return _merge(_scan_format(text))
     candidates: list[_Hit] = list(_scan_named(text, loose=loose, inline=inline))
     candidates += _scan_format(text)
     if depth < _BASE64_DEPTH:
@@ -812,25 +920,25 @@ def windows(length: int, text: str = "") -> list[tuple[int, int]]:
         start = nxt
 
 
-def _hits_bounded(text: str, *, loose: bool, depth: int, inline: bool) -> list[_Hit]:
+def _hits_bounded(text: str, *, loose: bool, depth: int, inline: bool, format_only: bool = False) -> list[_Hit]:
     if len(text) <= LONG_LINE:
-        return _hits_in(text, loose=loose, depth=depth, inline=inline)
+        return _hits_in(text, loose=loose, depth=depth, inline=inline, format_only=format_only)
     long_lines = [(m.start(), m.end()) for m in _LONG_LINE_RE.finditer(text)]
     if not long_lines:
-        return _hits_in(text, loose=loose, depth=depth, inline=inline)
+        return _hits_in(text, loose=loose, depth=depth, inline=inline, format_only=format_only)
     parts, pos = [], 0
     for start, end in long_lines:  # the rest of the text at once, each long line blanked (offsets kept)
         parts += [text[pos:start], " " * (end - start)]
         pos = end
     parts.append(text[pos:])
-    candidates = _hits_in("".join(parts), loose=loose, depth=depth, inline=inline)
+    candidates = _hits_in("".join(parts), loose=loose, depth=depth, inline=inline, format_only=format_only)
     for line_start, line_end in long_lines:
         line = text[line_start:line_end]
         for start, end in windows(len(line), line):
             offset = line_start + start
             candidates += [
                 _Hit(h.start + offset, h.end + offset, h.kind, h.name, h.rule)
-                for h in _hits_in(line[start:end], loose=loose, depth=depth, inline=inline)
+                for h in _hits_in(line[start:end], loose=loose, depth=depth, inline=inline, format_only=format_only)
             ]
     return _merge(candidates)
 
@@ -842,12 +950,60 @@ def _hits_bounded(text: str, *, loose: bool, depth: int, inline: bool) -> list[_
 # Hidden by a terminal, so taken out before matching (a colour code glued to a token would hide it from every
 # rule): escape sequences, raw (core/sanitize.py's SEQUENCE_RE) or escaped as JSON, Python or a shell writes
 # them (`\u001b[32m`, `\x1b[0m`, `\033[1m`, `\e[0m`); control characters but tabs, line breaks and carriage
-# returns; zero-width and direction characters, the soft hyphen and the byte-order mark. An escaped line break
-# or tab (`\n`, `\t`, `\r` in a JSON log line) reads as a blank, so `...\nHF_TOKEN=...` starts a name.
+# returns; zero-width, direction and other default-ignorable characters (variation selectors, the combining
+# grapheme joiner, Hangul fillers, tag characters), the soft hyphen and the byte-order mark; a shell's
+# backslash-newline (a line continuation joins the two halves of a word). An escaped line break or tab (`\n`,
+# `\t`, `\r` in a JSON log line) reads as a blank, so `...\nHF_TOKEN=...` starts a name. A separator written
+# as a URL escape or a JSON/Python character escape (`%3D`, `%22`, `\u0022`, `\x3d`) reads as itself, so
+# `token%3Dhf_...` is `token=hf_...`.
 _ESCAPED_CSI = r"(?:\\u001[bB]|\\x1[bB]|\\033|\\e)\[[0-?]*[ -/]*[@-~]|\\u009[bB][0-?]*[ -/]*[@-~]"
-_INVISIBLE = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
-_HIDDEN_HINT_RE = _Lazy(f"[{_INVISIBLE}\\\\]")
-_HIDDEN_RE = _Lazy(f"({SEQUENCE_RE.pattern}|{_ESCAPED_CSI}|[{_INVISIBLE}])|(\\\\[nrt])")
+_INVISIBLE = (
+    "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff"
+)
+_ENCODED_SEPARATOR = r"%(?:2[02367cCfF]|3[aAbBdDfF])|\\u00(?:2[027]|3[dD])|\\x(?:2[27]|3[dD])"
+# A terminal string's introducer and terminator escaped (`\e]8;;`, `\u001b\\`, `\x07` in JSON or YAML text) read
+# as a blank, so the address of an escaped OSC 8 link ends where the link's text starts.
+_ESCAPED_ESC = r"(?:\\u001[bB]|\\x1[bB]|\\033|\\e)"
+_ESCAPED_STRING_EDGE = _ESCAPED_ESC + r"(?:[\]P_^X]|\\\\?)|\\u0007|\\x07|\\007"
+_HIDDEN_HINT_RE = _Lazy(f"[{_INVISIBLE}\\\\%]")
+_HIDDEN_RE = _Lazy(
+    f"({SEQUENCE_RE.pattern}|{_ESCAPED_CSI}|[{_INVISIBLE}]|\\\\\\r?\\n)|(\\\\[nrt]|{_ESCAPED_STRING_EDGE})"
+    f"|({_ENCODED_SEPARATOR})"
+)
+# The payload of a terminal string (OSC, DCS, APC, PM, SOS): a terminal hides it where it stands, but it is a
+# link's address (OSC 8), a window title (OSC 0/2) or a clipboard write (OSC 52), so it is read as text too.
+_STRING_SEQUENCE_RE = _Lazy(r"(?:\x1b[\]P X^_]|[\x9d\x90\x98\x9e\x9f])([^\x07\x1b\x9c]+)(?:\x07|\x1b\\|\x9c)")
+
+
+class _Folded(dict[int, str]):
+    """A ``str.translate`` table folding a character that reads as an ASCII one to it: full-width and other
+    compatibility forms (NFKC: `＝` is `=`, `Ｔ` is `T`) and the Cyrillic and Greek letters drawn like Latin ones
+    (`HF_TОKEN` with a Cyrillic О). One character for one, so offsets are kept."""
+
+    _LOOKALIKES: ClassVar[dict[str, str]] = dict(zip(
+        "\u0410\u0412\u0415\u0405\u0406\u0408\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0423\u0430"
+        "\u0435\u0456\u0458\u043e\u0440\u0441\u0443\u0445\u0455\u0501\u04bb\u04cf\u051b\u051c\u051d\u0391"
+        "\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7\u03b1\u03b9\u03bf"
+        "\u03ba\u03bd\u03c1\u03c4\u03c5\u03c7",
+        "ABESIJKMHOPCTXYaeijopcyxsdhlqWwABEZHIKMNOPTYXaiokvptux",
+        strict=True,
+    ))
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        folded = self._LOOKALIKES.get(ch)
+        if folded is None:
+            import unicodedata
+
+            compat = unicodedata.normalize("NFKC", ch)
+            folded = compat if len(compat) == 1 and compat.isascii() and compat.isprintable() else ch
+        if len(self) < 8192:  # the characters a text holds are few; a text of every code point is not kept
+            self[code] = folded
+        return folded
+
+
+_FOLDED = _Folded()
 
 
 class _View:
@@ -865,15 +1021,16 @@ class _View:
                 self._add(pos, m.start(), view, True)
                 out.append(original[pos : m.start()])
                 view += m.start() - pos
-            if m.group(2):  # an escaped line break: one blank
+            if m.group(2) or m.group(3):  # an escaped line break (one blank) or separator (itself)
                 self._add(m.start(), m.end(), view, False)
-                out.append(" ")
+                out.append(" " if m.group(2) else _decode_separator(m.group(3)))
                 view += 1
             pos = m.end()
         if pos < len(original):
             self._add(pos, len(original), view, True)
             out.append(original[pos:])
-        self.text = "".join(out)
+        text = "".join(out)
+        self.text = text if text.isascii() else text.translate(_FOLDED)
 
     def _add(self, start: int, end: int, view: int, copied: bool) -> None:
         self._view_starts.append(view)
@@ -890,18 +1047,84 @@ class _View:
         return start + (view - self._view_starts[i]) if copied else end
 
 
+def _decode_separator(escaped: str) -> str:
+    """The character a ``%XX``, ``\\u00XX`` or ``\\xXX`` escape stands for."""
+    return chr(int(escaped[-2:], 16))
+
+
+# A token whose line breaks before its end (a log wrapped at a terminal's width, a folded YAML scalar): the line
+# ends in a run that starts with a token prefix (glued to a word by '_' or '-' too; the run is bounded, so a long
+# run of glued prefixes is read in bounded work per character) and the next line goes on with token characters.
+_SPLIT_TOKEN_RE = _Lazy(
+    r"(?<![A-Za-z0-9])(?:hf_|api_org_|gh[pousr]_|github_pat_|nvapi-|sk-|gl[a-z]{1,5}-|xox[abposr]-|AKIA|ASIA|eyJ"
+    r"|dckr_|hv[sb]\.|ATATT3|AIza|npm_|pypi-)[A-Za-z0-9_.-]{0,256}(\r?\n[ \t]*)(?=[A-Za-z0-9_-])"
+)
+
+
+def _split_token_hits(text: str, *, depth: int) -> list[_Hit]:
+    """Format hits of tokens broken over two lines: the format rules run once more over the text with those line
+    breaks taken out, and a hit that spans one is kept unless what stands before the break is a whole token of a
+    format already (then the next line's first word is not its continuation)."""
+    if "\n" not in text:
+        return []
+    parts: list[str] = []
+    cuts: list[int] = []  # where a line break was taken out, as an offset in the joined text
+    removed: list[int] = [0]  # characters taken out up to and including each cut
+    pos = 0
+    for m in _SPLIT_TOKEN_RE.finditer(text):
+        parts.append(text[pos : m.start(1)])
+        cuts.append(m.start(1) - removed[-1])
+        removed.append(removed[-1] + m.end(1) - m.start(1))
+        pos = m.end(1)
+    if not cuts:
+        return []
+    parts.append(text[pos:])
+    joined = "".join(parts)
+    out = []
+    for hit in _hits_bounded(joined, loose=False, depth=depth, inline=False, format_only=True):
+        first = bisect.bisect_right(cuts, hit.start)  # cuts at or before the start
+        if first < len(cuts) and cuts[first] < hit.end and not _is_whole_token(joined[hit.start : cuts[first]]):
+            last = bisect.bisect_left(cuts, hit.end)  # cuts before the end
+            out.append(_Hit(hit.start + removed[first], hit.end + removed[last], hit.kind, hit.name, hit.rule))
+    return out
+
+
+def _is_whole_token(text: str) -> bool:
+    return any(rx.fullmatch(text) for _, rx in _TOKEN_RULES)
+
+
+def _payload_hits(text: str, *, loose: bool, depth: int, inline: bool) -> list[_Hit]:
+    """Hits inside the payloads of terminal strings (see _STRING_SEQUENCE_RE), at their offsets in ``text``."""
+    out = []
+    for m in _finditer(_STRING_SEQUENCE_RE, text, "\x1b", "\x9d", "\x90", "\x98", "\x9e", "\x9f"):
+        offset = m.start(1)
+        out += [
+            _Hit(h.start + offset, h.end + offset, h.kind, h.name, h.rule)
+            for h in _hits(m.group(1), loose=loose, depth=depth, inline=inline)
+        ]
+    return out
+
+
 def _hits(text: str, *, loose: bool, depth: int = 0, inline: bool = False) -> list[_Hit]:
     """All hits in ``text`` ordered by position, matched against what a terminal shows of it (see _View), in
-    bounded work per character (see WINDOW)."""
-    if not _HIDDEN_HINT_RE.search(text):
-        return _hits_bounded(text, loose=loose, depth=depth, inline=inline)
+    bounded work per character (see WINDOW); the payloads of terminal strings and tokens broken over two lines
+    are read too."""
+    if text.isascii() and not _HIDDEN_HINT_RE.search(text):
+        return _with_split_tokens(text, _hits_bounded(text, loose=loose, depth=depth, inline=inline), depth)
     view = _View(text)
     if view.text == text:
-        return _hits_bounded(text, loose=loose, depth=depth, inline=inline)
-    return [
-        _Hit(view.start(h.start), view.end(h.end), h.kind, h.name, h.rule)
-        for h in _hits_bounded(view.text, loose=loose, depth=depth, inline=inline)
-    ]
+        return _with_split_tokens(text, _hits_bounded(text, loose=loose, depth=depth, inline=inline), depth)
+    found = _with_split_tokens(view.text, _hits_bounded(view.text, loose=loose, depth=depth, inline=inline), depth)
+    return _merge(
+        [_Hit(view.start(h.start), view.end(h.end), h.kind, h.name, h.rule) for h in found]
+        + _payload_hits(text, loose=loose, depth=depth, inline=inline)
+    )
+
+
+def _with_split_tokens(text: str, hits: list[_Hit], depth: int) -> list[_Hit]:
+    """``hits`` (merged) and the tokens broken over two lines (see _split_token_hits)."""
+    split = _split_token_hits(text, depth=depth)
+    return _merge(hits + split) if split else hits
 
 
 def _line_starts(text: str) -> list[int]:
@@ -925,6 +1148,18 @@ def find_in_text(text: str, *, source: str = "") -> list[Finding]:
     for hit in _hits(text, loose=False):
         line, col = _line_col(starts, hit.start)
         findings.append(Finding(line, hit.kind, hit.name or f"col {col}", hit.rule, source))
+    return findings
+
+
+def find_split_tokens(text: str, *, source: str = "") -> list[Finding]:
+    """Tokens broken over two lines of ``text`` (a wrapped log line, a folded YAML scalar): what a manifest's
+    parser joins with a blank, read in the text as written."""
+    view = _View(text)
+    starts = _line_starts(text)
+    findings = []
+    for hit in _split_token_hits(view.text, depth=0):
+        line, col = _line_col(starts, view.start(hit.start))
+        findings.append(Finding(line, hit.kind, f"col {col}", hit.rule, source))
     return findings
 
 

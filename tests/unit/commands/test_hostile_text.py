@@ -177,3 +177,35 @@ def test_status_of_a_failed_job_with_a_400_kb_log_line_does_bounded_work(
     assert tail and TOKEN not in json.dumps(tail)
     passes = sum(1 for size in seen if size > redact.WINDOW)  # each redaction of the line: one blanked pass
     assert passes and sum(seen) <= 2.5 * passes * len(long_line)
+
+
+# A presigned S3 link printed as an OSC 8 hyperlink (the terminal shows "model.bin") and a token in a window title.
+AWS_KEY_ID = "AKIAFAKECANARY012345"
+SIGNATURE = "fakecanarysig0123456789abcdef0123456789abcdef0123456789abcdef0123"
+OSC_LINE = (
+    f"saved \x1b]8;;https://b.s3.amazonaws.com/k/model.bin?X-Amz-Credential={AWS_KEY_ID}%2F20250101%2Fus-east-1"
+    f"&X-Amz-Signature={SIGNATURE}\x1b\\model.bin\x1b]8;;\x1b\\ \x1b]0;HF_TOKEN={TOKEN}\x07 Traceback: boom"
+)
+
+
+def test_a_credential_inside_a_terminal_string_is_redacted_on_every_surface(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    """The address of an OSC 8 link and a window title are hidden by a terminal but kept in a record's log tail
+    and in -o json/yaml: the redactor reads them as text."""
+    job, pods = fixture_json("exit-code.job.json"), fixture_json("exit-code.pods.json")
+    fake_kubectl.on("get", "jobs,pods", data={"kind": "List", "items": [job, *pods["items"]]})
+    fake_kubectl.on("logs", stdout=f"[pod/{pods['items'][0]['metadata']['name']}/tao] {OSC_LINE}\n")
+    rid = launched(job["metadata"]["name"])
+    outputs = [cli("status", rid), cli("status", rid, "-o", "json"), cli("status", rid, "-o", "yaml"),
+               cli("logs", rid)]
+    for code, out, err in outputs:
+        assert code in (0, 1), err
+        assert_inert(out + err)
+    record = json.dumps(store().get_extra(rid))
+    tail = store().get_extra(rid)["history"]["ranks"][0]["log_tail"]
+    assert any(REDACTED in line and "\x1b]8;;https://b.s3.amazonaws.com/" in line for line in tail)
+    for canary in (AWS_KEY_ID, SIGNATURE, TOKEN):
+        assert canary not in record
+        for _, out, err in outputs:
+            assert canary not in out + err

@@ -35,11 +35,15 @@ TOKENS = {
 # What a terminal shows nothing of, raw and as JSON, Python or a shell escape it.
 HIDDEN = [
     "\x1b[32m", "\x1b[0m", "\x1b[1;31m", "\x1b[8m", "\x9b1m", "\x1b]0;title\x07", "\x1b]8;;https://x.example/\x1b\\",
-    "\x1b_apc\x1b\\", "\x00", "\x7f", "\u200b", "\u200d", "\u202e", "\u2066", "\ufeff", "\u00ad",
+    "\x1b_apc\x1b\\", "\x00", "\x7f", "\u200b", "\u200d", "\u202e", "\u2066", "\ufeff", "\u00ad", "\ufe0f", "\u034f",
+    "\U000e0101", "\u3164",
     "\\u001b[32m", "\\u001B[0m", "\\x1b[0m", "\\033[1m", "\\e[0m",
 ]
 _ESCAPED_CSI = re.compile(r"(?:\\u001[bB]|\\x1[bB]|\\033|\\e)\[[0-?]*[ -/]*[@-~]")
-_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]")
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u034f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f"
+    "\ufeff\U000e0100-\U000e01ef]"
+)
 
 
 def shown(text: str) -> str:

@@ -3,7 +3,9 @@ The figures are in docs/secrets.md."""
 
 from __future__ import annotations
 
-from support.secret_corpus import cases, findings
+import json
+
+from support.secret_corpus import CORPUS_DIR, cases, findings
 
 CREDENTIALS = cases("credentials.txt")
 HONEST = cases("honest.txt")
@@ -36,3 +38,20 @@ def test_findings_never_quote_the_canaries() -> None:
         as_file, as_command = findings(case)
         for finding in as_file + as_command:
             assert "FakeCanary" not in finding.format()
+
+
+# A corpus written apart from the rules, as its author wrote it (tests/fixtures/secrets/blind-corpus.json): the
+# measure of what the rules do on forms they were not written for. Target: at most 3 credential forms missed and
+# at most 2 honest commands refused.
+BLIND = json.loads((CORPUS_DIR / "blind-corpus.json").read_text(encoding="utf-8"))
+
+
+def test_the_blind_corpus_is_measured_within_its_targets() -> None:
+    credentials, honest = BLIND["credentials"], BLIND["honest"]
+    assert len(credentials) >= 27 and len(honest) >= 31
+    missed = [case["form"] for case in credentials if not all(findings(case["text"]))]
+    refused = [case["form"] for case in honest if any(findings(case["text"]))]
+    print(f"blind corpus: {len(missed)} of {len(credentials)} credential forms missed, "
+          f"{len(refused)} of {len(honest)} honest commands refused")
+    assert len(missed) <= 3, missed
+    assert len(refused) <= 2, refused
