@@ -12,16 +12,24 @@ port() { # NAME -> port recorded by up
 }
 
 https_ok() { # URL -> 0 if it answers "ok" (client cert of the admin)
-  curl -fsS --max-time 2 --cacert "$dir/pki/ca.crt" --cert "$dir/pki/admin.crt" --key "$dir/pki/admin.key" \
-    "$1" 2>/dev/null | grep -qx ok
+  local body
+  body=$(curl -fsS --max-time 2 --cacert "$dir/pki/ca.crt" --cert "$dir/pki/admin.crt" --key "$dir/pki/admin.key" \
+    "$1" 2>/dev/null) || return 1
+  grep -qx ok <<<"$body"
 }
 
 insecure_ok() { # URL -> 0 if it answers "ok" (self-signed serving cert, health paths are public)
-  curl -fsSk --max-time 2 "$1" 2>/dev/null | grep -qx ok
+  local body
+  body=$(curl -fsSk --max-time 2 "$1" 2>/dev/null) || return 1
+  grep -qx ok <<<"$body"
 }
 
 api_ready() { [ -f "$dir/ports.env" ] && https_ok "https://127.0.0.1:$(port APISERVER_PORT)/readyz"; }
-etcd_ok() { curl -fsS --max-time 2 "http://127.0.0.1:$(port ETCD_PORT)/health" 2>/dev/null | grep -q '"health":"true"'; }
+etcd_ok() {
+  local body
+  body=$(curl -fsS --max-time 2 "http://127.0.0.1:$(port ETCD_PORT)/health" 2>/dev/null) || return 1
+  grep -q '"health":"true"' <<<"$body"
+}
 
 wait_for() { # TIMEOUT_S DESCRIPTION COMMAND... ; fails with the description and the logs to look at
   local timeout=$1 what=$2

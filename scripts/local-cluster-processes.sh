@@ -17,7 +17,9 @@ pid_of() { # COMPONENT -> pid, if recorded
 ours() { # PID
   local pid=$1
   [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-  tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$dir/"
+  local cmdline
+  cmdline=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  grep -qF -- "$dir/" <<<"$cmdline"
 }
 
 alive() { # COMPONENT

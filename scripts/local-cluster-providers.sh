@@ -128,7 +128,9 @@ kind_up() {
   kind_preflight
   local t0
   t0=$(now_ns)
-  if "$KIND" get clusters 2>/dev/null | grep -qx "$kind_name" && [ -f "$kubeconfig" ]; then
+  local clusters
+  clusters=$("$KIND" get clusters 2>/dev/null) || clusters=""
+  if grep -qx "$kind_name" <<<"$clusters" && [ -f "$kubeconfig" ]; then
     note "already up (kind cluster $kind_name); kubeconfig: $kubeconfig"
     return 0
   fi
@@ -160,7 +162,9 @@ kind_down() {
 
 kind_status() {
   kind_preflight
-  "$KIND" get clusters 2>/dev/null | grep -qx "$kind_name" || { echo "kind cluster $kind_name: not found"; return 1; }
+  local clusters
+  clusters=$("$KIND" get clusters 2>/dev/null) || clusters=""
+  grep -qx "$kind_name" <<<"$clusters" || { echo "kind cluster $kind_name: not found"; return 1; }
   echo "provider: kind  cluster: $kind_name  data: $dir"
   if kctl get --raw /readyz >/dev/null 2>&1; then echo "  api /readyz ok"; else echo "  api /readyz not ready"; return 1; fi
 }

@@ -60,8 +60,10 @@ real_preflight() {
   if ip link show "$real_bridge" >/dev/null 2>&1; then
     die "the bridge $real_bridge already exists: another local cluster with real nodes runs (stop it with its own 'local-cluster down'), or delete it: ip link delete $real_bridge"
   fi
-  if ip -4 route show to match "$real_gw" | grep -qv '^default'; then
-    die "addresses in $real_subnet are already routed on this machine ($(ip -4 route show to match "$real_gw" | grep -v '^default' | head -n1)); real nodes need that subnet"
+  local routes
+  routes=$(ip -4 route show to match "$real_gw" | grep -v '^default') || routes=""
+  if [ -n "$routes" ]; then
+    die "addresses in $real_subnet are already routed on this machine (${routes%%$'\n'*}); real nodes need that subnet"
   fi
   [ "$prebuilt" = 0 ] || return 0 # no cluster DNS, no S3 store
   if ! python3 -c 'import socket,sys; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 53))' 2>/dev/null; then
