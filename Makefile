@@ -53,7 +53,7 @@ e2e: venv cluster-deps cluster-build ## End-to-end tests against the local contr
 install-tests: venv ## Release archives through krew (built from its Go module), and the air-gapped wheelhouse
 	$(BIN)/pytest tests/install -q
 
-test: test-deps cluster-deps lint cluster-build ## Everything: ruff, shellcheck, bats, unit, install, e2e and reliability tests
+test: test-deps cluster-deps lint cluster-build go-test ## Everything: ruff, shellcheck, bats, Go (device plugin), unit, install, e2e and reliability tests
 	PATH="$(CURDIR)/$(BIN):$$PATH" bats tests/bats
 	$(BIN)/pytest tests
 
