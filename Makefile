@@ -35,8 +35,14 @@ lint: venv ## ruff and shellcheck
 unit: venv ## Unit tests only (no cluster)
 	$(BIN)/pytest tests/unit -q
 
+# bats over tests/bats; in CI (CI=true) a skipped test fails the run, naming why it could not run
+BATS_RUN = tap=$$(mktemp) && trap 'rm -f "$$tap"' EXIT && \
+	{ PATH="$(CURDIR)/$(BIN):$$PATH" bats tests/bats | tee "$$tap"; [ "$${PIPESTATUS[0]}" = 0 ]; } && \
+	if [ "$${CI:-}" = true ] && skipped=$$(grep -E '^ok [0-9]+ .* \# skip' "$$tap"); then \
+	  printf 'CI=true: a bats test may not skip; these could not run:\n%s\n' "$$skipped" >&2; exit 1; fi
+
 bats: test-deps ## Shell-level tests of the scripts and the plugin
-	PATH="$(CURDIR)/$(BIN):$$PATH" bats tests/bats
+	@$(BATS_RUN)
 
 cluster-build: ## Build (or reuse) the local control plane binaries
 	scripts/build-local-cluster
@@ -53,8 +59,8 @@ e2e: venv cluster-deps cluster-build ## End-to-end tests against the local contr
 install-tests: venv ## Release archives through krew (built from its Go module), and the air-gapped wheelhouse
 	$(BIN)/pytest tests/install -q
 
-test: test-deps cluster-deps lint cluster-build ## Everything: ruff, shellcheck, bats, unit, install, e2e and reliability tests
-	PATH="$(CURDIR)/$(BIN):$$PATH" bats tests/bats
+test: test-deps cluster-deps lint cluster-build go-test ## Everything: ruff, shellcheck, bats, Go (device plugin), unit, install, e2e and reliability tests
+	@$(BATS_RUN)
 	$(BIN)/pytest tests
 
 demo: venv cluster-deps cluster-build ## Start the local cluster and run a job end to end

@@ -40,7 +40,7 @@ case "$backend" in kubernetes|docker) ;; *) echo "setup-nvidia-gpu-host: --backe
 
 # version_ge A B: true when dotted version A >= B
 version_ge() {
-  [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" = "$2" ]
+  [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | sed -n 1p)" = "$2" ]
 }
 
 missing=0
@@ -48,12 +48,12 @@ report_missing() { echo "MISSING: $1"; echo "  fix: $2"; missing=1; }
 
 driver_version() {
   command -v nvidia-smi >/dev/null 2>&1 || return 1
-  nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1
+  nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | sed -n 1p
 }
 
 cuda_version() {
   if command -v nvcc >/dev/null 2>&1; then
-    nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9][0-9.]*\).*/\1/p' | head -n 1
+    nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9][0-9.]*\).*/\1/p' | sed -n 1p
     return 0
   fi
   return 1
@@ -65,7 +65,7 @@ toolkit_version() {
   elif command -v rpm >/dev/null 2>&1 && rpm -q --qf '%{VERSION}' nvidia-container-toolkit >/dev/null 2>&1; then
     rpm -q --qf '%{VERSION}' nvidia-container-toolkit
   elif command -v nvidia-ctk >/dev/null 2>&1; then
-    nvidia-ctk --version 2>/dev/null | sed -n 's/.*version \([0-9][0-9.]*\).*/\1/p' | head -n 1
+    nvidia-ctk --version 2>/dev/null | sed -n 's/.*version \([0-9][0-9.]*\).*/\1/p' | sed -n 1p
   else
     return 1
   fi

@@ -323,7 +323,7 @@ finish_tee
 [ "$rc" != 0 ] || rc=143
 if [ "$launcher" = torchrun ] && [ "$rc" = 1 ] && [ -r "$gang/attempt-$attempt/rank-$rank.log" ]; then
     # torchrun exits 1 whatever ended its worker; its failure summary says `exitcode  : -9 (pid: N)` for a signal
-    sig=$(sed -n 's/^ *exitcode *: *-\([0-9][0-9]*\) .*/\1/p' "$gang/attempt-$attempt/rank-$rank.log" | head -n 1)
+    sig=$(sed -n 's/^ *exitcode *: *-\([0-9][0-9]*\) .*/\1/p' "$gang/attempt-$attempt/rank-$rank.log" | sed -n 1p)
     if [ -n "$sig" ]; then
         say "rank $rank: torchrun's worker died of signal $sig"
         rc=$((128 + sig))

@@ -35,6 +35,8 @@ done
 [ "$timeout" -gt 0 ] || exit 0
 
 have() { command -v "$1" >/dev/null 2>&1; }
+# mentions TEXT WORD: true when TEXT contains WORD (a test on captured output: no pipe to a reader that quits early)
+mentions() { case $1 in *"$2"*) return 0 ;; esac; return 1; }
 
 resolver=none
 if have getent; then
@@ -50,9 +52,9 @@ fi
 prober=none
 if [ "$rank" -eq 0 ]; then
     : # rank 0 is the one that will listen
-elif have nc && nc -h 2>&1 | grep -q -- '-z'; then
+elif have nc && mentions "$(nc -h 2>&1)" '-z'; then
     prober=nc
-elif have nc && nc -h 2>&1 | grep -q -- '-e PROG'; then
+elif have nc && mentions "$(nc -h 2>&1)" '-e PROG'; then
     prober=nc-exec # busybox's nc has no -z; `-e true` closes the connection as soon as it is made
 elif have python3; then
     prober=python3

@@ -21,11 +21,17 @@ from support.cluster import Cluster, Tao, bound_claim_objects, wait_for
 HERE = Path(__file__).resolve().parent
 
 
+def _order(item: pytest.Item) -> tuple[bool, bool]:
+    module = getattr(item, "module", None)
+    return not getattr(module, "OWN_CLUSTER", False), not getattr(module, "FIRST_ON_SHARED_CLUSTER", False)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip = os.environ.get("KUBECTL_TAO_SKIP_E2E") == "1"
     # Modules that start a cluster of their own with real nodes (OWN_CLUSTER) run first, before the session's
-    # cluster (one bridge for real nodes per machine); the order is otherwise kept.
-    items.sort(key=lambda item: not getattr(getattr(item, "module", None), "OWN_CLUSTER", False))
+    # cluster (one bridge for real nodes per machine); then the demo (FIRST_ON_SHARED_CLUSTER), the first check of
+    # the session's cluster and its real nodes; the order is otherwise kept.
+    items.sort(key=_order)
     for item in items:
         if HERE in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.e2e)

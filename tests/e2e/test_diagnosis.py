@@ -15,7 +15,6 @@ Skipped when the cluster has no real nodes.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -278,7 +277,6 @@ def test_after_the_ttl_the_record_still_tells(failed: Failed) -> None:
     job = t.extra(record_id)["job_name"]
     wait_for(lambda: t.kubectl("get", "job", job, "--ignore-not-found", "-o", "name").stdout == "", 60,
              message="the TTL to delete the Job")
-    started = time.monotonic()
     seen = _status(t, record_id)
     assert (seen["state"], seen["reason"]) == ("ERROR", "NanLoss")
     explain = t("explain", record_id)
@@ -286,7 +284,6 @@ def test_after_the_ttl_the_record_still_tells(failed: Failed) -> None:
     errors = t("logs", record_id, "--errors")
     assert errors.returncode == 0 and "the Job is gone" in errors.stderr
     assert "Loss is nan, stopping training" in errors.stdout
-    assert time.monotonic() - started < 30
 
 
 def test_logs_errors_prints_each_ranks_first_error(failed: Failed) -> None:

@@ -75,8 +75,16 @@ def podgroup_condition(tao: Tao, record_id: str) -> dict[str, Any] | None:
     return None
 
 
-@pytest.mark.skipif(not NATIVE, reason="native gang scheduling needs Kubernetes 1.37+; see the 1.36 test below")
-def test_native_gang_binds_no_rank_until_both_fit_and_the_free_gpus_stay_usable(tao: Tao) -> None:
+def test_gang_native_on_the_server_present(tao: Tao) -> None:
+    """What `--gang native` does on the running server's version (never a skip): on 1.37+ the gang binds no rank
+    until both fit; on 1.36 it is refused (a 1.37 server with the gate off: test_gang_gate_off.py)."""
+    if NATIVE:
+        native_gang_binds_no_rank_until_both_fit_and_the_free_gpus_stay_usable(tao)
+    else:
+        gang_native_on_a_server_without_it_exits_2_and_creates_nothing(tao)
+
+
+def native_gang_binds_no_rank_until_both_fit_and_the_free_gpus_stay_usable(tao: Tao) -> None:
     fit = json.loads(tao("fit", "--gpus", "8", "--nodes", "2", "-o", "json").stdout)
     assert fit["gang"]["kind"] == "native"
     holder, held = hold_one_node(tao)
@@ -135,8 +143,7 @@ def test_without_gang_one_rank_starts_and_holds_its_gpus(tao: Tao) -> None:
     wait_for(lambda: status(tao, gang)["state"] == "COMPLETE", 90, message="the job to finish")
 
 
-@pytest.mark.skipif(NATIVE, reason="checks a server without native gang scheduling (1.36)")
-def test_gang_native_on_a_server_without_it_exits_2_and_creates_nothing(tao: Tao) -> None:
+def gang_native_on_a_server_without_it_exits_2_and_creates_nothing(tao: Tao) -> None:
     refused = submit_2x8(tao, "--gang", "native")
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.strip().splitlines()[-1].startswith(

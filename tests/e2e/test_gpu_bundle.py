@@ -101,3 +101,25 @@ def test_gpu_smoke_runs_every_step_on_stand_in_gpus_and_leaves_nothing(
     assert re.search(r"gpu-smoke: 8 of 10 steps passed, 2 skipped, in [0-9.]+s$", out.strip()), out
     assert list(smoke_tmp.iterdir()) == []
     assert subprocess.run(["ip", "link", "show", "ktbr0"], capture_output=True).returncode != 0
+
+
+def test_the_built_bundle_fits_60_mib_and_stops_after_unpacking_without_a_gpu(
+    bundle: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    files = [p for p in bundle.rglob("*") if p.is_file()]
+    assert sum(p.stat().st_size for p in files) <= 60 * 1024 * 1024, [(p.name, p.stat().st_size) for p in files]
+    checked = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=bundle, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    # the marker build-gpu-bundle recognises its own folder by, listed with its checksum
+    assert (bundle / ".gpu-bundle").read_text().startswith("kubectl-tao GPU bundle 1: ")
+    assert re.search(r"^[0-9a-f]{64}  \.gpu-bundle$", (bundle / "SHA256SUMS").read_text(), re.M)
+    dev = tmp_path / "dev"  # no nvidiactl, no nvidia0: no GPU, whatever this machine has
+    dev.mkdir()
+    smoke_tmp = Path(tempfile.mkdtemp(prefix="gs.", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(smoke_tmp, ignore_errors=True))
+    env = {**os.environ, "GPU_SMOKE_TMPDIR": str(smoke_tmp), "KUBECTL_TAO_GPU_DEV_ROOT": str(dev)}
+    run = subprocess.run([str(bundle / "gpu-smoke")], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert run.stdout.splitlines()[0].startswith("gpu-smoke: unpack      ok ("), run.stdout
+    assert run.stderr.startswith(f"gpu-smoke: no NVIDIA GPU on this machine (no {dev}/nvidiactl"), run.stderr
+    assert list(smoke_tmp.iterdir()) == []

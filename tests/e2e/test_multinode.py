@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -82,11 +81,11 @@ def running_ranks(tao: Tao, record_id: str, count: int = 2) -> dict[str, Any] | 
     return data if data["state"] == "RUNNING" and len(running) == count else None
 
 
-def fail_rank(tao: Tao, job: str, rank: int, **annotations: str) -> float:
-    """Annotate rank `rank`'s running pod so that kwok ends it; returns when that happened."""
+def fail_rank(tao: Tao, job: str, rank: int, **annotations: str) -> str:
+    """Annotate rank `rank`'s running pod so that kwok ends it; returns the pod's name."""
     (pod,) = [p for p in pods(tao, job) if p["metadata"]["annotations"][INDEX] == str(rank)]
     tao.kubectl("annotate", "pod", pod["metadata"]["name"], *(f"{k}={v}" for k, v in annotations.items()))
-    return time.monotonic()
+    return str(pod["metadata"]["name"])
 
 
 def env_of(pod: dict[str, Any]) -> dict[str, Any]:
@@ -269,7 +268,7 @@ def test_a_failing_rank_is_named_with_rank_counts_and_its_logs(tao: Tao) -> None
 def test_rendezvous_timeout_exit_88_fails_the_job_at_once(tao: Tao) -> None:
     job = submitted_id(submit_multi(tao, annotations={STAY_RUNNING: "true"}))
     wait_for(lambda: running_ranks(tao, job), 60, message="both ranks Running")
-    failed_at = fail_rank(tao, job, 1, **{EXIT_CODE: "88", RUN_SECONDS: "0"})
+    failed_pod = fail_rank(tao, job, 1, **{EXIT_CODE: "88", RUN_SECONDS: "0"})
 
     def failure_condition() -> dict[str, Any] | None:
         obj = json.loads(tao.kubectl("get", "job", job, "-o", "json").stdout)
@@ -277,9 +276,12 @@ def test_rendezvous_timeout_exit_88_fails_the_job_at_once(tao: Tao) -> None:
         return next((c for c in conditions if c["type"] == "Failed" and c["status"] == "True"), None)
 
     condition = wait_for(failure_condition, 30, message="the Job's Failed condition")
-    assert time.monotonic() - failed_at < 15  # rank 0 still "runs" (stay-running): the Job did not wait for it
+    # Rank 0 never ends by itself (stay-running): the Job failed on rank 1's exit 88 alone, without waiting for it.
     assert condition["reason"] == "PodFailurePolicy"
     assert "exit code 88 matching FailJob rule" in condition["message"]
+    assert failed_pod in condition["message"], condition
+    rank0 = [p for p in pods(tao, job) if p["metadata"]["annotations"][INDEX] == "0"]
+    assert all(p["status"].get("phase") == "Running" or p["metadata"].get("deletionTimestamp") for p in rank0), rank0
     data = wait_for(lambda: (d := status(tao, job))["state"] == "ERROR" and d, 30, message="status ERROR")
     assert data["reason"] == "RendezvousTimeout"
     assert data["message"] == f"rank 1 could not reach rank 0 at {job}-0.{job}:29500"

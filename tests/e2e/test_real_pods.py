@@ -12,7 +12,6 @@ import json
 import os
 import secrets
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -156,11 +155,9 @@ def test_the_container_runs_exactly_the_command_text_given(real: Tao, images: di
 def test_logs_follow_ends_when_the_container_exits(real: Tao, images: dict[str, str]) -> None:
     record_id = submitted_id(submit(real, images["BUSYBOX_IMAGE"], "echo first; sleep 4; echo last", gpus=0))
     wait_for(lambda: status_json(real, record_id)["state"] == "RUNNING", 90, message="the job to run")
-    start = time.monotonic()
-    follow = real("logs", record_id, "-f", timeout=90)
+    follow = real("logs", record_id, "-f", timeout=90)  # a follow that outlived the container would time out
     assert follow.returncode == 0, follow.stderr
     assert "first" in follow.stdout and "last" in follow.stdout
-    assert time.monotonic() - start < 60
     wait_for(lambda: status_json(real, record_id)["state"] == "COMPLETE", 60, message="COMPLETE")
 
 
@@ -306,23 +303,27 @@ def test_rank_that_cannot_reach_rank_0_exits_88_and_fails_the_job_at_once(
     real: Tao, images: dict[str, str]
 ) -> None:
     # Nothing listens on MASTER_PORT: rank 1's barrier gives up after 8 s.
-    start = time.monotonic()
     result = submit(
         real, images["BUSYBOX_IMAGE"], "sleep 120", "--nodes", "2", "--rendezvous-timeout", "8",
         "--wait", "--timeout", "120", gpus=1,
     )
-    elapsed = time.monotonic() - start
     assert result.returncode == 1, result.stderr
     record_id = result.stdout.strip().splitlines()[-1]
     record = real.record(record_id)
     assert record["terminal_state"] == "ERROR" and record["err_class"] == "ERR_INFRA"
     assert "RendezvousTimeout" in json.dumps(record["transitions"][-1]) + json.dumps(status_json(real, record_id))
-    # Rank 0 would sleep 120 s: the Job failed at once through its podFailurePolicy, not when rank 0 ended.
-    assert elapsed < 75, elapsed
     index = "batch.kubernetes.io/job-completion-index"
     pods = {p["metadata"]["annotations"][index]: p for p in record_pods(real, record_id)}
     rank1 = pods["1"]["status"]["containerStatuses"][0]["state"].get("terminated") or {}
     assert rank1.get("exitCode") == 88
+    # Rank 0 would sleep 120 s: the Job failed at once through its podFailurePolicy, not when rank 0 ended.
+    job = real.extra(record_id)["job_name"]
+    conditions = json.loads(real.kubectl("get", "job", job, "-o", "json").stdout)["status"].get("conditions") or []
+    # FailureTarget at once; Failed only once rank 0's container has stopped (its grace period)
+    ending = {c["type"]: c["reason"] for c in conditions if c["type"] in ("FailureTarget", "Failed")}
+    assert ending and set(ending.values()) == {"PodFailurePolicy"}, conditions  # (both are only ever set True)
+    rank0 = (pods["0"]["status"]["containerStatuses"][0]["state"].get("terminated") or {}) if "0" in pods else {}
+    assert rank0.get("exitCode") != 0, rank0  # rank 0 did not end its sleep: it was stopped with the Job
     assert "ERROR" in states(record)
 
 

@@ -9,7 +9,6 @@ Skipped when the cluster has no real nodes (KUBECTL_TAO_REAL_NODES=0).
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -91,12 +90,10 @@ def test_a_crashed_rank_restarts_the_gang_in_place_and_the_job_resumes_from_its_
 
 
 def test_a_rank_that_always_crashes_ends_error_after_its_restarts(real: Tao, images: dict[str, str]) -> None:  # noqa: F811
-    start = time.monotonic()
     result = multi(real, images["BUSYBOX_IMAGE"],
                    'if [ "$NODE_RANK" = 1 ]; then sleep 1; kill -9 $$; fi; sleep 120',
                    "--max-restarts", "1", "--rendezvous-timeout", "0")
     assert result.returncode == 1, result.stderr + result.stdout
-    assert time.monotonic() - start < 200
     record_id = result.stdout.strip().splitlines()[-1]
     assert real.record(record_id)["terminal_state"] == "ERROR"
     data = status_json(real, record_id)

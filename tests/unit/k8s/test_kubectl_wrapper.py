@@ -105,12 +105,24 @@ def test_a_started_call_gets_its_input_before_anyone_waits_for_it(tmp_path: Path
     assert kc.run(["create", "-f", "-"], stdin=big).stdout == "ok\n" and got.read_text() == big
 
 
+def _running(pid: int) -> bool:
+    """True while the process exists and has not ended (a zombie has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
 def test_a_call_past_its_timeout_is_killed_and_reported_as_unreachable(tmp_path: Path) -> None:
-    kc = Kubectl(ClusterOptions(), binary=_stand_in(tmp_path, "exec sleep 30\n"))
-    started = time.monotonic()
+    pid_file, finished = tmp_path / "pid", tmp_path / "finished"
+    # 30 s in short sleeps: killing the shell leaves at most a 0.1 s sleep holding its output pipe
+    body = f"echo $$ > '{pid_file}'; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; : > '{finished}'\n"
+    kc = Kubectl(ClusterOptions(), binary=_stand_in(tmp_path, body))
     with pytest.raises(ClusterUnreachableError, match=r"kubectl get timed out after 0.5s"):
         kc.run(["get", "pods"], timeout=0.5)
-    assert time.monotonic() - started < 10
+    assert not _running(int(pid_file.read_text(encoding="utf-8")))  # killed at its timeout, not left running
+    assert not finished.exists()  # and not waited for until it ended by itself
 
 
 def test_a_kubectl_that_cannot_be_executed_is_one_line_error(tmp_path: Path) -> None:
