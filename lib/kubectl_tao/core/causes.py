@@ -159,32 +159,43 @@ def _first(rx: re.Pattern[str], key: str, convert: Callable[[str], Any] = str) -
     return read
 
 
+# A run of digits or word characters at a pattern's start is read from the run's start only (`\b`): a search
+# tries every position, and from each one inside a long run the run would be read again to its end.
+_CLIENTS_JOINED = _rx(r"\b(\d+)/(\d+) clients joined")
+_CLIENT_TIMEOUT = _rx(r"timed out after (\d+)(ms|s) while trying to connect to \(([^,()]+), (\d+)\)")
+
+
 def _store_facts(line: str) -> dict[str, Any]:
-    m = _rx(r"(\d+)/(\d+) clients joined").search(line)
+    m = _CLIENTS_JOINED.search(line)
     if m:
         return {"joined": int(m.group(1)), "expected": int(m.group(2))}
-    m = _rx(r"timed out after (\d+)(ms|s) while trying to connect to \(([^,()]+), (\d+)\)").search(line)
+    m = _CLIENT_TIMEOUT.search(line)
     if m:
         ms = int(m.group(1)) * (1 if m.group(2) == "ms" else 1000)
         return {"timeout_ms": ms, "master": f"{m.group(3)}:{m.group(4)}"}
     return {}
 
 
+_WAITED = _rx(r"Timed out waiting (\d+)ms for (\w+) operation")
+_SEQ_OP = _rx(r"SeqNum=(\d+), OpType=(\w+)")
+_TIMEOUT_MS = _rx(r"Timeout\(ms\)=(\d+)")
+
+
 def _collective_facts(line: str) -> dict[str, Any]:
     facts: dict[str, Any] = {}
-    m = _rx(r"Timed out waiting (\d+)ms for (\w+) operation").search(line)
+    m = _WAITED.search(line)
     if m:
         facts["timeout_ms"], facts["op"] = int(m.group(1)), m.group(2)
-    m = _rx(r"SeqNum=(\d+), OpType=(\w+)").search(line)
+    m = _SEQ_OP.search(line)
     if m:
         facts["seq"], facts["op"] = int(m.group(1)), m.group(2)
-    m = _rx(r"Timeout\(ms\)=(\d+)").search(line)
+    m = _TIMEOUT_MS.search(line)
     if m:
         facts["timeout_ms"] = int(m.group(1))
     return facts
 
 
-_KERNEL_ASSERT = re.compile(r"(\w+): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `([^`]{1,300})` failed")
+_KERNEL_ASSERT = re.compile(r"\b(\w+): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `([^`]{1,300})` failed")
 
 
 def _assert_facts(line: str) -> dict[str, Any]:
@@ -192,12 +203,16 @@ def _assert_facts(line: str) -> dict[str, Any]:
     return {"kernel_assert": f"{m.group(1)}: {m.group(2)}"} if m else {}
 
 
+_PEER = _rx(r"(?:peer|remote peer|connect to) \[?([A-Za-z0-9_.:-]+?)\]?(?:[:<]\d+>?)")
+_POD_INDEX = _rx(r"^[a-z0-9-]*?-(\d+)\.")
+
+
 def _peer_facts(line: str) -> dict[str, Any]:
-    m = _rx(r"(?:peer|remote peer|connect to) \[?([A-Za-z0-9_.:-]+?)\]?(?:[:<]\d+>?)").search(line)
+    m = _PEER.search(line)
     if not m:
         return {}
     facts: dict[str, Any] = {"peer": m.group(1)}
-    rank = _rx(r"^[a-z0-9-]*?-(\d+)\.").match(m.group(1))  # an Indexed Job pod's name: <job>-<index>.<svc>
+    rank = _POD_INDEX.match(m.group(1))  # an Indexed Job pod's name: <job>-<index>.<svc>
     if rank:
         facts["peer_rank"] = int(rank.group(1))
     return facts
@@ -253,7 +268,7 @@ CAUSES: tuple[Cause, ...] = (
         "rerun with CUDA_LAUNCH_BLOCKING=1 in the command's environment to see the failing call; most often "
         "a label or index out of range (labels must be in [0, num_classes)): check the data and the model's "
         "number of classes",
-        (Sign(_rx(r"CUDA error: device-side assert triggered")), Sign(_rx(r"Assertion `.*` failed\.$"))),
+        (Sign(_rx(r"CUDA error: device-side assert triggered")), Sign(_rx(r"Assertion `[^`]*` failed\.$"))),
         _assert_facts,
     ),
     Cause(
@@ -302,8 +317,8 @@ CAUSES: tuple[Cause, ...] = (
             Sign(_rx(r"unable to allocate shared memory\(shm\)")),
             Sign(_rx(r"insufficient shared memory \(shm\)")),
             Sign(_rx(r"workers are out of shared memory")),
-            Sign(_rx(r"Error while creating shared memory segment .*No space left on device")),
-            Sign(_rx(r"/dev/shm.*No space left on device")),
+            Sign(_rx(r"Error while creating shared memory segment \S+ \(size \d+\)\D{0,20}No space left on device")),
+            Sign(_rx(r"/dev/shm[^:]{0,64}: No space left on device")),
         ),
         _first(_rx(r"shared memory segment \S+ \(size (\d+)\)"), "segment_size", int),
     ),
@@ -336,7 +351,7 @@ CAUSES: tuple[Cause, ...] = (
                 "pod's interface (eth0); " + _NCCL_DEBUG,
                 what="no network interface matched NCCL_SOCKET_IFNAME",
             ),
-            Sign(_rx(r"ncclInvalidUsage|NCCL error in: .*, invalid usage")),
+            Sign(_rx(r"ncclInvalidUsage|NCCL error in: \S+, invalid usage")),
         ),
     ),
     Cause(
@@ -347,7 +362,7 @@ CAUSES: tuple[Cause, ...] = (
         "check --nccl-socket-ifname and --nccl-ib-hca against the node's interfaces, the pod's locked-memory limit "
         "(IPC_LOCK) for InfiniBand/RoCE, and run `kubectl tao probe nccl`; " + _NCCL_DEBUG,
         (
-            Sign(_rx(r"NCCL error in: .*, unhandled system error")),
+            Sign(_rx(r"NCCL error in: \S+, unhandled system error")),
             Sign(_rx(r"ncclSystemError")),
         ),
         _first(_rx(r"NCCL version ([\d.]+)"), "nccl_version"),
@@ -360,7 +375,7 @@ CAUSES: tuple[Cause, ...] = (
         "make every rank run the same image (the same NCCL version); " + _NCCL_DEBUG,
         (
             Sign(_rx(r"Message truncated : received \d+ bytes instead of \d+"), what="ranks run different NCCL"),
-            Sign(_rx(r"ncclInternalError|NCCL error in: .*, internal error")),
+            Sign(_rx(r"ncclInternalError|NCCL error in: \S+, internal error")),
         ),
     ),
     Cause(
@@ -409,7 +424,7 @@ CAUSES: tuple[Cause, ...] = (
                 what="Hugging Face: gated repository",
             ),
             Sign(
-                _rx(r"HfHubHTTPError: .*40[13]"),
+                _rx(r"HfHubHTTPError: \D{0,40}40[13]"),
                 fix="give the job a Hugging Face token with access (--env HF_TOKEN or --env-secret SECRET)",
                 what="Hugging Face: refused",
             ),
@@ -488,7 +503,7 @@ CAUSES: tuple[Cause, ...] = (
         (
             Sign(_rx(r"connect to \S+ returned Connection refused, exceeded error retry count")),
             Sign(_rx(r"ncclRemoteError")),
-            Sign(_rx(r"NCCL error in: .*, remote process exited or there was a network error")),
+            Sign(_rx(r"NCCL error in: \S+, remote process exited or there was a network error")),
         ),
         _peer_facts,
     ),
@@ -500,7 +515,7 @@ CAUSES: tuple[Cause, ...] = (
         "read the log of the rank that failed first (`kubectl tao logs JOB --rank N`)",
         (
             Sign(_rx(r"Connection closed by peer \[")),
-            Sign(_rx(r"Read error \[[^\]]+\]:\d+: Connection reset by peer")),
+            Sign(_rx(r"Read error \[[^\]\[]+\]:\d+: Connection reset by peer")),
         ),
         _peer_facts,
     ),
@@ -525,7 +540,7 @@ _NOT_AN_ERROR = ("ChildFailedError",)  # torchrun's closing banner names the fai
 # A line is matched against the signs only when this prefilter finds something in it.
 _PREFILTER = re.compile(
     r"rror|xception|xit|nterrupt|Xid|fallen off|device handle|out of memory|assert|shared memory|shm|nan|inf\b|"
-    r"non-finite|Duplicate GPU|socket interface|ncclRemote|nccl\w*Error|Message truncated|No module named|"
+    r"non-finite|Duplicate GPU|socket interface|ncclRemote|nccl\w{0,32}Error|Message truncated|No module named|"
     r"exitcode|SIGKILL|Watchdog|Timed out|timed out|Timeout|Connection (?:closed|refused|reset)|gated repo|"
     r"Invalid credentials|NVML|NVIDIA driver|CUDA|NCCL",
     re.IGNORECASE,
