@@ -220,6 +220,56 @@ def _peer_facts(line: str) -> dict[str, Any]:
 
 _KILL_SIGNALS = {-9: "SIGKILL", 137: "SIGKILL"}
 
+
+@record
+class CudaError(Value):
+    """One of CUDA's errors, as every API names it: programs print torch's wording (``CUDA error: `` and the
+    text), the runtime's name (CuPy, cuda-samples' checks), the driver's (CuPy's driver calls, JAX and XLA,
+    Numba) or the text alone (TensorRT's ``Cuda Runtime (...)``, Triton)."""
+
+    code: int  # its value in both enumerations
+    runtime: str  # its name in the runtime API's cudaError_t (driver_types.h): cudaGetErrorName
+    driver: str  # its name in the driver API's CUresult (cuda.h): cuGetErrorName
+    text: str  # cudaGetErrorString and cuGetErrorString
+
+
+# The CUDA errors the causes name, checked against CUDA's own enumerations (tests/unit/core/test_causes.py).
+CUDA_ERRORS: tuple[CudaError, ...] = (
+    CudaError(2, "cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"),
+    CudaError(100, "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"),
+    CudaError(214, "cudaErrorECCUncorrectable", "CUDA_ERROR_ECC_UNCORRECTABLE", "uncorrectable ECC error encountered"),
+    CudaError(700, "cudaErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"),
+    CudaError(710, "cudaErrorAssert", "CUDA_ERROR_ASSERT", "device-side assert triggered"),
+    CudaError(719, "cudaErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"),
+)
+CUDA_BY_NAME: dict[str, CudaError] = {name: e for e in CUDA_ERRORS for name in (e.runtime, e.driver)}
+_CUDA_NAME = _rx(r"\b(cudaError[A-Za-z]{1,40}|CUDA_ERROR_[A-Z_]{1,40})\b")
+
+
+def _cuda_names(runtime: str, what: str = "") -> tuple[Sign]:
+    """The sign of one CUDA error by its names: the runtime's or the driver's (no name of either enumeration
+    starts or ends another of these)."""
+    error = CUDA_BY_NAME[runtime]
+    return (Sign(_rx(f"{error.runtime}|{error.driver}"), what=what),)
+
+
+def _cuda_facts(line: str) -> dict[str, Any]:
+    """The CUDA error a line names, with its code (``cuda_error``: the runtime's name)."""
+    m = _CUDA_NAME.search(line)
+    error = CUDA_BY_NAME.get(m.group(1)) if m else None
+    return {"cuda_error": error.runtime, "cuda_code": error.code} if error else {}
+
+
+def _facts(*readers: Callable[[str], dict[str, Any]]) -> Callable[[str], dict[str, Any]]:
+    def read(line: str) -> dict[str, Any]:
+        facts: dict[str, Any] = {}
+        for reader in readers:
+            for key, value in reader(line).items():
+                facts.setdefault(key, value)
+        return facts
+
+    return read
+
 # ----------------------------------------------------------------------------------------------------------
 # The table
 
@@ -235,13 +285,16 @@ CAUSES: tuple[Cause, ...] = (
         "for Xid); resubmit: the job runs elsewhere",
         (
             Sign(_rx(r"uncorrectable ECC error"), what="uncorrectable ECC error"),
-            Sign(_rx(r"CUDA error: unspecified launch failure"), what="unspecified launch failure (often an Xid)"),
+            *_cuda_names("cudaErrorECCUncorrectable", "uncorrectable ECC error"),
+            # CUDA's own text: torch's `CUDA error: ...`, TensorRT's `Cuda Runtime (...)`, CuPy's and JAX's
+            Sign(_rx(r"unspecified launch failure"), what="unspecified launch failure (often an Xid)"),
+            *_cuda_names("cudaErrorLaunchFailure", "unspecified launch failure (often an Xid)"),
             Sign(_rx(r"GPU has fallen off the bus"), what="GPU fell off the bus"),
             Sign(_rx(r"NVRM: Xid \(PCI:"), what="Xid"),
             Sign(_rx(r"Unable to determine the device handle for GPU"), what="GPU unreachable"),
             Sign(_rx(r"ncclUnhandledCudaError|unhandled cuda error"), what="CUDA call failed inside NCCL"),
         ),
-        _first(_rx(r"Xid \(PCI:[0-9a-fA-F:]+\): (\d+)"), "xid", int),
+        _facts(_first(_rx(r"Xid \(PCI:[0-9a-fA-F:]+\): (\d+)"), "xid", int), _cuda_facts),
     ),
     Cause(
         "CudaOOM",
@@ -256,9 +309,10 @@ CAUSES: tuple[Cause, ...] = (
             # c10's CUDA check ("CUDA error: " + cudaGetErrorString) and CUDA's own error name, as programs
             # outside PyTorch's caching allocator print them
             Sign(_rx(r"CUDA error: out of memory")),
-            Sign(_rx(r"\bcudaErrorMemoryAllocation\b")),
+            *_cuda_names("cudaErrorMemoryAllocation"),
+            Sign(_rx(r"Cuda Runtime \(out of memory\)")),  # TensorRT's `Error Code 1: Cuda Runtime (TEXT)`
         ),
-        _oom_facts,
+        _facts(_oom_facts, _cuda_facts),
     ),
     Cause(
         "DeviceAssert",
@@ -268,8 +322,12 @@ CAUSES: tuple[Cause, ...] = (
         "rerun with CUDA_LAUNCH_BLOCKING=1 in the command's environment to see the failing call; most often "
         "a label or index out of range (labels must be in [0, num_classes)): check the data and the model's "
         "number of classes",
-        (Sign(_rx(r"CUDA error: device-side assert triggered")), Sign(_rx(r"Assertion `[^`]*` failed\.$"))),
-        _assert_facts,
+        (
+            Sign(_rx(r"device-side assert triggered")),
+            *_cuda_names("cudaErrorAssert"),
+            Sign(_rx(r"Assertion `[^`]*` failed\.$")),
+        ),
+        _facts(_assert_facts, _cuda_facts),
     ),
     Cause(
         "IllegalMemoryAccess",
@@ -278,7 +336,8 @@ CAUSES: tuple[Cause, ...] = (
         "a CUDA kernel read or wrote memory it does not own (illegal memory access)",
         "rerun with CUDA_LAUNCH_BLOCKING=1 in the command's environment to see the failing call; an index "
         "out of range, a custom kernel or extension bug, or mismatched tensor shapes",
-        (Sign(_rx(r"CUDA error: an illegal memory access was encountered")),),
+        (Sign(_rx(r"an illegal memory access was encountered")), *_cuda_names("cudaErrorIllegalAddress")),
+        _cuda_facts,
     ),
     Cause(
         "NoGpuVisible",
@@ -289,6 +348,8 @@ CAUSES: tuple[Cause, ...] = (
         "toolkit and device plugin on the node (`kubectl tao gpus`), restart the pod",
         (
             Sign(_rx(r"No CUDA GPUs are available"), what="no CUDA device"),
+            Sign(_rx(r"no CUDA-capable device is detected"), what="no CUDA device"),
+            *_cuda_names("cudaErrorNoDevice", "no CUDA device"),
             Sign(_rx(r"Found no NVIDIA driver on your system"), what="no NVIDIA driver in the container"),
             Sign(_rx(r"Failed to initialize NVML"), what="NVML failed (the container lost its GPU device nodes)"),
             Sign(_rx(r"nccl2 requires at least one CUDA device"), what="NCCL backend without a GPU"),
@@ -306,6 +367,7 @@ CAUSES: tuple[Cause, ...] = (
                 "torch built without NCCL",
             ),
         ),
+        _cuda_facts,
     ),
     Cause(
         "ShmExhausted",
@@ -948,6 +1010,8 @@ def describe(d: Diagnosis) -> str:
         parts.append(f"rank {d.rank} lost rank {f['remote_rank']} ({f.get('peer', '')})")
     elif f.get("what"):
         parts.append(str(f["what"]))
+    if "cuda_error" in f:
+        parts.append(f"CUDA error {f['cuda_code']} ({f['cuda_error']})")
     if d.cause == UNKNOWN and f.get("exception"):
         parts.append(f"{f['exception']} raised by rank {d.rank}" if d.rank is not None else str(f["exception"]))
     for key, words in (("module", "module"), ("path", "path"), ("operation", "operation"), ("kernel_assert", "kernel")):
@@ -1023,5 +1087,5 @@ def markdown_table() -> str:
 
 def _readable(pattern: str) -> str:
     """A sign's regular expression as a reader scans for it: escapes dropped, pipes of a table cell escaped."""
-    text = re.sub(r"\\(.)", r"\1", pattern).replace("(?:", "(")
+    text = re.sub(r"\\(.)", r"\1", pattern.replace("\\b", "")).replace("(?:", "(")
     return text.replace("|", "\\|").replace("`", "'")
