@@ -142,8 +142,8 @@ record() {
 }
 
 # cause_of CODE: "CLASS TIER CAUSE" of the first row of TAO_RETRY_SIGNS whose ERE finds a line of the tail of
-# this attempt's output (each line cut to 4096 characters, as causes.py reads it), or nothing. Not for the
-# barrier's 88, the reserved 85 and 89, or a stopped pod: those decide by themselves.
+# this attempt's output (each line read as causes.py reads it), or nothing. Not for the barrier's 88, the
+# reserved 85 and 89, or a stopped pod: those decide by themselves. Run in a subshell ($(...)): its locale stays.
 cause_of() {
     case "$1" in 0 | 85 | 88 | 89) return 0 ;; esac
     log="$gang/attempt-$attempt/rank-$rank.log"
@@ -151,8 +151,16 @@ cause_of() {
     # a directory of its own (mktemp): no name another process of the container could have made first
     work=$(mktemp -d "${TMPDIR:-/tmp}/kubectl-tao-tail.XXXXXX" 2>/dev/null) || return 0
     tail_file=$work/tail
-    # NUL bytes dropped (a regex stops at one; causes.py's reading drops them too); -a: text whatever the bytes
-    tail -n "$tail_lines" "$log" 2>/dev/null | tr -d '\000' | cut -c 1-4096 >"$tail_file" || true
+    # Every tool in the C locale: a byte is a character, `.` and a negated bracket take any byte (an invalid one
+    # too), [[:space:]] is ASCII's, as the signs' EREs are written for (core/ere.py). The lines as causes.py
+    # matches them (core/causes.matched_lines): NUL bytes dropped (a regex stops at one), a trailing carriage
+    # return dropped, the first 4096 bytes, colours (CSI sequences) removed, another carriage return a space.
+    LC_ALL=C
+    export LC_ALL
+    cr=$(printf '\r')
+    esc=$(printf '\033')
+    tail -n "$tail_lines" "$log" 2>/dev/null | tr -d '\000' | sed "s/$cr\$//" | cut -b 1-4096 |
+        sed "s|$esc\\[[0-?]*[ -/]*[@-~]||g" | tr "$cr" ' ' >"$tail_file" || true
     # The catch-all row (TIER generic) reads only the lines no other row finds, never torchrun's banner.
     grep -a -v ChildFailedError "$tail_file" >"$work/unnamed" 2>/dev/null || true
     printf '%s\n' "$signs" | while IFS= read -r row; do

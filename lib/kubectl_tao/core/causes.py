@@ -40,7 +40,7 @@ _RANK_ORDER = {PRIMARY: 0, KILLED: 1, TIMEOUT: 2, GENERIC: 3, FOLLOWER: 4}
 RANK_ORDER = _RANK_ORDER  # how the causes one rank printed are weighed (core/retry.py orders its signs so)
 _JOB_ORDER = {PRIMARY: 0, GENERIC: 1, KILLED: 2, TIMEOUT: 3, FOLLOWER: 4}
 
-LINE_CHARS = 4096  # a line is matched on its first LINE_CHARS characters
+LINE_CHARS = 4096  # a line is matched on its first LINE_CHARS bytes (UTF-8): `cut -b` in the pod
 EVIDENCE_CHARS = 640  # a quoted line is cut to this many characters
 FALLBACK_LINES = 3  # an unknown failure quotes this many error-looking lines
 
@@ -111,7 +111,9 @@ class Diagnosis(Value):
 
 
 def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
-    return re.compile(pattern, flags)
+    """A pattern over job text. ASCII: ``\\w \\d \\s \\b`` mean what the pod's `grep -E` reads in the C locale
+    (core/retry.py), whatever script or digits a line holds."""
+    return re.compile(pattern, flags | re.ASCII)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -195,7 +197,7 @@ def _collective_facts(line: str) -> dict[str, Any]:
     return facts
 
 
-_KERNEL_ASSERT = re.compile(r"\b(\w+): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `([^`]{1,300})` failed")
+_KERNEL_ASSERT = _rx(r"\b(\w+): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `([^`]{1,300})` failed")
 
 
 def _assert_facts(line: str) -> dict[str, Any]:
@@ -379,8 +381,11 @@ CAUSES: tuple[Cause, ...] = (
             Sign(_rx(r"unable to allocate shared memory\(shm\)")),
             Sign(_rx(r"insufficient shared memory \(shm\)")),
             Sign(_rx(r"workers are out of shared memory")),
-            Sign(_rx(r"Error while creating shared memory segment \S+ \(size \d+\)\D{0,20}No space left on device")),
-            Sign(_rx(r"/dev/shm[^:]{0,64}: No space left on device")),
+            # a bounded span of printable ASCII: the same count of characters in Python as of bytes in the pod
+            Sign(
+                _rx(r"Error while creating shared memory segment \S+ \(size \d+\)[ -/:-~]{0,20}No space left on device")
+            ),
+            Sign(_rx(r"/dev/shm[ -9;-~]{0,64}: No space left on device")),
         ),
         _first(_rx(r"shared memory segment \S+ \(size (\d+)\)"), "segment_size", int),
     ),
@@ -486,7 +491,7 @@ CAUSES: tuple[Cause, ...] = (
                 what="Hugging Face: gated repository",
             ),
             Sign(
-                _rx(r"HfHubHTTPError: \D{0,40}40[13]"),
+                _rx(r"HfHubHTTPError: [ -/:-~]{0,40}40[13]"),
                 fix="give the job a Hugging Face token with access (--env HF_TOKEN or --env-secret SECRET)",
                 what="Hugging Face: refused",
             ),
@@ -600,22 +605,22 @@ UNKNOWN = "ProgramError"
 _NOT_AN_ERROR = ("ChildFailedError",)  # torchrun's closing banner names the failure, it is not one
 
 # A line is matched against the signs only when this prefilter finds something in it.
-_PREFILTER = re.compile(
+_PREFILTER = _rx(
     r"rror|xception|xit|nterrupt|Xid|fallen off|device handle|out of memory|assert|shared memory|shm|nan|inf\b|"
     r"non-finite|Duplicate GPU|socket interface|ncclRemote|nccl\w{0,32}Error|Message truncated|No module named|"
     r"exitcode|SIGKILL|Watchdog|Timed out|timed out|Timeout|Connection (?:closed|refused|reset)|gated repo|"
     r"Invalid credentials|NVML|NVIDIA driver|CUDA|NCCL",
     re.IGNORECASE,
 )
-_RANK_PREFIX = re.compile(r"^\[rank(\d+)\]: ?")
+_RANK_PREFIX = _rx(r"^\[rank(\d+)\]: ?")
 RANK_PREFIX = _RANK_PREFIX  # torch's `[rankN]: ` before a line: dropped before the signs are matched
 # A logger's line (glog, NCCL's WARN/INFO, torchrun's logging) that repeats what the exception line says: the
 # exception line is quoted when both show the same sign.
-_LOGGER = re.compile(
+_LOGGER = _rx(
     r"^(?:\[?[IWEF]\d{4} |[IWEF]\d{8} |\[\d{4}-\d\d-\d\d [\d:]+\] |\S+:\d+:\d+ \[\d+\] |(?:WARNING|ERROR|INFO):\S)"
 )
-_ERRORISH_WORDS = re.compile(r"error|exception|fatal|failed|traceback|killed|abort|denied|refused", re.IGNORECASE)
-_FRAME = re.compile(r"^(?:\[rank\d+\]: ?)?(?:\s+File \"|\s{4}|\s*\^+\s*$)")  # a traceback's frames and code
+_ERRORISH_WORDS = _rx(r"error|exception|fatal|failed|traceback|killed|abort|denied|refused", re.IGNORECASE)
+_FRAME = _rx(r"^(?:\[rank\d+\]: ?)?(?:\s+File \"|\s{4}|\s*\^+\s*$)")  # a traceback's frames and code
 
 
 def _errorish(line: str) -> bool:
@@ -686,9 +691,24 @@ def _clean(text: str) -> _Lines:
     from kubectl_tao.core.sanitize import sanitize
 
     raw = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
-    lines = _Lines(sanitize(line[:LINE_CHARS], multiline=True).replace("\n", " ") for line in raw)
+    lines = _Lines(sanitize(cut(line), multiline=True).replace("\n", " ") for line in raw)
     lines.raw = raw
     return lines
+
+
+def cut(line: str) -> str:
+    """LINE as it is matched: its first LINE_CHARS bytes of UTF-8 (a character cut in two dropped), as the pod's
+    `cut -b` keeps them; an ASCII line: its first LINE_CHARS characters."""
+    head = line[:LINE_CHARS]
+    if head.isascii():
+        return head
+    return head.encode("utf-8", "surrogatepass")[:LINE_CHARS].decode("utf-8", "ignore")
+
+
+def matched_lines(text: str) -> list[str]:
+    """TEXT's lines as the signs are matched against them: a trailing carriage return dropped, cut (``cut``),
+    terminal sequences removed and controls escaped (core/sanitize.py), a carriage return inside a line a space."""
+    return list(_clean(text))
 
 
 def _show(lines: Sequence[str], at: int) -> str:
