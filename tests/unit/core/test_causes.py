@@ -368,7 +368,7 @@ def test_each_cuda_cause_is_named_whichever_api_printed_the_error(row: tuple[Any
         assert picked is not None and picked.cause == reason, (program, line)
 
 
-def test_the_illegal_memory_access_cupy_raised_on_an_h200_is_named() -> None:
+def test_an_illegal_memory_access_raised_from_a_cupy_kernel_is_named() -> None:
     text = (
         "Traceback (most recent call last):\n"
         '  File "/workspace/kernel_step.py", line 57, in <module>\n'
