@@ -28,7 +28,9 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
   log line of 100 KB, 400 KB and 1 MB of three kinds (training-log text, a random base64-like run, and a run that
   made the old rules rescan the line from every word), and the growth 100 KB -> 1 MB (linear: 10x); the
   readers of job text (causes.classify_log, causes.error_blocks, nccldebug.read) over six hostile texts, and
-  over the same texts ten times as long;
+  over the same texts ten times as long; each family of job-text patterns (a cause's signs and facts reader, the
+  line readers, nccldebug, the attempt history) over adversarial lines (runs of digits, repeated separators, a
+  pattern's own start repeated) of 1 KB and 4 KB, and the growth between them (linear: 4x);
 - progress (no cluster needed: `--only progress`): the progress readers over a 64 KiB status.json tail (and
   640 KiB) and a training log of 1 MB and 10 MB, and the growth with ten times the text (linear: <= 12x);
 - peers (unless --no-peers): `sky --help` (SkyPilot) and `torchx --help`, each installed from PyPI into its own
@@ -688,6 +690,90 @@ def read_hostile(texts: list[str]) -> float:
     return time.perf_counter() - started
 
 
+PATTERN_LINE_SIZES = (1024, 4096)  # the readers cut a line to 4,096 characters (core/causes.LINE_CHARS)
+
+
+def pattern_families() -> dict[str, list[Callable[[str], object]]]:
+    """The readers of job text, one family per cause of core/causes.py's table (its signs and its facts reader),
+    then the line readers every cause shares, core/nccldebug.py and core/retry.py's attempt history."""
+    from kubectl_tao.core import causes, nccldebug, retry
+
+    families: dict[str, list[Callable[[str], object]]] = {}
+    for cause in causes.CAUSES:
+        readers: list[Callable[[str], object]] = [sign.pattern.search for sign in cause.signs]
+        if cause.facts is not None:
+            readers.append(cause.facts)
+        families[f"causes: {cause.name}"] = readers
+    families["causes: line readers"] = [causes._PREFILTER.search, causes._LOGGER.match, causes._FRAME.match,
+                                        causes._RANK_PREFIX.match, causes._ERRORISH_WORDS.search]
+    families["nccldebug"] = [nccldebug.read]
+    families["retry: attempt history"] = [lambda line: retry.parse_history([line])]
+    return families
+
+
+def _literal_heads(readers: Sequence[Callable[[str], object]]) -> list[str]:
+    """The literal text each pattern of READERS starts with (a search finds a candidate start at each one)."""
+    from re import _constants as sre  # type: ignore[attr-defined]
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+
+    heads = []
+    for reader in readers:
+        pattern = getattr(getattr(reader, "__self__", None), "pattern", None)
+        if not isinstance(pattern, str):
+            continue
+        head = ""
+        for op, av in sre_parse.parse(pattern):
+            if op is not sre.LITERAL:
+                break
+            head += chr(av)
+        if head:
+            heads.append(head)
+    return heads
+
+
+def adversarial_lines(readers: Sequence[Callable[[str], object]], size: int) -> list[str]:
+    """Lines of SIZE characters shaped against a search: runs of digits, word characters and spaces, separators
+    repeated, and each pattern's own literal start repeated (alone, and before digits and separators)."""
+    def fill(unit: str) -> str:
+        return (unit * (size // max(len(unit), 1) + 1))[:size]
+
+    lines = [fill("9"), fill("a"), fill(" "), fill("a1_"), fill("/"), fill(", "), fill("[0,"), fill(":1"),
+             fill("-"), fill("."), fill("$"), fill("`")]
+    for head in _literal_heads(readers):
+        lines += [fill(head), fill(head + "9"), fill(head + " "), head + fill("9")[len(head):]]
+    return lines
+
+
+def _time_family(readers: Sequence[Callable[[str], object]], lines: Sequence[str], loops: int) -> float:
+    started = time.perf_counter()
+    for _ in range(loops):
+        for line in lines:
+            for reader in readers:
+                reader(line)
+    return time.perf_counter() - started
+
+
+def bench_pattern_families(b: Bench, rows: list[bl.Row]) -> None:
+    """Each family of job-text readers over adversarial lines of 1 KB and 4 KB: the time of the 4 KB lines, and
+    the growth from 1 KB (linear: 4x; a search that reads a run again from each of its characters: 16x)."""
+    log("readers of job text over adversarial lines, per pattern family (in-process, no cluster)")
+    small, big = PATTERN_LINE_SIZES
+    for family, readers in pattern_families().items():
+        per_size: dict[int, float] = {}
+        # enough passes that the small lines take 50 ms: a family of a few literal searches takes microseconds
+        loops = max(1, min(10_000, int(0.05 / max(_time_family(readers, adversarial_lines(readers, small), 1), 1e-6))))
+        for size in PATTERN_LINE_SIZES:
+            lines = adversarial_lines(readers, size)
+            # the fastest of the runs: these are milliseconds, and a busy machine only ever adds to them
+            per_size[size] = min(_time_family(readers, lines, loops) for _ in range(max(3, b.repeat)))
+        growth = per_size[big] / max(per_size[small], 1e-9)
+        count = len(adversarial_lines(readers, big))
+        rows.append(bl.Row("redaction", f"{family}: {count} adversarial {big // 1024} KB lines x {loops}",
+                           bl.fmt_seconds(per_size[big]), reference=f"{bl.fmt_seconds(per_size[small])} at "
+                           f"{small // 1024} KB", ratio=f"{growth:.1f}x", target=f"<= {big // small * 2}x",
+                           result=bl.verdict(growth, big // small * 2)))
+
+
 def bench_redaction(b: Bench, rows: list[bl.Row]) -> None:
     """redact_log_line and sanitize over one long line: figures per size, and the growth with size."""
     from kubectl_tao.core.redact import REDACTED, redact_log_line
@@ -726,6 +812,7 @@ def bench_redaction(b: Bench, rows: list[bl.Row]) -> None:
                        bl.fmt_seconds(once), target="< 5 s", result=bl.verdict(once, 5.0, strict=True)))
     rows.append(bl.Row("redaction", "  the same texts 10x as long (linear: 10x)", f"{growth:.1f}x",
                        reference=bl.fmt_seconds(tenfold), target="<= 20x", result=bl.verdict(growth, 20.0)))
+    bench_pattern_families(b, rows)
 
 
 def progress_texts(status_bytes: int, log_bytes: int) -> tuple[str, str]:

@@ -35,22 +35,44 @@ barrier=$1
 launcher=$2
 shift 2
 
-rank=${NODE_RANK:?NODE_RANK is not set}
-nodes=${NNODES:?NNODES is not set}
+say() { echo "kubectl-tao: $*"; }
+now() { date +%s; }
+
+# decimal TEXT [DIGITS]: TEXT as a decimal number without leading zeros, or nothing when TEXT is not one of at
+# most DIGITS (default 9) digits. A number a program printed goes through it before any arithmetic: dash refuses
+# `$((128 + 08))` ("Illegal number") and bash reads 08 as octal; a huge number overflows both.
+decimal() {
+    case "$1" in '' | *[!0-9]*) return 0 ;; esac
+    [ "${#1}" -le 32 ] || return 0
+    n=$1
+    while [ "${#n}" -gt 1 ] && [ "${n#0}" != "$n" ]; do n=${n#0}; done
+    [ "${#n}" -le "${2:-9}" ] || return 0
+    printf '%s\n' "$n"
+}
+
+# whole NAME VALUE: VALUE (an environment setting) as a decimal number, else the script stops with exit 2
+whole() {
+    n=$(decimal "$2")
+    if [ -z "$n" ]; then
+        say "$1 must be a whole number, got '$2'" >&2
+        exit 2
+    fi
+    printf '%s\n' "$n"
+}
+
+rank=$(whole NODE_RANK "${NODE_RANK:?NODE_RANK is not set}")
+nodes=$(whole NNODES "${NNODES:?NNODES is not set}")
 gang=${TAO_GANG_DIR:?TAO_GANG_DIR is not set}
-max=${TAO_MAX_RESTARTS:?TAO_MAX_RESTARTS is not set}
+max=$(whole TAO_MAX_RESTARTS "${TAO_MAX_RESTARTS:?TAO_MAX_RESTARTS is not set}")
 retry_codes=" ${TAO_RETRY_EXIT_CODES:?TAO_RETRY_EXIT_CODES is not set} "
 signs=${TAO_RETRY_SIGNS:-}
 tail_lines=400
 poll=${RENDEZVOUS_POLL_SECONDS:-2}
-wait_all=${RENDEZVOUS_TIMEOUT:-300}
+wait_all=$(whole RENDEZVOUS_TIMEOUT "${RENDEZVOUS_TIMEOUT:-300}")
 [ "$wait_all" != 0 ] || wait_all=300
 peer_stop=${TAO_PEER_STOP_SECONDS:-20}
-settle=${TAO_SETTLE_SECONDS:-10}
+settle=$(whole TAO_SETTLE_SECONDS "${TAO_SETTLE_SECONDS:-10}")
 termination_log=${TAO_TERMINATION_LOG:-/dev/termination-log}
-
-say() { echo "kubectl-tao: $*"; }
-now() { date +%s; }
 
 mkdir -p "$gang" || {
     say "cannot create the restart directory $gang on the job's volume" >&2
@@ -120,32 +142,42 @@ record() {
 }
 
 # cause_of CODE: "CLASS TIER CAUSE" of the first row of TAO_RETRY_SIGNS whose ERE finds a line of the tail of
-# this attempt's output (each line cut to 4096 characters, as causes.py reads it), or nothing. Not for the
-# barrier's 88, the reserved 85 and 89, or a stopped pod: those decide by themselves.
+# this attempt's output (each line read as causes.py reads it), or nothing. Not for the barrier's 88, the
+# reserved 85 and 89, or a stopped pod: those decide by themselves. Run in a subshell ($(...)): its locale stays.
 cause_of() {
     case "$1" in 0 | 85 | 88 | 89) return 0 ;; esac
     log="$gang/attempt-$attempt/rank-$rank.log"
     [ "$disrupted" = 0 ] && [ -n "$signs" ] && [ -r "$log" ] || return 0
-    tail_file="${TMPDIR:-/tmp}/kubectl-tao-tail.$$"
-    # NUL bytes dropped (a regex stops at one; causes.py's reading drops them too); -a: text whatever the bytes
-    tail -n "$tail_lines" "$log" 2>/dev/null | tr -d '\000' | cut -c 1-4096 >"$tail_file" || true
+    # a directory of its own (mktemp): no name another process of the container could have made first
+    work=$(mktemp -d "${TMPDIR:-/tmp}/kubectl-tao-tail.XXXXXX" 2>/dev/null) || return 0
+    tail_file=$work/tail
+    # Every tool in the C locale: a byte is a character, `.` and a negated bracket take any byte (an invalid one
+    # too), [[:space:]] is ASCII's, as the signs' EREs are written for (core/ere.py). The lines as causes.py
+    # matches them (core/causes.matched_lines): NUL bytes dropped (a regex stops at one), a trailing carriage
+    # return dropped, the first 4096 bytes, colours (CSI sequences) removed, another carriage return a space.
+    LC_ALL=C
+    export LC_ALL
+    cr=$(printf '\r')
+    esc=$(printf '\033')
+    tail -n "$tail_lines" "$log" 2>/dev/null | tr -d '\000' | sed "s/$cr\$//" | cut -b 1-4096 |
+        sed "s|$esc\\[[0-?]*[ -/]*[@-~]||g" | tr "$cr" ' ' >"$tail_file" || true
     # The catch-all row (TIER generic) reads only the lines no other row finds, never torchrun's banner.
-    grep -a -v ChildFailedError "$tail_file" >"$tail_file.unnamed" 2>/dev/null || true
+    grep -a -v ChildFailedError "$tail_file" >"$work/unnamed" 2>/dev/null || true
     printf '%s\n' "$signs" | while IFS= read -r row; do
         case "${row#* }" in "generic "*) continue ;; esac
-        grep -a -v -E -e "${row#* * * }" "$tail_file.unnamed" >"$tail_file.next" 2>/dev/null || true
-        mv "$tail_file.next" "$tail_file.unnamed"
+        grep -a -v -E -e "${row#* * * }" "$work/unnamed" >"$work/next" 2>/dev/null || true
+        mv "$work/next" "$work/unnamed"
     done
     printf '%s\n' "$signs" | while IFS= read -r row; do
         ere=${row#* * * }
         lines=$tail_file
-        case "${row#* }" in "generic "*) lines=$tail_file.unnamed ;; esac
+        case "${row#* }" in "generic "*) lines=$work/unnamed ;; esac
         if [ -n "$ere" ] && grep -a -q -E -e "$ere" "$lines" 2>/dev/null; then
             printf '%s\n' "${row%" $ere"}"
             break
         fi
     done
-    rm -f "$tail_file" "$tail_file.unnamed"
+    rm -rf "$work"
 }
 
 # decide CODE: the first rank to fail decides what the attempt's end means.
@@ -257,8 +289,14 @@ fi
 # kubelet removes a restarted pod's containers, their logs with them.
 out=/dev/stdout
 teer=
-fifo="${TMPDIR:-/tmp}/kubectl-tao-output.$$"
-if rm -f "$fifo" && mkfifo "$fifo" 2>/dev/null; then
+# the pipe sits in a directory of its own (mktemp): no name another process could have made first
+fifo_dir=$(mktemp -d "${TMPDIR:-/tmp}/kubectl-tao-output.XXXXXX" 2>/dev/null) || fifo_dir=
+if [ -n "$fifo_dir" ] && ! mkfifo "$fifo_dir/output" 2>/dev/null; then
+    rm -rf "$fifo_dir"
+    fifo_dir=
+fi
+if [ -n "$fifo_dir" ]; then
+    fifo=$fifo_dir/output
     (
         trap '' TERM
         exec tee -a "$gang/attempt-$attempt/rank-$rank.log"
@@ -275,7 +313,7 @@ finish_tee() {
         n=$((n + 1))
     done
     kill -KILL "$teer" 2>/dev/null || true
-    rm -f "$fifo"
+    rm -rf "$fifo_dir"
 }
 case "$launcher" in
     tao)
@@ -324,7 +362,8 @@ finish_tee
 if [ "$launcher" = torchrun ] && [ "$rc" = 1 ] && [ -r "$gang/attempt-$attempt/rank-$rank.log" ]; then
     # torchrun exits 1 whatever ended its worker; its failure summary says `exitcode  : -9 (pid: N)` for a signal
     sig=$(sed -n 's/^ *exitcode *: *-\([0-9][0-9]*\) .*/\1/p' "$gang/attempt-$attempt/rank-$rank.log" | sed -n 1p)
-    if [ -n "$sig" ]; then
+    sig=$(decimal "$sig" 2)
+    if [ -n "$sig" ] && [ "$sig" -ge 1 ] && [ "$sig" -le 64 ]; then
         say "rank $rank: torchrun's worker died of signal $sig"
         rc=$((128 + sig))
     fi

@@ -232,3 +232,80 @@ both() {
   run cat gang/end-1/line
   assert_output "kubectl-tao attempt=1 rank=0 exit=1 decision=fail counted=0 reason=MissingModule"
 }
+
+# torchrun_case SHELL LINE: rank 1 runs under SHELL (dash, bash) with a torchrun that prints LINE in its failure
+# summary and exits 1; rank 0 runs a program that would sleep on.
+torchrun_case() {
+  mkdir -p fakes
+  printf '#!/bin/sh\necho "  rank      : 1 (local_rank: 0)"\necho "%s" >&2\nexit 1\n' "$2" >fakes/torchrun
+  chmod +x fakes/torchrun
+  ( rc=0
+    PATH="$BATS_TEST_TMPDIR/fakes:$PATH" NPROC_PER_NODE=1 MASTER_ADDR=job-0.job MASTER_PORT=29500 NODE_RANK=1 \
+      TAO_TERMINATION_LOG=/dev/null "$1" "$ENTRY" barrier torchrun train.py >out-1 2>&1 || rc=$?
+    echo "$rc" >rc-1 ) &
+  rank 0 'exec sleep 30'
+  wait
+}
+
+@test "a zero-padded signal in torchrun's summary is read as a number under dash and bash, and the attempt is claimed" {
+  TAO_SETTLE_SECONDS=1
+  for shell in dash bash; do
+    rm -rf gang
+    torchrun_case "$shell" '  exitcode  : -08 (pid: 7)'
+    run cat out-1
+    refute_output --partial "Illegal number"
+    refute_output --partial "value too great"
+    assert_output --partial "torchrun's worker died of signal 8"
+    run cat gang/end-1/line
+    assert_output "kubectl-tao attempt=1 rank=1 exit=136 decision=fail counted=0 reason=program error"
+    run cat rc-1 rc-0   # the attempt was claimed: the other rank stopped instead of running on
+    assert_output $'136\n143'
+  done
+}
+
+@test "a huge or malformed number in torchrun's summary leaves torchrun's exit 1 under dash and bash" {
+  TAO_SETTLE_SECONDS=1
+  for line in '  exitcode  : -99999999999999999999999 (pid: 7)' '  exitcode  : -0x9 (pid: 7)' \
+              '  exitcode  : -000000000000000000000000000000000000009 (pid: 7)'; do
+    for shell in dash bash; do
+      rm -rf gang
+      torchrun_case "$shell" "$line"
+      run cat out-1
+      refute_output --partial "Illegal number"
+      refute_output --partial "value too great"
+      refute_output --partial "died of signal"
+      run cat gang/end-1/line
+      assert_output "kubectl-tao attempt=1 rank=1 exit=1 decision=fail counted=0 reason=program error"
+      run cat rc-1
+      assert_output 1
+    done
+  done
+}
+
+@test "a setting that is not a whole number stops the rank at once with exit 2, under dash and bash" {
+  export NODE_RANK=0
+  for shell in dash bash; do
+    for setting in NNODES=2x NODE_RANK=-1 TAO_MAX_RESTARTS=08x TAO_SETTLE_SECONDS=1e3 RENDEZVOUS_TIMEOUT=9s; do
+      run -2 env "$setting" "$shell" "$ENTRY" barrier tao 'echo PROGRAM-RAN'
+      assert_output --partial "${setting%%=*} must be a whole number, got '${setting#*=}'"
+      refute_output --partial PROGRAM-RAN
+    done
+  done
+  refute [ -d gang ]
+}
+
+@test "the entrypoint's temporary files sit in directories mktemp made, gone when it ends" {
+  mkdir tmp
+  export TMPDIR="$BATS_TEST_TMPDIR/tmp"
+  # the program sees the pipe its output goes through: in a directory of its own, not at a name made of a pid
+  both 'exec sleep 30' "ls -A \"\$TMPDIR\" >seen; for e in \"\$TMPDIR\"/*; do [ ! -d \"\$e\" ] || echo directory >>seen; done
+    cat '$FAILURES/nccl-system-error--ib-reg-mr.rank0.log'; exit 1"
+  run cat seen   # both ranks share TMPDIR here: each has its own directory
+  assert_line --index 0 --regexp '^kubectl-tao-output\.[A-Za-z0-9]{6}$'
+  refute_line --regexp '^kubectl-tao-output\.[0-9]+$'  # no name made of a pid
+  assert_line directory
+  run cat gang/end-1/line
+  assert_output --partial "reason=NcclSystemError"
+  run ls -A tmp
+  assert_output ""
+}

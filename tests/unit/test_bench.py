@@ -134,6 +134,16 @@ def test_the_redaction_phase_needs_no_cluster_and_its_lines_end_with_a_token() -
     lines = bench_run.redaction_lines(3000)
     assert len(lines) == 4 and all(len(line) == 3000 for line in lines.values())
     assert all(redact_log_line(line).endswith(REDACTED) for line in lines.values())
+    # a family of job-text readers per cause, each tried on adversarial lines of the asked size, its own
+    # literal start repeated among them
+    from kubectl_tao.core import causes
+
+    families = bench_run.pattern_families()
+    assert {f"causes: {cause.name}" for cause in causes.CAUSES} <= set(families)
+    store = families["causes: StoreTimeout"]
+    adversarial = bench_run.adversarial_lines(store, 1024)
+    assert all(len(line) == 1024 for line in adversarial) and "9" * 1024 in adversarial
+    assert any(line.startswith("DistStoreError: Timed out after DistStoreError") for line in adversarial)
 
 
 def test_server_apart_pins_the_cluster_and_the_client_to_different_cpus_and_restores_them(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ _RANK_ORDER = {PRIMARY: 0, KILLED: 1, TIMEOUT: 2, GENERIC: 3, FOLLOWER: 4}
 RANK_ORDER = _RANK_ORDER  # how the causes one rank printed are weighed (core/retry.py orders its signs so)
 _JOB_ORDER = {PRIMARY: 0, GENERIC: 1, KILLED: 2, TIMEOUT: 3, FOLLOWER: 4}
 
-LINE_CHARS = 4096  # a line is matched on its first LINE_CHARS characters
+LINE_CHARS = 4096  # a line is matched on its first LINE_CHARS bytes (UTF-8): `cut -b` in the pod
 EVIDENCE_CHARS = 640  # a quoted line is cut to this many characters
 FALLBACK_LINES = 3  # an unknown failure quotes this many error-looking lines
 
@@ -111,7 +111,9 @@ class Diagnosis(Value):
 
 
 def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
-    return re.compile(pattern, flags)
+    """A pattern over job text. ASCII: ``\\w \\d \\s \\b`` mean what the pod's `grep -E` reads in the C locale
+    (core/retry.py), whatever script or digits a line holds."""
+    return re.compile(pattern, flags | re.ASCII)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -159,32 +161,43 @@ def _first(rx: re.Pattern[str], key: str, convert: Callable[[str], Any] = str) -
     return read
 
 
+# A run of digits or word characters at a pattern's start is read from the run's start only (`\b`): a search
+# tries every position, and from each one inside a long run the run would be read again to its end.
+_CLIENTS_JOINED = _rx(r"\b(\d+)/(\d+) clients joined")
+_CLIENT_TIMEOUT = _rx(r"timed out after (\d+)(ms|s) while trying to connect to \(([^,()]+), (\d+)\)")
+
+
 def _store_facts(line: str) -> dict[str, Any]:
-    m = _rx(r"(\d+)/(\d+) clients joined").search(line)
+    m = _CLIENTS_JOINED.search(line)
     if m:
         return {"joined": int(m.group(1)), "expected": int(m.group(2))}
-    m = _rx(r"timed out after (\d+)(ms|s) while trying to connect to \(([^,()]+), (\d+)\)").search(line)
+    m = _CLIENT_TIMEOUT.search(line)
     if m:
         ms = int(m.group(1)) * (1 if m.group(2) == "ms" else 1000)
         return {"timeout_ms": ms, "master": f"{m.group(3)}:{m.group(4)}"}
     return {}
 
 
+_WAITED = _rx(r"Timed out waiting (\d+)ms for (\w+) operation")
+_SEQ_OP = _rx(r"SeqNum=(\d+), OpType=(\w+)")
+_TIMEOUT_MS = _rx(r"Timeout\(ms\)=(\d+)")
+
+
 def _collective_facts(line: str) -> dict[str, Any]:
     facts: dict[str, Any] = {}
-    m = _rx(r"Timed out waiting (\d+)ms for (\w+) operation").search(line)
+    m = _WAITED.search(line)
     if m:
         facts["timeout_ms"], facts["op"] = int(m.group(1)), m.group(2)
-    m = _rx(r"SeqNum=(\d+), OpType=(\w+)").search(line)
+    m = _SEQ_OP.search(line)
     if m:
         facts["seq"], facts["op"] = int(m.group(1)), m.group(2)
-    m = _rx(r"Timeout\(ms\)=(\d+)").search(line)
+    m = _TIMEOUT_MS.search(line)
     if m:
         facts["timeout_ms"] = int(m.group(1))
     return facts
 
 
-_KERNEL_ASSERT = re.compile(r"(\w+): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `([^`]{1,300})` failed")
+_KERNEL_ASSERT = _rx(r"\b(\w+): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `([^`]{1,300})` failed")
 
 
 def _assert_facts(line: str) -> dict[str, Any]:
@@ -192,18 +205,72 @@ def _assert_facts(line: str) -> dict[str, Any]:
     return {"kernel_assert": f"{m.group(1)}: {m.group(2)}"} if m else {}
 
 
+_PEER = _rx(r"(?:peer|remote peer|connect to) \[?([A-Za-z0-9_.:-]+?)\]?(?:[:<]\d+>?)")
+_POD_INDEX = _rx(r"^[a-z0-9-]*?-(\d+)\.")
+
+
 def _peer_facts(line: str) -> dict[str, Any]:
-    m = _rx(r"(?:peer|remote peer|connect to) \[?([A-Za-z0-9_.:-]+?)\]?(?:[:<]\d+>?)").search(line)
+    m = _PEER.search(line)
     if not m:
         return {}
     facts: dict[str, Any] = {"peer": m.group(1)}
-    rank = _rx(r"^[a-z0-9-]*?-(\d+)\.").match(m.group(1))  # an Indexed Job pod's name: <job>-<index>.<svc>
+    rank = _POD_INDEX.match(m.group(1))  # an Indexed Job pod's name: <job>-<index>.<svc>
     if rank:
         facts["peer_rank"] = int(rank.group(1))
     return facts
 
 
 _KILL_SIGNALS = {-9: "SIGKILL", 137: "SIGKILL"}
+
+
+@record
+class CudaError(Value):
+    """One of CUDA's errors, as every API names it: programs print torch's wording (``CUDA error: `` and the
+    text), the runtime's name (CuPy, cuda-samples' checks), the driver's (CuPy's driver calls, JAX and XLA,
+    Numba) or the text alone (TensorRT's ``Cuda Runtime (...)``, Triton)."""
+
+    code: int  # its value in both enumerations
+    runtime: str  # its name in the runtime API's cudaError_t (driver_types.h): cudaGetErrorName
+    driver: str  # its name in the driver API's CUresult (cuda.h): cuGetErrorName
+    text: str  # cudaGetErrorString and cuGetErrorString
+
+
+# The CUDA errors the causes name, checked against CUDA's own enumerations (tests/unit/core/test_causes.py).
+CUDA_ERRORS: tuple[CudaError, ...] = (
+    CudaError(2, "cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"),
+    CudaError(100, "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"),
+    CudaError(214, "cudaErrorECCUncorrectable", "CUDA_ERROR_ECC_UNCORRECTABLE", "uncorrectable ECC error encountered"),
+    CudaError(700, "cudaErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"),
+    CudaError(710, "cudaErrorAssert", "CUDA_ERROR_ASSERT", "device-side assert triggered"),
+    CudaError(719, "cudaErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"),
+)
+CUDA_BY_NAME: dict[str, CudaError] = {name: e for e in CUDA_ERRORS for name in (e.runtime, e.driver)}
+_CUDA_NAME = _rx(r"\b(cudaError[A-Za-z]{1,40}|CUDA_ERROR_[A-Z_]{1,40})\b")
+
+
+def _cuda_names(runtime: str, what: str = "") -> tuple[Sign]:
+    """The sign of one CUDA error by its names: the runtime's or the driver's (no name of either enumeration
+    starts or ends another of these)."""
+    error = CUDA_BY_NAME[runtime]
+    return (Sign(_rx(f"{error.runtime}|{error.driver}"), what=what),)
+
+
+def _cuda_facts(line: str) -> dict[str, Any]:
+    """The CUDA error a line names, with its code (``cuda_error``: the runtime's name)."""
+    m = _CUDA_NAME.search(line)
+    error = CUDA_BY_NAME.get(m.group(1)) if m else None
+    return {"cuda_error": error.runtime, "cuda_code": error.code} if error else {}
+
+
+def _facts(*readers: Callable[[str], dict[str, Any]]) -> Callable[[str], dict[str, Any]]:
+    def read(line: str) -> dict[str, Any]:
+        facts: dict[str, Any] = {}
+        for reader in readers:
+            for key, value in reader(line).items():
+                facts.setdefault(key, value)
+        return facts
+
+    return read
 
 # ----------------------------------------------------------------------------------------------------------
 # The table
@@ -220,13 +287,16 @@ CAUSES: tuple[Cause, ...] = (
         "for Xid); resubmit: the job runs elsewhere",
         (
             Sign(_rx(r"uncorrectable ECC error"), what="uncorrectable ECC error"),
-            Sign(_rx(r"CUDA error: unspecified launch failure"), what="unspecified launch failure (often an Xid)"),
+            *_cuda_names("cudaErrorECCUncorrectable", "uncorrectable ECC error"),
+            # CUDA's own text: torch's `CUDA error: ...`, TensorRT's `Cuda Runtime (...)`, CuPy's and JAX's
+            Sign(_rx(r"unspecified launch failure"), what="unspecified launch failure (often an Xid)"),
+            *_cuda_names("cudaErrorLaunchFailure", "unspecified launch failure (often an Xid)"),
             Sign(_rx(r"GPU has fallen off the bus"), what="GPU fell off the bus"),
             Sign(_rx(r"NVRM: Xid \(PCI:"), what="Xid"),
             Sign(_rx(r"Unable to determine the device handle for GPU"), what="GPU unreachable"),
             Sign(_rx(r"ncclUnhandledCudaError|unhandled cuda error"), what="CUDA call failed inside NCCL"),
         ),
-        _first(_rx(r"Xid \(PCI:[0-9a-fA-F:]+\): (\d+)"), "xid", int),
+        _facts(_first(_rx(r"Xid \(PCI:[0-9a-fA-F:]+\): (\d+)"), "xid", int), _cuda_facts),
     ),
     Cause(
         "CudaOOM",
@@ -241,9 +311,10 @@ CAUSES: tuple[Cause, ...] = (
             # c10's CUDA check ("CUDA error: " + cudaGetErrorString) and CUDA's own error name, as programs
             # outside PyTorch's caching allocator print them
             Sign(_rx(r"CUDA error: out of memory")),
-            Sign(_rx(r"\bcudaErrorMemoryAllocation\b")),
+            *_cuda_names("cudaErrorMemoryAllocation"),
+            Sign(_rx(r"Cuda Runtime \(out of memory\)")),  # TensorRT's `Error Code 1: Cuda Runtime (TEXT)`
         ),
-        _oom_facts,
+        _facts(_oom_facts, _cuda_facts),
     ),
     Cause(
         "DeviceAssert",
@@ -253,8 +324,12 @@ CAUSES: tuple[Cause, ...] = (
         "rerun with CUDA_LAUNCH_BLOCKING=1 in the command's environment to see the failing call; most often "
         "a label or index out of range (labels must be in [0, num_classes)): check the data and the model's "
         "number of classes",
-        (Sign(_rx(r"CUDA error: device-side assert triggered")), Sign(_rx(r"Assertion `.*` failed\.$"))),
-        _assert_facts,
+        (
+            Sign(_rx(r"device-side assert triggered")),
+            *_cuda_names("cudaErrorAssert"),
+            Sign(_rx(r"Assertion `[^`]*` failed\.$")),
+        ),
+        _facts(_assert_facts, _cuda_facts),
     ),
     Cause(
         "IllegalMemoryAccess",
@@ -263,7 +338,8 @@ CAUSES: tuple[Cause, ...] = (
         "a CUDA kernel read or wrote memory it does not own (illegal memory access)",
         "rerun with CUDA_LAUNCH_BLOCKING=1 in the command's environment to see the failing call; an index "
         "out of range, a custom kernel or extension bug, or mismatched tensor shapes",
-        (Sign(_rx(r"CUDA error: an illegal memory access was encountered")),),
+        (Sign(_rx(r"an illegal memory access was encountered")), *_cuda_names("cudaErrorIllegalAddress")),
+        _cuda_facts,
     ),
     Cause(
         "NoGpuVisible",
@@ -274,6 +350,8 @@ CAUSES: tuple[Cause, ...] = (
         "toolkit and device plugin on the node (`kubectl tao gpus`), restart the pod",
         (
             Sign(_rx(r"No CUDA GPUs are available"), what="no CUDA device"),
+            Sign(_rx(r"no CUDA-capable device is detected"), what="no CUDA device"),
+            *_cuda_names("cudaErrorNoDevice", "no CUDA device"),
             Sign(_rx(r"Found no NVIDIA driver on your system"), what="no NVIDIA driver in the container"),
             Sign(_rx(r"Failed to initialize NVML"), what="NVML failed (the container lost its GPU device nodes)"),
             Sign(_rx(r"nccl2 requires at least one CUDA device"), what="NCCL backend without a GPU"),
@@ -291,6 +369,7 @@ CAUSES: tuple[Cause, ...] = (
                 "torch built without NCCL",
             ),
         ),
+        _cuda_facts,
     ),
     Cause(
         "ShmExhausted",
@@ -302,8 +381,11 @@ CAUSES: tuple[Cause, ...] = (
             Sign(_rx(r"unable to allocate shared memory\(shm\)")),
             Sign(_rx(r"insufficient shared memory \(shm\)")),
             Sign(_rx(r"workers are out of shared memory")),
-            Sign(_rx(r"Error while creating shared memory segment .*No space left on device")),
-            Sign(_rx(r"/dev/shm.*No space left on device")),
+            # a bounded span of printable ASCII: the same count of characters in Python as of bytes in the pod
+            Sign(
+                _rx(r"Error while creating shared memory segment \S+ \(size \d+\)[ -/:-~]{0,20}No space left on device")
+            ),
+            Sign(_rx(r"/dev/shm[ -9;-~]{0,64}: No space left on device")),
         ),
         _first(_rx(r"shared memory segment \S+ \(size (\d+)\)"), "segment_size", int),
     ),
@@ -336,7 +418,7 @@ CAUSES: tuple[Cause, ...] = (
                 "pod's interface (eth0); " + _NCCL_DEBUG,
                 what="no network interface matched NCCL_SOCKET_IFNAME",
             ),
-            Sign(_rx(r"ncclInvalidUsage|NCCL error in: .*, invalid usage")),
+            Sign(_rx(r"ncclInvalidUsage|NCCL error in: \S+, invalid usage")),
         ),
     ),
     Cause(
@@ -347,7 +429,7 @@ CAUSES: tuple[Cause, ...] = (
         "check --nccl-socket-ifname and --nccl-ib-hca against the node's interfaces, the pod's locked-memory limit "
         "(IPC_LOCK) for InfiniBand/RoCE, and run `kubectl tao probe nccl`; " + _NCCL_DEBUG,
         (
-            Sign(_rx(r"NCCL error in: .*, unhandled system error")),
+            Sign(_rx(r"NCCL error in: \S+, unhandled system error")),
             Sign(_rx(r"ncclSystemError")),
         ),
         _first(_rx(r"NCCL version ([\d.]+)"), "nccl_version"),
@@ -360,7 +442,7 @@ CAUSES: tuple[Cause, ...] = (
         "make every rank run the same image (the same NCCL version); " + _NCCL_DEBUG,
         (
             Sign(_rx(r"Message truncated : received \d+ bytes instead of \d+"), what="ranks run different NCCL"),
-            Sign(_rx(r"ncclInternalError|NCCL error in: .*, internal error")),
+            Sign(_rx(r"ncclInternalError|NCCL error in: \S+, internal error")),
         ),
     ),
     Cause(
@@ -409,7 +491,7 @@ CAUSES: tuple[Cause, ...] = (
                 what="Hugging Face: gated repository",
             ),
             Sign(
-                _rx(r"HfHubHTTPError: .*40[13]"),
+                _rx(r"HfHubHTTPError: [ -/:-~]{0,40}40[13]"),
                 fix="give the job a Hugging Face token with access (--env HF_TOKEN or --env-secret SECRET)",
                 what="Hugging Face: refused",
             ),
@@ -488,7 +570,7 @@ CAUSES: tuple[Cause, ...] = (
         (
             Sign(_rx(r"connect to \S+ returned Connection refused, exceeded error retry count")),
             Sign(_rx(r"ncclRemoteError")),
-            Sign(_rx(r"NCCL error in: .*, remote process exited or there was a network error")),
+            Sign(_rx(r"NCCL error in: \S+, remote process exited or there was a network error")),
         ),
         _peer_facts,
     ),
@@ -500,7 +582,7 @@ CAUSES: tuple[Cause, ...] = (
         "read the log of the rank that failed first (`kubectl tao logs JOB --rank N`)",
         (
             Sign(_rx(r"Connection closed by peer \[")),
-            Sign(_rx(r"Read error \[[^\]]+\]:\d+: Connection reset by peer")),
+            Sign(_rx(r"Read error \[[^\]\[]+\]:\d+: Connection reset by peer")),
         ),
         _peer_facts,
     ),
@@ -523,22 +605,22 @@ UNKNOWN = "ProgramError"
 _NOT_AN_ERROR = ("ChildFailedError",)  # torchrun's closing banner names the failure, it is not one
 
 # A line is matched against the signs only when this prefilter finds something in it.
-_PREFILTER = re.compile(
+_PREFILTER = _rx(
     r"rror|xception|xit|nterrupt|Xid|fallen off|device handle|out of memory|assert|shared memory|shm|nan|inf\b|"
-    r"non-finite|Duplicate GPU|socket interface|ncclRemote|nccl\w*Error|Message truncated|No module named|"
+    r"non-finite|Duplicate GPU|socket interface|ncclRemote|nccl\w{0,32}Error|Message truncated|No module named|"
     r"exitcode|SIGKILL|Watchdog|Timed out|timed out|Timeout|Connection (?:closed|refused|reset)|gated repo|"
     r"Invalid credentials|NVML|NVIDIA driver|CUDA|NCCL",
     re.IGNORECASE,
 )
-_RANK_PREFIX = re.compile(r"^\[rank(\d+)\]: ?")
+_RANK_PREFIX = _rx(r"^\[rank(\d+)\]: ?")
 RANK_PREFIX = _RANK_PREFIX  # torch's `[rankN]: ` before a line: dropped before the signs are matched
 # A logger's line (glog, NCCL's WARN/INFO, torchrun's logging) that repeats what the exception line says: the
 # exception line is quoted when both show the same sign.
-_LOGGER = re.compile(
+_LOGGER = _rx(
     r"^(?:\[?[IWEF]\d{4} |[IWEF]\d{8} |\[\d{4}-\d\d-\d\d [\d:]+\] |\S+:\d+:\d+ \[\d+\] |(?:WARNING|ERROR|INFO):\S)"
 )
-_ERRORISH_WORDS = re.compile(r"error|exception|fatal|failed|traceback|killed|abort|denied|refused", re.IGNORECASE)
-_FRAME = re.compile(r"^(?:\[rank\d+\]: ?)?(?:\s+File \"|\s{4}|\s*\^+\s*$)")  # a traceback's frames and code
+_ERRORISH_WORDS = _rx(r"error|exception|fatal|failed|traceback|killed|abort|denied|refused", re.IGNORECASE)
+_FRAME = _rx(r"^(?:\[rank\d+\]: ?)?(?:\s+File \"|\s{4}|\s*\^+\s*$)")  # a traceback's frames and code
 
 
 def _errorish(line: str) -> bool:
@@ -609,9 +691,24 @@ def _clean(text: str) -> _Lines:
     from kubectl_tao.core.sanitize import sanitize
 
     raw = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
-    lines = _Lines(sanitize(line[:LINE_CHARS], multiline=True).replace("\n", " ") for line in raw)
+    lines = _Lines(sanitize(cut(line), multiline=True).replace("\n", " ") for line in raw)
     lines.raw = raw
     return lines
+
+
+def cut(line: str) -> str:
+    """LINE as it is matched: its first LINE_CHARS bytes of UTF-8 (a character cut in two dropped), as the pod's
+    `cut -b` keeps them; an ASCII line: its first LINE_CHARS characters."""
+    head = line[:LINE_CHARS]
+    if head.isascii():
+        return head
+    return head.encode("utf-8", "surrogatepass")[:LINE_CHARS].decode("utf-8", "ignore")
+
+
+def matched_lines(text: str) -> list[str]:
+    """TEXT's lines as the signs are matched against them: a trailing carriage return dropped, cut (``cut``),
+    terminal sequences removed and controls escaped (core/sanitize.py), a carriage return inside a line a space."""
+    return list(_clean(text))
 
 
 def _show(lines: Sequence[str], at: int) -> str:
@@ -933,6 +1030,8 @@ def describe(d: Diagnosis) -> str:
         parts.append(f"rank {d.rank} lost rank {f['remote_rank']} ({f.get('peer', '')})")
     elif f.get("what"):
         parts.append(str(f["what"]))
+    if "cuda_error" in f:
+        parts.append(f"CUDA error {f['cuda_code']} ({f['cuda_error']})")
     if d.cause == UNKNOWN and f.get("exception"):
         parts.append(f"{f['exception']} raised by rank {d.rank}" if d.rank is not None else str(f["exception"]))
     for key, words in (("module", "module"), ("path", "path"), ("operation", "operation"), ("kernel_assert", "kernel")):
@@ -1008,5 +1107,5 @@ def markdown_table() -> str:
 
 def _readable(pattern: str) -> str:
     """A sign's regular expression as a reader scans for it: escapes dropped, pipes of a table cell escaped."""
-    text = re.sub(r"\\(.)", r"\1", pattern).replace("(?:", "(")
+    text = re.sub(r"\\(.)", r"\1", pattern.replace("\\b", "")).replace("(?:", "(")
     return text.replace("|", "\\|").replace("`", "'")

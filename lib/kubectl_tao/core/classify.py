@@ -356,7 +356,7 @@ def first_failure(ranks: Iterable[RankStatus]) -> RankStatus | None:
 # Scheduler and event text
 
 
-_SCHED_PART = re.compile(r"^\s*(\d+)\s+(.*?)\s*$")
+_SCHED_PART = re.compile(r"(\d+)\s+(\S.*)")  # one stripped part: one pass (no lazy run before spaces)
 
 
 def parse_scheduler_message(message: str) -> dict[str, int]:
@@ -370,7 +370,7 @@ def parse_scheduler_message(message: str) -> dict[str, int]:
     body = head.split("are available:", 1)[1].strip().rstrip(".")
     out: dict[str, int] = {}
     for part in body.split(", "):
-        match = _SCHED_PART.match(part)
+        match = _SCHED_PART.fullmatch(part.strip())
         if match:
             out[match.group(2).rstrip(".")] = out.get(match.group(2).rstrip("."), 0) + int(match.group(1))
     return out

@@ -1,12 +1,14 @@
 """A Python regular expression written as a POSIX extended regular expression (`grep -E`), when it can be.
 
-Pure. ``to_ere(pattern)`` gives the ERE that finds the same lines as ``re.search`` of PATTERN on printable
-ASCII text, or ``None`` when PATTERN uses what ERE cannot say exactly: flags, lookaround, backreferences,
-``\\b`` (but at the very start or end, next to a literal word character), lazy quantifiers, named or inline
-groups, an anchor inside the pattern (a ``$`` may close groups at its end). What is translated: literals and
-escaped punctuation, ``.``, groups (``(?:...)`` becomes ``(...)``), ``|``, ``* + ? {m,n}``, a leading
-``^`` and a trailing ``$``, ``\\d \\w \\s \\S \\D \\W`` (as ``[0-9]``, ``[A-Za-z0-9_]``, ``[[:space:]]``, ...) and
-bracket expressions (``[^\\]]`` becomes ``[^]]``: a backslash is literal inside an ERE's brackets).
+Pure. ``to_ere(pattern)`` gives the ERE that finds the same lines as ``re.search`` of PATTERN (compiled with
+``re.ASCII``) finds in the text `grep -E` reads in the C locale, byte for character (``LC_ALL=C``: ``.`` and a
+negated bracket take any byte, an invalid one included; ``[[:space:]]`` is ASCII's six), or ``None`` when
+PATTERN uses what ERE cannot say exactly: flags (but ``re.ASCII``), lookaround, backreferences, ``\\b`` (but
+at the very start or end, next to a literal word character), lazy quantifiers, named or inline groups, an anchor
+inside the pattern (a ``$`` may close groups at its end). What is translated: literals and escaped punctuation,
+``.``, groups (``(?:...)`` becomes ``(...)``), ``|``, ``* + ? {m,n}``, a leading ``^`` and a trailing ``$``,
+``\\d \\w \\s \\S \\D \\W`` (as ``[0-9]``, ``[A-Za-z0-9_]``, ``[[:space:]]``, ...) and bracket expressions
+(``[^\\]]`` becomes ``[^]]``: a backslash is literal inside an ERE's brackets).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ _QUANTIFIER = re.compile(r"\{(\d{1,3})(?:(,)(\d{0,3}))?\}")
 
 def to_ere(pattern: str, flags: int = 0) -> str | None:
     """PATTERN (compiled with FLAGS) as an ERE that matches the same lines, or None when there is none exactly."""
-    if flags & ~re.UNICODE:
+    if flags & ~(re.UNICODE | re.ASCII):
         return None
     # A word boundary only at the very start or end, next to a literal word character: for "is there a match",
     # `\bX` is `(^|[^A-Za-z0-9_])X` and `X\b` is `X([^A-Za-z0-9_]|$)`.

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-_EXPANDED = re.compile(r"\$+(?=\()|\${2,}")
+_EXPANDED = re.compile(r"(?<!\$)(?:\$+(?=\()|\${2,})")  # a run of dollars, read from its start
 
 
 def escape(text: str) -> str:

@@ -22,7 +22,7 @@ from kubectl_tao.core.valueclass import Factory, Value, record
 _NETWORK = re.compile(r"NCCL INFO Using network (\S+)")
 _IB_USING = re.compile(r"NCCL INFO NET/IB : Using (\[\d+\]\S+)")
 _IB_NONE = "NET/IB : No device found"
-_VIA = re.compile(r"NCCL INFO Channel \d+/\d+ : .* via (NET/[A-Za-z]+|P2P|SHM|CollNet)")
+_VIA = re.compile(r"NCCL INFO Channel \d+/\d+ : [^:]* via (NET/[A-Za-z]+|P2P|SHM|CollNet)")
 
 
 @record

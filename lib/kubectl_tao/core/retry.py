@@ -175,12 +175,13 @@ def signs_text() -> str:
 
 def output_cause(text: str) -> SignRow | None:
     """The row the entrypoint picks for a failed attempt's output TEXT: the first row (``sign_rows`` order)
-    whose signs find one of its last TAIL_LINES lines (NUL bytes dropped), each cut to causes.LINE_CHARS,
-    `[rankN]: ` dropped (the generic row: among the lines no other row finds)."""
-    lines = text.replace("\0", "").split("\n")
+    whose signs find one of its last TAIL_LINES lines (NUL bytes dropped), each read as causes.py reads it
+    (``causes.matched_lines``: cut to causes.LINE_CHARS bytes, colours removed), `[rankN]: ` dropped (the
+    generic row: among the lines no other row finds)."""
+    lines = causes.matched_lines(text.replace("\0", ""))
     if lines and lines[-1] == "":
         lines.pop()
-    tail = [causes.RANK_PREFIX.sub("", line[: causes.LINE_CHARS], count=1) for line in lines[-TAIL_LINES:]]
+    tail = [causes.RANK_PREFIX.sub("", line, count=1) for line in lines[-TAIL_LINES:]]
     rows = sign_rows()
     specific = [pattern for row in rows if row.tier != GENERIC for pattern in row.patterns]
     unnamed = [line for line in tail if NOT_AN_ERROR not in line and not any(p.search(line) for p in specific)]

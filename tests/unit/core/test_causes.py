@@ -303,3 +303,85 @@ def test_docs_table_is_the_modules_table() -> None:
 def test_an_out_of_memory_outside_pytorchs_allocator_is_cuda_oom(line: str) -> None:
     found = causes.classify_log(f"step 3\n{line}\n", 0)
     assert found is not None and found.cause == "CudaOOM" and found.err_class == ERR_PROGRAM
+
+
+# CUDA's errors as its headers enumerate them: cudaError_t in driver_types.h (the runtime API) and CUresult in
+# cuda.h (the driver API) give each error one value under two names; cudaGetErrorString and cuGetErrorString give
+# its text. (code, runtime name, driver name, text) of the errors the causes name, as CUDA 12 defines them.
+CUDA_ENUMERATIONS = [
+    (2, "cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY", "out of memory", "CudaOOM"),
+    (100, "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected", "NoGpuVisible"),
+    (214, "cudaErrorECCUncorrectable", "CUDA_ERROR_ECC_UNCORRECTABLE", "uncorrectable ECC error encountered",
+     "GpuHardware"),
+    (700, "cudaErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered",
+     "IllegalMemoryAccess"),
+    (710, "cudaErrorAssert", "CUDA_ERROR_ASSERT", "device-side assert triggered", "DeviceAssert"),
+    (719, "cudaErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure", "GpuHardware"),
+]
+
+
+def test_the_cuda_errors_are_cudas_own_enumerations() -> None:
+    assert [(e.code, e.runtime, e.driver, e.text) for e in causes.CUDA_ERRORS] == [
+        row[:4] for row in CUDA_ENUMERATIONS
+    ]
+    # every sign in torch's wording ("CUDA error: " + cudaGetErrorString) is one of them
+    for cause in causes.CAUSES:
+        for sign in cause.signs:
+            if sign.pattern.pattern.startswith("CUDA error: "):
+                text = sign.pattern.pattern.removeprefix("CUDA error: ")
+                assert any(e.text == text for e in causes.CUDA_ERRORS), sign.pattern.pattern
+
+
+def _as_programs_print(code: int, runtime: str, driver: str, text: str) -> dict[str, str]:
+    """One CUDA error as each kind of program prints it, in the formats their sources write."""
+    return {
+        # torch's C10_CUDA_CHECK: "CUDA error: " + cudaGetErrorString
+        "torch": f"torch.AcceleratorError: CUDA error: {text}",
+        # CuPy: CUDARuntimeError and CUDADriverError are '%s: %s' % (the error's name, its string)
+        "cupy runtime": f"cupy_backends.cuda.api.runtime.CUDARuntimeError: {runtime}: {text}",
+        "cupy driver": f"cupy_backends.cuda.api.driver.CUDADriverError: {driver}: {text}",
+        # XLA's ToStatusSlow: "CUDA error: " + detail + ": " + cuGetErrorName + ": " + cuGetErrorString
+        "jax": f"jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CUDA error: Failed to launch CUDA kernel: "
+        f"{driver}: {text}.",
+        # Numba's CudaAPIError: "[%s] %s" % (code, "Call to %s results in %s" % (function, name))
+        "numba": f"numba.cuda.cudadrv.driver.CudaAPIError: [{code}] Call to cuMemcpyDtoH results in {driver}",
+        # TensorRT's logger: "Error Code 1: Cuda Runtime (" + cudaGetErrorString + ")"
+        "tensorrt": f"[12/06/2026-10:14:03] [TRT] [E] 1: [cudaResources.cpp::~ScopedCudaEvent::24] Error Code 1: "
+        f"Cuda Runtime ({text})",
+    }
+
+
+@pytest.mark.parametrize("row", CUDA_ENUMERATIONS, ids=[row[1] for row in CUDA_ENUMERATIONS])
+def test_each_cuda_cause_is_named_whichever_api_printed_the_error(row: tuple[Any, ...]) -> None:
+    from kubectl_tao.core import retry
+
+    code, runtime, driver, text, reason = row
+    for program, line in _as_programs_print(code, runtime, driver, text).items():
+        found = causes.classify_log(f"step 3 loss 0.41\nTraceback (most recent call last):\n{line}\n", 0)
+        assert found is not None and found.cause == reason, (program, line)
+        assert found.err_class == causes.BY_NAME[reason].err_class
+        if runtime in line or driver in line:  # the name says the code: explain shows both
+            assert found.facts["cuda_error"] == runtime and found.facts["cuda_code"] == code
+            assert f"CUDA error {code} ({runtime})" in found.detail
+        # the pod's entrypoint reads the same line the same way (its signs, as POSIX EREs)
+        picked = retry.output_cause(line + "\n")
+        assert picked is not None and picked.cause == reason, (program, line)
+
+
+def test_an_illegal_memory_access_raised_from_a_cupy_kernel_is_named() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/kernel_step.py", line 57, in <module>\n'
+        "    out = fused(x, idx)\n"
+        '  File "cupy/_core/_kernel.pyx", line 1375, in cupy._core._kernel.ufunc.__call__\n'
+        "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorIllegalAddress: an illegal memory access was "
+        "encountered\n"
+        "Exception ignored in: 'cupy.cuda.memory.PooledMemory.__dealloc__'\n"
+        "cupy_backends.cuda.api.driver.CUDADriverError: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was "
+        "encountered\n"
+    )
+    found = causes.classify_log(text, 1)
+    assert found is not None and (found.cause, found.err_class, found.rank) == ("IllegalMemoryAccess", ERR_PROGRAM, 1)
+    assert found.evidence.startswith("cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorIllegalAddress")
+    assert found.detail == "CUDA error 700 (cudaErrorIllegalAddress)"
+

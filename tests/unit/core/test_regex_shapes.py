@@ -3,14 +3,19 @@
 A repetition inside an unbounded repetition (``(a+)+``, ``(\\w+\\s?)*``) can make the engine try exponentially
 many ways to split one long line: a hostile or merely odd log line would hang `explain` or `status`. These tests
 read every pattern's parsed form, so they say the same on an idle machine as on a loaded one; how long the
-readers take on hostile text is measured by bench/run.py (`--only redaction`)."""
+readers take on hostile text is measured by bench/run.py (`--only redaction`).
+
+Two shapes are checked: a repetition nested in an unbounded one (exponential), and a run a search reads again
+from many of its start positions (quadratic in the line: `(\\d+)/` over a line of digits)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # the parser's public names moved into re's private modules in 3.11; nothing here changes a pattern
@@ -21,7 +26,7 @@ from typing import Any
 import pytest
 
 import kubectl_tao
-from kubectl_tao.core import causes, nccldebug
+from kubectl_tao.core import causes, names, nccldebug
 from kubectl_tao.core.valueclass import Value
 
 _REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT}
@@ -122,6 +127,125 @@ def nested_repetition(parsed: Any) -> bool:
     return False
 
 
+# ------------------------------------------------------------------------------ one start, one pass
+# A search tries the pattern at every position of the line; a run (a repetition that may take more than RUN
+# characters) entered from many of those positions, over the same characters, makes the work quadratic:
+# `(\d+)/` on a line of digits takes every digit run from every digit. A run is safe when what comes before it
+# fixes where it starts: a character between an earlier run and it that one of the two cannot take (`: \[[\d,]+`
+# starts at a bracket its digits cannot take), two runs that take no character in common, or a guard that
+# lets it start only where its characters start (`\b\w+`, `(?<!\d)\d+`).
+
+RUN = 64  # a repetition that may take more characters than this is a run
+# the characters a class is tried on: ASCII, and a few others (no-break space, letters, digits and spaces of other
+# scripts, the replacement character, an emoji)
+SAMPLE = (*range(128), 0xA0, 0xE9, 0x660, 0x2003, 0x4E2D, 0xFFFD, 0x1F600)
+_WORD_CHARS = frozenset(c for c in SAMPLE if chr(c).isalnum() or chr(c) == "_")
+_ANY = frozenset(SAMPLE)
+
+
+def _eats(parsed: Any) -> frozenset[int]:
+    return frozenset(c for c in SAMPLE if may_consume(parsed, c))
+
+
+@dataclass
+class _Run:
+    key: int
+    what: str
+    eats: frozenset[int]  # the sample characters it can take
+    # what stands between it and the point reached, one list per way there: the characters each required
+    # single-character item on that way can be (a literal: one)
+    since: list[list[frozenset[int]]] = field(default_factory=lambda: [[]])
+
+
+def _required_char(op: Any, av: Any) -> frozenset[int] | None:
+    if op is sre.LITERAL:
+        return frozenset({av})
+    if op in (sre.IN, sre.NOT_LITERAL, sre.ANY):
+        return _eats([(op, av)])
+    return None
+
+
+def _apart(a: _Run, b_eats: frozenset[int], b_turn: frozenset[int]) -> bool:
+    """Whether run B, entered after run A, starts where A's run lets it start once: they take no character in
+    common, or on every way from A to B a character stands that one of them cannot take, or each turn of B
+    holds a character A cannot take."""
+    if not a.eats & b_eats or b_turn - a.eats:
+        return True
+    return all(any(not item & a.eats or not item & b_eats for item in way) for way in a.since)
+
+
+class _Walk:
+    def __init__(self) -> None:
+        self.found: list[str] = []
+        self.keys = 0
+
+    def run(self, what: str, eats: frozenset[int]) -> _Run:
+        self.keys += 1
+        return _Run(self.keys, what, eats)
+
+    def seq(self, items: Any, runs: list[_Run], guard: frozenset[int] | None = None) -> list[_Run]:
+        for op, av in items:
+            char = _required_char(op, av)
+            next_guard = None
+            if char is not None:
+                runs = [_Run(r.key, r.what, r.eats, [[*way, char] for way in r.since]) for r in runs]
+            elif op is sre.SUBPATTERN:
+                runs = self.seq(av[3], runs, guard)
+            elif op is sre.BRANCH:
+                merged: dict[int, _Run] = {}
+                for alternative in av[1]:
+                    for r in self.seq(alternative, runs, guard):
+                        if r.key in merged:
+                            merged[r.key].since += r.since
+                        else:
+                            merged[r.key] = _Run(r.key, r.what, r.eats, list(r.since))
+                runs = list(merged.values())
+            elif op in _REPEATS:
+                runs = self.repeat(av, runs, guard)
+            elif op is sre.AT and av is sre.AT_BOUNDARY:
+                next_guard = _WORD_CHARS
+            elif op is sre.ASSERT_NOT and av[0] == -1:
+                next_guard = _eats(av[1])
+            elif op in (sre.ASSERT, sre.ASSERT_NOT):
+                self.seq(av[1], runs)
+            guard = next_guard
+        return runs
+
+    def repeat(self, av: Any, runs: list[_Run], guard: frozenset[int] | None) -> list[_Run]:
+        low, high, body = av
+        if high > RUN:
+            eats = _eats(body)
+            turn = frozenset(_delimiters(body))
+            guarded = guard is not None and eats <= guard and (guard is not _WORD_CHARS or low >= 1)
+            if not guarded:
+                self.found += [f"{a.what}, then {_shown(body)}" for a in runs if not _apart(a, eats, turn)]
+        # one turn: the runs inside it, checked against the earlier ones
+        after = self.seq(body, runs, None if high > RUN else guard)
+        if low >= 1:
+            out = after  # what a turn requires stands between the earlier runs and the next
+        else:
+            known = {r.key for r in runs}
+            out = [*runs, *(r for r in after if r.key not in known)]
+        return [*out, self.run(_shown(body), _eats(body))] if high > RUN else out
+
+
+def _shown(parsed: Any) -> str:
+    return str(parsed)[:60]
+
+
+def search_runs(pattern: str, flags: int = 0, *, anchored: bool = False) -> list[str]:
+    """The pairs of runs of PATTERN that make one search superlinear in the line (a search starts at every
+    position, as a run of its own; ANCHORED: one start, as fullmatch and match make), or []."""
+    parsed = sre_parse.parse(pattern, flags)
+    items = list(parsed)
+    at_start = bool(items) and items[0][0] is sre.AT and items[0][1] in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING)
+    walk = _Walk()
+    one_start = anchored or (at_start and not flags & re.MULTILINE)
+    starts = [] if one_start else [walk.run("a search from every position", _ANY)]
+    walk.seq(parsed, starts)
+    return walk.found
+
+
 def _patterns_in(value: Any, seen: set[int], depth: int = 0) -> Iterator[re.Pattern[str]]:
     if id(value) in seen or depth > 6:
         return
@@ -153,6 +277,41 @@ def module_patterns() -> dict[str, re.Pattern[str]]:
     return found
 
 
+PACKAGE = Path(kubectl_tao.__file__).resolve().parent
+
+
+@functools.cache
+def _sources() -> tuple[str, ...]:
+    return tuple(source.read_text(encoding="utf-8") for source in sorted(PACKAGE.rglob("*.py")))
+
+
+def _uses(name: str) -> set[str]:
+    """How the package uses a module-level pattern NAME: the methods called on it (``fullmatch``, ``search``,
+    ...), and "value" where it is passed on as a value (to a function, into a table)."""
+    used: set[str] = set()
+    mention = re.compile(rf"\b{re.escape(name)}\b(\.\w+)?")
+    for text in _sources():
+        if name not in text:
+            continue
+        for line in text.splitlines():
+            code = line.split("#", 1)[0]
+            if re.match(rf"\s*{re.escape(name)}\s*(?::[^=]*)?=[^=]", code) or re.match(r"\s*(from|import)\b", code):
+                continue  # its definition, an import
+            if re.fullmatch(rf"\s*{re.escape(name)},?\s*", code):  # a line of an import's parenthesized names
+                continue
+            for m in mention.finditer(code):
+                used.add(m.group(1)[1:] if m.group(1) else "value")
+    return used
+
+
+def one_start(where: str) -> bool:
+    """Whether the pattern named by WHERE (``module.NAME: ...``) is only ever tried from one position (its every
+    use a ``fullmatch`` or ``match``)."""
+    name = where.split(":", 1)[0].rsplit(".", 1)[1]
+    used = _uses(name)
+    return bool(used) and used <= {"fullmatch", "match"}
+
+
 def test_the_shape_check_finds_nested_repetition() -> None:
     def bad(p: str) -> bool:
         return nested_repetition(sre_parse.parse(p))
@@ -172,7 +331,39 @@ def test_no_module_pattern_nests_an_unbounded_repetition() -> None:
     assert nested == []
 
 
-def test_the_patterns_causes_builds_while_reading_are_not_nested(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_shape_check_finds_a_run_a_search_reads_again_from_every_position() -> None:
+    def bad(p: str, **how: bool) -> bool:
+        return bool(search_runs(p, **how))
+
+    # the two readers found quadratic: a line of 4,096 digits or word characters read from each of its characters
+    assert bad(r"(\d+)/(\d+) clients joined") and bad(r"(\w+): block: \[[\d,]+\], thread: \[[\d,]+\]")
+    assert bad(r"NCCL error in: .*, internal error")  # every `NCCL error in: ` of a line reads the rest of it
+    assert bad(r"^.*x.*y") and bad(r"nccl\w*Error") and bad(r"^\s*(\d+)\s+(.*?)\s*$", anchored=True)
+    assert bad(r"Read error \[[^\]]+\]:") and bad(r"\$+(?=\()")
+    # what fixes where a run starts: a guard, a character it cannot take, another run it shares nothing with
+    assert not bad(r"\b(\d+)/(\d+) clients joined") and not bad(r"(?<!\d)(\d+)/")
+    assert not bad(r"NCCL error in: \S+, internal error") and not bad(r"Assertion `[^`]*` failed\.$")
+    assert not bad(r"^.*x[^x]*y") and not bad(r"\S\s+\S") and not bad(r"\x1b\[[0-?]*[ -/]*[@-~]")
+    assert not bad(r"Read error \[[^\]\[]+\]:") and not bad(r"Assertion `([^`]{1,300})` failed")
+    assert not bad(r"HfHubHTTPError: \D{0,40}40[13]")
+    # one start (fullmatch, match): only runs after runs count
+    assert not bad(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?", anchored=True) and bad(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?")
+
+
+def test_no_module_pattern_lets_a_search_read_a_line_more_than_once_per_run() -> None:
+    patterns = module_patterns()
+    starts = {where: one_start(where) for where in patterns}
+    assert starts["kubectl_tao.core.names.DNS_LABEL_RE: " + names.DNS_LABEL_RE.pattern[:80]]  # fullmatch only
+    assert not any(starts[w] for w in patterns if w.startswith("kubectl_tao.core.causes.CAUSES"))  # searched
+    superlinear = {
+        where: found
+        for where, p in patterns.items()
+        if (found := search_runs(p.pattern, p.flags, anchored=starts[where]))
+    }
+    assert superlinear == {}
+
+
+def test_causes_compiles_its_patterns_once_where_the_walk_sees_them(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[str] = []
     real = causes._rx
 
@@ -181,10 +372,9 @@ def test_the_patterns_causes_builds_while_reading_are_not_nested(monkeypatch: py
         return real(pattern, flags)
 
     monkeypatch.setattr(causes, "_rx", recording)
-    for log in sorted(FAILURES.glob("*.log")):
-        causes.classify_log(log.read_text(encoding="utf-8", errors="replace"))
-    assert len(set(built)) >= 5
-    assert [p for p in set(built) if nested_repetition(sre_parse.parse(p))] == []
+    read = [causes.classify_log(log.read_text(encoding="utf-8", errors="replace")) for log in FAILURES.glob("*.log")]
+    assert sum(1 for d in read if d is not None and d.facts) > 10  # the fact readers ran
+    assert built == []
 
 
 def test_a_line_is_read_on_its_first_characters_only() -> None:

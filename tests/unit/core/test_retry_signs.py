@@ -293,3 +293,124 @@ def test_the_entrypoint_decides_as_classify_says_on_the_same_outputs(tmp_path: P
     # both classes override the exit code both ways, and the exit code decides when no sign shows
     assert {(retry.RETRY, causes.ERR_INFRA), (retry.FINAL, causes.ERR_PROGRAM), (retry.FINAL, None),
             (retry.RETRY, None)} <= seen
+
+
+# ------------------------------------------------------------------------------ the pod reads as Python reads
+# Lines shaped where a POSIX grep and Python's re part ways: digits, letters and spaces of other scripts
+# (`\d \w \s` are ASCII in both: re.ASCII, the C locale), multibyte text before the 4096-byte cut (`cut -b`
+# against a cut of characters), invalid UTF-8 inside a sign's span (kubectl-tao decodes it to U+FFFD; grep in
+# the C locale takes the byte), carriage returns and colours.
+_SIGNS = [
+    "RuntimeError: CUDA error: out of memory",
+    "RuntimeError: Timed out waiting 300000ms for allreduce operation to complete",
+    "  exitcode  : -9 (pid: 4242)",
+    "ModuleNotFoundError: No module named 'timm'",
+    "RuntimeError: Socket Timeout",
+    "RuntimeError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, unhandled system error",
+    "../aten/src/ATen/native/cuda/Loss.cu:250: k2d: block: [0,0,0], thread: [3,0,0] Assertion `t >= 0` failed.",
+    "huggingface_hub.errors.HfHubHTTPError: Client error '401 Unauthorized' for url 'https://x'",
+    "RuntimeError: Read error [10.0.0.2]:5550: Connection reset by peer",
+    "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorIllegalAddress: an illegal memory access was",
+    "KeyError: 'label'",
+]
+CRAFTED: list[bytes] = [s.encode() for s in _SIGNS] + [
+    # digits, letters and spaces of other scripts where a sign has \d, \w, \s or [A-Z]
+    "RuntimeError: Timed out waiting ٣٠٠ms for allreduce operation to complete".encode(),
+    "  exitcode  : -9 (pid: ٤٢)".encode(),
+    "\u2003exitcode\u2003: -9 (pid: 42)".encode(),
+    "\u00a0 exitcode  : -9 (pid: 42)".encode(),
+    "RuntimeError: Timed out waiting 300000ms for allréduce operation to complete".encode(),
+    "ÉtatError: x".encode(),
+    "módulo.KeyError: 'label'".encode(),
+    "ＫeyError: 'label'".encode(),
+    "[rank١]: RuntimeError: Socket Timeout".encode(),
+    "[rank1]:\u2003RuntimeError: Socket Timeout".encode(),
+    "RuntimeError:\u00a0Socket Timeout".encode(),
+    "Function 'lé' returned nan values in its 0th output.".encode(),
+    "RuntimeError: Read error [10.0.0.２]:5550: Connection reset by peer".encode(),
+    # multibyte text: the sign inside the first 4096 characters, past the first 4096 bytes (and inside both)
+    ("é" * 2040 + "RuntimeError: CUDA error: out of memory").encode(),
+    ("é" * 1000 + "RuntimeError: CUDA error: out of memory").encode(),
+    ("😀" * 1019 + "RuntimeError: CUDA error: out of memory").encode(),
+    ("中" * 1360 + " KeyError: 'x'").encode(),
+    ("x" * 4070 + "KeyError: 'label'").encode(),
+    # invalid UTF-8 inside and around the signs' spans
+    b"RuntimeError: NCCL error in: /x/\xff\xfe.cpp:93, unhandled system error",
+    b"k2d: block: [0,0,0], thread: [3,0,0] Assertion `t \xff 0` failed.",
+    b"\xff\xfeRuntimeError: CUDA error: out of memory",
+    b"RuntimeError: Read error [10.0.0.\xff]:5550: Connection reset by peer",
+    b"huggingface_hub.errors.HfHubHTTPError: \xff401 Unauthorized",
+    b"huggingface_hub.errors.HfHubHTTPError: Client error '\xe2\x82401'",
+    b"ModuleNotFoundError: No module named '\xc3'",
+    b"\xffKeyError: 'label'",
+    b"Key\xffError: 'label'",
+    b"KeyError\xff: 'label'",
+    b"  exitcode  : -9\xa0(pid: 42)",
+    b"/dev/shm/x\xff: No space left on device",
+    b"Error while creating shared memory segment /dev/shm/n\xff (size 9), error: No space left on device",
+    # carriage returns and colours
+    b"RuntimeError: Socket Timeout\r",
+    b"KeyError\r: 'label'",
+    b"RuntimeError: CUDA\rerror: out of memory",
+    b"\x1b[31mRuntimeError: CUDA error: out of memory\x1b[0m",
+    b"torch.\x1b[1mOutOfMemoryError\x1b[0m: CUDA out of memory. Tried to allocate 2.00 GiB",
+    b"../Loss.cu:1: k: block: [0,0,0], thread: [0,0,0] Assertion `t` failed.\x1b[0m",
+]
+
+
+def _pods_reason(tmp: Path, line: bytes) -> str:
+    """The reason the real entrypoint records when a program prints LINE and exits 1."""
+    (tmp / "line").write_bytes(line + b"\n")
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "NODE_RANK": "0",
+        "NNODES": "1",
+        "TAO_GANG_DIR": str(tmp / "gang"),
+        "TAO_MAX_RESTARTS": "1",
+        "TAO_RETRY_EXIT_CODES": " ".join(map(str, retry.retryable_exit_codes())),
+        "TAO_RETRY_SIGNS": retry.signs_text(),
+        "RENDEZVOUS_TIMEOUT": "0",
+        "TAO_SETTLE_SECONDS": "0",
+        "TAO_TERMINATION_LOG": str(tmp / "term"),
+        "TMPDIR": str(tmp),
+        "LANG": "C.UTF-8",  # the pod's own locale does not change how it reads
+    }
+    subprocess.run(["sh", str(ENTRY), "barrier", "tao", f"cat '{tmp / 'line'}'; exit 1"], capture_output=True,
+                   env=env, timeout=60, check=False)
+    m = _END.search((tmp / "term").read_text(encoding="utf-8"))
+    assert m is not None, line
+    return m.group(3)
+
+
+def test_the_pod_and_python_name_the_same_cause_on_unicode_and_invalid_bytes(tmp_path: Path) -> None:
+    def one(i: int) -> str:
+        tmp = tmp_path / str(i)
+        tmp.mkdir()
+        return _pods_reason(tmp, CRAFTED[i])
+
+    with ThreadPoolExecutor(4) as pool:
+        pods = list(pool.map(one, range(len(CRAFTED))))
+    differ = []
+    for line, pod in zip(CRAFTED, pods, strict=True):
+        text = line.decode("utf-8", errors="replace")  # as kubectl-tao decodes what kubectl prints
+        row = retry.output_cause(text + "\n")
+        python = row.cause if row is not None else "program error"
+        if pod != python:
+            differ.append((line[:120], pod, python))
+    assert differ == []
+    # the crafted lines reach both answers: a sign found, and no sign (a character of another script, the cut)
+    assert sum(1 for pod in pods if pod != "program error") > 20 and "program error" in pods
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ("RuntimeError: Timed out waiting ٣٠٠ms for allreduce operation to complete", False),  # \d: ASCII digits
+        ("\u2003exitcode\u2003: -9 (pid: 42)", False),  # \s: ASCII spaces
+        (("é" * 2040 + "RuntimeError: CUDA error: out of memory"), False),  # past 4096 bytes
+        (("é" * 1000 + "RuntimeError: CUDA error: out of memory"), True),
+    ],
+)
+def test_explain_reads_a_line_as_the_pod_does(line: str, named: bool) -> None:
+    found = causes.classify_log(line + "\n")
+    assert (found is not None and found.cause in ("CollectiveTimeout", "RankKilled", "CudaOOM")) is named
