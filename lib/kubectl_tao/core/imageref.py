@@ -10,7 +10,7 @@ import re
 
 from kubectl_tao.core.errors import UsageError
 
-_PATH_RUN_RE = re.compile(r"[a-z0-9]+")  # a path component: such runs joined by one separator each
+_PATH_RUN_RE = re.compile(r"(?<![a-z0-9])[a-z0-9]+")  # a path component: such runs joined by one separator each
 _SEPARATOR_RE = re.compile(r"[._]|__|-+")
 _DOMAIN_PART_RE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?")
 _IPV6_RE = re.compile(r"\[[a-fA-F0-9:]+\]")

@@ -19,7 +19,7 @@ def rank_of(pod: str, job_name: str) -> str | None:
     return match.group(1) if match else None
 
 
-_GLUED = re.compile(r"\[pod/(?P<pod>[^/\]\s]+)/[^\]\s]+\] ")
+_GLUED = re.compile(r"\[pod/(?P<pod>[^/\[\]\s]+)/[^/\[\]\s]+\] ")
 
 
 def _unglued(line: str, pods: Collection[str]) -> list[str]:

@@ -39,7 +39,7 @@ REREADS = 5  # reads of one rank after the first: 300 -> 75 -> 18 -> 4 -> 1 line
 TAIL_LINES = 50  # the lines per rank the record keeps (core/logs.from_history prints them once the Job is gone)
 OVERRIDDEN_REASONS = ("ExitCode",)  # a classify reason the logs may name better (the program failed, no more)
 _PREFIX = re.compile(r"^\[pod/(?P<pod>[^/\]]+)/(?P<container>[^\]]+)\] ?(?P<line>.*)$", re.DOTALL)
-_NEXT = re.compile(r"\[pod/(?P<pod>[^/\]\s]+)/[^\]\s]+\] |error: ")  # what kubectl writes at a pod's start
+_NEXT = re.compile(r"\[pod/(?P<pod>[^/\[\]\s]+)/[^/\[\]\s]+\] |error: ")  # what kubectl writes at a pod's start
 _SLACK = 3  # characters a cut UTF-8 sequence may take once decoded (one U+FFFD per byte)
 
 
