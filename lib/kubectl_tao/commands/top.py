@@ -54,7 +54,13 @@ def register(app: typer.Typer) -> None:
         kc, store, server = sess.kubectl(), record_store(), sess.target().server
         first = True
         while True:
-            result = read_top(kc, store, job, server=server, force=force, source=source, timeout=timeout)
+            try:
+                result = read_top(kc, store, job, server=server, force=force, source=source, timeout=timeout)
+            except UsageError as exc:
+                if first:
+                    raise
+                info(str(exc))  # the job ended while watched: said, and the watch is over
+                return 0
             if not emit_data(fmt, result.to_list()):
                 if not first:
                     emit("\n")

@@ -78,6 +78,14 @@ def exporter_of(answers: list[Completed | TaoError]) -> Exporter | None:
     return None
 
 
+def _ended(job: dict[str, Any]) -> str | None:
+    """The Job's Complete or Failed condition, when it holds."""
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
+            return str(condition["type"])
+    return None
+
+
 def _is_running(pod: dict[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") == "Running" and not (pod.get("metadata") or {}).get(
         "deletionTimestamp")
@@ -160,9 +168,10 @@ def top(
         raise UsageError(f"job {tracked.id}: its Job {tracked.namespace}/{tracked.job_name} is gone; nothing to read")
     running = rank_pods(pods)
     if not any(_is_running(pod) for pod in running):
+        ended = _ended(job)
+        what = f"has ended ({ended})" if ended else "has no running pod yet"
         raise UsageError(
-            f"job {tracked.id} has no running pod yet: `top` reads the GPUs of a running job; see "
-            f"`kubectl tao status {tracked.id}`"
+            f"job {tracked.id} {what}: `top` reads the GPUs of a running job; see `kubectl tao status {tracked.id}`"
         )
     namespace = str(tracked.namespace)
     notes: list[str] = []

@@ -199,3 +199,45 @@ def test_bad_flag_values_are_one_line_exit_2(cli: Any, fake_kubectl: FakeKubectl
         code, _, err = cli("top", rid, *args)
         assert code == 2 and err.startswith(start) and err.count("\n") == 1, (args, err)
     assert fake_kubectl.argvs() == []
+
+
+def test_a_job_whose_pods_ended_says_so_exit_2(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    job = {"kind": "Job", "metadata": {"name": JOB, "namespace": NS, "uid": "u1"},
+           "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    fake_kubectl.on("get", "jobs,pods", data={"kind": "List", "items": [job, pod(0, phase="Succeeded")]})
+    fake_kubectl.on("get", "services", data={"kind": "List", "items": []})
+    rid = launched()
+    code, _, err = cli("top", rid)
+    assert code == 2
+    assert err == (f"error: job {rid} has ended (Complete): `top` reads the GPUs of a running job; see "
+                   f"`kubectl tao status {rid}`\n")
+
+
+def test_watch_reads_again_each_interval_and_ends_when_the_job_does(
+    cli: Any, fake_kubectl: FakeKubectl, monkeypatch: Any
+) -> None:
+    serve(fake_kubectl, pod(0))
+    smi(fake_kubectl, 0, f"0, {UUID0}, 87, 40213, 143771\n")
+    rid = launched()
+    slept: list[float] = []
+    utilizations = iter(["64", "3"])
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        value = next(utilizations, None)
+        if value is None:  # the third read finds the job's pod finished
+            job = {"kind": "Job", "metadata": {"name": JOB, "namespace": NS, "uid": "u1"},
+                   "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+            fake_kubectl.on("get", "jobs,pods", data={"kind": "List", "items": [job, pod(0, phase="Succeeded")]})
+            fake_kubectl.rules.insert(0, fake_kubectl.rules.pop())
+            return
+        smi(fake_kubectl, 0, f"0, {UUID0}, {value}, 40213, 143771\n")
+        fake_kubectl.rules.insert(0, fake_kubectl.rules.pop())
+
+    monkeypatch.setattr("time.sleep", sleep)
+    code, out, err = cli("top", rid, "--watch", "--interval", "0.5", "-o", "json")
+    assert code == 0, err
+    assert slept == [0.5, 0.5, 0.5]
+    reads = [json.loads(doc) for doc in out.replace("]\n[", "]\n\x00[").split("\x00")]
+    assert [read[0]["gpus"][0]["utilization"] for read in reads] == [87.0, 64.0, 3.0]
+    assert err.startswith(f"job {rid} has ended (Complete): ") and err.count("\n") == 1
