@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"--timeout {timeout:g}: give seconds each read may take, above 0 and at most 600")
         sess = session()
         kc, store, server = sess.kubectl(), record_store(), sess.target().server
-        first = True
+        first, told = True, set[str]()
         while True:
             try:
                 result = read_top(kc, store, job, server=server, force=force, source=source, timeout=timeout)
@@ -69,7 +69,9 @@ def register(app: typer.Typer) -> None:
                 if said:
                     info(f"warning: {said}")
             for note in result.notes:
-                info(f"note: {note}")
+                if note not in told:  # a watch says each note once
+                    told.add(note)
+                    info(f"note: {note}")
             if not watch:
                 return 0
             first = False

@@ -159,6 +159,7 @@ def top(
             f"`kubectl tao status {tracked.id}`"
         )
     fetching = tracking.Fetching(kc, tracked)
+    notes: list[str] = []
     lookups = None
     if source != gpuuse.SOURCE_NVIDIA_SMI:
         lookups = kc.start_many({sel: _services_call(sel) for sel in contract.DCGM_SERVICE_SELECTORS})
@@ -174,10 +175,13 @@ def top(
             f"job {tracked.id} {what}: `top` reads the GPUs of a running job; see `kubectl tao status {tracked.id}`"
         )
     namespace = str(tracked.namespace)
-    notes: list[str] = []
     by_pod: dict[tuple[str, str], list[Any]] = {}
     if lookups is not None:
-        exporter = exporter_of([lookups.result(sel) for sel in contract.DCGM_SERVICE_SELECTORS])
+        looked = [lookups.result(sel) for sel in contract.DCGM_SERVICE_SELECTORS]
+        exporter = exporter_of(looked)
+        refused = [a for a in looked if isinstance(a, Completed) and a.returncode != 0]
+        if exporter is None and refused:
+            notes.append(f"the DCGM exporter's Service could not be looked up: {_reason(refused[0].stderr)}")
         if exporter is None:
             if source == gpuuse.SOURCE_DCGM:
                 raise UsageError(

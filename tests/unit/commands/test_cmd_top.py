@@ -241,3 +241,18 @@ def test_watch_reads_again_each_interval_and_ends_when_the_job_does(
     reads = [json.loads(doc) for doc in out.replace("]\n[", "]\n\x00[").split("\x00")]
     assert [read[0]["gpus"][0]["utilization"] for read in reads] == [87.0, 64.0, 3.0]
     assert err.startswith(f"job {rid} has ended (Complete): ") and err.count("\n") == 1
+
+
+def test_a_refused_service_lookup_is_noted_and_the_ranks_read_with_nvidia_smi(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    job = {"kind": "Job", "metadata": {"name": JOB, "namespace": NS, "uid": "u1"}}
+    fake_kubectl.on("get", "jobs,pods", data={"kind": "List", "items": [job, pod(0)]})
+    fake_kubectl.on("get", "services", rc=1, stderr=(
+        'Error from server (Forbidden): services is forbidden: User "alice" cannot list resource "services" in API '
+        'group "" at the cluster scope'))
+    smi(fake_kubectl, 0, f"0, {UUID0}, 87, 40213, 143771\n")
+    code, out, err = cli("top", launched(), "-o", "json")
+    assert code == 0 and json.loads(out)[0]["source"] == "nvidia-smi"
+    assert err == ("note: the DCGM exporter's Service could not be looked up: Error from server (Forbidden): services "
+                   'is forbidden: User "alice" cannot list resource "services" in API group "" at the cluster scope\n')
