@@ -102,6 +102,12 @@ def rank_pods(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [chosen[rank] for rank in sorted(chosen)]
 
 
+def container_of(pod: dict[str, Any]) -> str:
+    """The container nvidia-smi runs in: kubectl-tao's (`tao`), else the pod's first (a Job launched another way)."""
+    names = [str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or [] if c.get("name")]
+    return MAIN_CONTAINER if MAIN_CONTAINER in names or not names else names[0]
+
+
 def _reason(text: str) -> str:
     line = next((part.strip() for part in text.splitlines() if part.strip()), "")
     return gpuuse.shorten(sanitize(redact_cluster_text(line)))
@@ -210,7 +216,7 @@ def top(
     if wanted:
         calls = {
             p["metadata"]["name"]: (
-                ["exec", p["metadata"]["name"], "-n", namespace, "-c", MAIN_CONTAINER, "--", *gpuuse.NVIDIA_SMI_QUERY],
+                ["exec", p["metadata"]["name"], "-n", namespace, "-c", container_of(p), "--", *gpuuse.NVIDIA_SMI_QUERY],
                 {"namespaced": False, "timeout": timeout, "check": False},
             )
             for p in wanted

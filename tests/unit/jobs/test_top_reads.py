@@ -50,3 +50,11 @@ def test_a_long_reason_keeps_its_start_and_its_end() -> None:
     assert len(short) == MAX_REASON and short.startswith("start ") and short.endswith("in $PATH: unknown")
     assert " ... " in short
     assert shorten("short") == "short"
+
+
+def test_nvidia_smi_runs_in_the_tao_container_else_in_the_pods_first() -> None:
+    from kubectl_tao.jobs.top import container_of
+
+    assert container_of({"spec": {"containers": [{"name": "sidecar"}, {"name": "tao"}]}}) == "tao"
+    assert container_of({"spec": {"containers": [{"name": "trainer"}, {"name": "sidecar"}]}}) == "trainer"
+    assert container_of({"spec": {}}) == "tao"
