@@ -20,8 +20,9 @@ idle (below 5% busy over the sample) and low-memory (the rank holds GPUs but eve
 metrics are read through the API server's service proxy in one call (needs `get services` cluster-wide and
 `get services/proxy` in the exporter's namespace); a rank its answer does not name is read with nvidia-smi in
 its container through `kubectl exec` (needs `create pods/exec`), all ranks at once, each within --timeout
-seconds. A rank that could not be read says why. Exit codes: 0 read (whatever the GPUs do), 2 the job is not
-running, 3 the cluster is unreachable; see docs/progress.md."""
+seconds. A rank that could not be read says why. Exit codes: 0 read (whatever the GPUs do; a --watch that
+sees the job end), 1 no such record, 2 the job is not running, 3 the cluster is unreachable; see
+docs/progress.md."""
 
 
 def register(app: typer.Typer) -> None:
