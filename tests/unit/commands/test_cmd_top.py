@@ -256,3 +256,20 @@ def test_a_refused_service_lookup_is_noted_and_the_ranks_read_with_nvidia_smi(
     assert code == 0 and json.loads(out)[0]["source"] == "nvidia-smi"
     assert err == ("note: the DCGM exporter's Service could not be looked up: Error from server (Forbidden): services "
                    'is forbidden: User "alice" cannot list resource "services" in API group "" at the cluster scope\n')
+
+
+def test_a_credential_or_control_sequence_a_rank_prints_never_reaches_the_output(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    token = "ghp_" + "Z9" * 18
+    serve(fake_kubectl, pod(0), pod(1))
+    smi(fake_kubectl, 0, f"\x1b]0;pwned\x07HF_TOKEN={token}\n", rc=1, stderr="command terminated with exit code 9")
+    smi(fake_kubectl, 1, f"0, {UUID1}\x1b[8m, 50, 100, 143771\n", rc=0, stderr=f"warning: password: {token}")
+    for fmt in ("json", "table"):
+        code, out, err = cli("top", launched(), "-o", fmt)
+        assert code == 0
+        assert token not in out + err and "\x1b" not in out + err and "pwned" not in out + err
+    code, out, _ = cli("top", launched(), "-o", "json")
+    data = json.loads(out)
+    assert data[0]["reason"].startswith("nvidia-smi: HF_TOKEN=***REDACTED***")
+    assert data[1]["gpus"][0]["uuid"] == UUID1
