@@ -29,6 +29,7 @@ VERBS = {
     "resubmit": "resubmit",
     "status": "status",
     "logs": "logs",
+    "top": "top",
     "cancel": "cancel",
     "list": "list_",
     "explain": "explain",

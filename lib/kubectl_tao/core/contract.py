@@ -47,6 +47,12 @@ GFD_CUDA_PREFIXES = ("nvidia.com/cuda.runtime-version.", "nvidia.com/cuda.runtim
 NVIDIA_RUNTIME_CLASS = "nvidia"
 NVIDIA_CDI_RUNTIME_CLASS = "nvidia-cdi"
 
+# NVIDIA's DCGM exporter's Service: the GPU Operator's (assets/state-dcgm-exporter) and the exporter's own Helm
+# chart's (deployment/templates/_helpers.tpl), tried in this order; the port of its metrics by name, else the number.
+DCGM_SERVICE_SELECTORS = ("app=nvidia-dcgm-exporter", "app.kubernetes.io/name=dcgm-exporter")
+DCGM_PORT_NAMES = ("gpu-metrics", "metrics")
+DCGM_PORT = 9400
+
 # ---------------------------------------------------------------- job states (records and live status)
 PENDING, RUNNING, COMPLETE, ERROR, CANCELED, UNKNOWN = "PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN"
 STATES = (PENDING, RUNNING, COMPLETE, ERROR, CANCELED, UNKNOWN)

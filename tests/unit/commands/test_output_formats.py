@@ -79,6 +79,21 @@ def _status(fake: FakeKubectl) -> list[str]:
     return ["status", _launched()]
 
 
+def _top(fake: FakeKubectl) -> list[str]:
+    """A running rank read with nvidia-smi (no DCGM exporter found)."""
+    store = RecordStore()
+    rid = _open()
+    store.mark(rid, "RUNNING", backend_ref="tao-jobs/run-job")
+    store.update_extra(rid, namespace="tao-jobs", job_name="run-job", api_server="https://127.0.0.1:6443")
+    pod = {"kind": "Pod", "metadata": {"name": "run-job-0-abcde", "annotations": {}}, "spec": {"nodeName": "n1"},
+           "status": {"phase": "Running"}}
+    job = {"kind": "Job", "metadata": {"name": "run-job", "uid": "u"}}
+    fake.on("get", "jobs,pods", data={"kind": "List", "items": [job, pod]})
+    fake.on("get", "services", data={"kind": "List", "items": []})
+    fake.on("exec", stdout="0, GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52, 87, 40213, 143771\n")
+    return ["top", rid]
+
+
 def _gpus(fake: FakeKubectl) -> list[str]:
     fake.capacity(fixture_json("dra-nodes-pods.json"))
     fake.on(*DRA_READ[:2], data=fixture_json("dra-objects.json"))
@@ -161,6 +176,7 @@ CASES: dict[str, tuple[Callable[..., list[str]], int, str]] = {
     "explain": (lambda fake, **_: _explain(fake), 0, ""),
     "fit": (lambda fake, **_: _fit(fake), 0, ""),
     "gpus": (lambda fake, **_: _gpus(fake), 0, ""),
+    "top": (lambda fake, **_: _top(fake), 0, ""),
     "preflight": (lambda fake, monkeypatch, **_: _preflight(fake, monkeypatch), 3, ""),
     "probe nccl": (lambda fake, tao_env, **_: _probe(fake, tao_env), 0, ""),
     "secret image-pull": (lambda fake, **_: _secret(fake), 0, "nvapi-" + "k" * 60 + "\n"),
