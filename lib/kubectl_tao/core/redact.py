@@ -112,6 +112,8 @@ def is_credential_name(name: str) -> bool:
     words = name_words(name)
     if not words or words[-1] in _REFERENCE_SUFFIXES or tuple(words[-2:]) in _REFERENCE_SUFFIX_PAIRS:
         return False
+    if words[0] == "EXISTING":
+        return False  # existingSecret: NAME, the charts' way to name a Secret that holds the value
     words = _drop_special_tokens(words)
     if any(w in _CRED_WORDS for w in words):
         return True
@@ -147,6 +149,8 @@ def _drop_special_tokens(words: list[str]) -> list[str]:
 _REFERENCE_RE = _Lazy(r"(?:\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*)+")
 _PLACEHOLDER_RE = _Lazy(
     r"<[^<>]*>|\[[^\[\]]*\]|\*+|x{3,}|X{3,}|\.{3}|…|@@[A-Z0-9_]+@@|\{\{.*\}\}"
+    # a Python f-string or str.format field: {password}, {quote_plus(password)}, {cfg.db.password}
+    r"|\{[A-Za-z_][A-Za-z0-9_.]*(?:\([A-Za-z0-9_.]*\))?\}"
     r"|(?:%[-#0-9.]*[a-zA-Z]|\\[ntr])+|\**\s*REDACTED\s*\**",
     re.IGNORECASE,
 )
@@ -489,7 +493,9 @@ _COMMAND_PASSWORD_FLAGS: tuple[tuple[tuple[str, ...], Any, Any, str], ...] = (
     # models (nvidia_tlt, tlt_encode) is not a secret (see _PUBLIC_VALUES).
     (
         ("-k",),
-        _Lazy(r"\b(?:tao(?:-deploy|-converter)?|tlt(?:-converter)?|converter|" + _TAO_NETWORKS + r")\b"),
+        # a whole command word: not the `tao` of `--bucket tao-data --key OBJECT` (aws s3api's --key is a path)
+        _Lazy(r"(?<![\w.-])(?:tao(?:-deploy|-converter)?|tlt(?:-converter)?|converter|" + _TAO_NETWORKS
+              + r")(?![\w.-])"),
         _Lazy(r"\s(?:-k|--key)(?:=|\s+)(" + _WORD + ")"),
         "tao -k",
     ),

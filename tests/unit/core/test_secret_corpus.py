@@ -55,3 +55,20 @@ def test_the_blind_corpus_is_measured_within_its_targets() -> None:
           f"{len(refused)} of {len(honest)} honest commands refused")
     assert len(missed) <= 3, missed
     assert len(refused) <= 2, refused
+
+
+# A second corpus written apart from the rules, after they had been tuned on the first (blind-corpus-2.json). Measured
+# before any change it prompted: 0 of 30 missed, 3 of 34 refused; the three refusals had general causes (a format
+# field as a URL's password, `existingSecret: NAME`, `tao` read inside `tao-data`), fixed since.
+BLIND_2 = json.loads((CORPUS_DIR / "blind-corpus-2.json").read_text(encoding="utf-8"))
+
+
+def test_the_second_blind_corpus_is_measured_within_its_targets() -> None:
+    credentials, honest = BLIND_2["credentials"], BLIND_2["honest"]
+    assert len(credentials) >= 27 and len(honest) >= 31
+    missed = [case["form"] for case in credentials if not all(findings(case["text"]))]
+    refused = [case["form"] for case in honest if any(findings(case["text"]))]
+    print(f"second blind corpus: {len(missed)} of {len(credentials)} credential forms missed, "
+          f"{len(refused)} of {len(honest)} honest commands refused")
+    assert len(missed) <= 3, missed
+    assert len(refused) <= 2, refused
