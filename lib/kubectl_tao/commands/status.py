@@ -43,6 +43,10 @@ def show(job: str, output: str, no_headers: bool, force: bool) -> int:
         from kubectl_tao.commands import present
 
         obs = tracking.observe(sess.kubectl(), store, tracked, server=target.server, force=force, started=started)
+        if obs.state == "RUNNING":
+            from kubectl_tao.jobs import liveprogress
+
+            liveprogress.read(sess.kubectl(), store, obs)  # one more kubectl call, into rank 0
         present.show([obs], output, no_headers, ranks=True)
         return 0
     finally:
