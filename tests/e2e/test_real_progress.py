@@ -6,6 +6,7 @@ Skipped when the cluster has no real nodes (KUBECTL_TAO_REAL_NODES=0)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import zipfile
 from pathlib import Path
@@ -90,3 +91,52 @@ def test_a_failure_after_an_epoch_ends_the_job_and_its_status_json_says_why(
     progress = read_status_json((results / "status.json").read_text(encoding="utf-8"))
     assert progress is not None and (progress.epoch, progress.state) == (1, FAILED)
     assert progress.message == "stand-in failure after epoch 1"
+
+
+def _status(real: Tao, record_id: str) -> dict:  # noqa: F811
+    result = real("status", record_id, "-o", "json")
+    assert result.returncode == 0, result.stderr
+    return dict(json.loads(result.stdout))
+
+
+def test_status_shows_epoch_eta_and_metrics_while_it_runs_and_keeps_them_after_the_job_is_gone(
+    real: Tao, cluster: Cluster  # noqa: F811
+) -> None:
+    shutil.copy(PROGRAM, real.volume / "tao_train.py")  # type: ignore[attr-defined]
+    command = "python3 /workspace/tao_train.py --epochs 5 --epoch-seconds 6 --steps 5"
+    result = submit(real, torch_image(cluster), command, "--ttl-seconds", "0", gpus=0)
+    assert result.returncode == 0, result.stderr
+    record_id = result.stdout.strip().splitlines()[-1]
+
+    def running_with_metrics() -> dict | None:
+        shown = _status(real, record_id)
+        progress = shown.get("progress") or {}
+        read = progress.get("source") == "status.json" and progress.get("epoch") and progress.get("kpi")
+        return shown if shown["state"] == "RUNNING" and read else None
+
+    shown = wait_for(running_with_metrics, 180, interval=1, message="status to show the run's progress")
+    progress = shown["progress"]
+    assert list(progress) == ["epoch", "max_epoch", "step", "total_steps", "percent", "eta_seconds", "kpi",
+                              "updated", "source"]
+    assert progress["max_epoch"] == 5
+    assert 1 <= progress["epoch"] <= 5 and progress["eta_seconds"] is not None
+    assert "train_loss" in progress["kpi"]
+    table = real("status", record_id)
+    assert table.returncode == 0, table.stderr
+    assert f"/{5}" in table.stdout.splitlines()[1] and "Metrics: " in table.stdout
+    assert "(from status.json /workspace/results/" in table.stdout
+
+    watched = real("status", record_id, "--watch", "--timeout", "180", timeout=240)
+    assert watched.returncode == 0, watched.stderr + watched.stdout
+    job = real.extra(record_id)["job_name"]
+    wait_for(lambda: not real.kubectl("get", "job", job, "--ignore-not-found", "-o", "name").stdout.strip(), 120,
+             message="the Job to be deleted by its TTL")
+    after = real("status", record_id)
+    assert after.returncode == 0, after.stderr
+    assert "epoch 5/5 100%" in after.stdout.splitlines()[1]
+    assert "val_mAP" in after.stdout and "as last seen" in after.stdout
+    kept = _status(real, record_id)["progress"]
+    assert (kept["epoch"], kept["max_epoch"], kept["percent"]) == (5, 5, 100.0) and "val_mAP" in kept["kpi"]
+    wide = real("list", "-o", "wide")
+    row = next(line for line in wide.stdout.splitlines() if line.startswith(record_id))
+    assert "epoch 5/5 100%" in row and "val_mAP" in row

@@ -7,14 +7,15 @@ The call is `kubectl exec` of a small fixed POSIX sh program in rank 0's contain
 reaches the program as a positional argument (the record's, when the container has no TAO_RESULTS_ROOT),
 never as shell text. Where the results hold no status.json, or kubectl may not exec into the pod (Forbidden),
 or the exec fails (an image without /bin/sh), the progress comes from the end of rank 0's log (`kubectl logs
---tail --timestamps`): the record remembers that, so later looks make that one call only (a look that finds no
-status.json tries again after RETRY_EXEC_SECONDS, as a TAO task writes it once it starts). Everything read is
+--tail --timestamps`): the record remembers that, so later looks make that one call only. A look that found no
+status.json is tried again after as long as rank 0 had run (15 s to 5 min): a TAO task writes it soon after
+it starts, and a program that ran long without one likely writes none. Everything read is
 redacted and sanitized before it is parsed. Jobs that are not running are never read: their record answers.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubectl_tao.core.errors import KubectlError, TaoError
@@ -25,7 +26,8 @@ from kubectl_tao.progress.model import Progress, from_stored, rfc3339, stored
 
 STATUS_JSON_TAIL = 65536  # bytes of status.json read: its last lines, whatever its length
 LOG_TAIL_LINES = 100  # lines of rank 0's log read when status.json cannot be
-RETRY_EXEC_SECONDS = 300  # a look that found no status.json: the log answers for this long, then exec again
+RETRY_EXEC_SECONDS = 300  # a look that found no status.json: the log answers for at most this long ...
+RETRY_EXEC_FLOOR = 15  # ... and at least this long (retry_after)
 EXEC_TIMEOUT_SECONDS = 30.0
 
 # $1: the record's results directory (used when the container has no TAO_RESULTS_ROOT). Prints the newest
@@ -50,13 +52,30 @@ def kept(tracked: Tracked) -> tuple[Progress | None, str | None]:
     return from_stored(tracked.extra.get("progress"))
 
 
-def rank0_pod(obs: Observation) -> str | None:
-    """The pod of rank 0 when it is Running (a Job launched elsewhere: its first Running pod)."""
+def rank0(obs: Observation) -> dict[str, Any] | None:
+    """Rank 0 (its pod, when it started) when it is Running (a Job launched elsewhere: its first Running pod)."""
     ranks = [r for r in (obs.live or {}).get("ranks") or [] if r.get("phase") == "Running" and r.get("pod")]
     ranks.sort(key=lambda r: (r.get("rank") is None, r.get("rank") or 0))
     if not ranks or ranks[0].get("rank") not in (0, None):
         return None
-    return str(ranks[0]["pod"])
+    return dict(ranks[0])
+
+
+def _moment(text: object) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def retry_after(started_at: object, now: datetime) -> float:
+    """How long the log answers after a look found no status.json: as long as rank 0 has run so far, between
+    RETRY_EXEC_FLOOR and RETRY_EXEC_SECONDS (a TAO task writes status.json soon after it starts; a program that
+    has run for long without one likely writes none)."""
+    started = _moment(started_at) if started_at else None
+    ran = (now - started).total_seconds() if started is not None else RETRY_EXEC_SECONDS
+    return min(float(RETRY_EXEC_SECONDS), max(float(RETRY_EXEC_FLOOR), ran))
 
 
 def _container(tracked: Tracked) -> list[str]:
@@ -91,11 +110,11 @@ def _hint(tracked: Tracked, now: datetime) -> dict[str, Any] | None:
     if not isinstance(hint, dict) or hint.get("from") != FROM_LOG:
         return None
     if hint.get("why") == WHY_NO_STATUS_JSON:
-        try:
-            at = datetime.fromisoformat(str(hint.get("at")).replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        if (now - at).total_seconds() >= RETRY_EXEC_SECONDS:
+        until = _moment(hint.get("retry_at"))
+        at = _moment(hint.get("at"))
+        if until is None and at is not None:
+            until = at + timedelta(seconds=RETRY_EXEC_SECONDS)
+        if until is None or now >= until:
             return None
     return hint
 
@@ -106,9 +125,10 @@ def read(kc: Kubectl, store: Any, obs: Observation, *, update: bool = True, now:
     the record keeps. A note says once why the log stands in when exec was refused or failed."""
     tracked = obs.tracked
     obs.progress, obs.progress_where = kept(tracked)
-    pod = rank0_pod(obs) if obs.state == "RUNNING" and tracked.namespace else None
-    if pod is None:
+    rank = rank0(obs) if obs.state == "RUNNING" and tracked.namespace else None
+    if rank is None:
         return
+    pod = str(rank["pod"])
     now = now or datetime.now(UTC)
     hint = _hint(tracked, now)
     new_hint: dict[str, Any] | None = None
@@ -121,7 +141,8 @@ def read(kc: Kubectl, store: Any, obs: Observation, *, update: bool = True, now:
             if found is not None:
                 progress, where = found[0], f"status.json {found[1]} in pod {pod}"
             elif result.returncode == 0:
-                new_hint = {"from": FROM_LOG, "why": WHY_NO_STATUS_JSON, "at": rfc3339(now)}
+                until = now + timedelta(seconds=retry_after(rank.get("started_at"), now))
+                new_hint = {"from": FROM_LOG, "why": WHY_NO_STATUS_JSON, "at": rfc3339(now), "retry_at": rfc3339(until)}
             else:
                 error = kc.error_for(result.stderr)
                 forbidden = isinstance(error, KubectlError) and error.reason == "Forbidden"

@@ -144,7 +144,8 @@ def _progress_read(value: object) -> bool:
         return False
     return (("from" not in value or value["from"] == "log")
             and ("why" not in value or _text(value["why"], max_len=64))
-            and ("at" not in value or _timestamp(value["at"])))
+            and ("at" not in value or _timestamp(value["at"]))
+            and ("retry_at" not in value or _timestamp(value["retry_at"])))
 
 
 RECORD_K8S: dict[str, tuple[bool, Callable[[object], bool]]] = {

@@ -183,7 +183,8 @@ def test_a_job_without_status_json_reads_its_log_and_the_next_look_reads_only_th
     assert [_verb(argv) for argv in _extra_calls(fake_kubectl)] == ["logs"]
     hint = store.get_extra(record_id)["progress_read"]
     assert hint["why"] == "no status.json"
-    store.update_extra(record_id, progress_read={**hint, "at": "2020-01-01T00:00:00Z"})  # long ago: exec again
+    assert hint["retry_at"] > hint["at"]
+    store.update_extra(record_id, progress_read={**hint, "retry_at": "2020-01-01T00:00:00Z"})  # time to try again
     fake_kubectl.calls.clear()
     cli("status", record_id)
     assert [_verb(argv) for argv in _extra_calls(fake_kubectl)] == ["exec", "logs"]
@@ -216,6 +217,13 @@ def test_json_carries_the_nine_progress_keys(cli: Any, fake_kubectl: FakeKubectl
     assert progress == {"epoch": 12, "max_epoch": 80, "step": 450, "total_steps": 8000, "percent": 15.0,
                         "eta_seconds": 11550, "kpi": {"train_loss": 0.412, "val_loss": 8.1, "val_mAP": 0.377},
                         "updated": written.strftime("%Y-%m-%dT%H:%M:%SZ"), "source": "status.json"}
+
+
+@pytest.mark.parametrize(("ran", "wait"), [(3, 15), (40, 40), (3600, 300), (None, 300)])
+def test_without_status_json_exec_is_tried_again_after_as_long_as_rank_0_has_run(ran: int | None, wait: int) -> None:
+    now = datetime(2026, 12, 6, 9, 0, 0, tzinfo=UTC)
+    started = None if ran is None else (now - timedelta(seconds=ran)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert liveprogress.retry_after(started, now) == wait
 
 
 # ------------------------------------------------------------------ after the job: the record answers
