@@ -7,10 +7,12 @@ The call is `kubectl exec` of a small fixed POSIX sh program in rank 0's contain
 reaches the program as a positional argument (the record's, when the container has no TAO_RESULTS_ROOT),
 never as shell text. Where the results hold no status.json, or kubectl may not exec into the pod (Forbidden),
 or the exec fails (an image without /bin/sh), the progress comes from the end of rank 0's log (`kubectl logs
---tail --timestamps`): the record remembers that, so later looks make that one call only. A look that found no
-status.json is tried again after as long as rank 0 had run (15 s to 5 min): a TAO task writes it soon after
-it starts, and a program that ran long without one likely writes none. Everything read is
-redacted and sanitized before it is parsed. Jobs that are not running are never read: their record answers.
+--tail --timestamps`): the record remembers that, so later looks make that one call only. After a look that
+found no status.json, or an exec that failed (rank 0 ending, an image without /bin/sh), exec is tried again
+once rank 0 has run as long again (15 s to 5 min): a TAO task writes status.json soon after it starts, and a
+program that ran long without one likely writes none. Once status.json was read, the log may only bring its
+progress up to date (a later epoch, newer metrics), never replace it. Everything read is redacted and
+sanitized before it is parsed. Jobs that are not running are never read: their record answers.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from kubectl_tao.core.errors import KubectlError, TaoError
 from kubectl_tao.jobs.track import Observation, Tracked
 from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.progress.kept import clean, from_log
-from kubectl_tao.progress.model import Progress, from_stored, rfc3339, stored
+from kubectl_tao.progress.model import SOURCE_LOG, Progress, final, from_stored, rfc3339, stored
 
 STATUS_JSON_TAIL = 65536  # bytes of status.json read: its last lines, whatever its length
 LOG_TAIL_LINES = 100  # lines of rank 0's log read when status.json cannot be
@@ -109,7 +111,7 @@ def _hint(tracked: Tracked, now: datetime) -> dict[str, Any] | None:
     hint = tracked.extra.get("progress_read")
     if not isinstance(hint, dict) or hint.get("from") != FROM_LOG:
         return None
-    if hint.get("why") == WHY_NO_STATUS_JSON:
+    if hint.get("why") != WHY_FORBIDDEN:  # no status.json yet, or an exec that failed: tried again later
         until = _moment(hint.get("retry_at"))
         at = _moment(hint.get("at"))
         if until is None and at is not None:
@@ -122,7 +124,7 @@ def _hint(tracked: Tracked, now: datetime) -> dict[str, Any] | None:
 def read(kc: Kubectl, store: Any, obs: Observation, *, update: bool = True, now: datetime | None = None) -> None:
     """Set OBS's progress: for a RUNNING job whose rank 0 runs, read now (one kubectl call; two the first time
     the log must stand in for status.json) and kept in the record (STORE, when UPDATE) when it changed; else what
-    the record keeps. A note says once why the log stands in when exec was refused or failed."""
+    the record keeps. A note says once that the log stands in when exec was refused (Forbidden)."""
     tracked = obs.tracked
     obs.progress, obs.progress_where = kept(tracked)
     rank = rank0(obs) if obs.state == "RUNNING" and tracked.namespace else None
@@ -140,17 +142,8 @@ def read(kc: Kubectl, store: Any, obs: Observation, *, update: bool = True, now:
             found = parse_exec(result.stdout) if result.returncode == 0 else None
             if found is not None:
                 progress, where = found[0], f"status.json {found[1]} in pod {pod}"
-            elif result.returncode == 0:
-                until = now + timedelta(seconds=retry_after(rank.get("started_at"), now))
-                new_hint = {"from": FROM_LOG, "why": WHY_NO_STATUS_JSON, "at": rfc3339(now), "retry_at": rfc3339(until)}
             else:
-                error = kc.error_for(result.stderr)
-                forbidden = isinstance(error, KubectlError) and error.reason == "Forbidden"
-                new_hint = {"from": FROM_LOG, "why": WHY_FORBIDDEN if forbidden else WHY_EXEC_FAILED,
-                            "at": rfc3339(now)}
-                said = "kubectl may not exec into pods (Forbidden)" if forbidden else \
-                    f"exec into rank 0 failed: {error.message}"
-                obs.notes.append(f"progress read from rank 0's log: {said}")
+                new_hint = _fallback(kc, result, rank, now, obs)
         if progress is None:
             result = kc.run(log_args(tracked, pod), namespaced=False, check=False, timeout=EXEC_TIMEOUT_SECONDS)
             if result.returncode == 0:
@@ -158,9 +151,31 @@ def read(kc: Kubectl, store: Any, obs: Observation, *, update: bool = True, now:
     except TaoError:
         return  # the cluster went away between the two reads: the record's progress stands
     if progress is not None and progress.known():
+        if progress.source == SOURCE_LOG and obs.progress is not None and obs.progress.source != SOURCE_LOG:
+            # status.json was read before (the log stands in for a while): the log may only bring it up to date
+            merged = final(obs.progress, progress)
+            before = obs.progress_where or "status.json"
+            where = before if merged is obs.progress or str(where) in before else f"{before} and the {where}"
+            progress = merged
         obs.progress, obs.progress_where = progress, where
     if update and store is not None:
         keep(store, tracked, obs.progress, obs.progress_where, hint=new_hint)
+
+
+def _fallback(kc: Kubectl, result: Any, rank: dict[str, Any], now: datetime, obs: Observation) -> dict[str, Any]:
+    """The record's note when the exec did not give a status.json: none there (tried again after
+    retry_after), the exec refused (Forbidden: said once, never tried again), or the exec failed (rank 0 ending,
+    an image without /bin/sh: tried again after retry_after)."""
+    if result.returncode == 0:
+        why = WHY_NO_STATUS_JSON
+    else:
+        error = kc.error_for(result.stderr)
+        why = WHY_FORBIDDEN if isinstance(error, KubectlError) and error.reason == "Forbidden" else WHY_EXEC_FAILED
+    if why == WHY_FORBIDDEN:
+        obs.notes.append("progress read from rank 0's log: kubectl may not exec into pods (Forbidden)")
+        return {"from": FROM_LOG, "why": why, "at": rfc3339(now)}
+    until = now + timedelta(seconds=retry_after(rank.get("started_at"), now))
+    return {"from": FROM_LOG, "why": why, "at": rfc3339(now), "retry_at": rfc3339(until)}
 
 
 def keep(store: Any, tracked: Tracked, progress: Progress | None, where: str | None, *,

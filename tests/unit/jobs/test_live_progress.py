@@ -190,6 +190,32 @@ def test_a_job_without_status_json_reads_its_log_and_the_next_look_reads_only_th
     assert [_verb(argv) for argv in _extra_calls(fake_kubectl)] == ["exec", "logs"]
 
 
+def test_a_failed_exec_reads_the_log_without_a_note_and_never_loses_what_status_json_said(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    store, record_id = _launched()
+    fake_kubectl.on("get", "jobs,pods", data=_list(RUNNING_JOB, *RUNNING_PODS))
+    fake_kubectl.on("exec", stdout=_exec_answer(_status_json(datetime.now(UTC).replace(microsecond=0))))
+    cli("status", record_id)
+    fake_kubectl.rules.clear()
+    gone = 'error: unable to upgrade connection: container not found ("tao")\n'
+    bar = "Epoch 12: 100%|##########| 5/5 [00:06<00:00,  0.83it/s, v_num=0, train_loss=0.139]"
+    fake_kubectl.on("get", "jobs,pods", data=_list(RUNNING_JOB, *RUNNING_PODS))
+    fake_kubectl.on("exec", stderr=gone, rc=1)
+    fake_kubectl.on("logs", stdout=bar + "\n")
+    fake_kubectl.calls.clear()
+    code, out, _ = cli("status", record_id)
+    assert code == 0 and "Note:" not in out
+    assert [_verb(argv) for argv in _extra_calls(fake_kubectl)] == ["exec", "logs"]
+    assert "Progress: epoch 13/80 16%" in out  # the log's later epoch, status.json's number of epochs
+    assert "Metrics: train_loss 0.139  val_loss 8.1  val_mAP 0.377" in out
+    assert f"(from status.json {STATUS_JSON} in pod {POD} and the log of pod {POD})" in out
+    hint = store.get_extra(record_id)["progress_read"]
+    assert hint["why"] == "exec failed" and hint["retry_at"] > hint["at"]
+    kept, _ = from_stored(store.get_extra(record_id)["progress"])
+    assert kept is not None and (kept.epoch, kept.max_epoch) == (13, 80)
+
+
 def test_a_pending_job_makes_no_progress_call_and_has_no_progress_key(cli: Any, fake_kubectl: FakeKubectl) -> None:
     _, record_id = _launched()
     pending = json.loads(json.dumps(RUNNING_PODS))
