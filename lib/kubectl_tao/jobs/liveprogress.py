@@ -136,15 +136,16 @@ def read(kc: Kubectl, store: Any, obs: Observation, *, update: bool = True, now:
     new_hint: dict[str, Any] | None = None
     progress: Progress | None = None
     where: str | None = None
+    found = None
     try:
         if hint is None:
             result = kc.run(exec_args(tracked, pod), namespaced=False, check=False, timeout=EXEC_TIMEOUT_SECONDS)
             found = parse_exec(result.stdout) if result.returncode == 0 else None
-            if found is not None:
+            if found is not None:  # a status.json with no whole line yet: its next look tells
                 progress, where = found[0], f"status.json {found[1]} in pod {pod}"
             else:
                 new_hint = _fallback(kc, result, rank, now, obs)
-        if progress is None:
+        if found is None:
             result = kc.run(log_args(tracked, pod), namespaced=False, check=False, timeout=EXEC_TIMEOUT_SECONDS)
             if result.returncode == 0:
                 progress, where = from_log(result.stdout), f"log of pod {pod}"
