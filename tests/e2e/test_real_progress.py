@@ -6,6 +6,7 @@ Skipped when the cluster has no real nodes (KUBECTL_TAO_REAL_NODES=0)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import zipfile
 from pathlib import Path
@@ -90,3 +91,105 @@ def test_a_failure_after_an_epoch_ends_the_job_and_its_status_json_says_why(
     progress = read_status_json((results / "status.json").read_text(encoding="utf-8"))
     assert progress is not None and (progress.epoch, progress.state) == (1, FAILED)
     assert progress.message == "stand-in failure after epoch 1"
+
+
+def _status(real: Tao, record_id: str) -> dict:  # noqa: F811
+    result = real("status", record_id, "-o", "json")
+    assert result.returncode == 0, result.stderr
+    return dict(json.loads(result.stdout))
+
+
+def test_status_shows_epoch_eta_and_metrics_while_it_runs_and_keeps_them_after_the_job_is_gone(
+    real: Tao, cluster: Cluster  # noqa: F811
+) -> None:
+    shutil.copy(PROGRAM, real.volume / "tao_train.py")  # type: ignore[attr-defined]
+    command = "python3 /workspace/tao_train.py --epochs 5 --epoch-seconds 6 --steps 5"
+    result = submit(real, torch_image(cluster), command, "--ttl-seconds", "0", gpus=0)
+    assert result.returncode == 0, result.stderr
+    record_id = result.stdout.strip().splitlines()[-1]
+
+    def running_with_metrics() -> dict | None:
+        shown = _status(real, record_id)
+        progress = shown.get("progress") or {}
+        read = progress.get("source") == "status.json" and progress.get("epoch") and progress.get("kpi")
+        return shown if shown["state"] == "RUNNING" and read else None
+
+    shown = wait_for(running_with_metrics, 180, interval=1, message="status to show the run's progress")
+    progress = shown["progress"]
+    assert list(progress) == ["epoch", "max_epoch", "step", "total_steps", "percent", "eta_seconds", "kpi",
+                              "updated", "source"]
+    assert progress["max_epoch"] == 5
+    assert 1 <= progress["epoch"] <= 5 and progress["eta_seconds"] is not None
+    assert "train_loss" in progress["kpi"]
+    table = real("status", record_id)
+    assert table.returncode == 0, table.stderr
+    assert f"/{5}" in table.stdout.splitlines()[1] and "Metrics: " in table.stdout
+    assert "(from status.json /workspace/results/" in table.stdout
+
+    watched = real("status", record_id, "--watch", "--timeout", "180", timeout=240)
+    assert watched.returncode == 0, watched.stderr + watched.stdout
+    job = real.extra(record_id)["job_name"]
+    wait_for(lambda: not real.kubectl("get", "job", job, "--ignore-not-found", "-o", "name").stdout.strip(), 120,
+             message="the Job to be deleted by its TTL")
+    after = real("status", record_id)
+    assert after.returncode == 0, after.stderr
+    assert "epoch 5/5 100%" in after.stdout.splitlines()[1]
+    assert "val_mAP" in after.stdout and "as last seen" in after.stdout
+    kept = _status(real, record_id)["progress"]
+    assert (kept["epoch"], kept["max_epoch"], kept["percent"]) == (5, 5, 100.0) and "val_mAP" in kept["kpi"]
+    wide = real("list", "-o", "wide")
+    row = next(line for line in wide.stdout.splitlines() if line.startswith(record_id))
+    assert "epoch 5/5 100%" in row and "val_mAP" in row
+
+
+def _watcher_kubeconfig(real: Tao, cluster: Cluster, path: Path) -> Path:  # noqa: F811
+    """A kubeconfig of a ServiceAccount that may read Jobs, pods and their logs, but not exec into pods."""
+    rules = [{"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list", "watch"]},
+             {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]}]
+    real.kubectl("create", "serviceaccount", "watcher")
+    objects = [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "watcher"},
+         "rules": rules},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "watcher"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "watcher"},
+         "subjects": [{"kind": "ServiceAccount", "name": "watcher", "namespace": real.namespace}]},
+    ]
+    real.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    token = real.kubectl("create", "token", "watcher", "--duration=10m").stdout.strip()
+    admin = json.loads(real.kubectl("config", "view", "--raw", "--minify", "-o", "json").stdout)
+    server = admin["clusters"][0]["cluster"]
+    ca = server["certificate-authority-data"]
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "watcher",
+        "clusters": [{"name": "local", "cluster": {"server": server["server"], "certificate-authority-data": ca}}],
+        "users": [{"name": "watcher", "user": {"token": token}}],
+        "contexts": [{"name": "watcher", "context": {"cluster": "local", "user": "watcher",
+                                                     "namespace": real.namespace}}],
+    }
+    path.write_text(json.dumps(config), encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def test_without_permission_to_exec_status_reads_rank_0s_log_and_says_so_once(
+    real: Tao, cluster: Cluster, tmp_path: Path  # noqa: F811
+) -> None:
+    shutil.copy(PROGRAM, real.volume / "tao_train.py")  # type: ignore[attr-defined]
+    command = "python3 /workspace/tao_train.py --epochs 4 --epoch-seconds 8 --steps 5"
+    result = submit(real, torch_image(cluster), command, gpus=0)
+    assert result.returncode == 0, result.stderr
+    record_id = result.stdout.strip().splitlines()[-1]
+    config = _watcher_kubeconfig(real, cluster, tmp_path / "watcher.kubeconfig")
+    said: list[str] = []
+
+    def from_the_log() -> bool:
+        shown = real("status", record_id, "--kubeconfig", str(config))
+        assert shown.returncode == 0, shown.stderr
+        said.append(shown.stdout)
+        return "RUNNING" in shown.stdout and "Progress: epoch " in shown.stdout and "(from log of pod " in shown.stdout
+
+    wait_for(from_the_log, 180, interval=1, message="status to read the progress from rank 0's log")
+    note = "Note: progress read from rank 0's log: kubectl may not exec into pods (Forbidden)"
+    assert sum(out.count(note) for out in said) == 1
+    assert "Metrics: train_loss " in said[-1]
+    assert real.extra(record_id)["progress_read"]["why"] == "forbidden"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from kubectl_tao.cli.output import as_list, check_format, dump_json, dump_yaml, emit, table
@@ -10,7 +11,8 @@ from kubectl_tao.core.sanitize import sanitize
 from kubectl_tao.jobs.track import Observation
 
 HEADERS = ["NAME", "STATE", "GPUS", "NODES", "AGE", "REASON"]
-WIDE = ["NAMESPACE", "JOB", "IMAGE", "RESULTS"]
+WIDE = ["NAMESPACE", "JOB", "IMAGE", "RESULTS", "PROGRESS", "KPI"]
+PROGRESS_HEADERS = ["PROGRESS", "ETA"]  # status: where a job's progress is known
 
 
 def row(obs: Observation, wide: bool) -> list[Any]:
@@ -25,13 +27,69 @@ def row(obs: Observation, wide: bool) -> list[Any]:
         (reason or "")[:80],
     ]
     if wide:
+        from kubectl_tao.progress.model import main_kpi, progress_cell
+
+        progress = obs.shown_progress()
         cells += [
             obs.tracked.namespace or "-",
             obs.tracked.job_name or "-",
             obs.tracked.record.get("image", "-"),
             obs.tracked.record.get("results_dir", "-"),
+            progress_cell(progress) or "-",
+            main_kpi(progress) or "-",
         ]
     return cells
+
+
+def progress_cells(obs: Observation, now: datetime) -> list[str]:
+    """PROGRESS and ETA of status's table (the ETA of a running job only)."""
+    from kubectl_tao.progress.model import eta_cell, progress_cell
+
+    progress = obs.shown_progress()
+    eta = eta_cell(progress, now) if obs.state == "RUNNING" else ""
+    return [progress_cell(progress) or "-", eta or "-"]
+
+
+def _written(updated: str | None) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(updated.replace("Z", "+00:00")) if updated else None
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
+
+
+def progress_lines(obs: Observation, now: datetime) -> str:
+    """status JOB: the progress, when and where it was written, the last metrics and the stall warning."""
+    from kubectl_tao.core.ages import age_text
+    from kubectl_tao.progress.model import eta_cell, metrics_summary, progress_cell, stall_warning
+
+    progress = obs.shown_progress()
+    if progress is None:
+        return ""
+    running = obs.state == "RUNNING"
+    where = obs.progress_where if obs.progress is not None else None
+    if where is None:
+        from kubectl_tao.progress.model import from_stored
+
+        where = from_stored(obs.tracked.extra.get("progress"))[1]
+    cell = progress_cell(progress)
+    eta = eta_cell(progress, now) if running else ""
+    said = [cell or "no epoch or step count yet"]
+    if eta:
+        said.append(f"ETA {eta}")
+    written = _written(progress.updated)
+    if written is not None:
+        said.append(f"written {age_text((now - written).total_seconds())} ago")
+    text = f"\nProgress: {', '.join(said)}"
+    source = where or progress.source
+    text += f" (from {source}{'' if running or obs.progress is not None else ', as last seen'})\n"
+    metrics = metrics_summary(progress)
+    if metrics:
+        text += f"Metrics: {metrics}\n"
+    warning = stall_warning(progress, now) if running else None
+    if warning:
+        text += f"Warning: {warning}\n"
+    return sanitize(_scrubbed(text), multiline=True)
 
 
 def _restarts_cell(view: dict[str, Any] | None) -> str:
@@ -97,9 +155,16 @@ def show(observations: list[Observation], output: str, no_headers: bool, *, rank
         if any(view is not None for view in views):  # a column only where a job was submitted with --max-restarts
             headers = [*headers, "RESTARTS"]
             rows_shown = [[*cells, _restarts_cell(view)] for cells, view in zip(rows_shown, views, strict=True)]
+        now = datetime.now(UTC)
+        if ranks and not wide and any(o.shown_progress() is not None for o in observations):
+            headers = [*headers, *PROGRESS_HEADERS]
+            rows_shown = [[*cells, *progress_cells(o, now)] for cells, o in zip(rows_shown, observations, strict=True)]
         emit(table(_scrubbed(rows_shown) if ranks else rows_shown, headers, no_headers=no_headers))
         if ranks:
             for obs in observations:
+                lines = progress_lines(obs, now)
+                if lines:
+                    emit(lines)
                 if obs.message and obs.state not in ("RUNNING", "COMPLETE"):
                     emit(f"\nMessage: {sanitize(_scrubbed(obs.message))}\n")
                 rows = _scrubbed(rank_rows(obs))

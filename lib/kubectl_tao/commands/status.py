@@ -20,8 +20,10 @@ Examples:
 
 \b
 States: PENDING, RUNNING, COMPLETE, ERROR (with ERR_INFRA / ERR_PROGRAM), CANCELED, UNKNOWN (the Job is gone;
-the record keeps its history). Exit 0 when the state was read; with --watch, 0 only for COMPLETE; 1 when the
-record cannot be used (a bad file, another record's id, a backend_ref that is not NAMESPACE/NAME)."""
+the record keeps its history). A running job also shows its PROGRESS, ETA and last metrics, read from rank 0
+(TAO's status.json through one `kubectl exec`, else its log) and kept in the record. Exit 0 when the state was
+read; with --watch, 0 only for COMPLETE; 1 when the record cannot be used (a bad file, another record's id, a
+backend_ref that is not NAMESPACE/NAME)."""
 
 
 def show(job: str, output: str, no_headers: bool, force: bool) -> int:
@@ -43,6 +45,10 @@ def show(job: str, output: str, no_headers: bool, force: bool) -> int:
         from kubectl_tao.commands import present
 
         obs = tracking.observe(sess.kubectl(), store, tracked, server=target.server, force=force, started=started)
+        if obs.state == "RUNNING":
+            from kubectl_tao.jobs import liveprogress
+
+            liveprogress.read(sess.kubectl(), store, obs)  # one more kubectl call, into rank 0
         present.show([obs], output, no_headers, ranks=True)
         return 0
     finally:

@@ -90,6 +90,16 @@ class Observation(Value):
     notes: list[str] = Factory(list)
     job_ttl: int | None = None  # the live Job's ttlSecondsAfterFinished
     restarts: dict[str, Any] | None = None  # --max-restarts: core/retry.restart_view
+    progress: Any = None  # progress.model.Progress read now (jobs/liveprogress.py), else the record's
+    progress_where: str | None = None  # where it was read
+
+    def shown_progress(self) -> Any:
+        """The progress to show: read now, else what the record keeps (None when nothing is known)."""
+        if self.progress is not None:
+            return self.progress
+        from kubectl_tao.progress.model import from_stored
+
+        return from_stored(self.tracked.extra.get("progress"))[0]
 
     def restart_view(self) -> dict[str, Any] | None:
         """Restarts, attempt and why each attempt ended, for a job submitted with --max-restarts (else None)."""
@@ -124,7 +134,12 @@ class Observation(Value):
             "history": extra.get("history"),
             "notes": self.notes,
             **self._restart_fields(),
+            **self._progress_field(),
         }
+
+    def _progress_field(self) -> dict[str, Any]:
+        progress = self.shown_progress()
+        return {"progress": progress.as_json()} if progress is not None and progress.known() else {}
 
     def _restart_fields(self) -> dict[str, Any]:
         view = self.restart_view()
@@ -556,6 +571,12 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
         history["diagnosis"] = found.to_dict()
     held = bool(tracked.extra.get("keep_until_captured"))
     fields: dict[str, Any] = {"history": history}
+    from kubectl_tao.progress.kept import ended
+
+    rank0 = next((r for r in ranks if r.get("rank") in (0, None)), None)
+    progress = ended(tracked.extra.get("progress"), texts.get(str(rank0.get("pod"))) if rank0 else None)
+    if progress is not None:
+        fields["progress"] = progress  # the final progress: `status` and `list -o wide` show it once the Job is gone
     if tracked.extra.get("ttl_hold"):
         fields["ttl_hold"] = None  # captured: a waiter leaving now has nothing to give back
     store.update_extra(tracked.id, **fields)

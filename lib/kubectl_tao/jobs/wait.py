@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, TextIO, TypeVar
 
 from kubectl_tao.core import contract
@@ -45,7 +46,20 @@ def progress_line(obs: Observation, elapsed: float) -> str:
     text = f"{obs.tracked.id}  {obs.state:<8}  ranks running {running}/{total}  {int(elapsed)}s"
     if obs.reason:
         text += f"  {obs.reason}"
+    if obs.state == "RUNNING" and obs.progress is not None:
+        from kubectl_tao.progress.model import eta_cell, progress_cell
+
+        cell, eta = progress_cell(obs.progress), eta_cell(obs.progress, datetime.now(UTC))
+        text += (f"  {cell}" if cell else "") + (f"  ETA {eta}" if eta else "")
     return text
+
+
+def _progress_key(obs: Observation) -> str:
+    if obs.state != "RUNNING" or obs.progress is None:
+        return ""
+    from kubectl_tao.progress.model import progress_cell
+
+    return progress_cell(obs.progress)
 
 
 def poll(
@@ -131,8 +145,15 @@ class _Watching:
             hold_ttl(kc, self.store, self.tracked, int(obs.job_ttl), "watch")
         from kubectl_tao.core.sanitize import sanitize
 
+        if obs.state == "RUNNING" and kc is not None:
+            from kubectl_tao.jobs import liveprogress
+
+            told = len(obs.notes)
+            liveprogress.read(kc, self.store, obs)
+            for note in obs.notes[told:]:  # why the log stands in for status.json: said once, when first met
+                self.out.write(("\r\033[K" if self.tty else "") + sanitize(f"Note: {note}") + "\n")
         line = sanitize(progress_line(obs, now - self.start))  # a reason or message may quote the cluster
-        key = f"{obs.state}|{obs.reason}"
+        key = f"{obs.state}|{obs.reason}|{_progress_key(obs)}"  # piped: a new line when one of them changes
         if self.tty:
             self.out.write("\r\033[K" + line)
             self.out.flush()

@@ -162,3 +162,96 @@ def rfc3339(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# What a record keeps of a job's progress (the `progress` of its kubectl-tao data): the `-o json` keys, what the
+# stall warning and the ETA need, and where the progress was read.
+STORED_EXTRA = ("epoch_seconds", "step_seconds", "state", "where")
+_COUNTS = ("epoch", "max_epoch", "step", "total_steps", "eta_seconds")
+_SECONDS = ("percent", "epoch_seconds", "step_seconds")
+_STATES = (STARTED, RUNNING, SUCCEEDED, FAILED, SKIPPED)
+MAX_WHERE = 300
+
+
+def stored(progress: Progress, where: str | None = None) -> dict[str, Any]:
+    """PROGRESS as the record keeps it: the `-o json` keys, the epoch and step times, the program's own state
+    and WHERE it was read (`status.json <path>`, `log of pod <name>`)."""
+    out = progress.as_json()
+    out.update(epoch_seconds=progress.epoch_seconds, step_seconds=progress.step_seconds, state=progress.state,
+               where=where[:MAX_WHERE] if where else None)
+    return out
+
+
+def _finite(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def from_stored(value: object) -> tuple[Progress | None, str | None]:
+    """(the Progress, where it was read) of what a record keeps; (None, None) for anything else. Tolerant of
+    records written by other versions: unknown keys are passed over, a key of the wrong type reads as unknown."""
+    if not isinstance(value, dict):
+        return None, None
+    fields: dict[str, Any] = {}
+    for key in _COUNTS:
+        number = value.get(key)
+        if isinstance(number, int) and not isinstance(number, bool) and number >= 0:
+            fields[key] = number
+    for key in _SECONDS:
+        number = _finite(value.get(key))
+        if number is not None and number >= 0:
+            fields[key] = number
+    kpi = value.get("kpi")
+    if isinstance(kpi, dict):
+        kept: dict[str, float] = {}
+        for name, number in list(kpi.items())[:64]:
+            finite = _finite(number)
+            if isinstance(name, str) and (number is None or finite is not None):
+                kept[name] = float("nan") if finite is None else finite  # null: a NaN the program reported
+        fields["kpi"] = kept or None
+    if isinstance(value.get("updated"), str) and _parse_updated(value["updated"]) is not None:
+        fields["updated"] = value["updated"]
+    if value.get("source") in (SOURCE_STATUS_JSON, SOURCE_LOG):
+        fields["source"] = value["source"]
+    if value.get("state") in _STATES:
+        fields["state"] = value["state"]
+    progress = Progress(**fields)
+    where = value.get("where")
+    return (progress if progress.known() else None), (where[:MAX_WHERE] if isinstance(where, str) else None)
+
+
+def main_kpi(progress: Progress | None) -> str:
+    """The metric `list -o wide` shows: the last validation metric reported (`val_...`), else the first metric;
+    `val_mAP 0.512`; empty when there is none."""
+    if progress is None or not progress.kpi:
+        return ""
+    names = list(progress.kpi)
+    validation = [name for name in names if name.startswith("val")]
+    name = validation[-1] if validation else names[0]
+    return f"{name} {_number_text(progress.kpi[name])}"
+
+
+def final(kept: Progress | None, log: Progress | None) -> Progress | None:
+    """The progress a record keeps when its job ends: what was last read while it ran (KEPT), brought up to
+    date by the end of rank 0's log (LOG) when the log shows a later epoch or step: the count, the percentage and
+    the metrics it shows replace the kept ones, the number of epochs (or steps) is kept."""
+    if kept is None:
+        return log
+    if log is None:
+        return kept
+    later_epoch = log.epoch is not None and (kept.epoch is None or log.epoch > kept.epoch)
+    later_step = log.epoch is None and log.step is not None and kept.epoch is None and (
+        kept.step is None or log.step > kept.step)
+    if not (later_epoch or later_step):
+        return kept
+    total = kept.max_epoch if later_epoch else kept.total_steps
+    done = log.epoch if later_epoch else log.step
+    percent = percent_of(done, total) if total and done is not None else log.percent
+    kpi = {**(kept.kpi or {}), **(log.kpi or {})} or None
+    if later_epoch:
+        return kept.replaced(epoch=log.epoch, max_epoch=kept.max_epoch or log.max_epoch, step=None, total_steps=None,
+                             percent=percent, kpi=kpi, eta_seconds=None, updated=log.updated or kept.updated)
+    return kept.replaced(step=log.step, total_steps=kept.total_steps or log.total_steps, percent=percent, kpi=kpi,
+                         eta_seconds=None, updated=log.updated or kept.updated)

@@ -29,7 +29,7 @@ from kubectl_tao.core.errors import TaoError
 from kubectl_tao.store import safefile
 
 INDEX_NAME = ".list-index.json"
-VERSION = 1
+VERSION = 2  # 2: the kept progress of a finished record (list -o wide)
 INDEX_MAX_BYTES = 1024 * 1024 * 1024  # a few hundred bytes a record: far more records than any store holds
 
 Stamp = list[int]
@@ -37,7 +37,7 @@ Stamp = list[int]
 
 # What a table row, `-o name` and list's own choices read of a finished record (json/yaml read the files).
 RECORD_KEYS = ("id", "platform", "backend_ref", "image", "submitted_at", "results_dir", "terminal_state", "err_class")
-EXTRA_KEYS = ("namespace", "job_name", "gpus", "nodes", "api_server")
+EXTRA_KEYS = ("namespace", "job_name", "gpus", "nodes", "api_server", "progress")
 
 
 def stamp(path: str) -> Stamp | None:

@@ -102,6 +102,52 @@ def _dns_label(value: object) -> bool:
     return value is None or _text(value, _DNS_LABEL, max_len=63)
 
 
+def _number(value: object, maximum: float | None = None) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value in (
+            float("inf"), float("-inf")):
+        return False
+    return value >= 0 and (maximum is None or value <= maximum)
+
+
+_PROGRESS_STATES = ("started", "running", "succeeded", "failed", "skipped", None)
+PROGRESS: dict[str, Callable[[object], bool]] = {
+    "epoch": lambda v: _count(v, 0),
+    "max_epoch": lambda v: _count(v, 0),
+    "step": lambda v: _count(v, 0),
+    "total_steps": lambda v: _count(v, 0),
+    "percent": lambda v: _number(v, 100),
+    "eta_seconds": lambda v: _count(v, 0),
+    "kpi": lambda v: v is None or (isinstance(v, dict) and all(
+        isinstance(k, str) and (n is None or (not isinstance(n, bool) and isinstance(n, int | float) and n == n
+                                              and n not in (float("inf"), float("-inf"))))
+        for k, n in v.items())),
+    "updated": lambda v: v is None or _text(v, max_len=64),
+    "source": lambda v: isinstance(v, str) and v in ("status.json", "log"),
+    "epoch_seconds": _number,
+    "step_seconds": _number,
+    "state": lambda v: _one_of(v, _PROGRESS_STATES),
+    "where": lambda v: v is None or _text(v, max_len=300),
+}
+
+
+def _progress(value: object) -> bool:
+    return value is None or (isinstance(value, Mapping) and all(
+        check(value[key]) for key, check in PROGRESS.items() if key in value))
+
+
+def _progress_read(value: object) -> bool:
+    if value is None:
+        return True
+    if not isinstance(value, Mapping):
+        return False
+    return (("from" not in value or value["from"] == "log")
+            and ("why" not in value or _text(value["why"], max_len=64))
+            and ("at" not in value or _timestamp(value["at"]))
+            and ("retry_at" not in value or _timestamp(value["retry_at"])))
+
+
 RECORD_K8S: dict[str, tuple[bool, Callable[[object], bool]]] = {
     "schema_version": (True, lambda v: type(v) is int and v == 1),
     "id": (True, _record_id),
@@ -118,6 +164,8 @@ RECORD_K8S: dict[str, tuple[bool, Callable[[object], bool]]] = {
     "created_objects": (False, lambda v: _strings(v, lambda item: _text(item, _OBJECT_NAME))),
     "history": (False, lambda v: v is None),  # a captured history: left to jsonschema
     "warnings": (False, lambda v: _strings(v, lambda item: isinstance(item, str))),
+    "progress": (False, _progress),
+    "progress_read": (False, _progress_read),
 }
 
 CHECKS = {"job-record": RECORD, "job-record-k8s": RECORD_K8S}

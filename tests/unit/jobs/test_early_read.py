@@ -89,12 +89,17 @@ def _answer(fake: FakeKubectl) -> None:
         fixture_json("running.job.json"), *fixture_json("running.pods.json")["items"]]})
 
 
-def test_status_takes_the_prestarted_read_over_one_process_in_all(cli: Any, fake_kubectl: FakeKubectl) -> None:
+def test_status_takes_the_prestarted_read_over_and_adds_only_the_progress_read(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
     _answer(fake_kubectl)
+    fake_kubectl.on("exec", stdout="/workspace/results/x/train/status.json\0")
     record_id = _record()
     code, out, _ = cli("status", record_id)
     assert code == 0 and "RUNNING" in out
-    assert [call.argv for call in fake_kubectl.calls] == [READ] and fake_kubectl.killed() == []
+    calls = [call.argv for call in fake_kubectl.calls]
+    assert calls[0] == READ and fake_kubectl.killed() == []
+    assert [argv[0] for argv in calls[1:]] == ["exec"]  # the running job's progress, from its rank 0
 
 
 def test_a_record_of_another_cluster_is_refused_and_the_prestarted_read_killed_unread(

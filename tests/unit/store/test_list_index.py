@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.store.index import INDEX_NAME
+from kubectl_tao.store.index import INDEX_NAME, VERSION
 from kubectl_tao.store.records import RecordStore
 
 
@@ -74,7 +74,7 @@ def test_a_damaged_or_foreign_index_is_rebuilt(cli: Any, monkeypatch: pytest.Mon
         opened = count_reads(monkeypatch)
         assert cli("list", "--no-live", "-o", "name")[1] == expected
         assert sorted(opened) == sorted(ids)
-        assert json.loads(index.read_text())["version"] == 1
+        assert json.loads(index.read_text())["version"] == VERSION
 
 
 def test_a_deleted_record_leaves_the_list_and_the_index(cli: Any) -> None:
