@@ -72,3 +72,20 @@ def test_the_second_blind_corpus_is_measured_within_its_targets() -> None:
           f"{len(refused)} of {len(honest)} honest commands refused")
     assert len(missed) <= 3, missed
     assert len(refused) <= 2, refused
+
+
+# A third corpus written apart from the rules, after the second's fixes, and never used to change them
+# (blind-corpus-3.json): the blind figure of the rules as they are. 2 of 30 missed (a Kaggle API key under a bare
+# "key", ClearML's access/secret pair in HOCON), 1 of 34 refused (a masked `token=hf_****`).
+BLIND_3 = json.loads((CORPUS_DIR / "blind-corpus-3.json").read_text(encoding="utf-8"))
+
+
+def test_the_third_blind_corpus_is_measured_within_its_targets() -> None:
+    credentials, honest = BLIND_3["credentials"], BLIND_3["honest"]
+    assert len(credentials) >= 27 and len(honest) >= 31
+    missed = [case["form"] for case in credentials if not all(findings(case["text"]))]
+    refused = [case["form"] for case in honest if any(findings(case["text"]))]
+    print(f"third blind corpus: {len(missed)} of {len(credentials)} credential forms missed, "
+          f"{len(refused)} of {len(honest)} honest commands refused")
+    assert len(missed) <= 3, missed
+    assert len(refused) <= 2, refused
