@@ -62,8 +62,9 @@ watch() {
 }
 
 @test "a program that keeps printing slowly is no stall: its output and exit code are its own" {
+  export TAO_STALL_TIMEOUT=4  # twice the longest quiet time of the program, on a loaded machine too
   for shell in $SHELLS; do
-    watch "$shell" sh -c 'for i in 1 2 3 4 5 6; do echo "eval batch $i"; sleep 1; done; echo warn >&2; exit 3'
+    watch "$shell" sh -c 'for i in 1 2 3 4 5 6; do echo "eval batch $i"; sleep 2; done; echo warn >&2; exit 3'
     run cat rc
     assert_output 3
     run cat out
@@ -74,10 +75,10 @@ watch() {
 }
 
 @test "a program that only grows a status.json under the results is no stall" {
-  export TAO_RESULTS_ROOT="$BATS_TEST_TMPDIR/results"
+  export TAO_STALL_TIMEOUT=4 TAO_RESULTS_ROOT="$BATS_TEST_TMPDIR/results"
   mkdir -p results/train
   for shell in $SHELLS; do
-    watch "$shell" sh -c 'for i in 1 2 3 4 5 6; do echo "{\"epoch\": $i}" >>"$TAO_RESULTS_ROOT/train/status.json"; sleep 1; done'
+    watch "$shell" sh -c 'for i in 1 2 3 4 5 6; do echo "{\"epoch\": $i}" >>"$TAO_RESULTS_ROOT/train/status.json"; sleep 2; done'
     run cat rc
     assert_output 0
     run cat err
