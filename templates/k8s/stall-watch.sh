@@ -15,6 +15,8 @@
 # Environment: TAO_STALL_TIMEOUT (whole seconds; unset or 0: PROGRAM runs unwatched), TAO_STALL_GRACE_SECONDS
 # (default 30), TAO_STALL_POLL_SECONDS (default a tenth of the timeout, 1 to 10), TAO_RESULTS_ROOT, TMPDIR.
 
+SW_EXIT_STALLED=86 # core/retry.py's EXIT_STALLED (a unit test keeps them equal)
+
 # sw_whole VALUE: a whole number without leading zeros, at most 9 digits (safe in any shell's arithmetic).
 sw_whole() {
     case "$1" in '' | *[!0-9]* | 0?*) return 1 ;; esac
@@ -210,7 +212,7 @@ stall_watch() {
     kill "$sw_reaper" 2>/dev/null || true
     [ -z "$sw_killer" ] || kill "$sw_killer" 2>/dev/null || true
     if [ -f "$sw_dir/stalled" ]; then
-        sw_rc=86
+        sw_rc=$SW_EXIT_STALLED
     fi
     rm -rf "$sw_dir"
     exit "$sw_rc"

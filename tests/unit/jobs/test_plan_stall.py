@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kubectl_tao.commands.jobflags import job_request
-from kubectl_tao.core import kubelet_text, templates
+from kubectl_tao.core import kubelet_text, retry, templates
 from kubectl_tao.core.errors import UsageError
 from kubectl_tao.jobs.plan import JobRequest, build, flags_stored, stored
 
@@ -114,3 +114,7 @@ def test_an_action_request_refuses_the_flag(tmp_path: Any) -> None:
     with pytest.raises(UsageError, match=r"^--stall-timeout does not apply to --action-request"):
         build(job_request(frozenset({"stall_timeout"}), action_request=str(tmp_path / "r.json"),
                           stall_timeout="30m"), "ns", {})
+
+
+def test_the_watch_exits_with_the_reserved_code_retry_declares() -> None:
+    assert f"\nSW_EXIT_STALLED={retry.EXIT_STALLED} " in WATCH
