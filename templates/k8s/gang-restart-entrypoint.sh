@@ -315,12 +315,20 @@ finish_tee() {
     kill -KILL "$teer" 2>/dev/null || true
     rm -rf "$fifo_dir"
 }
+# watched: the program, through stall_watch when stall-watch.sh was prepended (--stall-timeout: a stall exits 86,
+# a restartable failure); else exec'd as it is.
+watched() {
+    if command -v stall_watch >/dev/null 2>&1; then
+        stall_watch "$@"
+    fi
+    exec "$@"
+}
 case "$launcher" in
     tao)
-        sh -c "$1" tao >"$out" 2>&1 &
+        watched sh -c "$1" tao >"$out" 2>&1 &
         ;;
     torchrun)
-        torchrun --nnodes="$NNODES" --nproc_per_node="${NPROC_PER_NODE:?}" --node_rank="$NODE_RANK" \
+        watched torchrun --nnodes="$NNODES" --nproc_per_node="${NPROC_PER_NODE:?}" --node_rank="$NODE_RANK" \
             --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT" "$@" >"$out" 2>&1 &
         ;;
     *)

@@ -7,6 +7,7 @@
 #             torchrun: ARG... is the training script and its arguments, passed to torchrun
 # The rendezvous variables (NODE_RANK, NNODES, NPROC_PER_NODE, MASTER_ADDR, MASTER_PORT, ...) come
 # from the pod's environment; nothing here is built from user text.
+# With --stall-timeout, stall-watch.sh is prepended to this script: its stall_watch runs the program.
 set -eu
 
 barrier=$1
@@ -21,16 +22,24 @@ if [ "${RENDEZVOUS_TIMEOUT:-0}" != "0" ]; then
     sh -c "$barrier" rendezvous-barrier || exit $?
 fi
 
+# watched: the program, through stall_watch (when stall-watch.sh was prepended); else exec'd as it is
+watched() {
+    if command -v stall_watch >/dev/null 2>&1; then
+        stall_watch "$@"
+    fi
+    exec "$@"
+}
+
 case "$launcher" in
     tao)
-        exec sh -c "$1" tao
+        watched sh -c "$1" tao
         ;;
     torchrun)
         # PyTorch's flight recorder writes its dumps under this prefix (render.py sets it): make its directory.
         if [ -n "${TORCH_FR_DUMP_TEMP_FILE:-}" ]; then
             mkdir -p "$(dirname "$TORCH_FR_DUMP_TEMP_FILE")" 2>/dev/null || true
         fi
-        exec torchrun --nnodes="$NNODES" --nproc_per_node="${NPROC_PER_NODE:?}" --node_rank="$NODE_RANK" \
+        watched torchrun --nnodes="$NNODES" --nproc_per_node="${NPROC_PER_NODE:?}" --node_rank="$NODE_RANK" \
             --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT" "$@"
         ;;
     *)

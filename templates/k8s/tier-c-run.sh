@@ -25,8 +25,13 @@ if [ -z "${AWS_SECRET_ACCESS_KEY:-}" ] && [ -n "${SECRET_KEY:-}" ]; then export 
 if [ -z "${AWS_ENDPOINT_URL:-}" ] && [ -n "${S3_ENDPOINT_URL:-}" ]; then export AWS_ENDPOINT_URL="$S3_ENDPOINT_URL"; fi
 if [ -z "${AWS_DEFAULT_REGION:-}" ] && [ -n "${CLOUD_REGION:-}" ]; then export AWS_DEFAULT_REGION="$CLOUD_REGION"; fi
 
-# Run the command as a child so a TERM from `kubectl tao cancel` reaches it, and its status is kept.
-sh -c "$command_text" tao &
+# Run the command as a child so a TERM from `kubectl tao cancel` reaches it, and its status is kept; through
+# stall_watch when stall-watch.sh was prepended (--stall-timeout: a stall exits 86, the upload still runs).
+if command -v stall_watch >/dev/null 2>&1; then
+    stall_watch sh -c "$command_text" tao &
+else
+    sh -c "$command_text" tao &
+fi
 child=$!
 trap 'kill -TERM "$child" 2>/dev/null || :' TERM INT HUP
 status=0

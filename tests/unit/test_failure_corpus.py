@@ -37,6 +37,7 @@ CAUSES = {
     "s3-access-denied",
     "ngc-auth",
     "python-exception",
+    "stalled",
 }
 ERR_CLASSES = {"ERR_INFRA", "ERR_PROGRAM"}
 HOW = {"real-run", "source", "report"}

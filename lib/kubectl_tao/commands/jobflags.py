@@ -117,6 +117,12 @@ JOB_FLAGS: dict[str, Flag] = {
         help="Seconds a rank has to save a checkpoint after SIGTERM (default: 120 with --max-restarts, else 30).",
         kind="optint",
     ),
+    "stall_timeout": Flag(
+        None,
+        "--stall-timeout",
+        help="End the program when neither its output nor a status.json under its results grows for this long "
+        "(e.g. 30m; off by default; docs/progress.md).",
+    ),
     "active_deadline": Flag(
         None, "--active-deadline-seconds", help="Fail the Job after this many seconds.", kind="optint"
     ),

@@ -510,6 +510,18 @@ CAUSES: tuple[Cause, ...] = (
         _first(_rx(r"when calling the (\w+) operation"), "operation"),
     ),
     Cause(
+        "Stalled",
+        PRIMARY,
+        ERR_INFRA,
+        "the program stopped making progress: the stall watch (--stall-timeout) ended it",
+        "with --max-restarts the gang restarts from its last checkpoint; else resubmit (`kubectl tao resubmit "
+        "JOB`); the line names the last output and epoch: find where it stopped (a data read waiting on storage, "
+        "a collective waiting for a peer, a deadlock), and raise --stall-timeout when a silent phase (an "
+        "evaluation that prints nothing) takes that long",
+        (Sign(_rx(r"^kubectl-tao: stalled: no output and no status\.json growth for \w+ \(--stall-timeout ")),),
+        _first(_rx(r"^kubectl-tao: stalled: no output and no status\.json growth for (\w+) "), "stalled_for"),
+    ),
+    Cause(
         "RankKilled",
         KILLED,
         ERR_INFRA,
@@ -609,7 +621,8 @@ _PREFILTER = _rx(
     r"rror|xception|xit|nterrupt|Xid|fallen off|device handle|out of memory|assert|shared memory|shm|nan|inf\b|"
     r"non-finite|Duplicate GPU|socket interface|ncclRemote|nccl\w{0,32}Error|Message truncated|No module named|"
     r"exitcode|SIGKILL|Watchdog|Timed out|timed out|Timeout|Connection (?:closed|refused|reset)|gated repo|"
-    r"Invalid credentials|NVML|NVIDIA driver|CUDA|NCCL",
+    r"Invalid credentials|NVML|NVIDIA driver|CUDA|NCCL|"
+    r"kubectl-tao: stalled",
     re.IGNORECASE,
 )
 _RANK_PREFIX = _rx(r"^\[rank(\d+)\]: ?")
@@ -1026,6 +1039,8 @@ def describe(d: Diagnosis) -> str:
         parts.append(f"rank {d.rank} timed out{op}; rank {f['stalled_rank']} stopped first (printed no timeout)")
         if f.get("stalled_evidence"):
             parts.append(f"rank {f['stalled_rank']} printed: {f['stalled_evidence']}")
+    elif d.cause == "Stalled" and f.get("stalled_for"):
+        parts.append(f"no output and no status.json growth for {f['stalled_for']}")
     elif d.tier == FOLLOWER and "remote_rank" in f:
         parts.append(f"rank {d.rank} lost rank {f['remote_rank']} ({f.get('peer', '')})")
     elif f.get("what"):

@@ -561,6 +561,8 @@ def _explain_failure(
     deadline): ERR_INFRA, since DNS, NetworkPolicy or a partial start cause it, not the program.
     Exit code 89 of a tier C pod (one with TAO_UPLOAD_URI) is its upload step's: the command succeeded and
     the results did not reach S3 (bucket, credentials, endpoint or a missing client): UploadFailed, ERR_INFRA.
+    Exit code 86 of a pod with TAO_STALL_TIMEOUT is the stall watch's: the program made no progress for
+    --stall-timeout and was ended: Stalled, ERR_INFRA (its log's stall line is read as the diagnosis).
     """
     result.state = ERROR
     cond_reason = str(condition.get("reason") or "Failed")
@@ -588,6 +590,12 @@ def _explain_failure(
         port = _pod_env(pod, "MASTER_PORT") or "MASTER_PORT"
         said = f"rank {rank}: {first.message}" if first.message else ""
         result.message = said or f"rank {rank} could not reach rank 0 at {addr}:{port}"
+    elif first.exit_code == _exit_stalled() and _pod_env(pod, "TAO_STALL_TIMEOUT"):
+        result.reason, result.err_class = "Stalled", ERR_INFRA
+        result.message = (
+            f"rank {rank} made no progress for --stall-timeout ({_pod_env(pod, 'TAO_STALL_TIMEOUT')}s): the stall "
+            f"watch ended it (exit {first.exit_code})"
+        )
     elif first.exit_code == UPLOAD_EXIT_CODE and _pod_env(pod, "TAO_UPLOAD_URI"):
         result.reason, result.err_class = "UploadFailed", ERR_INFRA
         result.message = (
@@ -602,6 +610,14 @@ def _explain_failure(
     else:
         return
     result.message += suffix
+
+
+def _exit_stalled() -> int:
+    """The stall watch's reserved exit code (declared with the other reserved codes in core/retry.py, imported
+    only when a failure is explained)."""
+    from kubectl_tao.core.retry import EXIT_STALLED
+
+    return EXIT_STALLED
 
 
 def _failed_init_container(pod: Mapping[str, Any]) -> str | None:

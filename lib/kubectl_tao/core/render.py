@@ -56,6 +56,11 @@ MAX_RESTARTS = retry.MAX_RESTARTS
 MAX_TERMINATION_GRACE = 86400
 # --max-restarts without --termination-grace-period: time for a rank to save a checkpoint on SIGTERM
 DEFAULT_RESTART_GRACE_SECONDS = 120
+# --stall-timeout: the bounds of the watch (templates/k8s/stall-watch.sh), and the TERM-to-KILL time of a stalled
+# program without a grace period of its own (Kubernetes' default terminationGracePeriodSeconds)
+MIN_STALL_TIMEOUT = 10
+MAX_STALL_TIMEOUT = 7 * 86400
+DEFAULT_STALL_GRACE_SECONDS = 30
 
 TIERS = ("A", "C")
 LAUNCHERS = ("tao", "torchrun")
@@ -112,6 +117,7 @@ class JobSpec(Value):
     max_restarts: int = 0  # multi-node: gang restarts in place (docs/restarts.md); 0 = none
     termination_grace_seconds: int | None = None  # None: Kubernetes' default (with restarts: 120)
     flight_recorder: bool = True  # multi-node torchrun: PyTorch's NCCL flight recorder, dumped on a timeout
+    stall_timeout_seconds: int = 0  # the pod's stall watch (templates/k8s/stall-watch.sh); 0 = off
 
     @property
     def multi_node(self) -> bool:
@@ -317,6 +323,8 @@ def _check_restarts(spec: JobSpec) -> None:
 
 def _check_scheduling(spec: JobSpec) -> None:
     int_in(spec.backoff_limit, "backoff limit", 0, MAX_RETRIES)
+    if spec.stall_timeout_seconds != 0:
+        int_in(spec.stall_timeout_seconds, "stall timeout seconds", MIN_STALL_TIMEOUT, MAX_STALL_TIMEOUT)
     check_placement(spec.node_selector, spec.tolerations, spec.active_deadline_seconds, spec.queue_name)
 
 
@@ -475,6 +483,7 @@ def spec_from_options(
     max_restarts: int = 0,
     termination_grace_seconds: int | None = None,
     flight_recorder: bool = True,
+    stall_timeout_seconds: int = 0,
 ) -> JobSpec:
     """Build a validated JobSpec from flag values (what `kubectl tao render/submit` and
     scripts/render_job parse). Give a name, a record id, or both: a missing name is derived from the
@@ -525,6 +534,7 @@ def spec_from_options(
         max_restarts=max_restarts,
         termination_grace_seconds=termination_grace_seconds,
         flight_recorder=flight_recorder,
+        stall_timeout_seconds=stall_timeout_seconds,
     )
     return validate_spec(spec)
 
@@ -654,6 +664,26 @@ def _flight_recorder_env(spec: JobSpec) -> list[dict[str, Any]]:
     return env
 
 
+def _stall_env(spec: JobSpec) -> list[dict[str, Any]]:
+    """--stall-timeout: the watch's settings (seconds), read by stall-watch.sh; nothing when it is off."""
+    if not spec.stall_timeout_seconds:
+        return []
+    grace = spec.termination_grace
+    return [
+        _env("TAO_STALL_TIMEOUT", str(spec.stall_timeout_seconds)),
+        _env("TAO_STALL_GRACE_SECONDS", str(DEFAULT_STALL_GRACE_SECONDS if grace is None else grace)),
+    ]
+
+
+def _watched(spec: JobSpec, script: str) -> str:
+    """The pod script SCRIPT, with stall-watch.sh's stall_watch before it when --stall-timeout is on (the script
+    then runs its program through it)."""
+    text = templates.load_template(script)
+    if not spec.stall_timeout_seconds:
+        return text
+    return templates.load_template("stall-watch.sh") + "\n" + text
+
+
 def _env_from(spec: JobSpec) -> list[dict[str, Any]] | None:
     if spec.env_secret is None:
         return None
@@ -708,15 +738,19 @@ def render_single(spec: JobSpec) -> list[dict[str, Any]]:
     if spec.multi_node:
         raise UsageError(f"nodes={spec.nodes}: a single-pod Job runs on one node; use render_indexed")
     values = _job_values(spec)
-    env = _common_env(spec)
+    env = _common_env(spec) + _stall_env(spec)
     if spec.storage_tier == "C":
-        args = [templates.load_template("tier-c-run.sh"), "kubectl-tao", spec.command, *spec.upload_excludes]
+        args = [_watched(spec, "tier-c-run.sh"), "kubectl-tao", spec.command, *spec.upload_excludes]
         env += _tier_c_env(spec)
         values.update(
             INIT_CONTAINERS=[_fetch_container(spec)],
             WORKSPACE_PVC=None,
             WORKSPACE_EMPTY_DIR={},
         )
+    elif spec.stall_timeout_seconds:
+        # the stall watch runs the command as the container's /bin/sh -c would
+        args = [templates.load_template("stall-watch.sh"), "stall-watch", "/bin/sh", "-c", spec.command]
+        values.update(INIT_CONTAINERS=None, WORKSPACE_PVC={"claimName": spec.pvc}, WORKSPACE_EMPTY_DIR=None)
     else:
         args = [spec.command]
         values.update(INIT_CONTAINERS=None, WORKSPACE_PVC={"claimName": spec.pvc}, WORKSPACE_EMPTY_DIR=None)
@@ -759,7 +793,7 @@ def render_indexed(spec: JobSpec) -> list[dict[str, Any]]:
     user_argv = _torchrun_argv(spec.command) if spec.launcher == "torchrun" else [spec.command]
     restarts = spec.max_restarts > 0
     args = [
-        templates.load_template("gang-restart-entrypoint.sh" if restarts else "indexed-rank-entrypoint.sh"),
+        _watched(spec, "gang-restart-entrypoint.sh" if restarts else "indexed-rank-entrypoint.sh"),
         "kubectl-tao",
         templates.load_template("rendezvous-barrier.sh"),
         spec.launcher,
@@ -774,7 +808,8 @@ def render_indexed(spec: JobSpec) -> list[dict[str, Any]]:
         BACKOFF_LIMIT_PER_INDEX=spec.retries_per_index,
         POD_FAILURE_POLICY=_pod_failure_policy(spec),
         ARGS=args,
-        ENV=_common_env(spec) + _rank_env(spec) + _flight_recorder_env(spec) + (_restart_env(spec) if restarts else []),
+        ENV=_common_env(spec) + _rank_env(spec) + _flight_recorder_env(spec) + (_restart_env(spec) if restarts else [])
+        + _stall_env(spec),
         PVC_CLAIM=spec.pvc,
         AFFINITY=_one_rank_per_node(spec),
         CONTAINER_RESTART_POLICY="Never" if restarts else None,

@@ -13,6 +13,8 @@ Protocol (see docs/restarts.md):
 - EXIT_RESTART (85): a rank asks for the next attempt; the container restart rule RestartAllContainers matches
   this code only, so the kubelet restarts the pod's containers in place (same pod, IP and DNS name);
 - the rendezvous barrier's 88 is retried once; when it repeats it ends the job (the Job's podFailurePolicy);
+- the stall watch's EXIT_STALLED (86): the program made no progress for --stall-timeout and was ended; retried
+  (cause ``Stalled``, ERR_INFRA);
 - a sign of a cause in the tail of the failed rank's output: its class decides (``output_cause``);
 - else any other non-zero code is final: the pod fails and the Job fails (backoffLimit 0).
 """
@@ -27,6 +29,7 @@ from kubectl_tao.core import causes, ere
 from kubectl_tao.core.valueclass import Value, record
 
 EXIT_RESTART = 85
+EXIT_STALLED = 86  # the stall watch (--stall-timeout, templates/k8s/stall-watch.sh) ended a program that stalled
 EXIT_RENDEZVOUS_TIMEOUT = 88
 EXIT_SIGNAL_BASE = 128
 MAX_RESTARTS = 20  # attempts are recorded in the termination message (4096 bytes): keep the history readable
@@ -39,6 +42,7 @@ RETRYABLE_SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SI
 RESERVED = {EXIT_RESTART: "restart request", 89: "tier C upload failed"}
 
 RETRY, FINAL, DONE = "retry", "final", "done"
+STALLED = "Stalled"  # the cause (core/causes.py) of EXIT_STALLED
 # diagnosis classes (core/causes.py's ERR_* classes) that override the exit code
 _DIAGNOSIS = {"ERR_INFRA": RETRY, "ERR_PROGRAM": FINAL}
 
@@ -63,8 +67,10 @@ def restart_rules() -> list[dict[str, Any]]:
 
 
 def retryable_exit_codes() -> list[int]:
-    """The exit codes the entrypoint retries (TAO_RETRY_EXIT_CODES), barrier timeout included."""
-    return sorted([EXIT_SIGNAL_BASE + number for number in RETRYABLE_SIGNALS] + [EXIT_RENDEZVOUS_TIMEOUT])
+    """The exit codes the entrypoint retries (TAO_RETRY_EXIT_CODES), barrier timeout and stall included."""
+    return sorted(
+        [EXIT_SIGNAL_BASE + number for number in RETRYABLE_SIGNALS] + [EXIT_STALLED, EXIT_RENDEZVOUS_TIMEOUT]
+    )
 
 
 def classify(
@@ -84,6 +90,8 @@ def classify(
         return Decision(RETRY, "rendezvous timeout (exit 88)")
     if code in RESERVED:
         return Decision(FINAL, f"exit {code} ({RESERVED[code]})")
+    if code == EXIT_STALLED:
+        return Decision(RETRY, f"{STALLED} (exit {code})")
     if diagnosis in _DIAGNOSIS:
         return Decision(_DIAGNOSIS[diagnosis], cause or f"exit {code} ({diagnosis})")
     signal = code - EXIT_SIGNAL_BASE

@@ -37,7 +37,8 @@ READ_LINES = 300
 READ_BYTES = 64 * 1024
 REREADS = 5  # reads of one rank after the first: 300 -> 75 -> 18 -> 4 -> 1 lines at most
 TAIL_LINES = 50  # the lines per rank the record keeps (core/logs.from_history prints them once the Job is gone)
-OVERRIDDEN_REASONS = ("ExitCode",)  # a classify reason the logs may name better (the program failed, no more)
+# classify reasons the logs may name better: the program failed, no more; the stall watch ended it (its line)
+OVERRIDDEN_REASONS = ("ExitCode", "Stalled")
 _PREFIX = re.compile(r"^\[pod/(?P<pod>[^/\]]+)/(?P<container>[^\]]+)\] ?(?P<line>.*)$", re.DOTALL)
 _NEXT = re.compile(r"\[pod/(?P<pod>[^/\[\]\s]+)/[^/\[\]\s]+\] |error: ")  # what kubectl writes at a pod's start
 _SLACK = 3  # characters a cut UTF-8 sequence may take once decoded (one U+FFFD per byte)

@@ -59,6 +59,7 @@ class JobRequest(Value):
     retries_per_index: int | None
     max_restarts: int
     termination_grace_period: int | None
+    stall_timeout: str | None
     active_deadline: int | None
     annotation: tuple[str, ...]
     label: tuple[str, ...]
@@ -185,6 +186,16 @@ def _check_restarts(job: JobRequest) -> None:
             "restart its container in place: drop --max-restarts, and rerun a failed job with "
             "`kubectl tao resubmit JOB`"
         )
+
+
+def _stall_timeout(job: JobRequest) -> int:
+    """--stall-timeout in whole seconds (0: off), named as the flag when it is refused."""
+    if job.stall_timeout is None:
+        return 0
+    from kubectl_tao.core.durations import whole_seconds
+    from kubectl_tao.core.render import MAX_STALL_TIMEOUT, MIN_STALL_TIMEOUT
+
+    return whole_seconds(job.stall_timeout, "--stall-timeout", MIN_STALL_TIMEOUT, MAX_STALL_TIMEOUT)
 
 
 @record
@@ -326,6 +337,7 @@ def _spec_plan(
         max_restarts=job.max_restarts,
         termination_grace_seconds=job.termination_grace_period,
         flight_recorder=not job.no_flight_recorder,
+        stall_timeout_seconds=_stall_timeout(job),
     )
     probe_name = kubernetes_job_name(probe_id)
     spec = render.spec_from_options(
@@ -426,6 +438,7 @@ _NOT_FOR_ACTION_REQUESTS = {
     "max_restarts": ("--max-restarts", "nothing: an action request runs one pod"),
     "termination_grace_period": ("--termination-grace-period", "the action renderer's pod defaults"),
     "no_flight_recorder": ("--no-flight-recorder", "nothing: an action request runs one pod"),
+    "stall_timeout": ("--stall-timeout", "nothing: an action request's pod runs its command as given"),
 }
 
 

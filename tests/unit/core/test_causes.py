@@ -41,6 +41,7 @@ REASON = {
     "s3-access-denied": "AccessDenied",
     "ngc-auth": "AccessDenied",
     "python-exception": "ProgramError",
+    "stalled": "Stalled",
 }
 CREDENTIAL = re.compile(r"hf_[A-Za-z0-9]{34}\b|\bAKIA[0-9A-Z]{16}\b|nvapi-[A-Za-z0-9_-]{20,}")
 
@@ -385,3 +386,11 @@ def test_an_illegal_memory_access_raised_from_a_cupy_kernel_is_named() -> None:
     assert found.evidence.startswith("cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorIllegalAddress")
     assert found.detail == "CUDA error 700 (cudaErrorIllegalAddress)"
 
+
+def test_the_stall_watchs_line_names_stalled_and_a_program_saying_stalled_does_not() -> None:
+    found = classify_log(_text("stalled--tao-train-hang.log"))
+    assert found is not None and (found.cause, found.err_class) == ("Stalled", ERR_INFRA)
+    assert found.detail == "no output and no status.json growth for 10s"
+    assert "--max-restarts" in found.fix and "--stall-timeout" in found.fix
+    other = classify_log("kubectl-tao: stalled: the program printed this itself\n")
+    assert other is not None and other.cause != "Stalled" and not causes.names_a_cause(other)

@@ -449,6 +449,18 @@ def test_exit_89_without_an_upload_is_the_programs_own_exit_code() -> None:
     assert (result.reason, result.err_class) == ("ExitCode", "ERR_PROGRAM")
 
 
+def test_exit_86_of_a_watched_pod_is_a_stall_the_watch_ended() -> None:
+    env = [{"name": "TAO_STALL_TIMEOUT", "value": "1800"}]
+    result = job_status(make_job(conditions=FAILED), [make_pod("j-a", phase="Failed", state=term(86), env=env)])
+    assert (result.state, result.reason, result.err_class) == ("ERROR", "Stalled", "ERR_INFRA")
+    assert result.message == "rank 0 made no progress for --stall-timeout (1800s): the stall watch ended it (exit 86)"
+
+
+def test_exit_86_without_the_watch_is_the_programs_own_exit_code() -> None:
+    result = job_status(make_job(conditions=FAILED), [make_pod("j-a", phase="Failed", state=term(86))])
+    assert (result.reason, result.err_class) == ("ExitCode", "ERR_PROGRAM")
+
+
 @pytest.mark.parametrize(
     "name", ["complete", "config-error", "deadline", "evicted", "exit-code", "imagepull", "multi-partial", "running"],
 )

@@ -53,7 +53,7 @@ def test_restarts_give_every_rank_the_budget_the_retried_codes_and_the_shared_di
     pod, _ = pod_of(make(max_restarts=2, mount_path="/data"))
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
     assert env["TAO_MAX_RESTARTS"] == "2"
-    assert env["TAO_RETRY_EXIT_CODES"] == "88 129 130 134 135 137 139 143"
+    assert env["TAO_RETRY_EXIT_CODES"] == "86 88 129 130 134 135 137 139 143"
     assert env["TAO_GANG_DIR"] == "/data/.kubectl-tao/restarts/dino-train-1a2b3c"
     # the same results directory in every attempt
     assert env["TAO_RESULTS_ROOT"] == "/data/results/dino-train-1a2b3c"

@@ -67,9 +67,9 @@ def test_a_value_that_is_no_exit_code_is_refused(code: object) -> None:
         retry.classify(code)  # type: ignore[arg-type]
 
 
-def test_the_codes_the_entrypoint_retries_are_the_retryable_signals_and_88() -> None:
+def test_the_codes_the_entrypoint_retries_are_the_retryable_signals_88_and_the_stall() -> None:
     codes = retry.retryable_exit_codes()
-    assert codes == [88, 129, 130, 134, 135, 137, 139, 143]
+    assert codes == [retry.EXIT_STALLED, 88, 129, 130, 134, 135, 137, 139, 143]
     assert all(retry.classify(code).verdict == retry.RETRY for code in codes)
     assert retry.EXIT_RESTART not in codes
 
@@ -99,3 +99,25 @@ def test_history_is_read_from_termination_messages_one_end_per_attempt_sorted() 
 def test_history_ignores_lines_that_do_not_match_exactly() -> None:
     assert retry.parse_history(["kubectl-tao attempt=1 rank=1 exit=137 decision=maybe counted=1 reason=x"]) == []
     assert retry.parse_history(["kubectl-tao attempt=1 rank=1 exit=1377 decision=fail counted=0 reason=x"]) == []
+
+
+def test_a_stall_ended_by_the_watch_is_retried_and_named_stalled() -> None:
+    assert retry.EXIT_STALLED == 86
+    assert retry.EXIT_STALLED not in retry.RESERVED and retry.EXIT_STALLED != retry.EXIT_RESTART
+    assert retry.classify(retry.EXIT_STALLED) == retry.Decision(retry.RETRY, "Stalled (exit 86)")
+    end = retry.AttemptEnd(1, 0, 86, "restart", True, "Stalled")
+    assert end.sentence() == (
+        "attempt 1 ended: rank 0 exit 86 (Stalled: the program stopped making progress: the stall watch "
+        "(--stall-timeout) ended it); the gang restarted (counted)"
+    )
+
+
+def test_the_stall_line_is_the_sign_the_entrypoint_restarts_on() -> None:
+    line = (
+        "kubectl-tao: stalled: no output and no status.json growth for 21s (--stall-timeout 20s); last progress: "
+        "epoch=1 max_epoch=4 (train/status.json); last output: Epoch 1: 100%|##########| 10/10; stopping the "
+        "program (TERM, then KILL after 30s)"
+    )
+    row = retry.output_cause(f"Epoch 1: 100%|##########| 10/10\n{line}\n")
+    assert row is not None and (row.err_class, row.cause) == ("ERR_INFRA", "Stalled")
+    assert retry.output_cause("kubectl-tao: stalled: said by the program itself\n") is None
