@@ -17,7 +17,7 @@ kubectl prints the pods one after another, each line after its pod's `[pod/NAME/
 mid-line (or one that ends without a newline) runs into the next pod's prefix on the same line. That line is
 split where the byte limit (or, for a pod the caller names, the next pod's prefix) says the next pod begins, so
 every line stays with the pod that printed it. A line's `[rankN]:` is torch's own only when N is a rank the pod
-runs (rank_logs); any other is text the program printed, and the line stays the pod's.
+runs (rank_logs, error_blocks); any other is text the program printed, and the line stays the pod's.
 
 Every line is redacted (core/redact.redact_log_line) as it is read, before anything is derived from it: the cause,
 its facts and detail, the record's log tail and first errors, `logs --errors`.
@@ -396,6 +396,26 @@ def tail(text: str, lines: int = TAIL_LINES) -> list[str]:
 ERROR_LINES = 40  # the lines of first error blocks the record keeps per rank (`logs --errors` once the Job is gone)
 
 
-def first_errors(text: str, rank: int | None) -> list[str]:
-    """The first error block of each rank in one pod's output, as one list of lines (sanitized, redacted)."""
-    return [line for _, block in causes.error_blocks(text, rank) for line in block][:ERROR_LINES]
+def error_blocks(text: str, rank: int | None, per_pod: int | None = None) -> list[tuple[int | None, list[str]]]:
+    """The first error block of each rank in the output of the pod of RANK (causes.error_blocks; `logs --errors`).
+    Ranks are told apart by torch's `[rankN]:` only where N is a rank the pod runs (own_ranks, PER_POD): a line
+    the program printed with another rank's prefix is in the block of the pod's own first rank, shown as the pod
+    printed it."""
+    blocks = causes.error_blocks(own_ranks(text, rank, per_pod), rank)
+    if rank is None or per_pod is None:
+        return blocks
+    low = rank * per_pod
+    added = f"[rank{low}]: "
+
+    def printed(line: str) -> str:
+        rest = line[len(added) :] if line.startswith(added) else ""
+        m = causes.RANK_PREFIX.match(rest)
+        return rest if m and not low <= int(m.group(1)) < low + per_pod else line
+
+    return [(r, [printed(line) for line in block] if r == low else block) for r, block in blocks]
+
+
+def first_errors(text: str, rank: int | None, per_pod: int | None = None) -> list[str]:
+    """The first error block of each rank in one pod's output, as one list of lines (sanitized, redacted);
+    PER_POD as in error_blocks."""
+    return [line for _, block in error_blocks(text, rank, per_pod) for line in block][:ERROR_LINES]
