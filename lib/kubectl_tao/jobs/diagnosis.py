@@ -13,11 +13,12 @@ traceback at the end. A rank whose answer reached the limit is read again, alone
 time), at most REREADS times; each read stays within READ_BYTES. Lines are kept whole: the line the limit cut is
 dropped once a reread has it whole (only a last line longer than READ_BYTES is kept cut, and a note says so).
 
-kubectl prints the pods one after another, each line after its pod's `[pod/NAME/CONTAINER] ` prefix; a log cut
-mid-line (or one that ends without a newline) runs into the next pod's prefix on the same line. That line is
-split where the byte limit (or, for a pod the caller names, the next pod's prefix) says the next pod begins, so
-every line stays with the pod that printed it. A line's `[rankN]:` is torch's own only when N is a rank the pod
-runs (rank_logs, error_blocks); any other is text the program printed, and the line stays the pod's.
+kubectl prints the pods one after another (in any order), each line after its pod's `[pod/NAME/CONTAINER] `
+prefix; a log cut mid-line (or one that ends without a newline) runs into the next pod's prefix on the same line.
+That line is split where the byte limit (or, for a pod the caller names, the next pod's prefix) says the next
+pod begins, so every line stays with the pod that printed it. A line's `[rankN]:` is torch's own only when N is
+a rank the pod runs (rank_logs, error_blocks); any other is text the program printed, and the line stays the
+pod's.
 
 Every line is redacted (core/redact.redact_log_line) as it is read, before anything is derived from it: the cause,
 its facts and detail, the record's log tail and first errors, `logs --errors`.
@@ -96,11 +97,12 @@ def _cut_at(line: str, room: int) -> int:
 def split_prefixed(text: str, *, limit: int | None = READ_BYTES, pods: Collection[str] = ()) -> Split:
     """`kubectl logs --prefix` output -> each pod's lines, kept whole and with the pod that printed them.
 
-    kubectl writes the pods one after another. A pod's answer cut by `--limit-bytes` (LIMIT) ends mid-line and
-    the next pod's prefix (or kubectl's `error: ...`) follows on the same line: the line is split where the
-    pod's bytes reach the limit, and its part is that pod's cut line. A pod that ended without a newline runs
-    into the next one the same way: the line is split at the prefix of a pod in PODS that has printed nothing
-    yet (kubectl never comes back to a pod it has finished). Linear in the text."""
+    kubectl writes the pods one after another, in no fixed order (logs.go ranges over a Go map). A pod's answer
+    cut by `--limit-bytes` (LIMIT) ends mid-line and the next pod's prefix (or kubectl's `error: ...`) follows on
+    the same line: the line is split where the pod's bytes reach the limit, and its part is that pod's cut line.
+    A pod that ended without a newline runs into the next one the same way: the line is split at the prefix of
+    a pod in PODS that has printed nothing yet (kubectl never comes back to a pod it has finished), found before
+    the limit, however long the next pod's first line is. Linear in the text."""
     out = Split()
     used: dict[str, int] = {}
     seen: set[str] = set()
@@ -118,22 +120,24 @@ def split_prefixed(text: str, *, limit: int | None = READ_BYTES, pods: Collectio
             continue
         pod, line = match["pod"], match["line"]
         seen.add(pod)
-        rest = None
         room = None if limit is None else limit - used.get(pod, 0)
-        if room is not None and _bytes(line) + 1 > room:
-            at = _cut_at(line, max(room, 0))
+        over = room is not None and _bytes(line) + 1 > room
+        at = _cut_at(line, max(room or 0, 0)) if over else len(line)
+        glued = _glued(line, known, seen, at + _SLACK) if known else None
+        if glued is not None:
+            line, rest = line[:glued], line[glued:]
+            over = room is not None and _bytes(line) >= room  # it ended exactly at the limit: more may follow
+        elif over:
             cut = next((i for i in range(max(at - _SLACK, 0), min(at + _SLACK, len(line)) + 1)
                         if _NEXT.match(line, i)), len(line))
-            out.lines.setdefault(pod, [])
-            out.cut[pod] = line[:cut]
-            used[pod] = limit or 0
-            rest = line[cut:] or None
+            line, rest = line[:cut], line[cut:]
         else:
-            for glued in _NEXT.finditer(line) if known else ():
-                other = glued["pod"]
-                if other and other in known and other not in seen:
-                    line, rest = line[: glued.start()], line[glued.start() :]
-                    break
+            rest = ""
+        if over:
+            out.lines.setdefault(pod, [])
+            out.cut[pod] = line
+            used[pod] = limit or 0
+        else:
             out.lines.setdefault(pod, []).append(line)
             used[pod] = used.get(pod, 0) + _bytes(line) + 1
         if rest:
@@ -142,6 +146,18 @@ def split_prefixed(text: str, *, limit: int | None = READ_BYTES, pods: Collectio
         if limit is not None and count >= limit:
             out.cut.setdefault(pod, "")  # the limit met a line's end: more may follow
     return out
+
+
+def _glued(line: str, known: Collection[str], seen: Collection[str], end: int) -> int | None:
+    """Where in LINE, up to END (the byte limit), a pod of KNOWN that has printed nothing yet begins: the pod
+    before it ended there without a newline, whatever the next pod's first line holds (a line longer than the
+    limit included). Past the limit the text is another pod's anyway."""
+    for m in _NEXT.finditer(line):
+        if m.start() > end:
+            return None
+        if m["pod"] and m["pod"] in known and m["pod"] not in seen:
+            return m.start()
+    return None
 
 
 def _joined(lines: list[str], cut: str, got: list[str]) -> list[str]:

@@ -93,6 +93,24 @@ def test_each_reread_is_one_pod_bounded_by_bytes(fake_kubectl: FakeKubectl) -> N
         assert "--prefix" not in again and 0 < int(next(a for a in again if a.startswith("--tail="))[7:]) < 300
 
 
+def test_the_pods_read_the_same_in_whatever_order_kubectl_prints_them(fake_kubectl: FakeKubectl) -> None:
+    from itertools import permutations
+
+    from kubectl_tao.k8s.kubectl import Kubectl
+
+    # kubectl's logs.go ranges over a Go map of the pods' requests: a selector's pods come in any order.
+    _, _, chatty = chatty_job()
+    texts = {**chatty, "j-2-ccccc": "progress 99%", "j-3-ddddd": "y" * 70_000 + "\n[rank3]: ValueError: bad\n"}
+    reads = []
+    for order in permutations(texts):
+        fake_kubectl.logs({pod: texts[pod] for pod in order})
+        reads.append(diagnosis.read_logs(Kubectl(), "tao-jobs", "tao-job=x", 4, names=list(texts)).texts)
+    assert all(read == reads[0] for read in reads[1:])
+    assert reads[0]["j-2-ccccc"] == "progress 99%" and reads[0]["j-3-ddddd"].endswith("\n[rank3]: ValueError: bad")
+    for pod, text in chatty.items():
+        assert reads[0][pod] == "\n".join(text.splitlines()[-diagnosis.READ_LINES:])
+
+
 def test_a_log_of_fewer_lines_than_asked_is_not_doubled(fake_kubectl: FakeKubectl) -> None:
     from kubectl_tao.k8s.kubectl import Kubectl
 
