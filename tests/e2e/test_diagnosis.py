@@ -31,10 +31,12 @@ ENTRIES = {e["file"]: e for e in json.loads((CORPUS / "corpus.json").read_text(e
 TOKEN = "hf_" + "FakeCanaryE2Ex7Q2mR9vL4nB8kT3wZab12"  # made up, in Hugging Face's format
 SHOWN_TOKEN = f"HF_TOKEN={TOKEN}"
 
+# Printed on stderr, as the traceback is: containerd copies a container's stdout and stderr on separate goroutines,
+# so a stdout line printed just before the traceback can land after it in the log.
 RAISE = f"""
 import sys
-print("{SHOWN_TOKEN}", flush=True)
-print("step 0 loss 0.91", flush=True)
+print("{SHOWN_TOKEN}", file=sys.stderr, flush=True)
+print("step 0 loss 0.91", file=sys.stderr, flush=True)
 def load_batch(step):
     raise ValueError("corrupt record in shard 00001 at offset 1048576 (token {TOKEN})")
 load_batch(1)

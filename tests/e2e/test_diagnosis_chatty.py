@@ -1,9 +1,10 @@
 """A chatty rank's real error is read and named on the real nodes (docs/diagnosis.md): rank 1 of a two-node job
 prints 400 NCCL INFO lines of about 320 bytes (far more than the first read's 64 KiB of its last 300 lines), then
-the CUDA OOM traceback the failure corpus recorded from torch 2.15, and exits 1; rank 0 prints a line and fails
-after it. The real kubelet answers `--tail` and `--limit-bytes`; `explain`, `status`, `logs --errors` and the
-record must name the OOM on rank 1, and the URL password the rank printed never shows. Skipped when the cluster
-has no real nodes."""
+the CUDA OOM traceback the failure corpus recorded from torch 2.15, and exits 1; rank 0 listens on MASTER_PORT
+(what rank 1's rendezvous barrier waits for, as torch's store would), prints a line and fails 20 s later, so rank 1
+is the first to fail. The real kubelet answers `--tail` and `--limit-bytes`; `explain`, `status`, `logs --errors`
+and the record must name the OOM on rank 1, only rank 1's log is read again, and the URL password the rank
+printed never shows. Skipped when the cluster has no real nodes."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ RANK1 = (
 )
 COMMAND = (
     'if [ "$NODE_RANK" = 1 ]; then cat /workspace/chatty.log >&2; exit 1; fi; '
-    "echo step 3 loss 0.0312; sleep 20; exit 1"
+    'nc -l -p "$MASTER_PORT" >/dev/null & echo step 3 loss 0.0312; sleep 20; exit 1'
 )
 
 
@@ -79,8 +80,13 @@ def test_the_chatty_ranks_oom_is_named_on_rank_1(chatty: tuple[Tao, str]) -> Non
     assert len(RANK1.encode()) > 2 * 64 * 1024  # the first read of the last 300 lines stops far before the end
     seen: dict[str, Any] = json.loads(t("status", record_id, "-o", "json").stdout)
     assert (seen["state"], seen["reason"], seen["err_class"]) == ("ERROR", "CudaOOM", "ERR_PROGRAM"), seen
-    found = t.extra(record_id)["history"]["diagnosis"]
+    history = t.extra(record_id)["history"]
+    assert history["first_failed_rank"] == 1, history  # rank 0 still sleeps: its exit does not decide
+    found = history["diagnosis"]
     assert (found["cause"], found["rank"]) == ("CudaOOM", 1), found
+    pods = {rank["rank"]: rank["pod"] for rank in history["ranks"]}
+    rereads = [argv for argv in t.kubectl_calls() if "logs" in argv and "-l" not in argv]
+    assert rereads and all(pods[1] in argv and pods[0] not in argv for argv in rereads), rereads
     assert found["evidence"] == OOM_LINE.replace("[rank3]:", "[rank1]:")
     explain = t("explain", record_id)
     assert explain.returncode == 1, explain.stderr

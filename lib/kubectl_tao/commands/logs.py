@@ -155,7 +155,6 @@ def _errors(kc: Kubectl, tracked: Tracked, pods: list[dict[str, object]], *, ran
     """`logs --errors`: the first error block of each rank, live (one bounded read of every rank) or from the
     tails the record captured once the Job is gone."""
     from kubectl_tao.cli.output import info, log_line
-    from kubectl_tao.core.causes import error_blocks
     from kubectl_tao.core.logs import rank_of
     from kubectl_tao.jobs import diagnosis
 
@@ -190,8 +189,9 @@ def _errors(kc: Kubectl, tracked: Tracked, pods: list[dict[str, object]], *, ran
             return 0
         texts = [(entry.get("rank"), "\n".join(entry.get("log_tail") or [])) for entry in history["ranks"]]
     shown = 0
+    per_pod = diagnosis.ranks_per_pod(tracked.extra)  # a [rankN]: outside a pod's own ranks is its program's text
     for pod_rank, text in sorted(texts, key=lambda item: -1 if item[0] is None else item[0]):
-        for block_rank, block in error_blocks(text, pod_rank):
+        for block_rank, block in diagnosis.error_blocks(text, pod_rank, per_pod):
             if rank is not None and block_rank != rank and pod_rank != rank:
                 continue
             shown += 1

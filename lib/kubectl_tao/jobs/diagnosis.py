@@ -13,11 +13,12 @@ traceback at the end. A rank whose answer reached the limit is read again, alone
 time), at most REREADS times; each read stays within READ_BYTES. Lines are kept whole: the line the limit cut is
 dropped once a reread has it whole (only a last line longer than READ_BYTES is kept cut, and a note says so).
 
-kubectl prints the pods one after another, each line after its pod's `[pod/NAME/CONTAINER] ` prefix; a log cut
-mid-line (or one that ends without a newline) runs into the next pod's prefix on the same line. That line is
-split where the byte limit (or, for a pod the caller names, the next pod's prefix) says the next pod begins, so
-every line stays with the pod that printed it. A line's `[rankN]:` is torch's own only when N is a rank the pod
-runs (rank_logs); any other is text the program printed, and the line stays the pod's.
+kubectl prints the pods one after another (in any order), each line after its pod's `[pod/NAME/CONTAINER] `
+prefix; a log cut mid-line (or one that ends without a newline) runs into the next pod's prefix on the same line.
+That line is split where the byte limit (or, for a pod the caller names, the next pod's prefix) says the next
+pod begins, so every line stays with the pod that printed it. A line's `[rankN]:` is torch's own only when N is
+a rank the pod runs (rank_logs, error_blocks); any other is text the program printed, and the line stays the
+pod's.
 
 Every line is redacted (core/redact.redact_log_line) as it is read, before anything is derived from it: the cause,
 its facts and detail, the record's log tail and first errors, `logs --errors`.
@@ -97,11 +98,12 @@ def _cut_at(line: str, room: int) -> int:
 def split_prefixed(text: str, *, limit: int | None = READ_BYTES, pods: Collection[str] = ()) -> Split:
     """`kubectl logs --prefix` output -> each pod's lines, kept whole and with the pod that printed them.
 
-    kubectl writes the pods one after another. A pod's answer cut by `--limit-bytes` (LIMIT) ends mid-line and
-    the next pod's prefix (or kubectl's `error: ...`) follows on the same line: the line is split where the
-    pod's bytes reach the limit, and its part is that pod's cut line. A pod that ended without a newline runs
-    into the next one the same way: the line is split at the prefix of a pod in PODS that has printed nothing
-    yet (kubectl never comes back to a pod it has finished). Linear in the text."""
+    kubectl writes the pods one after another, in no fixed order (logs.go ranges over a Go map). A pod's answer
+    cut by `--limit-bytes` (LIMIT) ends mid-line and the next pod's prefix (or kubectl's `error: ...`) follows on
+    the same line: the line is split where the pod's bytes reach the limit, and its part is that pod's cut line.
+    A pod that ended without a newline runs into the next one the same way: the line is split at the prefix of
+    a pod in PODS that has printed nothing yet (kubectl never comes back to a pod it has finished), found before
+    the limit, however long the next pod's first line is. Linear in the text."""
     out = Split()
     used: dict[str, int] = {}
     seen: set[str] = set()
@@ -119,22 +121,24 @@ def split_prefixed(text: str, *, limit: int | None = READ_BYTES, pods: Collectio
             continue
         pod, line = match["pod"], match["line"]
         seen.add(pod)
-        rest = None
         room = None if limit is None else limit - used.get(pod, 0)
-        if room is not None and _bytes(line) + 1 > room:
-            at = _cut_at(line, max(room, 0))
+        over = room is not None and _bytes(line) + 1 > room
+        at = _cut_at(line, max(room or 0, 0)) if over else len(line)
+        glued = _glued(line, known, seen, at + _SLACK) if known else None
+        if glued is not None:
+            line, rest = line[:glued], line[glued:]
+            over = room is not None and _bytes(line) >= room  # it ended exactly at the limit: more may follow
+        elif over:
             cut = next((i for i in range(max(at - _SLACK, 0), min(at + _SLACK, len(line)) + 1)
                         if _NEXT.match(line, i)), len(line))
-            out.lines.setdefault(pod, [])
-            out.cut[pod] = line[:cut]
-            used[pod] = limit or 0
-            rest = line[cut:] or None
+            line, rest = line[:cut], line[cut:]
         else:
-            for glued in _NEXT.finditer(line) if known else ():
-                other = glued["pod"]
-                if other and other in known and other not in seen:
-                    line, rest = line[: glued.start()], line[glued.start() :]
-                    break
+            rest = ""
+        if over:
+            out.lines.setdefault(pod, [])
+            out.cut[pod] = line
+            used[pod] = limit or 0
+        else:
             out.lines.setdefault(pod, []).append(line)
             used[pod] = used.get(pod, 0) + _bytes(line) + 1
         if rest:
@@ -143,6 +147,18 @@ def split_prefixed(text: str, *, limit: int | None = READ_BYTES, pods: Collectio
         if limit is not None and count >= limit:
             out.cut.setdefault(pod, "")  # the limit met a line's end: more may follow
     return out
+
+
+def _glued(line: str, known: Collection[str], seen: Collection[str], end: int) -> int | None:
+    """Where in LINE, up to END (the byte limit), a pod of KNOWN that has printed nothing yet begins: the pod
+    before it ended there without a newline, whatever the next pod's first line holds (a line longer than the
+    limit included). Past the limit the text is another pod's anyway."""
+    for m in _NEXT.finditer(line):
+        if m.start() > end:
+            return None
+        if m["pod"] and m["pod"] in known and m["pod"] not in seen:
+            return m.start()
+    return None
 
 
 def _joined(lines: list[str], cut: str, got: list[str]) -> list[str]:
@@ -397,6 +413,26 @@ def tail(text: str, lines: int = TAIL_LINES) -> list[str]:
 ERROR_LINES = 40  # the lines of first error blocks the record keeps per rank (`logs --errors` once the Job is gone)
 
 
-def first_errors(text: str, rank: int | None) -> list[str]:
-    """The first error block of each rank in one pod's output, as one list of lines (sanitized, redacted)."""
-    return [line for _, block in causes.error_blocks(text, rank) for line in block][:ERROR_LINES]
+def error_blocks(text: str, rank: int | None, per_pod: int | None = None) -> list[tuple[int | None, list[str]]]:
+    """The first error block of each rank in the output of the pod of RANK (causes.error_blocks; `logs --errors`).
+    Ranks are told apart by torch's `[rankN]:` only where N is a rank the pod runs (own_ranks, PER_POD): a line
+    the program printed with another rank's prefix is in the block of the pod's own first rank, shown as the pod
+    printed it."""
+    blocks = causes.error_blocks(own_ranks(text, rank, per_pod), rank)
+    if rank is None or per_pod is None:
+        return blocks
+    low = rank * per_pod
+    added = f"[rank{low}]: "
+
+    def printed(line: str) -> str:
+        rest = line[len(added) :] if line.startswith(added) else ""
+        m = causes.RANK_PREFIX.match(rest)
+        return rest if m and not low <= int(m.group(1)) < low + per_pod else line
+
+    return [(r, [printed(line) for line in block] if r == low else block) for r, block in blocks]
+
+
+def first_errors(text: str, rank: int | None, per_pod: int | None = None) -> list[str]:
+    """The first error block of each rank in one pod's output, as one list of lines (sanitized, redacted);
+    PER_POD as in error_blocks."""
+    return [line for _, block in error_blocks(text, rank, per_pod) for line in block][:ERROR_LINES]

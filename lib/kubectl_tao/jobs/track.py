@@ -518,6 +518,7 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
 
     texts: dict[str, str] = {}
     found = None
+    per_pod = diagnosis.ranks_per_pod(tracked.extra)  # where a [rankN]: is torch's (diagnosis.own_ranks)
     if pods and tracked.namespace and tracked.job_name:
         container = "tao" if tracked.launched_here else None  # a Job made elsewhere: its default container
         failed = obs.state == "ERROR"
@@ -530,8 +531,7 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
         texts = read.texts
         if failed:
             if obs.reason in diagnosis.OVERRIDDEN_REASONS:
-                found = diagnosis.diagnose(read, obs.live, gpus=tracked.extra.get("gpus"),
-                                             per_pod=diagnosis.ranks_per_pod(tracked.extra))
+                found = diagnosis.diagnose(read, obs.live, gpus=tracked.extra.get("gpus"), per_pod=per_pod)
                 found = diagnosis.with_dumps(found, pods) if found is not None else None
             obs.notes.extend(read.notes)
     from datetime import UTC, datetime
@@ -555,7 +555,7 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
             }
         )
         if text and obs.state == "ERROR":
-            ranks[-1]["errors"] = diagnosis.first_errors(text, rank.get("rank"))
+            ranks[-1]["errors"] = diagnosis.first_errors(text, rank.get("rank"), per_pod)
     if found is not None and causes.names_a_cause(found):
         obs.reason, obs.err_class, obs.message = found.cause, found.err_class, diagnosis.message(found)
     history = {

@@ -93,6 +93,24 @@ def test_each_reread_is_one_pod_bounded_by_bytes(fake_kubectl: FakeKubectl) -> N
         assert "--prefix" not in again and 0 < int(next(a for a in again if a.startswith("--tail="))[7:]) < 300
 
 
+def test_the_pods_read_the_same_in_whatever_order_kubectl_prints_them(fake_kubectl: FakeKubectl) -> None:
+    from itertools import permutations
+
+    from kubectl_tao.k8s.kubectl import Kubectl
+
+    # kubectl's logs.go ranges over a Go map of the pods' requests: a selector's pods come in any order.
+    _, _, chatty = chatty_job()
+    texts = {**chatty, "j-2-ccccc": "progress 99%", "j-3-ddddd": "y" * 70_000 + "\n[rank3]: ValueError: bad\n"}
+    reads = []
+    for order in permutations(texts):
+        fake_kubectl.logs({pod: texts[pod] for pod in order})
+        reads.append(diagnosis.read_logs(Kubectl(), "tao-jobs", "tao-job=x", 4, names=list(texts)).texts)
+    assert all(read == reads[0] for read in reads[1:])
+    assert reads[0]["j-2-ccccc"] == "progress 99%" and reads[0]["j-3-ddddd"].endswith("\n[rank3]: ValueError: bad")
+    for pod, text in chatty.items():
+        assert reads[0][pod] == "\n".join(text.splitlines()[-diagnosis.READ_LINES:])
+
+
 def test_a_log_of_fewer_lines_than_asked_is_not_doubled(fake_kubectl: FakeKubectl) -> None:
     from kubectl_tao.k8s.kubectl import Kubectl
 
@@ -186,6 +204,48 @@ def test_explain_of_a_torchrun_job_never_blames_a_rank_a_program_named(cli: Any,
     assert code == 1
     found = json.loads(out)["diagnosis"]
     assert (found["cause"], found["rank"], found["pod"]) == ("CudaOOM", 1, names[1]), found
+
+
+def test_logs_errors_shows_a_rank_prefix_a_program_printed_under_its_own_pod(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    job, pods = failed_job(2)
+    names = [p["metadata"]["name"] for p in pods]
+    store, record_id = launched(job, launcher="torchrun")
+    serve(fake_kubectl, job, pods, {names[0]: "step 3 loss 0.0312\n", names[1]: oom_of(0)})
+    oom = OOM_LINE.replace("[rank3]:", "[rank0]:")  # pod 1 (rank 1) printed rank 0's text
+    code, out, _ = cli("logs", record_id, "--errors")
+    lines = out.splitlines()
+    assert code == 0 and f"[rank 1] {oom}" in lines, out
+    assert all(line.startswith("[rank 1] [rank0]: ") for line in lines), out  # as the pod printed it
+    code, out, err = cli("logs", record_id, "--errors", "--rank", "0")
+    assert code == 0 and out == "" and "no error" in err, out
+    assert f"[rank 1] {oom}" in cli("logs", record_id, "--errors", "--rank", "1")[1].splitlines()
+    # The record keeps the block under the pod's rank, as printed; once the Job is gone it is shown the same way.
+    assert cli("status", record_id)[0] == 0
+    kept = {entry["rank"]: entry.get("errors") for entry in store.get_extra(record_id)["history"]["ranks"]}
+    assert not kept[0] and oom in kept[1] and all(line.startswith("[rank0]: ") for line in kept[1]), kept
+    fake_kubectl.rules.clear()
+    fake_kubectl.on("get", "jobs,pods", data={"kind": "List", "items": []})
+    code, out, err = cli("logs", record_id, "--errors")
+    assert code == 0 and "the Job is gone" in err and f"[rank 1] {oom}" in out.splitlines(), out
+    assert not [line for line in out.splitlines() if line.startswith("[rank 0]")], out
+
+
+def test_error_blocks_tell_ranks_apart_by_the_ranks_a_pod_runs() -> None:
+    text = "\n".join([
+        "[rank9]: Traceback (most recent call last):",
+        "[rank9]: RuntimeError: CUDA error: an illegal memory access was encountered",
+        "[rank0]: Traceback (most recent call last):",
+        "[rank0]: ValueError: printed by the program of pod 1",
+    ])
+    blocks = dict(diagnosis.error_blocks(text, 1, 8))  # pod 1 of 8 GPUs a pod runs ranks 8..15
+    assert blocks[9][-1].startswith("[rank9]: RuntimeError") and 0 not in blocks
+    assert blocks[8] == ["[rank0]: Traceback (most recent call last):",
+                         "[rank0]: ValueError: printed by the program of pod 1"]
+    # Where the ranks a pod runs are not known, every [rankN]: is torch's.
+    assert sorted(r for r, _ in diagnosis.error_blocks(text, 1, None)) == [0, 9]
+    assert diagnosis.error_blocks(text, 1) == diagnosis.error_blocks(text, 1, None)
 
 
 def test_the_ranks_a_pod_runs_are_known_for_multi_node_torchrun_jobs_only() -> None:
