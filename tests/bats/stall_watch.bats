@@ -186,3 +186,18 @@ watch() {
     assert_output "kubectl-tao attempt=1 rank=0 exit=86 decision=restart counted=1 reason=Stalled"
   done
 }
+
+@test "the watch leaves no sleep of its own behind, stalled or signalled" {
+  export TAO_STALL_POLL_SECONDS=7 TAO_STALL_GRACE_SECONDS=37
+  for shell in $SHELLS; do
+    # signalled: the container's TERM reaches the program, which ends; the watch's naps end with it
+    "$shell" -c "$(cat "$WATCH")" stall-watch /bin/sh -c 'echo started; exec sleep 60' >out 2>&1 &
+    pid=$!
+    for _ in $(seq 50); do [[ "$(cat out 2>/dev/null)" == *started* ]] && break; sleep 0.1; done
+    kill -TERM "$pid"
+    wait "$pid" || true
+    sleep 0.5
+    run pgrep -f -x 'sleep (7|37)'
+    assert_failure
+  done
+}
