@@ -179,7 +179,7 @@ def test_two_nodes_run_one_rank_per_gpu_node_with_the_rendezvous_env(tao: Tao) -
         assert volumes["workspace"]["persistentVolumeClaim"]["claimName"] == "tao-data"
         assert container["command"] == ["/bin/sh", "-c"]
         assert container["args"][3:] == ["torchrun", "train.py", "--epochs", "1"]
-        assert 'exec torchrun --nnodes="$NNODES" --nproc_per_node="${NPROC_PER_NODE:?}" --node_rank="$NODE_RANK"' in (
+        assert 'watched torchrun --nnodes="$NNODES" --nproc_per_node="${NPROC_PER_NODE:?}" --node_rank="$NODE_RANK"' in (
             container["args"][0]
         )
         assert pod["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0][
