@@ -29,6 +29,7 @@
 set -eu
 
 EXIT_RESTART=85
+EXIT_STALLED=86 # stall-watch.sh ended a program that made no progress: a restart, whatever it printed before
 EXIT_RENDEZVOUS_TIMEOUT=88
 
 barrier=$1
@@ -145,7 +146,10 @@ record() {
 # this attempt's output (each line read as causes.py reads it), or nothing. Not for the barrier's 88, the
 # reserved 85 and 89, or a stopped pod: those decide by themselves. Run in a subshell ($(...)): its locale stays.
 cause_of() {
-    case "$1" in 0 | 85 | 88 | 89) return 0 ;; esac
+    case "$1" in
+        0 | 85 | 88 | 89) return 0 ;;
+        "$EXIT_STALLED") echo "ERR_INFRA primary Stalled" && return 0 ;;
+    esac
     log="$gang/attempt-$attempt/rank-$rank.log"
     [ "$disrupted" = 0 ] && [ -n "$signs" ] && [ -r "$log" ] || return 0
     # a directory of its own (mktemp): no name another process of the container could have made first

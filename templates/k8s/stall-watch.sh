@@ -89,13 +89,27 @@ sw_last_line() {
     echo "${sw_text:-none}"
 }
 
+# sw_nap SECONDS: a sleep this subshell can end: a plain sleep would outlive the subshell killed while it sleeps.
+sw_nap() {
+    sleep "$1" >/dev/null 2>&1 &
+    sw_napper=$!
+    wait "$sw_napper" 2>/dev/null || true
+    sw_napper=
+}
+
+# sw_nap_ends: the subshell's TERM trap: its nap ends with it.
+sw_nap_ends() {
+    trap '[ -z "${sw_napper:-}" ] || kill "$sw_napper" 2>/dev/null; exit 0' TERM
+}
+
 # sw_watch: the loop; runs in a subshell of its own beside the program.
 sw_watch() {
+    sw_nap_ends
     sw_last=$(sw_now)
     sw_seen=0
     sw_files=$(sw_status_files)
     while kill -0 "$sw_pid" 2>/dev/null; do
-        sleep "$sw_poll" >/dev/null 2>&1
+        sw_nap "$sw_poll"
         sw_at=$(sw_now)
         sw_bytes=$(sw_size "$sw_dir/seen")
         sw_now_files=$(sw_status_files)
@@ -110,7 +124,7 @@ sw_watch() {
             sw_signal TERM
             sw_until=$((sw_at + sw_grace))
             while kill -0 "$sw_pid" 2>/dev/null && [ "$(sw_now)" -lt "$sw_until" ]; do
-                sleep 1 >/dev/null 2>&1
+                sw_nap 1
             done
             sw_signal KILL
             return 0
@@ -131,7 +145,8 @@ sw_on_signal() {
     sw_signal "$1"
     if [ -z "$sw_killer" ]; then
         (
-            sleep "$sw_grace"
+            sw_nap_ends
+            sw_nap "$sw_grace"
             sw_signal KILL
         ) </dev/null >/dev/null 2>&1 &
         sw_killer=$!
@@ -204,7 +219,8 @@ stall_watch() {
     fi
     # the copies end when the last writer closes its pipe; a process the program left behind may hold it: 5 s
     (
-        sleep 5
+        sw_nap_ends
+        sw_nap 5
         kill -s KILL "$sw_tee_out" "$sw_tee_err" 2>/dev/null || true
     ) </dev/null >/dev/null 2>&1 &
     sw_reaper=$!

@@ -166,3 +166,38 @@ watch() {
     assert_line "attempt 2"
   done
 }
+
+@test "a stall restarts the gang even when the output shows a program error before it" {
+  TAO_RETRY_SIGNS=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
+    'from kubectl_tao.core import retry; print(retry.signs_text())')
+  TAO_RETRY_EXIT_CODES=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
+    'from kubectl_tao.core import retry; print(*retry.retryable_exit_codes())')
+  export TAO_RETRY_SIGNS TAO_RETRY_EXIT_CODES NNODES=1 NODE_RANK=0 TAO_MAX_RESTARTS=1 RENDEZVOUS_TIMEOUT=0
+  export RENDEZVOUS_POLL_SECONDS=0.1 TAO_PEER_STOP_SECONDS=1 TAO_SETTLE_SECONDS=1
+  for shell in $SHELLS; do
+    rm -rf gang
+    export TAO_GANG_DIR="$BATS_TEST_TMPDIR/gang" TAO_TERMINATION_LOG="$BATS_TEST_TMPDIR/term"
+    # a caught error the program logged and went on from, then a hang
+    command='echo "FileNotFoundError: [Errno 2] No such file or directory: '"'"'/data/optional.json'"'"'"; exec sleep 60'
+    rc=0
+    "$shell" -c "$(cat "$WATCH" "$K8S/gang-restart-entrypoint.sh")" kubectl-tao barrier tao "$command" >out 2>&1 || rc=$?
+    assert_equal "$rc" 85
+    run cat gang/end-1/line
+    assert_output "kubectl-tao attempt=1 rank=0 exit=86 decision=restart counted=1 reason=Stalled"
+  done
+}
+
+@test "the watch leaves no sleep of its own behind, stalled or signalled" {
+  export TAO_STALL_POLL_SECONDS=7 TAO_STALL_GRACE_SECONDS=37
+  for shell in $SHELLS; do
+    # signalled: the container's TERM reaches the program, which ends; the watch's naps end with it
+    "$shell" -c "$(cat "$WATCH")" stall-watch /bin/sh -c 'echo started; exec sleep 60' >out 2>&1 &
+    pid=$!
+    for _ in $(seq 50); do [[ "$(cat out 2>/dev/null)" == *started* ]] && break; sleep 0.1; done
+    kill -TERM "$pid"
+    wait "$pid" || true
+    sleep 0.5
+    run pgrep -f -x 'sleep (7|37)'
+    assert_failure
+  done
+}

@@ -25,7 +25,9 @@ FILES = 0
 KUBECTL_TIMEOUT_S = 3.0
 
 # Verbs (paths in the command tree) whose first argument is a record id.
-RECORD_ID_VERBS = frozenset({("status",), ("logs",), ("cancel",), ("explain",), ("record", "mark"), ("record", "show")})
+RECORD_ID_VERBS = frozenset(
+    {("status",), ("logs",), ("top",), ("cancel",), ("explain",), ("resubmit",), ("record", "mark"), ("record", "show")}
+)
 FILE_ARG_VERBS = frozenset({("lint",)})
 SHELLS = ("bash", "zsh", "fish")
 FILE_FLAGS = frozenset(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import OutputOption, VerbCommand, record_store, session
+from kubectl_tao.commands.common import DATA_FORMATS, VerbCommand, output_option, record_store, session
 
 EPILOG = """\b
 Examples:
@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
     @app.command("top", epilog=EPILOG, cls=VerbCommand)
     def top(
         job: str = typer.Argument(..., help="Record id (see `kubectl tao list`)."),
-        output: str = OutputOption,
+        output: str = output_option(DATA_FORMATS, "a table"),
         watch: bool = typer.Option(False, "--watch", "-w", help="Read again every --interval until Ctrl-C."),
         interval: float = typer.Option(2.0, "--interval", help="With --watch: seconds between reads.",
                                        show_default=True),
@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
         from kubectl_tao.jobs.top import top as read_top
         from kubectl_tao.progress import gpuuse
 
-        fmt = check_format(output, ("table", "json", "yaml"))
+        fmt = check_format(output, DATA_FORMATS)
         if not interval > 0 or interval > 86400:
             raise UsageError(f"--interval {interval:g}: give seconds between reads, above 0 and at most 86400")
         if not timeout > 0 or timeout > 600:

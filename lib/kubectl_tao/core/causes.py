@@ -278,6 +278,19 @@ def _facts(*readers: Callable[[str], dict[str, Any]]) -> Callable[[str], dict[st
 _NCCL_DEBUG = "rerun with NCCL_DEBUG=INFO to see the interface and transport NCCL picked"
 
 CAUSES: tuple[Cause, ...] = (
+    # First: the stall watch ended the program, so an error the rank printed and went on from did not end it.
+    Cause(
+        "Stalled",
+        PRIMARY,
+        ERR_INFRA,
+        "the program stopped making progress: the stall watch (--stall-timeout) ended it",
+        "with --max-restarts the gang restarts from its last checkpoint; else resubmit (`kubectl tao resubmit "
+        "JOB`); the line names the last output and epoch: find where it stopped (a data read waiting on storage, "
+        "a collective waiting for a peer, a deadlock), and raise --stall-timeout when a silent phase (an "
+        "evaluation that prints nothing) takes that long",
+        (Sign(_rx(r"^kubectl-tao: stalled: no output and no status\.json growth for \w+ \(--stall-timeout ")),),
+        _first(_rx(r"^kubectl-tao: stalled: no output and no status\.json growth for (\w+) "), "stalled_for"),
+    ),
     Cause(
         "GpuHardware",
         PRIMARY,
@@ -508,18 +521,6 @@ CAUSES: tuple[Cause, ...] = (
             ),
         ),
         _first(_rx(r"when calling the (\w+) operation"), "operation"),
-    ),
-    Cause(
-        "Stalled",
-        PRIMARY,
-        ERR_INFRA,
-        "the program stopped making progress: the stall watch (--stall-timeout) ended it",
-        "with --max-restarts the gang restarts from its last checkpoint; else resubmit (`kubectl tao resubmit "
-        "JOB`); the line names the last output and epoch: find where it stopped (a data read waiting on storage, "
-        "a collective waiting for a peer, a deadlock), and raise --stall-timeout when a silent phase (an "
-        "evaluation that prints nothing) takes that long",
-        (Sign(_rx(r"^kubectl-tao: stalled: no output and no status\.json growth for \w+ \(--stall-timeout ")),),
-        _first(_rx(r"^kubectl-tao: stalled: no output and no status\.json growth for (\w+) "), "stalled_for"),
     ),
     Cause(
         "RankKilled",

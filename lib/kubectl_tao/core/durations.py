@@ -20,7 +20,7 @@ _UNITS = {
     "h": Fraction(3600),
 }
 # One `[0-9]*(\.[0-9]*)?[a-z]+` element of Go's grammar (a number with at least one digit, then a unit).
-_ELEMENT = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([a-z\u00b5\u03bc]+)")  # one way to read each digit run
+_ELEMENT = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([a-z\u00b5\u03bc]+)")  # one way to read each digit run
 _MAX_CHARS = 64
 
 

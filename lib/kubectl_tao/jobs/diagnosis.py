@@ -42,6 +42,7 @@ TAIL_LINES = 50  # the lines per rank the record keeps (core/logs.from_history p
 OVERRIDDEN_REASONS = ("ExitCode", "Stalled")
 _PREFIX = re.compile(r"^\[pod/(?P<pod>[^/\]]+)/(?P<container>[^\]]+)\] ?(?P<line>.*)$", re.DOTALL)
 _NEXT = re.compile(r"\[pod/(?P<pod>[^/\[\]\s]+)/[^/\[\]\s]+\] |error: ")  # what kubectl writes at a pod's start
+_PREFIX_CHARS = 32  # torch's `[rankN]: ` fits; a longer run of digits is a program's text, never a rank
 _SLACK = 3  # characters a cut UTF-8 sequence may take once decoded (one U+FFFD per byte)
 
 
@@ -315,7 +316,7 @@ def own_ranks(text: str, rank: int | None, per_pod: int | None) -> str:
     low = rank * per_pod
     lines = text.split("\n")
     for i, line in enumerate(lines):
-        m = causes.RANK_PREFIX.match(line)
+        m = causes.RANK_PREFIX.match(line[:_PREFIX_CHARS])
         if m and not low <= int(m.group(1)) < low + per_pod:
             lines[i] = f"[rank{low}]: {line}"
     return "\n".join(lines)
@@ -426,7 +427,7 @@ def error_blocks(text: str, rank: int | None, per_pod: int | None = None) -> lis
 
     def printed(line: str) -> str:
         rest = line[len(added) :] if line.startswith(added) else ""
-        m = causes.RANK_PREFIX.match(rest)
+        m = causes.RANK_PREFIX.match(rest[:_PREFIX_CHARS])
         return rest if m and not low <= int(m.group(1)) < low + per_pod else line
 
     return [(r, [printed(line) for line in block] if r == low else block) for r, block in blocks]

@@ -90,8 +90,13 @@ def metric_value(value: object) -> float | None:
     """A metric as a number: TAO writes floats, and some models `str(float)` ("0.377"); None otherwise."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:  # an integer past any float: a program's text, not a metric
+            return None
+    if isinstance(value, float):
+        return value
     if isinstance(value, str) and 0 < len(value) <= 40:
         try:
             return float(value)

@@ -265,3 +265,10 @@ def test_helper_does_not_import_heavy_modules(tmp_path: Path) -> None:
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line}
     assert imported, result.stderr[-500:]
     assert not {"jsonschema", "ruamel", "ruamel.yaml", "sh"} & imported
+
+
+@pytest.mark.parametrize("verb", ["top", "resubmit"])
+def test_helper_lists_record_ids_after_every_verb_that_takes_one(tmp_path: Path, verb: str) -> None:
+    lines = helper(tmp_path, verb, "").stdout.splitlines()
+    assert lines[-1] == ":4"
+    assert sorted(lines[:-1]) == sorted(IDS)

@@ -394,3 +394,13 @@ def test_the_stall_watchs_line_names_stalled_and_a_program_saying_stalled_does_n
     assert "--max-restarts" in found.fix and "--stall-timeout" in found.fix
     other = classify_log("kubectl-tao: stalled: the program printed this itself\n")
     assert other is not None and other.cause != "Stalled" and not causes.names_a_cause(other)
+
+
+def test_a_rank_the_stall_watch_ended_is_stalled_whatever_it_printed_before() -> None:
+    stall = _text("stalled--tao-train-hang.log")
+    earlier = "FileNotFoundError: [Errno 2] No such file or directory: '/data/optional.json'\n"
+    found = causes.diagnose([causes.RankLog(0, earlier + stall)])
+    assert found is not None and (found.cause, found.err_class) == ("Stalled", ERR_INFRA)
+    # another rank's own error is still read as that rank's
+    other = causes.diagnose([causes.RankLog(0, stall), causes.RankLog(1, earlier)], first_failed_rank=1)
+    assert other is not None and other.cause == "MissingFile" and other.rank == 1

@@ -29,3 +29,7 @@ def test_what_go_refuses_is_none(text: str) -> None:
 def test_whole_seconds_print_as_go_prints_a_duration() -> None:
     assert [duration_text(s) for s in (5, 60, 300, 3600, 5400, 604800)] == [
         "5s", "1m0s", "5m0s", "1h0m0s", "1h30m0s", "168h0m0s"]
+
+
+def test_only_ascii_digits_are_read_as_go_reads_them() -> None:
+    assert go_duration_seconds("\u0661\u0660s") is None  # Arabic-Indic digits: Go's parser refuses them

@@ -227,3 +227,10 @@ def test_output_with_no_known_cause_keeps_the_exit_code_as_the_reason(cli: Any, 
     code, out, _ = cli("explain", record_id)
     assert "ERROR - ExitCode" in out.splitlines()[0], out
     assert "exited with code" in out and "about to fail" in out, out
+
+
+def test_a_rank_prefix_of_thousands_of_digits_is_a_programs_text_not_a_crash() -> None:
+    from kubectl_tao.jobs import diagnosis
+
+    line = "[rank" + "7" * 5000 + "]: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert diagnosis.own_ranks(f"step 1\n{line}\n", 1, 2) == f"step 1\n{line}\n"  # no prefix: the pod's own line

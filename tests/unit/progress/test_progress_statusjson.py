@@ -153,3 +153,10 @@ def test_bad_dates_leave_the_time_unknown() -> None:
 def test_text_with_no_status_line_reads_as_nothing() -> None:
     assert read_status_json("") is None
     assert read_status_json('{"loss": 1}\n{"epoch": 1, "max_epoch": 2}\n') is None
+
+
+def test_a_metric_past_any_float_is_unknown_not_a_crash() -> None:
+    line = ('{"date": "12/6/2026", "time": "9:9:44", "status": "RUNNING", "verbosity": "INFO", "epoch": 3, '
+            '"max_epoch": 9, "kpi": {"val_mAP": ' + "9" * 400 + ', "train_loss": 0.5}}\n')
+    found = read_status_json(line)
+    assert found is not None and found.epoch == 3 and found.kpi == {"train_loss": 0.5}
