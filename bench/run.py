@@ -1281,6 +1281,7 @@ def bench_progress_status(b: Bench, rows: list[bl.Row]) -> None:
     bare_tuned: list[float] = []
     calls: list[int] = []
     execs: list[int] = []
+    busy: list[float] = []
     for index in range(b.repeat):
         for step in (0, 1, 2) if index % 2 == 0 else (2, 1, 0):  # alternate the order: drift spreads over both
             if step == 0:
@@ -1288,6 +1289,7 @@ def bench_progress_status(b: Bench, rows: list[bl.Row]) -> None:
                 tao.append(timed(argv, b.tao_env(ns, state, trace))[0])
                 lines = read_lines(trace)
                 calls.append(len(lines))
+                busy.append(bl.kubectl_busy_seconds(lines))
                 execs.append(sum(1 for line in lines if "exec" in json.loads(line)["argv"]))
             else:
                 started = time.perf_counter()
@@ -1307,6 +1309,11 @@ def bench_progress_status(b: Bench, rows: list[bl.Row]) -> None:
     rows.append(bl.Row("progress-status", f"  the same against the bare calls run with {go_env}",
                        bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(tuned)} get job + exec tail",
                        ratio=f"{bl.ratio(value, tuned):.2f}x"))
+    kubectl_busy = bl.median(busy)
+    rows.append(bl.Row("progress-status", "  of which kubectl running (the Job and pods read, then the exec)",
+                       bl.fmt_seconds(kubectl_busy)))
+    rows.append(bl.Row("progress-status", "  of which Python (start-up, classify, the status.json read, table)",
+                       bl.fmt_seconds(max(value - kubectl_busy, 0.0))))
 
     log("status of the same job finished vs kubectl get job")
     b.k("exec", pod, "-n", ns, "-c", "tao", "--", "touch", f"{record['results_dir']}/train/bench-done")
@@ -1422,12 +1429,15 @@ def bench_top(b: Bench, rows: list[bl.Row]) -> None:
     bare: list[float] = []
     bare_tuned: list[float] = []
     calls: list[int] = []
+    busy: list[float] = []
     for index in range(b.repeat):
         for step in (0, 1, 2) if index % 2 == 0 else (2, 1, 0):
             if step == 0:
                 trace = b.trace_file()
                 tao.append(timed(argv, b.tao_env(ns, state, trace))[0])
-                calls.append(len(read_lines(trace)))
+                lines = read_lines(trace)
+                calls.append(len(lines))
+                busy.append(bl.kubectl_busy_seconds(lines))
             else:
                 (bare if step == 1 else bare_tuned).append(bare_once(b.env if step == 1 else tuned_env))
     load_after = os.getloadavg()[0]
@@ -1445,6 +1455,11 @@ def bench_top(b: Bench, rows: list[bl.Row]) -> None:
     rows.append(bl.Row("top", f"  the same against the bare calls run with {go_env}", bl.fmt_seconds(value),
                        reference=f"{bl.fmt_seconds(tuned)} {TOP_RANKS} bare exec at once",
                        ratio=f"{bl.ratio(value, tuned):.2f}x"))
+    kubectl_busy = bl.median(busy)
+    rows.append(bl.Row("top", "  of which kubectl running (the Job, pods and exporter reads, then the execs at once)",
+                       bl.fmt_seconds(kubectl_busy)))
+    rows.append(bl.Row("top", "  of which Python (start-up, the reads' answers, the table)",
+                       bl.fmt_seconds(max(value - kubectl_busy, 0.0))))
     cores = os.cpu_count() or 1
     idle = max(load_before, load_after) < IDLE_LOAD
     rows.append(bl.Row("top", "machine idle while top was timed (1-min load average below "
