@@ -1282,6 +1282,7 @@ def bench_progress_status(b: Bench, rows: list[bl.Row]) -> None:
     calls: list[int] = []
     execs: list[int] = []
     busy: list[float] = []
+    before_exec: list[float] = []  # from the first call's start to the exec's
     for index in range(b.repeat):
         for step in (0, 1, 2) if index % 2 == 0 else (2, 1, 0):  # alternate the order: drift spreads over both
             if step == 0:
@@ -1290,6 +1291,7 @@ def bench_progress_status(b: Bench, rows: list[bl.Row]) -> None:
                 lines = read_lines(trace)
                 calls.append(len(lines))
                 busy.append(bl.kubectl_busy_seconds(lines))
+                before_exec.append(bl.seconds_before(lines, "exec") or 0.0)
                 execs.append(sum(1 for line in lines if "exec" in json.loads(line)["argv"]))
             else:
                 started = time.perf_counter()
@@ -1314,6 +1316,8 @@ def bench_progress_status(b: Bench, rows: list[bl.Row]) -> None:
                        bl.fmt_seconds(kubectl_busy)))
     rows.append(bl.Row("progress-status", "  of which Python (start-up, classify, the status.json read, table)",
                        bl.fmt_seconds(max(value - kubectl_busy, 0.0))))
+    rows.append(bl.Row("progress-status", "  from the Job and pods read's start to the exec's start",
+                       bl.fmt_seconds(bl.median(before_exec))))
 
     log("status of the same job finished vs kubectl get job")
     b.k("exec", pod, "-n", ns, "-c", "tao", "--", "touch", f"{record['results_dir']}/train/bench-done")
@@ -1430,6 +1434,7 @@ def bench_top(b: Bench, rows: list[bl.Row]) -> None:
     bare_tuned: list[float] = []
     calls: list[int] = []
     busy: list[float] = []
+    before_exec: list[float] = []  # from the first call's start to the first exec's
     for index in range(b.repeat):
         for step in (0, 1, 2) if index % 2 == 0 else (2, 1, 0):
             if step == 0:
@@ -1438,6 +1443,7 @@ def bench_top(b: Bench, rows: list[bl.Row]) -> None:
                 lines = read_lines(trace)
                 calls.append(len(lines))
                 busy.append(bl.kubectl_busy_seconds(lines))
+                before_exec.append(bl.seconds_before(lines, "exec") or 0.0)
             else:
                 (bare if step == 1 else bare_tuned).append(bare_once(b.env if step == 1 else tuned_env))
     load_after = os.getloadavg()[0]
@@ -1460,6 +1466,8 @@ def bench_top(b: Bench, rows: list[bl.Row]) -> None:
                        bl.fmt_seconds(kubectl_busy)))
     rows.append(bl.Row("top", "  of which Python (start-up, the reads' answers, the table)",
                        bl.fmt_seconds(max(value - kubectl_busy, 0.0))))
+    rows.append(bl.Row("top", "  from the first read's start (Job, pods, exporter look-ups) to the first exec's",
+                       bl.fmt_seconds(bl.median(before_exec))))
     cores = os.cpu_count() or 1
     idle = max(load_before, load_after) < IDLE_LOAD
     rows.append(bl.Row("top", "machine idle while top was timed (1-min load average below "

@@ -391,3 +391,16 @@ def test_the_top_job_holds_eight_ranks_of_one_gpu_on_the_real_nodes_and_their_nv
     refused = subprocess.run([str(standin), "--query-gpu=bogus"], capture_output=True, text=True, timeout=30,
                              check=False)
     assert refused.returncode == 2 and refused.stdout == 'Field "--query-gpu=bogus" is not a valid field to query.\n'
+
+
+def test_seconds_before_a_verb_runs_from_the_first_calls_start_to_that_verbs_first_start() -> None:
+    trace = [
+        json.dumps({"argv": ["get", "jobs,pods", "-o", "json"], "start": 100.0, "ms": 120}),
+        json.dumps({"argv": ["get", "services", "-A"], "start": 100.01, "ms": 90}),
+        json.dumps({"argv": ["exec", "p1", "--", "nvidia-smi"], "start": 100.35, "ms": 300}),
+        json.dumps({"argv": ["exec", "p0", "--", "nvidia-smi"], "start": 100.3, "ms": 310}),
+        "not json",
+    ]
+    assert bl.seconds_before(trace, "exec") == pytest.approx(0.3)
+    assert bl.seconds_before(trace, "logs") is None  # no such call
+    assert bl.seconds_before([json.dumps({"argv": ["exec"], "ms": 5})], "exec") is None  # an older trace: no start
