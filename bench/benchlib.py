@@ -85,6 +85,26 @@ def kubectl_busy_seconds(lines: Iterable[str]) -> float:
     return total + loose
 
 
+def seconds_before(lines: Iterable[str], verb: str) -> float | None:
+    """In a trace, the seconds from the first kubectl call's start to the start of the first call of VERB (e.g.
+    `exec`): what a verb does before it can make that call. None when the trace has no such call (or no start)."""
+    first: float | None = None
+    found: float | None = None
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(entry, dict) or "start" not in entry:
+            continue
+        start = float(entry["start"])
+        first = start if first is None else min(first, start)
+        argv = entry.get("argv") or []
+        if verb in argv and (found is None or start < found):
+            found = start
+    return None if first is None or found is None else found - first
+
+
 @dataclass(frozen=True)
 class Row:
     """One line of the result table."""

@@ -33,6 +33,14 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
   pattern's own start repeated) of 1 KB and 4 KB, and the growth between them (linear: 4x);
 - progress (no cluster needed: `--only progress`): the progress readers over a 64 KiB status.json tail (and
   640 KiB) and a training log of 1 MB and 10 MB, and the growth with ten times the text (linear: <= 12x);
+- progress-status (two real nodes): `status JOB` of a running busybox job on a real node whose rank 0 writes a
+  TAO-shaped status.json, vs the bare calls it stands for run one after the other (`kubectl get job` + one
+  `kubectl exec POD -- tail -c 65536 PATH`), and its kubectl calls; then the same job finished (the record keeps
+  its progress) vs one `kubectl get job`;
+- top (two real nodes): `top JOB -o json` of an 8-rank Indexed Job on the real nodes (one fake GPU and a stand-in
+  nvidia-smi a rank; a Job made by hand and tracked by `record open` + `record mark`, since kubectl-tao's own
+  multi-node Jobs put one rank on each node) vs the same 8 bare `kubectl exec POD -- nvidia-smi --query-gpu=...`
+  calls run at once, its wall time, and whether the machine was idle (1-min load average);
 - peers (unless --no-peers): `sky --help` (SkyPilot) and `torchx --help`, each installed from PyPI into its own
   virtualenv under ~/.cache/kubectl-tao/bench-peers/ (skipped with a note when the install fails).
 
@@ -89,6 +97,10 @@ HEAVY_MODULES = ("jsonschema", "ruamel.yaml", "sh")
 SUBMIT_TARGET = 1.5
 STATUS_TARGET = 2.0
 EXPLAIN_TARGET = 2.0  # explain of a failed multi-rank job (reading every rank's log) vs one `kubectl logs --tail`
+PROGRESS_STATUS_TARGET = 1.5  # status of a running job with progress vs `kubectl get job` + one `kubectl exec` tail
+TOP_TARGET = 1.5  # top of an 8-rank job vs the same 8 bare `kubectl exec nvidia-smi` calls at once ...
+TOP_SECONDS = 2.0  # ... and its wall time (on an idle 2-core machine)
+IDLE_LOAD = 0.5  # a 1-min load average below this: the machine counts as idle
 REAL_NODE_LABEL = "kubectl-tao.io/real-node"
 PEERS = (  # (name, PyPI package, command)
     ("skypilot", "skypilot", "sky"),
@@ -96,7 +108,7 @@ PEERS = (  # (name, PyPI package, command)
 )
 PEER_INSTALL_TIMEOUT_S = 300
 PHASES = ("startup", "instructions", "peers", "capacity", "submit", "status", "verbs", "list", "redaction", "explain",
-          "progress")
+          "progress", "progress-status", "top")
 LOCAL_PHASES = frozenset({"redaction", "progress"})  # phases that need no cluster
 # Phases that need the built kubectl but not the running cluster: capacity starts API servers of its own, and
 # measures best with nothing else running (the running cluster's kubelets and controllers take CPU from it).
@@ -1200,6 +1212,270 @@ def diagnose_in_process(ranks: int, lines: int) -> float:
     return bl.median(times)
 
 
+# ----------------------------------------------------------------------------------------------- progress-status
+
+
+def real_node_images(b: Bench) -> dict[str, str] | None:
+    """The images local-cluster imported into the real nodes, or None without two real nodes."""
+    images_env = _data_dir() / "real" / "images.env"
+    real = b.k("get", "nodes", "-l", f"{REAL_NODE_LABEL}=true", "-o", "name").split()
+    if len(real) < 2 or not images_env.exists():
+        return None
+    return dict(line.split("=", 1) for line in images_env.read_text().splitlines() if "=" in line)
+
+
+# A TAO-shaped rank 0 (busybox, no torch): status.json under $TAO_RESULTS_ROOT/train as TAO 6's StatusLogger writes
+# it (the lifecycle lines, then per epoch an epoch line and a kpi line; tests/fixtures/progress), 40 of 80 epochs
+# done; it runs until bench-done appears beside status.json, then writes TAO's last line and exits 0.
+TAO_SHAPED_RANK = (
+    'd="${TAO_RESULTS_ROOT:?}/train"; f="$d/status.json"; mkdir -p "$d"; '
+    "printf '%s\\n' '{\"date\": \"12/6/2026\", \"time\": \"9:4:7\", \"status\": \"STARTED\", \"verbosity\": \"INFO\", "
+    "\"message\": \"Starting DINO train.\"}' > \"$f\"; i=0; while [ $i -lt 40 ]; do s=$(( (79 - i) * 313 )); "
+    "printf '{\"epoch\": %d, \"step\": %d, \"max_epoch\": 79, \"max_step\": 40000, \"time_per_epoch\": "
+    "\"0:05:12.300000\", \"time_per_step\": \"0:00:00.624600\", \"eta\": \"%d:%02d:%02d.700000\", \"date\": "
+    "\"12/6/2026\", \"time\": \"9:9:44\", \"status\": \"RUNNING\", \"verbosity\": \"INFO\", \"message\": "
+    "\"Training loop in progress\", \"kpi\": {\"val_mAP\": \"0.3771\", \"val_mAP50\": \"0.5902\", \"val_loss\": "
+    "8.113}}\\n' $i $(( (i + 1) * 500 )) $((s / 3600)) $((s % 3600 / 60)) $((s % 60)) >> \"$f\"; "
+    "printf '%s\\n' '{\"date\": \"12/6/2026\", \"time\": \"9:9:44\", \"status\": \"RUNNING\", \"verbosity\": "
+    "\"INFO\", \"message\": \"Train metrics generated.\", \"kpi\": {\"train_loss\": 0.412}}' >> \"$f\"; "
+    "i=$((i + 1)); done; echo status.json written; while [ ! -e \"$d/bench-done\" ]; do sleep 1; done; "
+    "printf '%s\\n' '{\"date\": \"12/6/2026\", \"time\": \"9:15:2\", \"status\": \"SUCCESS\", \"verbosity\": "
+    "\"INFO\", \"message\": \"Train finished successfully.\"}' >> \"$f\""
+)
+
+
+def bench_progress_status(b: Bench, rows: list[bl.Row]) -> None:
+    """`status JOB` of a running job whose rank 0 has a status.json vs the bare calls it stands for (`kubectl get
+    job` + one `kubectl exec POD -- tail -c 65536 PATH`, one after the other, as status makes them); then the same
+    job finished vs one `kubectl get job`."""
+    log("status of a running job with progress vs kubectl get job + kubectl exec tail")
+    images = real_node_images(b)
+    if images is None:
+        rows.append(bl.Row("progress-status", "status of a running job with progress: skipped (needs two real "
+                           "nodes)", "-"))
+        return
+    ns, state = b.namespace("progress")
+    _, proc = timed([str(PLUGIN), "submit", "--image", images["BUSYBOX_IMAGE"], "--network-arch", "bench", "--action",
+                     "train", "--gpus", "0", "--pvc", "tao-data", "--command", TAO_SHAPED_RANK, "--node-selector",
+                     f"{REAL_NODE_LABEL}=true", "--toleration", f"{REAL_NODE_LABEL}=true:NoSchedule",
+                     "--ttl-seconds", "900"], b.tao_env(ns, state))
+    record_id = proc.stdout.strip().splitlines()[-1]
+    record = json.loads((state / "jobs" / f"{record_id}.json").read_text())
+    job = json.loads((state / "jobs" / ".kubectl-tao" / f"{record_id}.json").read_text())["job_name"]
+    path = f"{record['results_dir']}/train/status.json"
+    wait_until(lambda: "status.json written" in b.k("logs", "-n", ns, f"job/{job}", "-c", "tao", check=False),
+               180, f"job {job} to write its status.json")
+    pod = b.k("get", "pods", "-n", ns, "-l", f"tao-job={job}", "-o", "jsonpath={.items[0].metadata.name}")
+    argv = [str(PLUGIN), "status", record_id]
+    env = b.tao_env(ns, state)
+    timed(argv, env)  # warm-up: the first status writes RUNNING and the progress into the record
+    shown = json.loads(timed([*argv, "-o", "json"], env)[1].stdout)
+    progress = shown.get("progress") or {}
+    if shown.get("state") != "RUNNING" or progress.get("source") != "status.json" or progress.get("epoch") is None:
+        raise BenchError(f"status did not read the running job's status.json: {json.dumps(shown)[-400:]}")
+    get_job = [b.kubectl, "get", "job", job, "-n", ns]
+    tail = [b.kubectl, "exec", pod, "-n", ns, "-c", "tao", "--", "tail", "-c", str(65536), path]
+    tuned_env = {**b.env, **SHORT_CALL_GO_ENV}
+    tao: list[float] = []
+    bare: list[float] = []
+    bare_tuned: list[float] = []
+    calls: list[int] = []
+    execs: list[int] = []
+    busy: list[float] = []
+    before_exec: list[float] = []  # from the first call's start to the exec's
+    for index in range(b.repeat):
+        for step in (0, 1, 2) if index % 2 == 0 else (2, 1, 0):  # alternate the order: drift spreads over both
+            if step == 0:
+                trace = b.trace_file()
+                tao.append(timed(argv, b.tao_env(ns, state, trace))[0])
+                lines = read_lines(trace)
+                calls.append(len(lines))
+                busy.append(bl.kubectl_busy_seconds(lines))
+                before_exec.append(bl.seconds_before(lines, "exec") or 0.0)
+                execs.append(sum(1 for line in lines if "exec" in json.loads(line)["argv"]))
+            else:
+                started = time.perf_counter()
+                for call in (get_job, tail):
+                    timed(call, b.env if step == 1 else tuned_env)
+                (bare if step == 1 else bare_tuned).append(time.perf_counter() - started)
+    value, reference, tuned = bl.median(tao), bl.median(bare), bl.median(bare_tuned)
+    shown_epoch = f"epoch {progress.get('epoch')}/{progress.get('max_epoch')}"
+    rows.append(bl.Row("progress-status", "kubectl calls per `status` of a running job (of which exec)",
+                       "/".join(f"{c} ({e})" for c, e in zip(calls, execs, strict=True)), target="2 (1)",
+                       result=bl.MET if set(calls) == {2} and set(execs) == {1} else bl.MISSED))
+    rows.append(bl.Row("progress-status", f"kubectl tao status JOB: running, status.json read ({shown_epoch})",
+                       bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(reference)} get job + exec tail -c 65536",
+                       ratio=f"{bl.ratio(value, reference):.2f}x", target=f"<= {PROGRESS_STATUS_TARGET:g}x",
+                       result=bl.verdict(bl.ratio(value, reference), PROGRESS_STATUS_TARGET)))
+    go_env = " ".join(f"{k}={v}" for k, v in SHORT_CALL_GO_ENV.items())
+    rows.append(bl.Row("progress-status", f"  the same against the bare calls run with {go_env}",
+                       bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(tuned)} get job + exec tail",
+                       ratio=f"{bl.ratio(value, tuned):.2f}x"))
+    kubectl_busy = bl.median(busy)
+    rows.append(bl.Row("progress-status", "  of which kubectl running (the Job and pods read, then the exec)",
+                       bl.fmt_seconds(kubectl_busy)))
+    rows.append(bl.Row("progress-status", "  of which Python (start-up, classify, the status.json read, table)",
+                       bl.fmt_seconds(max(value - kubectl_busy, 0.0))))
+    rows.append(bl.Row("progress-status", "  from the Job and pods read's start to the exec's start",
+                       bl.fmt_seconds(bl.median(before_exec))))
+
+    log("status of the same job finished vs kubectl get job")
+    b.k("exec", pod, "-n", ns, "-c", "tao", "--", "touch", f"{record['results_dir']}/train/bench-done")
+    complete = "jsonpath={.status.conditions[?(@.type==\"Complete\")].status}"
+    wait_until(lambda: b.k("get", "job", job, "-n", ns, "-o", complete) == "True", 120, f"job {job} to complete")
+    timed(argv, env)  # warm-up: captures the ending and the final progress
+    shown = json.loads(timed([*argv, "-o", "json"], env)[1].stdout)
+    if shown.get("state") != "COMPLETE" or not shown.get("progress"):
+        raise BenchError(f"status of the finished job kept no progress: {json.dumps(shown)[-400:]}")
+    tao, bare, calls = [], [], []
+    for _ in range(b.repeat):
+        trace = b.trace_file()
+        tao.append(timed(argv, b.tao_env(ns, state, trace))[0])
+        calls.append(len(read_lines(trace)))
+        bare.append(timed(get_job, b.env)[0])
+    value, reference = bl.median(tao), bl.median(bare)
+    rows.append(bl.Row("progress-status", "kubectl calls per `status` of the finished job", "/".join(map(str, calls)),
+                       target="<= 1", result=bl.MET if max(calls) <= 1 else bl.MISSED))
+    rows.append(bl.Row("progress-status", "kubectl tao status JOB: finished, progress kept in the record",
+                       bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(reference)} kubectl get job",
+                       ratio=f"{bl.ratio(value, reference):.2f}x", target=f"<= {STATUS_TARGET:g}x",
+                       result=bl.verdict(bl.ratio(value, reference), STATUS_TARGET)))
+    b.drop_namespace(ns, wait=False)
+
+
+# ----------------------------------------------------------------------------------------------- top
+
+
+TOP_RANKS = 8
+BUSY_UUID = "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"
+IDLE_UUID = "GPU-3c5e1f7a-0b9d-4e21-8f6a-2d7c9b1e4a03"
+# A stand-in nvidia-smi printing the CSV the real one prints for top's query (tests/e2e/test_real_top.py): rank 0
+# busy, the others idle. Anything else is refused as nvidia-smi refuses an unknown field.
+NVIDIA_SMI_STANDIN = (
+    "#!/bin/sh\n"
+    '[ "$*" = "--query-gpu=index,uuid,utilization.gpu,memory.used,memory.total --format=csv,noheader,nounits" ] || {\n'
+    '  echo "Field \\"$1\\" is not a valid field to query."; exit 2; }\n'
+    'if [ "$JOB_COMPLETION_INDEX" = "0" ]; then\n'
+    f"  printf '0, {BUSY_UUID}, 87, 40213, 81559\\n'\n"
+    "else\n"
+    f"  printf '0, {IDLE_UUID}, 0, 3, 81559\\n'\n"
+    "fi\n"
+)
+TOP_RANK = (  # each rank installs the stand-in where kubectl exec finds it, then runs until deleted
+    f"mkdir -p /usr/local/bin && cat > /usr/local/bin/nvidia-smi <<'EOF'\n{NVIDIA_SMI_STANDIN}EOF\n"
+    "chmod 755 /usr/local/bin/nvidia-smi && echo stand-in installed && sleep 900\n"
+)
+
+
+def top_job(name: str, ns: str, image: str) -> dict[str, Any]:
+    """An Indexed Job of TOP_RANKS pods holding one (fake) GPU each on the real nodes, made by hand: kubectl-tao's
+    own multi-node Jobs put one rank on each node, and the local cluster has two real nodes."""
+    return {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "completionMode": "Indexed", "completions": TOP_RANKS, "parallelism": TOP_RANKS, "backoffLimit": 0,
+            "template": {"spec": {
+                "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                "nodeSelector": {REAL_NODE_LABEL: "true"},
+                "tolerations": [{"key": REAL_NODE_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
+                "containers": [{"name": "train", "image": image, "imagePullPolicy": "Never",
+                                "command": ["/bin/sh", "-c", TOP_RANK],
+                                "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+            }},
+        },
+    }
+
+
+def bench_top(b: Bench, rows: list[bl.Row]) -> None:
+    """`top JOB -o json` of an 8-rank job (nvidia-smi in each rank, no DCGM exporter) vs the same 8 bare `kubectl
+    exec POD -- nvidia-smi --query-gpu=...` calls run at once."""
+    from kubectl_tao.progress.gpuuse import NVIDIA_SMI_QUERY
+
+    log(f"top of a {TOP_RANKS}-rank job vs {TOP_RANKS} bare kubectl exec nvidia-smi at once")
+    images = real_node_images(b)
+    if images is None:
+        rows.append(bl.Row("top", f"top of a {TOP_RANKS}-rank job: skipped (needs two real nodes)", "-"))
+        return
+    ns, state = b.namespace("top")
+    env = b.tao_env(ns, state)
+    image = images["BUSYBOX_IMAGE"]
+    record_id = timed([str(PLUGIN), "record", "open", "--image", image, "--network-arch", "bench", "--action", "run",
+                       "--storage-tier", "A", "--results-root", "/workspace/results"], env)[1].stdout.strip()
+    job = f"bench-top-{b.run_id}"
+    b.k("apply", "-f", "-", input=json.dumps(top_job(job, ns, image)))
+    timed([str(PLUGIN), "record", "mark", record_id, "--state", "RUNNING", "--backend-ref", f"{ns}/{job}"], env)
+    argv = [str(PLUGIN), "top", record_id, "-o", "json"]
+
+    def all_read() -> bool:
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+        if proc.returncode != 0:
+            return False
+        data = json.loads(proc.stdout)
+        return len(data) == TOP_RANKS and all(rank["gpus"] and rank["source"] == "nvidia-smi" for rank in data)
+
+    wait_until(all_read, 300, f"top to read nvidia-smi in all {TOP_RANKS} ranks of {job}", interval=2)
+    pods = json.loads(b.k("get", "pods", "-n", ns, "-l", f"job-name={job}", "-o", "json"))["items"]
+    nodes = sorted({pod["spec"]["nodeName"] for pod in pods})
+    bare_calls = [[b.kubectl, "exec", pod["metadata"]["name"], "-n", ns, "-c", "train", "--", *NVIDIA_SMI_QUERY]
+                  for pod in pods]
+
+    def bare_once(call_env: dict[str, str]) -> float:
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=len(bare_calls)) as pool:
+            list(pool.map(lambda call: timed(call, call_env), bare_calls))
+        return time.perf_counter() - started
+
+    tuned_env = {**b.env, **SHORT_CALL_GO_ENV}
+    timed(argv, env)  # warm-up
+    bare_once(b.env)
+    load_before = os.getloadavg()[0]
+    tao: list[float] = []
+    bare: list[float] = []
+    bare_tuned: list[float] = []
+    calls: list[int] = []
+    busy: list[float] = []
+    before_exec: list[float] = []  # from the first call's start to the first exec's
+    for index in range(b.repeat):
+        for step in (0, 1, 2) if index % 2 == 0 else (2, 1, 0):
+            if step == 0:
+                trace = b.trace_file()
+                tao.append(timed(argv, b.tao_env(ns, state, trace))[0])
+                lines = read_lines(trace)
+                calls.append(len(lines))
+                busy.append(bl.kubectl_busy_seconds(lines))
+                before_exec.append(bl.seconds_before(lines, "exec") or 0.0)
+            else:
+                (bare if step == 1 else bare_tuned).append(bare_once(b.env if step == 1 else tuned_env))
+    load_after = os.getloadavg()[0]
+    value, reference, tuned = bl.median(tao), bl.median(bare), bl.median(bare_tuned)
+    where = f"{TOP_RANKS} ranks on {len(nodes)} real node(s)"
+    rows.append(bl.Row("top", f"kubectl calls per `top` ({where}; job, pods, exporter look-ups, execs)",
+                       "/".join(map(str, calls))))
+    rows.append(bl.Row("top", f"kubectl tao top JOB -o json: {where}, nvidia-smi in each", bl.fmt_seconds(value),
+                       reference=f"{bl.fmt_seconds(reference)} {TOP_RANKS} bare exec at once",
+                       ratio=f"{bl.ratio(value, reference):.2f}x", target=f"<= {TOP_TARGET:g}x",
+                       result=bl.verdict(bl.ratio(value, reference), TOP_TARGET)))
+    rows.append(bl.Row("top", f"kubectl tao top JOB -o json: {where}, wall time", bl.fmt_seconds(value),
+                       target=f"<= {TOP_SECONDS:g} s", result=bl.verdict(value, TOP_SECONDS)))
+    go_env = " ".join(f"{k}={v}" for k, v in SHORT_CALL_GO_ENV.items())
+    rows.append(bl.Row("top", f"  the same against the bare calls run with {go_env}", bl.fmt_seconds(value),
+                       reference=f"{bl.fmt_seconds(tuned)} {TOP_RANKS} bare exec at once",
+                       ratio=f"{bl.ratio(value, tuned):.2f}x"))
+    kubectl_busy = bl.median(busy)
+    rows.append(bl.Row("top", "  of which kubectl running (the Job, pods and exporter reads, then the execs at once)",
+                       bl.fmt_seconds(kubectl_busy)))
+    rows.append(bl.Row("top", "  of which Python (start-up, the reads' answers, the table)",
+                       bl.fmt_seconds(max(value - kubectl_busy, 0.0))))
+    rows.append(bl.Row("top", "  from the first read's start (Job, pods, exporter look-ups) to the first exec's",
+                       bl.fmt_seconds(bl.median(before_exec))))
+    cores = os.cpu_count() or 1
+    idle = max(load_before, load_after) < IDLE_LOAD
+    rows.append(bl.Row("top", "machine idle while top was timed (1-min load average below "
+                       f"{IDLE_LOAD:g})", "yes" if idle else "no",
+                       reference=f"load {load_before:.2f} before, {load_after:.2f} after, {cores} cores"))
+    b.drop_namespace(ns, wait=False)
+
+
 # ----------------------------------------------------------------------------------------------- per verb
 
 
@@ -1761,6 +2037,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "explain" in only:
             with rec.phase("explain"):
                 bench_explain(b, rows)
+        if "progress-status" in only:
+            with rec.phase("progress-status"):
+                bench_progress_status(b, rows)
+        if "top" in only:
+            with rec.phase("top"):
+                bench_top(b, rows)
         if "list" in only:
             with rec.phase("list"):
                 bench_list_history(b, rows)
@@ -1786,6 +2068,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     notes.append(cache)
     for key in ("startup", "submit", "status", "verbs", "list", "explain"):
         rec.note(key, cache)
+    rec.note("progress-status", "the running job: busybox on a real node writing 40 of 80 epochs of TAO 6's "
+             "status.json lines (no torch); the bare calls are the two status stands for, one after the other (the "
+             "exec needs the pod the first one names)")
+    rec.note("top", f"the {TOP_RANKS} ranks: an Indexed Job made by hand (one fake GPU each, on the two real nodes) "
+             "and tracked by `kubectl tao record open` + `record mark --backend-ref`, as the reference's tools "
+             "track a Job; kubectl-tao's own multi-node Jobs put one rank on each node and the local cluster has two "
+             "real nodes. A Job made elsewhere is read in two calls (the Job, its pods) where kubectl-tao's own is "
+             "read in one; no DCGM exporter Service runs, so top reads nvidia-smi in every rank")
     if verbs:
         per_verb = ("per verb: `list` also runs one `kubectl logs` per job that ended since the last look (the "
                     "history capture, once per job); `submit`/`cancel` act on jobs of their own")

@@ -310,3 +310,97 @@ def test_a_target_row_shows_its_reference_beside_the_figure() -> None:
     cells = [line.split(" | ")[2] for line in bl.current_figures(results, ("startup",)).splitlines()
              if line.endswith("load 4.10-5.20 |")]
     assert cells == ["none (imports 146 ms)", "2300 ms (fit = 1.29x, 2972 ms)"]
+
+
+# ------------------------------------------------------------------ the progress-status and top phases
+
+
+@pytest.fixture(scope="module")
+def bench_run() -> object:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_run", REPO_ROOT / "bench" / "run.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_run"] = module  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules["bench_run"]
+    return module
+
+
+def test_the_progress_status_and_top_phases_are_phases_that_need_the_cluster(bench_run: object) -> None:
+    phases = bench_run.PHASES  # type: ignore[attr-defined]
+    assert {"progress-status", "top"} <= set(phases)
+    assert not {"progress-status", "top"} & set(bench_run.LOCAL_PHASES)  # type: ignore[attr-defined]
+    assert not {"progress-status", "top"} & set(bench_run.OWN_CLUSTER_PHASES)  # type: ignore[attr-defined]
+
+
+def test_the_tao_shaped_rank_writes_a_status_json_the_progress_reader_reads(bench_run: object, tmp_path: Path) -> None:
+    """The busybox rank of progress-status: 40 of 80 epochs while it runs, TAO's last line once told to end."""
+    from kubectl_tao.progress.model import RUNNING, SUCCEEDED
+    from kubectl_tao.progress.statusjson import read_status_json
+
+    program = bench_run.TAO_SHAPED_RANK  # type: ignore[attr-defined]
+    status = tmp_path / "train" / "status.json"
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "bench-done").touch()  # told to end at once: the whole file, its last line included
+    env = {"PATH": os.environ["PATH"], "TAO_RESULTS_ROOT": str(tmp_path)}
+    done = subprocess.run(["sh", "-c", program], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "status.json written\n"
+    lines = status.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1 + 2 * 40 + 1
+    assert all(isinstance(json.loads(line), dict) for line in lines)
+    running = read_status_json("\n".join(lines[:-1]) + "\n")
+    assert running is not None and running.state == RUNNING
+    assert (running.epoch, running.max_epoch) == (40, 80)  # Lightning's 0-based epoch 39 of max_epoch 79
+    assert running.eta_seconds == round((79 - 39) * 313 + 0.7)  # "3:28:40.700000", whole seconds
+    assert running.kpi == {"val_mAP": 0.3771, "val_mAP50": 0.5902, "val_loss": 8.113, "train_loss": 0.412}
+    ended = read_status_json(status.read_bytes())
+    assert ended is not None and ended.state == SUCCEEDED
+
+
+def test_the_top_job_holds_eight_ranks_of_one_gpu_on_the_real_nodes_and_their_nvidia_smi_reads(
+    bench_run: object, tmp_path: Path
+) -> None:
+    from kubectl_tao.progress.gpuuse import NVIDIA_SMI_QUERY, parse_nvidia_smi
+
+    job = bench_run.top_job("bench-top-x", "ns", "busybox:local")  # type: ignore[attr-defined]
+    spec = job["spec"]
+    assert (spec["completionMode"], spec["completions"], spec["parallelism"]) == ("Indexed", 8, 8)
+    pod = spec["template"]["spec"]
+    assert pod["nodeSelector"] == {"kubectl-tao.io/real-node": "true"}
+    assert "affinity" not in pod  # several ranks a node
+    (container,) = pod["containers"]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert bench_run.NVIDIA_SMI_STANDIN in container["command"][-1]  # type: ignore[attr-defined]
+    standin = tmp_path / "nvidia-smi"
+    standin.write_text(bench_run.NVIDIA_SMI_STANDIN)  # type: ignore[attr-defined]
+    standin.chmod(0o755)
+    read = {}
+    for rank in ("0", "3"):
+        out = subprocess.run([str(standin), *NVIDIA_SMI_QUERY[1:]], env={"JOB_COMPLETION_INDEX": rank},
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+        gpus, problem = parse_nvidia_smi(out)
+        assert problem is None and len(gpus) == 1
+        read[rank] = gpus[0]
+    assert (read["0"].utilization, read["0"].memory_used_mib, read["0"].memory_total_mib) == (87.0, 40213, 81559)
+    assert (read["3"].utilization, read["3"].memory_used_mib) == (0.0, 3)
+    refused = subprocess.run([str(standin), "--query-gpu=bogus"], capture_output=True, text=True, timeout=30,
+                             check=False)
+    assert refused.returncode == 2 and refused.stdout == 'Field "--query-gpu=bogus" is not a valid field to query.\n'
+
+
+def test_seconds_before_a_verb_runs_from_the_first_calls_start_to_that_verbs_first_start() -> None:
+    trace = [
+        json.dumps({"argv": ["get", "jobs,pods", "-o", "json"], "start": 100.0, "ms": 120}),
+        json.dumps({"argv": ["get", "services", "-A"], "start": 100.01, "ms": 90}),
+        json.dumps({"argv": ["exec", "p1", "--", "nvidia-smi"], "start": 100.35, "ms": 300}),
+        json.dumps({"argv": ["exec", "p0", "--", "nvidia-smi"], "start": 100.3, "ms": 310}),
+        "not json",
+    ]
+    assert bl.seconds_before(trace, "exec") == pytest.approx(0.3)
+    assert bl.seconds_before(trace, "logs") is None  # no such call
+    assert bl.seconds_before([json.dumps({"argv": ["exec"], "ms": 5})], "exec") is None  # an older trace: no start
