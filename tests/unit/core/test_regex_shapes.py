@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import itertools
 import pkgutil
 import re
 from collections.abc import Iterator
@@ -26,7 +27,8 @@ from typing import Any
 import pytest
 
 import kubectl_tao
-from kubectl_tao.core import causes, names, nccldebug
+from kubectl_tao.core import causes, names, nccldebug, redact
+from kubectl_tao.core.redact import _Lazy
 from kubectl_tao.core.valueclass import Value
 
 _REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT}
@@ -103,26 +105,70 @@ def _delimiters(body: Any) -> set[int]:
     return out
 
 
+def _marks(body: Any) -> list[frozenset[int]]:
+    """The characters each required single-character item of BODY can be, one set per item (a literal: one
+    character; a class: its sample characters), through plain groups: every match of BODY holds one of each."""
+    out: list[frozenset[int]] = []
+    for op, av in body:
+        char = _required_char(op, av)
+        if char is not None:
+            out.append(char)
+        elif op is sre.SUBPATTERN:
+            out += _marks(av[3])
+        elif op in _REPEATS and av[0] >= 1:
+            out += _marks(av[2])
+    return out
+
+
+def _always(op: Any, av: Any) -> bool:
+    """Whether the item always matches where it is tried (it may match nothing: an optional repetition)."""
+    if op in _REPEATS:
+        return av[0] == 0
+    if op is sre.SUBPATTERN:
+        return all(_always(o, a) for o, a in av[3])
+    return False
+
+
+def _ended(items: Any) -> list[Any]:
+    """The repetitions of ITEMS (one sequence) whose extent is fixed by where they start: a required character
+    they cannot take comes right after them (`\\([^)]*\\)`: the run ends at the first ')', and nowhere else)."""
+    items = list(items)
+    out = []
+    for (op, av), (next_op, next_av) in itertools.pairwise(items):
+        after = _required_char(next_op, next_av)
+        if op in _REPEATS and after is not None and not after & _eats(av[2]):
+            out.append(av[2])
+    return out
+
+
 def _repetitions(parsed: Any) -> Iterator[Any]:
+    fixed = {id(body) for body in _ended(parsed)}
     for op, av in parsed:
-        if op in _REPEATS and av[1] > 1:
+        if op in _REPEATS and av[1] > 1 and id(av[2]) not in fixed:
             yield av[2]
         for child in _children(op, av):
             yield from _repetitions(child)
 
 
-def nested_repetition(parsed: Any) -> bool:
+def nested_repetition(parsed: Any, *, final: bool = False) -> bool:
     """Whether a repetition that can match more than once sits inside one without an upper bound, with nothing
-    that splits the turns: a turn is fixed when it must hold a literal character the inner run cannot consume
-    (`(?:\\.[a-z]+)*` is safe: each turn starts at a dot, and `[a-z]+` takes no dot)."""
-    for op, av in parsed:
-        if op in _REPEATS and av[1] == sre.MAXREPEAT:
+    that splits the turns: a turn is fixed when it must hold a character the inner run cannot consume
+    (`(?:\\.[a-z]+)*` is safe: each turn starts at a dot, and `[a-z]+` takes no dot; `(?:[a-z]+[-_])*` too: each turn
+    ends at a '-' or '_'); an inner run adds no way to split when a required character it cannot take comes right
+    after it (`(?:\\$\\([^)]*\\)|.)+`: the run ends at the first ')'). FINAL: a match may end where the pattern
+    ends (search, match, finditer; not fullmatch): an unbounded repetition after which nothing can fail is never
+    backtracked into, its turns never split again."""
+    items = list(parsed)
+    for i, (op, av) in enumerate(items):
+        last = final and all(_always(o, a) for o, a in items[i + 1 :])
+        if op in _REPEATS and av[1] == sre.MAXREPEAT and not last:
             body = av[2]
-            marks = _delimiters(body)
+            marks = [frozenset({c}) for c in _delimiters(body)] + _marks(body)
             for inner in _repetitions(body):
-                if not any(not may_consume(inner, mark) for mark in marks):
+                if not any(not (mark & _eats(inner)) for mark in marks):
                     return True
-        if any(nested_repetition(child) for child in _children(op, av)):
+        inner_final = last and (op not in _REPEATS or av[0] <= 1)
+        if any(nested_repetition(child, final=inner_final) for child in _children(op, av)):
             return True
     return False
 
@@ -175,52 +221,65 @@ def _apart(a: _Run, b_eats: frozenset[int], b_turn: frozenset[int]) -> bool:
 
 
 class _Walk:
-    def __init__(self) -> None:
+    def __init__(self, multiline: bool = False) -> None:
         self.found: list[str] = []
         self.keys = 0
+        self.multiline = multiline
 
     def run(self, what: str, eats: frozenset[int]) -> _Run:
         self.keys += 1
         return _Run(self.keys, what, eats)
 
-    def seq(self, items: Any, runs: list[_Run], guard: frozenset[int] | None = None) -> list[_Run]:
-        for op, av in items:
+    def seq(
+        self, items: Any, runs: list[_Run], guard: frozenset[int] | None = None, final: bool = False
+    ) -> list[_Run]:
+        """Walk ITEMS after RUNS; GUARD: the characters that cannot stand before the next item (a lookbehind or
+        a word boundary just passed); FINAL: nothing after ITEMS can fail (the match may end there)."""
+        items = list(items)
+        for i, (op, av) in enumerate(items):
+            last = final and all(_always(o, a) for o, a in items[i + 1 :])
             char = _required_char(op, av)
             next_guard = None
             if char is not None:
                 runs = [_Run(r.key, r.what, r.eats, [[*way, char] for way in r.since]) for r in runs]
             elif op is sre.SUBPATTERN:
-                runs = self.seq(av[3], runs, guard)
+                runs = self.seq(av[3], runs, guard, last)
             elif op is sre.BRANCH:
                 merged: dict[int, _Run] = {}
                 for alternative in av[1]:
-                    for r in self.seq(alternative, runs, guard):
+                    for r in self.seq(alternative, runs, guard, last):
                         if r.key in merged:
                             merged[r.key].since += r.since
                         else:
                             merged[r.key] = _Run(r.key, r.what, r.eats, list(r.since))
                 runs = list(merged.values())
             elif op in _REPEATS:
-                runs = self.repeat(av, runs, guard)
+                runs = self.repeat(av, runs, guard, last)
             elif op is sre.AT and av is sre.AT_BOUNDARY:
                 next_guard = _WORD_CHARS
+            elif op is sre.AT and av is sre.AT_BEGINNING and self.multiline:
+                next_guard = _ANY - {ord("\n")}  # a line's start: only a line break stands before it
             elif op is sre.ASSERT_NOT and av[0] == -1:
                 next_guard = _eats(av[1])
             elif op in (sre.ASSERT, sre.ASSERT_NOT):
-                self.seq(av[1], runs)
+                ahead = av[0] != -1
+                self.seq(av[1], runs, guard if ahead else None)
+                next_guard = guard if ahead else None  # a lookahead takes no character: the guard still holds
+            if next_guard is None and guard is not None and _keeps(guard, op, av):
+                next_guard = guard
             guard = next_guard
         return runs
 
-    def repeat(self, av: Any, runs: list[_Run], guard: frozenset[int] | None) -> list[_Run]:
+    def repeat(self, av: Any, runs: list[_Run], guard: frozenset[int] | None, final: bool = False) -> list[_Run]:
         low, high, body = av
-        if high > RUN:
+        if high > RUN and not final:  # a final run ends the match: a search never reads it again
             eats = _eats(body)
             turn = frozenset(_delimiters(body))
             guarded = guard is not None and eats <= guard and (guard is not _WORD_CHARS or low >= 1)
             if not guarded:
                 self.found += [f"{a.what}, then {_shown(body)}" for a in runs if not _apart(a, eats, turn)]
         # one turn: the runs inside it, checked against the earlier ones
-        after = self.seq(body, runs, None if high > RUN else guard)
+        after = self.seq(body, runs, None if high > RUN else guard, final and low <= 1)
         if low >= 1:
             out = after  # what a turn requires stands between the earlier runs and the next
         else:
@@ -229,42 +288,59 @@ class _Walk:
         return [*out, self.run(_shown(body), _eats(body))] if high > RUN else out
 
 
+def _keeps(guard: frozenset[int], op: Any, av: Any) -> bool:
+    """Whether a guard (GUARD: the characters that cannot stand before a match's start) still fixes where a later
+    run starts after the item OP AV: every character the item takes is one of GUARD, so a second start inside
+    what it took is refused by the guard (`(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]+`; after `\\b`: a required
+    word character only)."""
+    if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+        return False
+    if guard is _WORD_CHARS and _required_char(op, av) is None:
+        return False
+    return _eats([(op, av)]) <= guard
+
+
 def _shown(parsed: Any) -> str:
     return str(parsed)[:60]
 
 
-def search_runs(pattern: str, flags: int = 0, *, anchored: bool = False) -> list[str]:
+def search_runs(pattern: str, flags: int = 0, *, anchored: bool = False, final: bool = True) -> list[str]:
     """The pairs of runs of PATTERN that make one search superlinear in the line (a search starts at every
-    position, as a run of its own; ANCHORED: one start, as fullmatch and match make), or []."""
+    position, as a run of its own; ANCHORED: one start, as fullmatch and match make), or []. FINAL: a match may
+    end where the pattern ends (not so for fullmatch, which then requires the end of the text)."""
     parsed = sre_parse.parse(pattern, flags)
     items = list(parsed)
     at_start = bool(items) and items[0][0] is sre.AT and items[0][1] in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING)
-    walk = _Walk()
-    one_start = anchored or (at_start and not flags & re.MULTILINE)
+    multiline = bool(parsed.state.flags & re.MULTILINE)  # (?m) written in the pattern too
+    walk = _Walk(multiline)
+    one_start = anchored or (at_start and not multiline)
     starts = [] if one_start else [walk.run("a search from every position", _ANY)]
-    walk.seq(parsed, starts)
+    walk.seq(parsed, starts, None, final)
     return walk.found
 
 
-def _patterns_in(value: Any, seen: set[int], depth: int = 0) -> Iterator[re.Pattern[str]]:
+def _patterns_in(value: Any, seen: set[int], depth: int = 0, *, lazy: bool = False) -> Iterator[re.Pattern[str]]:
     if id(value) in seen or depth > 6:
         return
     seen.add(id(value))
     if isinstance(value, re.Pattern):
         yield value
+    elif lazy and isinstance(value, _Lazy):  # compiled here from its arguments: the module's own copy stays uncompiled
+        yield re.compile(*value._args)
     elif isinstance(value, (tuple, list, frozenset, set)):
         for item in value:
-            yield from _patterns_in(item, seen, depth + 1)
+            yield from _patterns_in(item, seen, depth + 1, lazy=lazy)
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _patterns_in(item, seen, depth + 1)
+            yield from _patterns_in(item, seen, depth + 1, lazy=lazy)
     elif isinstance(value, Value):  # every record class of the package (causes' Cause and Sign among them)
         for item in value.as_dict().values():
-            yield from _patterns_in(item, seen, depth + 1)
+            yield from _patterns_in(item, seen, depth + 1, lazy=lazy)
 
 
-def module_patterns() -> dict[str, re.Pattern[str]]:
-    """Every compiled pattern a kubectl_tao module holds at its top level (directly or in its tables)."""
+def module_patterns(*, lazy: bool = False) -> dict[str, re.Pattern[str]]:
+    """Every compiled pattern a kubectl_tao module holds at its top level (directly or in its tables); LAZY: the
+    redactor's lazily compiled ones (core/redact.py's _Lazy) too."""
     found: dict[str, re.Pattern[str]] = {}
     for info in pkgutil.walk_packages(kubectl_tao.__path__, "kubectl_tao."):
         module = importlib.import_module(info.name)
@@ -272,7 +348,7 @@ def module_patterns() -> dict[str, re.Pattern[str]]:
         for name, value in vars(module).items():
             if getattr(value, "__module__", info.name) != info.name and isinstance(value, type):
                 continue
-            for pattern in _patterns_in(value, seen):
+            for pattern in _patterns_in(value, seen, lazy=lazy):
                 found.setdefault(f"{info.name}.{name}: {pattern.pattern[:80]}", pattern)
     return found
 
@@ -312,6 +388,23 @@ def one_start(where: str) -> bool:
     return bool(used) and used <= {"fullmatch", "match"}
 
 
+def ways(where: str) -> list[tuple[bool, bool]]:
+    """The ways the pattern named by WHERE is tried, as (anchored, final) for search_runs: from every position
+    where it is searched (a match may end where the pattern ends); from one where it is only matched, or may be
+    (passed on as a value, it may be fullmatched: then the end of the text follows the pattern)."""
+    name = where.split(":", 1)[0].rsplit(".", 1)[1]
+    used = _uses(name)
+    if one_start(where):
+        return [(True, "fullmatch" not in used)]
+    return [(False, True), *([(True, False)] if used & {"fullmatch", "value"} or not used else [])]
+
+
+def may_end_anywhere(where: str) -> bool:
+    """Whether every use of the pattern named by WHERE lets a match end where the pattern ends (no fullmatch)."""
+    used = _uses(where.split(":", 1)[0].rsplit(".", 1)[1])
+    return bool(used) and not used & {"fullmatch", "value"}
+
+
 def test_the_shape_check_finds_nested_repetition() -> None:
     def bad(p: str) -> bool:
         return nested_repetition(sre_parse.parse(p))
@@ -321,13 +414,53 @@ def test_the_shape_check_finds_nested_repetition() -> None:
     assert not bad(r"(?:\[[\d,]+\], )*x")  # the inner run is bounded by the brackets: once per outer turn
 
 
+def test_the_shape_check_knows_what_splits_turns_and_where_nothing_is_backtracked() -> None:
+    def bad(p: str, *, final: bool = False) -> bool:
+        return nested_repetition(sre_parse.parse(p), final=final)
+
+    # a class every turn holds, that the inner run cannot take, splits the turns as a literal does
+    assert not bad(r"--(?:[a-z0-9]+[-_])*token") and bad(r"--(?:[a-z0-9]+[-_]?)*token")
+    # a run a required character it cannot take ends has one extent per start: `$(...)` read once per turn
+    assert not bad(r"(?:\$\([^)]*\)|[^\s])+x") and bad(r"(?:\$\([^)]*\)?|[^\s])+x")
+    # the last repetition of a search (nothing after it can fail) is never backtracked into; fullmatch is not so
+    assert not bad(r"(a+)+", final=True) and bad(r"(a+)+") and bad(r"(a+)+$", final=True)
+    assert not bad(r"x(?:\w+\s?)*(?:y)?", final=True) and bad(r"x(?:\w+\s?)*(?!y)", final=True)
+
+
+def test_the_shape_check_knows_a_guard_held_through_a_prefix_and_a_run_that_ends_the_match() -> None:
+    def bad(p: str, **how: bool) -> bool:
+        return bool(search_runs(p, **how))
+
+    # a lookbehind holds through a prefix of characters it refuses: a second start inside the token is refused
+    assert not bad(r"(?<![A-Za-z0-9_-])(eyJ[A-Za-z0-9_-]{8,}\.x)") and bad(r"(eyJ[A-Za-z0-9_-]{8,}\.x)")
+    assert bad(r"(?<![A-Za-z0-9])(eyJ[A-Za-z0-9_-]{8,}\.x)")  # '_' and '-' pass the guard: starts inside
+    assert not bad(r"(?<![\w-])ab(?=[a-z]*y)[a-z]+x") and bad(r"ab(?=[a-z]*y)[a-z]+x")  # through a lookahead too
+    assert not bad(r"\bab\w+x") and bad(r"\bab[\w-]+x")
+    # a line start (multi-line) is a guard: only a line break stands before it
+    assert not bad(r"(?m)^[ \t]*x") and bad(r"(?m)[ \t]*x") and not bad(r"^[ \t]*x")
+    # a run that ends the match is never read again by a search: the match takes what it read
+    assert not bad(r"nvapi-[A-Za-z0-9_-]{20,}") and bad(r"nvapi-[A-Za-z0-9_-]{20,}(?![A-Za-z0-9])")
+    assert not bad(r"x[^\n]*(?:y)?") and bad(r"x[^\n]*y")
+    # under fullmatch the end of the text follows the pattern: the last run can fail and be tried again
+    assert not bad(r"\w+\w+", anchored=True) and bad(r"\w+\w+", anchored=True, final=False)
+
+
 def test_no_module_pattern_nests_an_unbounded_repetition() -> None:
-    patterns = module_patterns()
+    lazy = [v for v in vars(redact).values() if isinstance(v, _Lazy)]
+    compiled = [rx._compiled for rx in lazy]
+    patterns = module_patterns(lazy=True)
+    assert [rx._compiled for rx in lazy] == compiled  # walked from their arguments, none compiled in the module
     assert len(patterns) > 50  # the walk reached the modules' tables, not only their names
     assert any(where.startswith("kubectl_tao.progress.") for where in patterns)  # the feature packages too
     found = {id(p) for p in patterns.values()}
     assert all(id(sign.pattern) in found for cause in causes.CAUSES for sign in cause.signs)  # inside records too
-    nested = [where for where, p in patterns.items() if nested_repetition(sre_parse.parse(p.pattern, p.flags))]
+    assert len([w for w in patterns if w.startswith("kubectl_tao.core.redact.")]) > 100  # the redactor's too
+    assert any(where.startswith("kubectl_tao.core.redact._TOKEN_RULES: ") for where in patterns)  # in tables too
+    nested = [
+        where
+        for where, p in patterns.items()
+        if nested_repetition(sre_parse.parse(p.pattern, p.flags), final=may_end_anywhere(where))
+    ]
     assert nested == []
 
 
@@ -355,10 +488,12 @@ def test_no_module_pattern_lets_a_search_read_a_line_more_than_once_per_run() ->
     starts = {where: one_start(where) for where in patterns}
     assert starts["kubectl_tao.core.names.DNS_LABEL_RE: " + names.DNS_LABEL_RE.pattern[:80]]  # fullmatch only
     assert not any(starts[w] for w in patterns if w.startswith("kubectl_tao.core.causes.CAUSES"))  # searched
+    assert ways("kubectl_tao.core.redact._TOKEN_RULES: x") == [(False, True), (True, False)]  # finditer, fullmatch
     superlinear = {
         where: found
         for where, p in patterns.items()
-        if (found := search_runs(p.pattern, p.flags, anchored=starts[where]))
+        for anchored, final in ways(where)
+        if (found := search_runs(p.pattern, p.flags, anchored=anchored, final=final))
     }
     assert superlinear == {}
 
