@@ -211,11 +211,56 @@ def _required_char(op: Any, av: Any) -> frozenset[int] | None:
     return None
 
 
-def _apart(a: _Run, b_eats: frozenset[int], b_turn: frozenset[int]) -> bool:
+def _starts(items: Any) -> tuple[frozenset[int], bool]:
+    """The sample characters a match of ITEMS can start with, and whether it may match nothing."""
+    out: frozenset[int] = frozenset()
+    for op, av in items:
+        char = _required_char(op, av)
+        if char is not None:
+            return out | char, False
+        if op is sre.SUBPATTERN:
+            first, empty = _starts(av[3])
+        elif op is sre.BRANCH:
+            parts = [_starts(alternative) for alternative in av[1]]
+            first, empty = frozenset().union(*(f for f, _ in parts)), any(e for _, e in parts)
+        elif op in _REPEATS:
+            first, empty = _starts(av[2])
+            empty = empty or av[0] == 0
+        elif op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+            continue  # takes no character
+        else:
+            return _ANY, False  # not read here: anything
+        out |= first
+        if not empty:
+            return out, False
+    return out, True
+
+
+def _refuses_pair(body: Any, first: int, second: int) -> bool:
+    """Whether a repetition of BODY can never read FIRST followed by SECOND: each turn takes one character, and a
+    turn that takes FIRST forbids SECOND after it (`(?:[^)$]|\\$(?!\\())*` never reads `$(`)."""
+    items = list(body)
+    alternatives = items[0][1][1] if len(items) == 1 and items[0][0] is sre.BRANCH else [items]
+    for alternative in alternatives:
+        turn = list(alternative)
+        char = _required_char(*turn[0]) if turn else None
+        if char is None or len(turn) > 2:
+            return False
+        if first not in char:
+            continue
+        if len(turn) == 1:
+            return False
+        op, av = turn[1]
+        if not (op is sre.ASSERT_NOT and av[0] == 1 and second in _eats(av[1]) and len(list(av[1])) == 1):
+            return False
+    return True
+
+
+def _apart(a: _Run, b_eats: frozenset[int], b_turn: frozenset[int], b_first: frozenset[int] = _ANY) -> bool:
     """Whether run B, entered after run A, starts where A's run lets it start once: they take no character in
-    common, or on every way from A to B a character stands that one of them cannot take, or each turn of B
-    holds a character A cannot take."""
-    if not a.eats & b_eats or b_turn - a.eats:
+    common (or A takes no character B starts with: B starts where A stops), or on every way from A to B a
+    character stands that one of them cannot take, or each turn of B holds a character A cannot take."""
+    if not a.eats & b_eats or not a.eats & b_first or b_turn - a.eats:
         return True
     return all(any(not item & a.eats or not item & b_eats for item in way) for way in a.since)
 
@@ -254,7 +299,12 @@ class _Walk:
                             merged[r.key] = _Run(r.key, r.what, r.eats, list(r.since))
                 runs = list(merged.values())
             elif op in _REPEATS:
-                runs = self.repeat(av, runs, guard, last)
+                behind = [_required_char(*item) for item in items[max(0, i - 2) : i]]
+                fixed = (
+                    len(behind) == 2 and all(c is not None and len(c) == 1 for c in behind)
+                    and _refuses_pair(av[2], *(min(c) for c in behind if c is not None))
+                )  # the run starts right after two characters it never reads in a row: one start per pair
+                runs = self.repeat(av, runs, _ANY if fixed else guard, last)
             elif op is sre.AT and av is sre.AT_BOUNDARY:
                 next_guard = _WORD_CHARS
             elif op is sre.AT and av is sre.AT_BEGINNING and self.multiline:
@@ -275,9 +325,10 @@ class _Walk:
         if high > RUN and not final:  # a final run ends the match: a search never reads it again
             eats = _eats(body)
             turn = frozenset(_delimiters(body))
+            first, _ = _starts(body)
             guarded = guard is not None and eats <= guard and (guard is not _WORD_CHARS or low >= 1)
             if not guarded:
-                self.found += [f"{a.what}, then {_shown(body)}" for a in runs if not _apart(a, eats, turn)]
+                self.found += [f"{a.what}, then {_shown(body)}" for a in runs if not _apart(a, eats, turn, first)]
         # one turn: the runs inside it, checked against the earlier ones
         after = self.seq(body, runs, None if high > RUN else guard, final and low <= 1)
         if low >= 1:
@@ -441,6 +492,10 @@ def test_the_shape_check_knows_a_guard_held_through_a_prefix_and_a_run_that_ends
     # a run that ends the match is never read again by a search: the match takes what it read
     assert not bad(r"nvapi-[A-Za-z0-9_-]{20,}") and bad(r"nvapi-[A-Za-z0-9_-]{20,}(?![A-Za-z0-9])")
     assert not bad(r"x[^\n]*(?:y)?") and bad(r"x[^\n]*y")
+    # a run right after two characters it never reads in a row (`$(` in a shell word) starts once per pair
+    assert not bad(r"\$\((?:[^)$\n]|\$(?!\())*\)") and bad(r"\$\((?:[^)\n]|\$)*\)")
+    # a run that starts with no character the run before it takes starts where that one stops
+    assert not bad(r"\s+(?:\$\([^)]*\)|[^\s])+x", anchored=True) and bad(r"\s+(?:\$\([^)]*\)|[^x])+x", anchored=True)
     # under fullmatch the end of the text follows the pattern: the last run can fail and be tried again
     assert not bad(r"\w+\w+", anchored=True) and bad(r"\w+\w+", anchored=True, final=False)
 
