@@ -16,7 +16,7 @@ import itertools
 import pkgutil
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 # the parser's public names moved into re's private modules in 3.11; nothing here changes a pattern
@@ -201,6 +201,7 @@ class _Run:
     # what stands between it and the point reached, one list per way there: the characters each required
     # single-character item on that way can be (a literal: one)
     since: list[list[frozenset[int]]] = field(default_factory=lambda: [[]])
+    marks: tuple[frozenset[int], ...] = ()  # what each of its turns holds: one of each set (see _marks)
 
 
 def _required_char(op: Any, av: Any) -> frozenset[int] | None:
@@ -259,8 +260,11 @@ def _refuses_pair(body: Any, first: int, second: int) -> bool:
 def _apart(a: _Run, b_eats: frozenset[int], b_turn: frozenset[int], b_first: frozenset[int] = _ANY) -> bool:
     """Whether run B, entered after run A, starts where A's run lets it start once: they take no character in
     common (or A takes no character B starts with: B starts where A stops), or on every way from A to B a
-    character stands that one of them cannot take, or each turn of B holds a character A cannot take."""
+    character stands that one of them cannot take, or each turn of B holds a character A cannot take, or each
+    turn of A one B cannot take (B read from each of A's turn ends reads within one turn)."""
     if not a.eats & b_eats or not a.eats & b_first or b_turn - a.eats:
+        return True
+    if any(not mark & b_eats for mark in a.marks):  # B, started at a turn's end, stops in the next turn
         return True
     return all(any(not item & a.eats or not item & b_eats for item in way) for way in a.since)
 
@@ -270,10 +274,28 @@ class _Walk:
         self.found: list[str] = []
         self.keys = 0
         self.multiline = multiline
+        self.groups: dict[int, Any] = {}  # what each group holds, for a backreference to it
 
-    def run(self, what: str, eats: frozenset[int]) -> _Run:
+    def start_guard(self, alternative: Any) -> frozenset[int] | None:
+        """The characters that cannot stand before where ALTERNATIVE, one zero-width item, lets a match go on
+        (`^`: any, or any but a line break; `(?<![x])`: x; `(?<=[x])`: any but x), or None."""
+        items = list(alternative)
+        if len(items) != 1:
+            return None
+        op, av = items[0]
+        if op is sre.AT and av is sre.AT_BEGINNING:
+            return _ANY - {ord("\n")} if self.multiline else _ANY
+        if op is sre.AT and av is sre.AT_BEGINNING_STRING:
+            return _ANY
+        if op in (sre.ASSERT, sre.ASSERT_NOT) and av[0] == -1 and len(list(av[1])) == 1:
+            char = _required_char(*next(iter(av[1])))
+            if char is not None:
+                return char if op is sre.ASSERT_NOT else _ANY - char
+        return None
+
+    def run(self, what: str, eats: frozenset[int], marks: tuple[frozenset[int], ...] = ()) -> _Run:
         self.keys += 1
-        return _Run(self.keys, what, eats)
+        return _Run(self.keys, what, eats, marks=marks)
 
     def seq(
         self, items: Any, runs: list[_Run], guard: frozenset[int] | None = None, final: bool = False
@@ -286,9 +308,16 @@ class _Walk:
             char = _required_char(op, av)
             next_guard = None
             if char is not None:
-                runs = [_Run(r.key, r.what, r.eats, [[*way, char] for way in r.since]) for r in runs]
+                runs = [replace(r, since=[[*way, char] for way in r.since]) for r in runs]
             elif op is sre.SUBPATTERN:
+                if av[0] is not None:
+                    self.groups[av[0]] = av[3]
                 runs = self.seq(av[3], runs, guard, last)
+            elif op is sre.GROUPREF:  # what the group holds: each of its required characters
+                for char in _marks(self.groups.get(av, [])):
+                    runs = [replace(r, since=[[*way, char] for way in r.since]) for r in runs]
+            elif op is sre.BRANCH and (starts := [self.start_guard(alt) for alt in av[1]]) and None not in starts:
+                next_guard = frozenset.intersection(*(g for g in starts if g is not None))  # `(?:^|(?<=[;|]))`
             elif op is sre.BRANCH:
                 merged: dict[int, _Run] = {}
                 for alternative in av[1]:
@@ -296,7 +325,7 @@ class _Walk:
                         if r.key in merged:
                             merged[r.key].since += r.since
                         else:
-                            merged[r.key] = _Run(r.key, r.what, r.eats, list(r.since))
+                            merged[r.key] = replace(r, since=list(r.since))
                 runs = list(merged.values())
             elif op in _REPEATS:
                 behind = [_required_char(*item) for item in items[max(0, i - 2) : i]]
@@ -330,13 +359,16 @@ class _Walk:
             if not guarded:
                 self.found += [f"{a.what}, then {_shown(body)}" for a in runs if not _apart(a, eats, turn, first)]
         # one turn: the runs inside it, checked against the earlier ones
-        after = self.seq(body, runs, None if high > RUN else guard, final and low <= 1)
+        # a guarded run's every character is refused before a start: no other start reads inside it
+        inner_guard = guard if high <= RUN or (high > RUN and guard is not None and _eats(body) <= guard
+                                               and guard is not _WORD_CHARS) else None
+        after = self.seq(body, runs, inner_guard, final and low <= 1)
         if low >= 1:
             out = after  # what a turn requires stands between the earlier runs and the next
         else:
             known = {r.key for r in runs}
             out = [*runs, *(r for r in after if r.key not in known)]
-        return [*out, self.run(_shown(body), _eats(body))] if high > RUN else out
+        return [*out, self.run(_shown(body), _eats(body), tuple(_marks(body)))] if high > RUN else out
 
 
 def _keeps(guard: frozenset[int], op: Any, av: Any) -> bool:
