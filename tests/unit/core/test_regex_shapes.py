@@ -528,6 +528,10 @@ def test_the_shape_check_knows_a_guard_held_through_a_prefix_and_a_run_that_ends
     assert not bad(r"\$\((?:[^)$\n]|\$(?!\())*\)") and bad(r"\$\((?:[^)\n]|\$)*\)")
     # a run that starts with no character the run before it takes starts where that one stops
     assert not bad(r"\s+(?:\$\([^)]*\)|[^\s])+x", anchored=True) and bad(r"\s+(?:\$\([^)]*\)|[^x])+x", anchored=True)
+    # a backreference holds what its group holds: `"` between a run of blanks and a run that takes no `"`
+    assert not bad(r'(")\s*\1[^"]*x', anchored=True) and bad(r'(.)\s*\1[^"]*x', anchored=True)
+    # alternatives that are each a guard guard together: a command's start after `;` or `|`, or the text's start
+    assert not bad(r"(?:^|(?<=[;|]))[ \t]*echo") and bad(r"(?:^|(?<=[ ;|]))[ \t]*echo") and bad(r"(?:^|x)[ \t]*echo")
     # under fullmatch the end of the text follows the pattern: the last run can fail and be tried again
     assert not bad(r"\w+\w+", anchored=True) and bad(r"\w+\w+", anchored=True, final=False)
 
