@@ -237,10 +237,47 @@ def _starts(items: Any) -> tuple[frozenset[int], bool]:
     return out, True
 
 
+def _char_items(items: Any) -> list[tuple[frozenset[int], int, int]] | None:
+    """ITEMS as (characters, fewest, most) when each is one character or a repetition of one, else None."""
+    out = []
+    for op, av in items:
+        char = _required_char(op, av)
+        if char is not None:
+            out.append((char, 1, 1))
+            continue
+        inner = list(av[2]) if op in _REPEATS else []
+        char = _required_char(*inner[0]) if len(inner) == 1 else None
+        if char is None:
+            return None
+        out.append((char, av[0], av[1]))
+    return out
+
+
+def _reads_pair(turn: list[tuple[frozenset[int], int, int]], first: int, second: int) -> bool:
+    """Whether repeated turns of TURN (see _char_items) can read FIRST then SECOND: within one item, from an item to
+    the next one that is not skipped, or from a turn's end to the next turn's start."""
+    n = len(turn)
+    for i, (chars, _, most) in enumerate(turn):
+        if first not in chars:
+            continue
+        if most > 1 and second in chars:
+            return True
+        for step in range(1, 2 * n + 1):  # the items after it, into the next turn
+            nxt, fewest, _ = turn[(i + step) % n]
+            if second in nxt:
+                return True
+            if fewest >= 1:
+                break
+    return False
+
+
 def _refuses_pair(body: Any, first: int, second: int) -> bool:
     """Whether a repetition of BODY can never read FIRST followed by SECOND: each turn takes one character, and a
     turn that takes FIRST forbids SECOND after it (`(?:[^)$]|\\$(?!\\())*` never reads `$(`)."""
     items = list(body)
+    chars = _char_items(items)
+    if chars is not None:  # a turn of single characters and runs of them: `(?:[a-z0-9]+-)*` never reads `--`
+        return not _reads_pair(chars, first, second)
     alternatives = items[0][1][1] if len(items) == 1 and items[0][0] is sre.BRANCH else [items]
     for alternative in alternatives:
         turn = list(alternative)
@@ -274,6 +311,7 @@ class _Walk:
         self.found: list[str] = []
         self.keys = 0
         self.multiline = multiline
+        self.dotall = False
         self.groups: dict[int, Any] = {}  # what each group holds, for a backreference to it
 
     def start_guard(self, alternative: Any) -> frozenset[int] | None:
@@ -298,10 +336,13 @@ class _Walk:
         return _Run(self.keys, what, eats, marks=marks)
 
     def seq(
-        self, items: Any, runs: list[_Run], guard: frozenset[int] | None = None, final: bool = False
+        self, items: Any, runs: list[_Run], guard: frozenset[int] | None = None, final: bool = False,
+        pair: tuple[int, int] | None = None, ends: bool = False,
     ) -> list[_Run]:
         """Walk ITEMS after RUNS; GUARD: the characters that cannot stand before the next item (a lookbehind or
-        a word boundary just passed); FINAL: nothing after ITEMS can fail (the match may end there)."""
+        a word boundary just passed); FINAL: nothing after ITEMS can fail (the match may end there); PAIR: the
+        last two literal characters passed, when nothing since took the first; ENDS: what follows ITEMS
+        matches at the end of the text."""
         items = list(items)
         for i, (op, av) in enumerate(items):
             last = final and all(_always(o, a) for o, a in items[i + 1 :])
@@ -312,7 +353,7 @@ class _Walk:
             elif op is sre.SUBPATTERN:
                 if av[0] is not None:
                     self.groups[av[0]] = av[3]
-                runs = self.seq(av[3], runs, guard, last)
+                runs = self.seq(av[3], runs, guard, last, pair, ends and _ends(items[i + 1 :]))
             elif op is sre.GROUPREF:  # what the group holds: each of its required characters
                 for char in _marks(self.groups.get(av, [])):
                     runs = [replace(r, since=[[*way, char] for way in r.since]) for r in runs]
@@ -321,19 +362,18 @@ class _Walk:
             elif op is sre.BRANCH:
                 merged: dict[int, _Run] = {}
                 for alternative in av[1]:
-                    for r in self.seq(alternative, runs, guard, last):
+                    for r in self.seq(alternative, runs, guard, last, pair, ends and _ends(items[i + 1 :])):
                         if r.key in merged:
                             merged[r.key].since += r.since
                         else:
                             merged[r.key] = replace(r, since=list(r.since))
                 runs = list(merged.values())
             elif op in _REPEATS:
-                behind = [_required_char(*item) for item in items[max(0, i - 2) : i]]
-                fixed = (
-                    len(behind) == 2 and all(c is not None and len(c) == 1 for c in behind)
-                    and _refuses_pair(av[2], *(min(c) for c in behind if c is not None))
-                )  # the run starts right after two characters it never reads in a row: one start per pair
-                runs = self.repeat(av, runs, _ANY if fixed else guard, last)
+                # after two characters it never reads in a row, with nothing since that takes the first: the run's
+                # starts read apart (a second start's pair would be inside the first's run)
+                fixed = pair is not None and _refuses_pair(av[2], *pair)
+                reaches_end = self.dotall and list(av[2]) == [(sre.ANY, None)] and ends and _ends(items[i + 1 :])
+                runs = self.repeat(av, runs, _ANY if fixed else guard, last or reaches_end)
             elif op is sre.AT and av is sre.AT_BOUNDARY:
                 next_guard = _WORD_CHARS
             elif op is sre.AT and av is sre.AT_BEGINNING and self.multiline:
@@ -347,6 +387,11 @@ class _Walk:
             if next_guard is None and guard is not None and _keeps(guard, op, av):
                 next_guard = guard
             guard = next_guard
+            before = _required_char(*items[i - 1]) if i else None
+            if char is not None and before is not None and len(char) == len(before) == 1:
+                pair = (min(before), min(char))
+            elif pair is not None and may_consume([(op, av)], pair[0]):
+                pair = None
         return runs
 
     def repeat(self, av: Any, runs: list[_Run], guard: frozenset[int] | None, final: bool = False) -> list[_Run]:
@@ -369,6 +414,20 @@ class _Walk:
             known = {r.key for r in runs}
             out = [*runs, *(r for r in after if r.key not in known)]
         return [*out, self.run(_shown(body), _eats(body), tuple(_marks(body)))] if high > RUN else out
+
+
+def _ends(items: Any) -> bool:
+    """Whether ITEMS match at the end of the text: each may match nothing, is an end (`$`, `\\Z`), or has such an
+    alternative (`(?:-----END|\\Z)`)."""
+    for op, av in items:
+        if _always(op, av) or (op is sre.AT and av in (sre.AT_END, sre.AT_END_STRING)):
+            continue
+        if op is sre.SUBPATTERN and _ends(av[3]):
+            continue
+        if op is sre.BRANCH and any(_ends(alternative) for alternative in av[1]):
+            continue
+        return False
+    return True
 
 
 def _keeps(guard: frozenset[int], op: Any, av: Any) -> bool:
@@ -396,9 +455,10 @@ def search_runs(pattern: str, flags: int = 0, *, anchored: bool = False, final: 
     at_start = bool(items) and items[0][0] is sre.AT and items[0][1] in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING)
     multiline = bool(parsed.state.flags & re.MULTILINE)  # (?m) written in the pattern too
     walk = _Walk(multiline)
+    walk.dotall = bool(parsed.state.flags & re.DOTALL)
     one_start = anchored or (at_start and not multiline)
     starts = [] if one_start else [walk.run("a search from every position", _ANY)]
-    walk.seq(parsed, starts, None, final)
+    walk.seq(parsed, starts, None, final, None, True)
     return walk.found
 
 
@@ -528,6 +588,12 @@ def test_the_shape_check_knows_a_guard_held_through_a_prefix_and_a_run_that_ends
     assert not bad(r"\$\((?:[^)$\n]|\$(?!\())*\)") and bad(r"\$\((?:[^)\n]|\$)*\)")
     # a run that starts with no character the run before it takes starts where that one stops
     assert not bad(r"\s+(?:\$\([^)]*\)|[^\s])+x", anchored=True) and bad(r"\s+(?:\$\([^)]*\)|[^x])+x", anchored=True)
+    # ... also when the turn is a sequence (`--` is never read by `(?:[a-z0-9]+-)*`), or the pair stands earlier with
+    # nothing since that takes its first character
+    assert not bad(r"--(?:[a-z0-9]+-)*x") and bad(r"--(?:[a-z0-9-]+-)*x") and bad(r"--(?:[a-z0-9]+-+)*x")
+    assert not bad(r"\$\{[a-z]*:?[-=]((?:[^}$]|\$(?!\{))*)\}") and bad(r"\$\{.?((?:[^}$]|\$(?!\{))*)\}")
+    # a run that takes every character, before what matches at the end of the text, always ends the match
+    assert not bad(r"(?s)BEGIN.*?(?:END|\Z)") and bad(r"(?s)BEGIN.*?END") and bad(r"BEGIN.*?(?:END|\Z)")
     # a backreference holds what its group holds: `"` between a run of blanks and a run that takes no `"`
     assert not bad(r'(")\s*\1[^"]*x', anchored=True) and bad(r'(.)\s*\1[^"]*x', anchored=True)
     # alternatives that are each a guard guard together: a command's start after `;` or `|`, or the text's start
