@@ -313,6 +313,13 @@ class _Walk:
         self.multiline = multiline
         self.dotall = False
         self.groups: dict[int, Any] = {}  # what each group holds, for a backreference to it
+        # a leading lookbehind's refused characters, the characters a match starts with, and how many characters
+        # that could start one the walk has passed (see seq)
+        self.sticky: frozenset[int] | None = None
+        self.first: frozenset[int] = _ANY
+        self.region = 0
+        self.counting = True
+        self.state: Any = None
 
     def start_guard(self, alternative: Any) -> frozenset[int] | None:
         """The characters that cannot stand before where ALTERNATIVE, one zero-width item, lets a match go on
@@ -373,7 +380,11 @@ class _Walk:
                 # starts read apart (a second start's pair would be inside the first's run)
                 fixed = pair is not None and _refuses_pair(av[2], *pair)
                 reaches_end = self.dotall and list(av[2]) == [(sre.ANY, None)] and ends and _ends(items[i + 1 :])
-                runs = self.repeat(av, runs, _ANY if fixed else guard, last or reaches_end)
+                # every character of the run is one the pattern's leading lookbehind refuses, and few places before
+                # it can start a match: a second start is refused inside the run, or is one of those few
+                sticky = self.sticky is not None and self.region <= RUN and _eats(av[2]) <= self.sticky
+                held = _ANY if fixed else self.sticky if sticky else guard
+                runs = self.repeat(av, runs, held, last or reaches_end)
             elif op is sre.AT and av is sre.AT_BOUNDARY:
                 next_guard = _WORD_CHARS
             elif op is sre.AT and av is sre.AT_BEGINNING and self.multiline:
@@ -382,11 +393,16 @@ class _Walk:
                 next_guard = _eats(av[1])
             elif op in (sre.ASSERT, sre.ASSERT_NOT):
                 ahead = av[0] != -1
+                counting, self.counting = self.counting, False
                 self.seq(av[1], runs, guard if ahead else None)
+                self.counting = counting
                 next_guard = guard if ahead else None  # a lookahead takes no character: the guard still holds
             if next_guard is None and guard is not None and _keeps(guard, op, av):
                 next_guard = guard
             guard = next_guard
+            zero_width = op in (sre.SUBPATTERN, sre.BRANCH, sre.AT, sre.ASSERT, sre.ASSERT_NOT)  # (or walked inside)
+            if self.counting and not zero_width and _eats([(op, av)]) & self.first:  # a second match could start
+                self.region += sre_parse.SubPattern(self.state, [(op, av)]).getwidth()[1]
             before = _required_char(*items[i - 1]) if i else None
             if char is not None and before is not None and len(char) == len(before) == 1:
                 pair = (min(before), min(char))
@@ -407,7 +423,9 @@ class _Walk:
         # a guarded run's every character is refused before a start: no other start reads inside it
         inner_guard = guard if high <= RUN or (high > RUN and guard is not None and _eats(body) <= guard
                                                and guard is not _WORD_CHARS) else None
+        counting, self.counting = self.counting, False  # the repetition's whole width is counted where it stands
         after = self.seq(body, runs, inner_guard, final and low <= 1)
+        self.counting = counting
         if low >= 1:
             out = after  # what a turn requires stands between the earlier runs and the next
         else:
@@ -456,6 +474,11 @@ def search_runs(pattern: str, flags: int = 0, *, anchored: bool = False, final: 
     multiline = bool(parsed.state.flags & re.MULTILINE)  # (?m) written in the pattern too
     walk = _Walk(multiline)
     walk.dotall = bool(parsed.state.flags & re.DOTALL)
+    walk.state = parsed.state
+    if items and items[0][0] is sre.ASSERT_NOT and items[0][1][0] == -1:
+        walk.sticky = _eats(items[0][1][1])
+        first, empty = _starts(items[1:])
+        walk.first = first if first and not empty else _ANY  # a match of no character (a lookahead) starts anywhere
     one_start = anchored or (at_start and not multiline)
     starts = [] if one_start else [walk.run("a search from every position", _ANY)]
     walk.seq(parsed, starts, None, final, None, True)
@@ -594,6 +617,10 @@ def test_the_shape_check_knows_a_guard_held_through_a_prefix_and_a_run_that_ends
     assert not bad(r"\$\{[a-z]*:?[-=]((?:[^}$]|\$(?!\{))*)\}") and bad(r"\$\{.?((?:[^}$]|\$(?!\{))*)\}")
     # a run that takes every character, before what matches at the end of the text, always ends the match
     assert not bad(r"(?s)BEGIN.*?(?:END|\Z)") and bad(r"(?s)BEGIN.*?END") and bad(r"BEGIN.*?(?:END|\Z)")
+    # a leading lookbehind refuses a second start inside a run of characters it refuses, whatever stands between,
+    # when few places before the run could start a match (here at most 60 quotes; then 80)
+    assert not bad(r"(?<![a-z])'?[a-z]+:") and bad(r"'?[a-z]+:") and not bad(r"(?<![a-z])'{0,60}[a-z]+:")
+    assert bad(r"(?<![a-z])'{0,40}\"{0,40}[a-z]+:") and bad(r"(?<![a-z])'?[a-z-]+:")
     # a backreference holds what its group holds: `"` between a run of blanks and a run that takes no `"`
     assert not bad(r'(")\s*\1[^"]*x', anchored=True) and bad(r'(.)\s*\1[^"]*x', anchored=True)
     # alternatives that are each a guard guard together: a command's start after `;` or `|`, or the text's start
