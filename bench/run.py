@@ -720,6 +720,58 @@ def pattern_families() -> dict[str, list[Callable[[str], object]]]:
                                         causes._RANK_PREFIX.match, causes._ERRORISH_WORDS.search]
     families["nccldebug"] = [nccldebug.read]
     families["retry: attempt history"] = [lambda line: retry.parse_history([line])]
+    families.update(redactor_families())
+    return families
+
+
+# The redactor's patterns by what they read (core/redact.py); a pattern named in none is in "other rules".
+REDACTOR_FAMILIES = {
+    "token formats": ("_TOKEN_RULES", "_TOKEN_HINT_RE", "_SPLIT_TOKEN_RE", "_PRIVATE_KEY_RE", "_BASE64_RE"),
+    "URLs and headers": ("_PRESIGNED_RE", "_URL_USERINFO_RE", "_AUTH_HEADER_RE", "_BEARER_RE", "_HEADER_FLAG_RE",
+                         "_USER_FLAG_RE"),
+    "named values": ("_FLAG_RE", "_FROM_LITERAL_RE", "_ASSIGN_RE", "_INI_RE", "_JSON_KEY_RE", "_DICT_KEY_RE",
+                     "_ENV_PAIR_RE", "_COLON_RE", "_INLINE_COLON_RE", "_VALUE_RUN_RE", "_QUOTED_ASSIGN_RE",
+                     "_SUBSCRIPT_RE", "_SETENV_RE", "_KAGGLE_KEY_RE", "_NETRC_RE", "_AWS_CONFIGURE_RE",
+                     "_JAVA_PROPERTY_RE"),
+    "command forms": ("_COMMAND_PASSWORD_FLAGS", "_MYSQL_FLAG_RE", "_DASH_PASS_RE", "_STDIN_FLAG_RE", "_ECHO_RE",
+                      "_SHELL_TOKEN_RE", "_HERESTRING_RE", "_ARG_RE", "_HEREDOC_RE", "_SEGMENT_END_RE"),
+    "names and placeholders": ("_WORD_RE", "_REFERENCE_RE", "_PLACEHOLDER_RE", "_PLACEHOLDER_WORD_RE",
+                               "_PATH_VALUE_RE", "_DEFAULT_RE", "_AWS_SECRET_SHAPE_RE", "_RANDOM_SEGMENT_RE",
+                               "_CALL_RE", "_OPEN_CALL_RE", "_SETTING_RE", "_FLAG_SHAPE_RE", "_SECRET_SPEC_RE"),
+    "hidden text": ("_HIDDEN_HINT_RE", "_HIDDEN_RE", "_STRING_SEQUENCE_RE", "_LONG_LINE_RE"),
+}
+
+
+def redactor_families() -> dict[str, list[Callable[[str], object]]]:
+    """The redactor's patterns (core/redact.py compiles each on first use; here each is compiled from its
+    arguments), each read as the redactor reads it: over the whole line (findall), or from its first character
+    where the redactor only ever matches it whole (fullmatch); one family per kind of rule, and the redactor."""
+    import inspect
+    import re
+
+    from kubectl_tao.core import redact
+
+    source = inspect.getsource(redact)
+
+    def lazy_in(value: object) -> list[re.Pattern[str]]:
+        if isinstance(value, redact._Lazy):
+            return [re.compile(*value._args)]
+        if isinstance(value, tuple | list):
+            return [p for item in value for p in lazy_in(item)]
+        return []
+
+    def reader(name: str, pattern: re.Pattern[str]) -> Callable[[str], object]:
+        used = set(re.findall(rf"\b{name}\.(\w+)", source))
+        return pattern.fullmatch if used and used <= {"fullmatch", "match"} else pattern.findall
+
+    named = {name: lazy_in(value) for name, value in vars(redact).items()}
+    families: dict[str, list[Callable[[str], object]]] = {}
+    listed: set[str] = set()
+    for family, names in REDACTOR_FAMILIES.items():
+        families[f"redact: {family}"] = [reader(name, p) for name in names for p in named.get(name, [])]
+        listed.update(names)
+    families["redact: other rules"] = [reader(name, p) for name, ps in named.items() if name not in listed for p in ps]
+    families["redact: redact_log_line"] = [redact.redact_log_line]
     return families
 
 
@@ -734,10 +786,17 @@ def _literal_heads(readers: Sequence[Callable[[str], object]]) -> list[str]:
         if not isinstance(pattern, str):
             continue
         head = ""
-        for op, av in sre_parse.parse(pattern):
-            if op is not sre.LITERAL:
+        items = list(sre_parse.parse(pattern))
+        while items:
+            op, av = items.pop(0)
+            if op is sre.SUBPATTERN:  # a group's start is the pattern's start
+                items[:0] = list(av[3])
+            elif op in (sre.ASSERT, sre.ASSERT_NOT, sre.AT) and not head:
+                continue  # a guard before the start: takes no character
+            elif op is sre.LITERAL:
+                head += chr(av)
+            else:
                 break
-            head += chr(av)
         if head:
             heads.append(head)
     return heads

@@ -144,6 +144,13 @@ def test_the_redaction_phase_needs_no_cluster_and_its_lines_end_with_a_token() -
     adversarial = bench_run.adversarial_lines(store, 1024)
     assert all(len(line) == 1024 for line in adversarial) and "9" * 1024 in adversarial
     assert any(line.startswith("DistStoreError: Timed out after DistStoreError") for line in adversarial)
+    # the redactor's patterns in families of their own, each read as the redactor reads it; a token's prefix
+    # after a guard (`(?<![A-Za-z0-9])(nvapi-...)`) is the start its lines repeat
+    tokens = families["redact: token formats"]
+    assert len(tokens) > 50 and "redact: redact_log_line" in families
+    assert any(line.startswith("nvapi-nvapi-") for line in bench_run.adversarial_lines(tokens, 1024))
+    placeholders = families["redact: names and placeholders"]
+    assert any(getattr(reader, "__name__", "") == "fullmatch" for reader in placeholders)  # never searched
 
 
 def test_server_apart_pins_the_cluster_and_the_client_to_different_cpus_and_restores_them(tmp_path: Path) -> None:

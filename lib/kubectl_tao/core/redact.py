@@ -93,7 +93,9 @@ class _Lazy:
         return found
 
 
-_WORD_RE = _Lazy(r"[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
+# The first word of a run of capitals (`AWS` of `AWSSecret`) starts where the run starts: an earlier start in the run
+# would have taken the whole run (the third alternative), so the guard changes no split and reads each run once.
+_WORD_RE = _Lazy(r"(?<![A-Z])[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
 
 
 def name_words(name: str) -> list[str]:
@@ -291,8 +293,9 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("vault-token", _Lazy(r"(?<![A-Za-z0-9.])(hv[sr]\.[A-Za-z0-9_-]{24,}|hvb\.[A-Za-z0-9_.-]{50,})")),
     ("docker-token", _Lazy(_G + r"(dckr_(?:pat|oat)_[A-Za-z0-9_-]{24,})")),
     # Atlassian API tokens (ATATT3, Cloud admin keys ATCTT3): the prefix, a base64url body and `=` and an 8-digit hex
-    # checksum; the body's length varies with the token's version, so any 20 or more characters.
-    ("atlassian-token", _Lazy(_G + r"(AT[AC]TT3[A-Za-z0-9_-]{20,}(?:=[0-9A-Fa-f]{8})?)(?![A-Za-z0-9_-])")),
+    # checksum; the body's length varies with the token's version, so any 20 or more characters (the body ends where
+    # its characters end, so only the checksum needs the check that no token character follows).
+    ("atlassian-token", _Lazy(_G + r"(AT[AC]TT3[A-Za-z0-9_-]{20,}(?:=[0-9A-Fa-f]{8}(?![A-Za-z0-9_-]))?)")),
     ("telegram-bot-token", _Lazy(r"(?:(?<=bot)|(?<![A-Za-z0-9_:-]))([0-9]{5,16}:A[A-Za-z0-9_-]{34})(?![A-Za-z0-9_-])")),
     ("stripe-key", _Lazy(_B + r"((?:sk|rk)_(?:test|live|prod)_[0-9A-Za-z]{10,99})")),
     ("square-token", _Lazy(_B + r"(sq0(?:atp|csp)-[A-Za-z0-9_-]{22,})")),
