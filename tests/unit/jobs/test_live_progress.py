@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
@@ -95,8 +96,9 @@ def test_status_of_a_running_tao_job_shows_epoch_eta_metrics_and_source_with_one
     assert [_verb(argv) for argv in _extra_calls(fake_kubectl)] == ["exec"]
     header, row = out.splitlines()[:2]
     assert header.split()[-2:] == ["PROGRESS", "ETA"]
-    assert row.split()[-4:] == ["epoch", "12/80", "15%", "3h12m"]
-    assert "Progress: epoch 12/80 15%, ETA 3h12m, written 0s ago" in out
+    # the ETA counts down from when status.json was written: a loaded machine may cross a second in between
+    assert row.split()[-4:-1] == ["epoch", "12/80", "15%"] and row.split()[-1] in ("3h12m", "3h11m")
+    assert re.search(r"Progress: epoch 12/80 15%, ETA 3h1[12]m, written [0-5]s ago", out), out
     assert f"(from status.json {STATUS_JSON} in pod {POD})" in out
     assert "Metrics: train_loss 0.412  val_loss 8.1  val_mAP 0.377" in out
     assert "Warning:" not in out
@@ -331,7 +333,7 @@ def test_watch_shows_the_progress_on_its_line_and_keeps_it(tao_env: Path, fake_k
         watch(Kubectl(), store, tracking.load(store, record_id), server=SERVER, dogs=Watchdogs(timeout=9, interval=0),
               out=out, tty=False, sleep=lambda _s: None, clock=lambda: float(next(clock)))
     lines = out.getvalue().splitlines()
-    assert len(lines) == 1 and "RUNNING" in lines[0] and "epoch 12/80 15%  ETA 3h12m" in lines[0]
+    assert len(lines) == 1 and "RUNNING" in lines[0] and re.search(r"epoch 12/80 15%  ETA 3h1[12]m", lines[0])
     assert sum(1 for argv in fake_kubectl.argvs() if "exec" in argv) == 2  # one a poll
     assert store.get_extra(record_id)["progress"]["epoch"] == 12
 
