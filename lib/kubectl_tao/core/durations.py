@@ -45,7 +45,7 @@ def go_duration_seconds(text: str) -> Fraction | None:
     return sign * total
 
 
-def duration_text(seconds: int) -> str:
+def go_duration_text(seconds: int) -> str:
     """Whole SECONDS as Go prints a duration: `1h30m0s`, `5m0s`, `20s`."""
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
@@ -58,8 +58,8 @@ def whole_seconds(text: object, flag: str, low: int, high: int) -> int:
     """FLAG's value TEXT (a Go duration; `0` = off) as whole seconds, 0 or within LOW..HIGH; UsageError naming
     FLAG and the fix otherwise (never quoting the value)."""
     example = (
-        f"give a duration as Go writes one, such as 30m, 1h30m or 90s, {duration_text(low)} to "
-        f"{duration_text(high)} (0 = off)"
+        f"give a duration as Go writes one, such as 30m, 1h30m or 90s, {go_duration_text(low)} to "
+        f"{go_duration_text(high)} (0 = off)"
     )
     seconds = go_duration_seconds(text) if isinstance(text, str) else None
     if seconds is None:

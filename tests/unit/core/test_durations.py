@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from kubectl_tao.core.durations import duration_text, go_duration_seconds
+from kubectl_tao.core.durations import go_duration_seconds, go_duration_text
 
 
 @pytest.mark.parametrize(
@@ -27,7 +27,7 @@ def test_what_go_refuses_is_none(text: str) -> None:
 
 
 def test_whole_seconds_print_as_go_prints_a_duration() -> None:
-    assert [duration_text(s) for s in (5, 60, 300, 3600, 5400, 604800)] == [
+    assert [go_duration_text(s) for s in (5, 60, 300, 3600, 5400, 604800)] == [
         "5s", "1m0s", "5m0s", "1h0m0s", "1h30m0s", "168h0m0s"]
 
 
