@@ -143,24 +143,34 @@ watch() {
   done
 }
 
-@test "the gang entrypoint with the watch prepended restarts the gang for a stall: cause Stalled" {
+# gang_env: one rank of a one-node gang with one restart, its signs and exit codes as core/retry renders them.
+gang_env() {
   TAO_RETRY_SIGNS=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
     'from kubectl_tao.core import retry; print(retry.signs_text())')
   TAO_RETRY_EXIT_CODES=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
     'from kubectl_tao.core import retry; print(*retry.retryable_exit_codes())')
   export TAO_RETRY_SIGNS TAO_RETRY_EXIT_CODES NNODES=1 NODE_RANK=0 TAO_MAX_RESTARTS=1 RENDEZVOUS_TIMEOUT=0
   export RENDEZVOUS_POLL_SECONDS=0.1 TAO_PEER_STOP_SECONDS=1 TAO_SETTLE_SECONDS=1
+}
+
+# gang_attempt SHELL COMMAND: the watch prepended to the gang entrypoint, as render writes it; output in out, code
+# in rc.
+gang_attempt() {
+  rc=0
+  "$1" -c "$(cat "$WATCH" "$K8S/gang-restart-entrypoint.sh")" kubectl-tao barrier tao "$2" >out 2>&1 || rc=$?
+}
+
+@test "the gang entrypoint with the watch prepended restarts the gang for a stall: cause Stalled" {
+  gang_env
   for shell in $SHELLS; do
     rm -rf gang
     export TAO_GANG_DIR="$BATS_TEST_TMPDIR/gang" TAO_TERMINATION_LOG="$BATS_TEST_TMPDIR/term"
     command='echo "attempt $TAO_ATTEMPT"; if [ "$TAO_ATTEMPT" = 1 ]; then exec sleep 60; fi'
-    rc=0
-    "$shell" -c "$(cat "$WATCH" "$K8S/gang-restart-entrypoint.sh")" kubectl-tao barrier tao "$command" >out 2>&1 || rc=$?
+    gang_attempt "$shell" "$command"
     assert_equal "$rc" 85
     run cat gang/end-1/line
     assert_output "kubectl-tao attempt=1 rank=0 exit=86 decision=restart counted=1 reason=Stalled"
-    rc=0
-    "$shell" -c "$(cat "$WATCH" "$K8S/gang-restart-entrypoint.sh")" kubectl-tao barrier tao "$command" >out 2>&1 || rc=$?
+    gang_attempt "$shell" "$command"
     assert_equal "$rc" 0
     run cat out
     assert_line "attempt 2"
@@ -168,19 +178,13 @@ watch() {
 }
 
 @test "a stall restarts the gang even when the output shows a program error before it" {
-  TAO_RETRY_SIGNS=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
-    'from kubectl_tao.core import retry; print(retry.signs_text())')
-  TAO_RETRY_EXIT_CODES=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
-    'from kubectl_tao.core import retry; print(*retry.retryable_exit_codes())')
-  export TAO_RETRY_SIGNS TAO_RETRY_EXIT_CODES NNODES=1 NODE_RANK=0 TAO_MAX_RESTARTS=1 RENDEZVOUS_TIMEOUT=0
-  export RENDEZVOUS_POLL_SECONDS=0.1 TAO_PEER_STOP_SECONDS=1 TAO_SETTLE_SECONDS=1
+  gang_env
   for shell in $SHELLS; do
     rm -rf gang
     export TAO_GANG_DIR="$BATS_TEST_TMPDIR/gang" TAO_TERMINATION_LOG="$BATS_TEST_TMPDIR/term"
     # a caught error the program logged and went on from, then a hang
     command='echo "FileNotFoundError: [Errno 2] No such file or directory: '"'"'/data/optional.json'"'"'"; exec sleep 60'
-    rc=0
-    "$shell" -c "$(cat "$WATCH" "$K8S/gang-restart-entrypoint.sh")" kubectl-tao barrier tao "$command" >out 2>&1 || rc=$?
+    gang_attempt "$shell" "$command"
     assert_equal "$rc" 85
     run cat gang/end-1/line
     assert_output "kubectl-tao attempt=1 rank=0 exit=86 decision=restart counted=1 reason=Stalled"
