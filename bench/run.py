@@ -1303,6 +1303,20 @@ TAO_SHAPED_RANK = (
 )
 
 
+def split_rows(rows: list[bl.Row], phase: str, value: float, busy: list[float], before_exec: list[float], *,
+               tuned: tuple[float, str], kubectl: str, python: str, gap: str) -> None:
+    """The rows that split a verb's median VALUE: against the bare calls run with SHORT_CALL_GO_ENV (TUNED: their
+    median and what they are), kubectl's share (BUSY: the time kubectl ran, each run), Python's, and the time
+    before the first exec."""
+    go_env = " ".join(f"{k}={v}" for k, v in SHORT_CALL_GO_ENV.items())
+    rows.append(bl.Row(phase, f"  the same against the bare calls run with {go_env}", bl.fmt_seconds(value),
+                       reference=f"{bl.fmt_seconds(tuned[0])} {tuned[1]}", ratio=f"{bl.ratio(value, tuned[0]):.2f}x"))
+    kubectl_busy = bl.median(busy)
+    rows.append(bl.Row(phase, f"  of which kubectl running ({kubectl})", bl.fmt_seconds(kubectl_busy)))
+    rows.append(bl.Row(phase, f"  of which Python ({python})", bl.fmt_seconds(max(value - kubectl_busy, 0.0))))
+    rows.append(bl.Row(phase, f"  {gap}", bl.fmt_seconds(bl.median(before_exec))))
+
+
 def bench_progress_status(b: Bench, rows: list[bl.Row]) -> None:
     """`status JOB` of a running job whose rank 0 has a status.json vs the bare calls it stands for (`kubectl get
     job` + one `kubectl exec POD -- tail -c 65536 PATH`, one after the other, as status makes them); then the same
@@ -1366,17 +1380,10 @@ def bench_progress_status(b: Bench, rows: list[bl.Row]) -> None:
                        bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(reference)} get job + exec tail -c 65536",
                        ratio=f"{bl.ratio(value, reference):.2f}x", target=f"<= {PROGRESS_STATUS_TARGET:g}x",
                        result=bl.verdict(bl.ratio(value, reference), PROGRESS_STATUS_TARGET)))
-    go_env = " ".join(f"{k}={v}" for k, v in SHORT_CALL_GO_ENV.items())
-    rows.append(bl.Row("progress-status", f"  the same against the bare calls run with {go_env}",
-                       bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(tuned)} get job + exec tail",
-                       ratio=f"{bl.ratio(value, tuned):.2f}x"))
-    kubectl_busy = bl.median(busy)
-    rows.append(bl.Row("progress-status", "  of which kubectl running (the Job and pods read, then the exec)",
-                       bl.fmt_seconds(kubectl_busy)))
-    rows.append(bl.Row("progress-status", "  of which Python (start-up, classify, the status.json read, table)",
-                       bl.fmt_seconds(max(value - kubectl_busy, 0.0))))
-    rows.append(bl.Row("progress-status", "  from the Job and pods read's start to the exec's start",
-                       bl.fmt_seconds(bl.median(before_exec))))
+    split_rows(rows, "progress-status", value, busy, before_exec, tuned=(tuned, "get job + exec tail"),
+               kubectl="the Job and pods read, then the exec",
+               python="start-up, classify, the status.json read, table",
+               gap="from the Job and pods read's start to the exec's start")
 
     log("status of the same job finished vs kubectl get job")
     b.k("exec", pod, "-n", ns, "-c", "tao", "--", "touch", f"{record['results_dir']}/train/bench-done")
@@ -1516,17 +1523,10 @@ def bench_top(b: Bench, rows: list[bl.Row]) -> None:
                        result=bl.verdict(bl.ratio(value, reference), TOP_TARGET)))
     rows.append(bl.Row("top", f"kubectl tao top JOB -o json: {where}, wall time", bl.fmt_seconds(value),
                        target=f"<= {TOP_SECONDS:g} s", result=bl.verdict(value, TOP_SECONDS)))
-    go_env = " ".join(f"{k}={v}" for k, v in SHORT_CALL_GO_ENV.items())
-    rows.append(bl.Row("top", f"  the same against the bare calls run with {go_env}", bl.fmt_seconds(value),
-                       reference=f"{bl.fmt_seconds(tuned)} {TOP_RANKS} bare exec at once",
-                       ratio=f"{bl.ratio(value, tuned):.2f}x"))
-    kubectl_busy = bl.median(busy)
-    rows.append(bl.Row("top", "  of which kubectl running (the Job, pods and exporter reads, then the execs at once)",
-                       bl.fmt_seconds(kubectl_busy)))
-    rows.append(bl.Row("top", "  of which Python (start-up, the reads' answers, the table)",
-                       bl.fmt_seconds(max(value - kubectl_busy, 0.0))))
-    rows.append(bl.Row("top", "  from the first read's start (Job, pods, exporter look-ups) to the first exec's",
-                       bl.fmt_seconds(bl.median(before_exec))))
+    split_rows(rows, "top", value, busy, before_exec, tuned=(tuned, f"{TOP_RANKS} bare exec at once"),
+               kubectl="the Job, pods and exporter reads, then the execs at once",
+               python="start-up, the reads' answers, the table",
+               gap="from the first read's start (Job, pods, exporter look-ups) to the first exec's")
     cores = os.cpu_count() or 1
     idle = max(load_before, load_after) < IDLE_LOAD
     rows.append(bl.Row("top", "machine idle while top was timed (1-min load average below "
