@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cluster import Cluster, Tao, bound_claim_objects, kubectl, unique_name, wait_for
+from support.cluster import Cluster, Tao, claim_on_real_nodes, kubectl, wait_for
 
 from .test_real_pods import ON_REAL_NODES, REAL_NODE_LABEL, real_images
 
@@ -149,65 +149,48 @@ def _submit(t: Tao, image: str, command: str, *extra: str, gpus: int = 0) -> str
 def failed(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Failed]:
     if not kubectl("get", "nodes", "-l", REAL_NODE_LABEL, "-o", "name").stdout.split():
         pytest.skip("the local cluster has no real nodes (KUBECTL_TAO_REAL_NODES=0)")
-    namespace = unique_name("e2e-diag")
-    kubectl("create", "namespace", namespace)
-    t = Tao(cluster, namespace, tmp_path_factory.mktemp("diagnosis") / "state")
-    volume = cluster.data_dir / "real" / "volumes" / namespace
-    volume.mkdir(parents=True, exist_ok=True)
-    pv = f"pv-{namespace}"
-    wait_for(
-        lambda: kubectl("get", "serviceaccount", "default", ns=namespace, check=False).returncode == 0, 30,
-        message="the namespace's default ServiceAccount",
-    )
-    t.kubectl("apply", "-f", "-", input=json.dumps(
-        {"apiVersion": "v1", "kind": "List", "items": bound_claim_objects(namespace, pv, host_path=str(volume))}
-    ))
-    wait_for(lambda: t.kubectl("get", "pvc", "tao-data", "-o", "jsonpath={.status.phase}").stdout == "Bound", 60,
-             message="PVC tao-data to bind")
-    for name, text in (("raise.py", RAISE), ("missing.py", MISSING), ("nan.py", NAN), ("shm.py", SHM),
-                       ("killed.py", KILLED), ("stall.py", STALL)):
-        (volume / name).write_text(text)
-    for case, corpus in REPLAYS.items():
-        (volume / f"{case}.log").write_text(f"{SHOWN_TOKEN}\n" + (CORPUS / corpus).read_text())
-    images = real_images(cluster)
-    busybox = images["BUSYBOX_IMAGE"]
-    torch = wait_for(lambda: real_images(cluster).get("TORCH_IMAGE"), 300, message="the torch image on the nodes")
-    run = Failed(t)
-    # First, and with room for a slow start: nine jobs start at once on two cores.
-    run.ids["killed"] = _submit(
-        t, torch, "/workspace/killed.py", "--nodes", "2", "--launcher", "torchrun", "--rendezvous-timeout", "240",
-        gpus=1,
-    )
-    run.ids["gloo-timeout"] = _submit(
-        t, torch, "/workspace/stall.py", "--nodes", "2", "--launcher", "torchrun", "--rendezvous-timeout", "240",
-    )
-    run.ids["python-exception"] = _submit(t, torch, "python3 /workspace/raise.py")
-    run.ids["missing-module"] = _submit(t, torch, "python3 /workspace/missing.py")
-    # Kept only until its ending is captured, then deleted by its TTL: status and explain read the record.
-    run.ids["nan"] = _submit(t, torch, "python3 /workspace/nan.py", "--ttl-seconds", "1", "--keep-until-captured")
-    run.ids["shm"] = _submit(t, torch, "python3 /workspace/shm.py", "--shm-size", "1Mi")
-    for case in ("replay-nccl", "replay-assert", "replay-ecc"):
-        run.ids[case] = _submit(t, busybox, f"cat /workspace/{case}.log >&2; exit 1")
-    waited = t(
-        "submit", "--image", busybox, "--network-arch", "diag", "--action", "run", "--gpus", "0", "--pvc",
-        "tao-data", "--command", "cat /workspace/replay-oom.log >&2; exit 1", *ON_REAL_NODES, "--wait",
-        "--timeout", "240", timeout=300,
-    )
-    run.waited = waited
-    run.ids["replay-oom"] = waited.stdout.strip().splitlines()[-1]
+    with claim_on_real_nodes(cluster, "e2e-diag", tmp_path_factory.mktemp("diagnosis") / "state") as (t, volume):
+        for name, text in (("raise.py", RAISE), ("missing.py", MISSING), ("nan.py", NAN), ("shm.py", SHM),
+                           ("killed.py", KILLED), ("stall.py", STALL)):
+            (volume / name).write_text(text)
+        for case, corpus in REPLAYS.items():
+            (volume / f"{case}.log").write_text(f"{SHOWN_TOKEN}\n" + (CORPUS / corpus).read_text())
+        images = real_images(cluster)
+        busybox = images["BUSYBOX_IMAGE"]
+        torch = wait_for(lambda: real_images(cluster).get("TORCH_IMAGE"), 300, message="the torch image on the nodes")
+        run = Failed(t)
+        # First, and with room for a slow start: nine jobs start at once on two cores.
+        run.ids["killed"] = _submit(
+            t, torch, "/workspace/killed.py", "--nodes", "2", "--launcher", "torchrun", "--rendezvous-timeout", "240",
+            gpus=1,
+        )
+        run.ids["gloo-timeout"] = _submit(
+            t, torch, "/workspace/stall.py", "--nodes", "2", "--launcher", "torchrun", "--rendezvous-timeout", "240",
+        )
+        run.ids["python-exception"] = _submit(t, torch, "python3 /workspace/raise.py")
+        run.ids["missing-module"] = _submit(t, torch, "python3 /workspace/missing.py")
+        # Kept only until its ending is captured, then deleted by its TTL: status and explain read the record.
+        run.ids["nan"] = _submit(t, torch, "python3 /workspace/nan.py", "--ttl-seconds", "1", "--keep-until-captured")
+        run.ids["shm"] = _submit(t, torch, "python3 /workspace/shm.py", "--shm-size", "1Mi")
+        for case in ("replay-nccl", "replay-assert", "replay-ecc"):
+            run.ids[case] = _submit(t, busybox, f"cat /workspace/{case}.log >&2; exit 1")
+        waited = t(
+            "submit", "--image", busybox, "--network-arch", "diag", "--action", "run", "--gpus", "0", "--pvc",
+            "tao-data", "--command", "cat /workspace/replay-oom.log >&2; exit 1", *ON_REAL_NODES, "--wait",
+            "--timeout", "240", timeout=300,
+        )
+        run.waited = waited
+        run.ids["replay-oom"] = waited.stdout.strip().splitlines()[-1]
 
-    def ended() -> bool:
-        for record_id in run.ids.values():
-            seen = t("status", record_id, "-o", "json")  # the look that captures each ending
-            if seen.returncode != 0 or json.loads(seen.stdout)["state"] not in ("ERROR", "COMPLETE", "UNKNOWN"):
-                return False
-        return True
+        def ended() -> bool:
+            for record_id in run.ids.values():
+                seen = t("status", record_id, "-o", "json")  # the look that captures each ending
+                if seen.returncode != 0 or json.loads(seen.stdout)["state"] not in ("ERROR", "COMPLETE", "UNKNOWN"):
+                    return False
+            return True
 
-    wait_for(ended, 300, interval=3, message="every failing job to end")
-    yield run
-    t.kubectl("delete", "jobs", "--all", "--wait=false", check=False)
-    kubectl("delete", "namespace", namespace, "--wait=false", "--ignore-not-found", check=False)
-    t.kubectl("delete", "pv", pv, "--ignore-not-found", "--wait=false", check=False)
+        wait_for(ended, 300, interval=3, message="every failing job to end")
+        yield run
 
 
 def _status(t: Tao, record_id: str) -> dict[str, Any]:

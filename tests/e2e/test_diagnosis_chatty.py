@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cluster import Cluster, Tao, bound_claim_objects, kubectl, unique_name, wait_for
+from support.cluster import Cluster, Tao, claim_on_real_nodes, kubectl, wait_for
 from support.fake_kubectl import nccl_info
 
 from .test_real_pods import ON_REAL_NODES, REAL_NODE_LABEL, real_images
@@ -40,39 +40,22 @@ COMMAND = (
 def chatty(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Tao, str]]:
     if not kubectl("get", "nodes", "-l", REAL_NODE_LABEL, "-o", "name").stdout.split():
         pytest.skip("the local cluster has no real nodes (KUBECTL_TAO_REAL_NODES=0)")
-    namespace = unique_name("e2e-chatty")
-    kubectl("create", "namespace", namespace)
-    t = Tao(cluster, namespace, tmp_path_factory.mktemp("chatty") / "state")
-    volume = cluster.data_dir / "real" / "volumes" / namespace
-    volume.mkdir(parents=True, exist_ok=True)
-    pv = f"pv-{namespace}"
-    wait_for(
-        lambda: kubectl("get", "serviceaccount", "default", ns=namespace, check=False).returncode == 0, 30,
-        message="the namespace's default ServiceAccount",
-    )
-    t.kubectl("apply", "-f", "-", input=json.dumps(
-        {"apiVersion": "v1", "kind": "List", "items": bound_claim_objects(namespace, pv, host_path=str(volume))}
-    ))
-    wait_for(lambda: t.kubectl("get", "pvc", "tao-data", "-o", "jsonpath={.status.phase}").stdout == "Bound", 60,
-             message="PVC tao-data to bind")
-    (volume / "chatty.log").write_text(RANK1)
-    busybox = real_images(cluster)["BUSYBOX_IMAGE"]
-    result = t(
-        "submit", "--image", busybox, "--network-arch", "diag", "--action", "run", "--gpus", "0", "--nodes", "2",
-        "--pvc", "tao-data", "--command", COMMAND, "--rendezvous-timeout", "120", *ON_REAL_NODES, timeout=240,
-    )
-    assert result.returncode == 0, result.stderr
-    record_id = result.stdout.strip().splitlines()[-1]
+    with claim_on_real_nodes(cluster, "e2e-chatty", tmp_path_factory.mktemp("chatty") / "state") as (t, volume):
+        (volume / "chatty.log").write_text(RANK1)
+        busybox = real_images(cluster)["BUSYBOX_IMAGE"]
+        result = t(
+            "submit", "--image", busybox, "--network-arch", "diag", "--action", "run", "--gpus", "0", "--nodes", "2",
+            "--pvc", "tao-data", "--command", COMMAND, "--rendezvous-timeout", "120", *ON_REAL_NODES, timeout=240,
+        )
+        assert result.returncode == 0, result.stderr
+        record_id = result.stdout.strip().splitlines()[-1]
 
-    def ended() -> bool:
-        seen = t("status", record_id, "-o", "json")  # the look that captures the ending
-        return seen.returncode == 0 and json.loads(seen.stdout)["state"] in ("ERROR", "COMPLETE", "UNKNOWN")
+        def ended() -> bool:
+            seen = t("status", record_id, "-o", "json")  # the look that captures the ending
+            return seen.returncode == 0 and json.loads(seen.stdout)["state"] in ("ERROR", "COMPLETE", "UNKNOWN")
 
-    wait_for(ended, 300, interval=3, message="the chatty job to end")
-    yield t, record_id
-    t.kubectl("delete", "jobs", "--all", "--wait=false", check=False)
-    kubectl("delete", "namespace", namespace, "--wait=false", "--ignore-not-found", check=False)
-    t.kubectl("delete", "pv", pv, "--ignore-not-found", "--wait=false", check=False)
+        wait_for(ended, 300, interval=3, message="the chatty job to end")
+        yield t, record_id
 
 
 def test_the_chatty_ranks_oom_is_named_on_rank_1(chatty: tuple[Tao, str]) -> None:

@@ -7,12 +7,13 @@ its admin kubeconfig; nothing here needs the ``cluster`` fixture object, only th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -372,3 +373,31 @@ def bound_claim_objects(
             },
         },
     ]
+
+
+@contextlib.contextmanager
+def claim_on_real_nodes(cluster: Any, prefix: str, state_dir: Path) -> Iterator[tuple[Tao, Path]]:
+    """A fresh namespace PREFIX-* (its default ServiceAccount made) with a Bound claim `tao-data` whose hostPath
+    lives in the cluster's data directory (so `down` removes it): a Tao there and the claim's directory. On the
+    way out its Jobs, the namespace and the PersistentVolume are deleted, without waiting."""
+    namespace = unique_name(prefix)
+    kubectl("create", "namespace", namespace)
+    t = Tao(cluster, namespace, state_dir)
+    volume = cluster.data_dir / "real" / "volumes" / namespace
+    volume.mkdir(parents=True, exist_ok=True)
+    pv = f"pv-{namespace}"
+    try:
+        wait_for(
+            lambda: kubectl("get", "serviceaccount", "default", ns=namespace, check=False).returncode == 0, 30,
+            message="the namespace's default ServiceAccount",
+        )
+        t.kubectl("apply", "-f", "-", input=json.dumps(
+            {"apiVersion": "v1", "kind": "List", "items": bound_claim_objects(namespace, pv, host_path=str(volume))}
+        ))
+        wait_for(lambda: t.kubectl("get", "pvc", "tao-data", "-o", "jsonpath={.status.phase}").stdout == "Bound",
+                 60, message="PVC tao-data to bind")
+        yield t, volume
+    finally:
+        t.kubectl("delete", "jobs", "--all", "--wait=false", check=False)
+        kubectl("delete", "namespace", namespace, "--wait=false", "--ignore-not-found", check=False)
+        t.kubectl("delete", "pv", pv, "--ignore-not-found", "--wait=false", check=False)
