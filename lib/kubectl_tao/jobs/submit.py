@@ -282,7 +282,7 @@ def _launch(
         klass = "ERR_PROGRAM" if isinstance(exc, (UsageError, GateError)) else "ERR_INFRA"
         created = _created_names(plan, job_name, secret) if created_any else None
         note = _roll_back(kc, store, record_id, namespace, job_name, created, f"not launched: {exc.message}", klass)
-        raise type(exc)(f"{exc.message} (record {record_id} marked ERROR; {note or 'nothing left running'})") from None
+        raise type(exc)(f"{exc.message} ({note})") from None
     except BaseException as exc:  # a bug or Ctrl-C mid-submit: still leave nothing half-done
         created = _created_names(plan, job_name, secret) if created_any else None
         interrupted = f"not launched: interrupted ({type(exc).__name__})"
@@ -331,18 +331,39 @@ def _roll_back(
     err_class: str,
 ) -> str:
     """Remove what this submit may have `created` (None: nothing yet) and mark the record ERROR (one write);
-    the left-behind note, if any."""
-    left = objects.teardown(kc, namespace, job_name, created=created).left if created is not None else []
+    the note for the error line.
+
+    When the removal itself fails (the API server went away or froze mid-create), the Job may exist after all:
+    the record is UNKNOWN with submit_phase "rolling-back", and the next `status` finishes the removal and marks
+    it ERROR (track.finish_rollback), so no record says ERROR while its Job runs."""
+    from kubectl_tao.store.records import ROLLING_BACK
+
+    done = objects.teardown(kc, namespace, job_name, created=created) if created is not None else None
+    left = done.left if done is not None else []
     note = objects.left_behind_note(namespace, left) if left else ""
+    if done is None or not done.unreachable:
+        store.mark(
+            record_id,
+            "ERROR",
+            message=message + (f"; {note}" if note else ""),
+            source="agent",
+            err_class=err_class,
+            extra={"left_behind": left} if left else None,
+        )
+        return f"record {record_id} marked ERROR; {note or 'nothing left running'}"
     store.mark(
         record_id,
-        "ERROR",
-        message=message + (f"; {note}" if note else ""),
+        "UNKNOWN",
+        message=f"{message}; the API server stopped answering before the rollback finished: {note}",
         source="agent",
-        err_class=err_class,
-        extra={"left_behind": left} if left else None,
+        backend_ref=f"{namespace}/{job_name}",
+        extra={"left_behind": left, "submit_phase": ROLLING_BACK,
+               "rollback": {"message": message, "err_class": err_class}},
     )
-    return note
+    return (
+        f"record {record_id} is UNKNOWN: the API server stopped answering before the rollback finished ({note}); "
+        f"run `kubectl tao status {record_id}` when the cluster is back: it removes them and marks the record ERROR"
+    )
 
 
 def _created_names(plan: Plan, job_name: str, secret: str | None) -> list[str]:

@@ -15,7 +15,7 @@ from kubectl_tao.core import contract
 from kubectl_tao.core.errors import GateError, TaoError
 from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
-from kubectl_tao.store.records import INCOMPLETE_SUBMIT_PHASES
+from kubectl_tao.store.records import INCOMPLETE_SUBMIT_PHASES, ROLLING_BACK
 
 LOG_TAIL_LINES = 50
 DEFAULT_TTL_SECONDS = 3600
@@ -349,6 +349,8 @@ def observe(
     if not fetched:
         job, pods, groups = (started or Fetching(kc, tracked)).result()
     check_uid(tracked, job, force=force)
+    if not tracked.terminal and tracked.extra.get("submit_phase") == ROLLING_BACK:
+        return finish_rollback(kc, store if update else None, tracked)
     pods = pods or []
     if job is None and not tracked.terminal and store is not None:
         # Another process (a `status`, a `list`) may have captured the ending and let the TTL delete the Job
@@ -486,6 +488,31 @@ def _settle_missing(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
         store.mark(tracked.id, "UNKNOWN", message="Job not found (TTL-deleted or removed)", source="poller")
         tracked.record = store.show(tracked.id)
     return obs
+
+
+def finish_rollback(kc: Kubectl, store: Any, tracked: Tracked) -> Observation:
+    """A submit failed after its create and the API server went away before its rollback finished: remove what
+    it may have created (the Job by label, with its Secret and Service) and mark the record ERROR with the
+    submit's reason. Whatever still cannot be removed keeps the record UNKNOWN. STORE None: nothing written."""
+    from kubectl_tao.k8s import objects
+
+    namespace = tracked.namespace or "default"
+    rollback = tracked.extra.get("rollback") or {}
+    reason = str(rollback.get("message") or "not launched")
+    if store is None:
+        return _from_record(tracked, ["the submit failed; `status` removes what it may have left and settles it"])
+    left = objects.teardown(kc, namespace, tracked.job_name or "").left
+    if left:
+        note = objects.left_behind_note(namespace, left)
+        return Observation(tracked, "UNKNOWN", "RollbackIncomplete", f"{reason}; {note}", None, None, [])
+    message = f"{reason}; what the submit may have created was removed once the cluster answered again"
+    store.mark(
+        tracked.id, "ERROR", message=message, source="poller",
+        err_class=str(rollback.get("err_class") or "ERR_INFRA"),
+        extra={"submit_phase": "rolled-back", "left_behind": []},
+    )
+    tracked.record, tracked.extra = store.show(tracked.id), store.get_extra(tracked.id)
+    return Observation(tracked, "ERROR", "NotLaunched", message, tracked.record.get("err_class"), None, [])
 
 
 def _write_back(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, pods: list[dict[str, Any]]) -> None:

@@ -51,6 +51,11 @@ _UNREACHABLE_MARKERS = (
     "no configuration has been provided",
     "couldn't get current server api group list",
     "server misbehaving",
+    # No answer in time: the request may or may not have been carried out (a create may have happened).
+    "may still be processing the request",
+    "timeout awaiting response headers",
+    "net/http: request canceled",
+    "http2: client connection lost",
     "eof",
 )
 

@@ -16,7 +16,7 @@ from typing import Any
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import GateError, KubectlError, TaoError
 from kubectl_tao.core.valueclass import Value, record
-from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.k8s.kubectl import Kubectl, classify_stderr
 
 UID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Kind, name and UID of each created object: the go-template keeps Secret data out of this process.
@@ -202,6 +202,7 @@ def owned_job_uid(kc: Kubectl, namespace: str, name: str, record_id: str) -> str
 class Teardown(Value):
     deleted: list[str]  # `kind/name` removed by this call (when kubectl said)
     left: list[str]  # `kind/name` that could not be removed
+    unreachable: bool = False  # the API server did not answer: what is `left` may or may not exist
 
 
 def _delete_options(uid: str | None) -> str:
@@ -276,8 +277,8 @@ def teardown(
         best_effort=True,  # a server gone mid-rollback: name what was created, and still settle the record
     )
     if listed.returncode != 0:
-        done.left.extend(created or [f"objects labelled {selector}"])
-        return done
+        unreachable = classify_stderr(listed.stderr) == "Unreachable"
+        return Teardown(done.deleted, created or [f"objects labelled {selector}"], unreachable)
     for line in listed.stdout.splitlines():
         kind, _, left_name = line.strip().partition("/")
         if kind and left_name:

@@ -32,6 +32,9 @@ from kubectl_tao.store.transitions import ERR_CLASSES, SOURCES, STATES, TERMINAL
 # kubectl-tao's `submit_phase` of a submit that stopped before it finished (the API server went away, Ctrl-C):
 # "dry-run" (names written; the Job may or may not have been created), "creating"/"adopting" (older records).
 INCOMPLETE_SUBMIT_PHASES = ("dry-run", "creating", "adopting")
+# The submit failed after its create and its rollback was cut off (API server gone): the next `status` removes
+# what it may have created and marks the record ERROR with the submit's own reason (extra `rollback`).
+ROLLING_BACK = "rolling-back"
 
 LOG_TAIL_MAX_LINES = 200
 LOG_TAIL_MAX_BYTES = 16 * 1024

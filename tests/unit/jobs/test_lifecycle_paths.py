@@ -91,6 +91,61 @@ def test_what_a_rollback_could_not_remove_is_recorded_with_the_error(cli: Any, f
     assert "could not remove service/x" in store.show(rid)["transitions"][-1]["message"]
 
 
+UNREACHABLE = "Unable to connect to the server: dial tcp 127.0.0.1:6443: connect: connection refused"
+
+
+def test_a_rollback_cut_off_by_the_server_leaves_unknown_and_status_finishes_it(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    """The create failed, then the API server went away before the rollback could remove anything: the Job may
+    exist, so the record is not a final ERROR (status would show a live Job under it) but UNKNOWN, and the next
+    status removes what is left and settles it ERROR with the submit's own reason."""
+    _granted(fake_kubectl)
+    fake_kubectl.on("create", "--dry-run=server", stdout="job.batch/x created (server dry run)\n")
+    fake_kubectl.on(
+        "create", "-f", rc=1,
+        stderr='Error from server (InternalError): an error on the server ("") has prevented the request from '
+        "succeeding (post jobs.batch)",
+    )  # fmt: skip
+    fake_kubectl.on("delete", stderr=UNREACHABLE, rc=1)
+    fake_kubectl.on("get", stderr=UNREACHABLE, rc=1)
+    code, _, err = cli(*SUBMIT)
+    store, rid = _only_record()
+    [line] = [x for x in err.splitlines() if x.startswith("error:")]
+    assert code == 1 and f"record {rid} is UNKNOWN" in line and f"`kubectl tao status {rid}`" in line
+    record, extra = store.show(rid), store.get_extra(rid)
+    assert record["terminal_state"] is None and record["transitions"][-1]["state"] == "UNKNOWN"
+    assert extra["submit_phase"] == "rolling-back" and extra["left_behind"] == [f"job.batch/{extra['job_name']}"]
+
+    # The server is back and the Job was created after all: status removes it (by label) and settles ERROR.
+    fake_kubectl.rules.clear()
+    deletes_before = len(_deletes(fake_kubectl))
+    fake_kubectl.on("delete", "jobs,services,secrets", stdout=f"job.batch/{extra['job_name']} deleted\n")
+    job = fixture_json("complete.job.json")
+    job["metadata"]["name"] = extra["job_name"]
+    obs = track.observe(Kubectl(), store, track.load(store, rid), server=SERVER, job=job, pods=[], fetched=True)
+    record = store.show(rid)
+    assert obs.state == record["terminal_state"] == "ERROR" and record["err_class"] == "ERR_INFRA"
+    assert record["transitions"][-1]["message"].startswith("not launched: Error from server (InternalError)")
+    [delete] = _deletes(fake_kubectl)[deletes_before:]
+    assert delete[delete.index("-l") + 1] == contract.job_selector(extra["job_name"])
+    assert store.get_extra(rid)["submit_phase"] == "rolled-back"
+
+
+def test_a_rollback_still_cut_off_keeps_the_record_unknown(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    _granted(fake_kubectl)
+    fake_kubectl.on("create", "--dry-run=server", stdout="job.batch/x created (server dry run)\n")
+    fake_kubectl.on("create", "-f", rc=1, stderr="Error from server (InternalError): etcdserver: request timed out")
+    fake_kubectl.on("delete", stderr=UNREACHABLE, rc=1)
+    fake_kubectl.on("get", stderr=UNREACHABLE, rc=1)
+    cli(*SUBMIT)
+    store, rid = _only_record()
+    before = json.dumps(store.show(rid))
+    obs = track.observe(Kubectl(), store, track.load(store, rid), server=SERVER, job=None, pods=[], fetched=True)
+    assert obs.state == "UNKNOWN" and obs.reason == "RollbackIncomplete" and "could not remove" in obs.message
+    assert json.dumps(store.show(rid)) == before
+
+
 # ------------------------------------------------------------------ cancel
 
 

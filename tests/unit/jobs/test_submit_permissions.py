@@ -155,7 +155,10 @@ def test_a_server_gone_during_rollback_still_settles_the_record_and_names_what_w
     rid = path.stem
     assert code in (1, 3) and "nothing left" not in error_line(err)
     assert f"secret/tao-creds-{rid}, job.batch/{rid}" in error_line(err)
-    assert RecordStore().show(rid)["terminal_state"] == "ERROR"
+    assert f"record {rid} is UNKNOWN" in error_line(err) and f"`kubectl tao status {rid}`" in error_line(err)
+    record = RecordStore().show(rid)
+    assert record["terminal_state"] is None and record["transitions"][-1]["state"] == "UNKNOWN"
+    assert RecordStore().get_extra(rid)["submit_phase"] == "rolling-back"
 
 
 def test_a_cleanup_that_worked_still_says_nothing_is_left(cli: Any, fake_kubectl: FakeKubectl, tao_env: Path) -> None:

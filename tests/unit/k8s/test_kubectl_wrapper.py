@@ -39,6 +39,26 @@ from kubectl_tao.k8s.kubectl import (
             'timeout=10s": dial tcp 127.0.0.1:39161: connect: connection refused',
             "",
         ),
+        (  # a server-side timeout (504): the create may still happen
+            'Error from server (Timeout): error when creating "STDIN": the server was unable to return a response in '
+            "the time allotted, but may still be processing the request (post jobs.batch)",
+            "Unreachable",
+        ),
+        (
+            'error: error when creating "STDIN": Post "https://127.0.0.1:6443/apis/batch/v1/namespaces/x/jobs": '
+            "net/http: timeout awaiting response headers",
+            "Unreachable",
+        ),
+        (
+            'error: error when creating "STDIN": Post "https://127.0.0.1:6443/api/v1/namespaces/x/services": '
+            "http2: client connection lost",
+            "Unreachable",
+        ),
+        (
+            'error: error when creating "STDIN": Post "https://127.0.0.1:6443/api/v1/namespaces/x/services": '
+            "net/http: request canceled while waiting for connection",
+            "Unreachable",
+        ),
         ("error: something else entirely", ""),
     ],
 )
