@@ -1,5 +1,7 @@
 """`status JOB`'s kubectl read, started before the record is validated, redacted and pinned to its cluster:
-kubectl (about 70 ms, most of status) then runs while Python imports and checks what it needs.
+kubectl (about 70 ms, most of status) then runs while Python imports and checks what it needs. For a one-pod
+job whose record is not final, the status.json read (progress/execread.py, `kubectl exec job/NAME`) starts
+beside it: a running job's status then costs one round trip, not two in a row.
 
 It is a guess from kubectl-tao's own additions file (STATE/jobs/.kubectl-tao/JOB.json), read raw: the Job's
 name and namespace make the one read a launched job needs (contract.job_objects_read). The guess decides
@@ -17,10 +19,12 @@ import os
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import TaoError
 from kubectl_tao.k8s.kubectl import ClusterOptions, prestart
+from kubectl_tao.progress.execread import exec_call, exec_target
 from kubectl_tao.store.safefile import read_json
 
 _LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+_PATH_CHARS = _ID_CHARS | {"/"}
 
 
 def _is_label(value: object) -> bool:
@@ -45,8 +49,9 @@ def _read(path: str) -> dict[str, object] | None:
         return None
 
 
-def guess(record_id: str, state_dir: str) -> list[str] | None:
-    """The read `status RECORD_ID` will make, from the raw files under STATE_DIR; None: no guess."""
+def _files(record_id: str, state_dir: str) -> tuple[dict[str, object], dict[str, object]] | None:
+    """The raw record and kubectl-tao's additions of a launched Kubernetes job that is not canceled, with
+    Kubernetes names for its namespace and Job; None otherwise."""
     if not _plain_id(record_id) or not os.path.isabs(state_dir):
         return None
     jobs = os.path.join(state_dir, "jobs")
@@ -54,17 +59,45 @@ def guess(record_id: str, state_dir: str) -> list[str] | None:
     record = _read(os.path.join(jobs, f"{record_id}.json"))
     if extra is None or record is None:
         return None
-    namespace, name = extra.get("namespace"), extra.get("job_name")
-    if not _is_label(namespace) or not _is_label(name) or extra.get("gang") == contract.GANG_NATIVE:
+    if not _is_label(extra.get("namespace")) or not _is_label(extra.get("job_name")):
         return None
     if record.get("platform") not in contract.KUBERNETES_PLATFORMS or record.get("terminal_state") == contract.CANCELED:
         return None
-    return contract.job_objects_read(str(namespace), str(name))
+    return record, extra
+
+
+def guess(record_id: str, state_dir: str) -> list[str] | None:
+    """The read `status RECORD_ID` will make, from the raw files under STATE_DIR; None: no guess."""
+    found = _files(record_id, state_dir)
+    if found is None or found[1].get("gang") == contract.GANG_NATIVE:
+        return None
+    return contract.job_objects_read(str(found[1]["namespace"]), str(found[1]["job_name"]))
+
+
+def guess_progress(record_id: str, state_dir: str) -> list[str] | None:
+    """The status.json read `status RECORD_ID` makes when the job runs: for a one-pod job whose record is not
+    final and that has not been told to read its log instead, with a results directory of plain path characters
+    (or none); None: no guess."""
+    found = _files(record_id, state_dir)
+    if found is None:
+        return None
+    record, extra = found
+    if record.get("terminal_state") is not None or extra.get("nodes", 1) != 1 or extra.get("progress_read"):
+        return None
+    results = record.get("results_dir") or ""
+    if not isinstance(results, str) or len(results) > 1024 or (results and not (
+        results.startswith("/") and set(results) <= _PATH_CHARS
+    )):
+        return None
+    name = str(extra["job_name"])
+    return exec_call(str(extra["namespace"]), exec_target(name, None, launched_here=True, nodes=1), results,
+                     launched_here=True)
 
 
 def start(record_id: str, options: ClusterOptions) -> None:
-    """Prestart `status RECORD_ID`'s read when it can be guessed (best effort: never raises)."""
+    """Prestart `status RECORD_ID`'s read, and its status.json read, when they can be guessed (best effort:
+    never raises)."""
     state_dir = os.environ.get("TAO_STATE_DIR") or os.path.join(os.path.expanduser("~"), ".tao")
-    args = guess(record_id, state_dir)
-    if args is not None:
-        prestart(options, args, namespaced=False)
+    for args in (guess(record_id, state_dir), guess_progress(record_id, state_dir)):
+        if args is not None:
+            prestart(options, args, namespaced=False)

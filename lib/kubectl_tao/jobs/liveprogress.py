@@ -1,8 +1,9 @@
 """How far a running job is (docs/progress.md): one kubectl call into its rank 0, read by the pure readers of
 `progress/`, and what the record keeps of it.
 
-The call is `kubectl exec` of a small fixed POSIX sh program in rank 0's container: it prints the newest
-`status.json` at the top of the job's results directory or one or two directories below it (TAO writes
+The call is `kubectl exec` of a small fixed POSIX sh program (progress/execread.py) in rank 0's container (by the
+Job, `job/NAME`, for a one-pod job: `status` starts that call beside its read of the Job and pods): it prints the
+newest `status.json` at the top of the job's results directory or one or two directories below it (TAO writes
 `<results>/<task>/status.json`), as its path, a NUL byte and the file's last 64 KiB. The results directory
 reaches the program as a positional argument (the record's, when the container has no TAO_RESULTS_ROOT),
 never as shell text. Where the results hold no status.json, or kubectl may not exec into the pod (Forbidden),
@@ -23,24 +24,15 @@ from typing import Any
 from kubectl_tao.core.errors import KubectlError, TaoError
 from kubectl_tao.jobs.track import Observation, Tracked
 from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.progress.execread import exec_call, exec_target
 from kubectl_tao.progress.kept import clean, from_log
 from kubectl_tao.progress.model import SOURCE_LOG, Progress, final, from_stored, rfc3339, stored
 
-STATUS_JSON_TAIL = 65536  # bytes of status.json read: its last lines, whatever its length
 LOG_TAIL_LINES = 100  # lines of rank 0's log read when status.json cannot be
 RETRY_EXEC_SECONDS = 300  # a look that found no status.json: the log answers for at most this long ...
 RETRY_EXEC_FLOOR = 15  # ... and at least this long (retry_after)
 EXEC_TIMEOUT_SECONDS = 30.0
 
-# $1: the record's results directory (used when the container has no TAO_RESULTS_ROOT). Prints the newest
-# status.json (depth 0 to 2) as PATH NUL TAIL; nothing when there is none.
-PROGRAM = (
-    'd=${TAO_RESULTS_ROOT:-$1}; [ -n "$d" ] && [ -d "$d" ] || exit 0; n=; '
-    'for f in "$d"/status.json "$d"/*/status.json "$d"/*/*/status.json; do '
-    'if [ -f "$f" ] && { [ -z "$n" ] || [ "$f" -nt "$n" ]; }; then n=$f; fi; done; '
-    '[ -n "$n" ] || exit 0; printf "%s\\000" "$n"; exec tail -c ' + str(STATUS_JSON_TAIL) + ' -- "$n"'
-)
-PROGRAM_NAME = "tao-progress"  # $0 of the program
 
 FROM_LOG = "log"
 WHY_FORBIDDEN = "forbidden"
@@ -85,10 +77,13 @@ def _container(tracked: Tracked) -> list[str]:
 
 
 def exec_args(tracked: Tracked, pod: str) -> list[str]:
-    results = str(tracked.record.get("results_dir") or "")
-    results = "" if "://" in results else results  # an S3 prefix is not a path in the container
-    return ["exec", "-n", str(tracked.namespace), pod, *_container(tracked), "--", "/bin/sh", "-c", PROGRAM,
-            PROGRAM_NAME, results]
+    """The status.json read (progress/execread.py): by the Job for a one-pod job kubectl-tao launched (the call
+    `status` prestarts), else into rank 0's POD."""
+    nodes = tracked.extra.get("nodes")
+    target = exec_target(str(tracked.job_name), pod, launched_here=tracked.launched_here,
+                         nodes=nodes if isinstance(nodes, int) else 1)
+    return exec_call(str(tracked.namespace), target, str(tracked.record.get("results_dir") or ""),
+                     launched_here=tracked.launched_here)
 
 
 def log_args(tracked: Tracked, pod: str) -> list[str]:

@@ -11,10 +11,13 @@ import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json
 
 from kubectl_tao.jobs import early_read
+from kubectl_tao.progress import execread
 from kubectl_tao.store.records import RecordStore
 
 JOB = "dino-train-3f9a1c"  # the fixtures' Job
 READ = ["get", "jobs,pods", "-n", "tao-jobs", "-l", f"tao-job={JOB}", "-o", "json"]
+PROGRESS = ["exec", "-n", "tao-jobs", f"job/{JOB}", "-c", "tao", "--", "/bin/sh", "-c", execread.PROGRAM,
+            execread.PROGRAM_NAME, "/workspace/results/x"]
 
 
 def _record(**extra: Any) -> str:
@@ -98,15 +101,42 @@ def test_status_takes_the_prestarted_read_over_and_adds_only_the_progress_read(
     code, out, _ = cli("status", record_id)
     assert code == 0 and "RUNNING" in out
     calls = [call.argv for call in fake_kubectl.calls]
-    assert calls[0] == READ and fake_kubectl.killed() == []
-    assert [argv[0] for argv in calls[1:]] == ["exec"]  # the running job's progress, from its rank 0
+    # both started before the record was loaded, and both taken over: one round trip for a running job
+    assert calls == [READ, PROGRESS] and fake_kubectl.killed() == []
 
 
-def test_a_record_of_another_cluster_is_refused_and_the_prestarted_read_killed_unread(
-    cli: Any, fake_kubectl: FakeKubectl
+def test_a_one_pod_job_not_yet_final_guesses_its_status_json_read_too(tao_env: Path) -> None:
+    assert early_read.guess_progress(_record(), _state(tao_env)) == PROGRESS
+
+
+@pytest.mark.parametrize(
+    ("extra", "record"),
+    [
+        ({"nodes": 2}, {}),  # rank 0's pod is named only by the read
+        ({"progress_read": {"from": "log", "why": "forbidden"}}, {}),  # told to read the log instead
+        ({}, {"terminal_state": "COMPLETE"}),  # the record answers
+        ({}, {"results_dir": "/workspace/$(reboot)"}),  # not plain path characters: never on a command line early
+        ({}, {"results_dir": "relative/x"}),
+        ({}, {"results_dir": 7}),
+    ],
+)
+def test_no_status_json_read_is_guessed_for_a_gang_a_final_record_or_an_odd_results_dir(
+    tao_env: Path, extra: dict[str, Any], record: dict[str, Any]
 ) -> None:
-    _answer(fake_kubectl)
-    record_id = _record(api_server="https://10.0.0.1:6443")
-    code, _, err = cli("status", record_id)
-    assert code == 1 and "was submitted to https://10.0.0.1:6443" in err
-    assert fake_kubectl.killed() == [READ] and fake_kubectl.argvs() == []
+    record_id = _record(**extra)
+    if record:
+        _rewrite(tao_env / "state" / "jobs" / f"{record_id}.json", **record)
+    assert early_read.guess_progress(record_id, _state(tao_env)) is None
+
+
+def test_a_pending_job_kills_the_prestarted_status_json_read_unread(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    job = fixture_json("imagepull.job.json")
+    job["metadata"]["name"] = JOB
+    pods = fixture_json("imagepull.pods.json")["items"]
+    fake_kubectl.on("get", "jobs,pods", data={"kind": "List", "items": [job, *pods]})
+    fake_kubectl.on("get", "events", data={"kind": "List", "items": []})
+    record_id = _record()
+    code, out, err = cli("status", record_id)
+    assert code == 0, err
+    assert "PENDING" in out
+    assert fake_kubectl.killed() == [PROGRESS] and PROGRESS not in fake_kubectl.argvs()

@@ -22,6 +22,7 @@ from kubectl_tao.jobs import liveprogress
 from kubectl_tao.jobs import track as tracking
 from kubectl_tao.jobs.wait import WaitTimeout, Watchdogs, watch
 from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.progress import execread
 from kubectl_tao.progress.model import JSON_KEYS, Progress, from_stored, stored
 from kubectl_tao.store.records import RecordStore, schema_errors
 
@@ -117,9 +118,10 @@ def test_the_exec_runs_a_fixed_program_and_hands_the_results_directory_as_an_arg
     cli("status", record_id)
     argv = _extra_calls(fake_kubectl)[0]
     tail = argv[argv.index("exec"):]
-    assert tail == ["exec", "-n", "tao-jobs", POD, "-c", "tao", "--", "/bin/sh", "-c", liveprogress.PROGRAM,
-                    "tao-progress", "/workspace/results/x"]
-    assert "/workspace/results/x" not in liveprogress.PROGRAM
+    # a one-pod job: by its Job (kubectl picks the running pod), so status can start the call beside its read
+    assert tail == ["exec", "-n", "tao-jobs", f"job/{RUNNING_JOB['metadata']['name']}", "-c", "tao", "--",
+                    "/bin/sh", "-c", execread.PROGRAM, "tao-progress", "/workspace/results/x"]
+    assert "/workspace/results/x" not in execread.PROGRAM
 
 
 def test_status_json_text_is_redacted_and_sanitized_before_it_is_read_and_shown(
@@ -380,7 +382,7 @@ SHELLS = [shell for shell in ("sh", "dash", "bash", "busybox") if shutil.which(s
 
 
 def _run_program(shell: str, results: Path, env: dict[str, str] | None = None) -> bytes:
-    argv = [shutil.which(shell) or shell, *(["sh"] if shell == "busybox" else []), "-c", liveprogress.PROGRAM,
+    argv = [shutil.which(shell) or shell, *(["sh"] if shell == "busybox" else []), "-c", execread.PROGRAM,
             "tao-progress", str(results)]
     return subprocess.run(argv, capture_output=True, check=True, env=env or {"PATH": "/usr/bin:/bin"}).stdout
 
@@ -399,7 +401,7 @@ def test_the_program_prints_the_newest_status_json_under_the_results_as_path_nul
     out = _run_program(shell, results)
     path, nul, tail = out.partition(b"\0")
     assert nul and path.decode() == str(new)
-    assert len(tail) == liveprogress.STATUS_JSON_TAIL and tail.endswith(b'{"new": 1}\n')
+    assert len(tail) == execread.STATUS_JSON_TAIL and tail.endswith(b'{"new": 1}\n')
     assert not (tmp_path / "x").exists()
 
 
