@@ -75,14 +75,18 @@ def guess(record_id: str, state_dir: str) -> list[str] | None:
 
 
 def guess_progress(record_id: str, state_dir: str) -> list[str] | None:
-    """The status.json read `status RECORD_ID` makes when the job runs: for a one-pod job whose record is not
-    final and that has not been told to read its log instead, with a results directory of plain path characters
-    (or none); None: no guess."""
+    """The status.json read `status RECORD_ID` makes when the job runs: for a one-pod job last seen RUNNING (a job
+    that is not running gets no call into it) that has not been told to read its log instead, with a results
+    directory of plain path characters (or none); None: no guess."""
     found = _files(record_id, state_dir)
     if found is None:
         return None
     record, extra = found
     if record.get("terminal_state") is not None or extra.get("nodes", 1) != 1 or extra.get("progress_read"):
+        return None
+    transitions = record.get("transitions")
+    last = transitions[-1] if isinstance(transitions, list) and transitions else None
+    if not isinstance(last, dict) or last.get("state") != "RUNNING":  # last seen pending: most likely still so
         return None
     results = record.get("results_dir") or ""
     if not isinstance(results, str) or len(results) > 1024 or (results and not (

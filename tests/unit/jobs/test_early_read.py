@@ -129,7 +129,15 @@ def test_no_status_json_read_is_guessed_for_a_gang_a_final_record_or_an_odd_resu
     assert early_read.guess_progress(record_id, _state(tao_env)) is None
 
 
+def test_no_status_json_read_is_guessed_for_a_job_last_seen_pending(tao_env: Path) -> None:
+    record_id = _record()
+    RecordStore().mark(record_id, "PENDING", message="Unschedulable", source="poller")
+    assert early_read.guess(record_id, _state(tao_env)) == READ
+    assert early_read.guess_progress(record_id, _state(tao_env)) is None
+
+
 def test_a_pending_job_kills_the_prestarted_status_json_read_unread(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    """Last seen RUNNING, pending now (a pod evicted and made again): the guess was wrong, the call goes unread."""
     job = fixture_json("imagepull.job.json")
     job["metadata"]["name"] = JOB
     pods = fixture_json("imagepull.pods.json")["items"]
