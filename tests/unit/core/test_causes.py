@@ -404,3 +404,35 @@ def test_a_rank_the_stall_watch_ended_is_stalled_whatever_it_printed_before() ->
     # another rank's own error is still read as that rank's
     other = causes.diagnose([causes.RankLog(0, stall), causes.RankLog(1, earlier)], first_failed_rank=1)
     assert other is not None and other.cause == "MissingFile" and other.rank == 1
+
+
+def _witness_lines() -> list[str]:
+    """Real lines for the signs: every corpus log's lines, every CUDA error as each program prints it, and the
+    out-of-memory lines of programs outside PyTorch's allocator (above)."""
+    lines = [line for path in sorted(CORPUS_DIR.glob("*.log")) for line in _text(path.name).splitlines()]
+    for row in CUDA_ENUMERATIONS:
+        lines.extend(_as_programs_print(*row[:4]).values())
+    lines += ["RuntimeError: CUDA error: out of memory",
+              "cudaMalloc of 1024 MiB more after 79872 MiB failed: out of memory (cudaErrorMemoryAllocation)"]
+    return lines
+
+
+def test_every_sign_has_a_real_line_and_the_prefilter_lets_each_such_line_through() -> None:
+    """The prefilter skips a line before any sign is tried: a sign whose lines it does not let through would be
+    dead without a word. Each sign needs a real line here (add one to the corpus with a new sign), and every real
+    line a sign matches must pass the prefilter (else add the sign's literal to causes._PREFILTER)."""
+    reached: set[tuple[str, int]] = set()
+    dropped: list[str] = []
+    for line in _witness_lines():
+        body = causes.RANK_PREFIX.sub("", line, count=1)
+        for cause in causes.CAUSES:
+            for index, sign in enumerate(cause.signs):
+                if sign.pattern.search(body):
+                    reached.add((cause.name, index))
+                    if not causes._PREFILTER.search(line):
+                        dropped.append(f"{cause.name} sign {index}: {line[:120]!r}")
+    unreached = [f"{c.name} sign {i} ({s.pattern.pattern[:60]})" for c in causes.CAUSES
+                 for i, s in enumerate(c.signs) if (c.name, i) not in reached]
+    assert unreached == [], "signs with no real line in the corpus or the CUDA prints"
+    assert dropped == [], "lines a sign matches that the prefilter skips"
+
