@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from kubectl_tao.commands.common import MANIFEST_FORMATS, output_option, session
-from kubectl_tao.commands.jobflags import JobCommand, checked_warnings, request_of
+from kubectl_tao.commands.jobflags import JobCommand, request_of
 
 EPILOG = """\b
 Examples:
@@ -32,22 +32,14 @@ def render(
     from kubectl_tao.cli.output import check_format, emit, info
     from kubectl_tao.core.names import validate_job_name
     from kubectl_tao.core.render import to_json, to_yaml
-    from kubectl_tao.jobs import plan as planning
-    from kubectl_tao.jobs.submit import execute
+    from kubectl_tao.jobs.submit import execute, plan_request
 
     fmt = check_format(output, MANIFEST_FORMATS)
     job = request_of(ctx)
-    image_warnings = checked_warnings(job)  # refusals now, warnings once the whole request is known good
     sess = session()
     namespace = sess.namespace()
     # Only the names matter here: the manifest references the Secret by name, values stay out of it.
-    names = planning.read_credentials(job.env_file, job.env)
-    placeholders = dict.fromkeys(names, "placeholder")
-    the_plan = planning.build(job, namespace, placeholders, server=sess.target().server)
-    for warning in image_warnings:
-        info(f"warning: {warning}")
-    for note in the_plan.notes:
-        info(note)
+    the_plan = plan_request(job, namespace, server=sess.target().server, on_progress=info, values=False)
     outcome = execute(
         sess.kubectl(),
         the_plan,

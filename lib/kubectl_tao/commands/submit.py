@@ -1,4 +1,4 @@
-"""`kubectl tao submit`: the job flags (commands/jobflags.py) plus submit's own, then jobs/submit.execute."""
+"""`kubectl tao submit`: the job flags (commands/jobflags.py) plus submit's own, then jobs/submit.submit_request."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from kubectl_tao.commands.common import ACTION_FORMATS, check_seconds, lazy_record_store, output_option, session
-from kubectl_tao.commands.jobflags import JobCommand, checked_warnings, request_of
+from kubectl_tao.commands.jobflags import JobCommand, request_of
 
 if TYPE_CHECKING:
     from kubectl_tao.jobs.plan import JobRequest
@@ -87,49 +87,19 @@ def run_submit(
     namespace: str | None = None,
     record_fields: dict[str, Any] | None = None,
 ) -> int:
-    """submit's work once its flags are read (`resubmit` runs it with a request built from a record)."""
+    """submit's work once its flags are read (`resubmit` runs it with a request built from a record): one call
+    into the job layer (jobs/submit.submit_request), its outcome printed, then the wait."""
     from kubectl_tao.cli.output import dump_json, dump_yaml, emit, info
-    from kubectl_tao.jobs import plan as planning
-    from kubectl_tao.jobs.submit import execute
+    from kubectl_tao.jobs.submit import submit_request
 
-    kept = {"request": planning.stored(job), **({"max_restarts": job.max_restarts} if job.max_restarts else {}),
-            **(extra_fields or {})}
     sess = session()
     namespace = namespace or sess.namespace()
-    held = None
-    if wait and dry_run == "none" and not job.keep_until_captured:
-        # The Job is created without a TTL and gets it back once --wait has captured its ending (or
-        # gives up), so a short --ttl-seconds can never delete the outcome before it is seen.
-        job = job.replaced(keep_until_captured=True)
-        held = "wait"
-    image_warnings = checked_warnings(job)  # refusals now, warnings once the whole request is known good
-    creds = planning.read_credentials(job.env_file, job.env)
     target = sess.target()
-    the_plan = planning.build(job, namespace, creds, server=target.server)
-    for warning in image_warnings:
-        info(f"warning: {warning}")
-    the_plan.require_fit_now = require_fit_now
-    the_plan.record.update(record_fields or {})
     store = lazy_record_store()
-    for note in the_plan.notes:
-        info(note)
-
-    if dry_run == "none":
-        store()  # a bad TAO_STATE_DIR is bad input: refuse before any cluster call
-    outcome = execute(
-        sess.kubectl(),
-        the_plan,
-        namespace=namespace,
-        target_server=target.server,
-        target_context=target.context,
-        dry_run=dry_run,
-        store_factory=store,
-        on_progress=info,
-        extra={
-            **kept,
-            **({"keep_until_captured": True, "ttl_seconds": job.ttl_seconds, "ttl_hold": held}
-               if job.keep_until_captured else {}),
-        },
+    outcome = submit_request(
+        sess.kubectl(), job, namespace=namespace, target_server=target.server, target_context=target.context,
+        store_factory=store, on_progress=info, dry_run=dry_run, wait=wait, require_fit_now=require_fit_now,
+        extra_fields=extra_fields, record_fields=record_fields,
     )
     if on_created is not None and outcome.record_id and dry_run == "none":
         on_created(outcome.record_id)
@@ -160,17 +130,10 @@ def run_submit(
         )
     if not wait:
         return 0
-    from kubectl_tao.jobs import track as tracking
-    from kubectl_tao.jobs.wait import Watchdogs, watch
+    from kubectl_tao.jobs.wait import Watchdogs, follow
 
-    tracked = tracking.load(store(), outcome.record_id)
-    obs = watch(
-        sess.kubectl(),
-        store(),
-        tracked,
-        server=target.server,
-        dogs=Watchdogs(pending_timeout, image_pull_timeout, timeout),
-    )
+    obs = follow(sess.kubectl(), store(), outcome.record_id, server=target.server,
+                 dogs=Watchdogs(pending_timeout, image_pull_timeout, timeout))
     info(ended_line(outcome.record_id, obs))
     return 0 if obs.state == "COMPLETE" else 1
 

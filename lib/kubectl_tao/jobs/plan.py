@@ -6,22 +6,51 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import UsageError
-from kubectl_tao.core.valueclass import Value, record
-from kubectl_tao.jobs.submit import Plan
+from kubectl_tao.core.valueclass import Factory, Value, record
 
 GPU_TOLERATION = contract.GPU_TOLERATION
 TIERS = ("A", "C")
 
 
+@record
+class Plan(Value):
+    """Everything submit needs, validated locally before any cluster call."""
+
+    record: dict[str, Any]  # platform, image, network_arch, action, storage_tier, results_dir, upload_excludes
+    render: Callable[[str, str, str | None], list[dict[str, Any]]]  # (job_name, record_id, secret) -> objects
+    image: str
+    gpus: int
+    nodes: int
+    credentials: dict[str, str] = Factory(dict)
+    pvc: str | None = None
+    secret_refs: dict[str, list[str]] = Factory(dict)  # existing Secret name -> keys required
+    image_pull_secret: str | None = None
+    node_selector: dict[str, str] = Factory(dict)
+    tolerations: list[dict[str, Any]] = Factory(list)
+    gpu_product: str | None = None
+    queue: str | None = None  # Kueue LocalQueue (--queue): it must exist; its ClusterQueue quota is gated
+    min_version: tuple[int, int] | None = None
+    min_version_feature: str = ""
+    warnings: list[str] = Factory(list)
+    require_fit_now: bool = False
+    skip_probe_warning: bool = False  # the NCCL probe itself: no warning about the last probe
+    notes: list[str] = Factory(list)  # what was decided for the user (printed, not warnings)
+    patches_job: bool = False  # --keep-until-captured: `status` sets the Job's TTL once the history is captured
+    gang_mode: str = "auto"  # --gang: auto | native | off (gang.py)
+    topology: Any = None  # topology.Topology of --topology (None: anywhere)
+    max_restarts: int = 0  # --max-restarts: the restarts gate checks the server keeps container restart rules
+
+
+
 @record(frozen=True)
 class JobRequest(Value):
-    """The job flags of `submit` and `render`, typed; commands/jobflags.JOB_FLAGS declares them (spellings,
+    """The job flags of `submit` and `render`, typed; jobs/flags.JOB_FLAGS declares them (spellings,
     defaults, help) and builds one (job_request). Repeatable flags are tuples, empty when not given."""
 
     image: str | None

@@ -42,7 +42,8 @@ from kubectl_tao.core.serverversion import parse_server_version
 from kubectl_tao.core.valueclass import Factory, Value, plain, record
 from kubectl_tao.jobs import cancel as cancelling
 from kubectl_tao.jobs import track, wait
-from kubectl_tao.jobs.submit import Plan, execute
+from kubectl_tao.jobs.plan import Plan
+from kubectl_tao.jobs.submit import execute
 from kubectl_tao.jobs.track import Observation, Tracked
 from kubectl_tao.jobs.wait import PULL_REASONS
 from kubectl_tao.k8s.kubectl import Kubectl

@@ -32,41 +32,14 @@ from kubectl_tao.core.errors import (
     UsageError,
 )
 from kubectl_tao.core.names import kubernetes_job_name, secret_name_for
-from kubectl_tao.core.valueclass import Factory, Value, record
+from kubectl_tao.core.valueclass import Value, record
+from kubectl_tao.jobs.plan import Plan
 from kubectl_tao.k8s import objects
 from kubectl_tao.k8s.kubectl import Kubectl
 
 if TYPE_CHECKING:
     from kubectl_tao.jobs.gates import Gates
-
-
-@record
-class Plan(Value):
-    """Everything submit needs, validated locally before any cluster call."""
-
-    record: dict[str, Any]  # platform, image, network_arch, action, storage_tier, results_dir, upload_excludes
-    render: Callable[[str, str, str | None], list[dict[str, Any]]]  # (job_name, record_id, secret) -> objects
-    image: str
-    gpus: int
-    nodes: int
-    credentials: dict[str, str] = Factory(dict)
-    pvc: str | None = None
-    secret_refs: dict[str, list[str]] = Factory(dict)  # existing Secret name -> keys required
-    image_pull_secret: str | None = None
-    node_selector: dict[str, str] = Factory(dict)
-    tolerations: list[dict[str, Any]] = Factory(list)
-    gpu_product: str | None = None
-    queue: str | None = None  # Kueue LocalQueue (--queue): it must exist; its ClusterQueue quota is gated
-    min_version: tuple[int, int] | None = None
-    min_version_feature: str = ""
-    warnings: list[str] = Factory(list)
-    require_fit_now: bool = False
-    skip_probe_warning: bool = False  # the NCCL probe itself: no warning about the last probe
-    notes: list[str] = Factory(list)  # what was decided for the user (printed, not warnings)
-    patches_job: bool = False  # --keep-until-captured: `status` sets the Job's TTL once the history is captured
-    gang_mode: str = "auto"  # --gang: auto | native | off (gang.py)
-    topology: Any = None  # topology.Topology of --topology (None: anywhere)
-    max_restarts: int = 0  # --max-restarts: the restarts gate checks the server keeps container restart rules
+    from kubectl_tao.jobs.plan import JobRequest
 
 
 @record
@@ -131,6 +104,76 @@ def run_gates(
 
 
 # ---------------------------------------------------------------- apply
+
+
+def plan_request(
+    job: JobRequest, namespace: str, *, server: str, on_progress: Callable[[str], None], values: bool = True
+) -> Plan:
+    """The Plan of a job request: the refusals that name a flag first (jobs/flags.checked_warnings), the
+    credentials read (VALUES False: their names only, for a manifest that names the Secret), the plan built; then
+    the image warnings and the plan's notes said through ON_PROGRESS."""
+    from kubectl_tao.jobs import plan as planning
+    from kubectl_tao.jobs.flags import checked_warnings
+
+    image_warnings = checked_warnings(job)  # refusals now, warnings once the whole request is known good
+    credentials = planning.read_credentials(job.env_file, job.env)
+    if not values:
+        credentials = dict.fromkeys(credentials, "placeholder")
+    the_plan = planning.build(job, namespace, credentials, server=server)
+    for warning in image_warnings:
+        on_progress(f"warning: {warning}")
+    for note in the_plan.notes:
+        on_progress(note)
+    return the_plan
+
+
+def submit_request(
+    kc: Kubectl,
+    job: JobRequest,
+    *,
+    namespace: str,
+    target_server: str,
+    target_context: str,
+    store_factory: Callable[[], Any],
+    on_progress: Callable[[str], None],
+    dry_run: str = "none",
+    wait: bool = False,
+    require_fit_now: bool = False,
+    extra_fields: dict[str, Any] | None = None,
+    record_fields: dict[str, Any] | None = None,
+) -> Outcome:
+    """`submit` (and `resubmit`) once the flags are read: plan the request, then `execute`. The record keeps the
+    request (jobs/plan.stored) so `resubmit` can rebuild it. With WAIT the Job is created without a TTL and gets
+    it back once the wait has captured its ending (or gives up), so a short --ttl-seconds can never delete the
+    outcome before it is seen."""
+    from kubectl_tao.jobs import plan as planning
+
+    kept = {"request": planning.stored(job), **({"max_restarts": job.max_restarts} if job.max_restarts else {}),
+            **(extra_fields or {})}
+    held = None
+    if wait and dry_run == "none" and not job.keep_until_captured:
+        job = job.replaced(keep_until_captured=True)
+        held = "wait"
+    the_plan = plan_request(job, namespace, server=target_server, on_progress=on_progress)
+    the_plan.require_fit_now = require_fit_now
+    the_plan.record.update(record_fields or {})
+    if dry_run == "none":
+        store_factory()  # a bad TAO_STATE_DIR is bad input: refuse before any cluster call
+    return execute(
+        kc,
+        the_plan,
+        namespace=namespace,
+        target_server=target_server,
+        target_context=target_context,
+        dry_run=dry_run,
+        store_factory=store_factory,
+        on_progress=on_progress,
+        extra={
+            **kept,
+            **({"keep_until_captured": True, "ttl_seconds": job.ttl_seconds, "ttl_hold": held}
+               if job.keep_until_captured else {}),
+        },
+    )
 
 
 def execute(

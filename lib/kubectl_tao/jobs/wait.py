@@ -189,6 +189,13 @@ class _Watching:
             self.out.write("\n")
 
 
+def follow(kc: Kubectl, store: Any, record_id: str, *, server: str, dogs: Watchdogs) -> Observation:
+    """`watch` the job of record RECORD_ID until it ends (or a watchdog fires): `submit --wait`."""
+    from kubectl_tao.jobs.track import load
+
+    return watch(kc, store, load(store, record_id), server=server, dogs=dogs)
+
+
 def fix_for(reason: str) -> str:
     if reason in PULL_REASONS:
         return "check the image name and tag, and give an image-pull Secret for its registry (--image-pull-secret)"

@@ -1,4 +1,4 @@
-"""The job flags are declared once (commands/jobflags.JOB_FLAGS): submit and render take exactly those options,
+"""The job flags are declared once (core/flagtable.JOB_FLAGS): submit and render take exactly those options,
 with the table's spellings and defaults, and hand jobs/plan a typed request built from them."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import typer
 
 from kubectl_tao.cli.app import app
 from kubectl_tao.commands.common import reset_session
-from kubectl_tao.commands.jobflags import JOB_FLAGS, job_request
+from kubectl_tao.core.flagtable import JOB_FLAGS
 from kubectl_tao.jobs import plan
+from kubectl_tao.jobs.flags import job_request
 from kubectl_tao.jobs.plan import JobRequest
 
 ROOT = typer.main.get_command(app)

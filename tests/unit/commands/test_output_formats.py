@@ -124,7 +124,7 @@ def _submit(fake: FakeKubectl) -> list[str]:
 
 
 def _resubmit(fake: FakeKubectl) -> list[str]:
-    from kubectl_tao.commands.jobflags import job_request
+    from kubectl_tao.jobs.flags import job_request
     from kubectl_tao.jobs.plan import stored
 
     _submit(fake)

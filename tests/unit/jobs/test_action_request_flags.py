@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from support import FIXTURES as FIXTURES_ROOT
 
-from kubectl_tao.commands.jobflags import job_request
 from kubectl_tao.core.errors import UsageError
+from kubectl_tao.jobs.flags import job_request
 from kubectl_tao.jobs.plan import GPU_TOLERATION, JobRequest, build, read_credentials
 
 FIXTURES = FIXTURES_ROOT / "action"

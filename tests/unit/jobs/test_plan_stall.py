@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.commands.jobflags import job_request
 from kubectl_tao.core import kubelet_text, retry, templates
 from kubectl_tao.core.errors import UsageError
+from kubectl_tao.jobs.flags import job_request
 from kubectl_tao.jobs.plan import JobRequest, build, flags_stored, stored
 
 WATCH = templates.load_template("stall-watch.sh")
