@@ -707,8 +707,9 @@ PATTERN_LINE_SIZES = (1024, 4096)  # the readers cut a line to 4,096 characters 
 
 def pattern_families() -> dict[str, list[Callable[[str], object]]]:
     """The readers of job text, one family per cause of core/causes.py's table (its signs and its facts reader),
-    then the line readers every cause shares, core/nccldebug.py and core/retry.py's attempt history."""
-    from kubectl_tao.core import causes, nccldebug, retry
+    then the line readers every cause shares, core/nccldebug.py and restarts/history.py's attempt history."""
+    from kubectl_tao.core import causes, nccldebug
+    from kubectl_tao.restarts import history
 
     families: dict[str, list[Callable[[str], object]]] = {}
     for cause in causes.CAUSES:
@@ -719,7 +720,7 @@ def pattern_families() -> dict[str, list[Callable[[str], object]]]:
     families["causes: line readers"] = [causes._PREFILTER.search, causes._LOGGER.match, causes._FRAME.match,
                                         causes._RANK_PREFIX.match, causes._ERRORISH_WORDS.search]
     families["nccldebug"] = [nccldebug.read]
-    families["retry: attempt history"] = [lambda line: retry.parse_history([line])]
+    families["retry: attempt history"] = [lambda line: history.parse_history([line])]
     families.update(redactor_families())
     return families
 

@@ -7,12 +7,20 @@
 # whose program fails claims it (mkdir claim-K, atomic) and records how it ended (end-K, renamed into place
 # whole). Every other rank sees the claim, stops its program (SIGTERM, then SIGKILL after TAO_PEER_STOP_SECONDS)
 # and follows the recorded decision:
-#   restart    exit 85: the container restart rule RestartAllContainers restarts this pod's containers in place;
+#   restart    exit with the table's restart code: the container restart rule RestartAllContainers restarts
+#              this pod's containers in place;
 #              attempt K+1 starts from the top (TAO_ATTEMPT=K+1), counted against TAO_MAX_RESTARTS;
-#   disrupted  the claiming rank got SIGTERM (eviction, preemption, drain): the others restart with exit 85 and
-#              the restart is not counted; the stopped pod exits 143 and the Job recreates it (DisruptionTarget);
-#   fail       a program error (an exit code not in TAO_RETRY_EXIT_CODES), the barrier's 88 twice in a row, or
-#              no restarts left: every rank exits with a code the restart rule does not match, and the Job fails.
+#   disrupted  the claiming rank got SIGTERM (eviction, preemption, drain): the others restart and the restart
+#              is not counted; the stopped pod exits as SIGTERM ends a process and the Job recreates it
+#              (DisruptionTarget);
+#   fail       a program error, the barrier's timeout twice in a row, or no restarts left: every rank exits with a
+#              code the restart rule does not match, and the Job fails.
+# The exit codes and what each means come from TAO_EXIT_CODES, the table the render step puts in the pod (one
+# row a line, "NUMBER NAME DECISION REASON", lib/kubectl_tao/restarts/table.py): this script writes no number of
+# its own. DECISION final: the job fails (a program that exits with a code the scripts reserve); once: restart,
+# final when the attempt before ended with the same code; infra: restart, REASON is the cause (ERR_INFRA);
+# retry: restart unless the output shows an ERR_PROGRAM sign. A code the table does not hold is a program
+# error.
 # What the failed program printed decides over its exit code: the first row of TAO_RETRY_SIGNS (one a line,
 # "CLASS TIER CAUSE ERE", core/causes.py's table in its order) whose ERE finds a line of the last 400 lines of
 # the attempt's output names the cause; ERR_PROGRAM is final (a device-side assert, though SIGABRT), ERR_INFRA
@@ -22,15 +30,11 @@
 # Before a new attempt runs, every rank waits until all NNODES ranks have entered it (files attempt-K/rank-R),
 # then passes the rendezvous barrier. Each attempt's end is one line of the container's termination message.
 #
-# Environment: NODE_RANK, NNODES, TAO_GANG_DIR, TAO_MAX_RESTARTS, TAO_RETRY_EXIT_CODES (required), TAO_RETRY_SIGNS;
+# Environment: NODE_RANK, NNODES, TAO_GANG_DIR, TAO_MAX_RESTARTS, TAO_EXIT_CODES (required), TAO_RETRY_SIGNS;
 # RENDEZVOUS_TIMEOUT (also bounds the wait for the other ranks; 0 = 300 for that wait), RENDEZVOUS_POLL_SECONDS,
 # TAO_PEER_STOP_SECONDS (default 20), TAO_SETTLE_SECONDS (default 10: how long a rank whose failure is final
 # waits for another rank's claim first), TAO_TERMINATION_LOG (default /dev/termination-log).
 set -eu
-
-EXIT_RESTART=85
-EXIT_STALLED=86 # stall-watch.sh ended a program that made no progress: a restart, whatever it printed before
-EXIT_RENDEZVOUS_TIMEOUT=88
 
 barrier=$1
 launcher=$2
@@ -65,7 +69,11 @@ rank=$(whole NODE_RANK "${NODE_RANK:?NODE_RANK is not set}")
 nodes=$(whole NNODES "${NNODES:?NNODES is not set}")
 gang=${TAO_GANG_DIR:?TAO_GANG_DIR is not set}
 max=$(whole TAO_MAX_RESTARTS "${TAO_MAX_RESTARTS:?TAO_MAX_RESTARTS is not set}")
-retry_codes=" ${TAO_RETRY_EXIT_CODES:?TAO_RETRY_EXIT_CODES is not set} "
+codes=${TAO_EXIT_CODES:-}
+if [ -z "$codes" ]; then
+    say "TAO_EXIT_CODES is not set (the table of exit codes the render step puts in the pod)" >&2
+    exit 2
+fi
 signs=${TAO_RETRY_SIGNS:-}
 tail_lines=400
 poll=${RENDEZVOUS_POLL_SECONDS:-2}
@@ -74,6 +82,51 @@ wait_all=$(whole RENDEZVOUS_TIMEOUT "${RENDEZVOUS_TIMEOUT:-300}")
 peer_stop=${TAO_PEER_STOP_SECONDS:-20}
 settle=$(whole TAO_SETTLE_SECONDS "${TAO_SETTLE_SECONDS:-10}")
 termination_log=${TAO_TERMINATION_LOG:-/dev/termination-log}
+
+# exit_row CODE: "NAME DECISION REASON" of the exit CODE in TAO_EXIT_CODES, or nothing when the table lacks it.
+exit_row() {
+    printf '%s\n' "$codes" | while read -r number rest; do
+        [ "$number" != "$1" ] || printf '%s\n' "$rest"
+    done
+}
+
+# exit_code NAME: the number TAO_EXIT_CODES gives the exit code NAME; the script stops with exit 2 without one.
+exit_code() {
+    n=$(printf '%s\n' "$codes" | while read -r number row_name rest; do
+        [ "$row_name" != "$1" ] || printf '%s\n' "$number"
+    done)
+    n=$(decimal "$n" 3)
+    if [ -z "$n" ]; then
+        say "TAO_EXIT_CODES has no exit code named $1 (one row a line: NUMBER NAME DECISION REASON)" >&2
+        exit 2
+    fi
+    printf '%s\n' "$n"
+}
+
+# decision_of CODE: the table's DECISION of the exit CODE (final, once, infra, retry), or nothing.
+decision_of() {
+    d=$(exit_row "$1")
+    d=${d#* }
+    printf '%s\n' "${d%% *}"
+}
+
+# reason_of CODE: the table's REASON of the exit CODE (a signal's name, ...), else "exit CODE".
+reason_of() {
+    r=$(exit_row "$1")
+    case "$r" in
+        *' '*' '*) printf '%s\n' "${r#* * }" ;;
+        *) printf 'exit %s\n' "$1" ;;
+    esac
+}
+
+# retryable CODE: does the table restart the gang on the exit CODE (DECISION once, infra or retry)?
+retryable() {
+    case "$(decision_of "$1")" in once | infra | retry) return 0 ;; esac
+    return 1
+}
+
+exit_restart=$(exit_code restart)
+exit_sigterm=$(exit_code SIGTERM)
 
 mkdir -p "$gang" || {
     say "cannot create the restart directory $gang on the job's volume" >&2
@@ -100,14 +153,6 @@ say "rank $rank attempt $attempt (restarts used $used of $max)"
 child=
 watcher=
 disrupted=0
-
-signal_name() {
-    case "$1" in
-        129) echo SIGHUP ;; 130) echo SIGINT ;; 134) echo SIGABRT ;; 135) echo SIGBUS ;;
-        137) echo SIGKILL ;; 139) echo SIGSEGV ;; 143) echo SIGTERM ;; 88) echo "rendezvous timeout" ;;
-        *) echo "exit $1" ;;
-    esac
-}
 
 # stop_program SIGNAL: the program and everything it started. As the container's PID 1, kill -1 reaches every
 # other process of the container (a shell's children included); elsewhere (tests) the child only.
@@ -143,12 +188,14 @@ record() {
 }
 
 # cause_of CODE: "CLASS TIER CAUSE" of the first row of TAO_RETRY_SIGNS whose ERE finds a line of the tail of
-# this attempt's output (each line read as causes.py reads it), or nothing. Not for the barrier's 88, the
-# reserved 85 and 89, or a stopped pod: those decide by themselves. Run in a subshell ($(...)): its locale stays.
+# this attempt's output (each line read as causes.py reads it), or nothing. Not for an exit code whose table row
+# decides by itself (final, once) or a stopped pod; an infra row's REASON is the cause (the stall watch's: a
+# restart, whatever the program printed before). Run in a subshell ($(...)): its locale stays.
 cause_of() {
-    case "$1" in
-        0 | 85 | 88 | 89) return 0 ;;
-        "$EXIT_STALLED") echo "ERR_INFRA primary Stalled" && return 0 ;;
+    [ "$1" != 0 ] || return 0
+    case "$(decision_of "$1")" in
+        final | once) return 0 ;;
+        infra) echo "ERR_INFRA primary $(reason_of "$1")" && return 0 ;;
     esac
     log="$gang/attempt-$attempt/rank-$rank.log"
     [ "$disrupted" = 0 ] && [ -n "$signs" ] && [ -r "$log" ] || return 0
@@ -187,12 +234,12 @@ cause_of() {
 # decide CODE: the first rank to fail decides what the attempt's end means.
 decide() {
     code=$1
-    reason=$(signal_name "$code")
+    reason=$(reason_of "$code")
     previous=$(cat "$gang/end-$((attempt - 1))/exit" 2>/dev/null || echo none)
     if [ "$disrupted" = 1 ]; then
         record disrupted 0 "$code" "pod stopped (SIGTERM)"
-    elif [ "$code" = "$EXIT_RENDEZVOUS_TIMEOUT" ] && [ "$previous" = "$EXIT_RENDEZVOUS_TIMEOUT" ]; then
-        record fail 0 "$code" "rendezvous timeout twice"
+    elif [ "$(decision_of "$code")" = once ] && [ "$previous" = "$code" ]; then
+        record fail 0 "$code" "$reason twice"
     elif [ "$class" = ERR_PROGRAM ]; then
         record fail 0 "$code" "$name"
     elif [ "$class" = ERR_INFRA ]; then
@@ -201,7 +248,7 @@ decide() {
         else
             record fail 0 "$code" "$name (no restarts left)"
         fi
-    elif case "$retry_codes" in *" $code "*) true ;; *) false ;; esac; then
+    elif retryable "$code"; then
         if [ "$used" -lt "$max" ]; then
             record restart 1 "$code" "$reason"
         else
@@ -222,7 +269,7 @@ end_attempt() {
     class=${cause%% *}
     name=${cause##* }
     [ -z "$cause" ] || say "rank $rank: its output shows $name ($class)"
-    if [ "$disrupted" = 0 ] && ! case "$retry_codes" in *" $code "*) true ;; *) false ;; esac; then
+    if [ "$disrupted" = 0 ] && ! retryable "$code"; then
         # A final failure may be the echo of a peer's crash (a collective that lost its peer): give the peer
         # time to claim the attempt first; longer when this rank shows only that it lost a peer.
         wait_claim=$settle
@@ -246,15 +293,15 @@ end_attempt() {
     write_history
     say "$(sed 's/^kubectl-tao //' "$gang/end-$attempt/line")"
     if [ "$disrupted" = 1 ]; then
-        exit 143
+        exit "$exit_sigterm"
     fi
     case "$decision" in
         restart | disrupted)
             say "rank $rank restarts with the gang (attempt $((attempt + 1)))"
-            exit "$EXIT_RESTART"
+            exit "$exit_restart"
             ;;
     esac
-    [ "$code" != "$EXIT_RESTART" ] && [ "$code" != 0 ] || code=1
+    [ "$code" != "$exit_restart" ] && [ "$code" != 0 ] || code=1
     exit "$code"
 }
 
@@ -274,11 +321,11 @@ count_ranks() {
 }
 deadline=$(($(now) + wait_all))
 while [ "$(count_ranks)" -lt "$nodes" ]; do
-    [ "$disrupted" = 0 ] || end_attempt 143
-    [ ! -d "$gang/claim-$attempt" ] || end_attempt 143
+    [ "$disrupted" = 0 ] || end_attempt "$exit_sigterm"
+    [ ! -d "$gang/claim-$attempt" ] || end_attempt "$exit_sigterm"
     if [ "$(now)" -ge "$deadline" ]; then
         say "rank $rank: only $(count_ranks) of $nodes ranks entered attempt $attempt after ${wait_all}s" >&2
-        end_attempt "$EXIT_RENDEZVOUS_TIMEOUT"
+        end_attempt "$(exit_code rendezvous-timeout)"
     fi
     sleep "$poll"
 done
@@ -319,8 +366,8 @@ finish_tee() {
     kill -KILL "$teer" 2>/dev/null || true
     rm -rf "$fifo_dir"
 }
-# watched: the program, through stall_watch when stall-watch.sh was prepended (--stall-timeout: a stall exits 86,
-# a restartable failure); else exec'd as it is.
+# watched: the program, through stall_watch when stall-watch.sh was prepended (--stall-timeout: a stall exits with
+# the table's stalled code, a restartable failure); else exec'd as it is.
 watched() {
     if command -v stall_watch >/dev/null 2>&1; then
         stall_watch "$@"
@@ -370,7 +417,7 @@ if [ "$rc" = 0 ] && [ "$disrupted" = 0 ]; then
     exit 0
 fi
 finish_tee
-[ "$rc" != 0 ] || rc=143
+[ "$rc" != 0 ] || rc=$exit_sigterm
 if [ "$launcher" = torchrun ] && [ "$rc" = 1 ] && [ -r "$gang/attempt-$attempt/rank-$rank.log" ]; then
     # torchrun exits 1 whatever ended its worker; its failure summary says `exitcode  : -9 (pid: N)` for a signal
     sig=$(sed -n 's/^ *exitcode *: *-\([0-9][0-9]*\) .*/\1/p' "$gang/attempt-$attempt/rank-$rank.log" | sed -n 1p)

@@ -4,15 +4,15 @@
 # Every rank waits until the DNS name of every rank (<job>-<i>.<subdomain>) resolves; every rank but
 # 0 then also waits until MASTER_ADDR:MASTER_PORT accepts a TCP connection. Rank 0 never waits for
 # the port: it is the rank that will listen on it once the training command starts.
-# On timeout it prints one line naming the rank and what it could not reach, and exits 88, the code
-# the Job's podFailurePolicy turns into an immediate FailJob.
+# On timeout it prints one line naming the rank and what it could not reach, and exits with the
+# rendezvous-timeout code of TAO_EXIT_CODES (the pod's table of exit codes, one row a line "NUMBER NAME
+# DECISION REASON", lib/kubectl_tao/restarts/table.py), the code the Job's podFailurePolicy turns into an
+# immediate FailJob.
 #
-# Environment: NODE_RANK, NNODES, TAO_K8S_JOB_NAME, MASTER_ADDR, MASTER_PORT (required);
+# Environment: NODE_RANK, NNODES, TAO_K8S_JOB_NAME, MASTER_ADDR, MASTER_PORT, TAO_EXIT_CODES (required);
 # TAO_K8S_SUBDOMAIN (default: the job name), RENDEZVOUS_TIMEOUT (seconds, default 300, 0 = skip),
 # RENDEZVOUS_POLL_SECONDS (default 2), RENDEZVOUS_RESOLV_CONF (default /etc/resolv.conf).
 set -eu
-
-EXIT_RENDEZVOUS_TIMEOUT=88
 
 rank=${NODE_RANK:?NODE_RANK is not set}
 nodes=${NNODES:?NNODES is not set}
@@ -33,6 +33,17 @@ for pair in "NODE_RANK=$rank" "NNODES=$nodes" "MASTER_PORT=$master_port" "RENDEZ
 done
 
 [ "$timeout" -gt 0 ] || exit 0
+
+exit_timeout=$(printf '%s\n' "${TAO_EXIT_CODES:-}" | while read -r number name rest; do
+    [ "$name" != rendezvous-timeout ] || printf '%s\n' "$number"
+done)
+case "$exit_timeout" in
+    '' | *[!0-9]*)
+        echo "kubectl-tao: rendezvous: TAO_EXIT_CODES has no exit code named rendezvous-timeout (one row a line:" \
+            "NUMBER NAME DECISION REASON)" >&2
+        exit 2
+        ;;
+esac
 
 have() { command -v "$1" >/dev/null 2>&1; }
 # mentions TEXT WORD: true when TEXT contains WORD (a test on captured output: no pipe to a reader that quits early)
@@ -110,7 +121,7 @@ deadline=$((start + timeout))
 
 give_up() {
     echo "kubectl-tao: rendezvous timeout: rank $rank could not $1 after ${timeout}s" >&2
-    exit "$EXIT_RENDEZVOUS_TIMEOUT"
+    exit "$exit_timeout"
 }
 
 echo "kubectl-tao: rank $rank waiting for $nodes ranks of $job (timeout ${timeout}s)"

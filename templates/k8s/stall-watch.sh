@@ -11,11 +11,11 @@
 # N). When neither that output nor any status.json under TAO_RESULTS_ROOT (4 levels deep) grows for
 # TAO_STALL_TIMEOUT seconds, it prints one line naming the stall (how long, the last epoch status.json recorded,
 # the last output line), sends TERM to the program's process group, KILL TAO_STALL_GRACE_SECONDS later, and exits
-# EXIT_STALLED (86, core/retry.py). TERM, INT or HUP sent to it go to the program's group the same way.
-# Environment: TAO_STALL_TIMEOUT (whole seconds; unset or 0: PROGRAM runs unwatched), TAO_STALL_GRACE_SECONDS
+# with the stalled code of TAO_EXIT_CODES (the pod's table of exit codes, one row a line "NUMBER NAME DECISION
+# REASON", lib/kubectl_tao/restarts/table.py). TERM, INT or HUP sent to it go to the program's group the same way.
+# Environment: TAO_STALL_TIMEOUT (whole seconds; unset or 0: PROGRAM runs unwatched), TAO_EXIT_CODES (when it
+# runs watched), TAO_STALL_GRACE_SECONDS
 # (default 30), TAO_STALL_POLL_SECONDS (default a tenth of the timeout, 1 to 10), TAO_RESULTS_ROOT, TMPDIR.
-
-SW_EXIT_STALLED=86 # core/retry.py's EXIT_STALLED (a unit test keeps them equal)
 
 # sw_whole VALUE: a whole number without leading zeros, at most 9 digits (safe in any shell's arithmetic).
 sw_whole() {
@@ -163,6 +163,14 @@ stall_watch() {
     if [ "$sw_timeout" = 0 ]; then
         exec "$@"
     fi
+    sw_stalled=$(printf '%s\n' "${TAO_EXIT_CODES:-}" | while read -r sw_number sw_row; do
+        case "$sw_row" in "stalled "*) printf '%s\n' "$sw_number" ;; esac
+    done)
+    if ! sw_whole "$sw_stalled"; then
+        echo "kubectl-tao: TAO_EXIT_CODES has no exit code named stalled (one row a line: NUMBER NAME DECISION" \
+            "REASON)" >&2
+        exit 2
+    fi
     sw_poll=${TAO_STALL_POLL_SECONDS:-$((sw_timeout / 10))}
     if ! sw_whole "$sw_poll"; then
         echo "kubectl-tao: TAO_STALL_POLL_SECONDS must be a whole number of seconds" >&2
@@ -228,7 +236,7 @@ stall_watch() {
     kill "$sw_reaper" 2>/dev/null || true
     [ -z "$sw_killer" ] || kill "$sw_killer" 2>/dev/null || true
     if [ -f "$sw_dir/stalled" ]; then
-        sw_rc=$SW_EXIT_STALLED
+        sw_rc=$sw_stalled
     fi
     rm -rf "$sw_dir"
     exit "$sw_rc"

@@ -12,16 +12,23 @@ ENTRY="$BATS_TEST_DIRNAME/../../templates/k8s/gang-restart-entrypoint.sh"
 FAILURES="$BATS_TEST_DIRNAME/../fixtures/failures"
 
 setup_file() {
-  # the signs as submit renders them (core/retry.signs_text, from core/causes.py's table)
+  # the table of exit codes and the signs as submit renders them (restarts/table.py; restarts/signs.py, from
+  # core/causes.py's table)
+  TAO_EXIT_CODES=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
+    'from kubectl_tao.restarts import table; print(table.pod_text())')
   TAO_RETRY_SIGNS=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
-    'from kubectl_tao.core import retry; print(retry.signs_text())')
-  export TAO_RETRY_SIGNS
+    'from kubectl_tao.restarts import signs; print(signs.signs_text())')
+  export TAO_EXIT_CODES TAO_RETRY_SIGNS
+}
+
+# table_code NAME: the number the table gives NAME
+table_code() {
+  printf '%s\n' "$TAO_EXIT_CODES" | sed -n "s/^\([0-9][0-9]*\) $1 .*/\1/p"
 }
 
 setup() {
   cd "$BATS_TEST_TMPDIR"
   export NNODES=2 TAO_GANG_DIR="$BATS_TEST_TMPDIR/gang" TAO_MAX_RESTARTS=2
-  export TAO_RETRY_EXIT_CODES="88 129 130 134 135 137 139 143"
   export RENDEZVOUS_TIMEOUT=0 RENDEZVOUS_POLL_SECONDS=0.1 TAO_PEER_STOP_SECONDS=1 TAO_SETTLE_SECONDS=3
 }
 
@@ -308,4 +315,59 @@ torchrun_case() {
   assert_output --partial "reason=NcclSystemError"
   run ls -A tmp
   assert_output ""
+}
+
+@test "every row of the table of exit codes decides as it says when a rank ends with its code" {
+  TAO_SETTLE_SECONDS=1
+  restart=$(table_code restart)
+  assert [ -n "$restart" ]
+  rows=0
+  while read -r number name decision reason; do
+    rows=$((rows + 1))
+    rm -rf gang rc-0 rc-1
+    both 'exec sleep 30' "exit $number"
+    run cat gang/end-1/line
+    case "$decision" in
+      final)
+        assert_output "kubectl-tao attempt=1 rank=1 exit=$number decision=fail counted=0 reason=program error"
+        run cat rc-1
+        if [ "$number" = "$restart" ]; then assert_output 1; else assert_output "$number"; fi
+        run cat rc-0
+        refute_output "$restart"
+        ;;
+      once)
+        assert_output "kubectl-tao attempt=1 rank=1 exit=$number decision=restart counted=1 reason=$reason"
+        run cat rc-0 rc-1
+        assert_output "$restart"$'\n'"$restart"
+        both 'exec sleep 30' "exit $number"
+        run cat gang/end-2/line
+        assert_output "kubectl-tao attempt=2 rank=1 exit=$number decision=fail counted=0 reason=$reason twice"
+        run cat rc-1
+        assert_output "$number"
+        ;;
+      infra | retry)
+        assert_output "kubectl-tao attempt=1 rank=1 exit=$number decision=restart counted=1 reason=$reason"
+        run cat rc-0 rc-1
+        assert_output "$restart"$'\n'"$restart"
+        ;;
+      *)
+        fail "row $number $name: unknown decision '$decision'"
+        ;;
+    esac
+  done <<<"$TAO_EXIT_CODES"
+  # every row ran (the table is not empty, the loop read it whole)
+  assert_equal "$rows" "$(printf '%s\n' "$TAO_EXIT_CODES" | wc -l | tr -d ' ')"
+}
+
+@test "a pod without the table of exit codes, or with a table that lacks a code it needs, stops at once with exit 2" {
+  export NODE_RANK=0
+  for shell in dash bash; do
+    run -2 env -u TAO_EXIT_CODES "$shell" "$ENTRY" barrier tao 'echo PROGRAM-RAN'
+    assert_output --partial "TAO_EXIT_CODES is not set"
+    run -2 env TAO_EXIT_CODES="$(printf '%s\n' "$TAO_EXIT_CODES" | grep -v ' restart ')" \
+      "$shell" "$ENTRY" barrier tao 'echo PROGRAM-RAN'
+    assert_output --partial "TAO_EXIT_CODES has no exit code named restart"
+    refute_output --partial PROGRAM-RAN
+  done
+  refute [ -d gang ]
 }

@@ -9,6 +9,13 @@ load '/usr/lib/bats/bats-assert/load'
 
 K8S="$BATS_TEST_DIRNAME/../../templates/k8s"
 
+setup_file() {
+  # the table of exit codes as submit renders it into the pod (restarts/table.py)
+  TAO_EXIT_CODES=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
+    'from kubectl_tao.restarts import table; print(table.pod_text())')
+  export TAO_EXIT_CODES
+}
+
 setup() {
   cd "$BATS_TEST_TMPDIR"
   mkdir -p fakes ws
@@ -70,6 +77,15 @@ rank() { PATH="$BATS_TEST_TMPDIR/fakes:$PATH" sh -c "$(cat "$K8S/indexed-rank-en
   fake aws 'exit 2'
   run --separate-stderr -89 run_wrapper 'true'
   assert_equal "$stderr" "kubectl-tao: upload of $TAO_RESULTS_ROOT/ to s3://bkt/results/run-1/ failed (exit 2)"
+}
+
+@test "tier C: without the table's upload-failed code the wrapper stops with exit 2 before the command runs" {
+  fake aws 'exit 0'
+  TAO_EXIT_CODES="1 other final x" run --separate-stderr -2 run_wrapper 'echo COMMAND-RAN'
+  assert_equal "$stderr" "kubectl-tao: TAO_EXIT_CODES has no exit code named upload-failed (one row a line: NUMBER NAME DECISION REASON)"
+  assert_output ""
+  run cat "$CALLS"
+  assert_output ""
 }
 
 @test "tier C: a failed upload after a failed command keeps the command's code" {

@@ -8,6 +8,13 @@ load '/usr/lib/bats/bats-assert/load'
 
 BARRIER="${BARRIER:-$BATS_TEST_DIRNAME/../../templates/k8s/rendezvous-barrier.sh}"
 
+setup_file() {
+  # the table of exit codes as submit renders it into the pod (restarts/table.py)
+  TAO_EXIT_CODES=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
+    'from kubectl_tao.restarts import table; print(table.pod_text())')
+  export TAO_EXIT_CODES
+}
+
 setup() {
   cd "$BATS_TEST_TMPDIR"
   mkdir -p fakes minimal
@@ -65,6 +72,15 @@ getent hosts job-2.job"
   fake_nc 'exit 1'
   NODE_RANK=1 RENDEZVOUS_TIMEOUT=1 run --separate-stderr -88 barrier
   assert_equal "$stderr" "kubectl-tao: rendezvous timeout: rank 1 could not reach rank 0 at job-0.job:29500 after 1s"
+}
+
+@test "without the table's rendezvous-timeout code the barrier stops with exit 2 before it waits" {
+  fake getent 'exit 0'
+  : >"$CALLS"
+  run --separate-stderr -2 env -u TAO_EXIT_CODES PATH="$BATS_TEST_TMPDIR/fakes:$PATH" sh "$BARRIER"
+  assert_equal "$stderr" "kubectl-tao: rendezvous: TAO_EXIT_CODES has no exit code named rendezvous-timeout (one row a line: NUMBER NAME DECISION REASON)"
+  run cat "$CALLS"
+  assert_output ""
 }
 
 @test "a name that never resolves exits 88 naming the host" {

@@ -11,6 +11,13 @@ K8S="$BATS_TEST_DIRNAME/../../templates/k8s"
 WATCH="$K8S/stall-watch.sh"
 SHELLS="dash bash"
 
+setup_file() {
+  # the table of exit codes as submit renders it into the pod (restarts/table.py)
+  TAO_EXIT_CODES=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
+    'from kubectl_tao.restarts import table; print(table.pod_text())')
+  export TAO_EXIT_CODES
+}
+
 setup() {
   cd "$BATS_TEST_TMPDIR"
   export TAO_STALL_TIMEOUT=2 TAO_STALL_GRACE_SECONDS=2 TAO_STALL_POLL_SECONDS=1
@@ -143,13 +150,11 @@ watch() {
   done
 }
 
-# gang_env: one rank of a one-node gang with one restart, its signs and exit codes as core/retry renders them.
+# gang_env: one rank of a one-node gang with one restart, its signs as restarts/signs.py renders them.
 gang_env() {
   TAO_RETRY_SIGNS=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
-    'from kubectl_tao.core import retry; print(retry.signs_text())')
-  TAO_RETRY_EXIT_CODES=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
-    'from kubectl_tao.core import retry; print(*retry.retryable_exit_codes())')
-  export TAO_RETRY_SIGNS TAO_RETRY_EXIT_CODES NNODES=1 NODE_RANK=0 TAO_MAX_RESTARTS=1 RENDEZVOUS_TIMEOUT=0
+    'from kubectl_tao.restarts import signs; print(signs.signs_text())')
+  export TAO_RETRY_SIGNS NNODES=1 NODE_RANK=0 TAO_MAX_RESTARTS=1 RENDEZVOUS_TIMEOUT=0
   export RENDEZVOUS_POLL_SECONDS=0.1 TAO_PEER_STOP_SECONDS=1 TAO_SETTLE_SECONDS=1
 }
 
@@ -203,5 +208,20 @@ gang_attempt() {
     sleep 0.5
     run pgrep -f -x 'sleep (7|37)'
     assert_failure
+  done
+}
+
+@test "a watched program needs the stalled code of the table of exit codes: without it the watch stops with exit 2" {
+  for shell in $SHELLS; do
+    env -u TAO_EXIT_CODES "$shell" -c "$(cat "$WATCH")" stall-watch echo PROGRAM-RAN >out 2>err && rc=0 || rc=$?
+    assert_equal "$rc" 2
+    run cat err
+    assert_output "kubectl-tao: TAO_EXIT_CODES has no exit code named stalled (one row a line: NUMBER NAME DECISION REASON)"
+    run cat out
+    refute_output --partial PROGRAM-RAN
+    # unwatched (TAO_STALL_TIMEOUT 0) the program runs as it is, table or not
+    run env -u TAO_EXIT_CODES TAO_STALL_TIMEOUT=0 "$shell" -c "$(cat "$WATCH")" stall-watch echo PROGRAM-RAN
+    assert_success
+    assert_output PROGRAM-RAN
   done
 }

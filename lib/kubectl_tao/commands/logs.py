@@ -36,20 +36,18 @@ by torch's [rankN]: prefix), read from the last 300 lines of every rank at once;
 def _check_attempt(tracked: Any, pods: list[dict[str, Any]], attempt: int | None, previous: bool) -> None:
     """--attempt K / --previous: the current attempt is the live log; an earlier one ran in containers the
     kubelet removed (RestartAllContainers keeps no previous container): say where its output is kept."""
-    from kubectl_tao.core import retry
     from kubectl_tao.core.errors import TaoError, UsageError
+    from kubectl_tao.restarts import history, table
 
     if attempt is not None and previous:
         raise UsageError("give --attempt K or --previous, not both")
-    limit = tracked.extra.get("max_restarts")
-    if not limit:
+    found = history.of_job(tracked.extra, pods)
+    if found is None:
         raise UsageError(
             f"--attempt/--previous: job {tracked.id} was not submitted with --max-restarts, so it has one attempt; "
             "drop the flag"
         )
-    ends = [retry.AttemptEnd.from_dict(end) for end in tracked.extra.get("attempts") or []]
-    in_place = retry.rank_restarts(pods)[0]
-    current = int(retry.restart_view(int(limit), ends, in_place)["attempt"])
+    current = found.attempt
     wanted = current - 1 if previous else int(attempt or 0)
     if not 1 <= wanted <= current:
         raise UsageError(
@@ -59,7 +57,7 @@ def _check_attempt(tracked: Any, pods: list[dict[str, Any]], attempt: int | None
     if wanted == current:
         return
     request = (tracked.extra.get("request") or {}).get("flags") or {}  # mount_path, pvc: stored by name
-    where = retry.gang_dir(str(request.get("mount_path") or "/workspace"), tracked.id)
+    where = table.gang_dir(str(request.get("mount_path") or "/workspace"), tracked.id)
     pvc = request.get("pvc") or "the job's PVC"
     raise TaoError(
         f"attempt {wanted} of job {tracked.id} ran in containers the kubelet removed when the gang restarted in "

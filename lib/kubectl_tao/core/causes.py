@@ -37,7 +37,7 @@ ERR_PROGRAM = "ERR_PROGRAM"
 
 PRIMARY, KILLED, TIMEOUT, GENERIC, FOLLOWER = "primary", "killed", "timeout", "generic", "follower"
 _RANK_ORDER = {PRIMARY: 0, KILLED: 1, TIMEOUT: 2, GENERIC: 3, FOLLOWER: 4}
-RANK_ORDER = _RANK_ORDER  # how the causes one rank printed are weighed (core/retry.py orders its signs so)
+RANK_ORDER = _RANK_ORDER  # how the causes one rank printed are weighed (restarts/signs.py orders its signs so)
 _JOB_ORDER = {PRIMARY: 0, GENERIC: 1, KILLED: 2, TIMEOUT: 3, FOLLOWER: 4}
 
 LINE_CHARS = 4096  # a line is matched on its first LINE_CHARS bytes (UTF-8): `cut -b` in the pod
@@ -112,7 +112,7 @@ class Diagnosis(Value):
 
 def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """A pattern over job text. ASCII: ``\\w \\d \\s \\b`` mean what the pod's `grep -E` reads in the C locale
-    (core/retry.py), whatever script or digits a line holds."""
+    (restarts/signs.py), whatever script or digits a line holds."""
     return re.compile(pattern, flags | re.ASCII)
 
 

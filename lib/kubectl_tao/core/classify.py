@@ -24,6 +24,13 @@ from typing import Any
 from kubectl_tao.core import contract
 from kubectl_tao.core.contract import CANCELED, COMPLETE, ERROR, PENDING, RUNNING, TERMINAL_STATES, UNKNOWN
 from kubectl_tao.core.valueclass import Factory, Value, record
+from kubectl_tao.restarts.table import (
+    EXIT_RENDEZVOUS_TIMEOUT,
+    EXIT_SIGKILL,
+    EXIT_SIGTERM,
+    EXIT_STALLED,
+    EXIT_UPLOAD_FAILED,
+)
 
 __all__ = ["CANCELED", "COMPLETE", "ERROR", "PENDING", "RUNNING", "TERMINAL_STATES", "UNKNOWN"]
 
@@ -33,9 +40,9 @@ ERR_PROGRAM = "ERR_PROGRAM"
 INDEX_KEY = contract.COMPLETION_INDEX_ANNOTATION
 KUEUE_QUEUE_LABEL = contract.QUEUE_LABEL
 MAIN_CONTAINER = "tao"
-RENDEZVOUS_EXIT_CODE = 88
-UPLOAD_EXIT_CODE = 89  # tier C: the command succeeded, the upload of its results did not
-SIGKILL_EXIT_CODE = 137
+RENDEZVOUS_EXIT_CODE = EXIT_RENDEZVOUS_TIMEOUT  # the pod scripts' reserved codes: restarts/table.py
+UPLOAD_EXIT_CODE = EXIT_UPLOAD_FAILED  # tier C: the command succeeded, the upload of its results did not
+SIGKILL_EXIT_CODE = EXIT_SIGKILL
 
 # Container waiting reasons that explain a Pending pod better than anything else.
 WAITING_PROBLEMS = (
@@ -287,7 +294,7 @@ def rank_status(pod: Mapping[str, Any]) -> RankStatus:
     reason, message = found.reason, found.message
     pod_reason = str(status.get("reason") or "")
     disruption = _true(pod, "DisruptionTarget")
-    if pod_reason and phase == "Failed" and found.exit_code in (None, 0, SIGKILL_EXIT_CODE, 143):
+    if pod_reason and phase == "Failed" and found.exit_code in (None, 0, SIGKILL_EXIT_CODE, EXIT_SIGTERM):
         reason, message = pod_reason, _one_line(status.get("message")) or message
     elif disruption is not None and phase == "Failed":
         reason = DISRUPTION_REASONS.get(str(disruption.get("reason")), str(disruption.get("reason") or ""))
@@ -557,11 +564,12 @@ def _explain_failure(
     bare exit 137 (SIGKILL) is read as an OOM kill too: a wrapper shell whose child was OOM-killed exits
     137 while the runtime reports "Error", not "OOMKilled".
 
-    Exit code 88 is the rendezvous barrier's own failure (a rank could not reach rank 0 before the
-    deadline): ERR_INFRA, since DNS, NetworkPolicy or a partial start cause it, not the program.
-    Exit code 89 of a tier C pod (one with TAO_UPLOAD_URI) is its upload step's: the command succeeded and
-    the results did not reach S3 (bucket, credentials, endpoint or a missing client): UploadFailed, ERR_INFRA.
-    Exit code 86 of a pod with TAO_STALL_TIMEOUT is the stall watch's: the program made no progress for
+    The pod scripts' reserved codes (restarts/table.py): the rendezvous-timeout code is the barrier's own
+    failure (a rank could not reach rank 0 before the deadline): ERR_INFRA, since DNS, NetworkPolicy or a
+    partial start cause it, not the program. The upload-failed code of a tier C pod (one with TAO_UPLOAD_URI) is
+    its upload step's: the command succeeded and the results did not reach S3 (bucket, credentials, endpoint or
+    a missing client): UploadFailed, ERR_INFRA.
+    The stalled code of a pod with TAO_STALL_TIMEOUT is the stall watch's: the program made no progress for
     --stall-timeout and was ended: Stalled, ERR_INFRA (its log's stall line is read as the diagnosis).
     """
     result.state = ERROR
@@ -590,7 +598,7 @@ def _explain_failure(
         port = _pod_env(pod, "MASTER_PORT") or "MASTER_PORT"
         said = f"rank {rank}: {first.message}" if first.message else ""
         result.message = said or f"rank {rank} could not reach rank 0 at {addr}:{port}"
-    elif first.exit_code == _exit_stalled() and _pod_env(pod, "TAO_STALL_TIMEOUT"):
+    elif first.exit_code == EXIT_STALLED and _pod_env(pod, "TAO_STALL_TIMEOUT"):
         result.reason, result.err_class = "Stalled", ERR_INFRA
         result.message = (
             f"rank {rank} made no progress for --stall-timeout ({_pod_env(pod, 'TAO_STALL_TIMEOUT')}s): the stall "
@@ -610,14 +618,6 @@ def _explain_failure(
     else:
         return
     result.message += suffix
-
-
-def _exit_stalled() -> int:
-    """The stall watch's reserved exit code (declared with the other reserved codes in core/retry.py, imported
-    only when a failure is explained)."""
-    from kubectl_tao.core.retry import EXIT_STALLED
-
-    return EXIT_STALLED
 
 
 def _failed_init_container(pod: Mapping[str, Any]) -> str | None:

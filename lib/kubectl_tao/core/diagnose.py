@@ -15,6 +15,7 @@ from kubectl_tao.core import classify as st
 from kubectl_tao.core import contract, kueue
 from kubectl_tao.core.gpufit import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, total_allocatable
 from kubectl_tao.core.valueclass import Value, plain, record
+from kubectl_tao.restarts.table import EXIT_UPLOAD_FAILED
 
 GPU_OPERATOR_CHECK = "kubectl get nodes -o jsonpath='{.items[*].status.allocatable}'"
 
@@ -409,7 +410,8 @@ def _failure_findings(status: st.JobStatus, job: str, diagnosis: Mapping[str, An
     if reason == "UploadFailed":
         return [
             Finding(
-                "the command succeeded but its results did not reach S3 (storage tier C upload, exit 89)",
+                "the command succeeded but its results did not reach S3 (storage tier C upload, exit "
+                f"{EXIT_UPLOAD_FAILED})",
                 status.message,
                 f"read why in the upload's own lines: `kubectl tao logs {job} --rank {rank}`; check that the bucket "
                 "exists, that the job's Secret holds credentials that may write there (AWS_ACCESS_KEY_ID, "

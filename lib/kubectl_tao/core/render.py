@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kubectl_tao.core import contract, kubelet_text, names, quantities, retry, templates
+from kubectl_tao.core import contract, kubelet_text, names, quantities, templates
 from kubectl_tao.core.errors import UsageError
 from kubectl_tao.core.flagvalues import (
     MAX_GPUS_PER_NODE,
@@ -26,6 +26,7 @@ from kubectl_tao.core.flagvalues import (
     parse_toleration,
 )
 from kubectl_tao.core.valueclass import Factory, Value, record
+from kubectl_tao.restarts import table as exit_codes
 
 MANAGED_BY_LABEL = contract.MANAGED_BY_LABEL
 MANAGED_BY = contract.MANAGED_BY
@@ -36,10 +37,10 @@ COMPLETION_INDEX_ANNOTATION = contract.COMPLETION_INDEX_ANNOTATION
 GPU_RESOURCE = contract.GPU_RESOURCE
 CONTAINER_NAME = "tao"
 
-# Exit codes reserved by the fixed pod scripts.
-EXIT_RENDEZVOUS_TIMEOUT = 88
-EXIT_UPLOAD_FAILED = 89
-EXIT_SIGKILL = 137
+# Exit codes the fixed pod scripts reserve (restarts/table.py, rendered into the pod as TAO_EXIT_CODES).
+EXIT_RENDEZVOUS_TIMEOUT = exit_codes.EXIT_RENDEZVOUS_TIMEOUT
+EXIT_UPLOAD_FAILED = exit_codes.EXIT_UPLOAD_FAILED
+EXIT_SIGKILL = exit_codes.EXIT_SIGKILL
 
 # Image of the tier C fetch step: a pinned release of the AWS CLI v2 (override with s3_tools_image).
 DEFAULT_S3_TOOLS_IMAGE = "docker.io/amazon/aws-cli:2.22.0"
@@ -52,7 +53,7 @@ DEFAULT_RENDEZVOUS_TIMEOUT = 300
 MAX_TTL_SECONDS = 604800
 MAX_RETRIES = 100
 MAX_RENDEZVOUS_TIMEOUT = 86400
-MAX_RESTARTS = retry.MAX_RESTARTS
+MAX_RESTARTS = exit_codes.MAX_RESTARTS
 MAX_TERMINATION_GRACE = 86400
 # --max-restarts without --termination-grace-period: time for a rank to save a checkpoint on SIGTERM
 DEFAULT_RESTART_GRACE_SECONDS = 120
@@ -126,7 +127,7 @@ class JobSpec(Value):
     @property
     def gang_dir(self) -> str:
         """Where the ranks of a job with restarts keep their shared attempt state: on the job's volume."""
-        return retry.gang_dir(self.mount_path, self.record_id)
+        return exit_codes.gang_dir(self.mount_path, self.record_id)
 
     @property
     def termination_grace(self) -> int | None:
@@ -754,6 +755,8 @@ def render_single(spec: JobSpec) -> list[dict[str, Any]]:
     else:
         args = [spec.command]
         values.update(INIT_CONTAINERS=None, WORKSPACE_PVC={"claimName": spec.pvc}, WORKSPACE_EMPTY_DIR=None)
+    if spec.storage_tier == "C" or spec.stall_timeout_seconds:  # a pod script runs: it reads its exit codes
+        env += _exit_codes_env()
     values.update(BACKOFF_LIMIT=spec.backoff_limit, ARGS=args, ENV=env)
     return kubelet_text.escape_workloads(templates.render_template("single-pod-job.yaml.tmpl", values))
 
@@ -769,11 +772,17 @@ def _pod_failure_policy(spec: JobSpec) -> dict[str, Any]:
     return {"rules": rules}
 
 
+def _exit_codes_env() -> list[dict[str, Any]]:
+    """TAO_EXIT_CODES: the table of exit codes (restarts/table.py) the pod scripts read their numbers from."""
+    return [_env("TAO_EXIT_CODES", exit_codes.pod_text())]
+
+
 def _restart_env(spec: JobSpec) -> list[dict[str, Any]]:
+    from kubectl_tao.restarts import signs
+
     return [
         _env("TAO_MAX_RESTARTS", str(spec.max_restarts)),
-        _env("TAO_RETRY_EXIT_CODES", " ".join(str(code) for code in retry.retryable_exit_codes())),
-        _env("TAO_RETRY_SIGNS", retry.signs_text()),
+        _env("TAO_RETRY_SIGNS", signs.signs_text()),
         _env("TAO_GANG_DIR", spec.gang_dir),
     ]
 
@@ -809,11 +818,11 @@ def render_indexed(spec: JobSpec) -> list[dict[str, Any]]:
         POD_FAILURE_POLICY=_pod_failure_policy(spec),
         ARGS=args,
         ENV=_common_env(spec) + _rank_env(spec) + _flight_recorder_env(spec) + (_restart_env(spec) if restarts else [])
-        + _stall_env(spec),
+        + _stall_env(spec) + _exit_codes_env(),
         PVC_CLAIM=spec.pvc,
         AFFINITY=_one_rank_per_node(spec),
         CONTAINER_RESTART_POLICY="Never" if restarts else None,
-        RESTART_RULES=retry.restart_rules() if restarts else None,
+        RESTART_RULES=exit_codes.restart_rules() if restarts else None,
     )
     service, job = templates.render_template("indexed-job.yaml.tmpl", values)
     # The Service carries no Kueue label and no TTL: it is deleted with the job by `kubectl tao cancel`.

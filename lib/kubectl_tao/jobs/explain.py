@@ -37,7 +37,7 @@ class Explanation(Value):
     findings: list[Finding] = Factory(list)
     notes: list[str] = Factory(list)
     gang: dict[str, Any] | None = None  # gang.GangView.to_dict() of a native gang job
-    restarts: list[str] = Factory(list)  # --max-restarts: why each attempt ended (core/retry.AttemptEnd.sentence)
+    restarts: list[str] = Factory(list)  # --max-restarts: why each attempt ended (restarts/history.History.said)
     diagnosis: dict[str, Any] | None = None  # core/causes.Diagnosis.to_dict(): what the ranks' output showed
 
     def to_dict(self) -> dict[str, Any]:
@@ -208,8 +208,8 @@ def explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fal
 
 
 def _restarts_said(kc: Kubectl, tracked: Tracked, found: Explanation) -> list[str]:
-    from kubectl_tao.core import retry
     from kubectl_tao.jobs.track import observe_restarts
+    from kubectl_tao.restarts import history
 
     if found.source == "cluster" and tracked.namespace and tracked.job_name:
         result = kc.run(["get", "pods", "-n", tracked.namespace, "-l", tracked.pod_selector, "-o", "json"],
@@ -220,10 +220,8 @@ def _restarts_said(kc: Kubectl, tracked: Tracked, found: Explanation) -> list[st
             pods = []
         view = observe_restarts(kc, None, tracked, pods)
     else:
-        ends = [retry.AttemptEnd.from_dict(end) for end in tracked.extra.get("attempts") or []]
-        view = retry.restart_view(int(tracked.extra.get("max_restarts") or 0), ends)
-    said = [f"restart budget: {view['counted']} of {view['max_restarts']} used; attempt {view['attempt']}"]
-    return said + [str(end["said"]) for end in view["attempts"]]
+        view = history.of_job(tracked.extra) or history.History(0, ())
+    return view.said()
 
 
 def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = False) -> Explanation:

@@ -15,6 +15,7 @@ from kubectl_tao.core import contract
 from kubectl_tao.core.errors import GateError, TaoError
 from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.restarts import history
 from kubectl_tao.store.records import INCOMPLETE_SUBMIT_PHASES, ROLLING_BACK
 
 LOG_TAIL_LINES = 50
@@ -89,7 +90,7 @@ class Observation(Value):
     live: dict[str, Any] | None  # JobStatus.to_dict() when the Job was found
     notes: list[str] = Factory(list)
     job_ttl: int | None = None  # the live Job's ttlSecondsAfterFinished
-    restarts: dict[str, Any] | None = None  # --max-restarts: core/retry.restart_view
+    restarts: dict[str, Any] | None = None  # --max-restarts: restarts/history.History.view
     progress: Any = None  # progress.model.Progress read now (jobs/liveprogress.py), else the record's
     progress_where: str | None = None  # where it was read
 
@@ -105,13 +106,8 @@ class Observation(Value):
         """Restarts, attempt and why each attempt ended, for a job submitted with --max-restarts (else None)."""
         if self.restarts is not None:
             return self.restarts
-        limit = self.tracked.extra.get("max_restarts")
-        if not limit:
-            return None
-        from kubectl_tao.core import retry
-
-        ends = [retry.AttemptEnd.from_dict(end) for end in self.tracked.extra.get("attempts") or []]
-        return retry.restart_view(int(limit), ends)
+        found = history.of_job(self.tracked.extra)
+        return None if found is None else found.view()
 
     def to_dict(self) -> dict[str, Any]:
         record = self.tracked.record
@@ -376,7 +372,7 @@ def observe(
     _told_by_logs(obs)
     obs.job_ttl = ((job or {}).get("spec") or {}).get("ttlSecondsAfterFinished")
     if tracked.extra.get("max_restarts") and job is not None:
-        obs.restarts = observe_restarts(kc, store if update else None, tracked, pods)
+        obs.restarts = observe_restarts(kc, store if update else None, tracked, pods).view()
     if job is None:
         return _settle_missing(kc, store, tracked, obs, update)
     if update and not tracked.terminal and tracked.extra.get("submit_phase") in INCOMPLETE_SUBMIT_PHASES:
@@ -391,20 +387,14 @@ def observe(
     return obs
 
 
-def observe_restarts(kc: Kubectl, store: Any, tracked: Tracked, pods: list[dict[str, Any]]) -> dict[str, Any]:
-    """The restarts of a job with --max-restarts: the kubelet's restart counts, and why each attempt ended, from
-    the termination messages the ranks left or, for restarts not explained yet, the head of the current attempt's
-    log (the entrypoint prints the ends of the earlier attempts first: the kubelet removes the containers of a
-    RestartAllContainers, their messages with them). New ends are kept in the record (STORE; None: not written)."""
-    from kubectl_tao.core import retry
-
-    in_place, messages = retry.rank_restarts(pods)
-    known = [retry.AttemptEnd.from_dict(end) for end in tracked.extra.get("attempts") or []]
-    ends = {end.attempt: end for end in known}
-    for end in retry.parse_history(messages):
-        ends.setdefault(end.attempt, end)
-    restarted = sum(1 for end in ends.values() if end.decision != "fail")
-    if in_place > restarted and tracked.namespace:
+def observe_restarts(kc: Kubectl, store: Any, tracked: Tracked, pods: list[dict[str, Any]]) -> history.History:
+    """The restarts of a job with --max-restarts (restarts/history.of_job: the record's ends, the kubelet's
+    restart counts and the termination messages the ranks left) and, for restarts not explained yet, the ends the
+    head of the current attempt's log tells (the entrypoint prints the ends of the earlier attempts first: the
+    kubelet removes the containers of a RestartAllContainers, their messages with them). New ends are kept in
+    the record (STORE; None: not written)."""
+    found = history.of_job(tracked.extra, pods) or history.History(0, ())
+    if found.unexplained and tracked.namespace:
         pod = max(pods, key=lambda p: max([s.get("restartCount") or 0 for s in
                                            (p.get("status") or {}).get("containerStatuses") or []] or [0]))
         result = kc.run(
@@ -414,12 +404,10 @@ def observe_restarts(kc: Kubectl, store: Any, tracked: Tracked, pods: list[dict[
         from kubectl_tao.core.redact import redact_log_line
 
         said = "\n".join(redact_log_line(line) for line in result.stdout.split("\n"))  # redacted as it is read
-        for end in retry.parse_history([said]):
-            ends.setdefault(end.attempt, end)
-    found = sorted(ends.values(), key=lambda end: end.attempt)
-    if store is not None and found != known:
-        tracked.extra = store.update_extra(tracked.id, attempts=[end.to_dict() for end in found])
-    return retry.restart_view(int(tracked.extra.get("max_restarts") or 0), found, in_place)
+        found = found.with_said([said])
+    if store is not None and found.changed:
+        tracked.extra = store.update_extra(tracked.id, attempts=found.stored())
+    return found
 
 
 def diagnosis_of(tracked: Tracked) -> dict[str, Any] | None:

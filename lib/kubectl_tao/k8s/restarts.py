@@ -16,9 +16,9 @@ from typing import Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import TaoError
-from kubectl_tao.core.retry import restart_rules
 from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.k8s.kubectl import Completed
+from kubectl_tao.restarts.table import restart_rules
 
 ACTION = "RestartAllContainers"
 NEEDS = (

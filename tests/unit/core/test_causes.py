@@ -354,7 +354,7 @@ def _as_programs_print(code: int, runtime: str, driver: str, text: str) -> dict[
 
 @pytest.mark.parametrize("row", CUDA_ENUMERATIONS, ids=[row[1] for row in CUDA_ENUMERATIONS])
 def test_each_cuda_cause_is_named_whichever_api_printed_the_error(row: tuple[Any, ...]) -> None:
-    from kubectl_tao.core import retry
+    from kubectl_tao.restarts import signs
 
     code, runtime, driver, text, reason = row
     for program, line in _as_programs_print(code, runtime, driver, text).items():
@@ -365,7 +365,7 @@ def test_each_cuda_cause_is_named_whichever_api_printed_the_error(row: tuple[Any
             assert found.facts["cuda_error"] == runtime and found.facts["cuda_code"] == code
             assert f"CUDA error {code} ({runtime})" in found.detail
         # the pod's entrypoint reads the same line the same way (its signs, as POSIX EREs)
-        picked = retry.output_cause(line + "\n")
+        picked = signs.output_cause(line + "\n")
         assert picked is not None and picked.cause == reason, (program, line)
 
 

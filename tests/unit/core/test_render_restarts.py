@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from support import ROOT
 
-from kubectl_tao.core import kubelet_text, render, retry
+from kubectl_tao.core import kubelet_text, render
 from kubectl_tao.core.errors import UsageError
+from kubectl_tao.restarts import signs, table
 
 GANG_ENTRYPOINT = (ROOT / "templates/k8s/gang-restart-entrypoint.sh").read_text()
 RANK_ENTRYPOINT = (ROOT / "templates/k8s/indexed-rank-entrypoint.sh").read_text()
@@ -36,7 +37,7 @@ def test_restarts_add_the_restart_all_containers_rule_on_the_entrypoints_restart
     (container,) = pod["containers"]
     assert container["restartPolicy"] == "Never"
     assert container["restartPolicyRules"] == [
-        {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [retry.EXIT_RESTART]}}
+        {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [table.EXIT_RESTART]}}
     ]
     assert pod["restartPolicy"] == "Never"  # the Job's pods still fail on any other exit
 
@@ -49,11 +50,12 @@ def test_restarts_run_the_gang_entrypoint_with_the_barrier_and_the_users_words()
                         "train.py", "--epochs", "3"]
 
 
-def test_restarts_give_every_rank_the_budget_the_retried_codes_and_the_shared_directory() -> None:
+def test_restarts_give_every_rank_the_budget_the_table_of_exit_codes_and_the_shared_directory() -> None:
     pod, _ = pod_of(make(max_restarts=2, mount_path="/data"))
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
     assert env["TAO_MAX_RESTARTS"] == "2"
-    assert env["TAO_RETRY_EXIT_CODES"] == "86 88 129 130 134 135 137 139 143"
+    assert env["TAO_EXIT_CODES"] == table.pod_text()
+    assert "TAO_RETRY_EXIT_CODES" not in env
     assert env["TAO_GANG_DIR"] == "/data/.kubectl-tao/restarts/dino-train-1a2b3c"
     # the same results directory in every attempt
     assert env["TAO_RESULTS_ROOT"] == "/data/results/dino-train-1a2b3c"
@@ -62,8 +64,8 @@ def test_restarts_give_every_rank_the_budget_the_retried_codes_and_the_shared_di
 def test_restarts_give_every_rank_the_signs_of_each_class_as_delivered_to_the_container() -> None:
     pod, _ = pod_of(make(max_restarts=1))
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
-    # after the kubelet's $(...) expansion the container sees exactly core/retry's rows (causes.py's table)
-    assert env["TAO_RETRY_SIGNS"] == retry.signs_text()
+    # after the kubelet's $(...) expansion the container sees exactly restarts/signs' rows (causes.py's table)
+    assert env["TAO_RETRY_SIGNS"] == signs.signs_text()
     rows = env["TAO_RETRY_SIGNS"].splitlines()
     assert rows[0].startswith("ERR_INFRA primary Stalled ")  # the stall watch's line outranks what the program printed
     assert any(row.startswith("ERR_PROGRAM primary DeviceAssert ") for row in rows)

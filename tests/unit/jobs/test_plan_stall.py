@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.core import kubelet_text, retry, templates
+from kubectl_tao.core import kubelet_text, templates
 from kubectl_tao.core.errors import UsageError
 from kubectl_tao.jobs.flags import job_request
 from kubectl_tao.jobs.plan import JobRequest, build, flags_stored, stored
+from kubectl_tao.restarts import table
 
 WATCH = templates.load_template("stall-watch.sh")
 
@@ -116,5 +117,7 @@ def test_an_action_request_refuses_the_flag(tmp_path: Any) -> None:
                           stall_timeout="30m"), "ns", {})
 
 
-def test_the_watch_exits_with_the_reserved_code_retry_declares() -> None:
-    assert f"\nSW_EXIT_STALLED={retry.EXIT_STALLED} " in WATCH
+def test_the_watch_exits_with_the_stalled_code_of_the_table_the_pod_is_given() -> None:
+    assert "sw_rc=$sw_stalled" in WATCH and str(table.EXIT_STALLED) not in WATCH
+    assert env(container({"image": "img", "command": "train", "pvc": "c", "gpus": 1, "stall_timeout": "30m"}))[
+        "TAO_EXIT_CODES"] == table.pod_text()

@@ -52,21 +52,21 @@ def tracked(extra: dict[str, Any]) -> Tracked:
 def test_a_restart_not_yet_explained_is_read_from_the_head_of_the_current_attempts_log() -> None:
     store, kc = Store(), Kc(f"kubectl-tao: rank 0 attempt 2\n{RESTART_1}\nkubectl-tao: rank 0 attempt 2 (...)\n")
     t = tracked(store.extra)
-    view = observe_restarts(kc, store, t, [pod("j-0", 1), pod("j-1", 1)])
+    view = observe_restarts(kc, store, t, [pod("j-0", 1), pod("j-1", 1)]).view()
     assert kc.calls == [["logs", "-n", "ns", "j-0", "-c", "tao", "--limit-bytes=8192"]]
     assert (view["restarts"], view["counted"], view["attempt"], view["max_restarts"]) == (1, 1, 2, 3)
     assert view["attempts"][0]["said"] == "attempt 1 ended: rank 1 exit 137 (SIGKILL); the gang restarted (counted)"
     # kept in the record: the next look needs no log read
     assert store.extra["attempts"] == view["attempts"]
     kc2 = Kc("")
-    assert observe_restarts(kc2, store, tracked(store.extra), [pod("j-0", 1)])["restarts"] == 1
+    assert observe_restarts(kc2, store, tracked(store.extra), [pod("j-0", 1)]).view()["restarts"] == 1
     assert kc2.calls == []
 
 
 def test_the_final_failure_brings_the_whole_history_in_its_termination_message() -> None:
     store, kc = Store(), Kc("")
     failed = {"terminated": {"exitCode": 3, "message": f"{RESTART_1}\n{FAIL_2}\n"}}
-    view = observe_restarts(kc, store, tracked(store.extra), [pod("j-0", 1, state=failed), pod("j-1", 1)])
+    view = observe_restarts(kc, store, tracked(store.extra), [pod("j-0", 1, state=failed), pod("j-1", 1)]).view()
     assert kc.calls == []
     assert [(a["attempt"], a["decision"]) for a in view["attempts"]] == [(1, "restart"), (2, "fail")]
     assert view["attempt"] == 2 and view["restarts"] == 1
@@ -75,10 +75,10 @@ def test_the_final_failure_brings_the_whole_history_in_its_termination_message()
 def test_status_json_and_table_show_restarts_only_for_jobs_submitted_with_max_restarts(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from kubectl_tao.core import retry
+    from kubectl_tao.restarts import history
 
     with_restarts = Observation(tracked({"max_restarts": 2}), "RUNNING", "", "", None, {"ranks": []},
-                                restarts=retry.restart_view(2, retry.parse_history([RESTART_1]), 1))
+                                restarts=history.restart_view(2, history.parse_history([RESTART_1]), 1))
     plain = Observation(tracked({}), "RUNNING", "", "", None, {"ranks": []})
     data = with_restarts.to_dict()
     assert (data["restarts"], data["attempt"], data["max_restarts"]) == (1, 2, 2)
@@ -97,9 +97,9 @@ def test_status_json_and_table_show_restarts_only_for_jobs_submitted_with_max_re
 
 
 def test_a_record_whose_job_is_gone_still_shows_its_restarts_from_the_record() -> None:
-    from kubectl_tao.core import retry
+    from kubectl_tao.restarts import history
 
-    ends = [end.to_dict() for end in retry.parse_history([RESTART_1, FAIL_2])]
+    ends = [end.to_dict() for end in history.parse_history([RESTART_1, FAIL_2])]
     obs = Observation(tracked({"max_restarts": 1, "attempts": ends}), "ERROR", "", "", "ERR_PROGRAM", None)
     data = obs.to_dict()
     assert (data["restarts"], data["attempt"]) == (1, 2)
@@ -107,10 +107,10 @@ def test_a_record_whose_job_is_gone_still_shows_its_restarts_from_the_record() -
 
 def test_explain_names_why_each_attempt_ended() -> None:
     from kubectl_tao.commands.explain import _text
-    from kubectl_tao.core import retry
     from kubectl_tao.jobs.explain import explain_job
+    from kubectl_tao.restarts import history
 
-    ends = [end.to_dict() for end in retry.parse_history([RESTART_1, FAIL_2])]
+    ends = [end.to_dict() for end in history.parse_history([RESTART_1, FAIL_2])]
     t = Tracked({"id": "real-run-1", "terminal_state": "CANCELED", "platform": "kubernetes",
                  "transitions": [{"state": "CANCELED", "message": "canceled"}]},
                 {"namespace": "ns", "job_name": "real-run-1", "max_restarts": 2, "attempts": ends})

@@ -1,7 +1,7 @@
-"""The signs the rank entrypoint matches to decide a restart (core/retry.sign_rows, rendered as TAO_RETRY_SIGNS):
-derived from core/causes.py's table, each a POSIX ERE that real `grep -E` reads as causes.py reads its Python
-pattern, over every line of the failure corpus; the entrypoint (real processes) decides as core/retry.classify
-says on the same outputs."""
+"""The signs the rank entrypoint matches to decide a restart (restarts/signs.sign_rows, rendered as
+TAO_RETRY_SIGNS): derived from core/causes.py's table, each a POSIX ERE that real `grep -E` reads as causes.py
+reads its Python pattern, over every line of the failure corpus; the entrypoint (real processes) decides on the
+same outputs as the sign the Python reading picks and the exit code's row of restarts/table.py say."""
 
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.core import causes, ere, kubelet_text, retry
+from kubectl_tao.core import causes, ere, kubelet_text
+from kubectl_tao.restarts import signs, table
 
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS_DIR = ROOT / "tests" / "fixtures" / "failures"
 CORPUS: list[dict[str, Any]] = json.loads((CORPUS_DIR / "corpus.json").read_text(encoding="utf-8"))
 ENTRY = ROOT / "templates" / "k8s" / "gang-restart-entrypoint.sh"
-ROWS = retry.sign_rows()
+ROWS = signs.sign_rows()
 
 
 def _corpus_lines() -> list[str]:
@@ -136,7 +137,7 @@ def test_the_rows_come_from_the_table_in_the_order_one_ranks_causes_are_weighed(
 def test_every_sign_is_exported_but_those_ere_cannot_say() -> None:
     exported = {p.pattern for row in ROWS for p in row.patterns}
     every = {s.pattern.pattern for c in causes.CAUSES for s in c.signs}
-    left = retry.untranslated_signs()
+    left = signs.untranslated_signs()
     assert exported | {pattern for _, pattern in left} == every
     assert not exported & {pattern for _, pattern in left}
     # few, and never a cause's every sign (each cause has a row: see above); NanLoss's `\bloss\b ... (?i)` is one
@@ -150,7 +151,7 @@ def test_every_exported_sign_finds_the_same_corpus_lines_with_grep_as_with_pytho
     checked = 0
     for row in ROWS:
         for pattern in row.patterns:
-            expression = retry._sign_ere(pattern)
+            expression = signs._sign_ere(pattern)
             assert expression is not None
             found = grep_lines(expression, corpus_file, tuple(grep))
             assert found == python_lines((pattern,)), (row.cause, pattern.pattern)
@@ -180,7 +181,7 @@ def test_a_word_boundary_at_an_end_finds_what_python_finds(tmp_path: Path, grep:
 
 
 def test_the_rows_are_small_and_reach_the_container_unchanged() -> None:
-    text = retry.signs_text()
+    text = signs.signs_text()
     assert text.splitlines() == [row.line() for row in ROWS]
     assert len(text.encode()) < 4096
     assert kubelet_text.expand(kubelet_text.escape(text), {"X": "y"}) == text
@@ -194,15 +195,15 @@ def test_the_rows_are_small_and_reach_the_container_unchanged() -> None:
 
 
 def _decided_by_untranslated(text: str) -> bool:
-    left = {pattern for _, pattern in retry.untranslated_signs()}
-    signs = [s.pattern for c in causes.CAUSES for s in c.signs if s.pattern.pattern in left]
-    return any(sign.search(line) for sign in signs for line in text.splitlines())
+    left = {pattern for _, pattern in signs.untranslated_signs()}
+    patterns = [s.pattern for c in causes.CAUSES for s in c.signs if s.pattern.pattern in left]
+    return any(sign.search(line) for sign in patterns for line in text.splitlines())
 
 
 @pytest.mark.parametrize("entry", CORPUS, ids=[e["file"] for e in CORPUS])
 def test_the_pods_reading_of_one_ranks_output_is_explains(entry: dict[str, Any]) -> None:
     text = (CORPUS_DIR / entry["file"]).read_text(encoding="utf-8")
-    row, diagnosis = retry.output_cause(text), causes.classify_log(text)
+    row, diagnosis = signs.output_cause(text), causes.classify_log(text)
     assert diagnosis is not None
     if row is None:
         # no sign in it (explain quotes the last error-looking lines) or only one ERE cannot say: the exit
@@ -213,17 +214,8 @@ def test_the_pods_reading_of_one_ranks_output_is_explains(entry: dict[str, Any])
         assert (row.err_class, row.cause) == (diagnosis.err_class, diagnosis.cause)
 
 
-def test_classify_names_the_cause_when_a_class_decides() -> None:
-    assert retry.classify(1, diagnosis="ERR_INFRA", cause="NcclSystemError") == retry.Decision(
-        retry.RETRY, "NcclSystemError"
-    )
-    assert retry.classify(134, diagnosis="ERR_PROGRAM", cause="DeviceAssert").verdict == retry.FINAL
-    # the barrier's 88 and the reserved codes decide by themselves
-    assert retry.classify(88, diagnosis="ERR_PROGRAM").verdict == retry.RETRY
-    assert retry.classify(85, diagnosis="ERR_INFRA").verdict == retry.FINAL
-
-
-# The entrypoint, one rank, on a corpus text and an exit code: what it records is what classify says.
+# The entrypoint, one rank, on a corpus text and an exit code: it records what the sign and the exit code's row of
+# the table say (the class of a sign decides over the code; a code the table lacks is a program error).
 CASES = [
     ("nccl-system-error--ib-reg-mr.rank0.log", 1),
     ("nccl-remote-error--connect-retries.rank0.log", 1),
@@ -254,8 +246,8 @@ def _run_entrypoint(tmp: Path, log: str, code: int) -> tuple[int, str, str]:
         "NNODES": "1",
         "TAO_GANG_DIR": str(tmp / "gang"),
         "TAO_MAX_RESTARTS": "1",
-        "TAO_RETRY_EXIT_CODES": " ".join(map(str, retry.retryable_exit_codes())),
-        "TAO_RETRY_SIGNS": retry.signs_text(),
+        "TAO_EXIT_CODES": table.pod_text(),
+        "TAO_RETRY_SIGNS": signs.signs_text(),
         "RENDEZVOUS_TIMEOUT": "0",
         "RENDEZVOUS_POLL_SECONDS": "0.1",
         "TAO_SETTLE_SECONDS": "0",
@@ -273,7 +265,15 @@ def _run_entrypoint(tmp: Path, log: str, code: int) -> tuple[int, str, str]:
     return done.returncode, m.group(2), m.group(3)
 
 
-def test_the_entrypoint_decides_as_classify_says_on_the_same_outputs(tmp_path: Path) -> None:
+def _expected(code: int, row: signs.SignRow | None) -> str:
+    """restart or fail: what the sign ROW found in a rank's output and the table's row of its exit CODE say."""
+    if row is not None and row.err_class in (causes.ERR_INFRA, causes.ERR_PROGRAM):
+        return "restart" if row.err_class == causes.ERR_INFRA else "fail"
+    code_row = table.BY_NUMBER.get(code)
+    return "restart" if code_row is not None and code_row.decision == table.RETRY else "fail"
+
+
+def test_the_entrypoint_decides_as_the_sign_and_the_exit_codes_row_say(tmp_path: Path) -> None:
     def one(i: int) -> tuple[int, str, str]:
         tmp = tmp_path / str(i)
         tmp.mkdir()
@@ -283,16 +283,15 @@ def test_the_entrypoint_decides_as_classify_says_on_the_same_outputs(tmp_path: P
         results = list(pool.map(one, range(len(CASES))))
     seen = set()
     for (log, code), (rc, decision, reason) in zip(CASES, results, strict=True):
-        row = retry.output_cause((CORPUS_DIR / log).read_text(encoding="utf-8")) if log else None
-        want = retry.classify(code, diagnosis=row.err_class if row else None, cause=row.cause if row else None)
-        assert decision == {retry.RETRY: "restart", retry.FINAL: "fail"}[want.verdict], (log, code, reason)
-        assert rc == (retry.EXIT_RESTART if want.verdict == retry.RETRY else code), (log, code)
+        row = signs.output_cause((CORPUS_DIR / log).read_text(encoding="utf-8")) if log else None
+        want = _expected(code, row)
+        assert decision == want, (log, code, reason)
+        assert rc == (table.EXIT_RESTART if want == "restart" else code), (log, code)
         if row is not None:
             assert reason == row.cause, (log, code)
-        seen.add((want.verdict, row.err_class if row else None))
+        seen.add((want, row.err_class if row else None))
     # both classes override the exit code both ways, and the exit code decides when no sign shows
-    assert {(retry.RETRY, causes.ERR_INFRA), (retry.FINAL, causes.ERR_PROGRAM), (retry.FINAL, None),
-            (retry.RETRY, None)} <= seen
+    assert {("restart", causes.ERR_INFRA), ("fail", causes.ERR_PROGRAM), ("fail", None), ("restart", None)} <= seen
 
 
 # ------------------------------------------------------------------------------ the pod reads as Python reads
@@ -367,8 +366,8 @@ def _pods_reason(tmp: Path, line: bytes) -> str:
         "NNODES": "1",
         "TAO_GANG_DIR": str(tmp / "gang"),
         "TAO_MAX_RESTARTS": "1",
-        "TAO_RETRY_EXIT_CODES": " ".join(map(str, retry.retryable_exit_codes())),
-        "TAO_RETRY_SIGNS": retry.signs_text(),
+        "TAO_EXIT_CODES": table.pod_text(),
+        "TAO_RETRY_SIGNS": signs.signs_text(),
         "RENDEZVOUS_TIMEOUT": "0",
         "TAO_SETTLE_SECONDS": "0",
         "TAO_TERMINATION_LOG": str(tmp / "term"),
@@ -393,7 +392,7 @@ def test_the_pod_and_python_name_the_same_cause_on_unicode_and_invalid_bytes(tmp
     differ = []
     for line, pod in zip(CRAFTED, pods, strict=True):
         text = line.decode("utf-8", errors="replace")  # as kubectl-tao decodes what kubectl prints
-        row = retry.output_cause(text + "\n")
+        row = signs.output_cause(text + "\n")
         python = row.cause if row is not None else "program error"
         if pod != python:
             differ.append((line[:120], pod, python))
@@ -414,3 +413,14 @@ def test_the_pod_and_python_name_the_same_cause_on_unicode_and_invalid_bytes(tmp
 def test_explain_reads_a_line_as_the_pod_does(line: str, named: bool) -> None:
     found = causes.classify_log(line + "\n")
     assert (found is not None and found.cause in ("CollectiveTimeout", "RankKilled", "CudaOOM")) is named
+
+
+def test_the_stall_line_is_the_sign_the_entrypoint_restarts_on() -> None:
+    line = (
+        "kubectl-tao: stalled: no output and no status.json growth for 21s (--stall-timeout 20s); last progress: "
+        "epoch=1 max_epoch=4 (train/status.json); last output: Epoch 1: 100%|##########| 10/10; stopping the "
+        "program (TERM, then KILL after 30s)"
+    )
+    row = signs.output_cause(f"Epoch 1: 100%|##########| 10/10\n{line}\n")
+    assert row is not None and (row.err_class, row.cause) == ("ERR_INFRA", "Stalled")
+    assert signs.output_cause("kubectl-tao: stalled: said by the program itself\n") is None
