@@ -167,12 +167,26 @@ def _load_json(path: str | None, flag: str) -> dict[str, Any]:
     return load_json_object(Path(path), flag.lstrip("-").replace("-", " "))
 
 
-def build(job: JobRequest, namespace: str, credentials: dict[str, str], *, server: str = "") -> Plan:
+Objects = list[dict[str, Any]]
+
+
+def build(
+    job: JobRequest,
+    namespace: str,
+    credentials: dict[str, str],
+    *,
+    server: str = "",
+    finish: Callable[[Objects], Objects] | None = None,
+) -> Plan:
     """The Plan of JOB in NAMESPACE with these CREDENTIALS; SERVER (the API server's URL) picks the NCCL
-    settings this cluster's last probe passed with, for a multi-node job."""
+    settings this cluster's last probe passed with, for a multi-node job (none without it). FINISH, when
+    given, makes the caller's own additions to the objects each time they are rendered (the NCCL probe's
+    label and scratch volume)."""
     if job.action_request:
+        if finish is not None:
+            raise ValueError("finish applies to a job of --image/--command: an action request's objects are its own")
         return _action_plan(job, namespace, credentials)
-    return _spec_plan(job, namespace, credentials, _probe_settings(job, server))
+    return _spec_plan(job, namespace, credentials, _probe_settings(job, server), finish)
 
 
 def _probe_settings(job: JobRequest, server: str) -> tuple[dict[str, str], str]:
@@ -275,7 +289,11 @@ def _s3_tools_image(job: JobRequest, tier: str) -> dict[str, str]:
 
 
 def _spec_plan(
-    job: JobRequest, namespace: str, credentials: dict[str, str], probed: tuple[dict[str, str], str]
+    job: JobRequest,
+    namespace: str,
+    credentials: dict[str, str],
+    probed: tuple[dict[str, str], str],
+    finish: Callable[[Objects], Objects] | None = None,
 ) -> Plan:
     from kubectl_tao.core import render
     from kubectl_tao.core.names import is_under, kubernetes_job_name, secret_name_for
@@ -385,7 +403,8 @@ def _spec_plan(
             results_dir=spec_results(record_id),
             env_secret=existing_secret or secret,
         )
-        return render.render(final)  # which validates the spec, once
+        objects = render.render(final)  # which validates the spec, once
+        return finish(objects) if finish is not None else objects
 
     min_version = None
     feature = ""
