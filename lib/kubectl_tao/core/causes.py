@@ -4,7 +4,8 @@ Each cause (``CAUSES``) has a name (the REASON `status` shows: ``CudaOOM``, ``Nc
 (``ERR_INFRA``: the platform, network or hardware failed and a retry can help; ``ERR_PROGRAM``: it fails again
 until the job or its settings change), the signs that show it (regular expressions over one line of output,
 each may refine the class or the fix) and the fix. ``docs/diagnosis.md`` holds the same table, checked against
-this one by a unit test.
+this one by a unit test. What an evidence line tells (sizes, ranks, the NCCL operation, the CUDA error) is
+read by the fact readers of ``core/causefacts.py``, which the table names.
 
 Two entry points, both pure (text in, a ``Diagnosis`` out):
 
@@ -30,6 +31,19 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from kubectl_tao.core.causefacts import (
+    CUDA_BY_NAME,
+    assert_facts,
+    collective_facts,
+    cuda_facts,
+    first,
+    merged,
+    oom_facts,
+    peer_facts,
+    store_facts,
+)
+from kubectl_tao.core.causefacts import CUDA_ERRORS as CUDA_ERRORS  # the CUDA errors the causes name
+from kubectl_tao.core.causefacts import rx as _rx
 from kubectl_tao.core.valueclass import Factory, Value, record
 
 ERR_INFRA = "ERR_INFRA"
@@ -110,142 +124,7 @@ class Diagnosis(Value):
         return out
 
 
-def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
-    """A pattern over job text. ASCII: ``\\w \\d \\s \\b`` mean what the pod's `grep -E` reads in the C locale
-    (restarts/signs.py), whatever script or digits a line holds."""
-    return re.compile(pattern, flags | re.ASCII)
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Facts read off an evidence line
-
-
-_SIZE = r"(\d+(?:\.\d+)? [KMGT]?i?B)"
-_OOM_FACTS = (
-    ("tried", _rx(r"Tried to allocate " + _SIZE)),
-    ("gpu", _rx(r"\. GPU (\d+) has a total")),
-    ("capacity", _rx(r"has a total capac\w* of " + _SIZE)),
-    ("free", _rx(r"of which " + _SIZE + " is free")),
-    ("allocated_by_pytorch", _rx(r"Of the allocated memory " + _SIZE + " is allocated by PyTorch")),
-    ("reserved_unallocated", _rx(r"and " + _SIZE + " is reserved by PyTorch but unallocated")),
-)
-_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 10**3, "MB": 10**6, "GB": 10**9}
-
-
-def size_bytes(text: str) -> float | None:
-    """``20.00 GiB`` -> bytes; None when it is not a size torch prints."""
-    number, _, unit = text.partition(" ")
-    try:
-        return float(number) * _UNITS[unit]
-    except (KeyError, ValueError):
-        return None
-
-
-def _oom_facts(line: str) -> dict[str, Any]:
-    facts: dict[str, Any] = {}
-    for key, rx in _OOM_FACTS:
-        m = rx.search(line)
-        if m:
-            facts[key] = int(m.group(1)) if key == "gpu" else m.group(1)
-    tried, reserved = size_bytes(facts.get("tried", "")), size_bytes(facts.get("reserved_unallocated", ""))
-    if tried is not None and reserved is not None:
-        facts["fragmented"] = reserved >= tried
-    return facts
-
-
-def _first(rx: re.Pattern[str], key: str, convert: Callable[[str], Any] = str) -> Callable[[str], dict[str, Any]]:
-    def read(line: str) -> dict[str, Any]:
-        m = rx.search(line)
-        return {key: convert(m.group(1))} if m else {}
-
-    return read
-
-
-# A run of digits or word characters at a pattern's start is read from the run's start only (`\b`): a search
-# tries every position, and from each one inside a long run the run would be read again to its end.
-_CLIENTS_JOINED = _rx(r"\b(\d+)/(\d+) clients joined")
-_CLIENT_TIMEOUT = _rx(r"timed out after (\d+)(ms|s) while trying to connect to \(([^,()]+), (\d+)\)")
-
-
-def _store_facts(line: str) -> dict[str, Any]:
-    m = _CLIENTS_JOINED.search(line)
-    if m:
-        return {"joined": int(m.group(1)), "expected": int(m.group(2))}
-    m = _CLIENT_TIMEOUT.search(line)
-    if m:
-        ms = int(m.group(1)) * (1 if m.group(2) == "ms" else 1000)
-        return {"timeout_ms": ms, "master": f"{m.group(3)}:{m.group(4)}"}
-    return {}
-
-
-_WAITED = _rx(r"Timed out waiting (\d+)ms for (\w+) operation")
-_SEQ_OP = _rx(r"SeqNum=(\d+), OpType=(\w+)")
-_TIMEOUT_MS = _rx(r"Timeout\(ms\)=(\d+)")
-
-
-def _collective_facts(line: str) -> dict[str, Any]:
-    facts: dict[str, Any] = {}
-    m = _WAITED.search(line)
-    if m:
-        facts["timeout_ms"], facts["op"] = int(m.group(1)), m.group(2)
-    m = _SEQ_OP.search(line)
-    if m:
-        facts["seq"], facts["op"] = int(m.group(1)), m.group(2)
-    m = _TIMEOUT_MS.search(line)
-    if m:
-        facts["timeout_ms"] = int(m.group(1))
-    return facts
-
-
-_KERNEL_ASSERT = _rx(r"\b(\w+): block: \[[\d,]+\], thread: \[[\d,]+\] Assertion `([^`]{1,300})` failed")
-
-
-def _assert_facts(line: str) -> dict[str, Any]:
-    m = _KERNEL_ASSERT.search(line)
-    return {"kernel_assert": f"{m.group(1)}: {m.group(2)}"} if m else {}
-
-
-_PEER = _rx(r"(?:peer|remote peer|connect to) \[?([A-Za-z0-9_.:-]+?)\]?(?:[:<]\d+>?)")
-_POD_INDEX = _rx(r"^[a-z0-9-]*?-(\d+)\.")
-
-
-def _peer_facts(line: str) -> dict[str, Any]:
-    m = _PEER.search(line)
-    if not m:
-        return {}
-    facts: dict[str, Any] = {"peer": m.group(1)}
-    rank = _POD_INDEX.match(m.group(1))  # an Indexed Job pod's name: <job>-<index>.<svc>
-    if rank:
-        facts["peer_rank"] = int(rank.group(1))
-    return facts
-
-
 _KILL_SIGNALS = {-9: "SIGKILL", 137: "SIGKILL"}
-
-
-@record
-class CudaError(Value):
-    """One of CUDA's errors, as every API names it: programs print torch's wording (``CUDA error: `` and the
-    text), the runtime's name (CuPy, cuda-samples' checks), the driver's (CuPy's driver calls, JAX and XLA,
-    Numba) or the text alone (TensorRT's ``Cuda Runtime (...)``, Triton)."""
-
-    code: int  # its value in both enumerations
-    runtime: str  # its name in the runtime API's cudaError_t (driver_types.h): cudaGetErrorName
-    driver: str  # its name in the driver API's CUresult (cuda.h): cuGetErrorName
-    text: str  # cudaGetErrorString and cuGetErrorString
-
-
-# The CUDA errors the causes name, checked against CUDA's own enumerations (tests/unit/core/test_causes.py).
-CUDA_ERRORS: tuple[CudaError, ...] = (
-    CudaError(2, "cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"),
-    CudaError(100, "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"),
-    CudaError(214, "cudaErrorECCUncorrectable", "CUDA_ERROR_ECC_UNCORRECTABLE", "uncorrectable ECC error encountered"),
-    CudaError(700, "cudaErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"),
-    CudaError(710, "cudaErrorAssert", "CUDA_ERROR_ASSERT", "device-side assert triggered"),
-    CudaError(719, "cudaErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"),
-)
-CUDA_BY_NAME: dict[str, CudaError] = {name: e for e in CUDA_ERRORS for name in (e.runtime, e.driver)}
-_CUDA_NAME = _rx(r"\b(cudaError[A-Za-z]{1,40}|CUDA_ERROR_[A-Z_]{1,40})\b")
 
 
 def _cuda_names(runtime: str, what: str = "") -> tuple[Sign]:
@@ -254,23 +133,6 @@ def _cuda_names(runtime: str, what: str = "") -> tuple[Sign]:
     error = CUDA_BY_NAME[runtime]
     return (Sign(_rx(f"{error.runtime}|{error.driver}"), what=what),)
 
-
-def _cuda_facts(line: str) -> dict[str, Any]:
-    """The CUDA error a line names, with its code (``cuda_error``: the runtime's name)."""
-    m = _CUDA_NAME.search(line)
-    error = CUDA_BY_NAME.get(m.group(1)) if m else None
-    return {"cuda_error": error.runtime, "cuda_code": error.code} if error else {}
-
-
-def _facts(*readers: Callable[[str], dict[str, Any]]) -> Callable[[str], dict[str, Any]]:
-    def read(line: str) -> dict[str, Any]:
-        facts: dict[str, Any] = {}
-        for reader in readers:
-            for key, value in reader(line).items():
-                facts.setdefault(key, value)
-        return facts
-
-    return read
 
 # ----------------------------------------------------------------------------------------------------------
 # The table
@@ -289,7 +151,7 @@ CAUSES: tuple[Cause, ...] = (
         "a collective waiting for a peer, a deadlock), and raise --stall-timeout when a silent phase (an "
         "evaluation that prints nothing) takes that long",
         (Sign(_rx(r"^kubectl-tao: stalled: no output and no status\.json growth for \w+ \(--stall-timeout ")),),
-        _first(_rx(r"^kubectl-tao: stalled: no output and no status\.json growth for (\w+) "), "stalled_for"),
+        first(_rx(r"^kubectl-tao: stalled: no output and no status\.json growth for (\w+) "), "stalled_for"),
     ),
     Cause(
         "GpuHardware",
@@ -309,7 +171,7 @@ CAUSES: tuple[Cause, ...] = (
             Sign(_rx(r"Unable to determine the device handle for GPU"), what="GPU unreachable"),
             Sign(_rx(r"ncclUnhandledCudaError|unhandled cuda error"), what="CUDA call failed inside NCCL"),
         ),
-        _facts(_first(_rx(r"Xid \(PCI:[0-9a-fA-F:]+\): (\d+)"), "xid", int), _cuda_facts),
+        merged(first(_rx(r"Xid \(PCI:[0-9a-fA-F:]+\): (\d+)"), "xid", int), cuda_facts),
     ),
     Cause(
         "CudaOOM",
@@ -327,7 +189,7 @@ CAUSES: tuple[Cause, ...] = (
             *_cuda_names("cudaErrorMemoryAllocation"),
             Sign(_rx(r"Cuda Runtime \(out of memory\)")),  # TensorRT's `Error Code 1: Cuda Runtime (TEXT)`
         ),
-        _facts(_oom_facts, _cuda_facts),
+        merged(oom_facts, cuda_facts),
     ),
     Cause(
         "DeviceAssert",
@@ -342,7 +204,7 @@ CAUSES: tuple[Cause, ...] = (
             *_cuda_names("cudaErrorAssert"),
             Sign(_rx(r"Assertion `[^`]*` failed\.$")),
         ),
-        _facts(_assert_facts, _cuda_facts),
+        merged(assert_facts, cuda_facts),
     ),
     Cause(
         "IllegalMemoryAccess",
@@ -352,7 +214,7 @@ CAUSES: tuple[Cause, ...] = (
         "rerun with CUDA_LAUNCH_BLOCKING=1 in the command's environment to see the failing call; an index "
         "out of range, a custom kernel or extension bug, or mismatched tensor shapes",
         (Sign(_rx(r"an illegal memory access was encountered")), *_cuda_names("cudaErrorIllegalAddress")),
-        _cuda_facts,
+        cuda_facts,
     ),
     Cause(
         "NoGpuVisible",
@@ -382,7 +244,7 @@ CAUSES: tuple[Cause, ...] = (
                 "torch built without NCCL",
             ),
         ),
-        _cuda_facts,
+        cuda_facts,
     ),
     Cause(
         "ShmExhausted",
@@ -400,7 +262,7 @@ CAUSES: tuple[Cause, ...] = (
             ),
             Sign(_rx(r"/dev/shm[ -9;-~]{0,64}: No space left on device")),
         ),
-        _first(_rx(r"shared memory segment \S+ \(size (\d+)\)"), "segment_size", int),
+        first(_rx(r"shared memory segment \S+ \(size (\d+)\)"), "segment_size", int),
     ),
     Cause(
         "NanLoss",
@@ -414,7 +276,7 @@ CAUSES: tuple[Cause, ...] = (
             Sign(_rx(r"is non-finite, so it cannot be clipped")),
             Sign(_rx(r"\bloss\b[^\n]{0,40}?\b(?:is|=|:|became)\s*(?:nan|inf)\b", re.IGNORECASE)),
         ),
-        _first(_rx(r"Function '(\w+)' returned"), "function"),
+        first(_rx(r"Function '(\w+)' returned"), "function"),
     ),
     Cause(
         "NcclInvalidUsage",
@@ -445,7 +307,7 @@ CAUSES: tuple[Cause, ...] = (
             Sign(_rx(r"NCCL error in: \S+, unhandled system error")),
             Sign(_rx(r"ncclSystemError")),
         ),
-        _first(_rx(r"NCCL version ([\d.]+)"), "nccl_version"),
+        first(_rx(r"NCCL version ([\d.]+)"), "nccl_version"),
     ),
     Cause(
         "NcclInternalError",
@@ -465,7 +327,7 @@ CAUSES: tuple[Cause, ...] = (
         "a Python module the program imports is not in the image",
         "install it in the image (or pip install it before the command), or fix the import",
         (Sign(_rx(r"(?:ModuleNotFoundError|ImportError): No module named ")),),
-        _first(_rx(r"No module named '([^']{1,200})'"), "module"),
+        first(_rx(r"No module named '([^']{1,200})'"), "module"),
     ),
     Cause(
         "MissingFile",
@@ -475,7 +337,7 @@ CAUSES: tuple[Cause, ...] = (
         "check the path against the job's mounts (--mount-path, the results and data paths) and that the file was "
         "uploaded there",
         (Sign(_rx(r"FileNotFoundError: \[Errno 2\] No such file or directory")),),
-        _first(_rx(r"No such file or directory: '([^']{1,400})'"), "path"),
+        first(_rx(r"No such file or directory: '([^']{1,400})'"), "path"),
     ),
     Cause(
         "AccessDenied",
@@ -520,7 +382,7 @@ CAUSES: tuple[Cause, ...] = (
                 what="NGC: invalid API key",
             ),
         ),
-        _first(_rx(r"when calling the (\w+) operation"), "operation"),
+        first(_rx(r"when calling the (\w+) operation"), "operation"),
     ),
     Cause(
         "RankKilled",
@@ -544,7 +406,7 @@ CAUSES: tuple[Cause, ...] = (
             Sign(_rx(r"Watchdog caught collective operation timeout")),
             Sign(_rx(r"Timed out waiting \d+ms for \w+ operation to complete")),
         ),
-        _collective_facts,
+        collective_facts,
     ),
     Cause(
         "RendezvousTimeout",
@@ -571,7 +433,7 @@ CAUSES: tuple[Cause, ...] = (
             Sign(_rx(r"The client socket has timed out after \d+m?s while trying to connect to")),
             Sign(_rx(r"^(?:\[rank\d+\]: )?RuntimeError: Socket Timeout$")),
         ),
-        _store_facts,
+        store_facts,
     ),
     Cause(
         "NcclRemoteError",
@@ -585,7 +447,7 @@ CAUSES: tuple[Cause, ...] = (
             Sign(_rx(r"ncclRemoteError")),
             Sign(_rx(r"NCCL error in: \S+, remote process exited or there was a network error")),
         ),
-        _peer_facts,
+        peer_facts,
     ),
     Cause(
         "RemoteRankDied",
@@ -597,7 +459,7 @@ CAUSES: tuple[Cause, ...] = (
             Sign(_rx(r"Connection closed by peer \[")),
             Sign(_rx(r"Read error \[[^\]\[]+\]:\d+: Connection reset by peer")),
         ),
-        _peer_facts,
+        peer_facts,
     ),
     Cause(
         "ProgramError",
@@ -607,7 +469,7 @@ CAUSES: tuple[Cause, ...] = (
         "fix the program or its inputs: the evidence is the exception it raised (`kubectl tao logs JOB "
         "--errors` for every rank's)",
         (Sign(_rx(r"^(?:[A-Za-z_]\w*\.){0,6}([A-Z]\w*(?:Error|Exception|Exit|Interrupt))(?::|$)")),),
-        _first(_rx(r"^(?:[A-Za-z_]\w*\.){0,6}([A-Z]\w*(?:Error|Exception|Exit|Interrupt))(?::|$)"), "exception"),
+        first(_rx(r"^(?:[A-Za-z_]\w*\.){0,6}([A-Z]\w*(?:Error|Exception|Exit|Interrupt))(?::|$)"), "exception"),
     ),
 )
 

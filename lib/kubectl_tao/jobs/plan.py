@@ -167,12 +167,26 @@ def _load_json(path: str | None, flag: str) -> dict[str, Any]:
     return load_json_object(Path(path), flag.lstrip("-").replace("-", " "))
 
 
-def build(job: JobRequest, namespace: str, credentials: dict[str, str], *, server: str = "") -> Plan:
+Objects = list[dict[str, Any]]
+
+
+def build(
+    job: JobRequest,
+    namespace: str,
+    credentials: dict[str, str],
+    *,
+    server: str = "",
+    finish: Callable[[Objects], Objects] | None = None,
+) -> Plan:
     """The Plan of JOB in NAMESPACE with these CREDENTIALS; SERVER (the API server's URL) picks the NCCL
-    settings this cluster's last probe passed with, for a multi-node job."""
+    settings this cluster's last probe passed with, for a multi-node job (none without it). FINISH, when
+    given, makes the caller's own additions to the objects each time they are rendered (the NCCL probe's
+    label and scratch volume)."""
     if job.action_request:
+        if finish is not None:
+            raise ValueError("finish applies to a job of --image/--command: an action request's objects are its own")
         return _action_plan(job, namespace, credentials)
-    return _spec_plan(job, namespace, credentials, _probe_settings(job, server))
+    return _spec_plan(job, namespace, credentials, _probe_settings(job, server), finish)
 
 
 def _probe_settings(job: JobRequest, server: str) -> tuple[dict[str, str], str]:
@@ -274,8 +288,65 @@ def _s3_tools_image(job: JobRequest, tier: str) -> dict[str, str]:
     return {"s3_tools_image": str(image)}
 
 
+def spec_options(job: JobRequest, namespace: str, nccl: _Nccl | None = None) -> dict[str, Any]:
+    """The job flags of JOB as render.spec_from_options's keywords, all but the name, record id, results
+    directory and Secret (which depend on the record): the one mapping of a request onto a JobSpec, which
+    validates the values. NCCL: the NCCL settings (_nccl_settings: with a cached probe's); else the flags'."""
+    from kubectl_tao.core import render
+
+    tier = job.storage_tier.upper()
+    if nccl is None:
+        nccl = _nccl_settings(job, job.nodes, ({}, ""))
+    node_selector = list(job.node_selector)
+    if job.gpu_product:
+        node_selector.append(contract.gpu_product_selector(job.gpu_product))
+    tolerations: list[Any] = list(job.toleration)
+    if job.gpus > 0:
+        tolerations.append(GPU_TOLERATION)
+    topology, _ = _topology(job)
+    return dict(
+        image=job.image,
+        command=job.command,
+        namespace=namespace,
+        gpus=job.gpus,
+        nodes=job.nodes,
+        storage_tier=tier,
+        pvc=job.pvc,
+        mount_path=job.mount_path or render.DEFAULT_MOUNT_PATH,
+        image_pull_secret=job.image_pull_secret,
+        ttl_seconds=None if job.keep_until_captured else job.ttl_seconds,
+        shm_size=job.shm_size,
+        s3_inputs=list(job.s3_input),
+        s3_output=job.s3_output,
+        upload_excludes=list(job.upload_exclude),
+        **_s3_tools_image(job, tier),
+        labels=list(job.label),
+        annotations=list(job.annotation),
+        master_port=job.master_port,
+        launcher=job.launcher,
+        nccl_socket_ifname=nccl.socket_ifname,
+        nccl_ib_hca=nccl.ib_hca,
+        nccl_env=nccl.env,
+        active_deadline_seconds=job.active_deadline,
+        node_selector=node_selector,
+        tolerations=tolerations,
+        queue_name=job.queue,
+        retries_per_index=job.retries_per_index,
+        rendezvous_timeout_seconds=job.rendezvous_timeout,
+        topology=topology.annotations() if topology is not None and job.queue else None,
+        max_restarts=job.max_restarts,
+        termination_grace_seconds=job.termination_grace_period,
+        flight_recorder=not job.no_flight_recorder,
+        stall_timeout_seconds=_stall_timeout(job),
+    )
+
+
 def _spec_plan(
-    job: JobRequest, namespace: str, credentials: dict[str, str], probed: tuple[dict[str, str], str]
+    job: JobRequest,
+    namespace: str,
+    credentials: dict[str, str],
+    probed: tuple[dict[str, str], str],
+    finish: Callable[[Objects], Objects] | None = None,
 ) -> Plan:
     from kubectl_tao.core import render
     from kubectl_tao.core.names import is_under, kubernetes_job_name, secret_name_for
@@ -300,12 +371,6 @@ def _spec_plan(
     existing_secret = job.env_secret
     if existing_secret and credentials:
         raise UsageError("--env-secret names an existing Secret: give it or --env-file/--env, not both")
-    node_selector = list(job.node_selector)
-    if job.gpu_product:
-        node_selector.append(contract.gpu_product_selector(job.gpu_product))
-    tolerations: list[Any] = list(job.toleration)
-    if gpus > 0:
-        tolerations.append(GPU_TOLERATION)
     mount = job.mount_path or "/workspace"
     results_dir = job.results_dir
     results_root = None
@@ -331,43 +396,8 @@ def _spec_plan(
         # Tier C uploads to <s3-output>/<record id>/ on its own; the spec takes the prefix, not a results dir.
         return None if tier == "C" and not results_dir else results_for(record_id)
 
-    ttl = None if job.keep_until_captured else job.ttl_seconds
     nccl = _nccl_settings(job, nodes, probed)
-    base = dict(
-        image=job.image,
-        command=job.command,
-        namespace=namespace,
-        gpus=gpus,
-        nodes=nodes,
-        storage_tier=tier,
-        pvc=job.pvc,
-        mount_path=mount,
-        image_pull_secret=job.image_pull_secret,
-        ttl_seconds=ttl,
-        shm_size=job.shm_size,
-        s3_inputs=list(job.s3_input),
-        s3_output=job.s3_output,
-        upload_excludes=list(job.upload_exclude),
-        **_s3_tools_image(job, tier),
-        labels=list(job.label),
-        annotations=list(job.annotation),
-        master_port=job.master_port,
-        launcher=job.launcher,
-        nccl_socket_ifname=nccl.socket_ifname,
-        nccl_ib_hca=nccl.ib_hca,
-        nccl_env=nccl.env,
-        active_deadline_seconds=job.active_deadline,
-        node_selector=node_selector,
-        tolerations=tolerations,
-        queue_name=job.queue,
-        retries_per_index=job.retries_per_index,
-        rendezvous_timeout_seconds=job.rendezvous_timeout,
-        topology=topology.annotations() if topology is not None and job.queue else None,
-        max_restarts=job.max_restarts,
-        termination_grace_seconds=job.termination_grace_period,
-        flight_recorder=not job.no_flight_recorder,
-        stall_timeout_seconds=_stall_timeout(job),
-    )
+    base = spec_options(job, namespace, nccl)
     probe_name = kubernetes_job_name(probe_id)
     spec = render.spec_from_options(
         name=probe_name,
@@ -385,7 +415,8 @@ def _spec_plan(
             results_dir=spec_results(record_id),
             env_secret=existing_secret or secret,
         )
-        return render.render(final)  # which validates the spec, once
+        objects = render.render(final)  # which validates the spec, once
+        return finish(objects) if finish is not None else objects
 
     min_version = None
     feature = ""
@@ -415,7 +446,7 @@ def _spec_plan(
         pvc=job.pvc if tier == "A" else None,
         secret_refs={existing_secret: []} if existing_secret else {},
         image_pull_secret=job.image_pull_secret,
-        node_selector=dict(item.split("=", 1) for item in node_selector),
+        node_selector=dict(spec.node_selector),
         tolerations=[t for t in spec.tolerations],
         gpu_product=job.gpu_product,
         queue=job.queue,

@@ -1,8 +1,9 @@
 """`kubectl tao probe nccl`: a small multi-node all_reduce job that says whether NCCL works between nodes.
 
-The probe is an ordinary multi-node job: a `render.JobSpec` rendered by `render_indexed` (launcher
-torchrun) and created by `submit.execute`, so every gate applies (fit x nodes, version, PVC, pull
-Secret, secret lint, server dry-run) and a job record is opened (network_arch `nccl`, action `probe`).
+The probe is an ordinary multi-node job: a job request (the job flags submit takes, launcher torchrun)
+planned by `plan.build` and created by `submit.execute`, so every gate applies (fit x nodes, version, PVC,
+pull Secret, secret lint, server dry-run) and a job record is opened (network_arch `nccl`, action `probe`).
+Its own additions: the kubectl-tao.io/probe=nccl label and, without --pvc, an emptyDir workspace.
 Each rank runs `torchrun ... --no-python python3 -c <templates/k8s/nccl-probe.py> SIZE ITERATIONS
 TIMEOUT`: the script text is one container argument, never shell text. Outcomes:
 
@@ -35,21 +36,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kubectl_tao.core import contract, names, render, templates
+from kubectl_tao.core import contract, render, templates
 from kubectl_tao.core.ages import age_text
 from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.serverversion import parse_server_version
 from kubectl_tao.core.valueclass import Factory, Value, plain, record
 from kubectl_tao.jobs import cancel as cancelling
 from kubectl_tao.jobs import track, wait
-from kubectl_tao.jobs.plan import Plan
+from kubectl_tao.jobs.flags import job_request
+from kubectl_tao.jobs.plan import JobRequest, Plan, build
 from kubectl_tao.jobs.submit import execute
 from kubectl_tao.jobs.track import Observation, Tracked
 from kubectl_tao.jobs.wait import PULL_REASONS
 from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.store import probecache
 from kubectl_tao.store.probecache import FAIL, GLOO, HANG, NCCL, NCCL_ENV_RE, NOT_CARRIED, PASS, RESULTS
-from kubectl_tao.store.recordids import preview_id
 
 NETWORK_ARCH = "nccl"
 ACTION = "probe"
@@ -58,6 +59,7 @@ PROBE_KIND = "nccl"
 DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"
 SCRIPT_TEMPLATE = "nccl-probe.py"
 MOUNT_PATH = "/workspace"
+SCRATCH_CLAIM = "nccl-probe-scratch"  # the stand-in claim name of a probe without --pvc (an emptyDir instead)
 DEFAULT_NODES = 2
 DEFAULT_GPUS = 1
 DEFAULT_TIMEOUT_S = 120
@@ -156,82 +158,77 @@ def probe_argv(timeout_s: int) -> list[str]:
     return ["--no-python", "python3", "-c", script, str(SIZE_MIB), str(ITERATIONS), str(timeout_s)]
 
 
-def probe_spec(opts: ProbeOptions, namespace: str, job_name: str, record_id: str) -> render.JobSpec:
-    """The probe as a JobSpec. Without --pvc the claim name is a stand-in: `render_probe` swaps that
-    volume for an emptyDir, so no claim is ever referenced."""
-    return render.spec_from_options(
+def _pairs(values: Mapping[str, str]) -> tuple[str, ...]:
+    return tuple(f"{key}={value}" for key, value in values.items())
+
+
+def _toleration_text(toleration: Mapping[str, Any]) -> str:
+    """A toleration as --toleration writes it (KEY[=VALUE][:EFFECT]), the inverse of its parser."""
+    text = str(toleration["key"])
+    if toleration.get("operator", "Equal" if "value" in toleration else "Exists") == "Equal":
+        text += f"={toleration.get('value', '')}"
+    return f"{text}:{toleration['effect']}" if toleration.get("effect") else text
+
+
+def probe_request(opts: ProbeOptions) -> JobRequest:
+    """The probe as a job request: the job flags `submit` would be given for it. Without --pvc the claim is a
+    stand-in that `_finish` swaps for an emptyDir, so no claim is ever referenced."""
+    return job_request(
         image=opts.image,
         # torchrun's argument list, quoted so that render's shlex.split gives back exactly these items
         command=shlex.join(probe_argv(opts.timeout_s)),
-        name=job_name,
-        record_id=record_id,
-        namespace=namespace,
         gpus=opts.gpus,
         nodes=opts.nodes,
-        storage_tier="A",
-        pvc=opts.pvc or "nccl-probe-scratch",
+        network_arch=NETWORK_ARCH,
+        action=ACTION,
+        pvc=opts.pvc or SCRATCH_CLAIM,
         mount_path=MOUNT_PATH,
         image_pull_secret=opts.image_pull_secret,
-        annotations=dict(opts.annotations),
+        annotation=_pairs(opts.annotations),
         master_port=opts.master_port,
         launcher="torchrun",
         nccl_socket_ifname=opts.nccl_socket_ifname,
         nccl_ib_hca=opts.nccl_ib_hca,
-        node_selector=dict(opts.node_selector),
-        tolerations=[contract.GPU_TOLERATION, *(dict(t) for t in opts.tolerations)],
+        nccl_env=_pairs(dict(sorted(opts.nccl_env.items()))),
+        node_selector=_pairs(opts.node_selector),
+        toleration=tuple(_toleration_text(t) for t in opts.tolerations),
         # ranks may start as far apart as the pending timeout allows (image pulls on different nodes)
-        rendezvous_timeout_seconds=min(opts.pending_timeout_s, render.MAX_RENDEZVOUS_TIMEOUT),
+        rendezvous_timeout=min(opts.pending_timeout_s, render.MAX_RENDEZVOUS_TIMEOUT),
     )
+
+
+def _finish(opts: ProbeOptions) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    """What is the probe's own in its objects: the kubectl-tao.io/probe=nccl label, and without --pvc an
+    emptyDir in place of the stand-in claim."""
+
+    def finish(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        service, job = objects
+        template = job["spec"]["template"]
+        for meta in (service["metadata"], job["metadata"], template["metadata"]):
+            meta.setdefault("labels", {})[contract.PROBE_LABEL] = PROBE_KIND
+        if opts.pvc is None:
+            pod = template["spec"]
+            pod["volumes"] = [
+                {"name": "workspace", "emptyDir": {}} if volume["name"] == "workspace" else volume
+                for volume in pod["volumes"]
+            ]
+        return [service, job]
+
+    return finish
+
+
+def build_plan(opts: ProbeOptions, namespace: str) -> Plan:
+    """The submit Plan of a probe: plan.build's, from the probe's job request. No server is given, so the NCCL
+    settings of an earlier probe are not applied to this one; its warnings are about the stand-in claim
+    (a given --pvc is checked by the PVC gate), so there are none."""
+    validate_options(opts)
+    plan = build(probe_request(opts), namespace, {}, finish=_finish(opts))
+    return plan.replaced(pvc=opts.pvc, warnings=[], skip_probe_warning=True)
 
 
 def render_probe(opts: ProbeOptions, namespace: str, job_name: str, record_id: str) -> list[dict[str, Any]]:
     """The headless Service and Indexed Job of the probe, labelled kubectl-tao.io/probe=nccl."""
-    service, job = render.render_indexed(probe_spec(opts, namespace, job_name, record_id))
-    template = job["spec"]["template"]
-    for meta in (service["metadata"], job["metadata"], template["metadata"]):
-        meta.setdefault("labels", {})[contract.PROBE_LABEL] = PROBE_KIND
-    pod = template["spec"]
-    if opts.pvc is None:
-        pod["volumes"] = [
-            {"name": "workspace", "emptyDir": {}} if volume["name"] == "workspace" else volume
-            for volume in pod["volumes"]
-        ]
-    container = pod["containers"][0]
-    container["env"] = [*container["env"], *({"name": k, "value": v} for k, v in sorted(opts.nccl_env.items()))]
-    return [service, job]
-
-
-def build_plan(opts: ProbeOptions, namespace: str) -> Plan:
-    """The submit Plan of a probe, validated by rendering it once under a preview name."""
-    validate_options(opts)
-    preview = preview_id(NETWORK_ARCH, ACTION)
-    render_probe(opts, namespace, names.kubernetes_job_name(preview), preview)
-
-    def render_objects(job_name: str, record_id: str, _secret: str | None) -> list[dict[str, Any]]:
-        return render_probe(opts, namespace, job_name, record_id)
-
-    return Plan(
-        record={
-            "platform": "kubernetes",
-            "image": opts.image,
-            "network_arch": NETWORK_ARCH,
-            "action": ACTION,
-            "storage_tier": "A",
-            "results_root": f"{MOUNT_PATH}/results",
-            "upload_excludes": [],
-        },
-        render=render_objects,
-        image=opts.image,
-        gpus=opts.gpus,
-        nodes=opts.nodes,
-        pvc=opts.pvc,
-        image_pull_secret=opts.image_pull_secret,
-        node_selector=dict(opts.node_selector),
-        tolerations=[dict(contract.GPU_TOLERATION), *(dict(t) for t in opts.tolerations)],
-        min_version=(1, 28),
-        min_version_feature="multi-node jobs",
-        skip_probe_warning=True,
-    )
+    return build_plan(opts, namespace).render(job_name, record_id, None)
 
 
 # --------------------------------------------------------------------------------------------------

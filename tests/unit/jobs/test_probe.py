@@ -18,6 +18,7 @@ from kubectl_tao.core import contract
 from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.lint import lint_documents
 from kubectl_tao.jobs import probe
+from kubectl_tao.jobs.plan import build as plan_build
 from kubectl_tao.jobs.track import Observation, Tracked
 from kubectl_tao.store import probecache
 
@@ -505,10 +506,20 @@ def test_targeting_flags_place_every_rank_and_reach_the_fit_gate() -> None:
     _, job = objects(**over)
     pod = job["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"kubectl-tao.io/real-node": "true"}
-    assert pod["tolerations"] == [contract.GPU_TOLERATION, *over["tolerations"]]
+    # in the order a submit of the same flags places them: the flags' own, then the GPU taint's
+    assert pod["tolerations"] == [*over["tolerations"], contract.GPU_TOLERATION]
     plan = probe.build_plan(probe.ProbeOptions(**over), "lab")  # type: ignore[arg-type]
     assert plan.node_selector == {"kubectl-tao.io/real-node": "true"}
-    assert plan.tolerations == [contract.GPU_TOLERATION, *over["tolerations"]]
+    assert plan.tolerations == [*over["tolerations"], contract.GPU_TOLERATION]
+
+
+def test_the_probe_is_planned_as_submit_plans_its_job_request() -> None:
+    opts = probe.ProbeOptions(pvc="shared-rwx", nccl_env={"NCCL_IB_DISABLE": "1"}, node_selector={"a": "b"})
+    submitted = plan_build(probe.probe_request(opts), "lab", {}).render("nccl-probe-1a2b3c", "nccl-probe-1a2b3c", None)
+    service, job = probe.render_probe(opts, "lab", "nccl-probe-1a2b3c", "nccl-probe-1a2b3c")
+    for meta in (service["metadata"], job["metadata"], job["spec"]["template"]["metadata"]):
+        assert meta["labels"].pop("kubectl-tao.io/probe") == "nccl"  # the one addition of the probe's own
+    assert [service, job] == submitted
 
 
 def test_probe_command_takes_submits_targeting_flags(cli: Any, fake_kubectl: FakeKubectl, tao_env: Path) -> None:

@@ -124,3 +124,13 @@ def test_nccl_env_flag_is_checked(cli: Any, tao_env: Path) -> None:
     assert code == 2 and out == ""
     [line] = err.strip().splitlines()
     assert line.startswith("error: nccl env #1: the name is not an NCCL_* variable")
+
+
+def test_the_probe_itself_runs_with_its_own_settings_never_a_cached_pass(tao_env: Path) -> None:
+    probecache.save_result(cache_file(tao_env), passed(FIXED))
+    assert probecache.cached_settings(SERVER)[0]  # a later multi-node submit here would apply them
+    plan = probe.build_plan(probe.ProbeOptions(), "lab")
+    assert plan.notes == [] and plan.skip_probe_warning is True
+    names = [e["name"] for o in plan.render("nccl-probe-1a2b3c", "nccl-probe-1a2b3c", None) if o["kind"] == "Job"
+             for e in o["spec"]["template"]["spec"]["containers"][0]["env"]]
+    assert "NCCL_SOCKET_IFNAME" not in names and "NCCL_IB_DISABLE" not in names
