@@ -21,7 +21,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tao_train  # noqa: E402  (beside this file)
+import tao_train  # beside this file (sys.path above)
 
 TASKS = ("train", "evaluate", "export")
 
