@@ -450,10 +450,17 @@ _CHECKED_VALUE = 256  # a longer value is never taken for a placeholder
 # 1000:1000 is a uid:gid, so only for HTTP clients).
 _HTTP_CLIENT_RE = _Lazy(r"\b(?:curl|wget|http|https|xh|lftp|ftp)\b")
 _USER_FLAG_RE = _Lazy(r"(?<![\w-])(?:-u|--user|--proxy-user|--http-user)(?:=|\s*)(" + _WORD + ")")
-# -H 'X-API-Key: VALUE' / --header "Private-Token: VALUE": a credential-like header name.
+# -H 'X-API-Key: VALUE' / --header "Private-Token: VALUE": a credential-like header name. Quoted, the value runs
+# to its last non-blank before the closing quote (on its line), and the quote ends a word; unquoted, it is one
+# word up to a blank or `;&|)`. An unquoted value that runs into a quote is none (see _header_flags). Each value
+# starts on a non-blank and ends where its characters end: one pass over it, however many flags it holds.
 _HEADER_FLAG_RE = _Lazy(
-    r"(?<![\w-])(?:-H|--header)(?:=|\s*)([\"']?)([A-Za-z][A-Za-z0-9_-]*)\s*:\s*([^\"'\n]+?)\s*\1(?=\s|$|[;&|)])"
+    r"(?<![\w-])(?:-H|--header)(?:=|\s*)"
+    r"(?:(?P<quote>[\"'])(?P<name>[A-Za-z][A-Za-z0-9_-]*)\s*:\s*(?P<value>[^\"'\s](?:[^\"'\n]*[^\"'\s])?)\s*(?P=quote)"
+    r"(?=\s|$|[;&|)])"
+    r"|(?P<bare_name>[A-Za-z][A-Za-z0-9_-]*)\s*:\s*(?P<bare_value>[^\"'\s][^\"'\s;&|)]*))"
 )
+_LONGEST_HEADER_FLAG = len("--header=")
 # mysql -pPASS (no space: with a space mysql prompts and PASS is the database name).
 _MYSQL_RE = _Lazy(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b")
 _MYSQL_FLAG_RE = _Lazy(r"\s-p(" + _WORD + ")")
@@ -610,6 +617,21 @@ def _command_flags(
         yield from flag.finditer(text, start, end)
 
 
+def _header_flags(text: str) -> Iterable[tuple[re.Match[str], str]]:
+    """The -H/--header flags of ``text`` (see _HEADER_FLAG_RE) and the name of their value's group. An unquoted
+    value that runs into a quote is skipped, and so is every flag inside it (theirs run into the same quote),
+    but one right before that quote, which may open a quoted value (`-H X-A:b,-H="X-Token: ..."`)."""
+    if "-H" not in text and "--header" not in text:
+        return
+    pos = 0
+    while (m := _HEADER_FLAG_RE.search(text, pos)) is not None:
+        if m.group("quote") is None and text[m.end() : m.end() + 1] in ("'", '"'):
+            pos = max(m.start() + 1, m.end() - _LONGEST_HEADER_FLAG)
+            continue
+        yield m, "value" if m.group("quote") else "bare_value"
+        pos = m.end()
+
+
 def _colon_value(m: re.Match[str]) -> tuple[int, int, str]:
     """A _COLON_RE match's value without its trailing blanks: (start, end, value)."""
     value = m.group(2).rstrip(" \t")
@@ -727,12 +749,12 @@ def _scan_commands(text: str) -> Iterable[_Hit]:
         user, sep, password = text[s:e].partition(":")
         if sep and password and not is_placeholder(password):
             yield _Hit(s + len(user) + 1, e, "credential", "-u user:password", "user-password")
-    for m in _finditer(_HEADER_FLAG_RE, text, "-H", "--header"):
-        name, value = m.group(2), m.group(3)
+    for m, group in _header_flags(text):
+        name, value = m.group("name") or m.group("bare_name"), m.group(group)
         if name.lower() not in ("authorization", "proxy-authorization") and is_credential_name(name) and (
             not is_placeholder(value)
         ):
-            yield _Hit(m.start(3), m.end(3), "credential", name, "header")
+            yield _Hit(m.start(group), m.end(group), "credential", name, "header")
     flag_rules = [
         (_command_flags(text, _MYSQL_RE, _MYSQL_FLAG_RE, "mysql", "mariadb"), "mysql -p"),
         *((_command_flags(text, command, flag, *hints), name)
@@ -1062,12 +1084,36 @@ def _decode_separator(escaped: str) -> str:
 
 
 # A token whose line breaks before its end (a log wrapped at a terminal's width, a folded YAML scalar): the line
-# ends in a run that starts with a token prefix (glued to a word by '_' or '-' too; the run is bounded, so a long
-# run of glued prefixes is read in bounded work per character) and the next line goes on with token characters.
-_SPLIT_TOKEN_RE = _Lazy(
+# ends in a run of token characters that starts with a token prefix (glued to a word by '_' or '-' too) at most
+# _SPLIT_TAIL characters before the break, and the next line goes on with token characters. Each run is read once
+# from its first prefix, whatever prefixes are glued in it (see _split_breaks).
+_SPLIT_PREFIX = (
     r"(?<![A-Za-z0-9])(?:hf_|api_org_|gh[pousr]_|github_pat_|nvapi-|sk-|gl[a-z]{1,5}-|xox[abposr]-|AKIA|ASIA|eyJ"
-    r"|dckr_|hv[sb]\.|ATATT3|AIza|npm_|pypi-)[A-Za-z0-9_.-]{0,256}(\r?\n[ \t]*)(?=[A-Za-z0-9_-])"
+    r"|dckr_|hv[sb]\.|ATATT3|AIza|npm_|pypi-)"
 )
+_SPLIT_TAIL = 256
+_SPLIT_PREFIX_RE = _Lazy(_SPLIT_PREFIX)
+_SPLIT_TOKEN_START_RE = _Lazy(_SPLIT_PREFIX + f"[A-Za-z0-9_.-]{{0,{_SPLIT_TAIL}}}")  # matched whole, up to a break
+_SPLIT_REACH = _SPLIT_TAIL + len("github_pat_")  # from the start of the longest prefix
+_TOKEN_RUN_RE = _Lazy(r"[A-Za-z0-9_.-]*")
+_SPLIT_TOKEN_RE = _Lazy(r"(\r?\n[ \t]*)(?=[A-Za-z0-9_-])")  # matched where a run ends
+
+
+def _split_breaks(text: str) -> Iterable[tuple[int, int]]:
+    """The (start, end) of each line break a token may be split at, with the blanks that indent the next line:
+    a run of token characters holding a prefix ends there, at most _SPLIT_TAIL characters after the prefix. A
+    prefix inside a run already read shares its end; only one within _SPLIT_REACH of the end is matched whole,
+    and one that matches decides the run."""
+    run_end = found = -1
+    for prefix in _SPLIT_PREFIX_RE.finditer(text):
+        if prefix.start() >= run_end:
+            run_end = _TOKEN_RUN_RE.match(text, prefix.end()).end()
+        if found == run_end or run_end - prefix.start() > _SPLIT_REACH:
+            continue
+        if _SPLIT_TOKEN_START_RE.fullmatch(text, prefix.start(), run_end):
+            found = run_end  # the run's end is a break or not, whichever prefix reaches it
+            if (cut := _SPLIT_TOKEN_RE.match(text, run_end)) is not None:
+                yield cut.span(1)
 
 
 def _split_token_hits(text: str, *, depth: int) -> list[_Hit]:
@@ -1080,11 +1126,11 @@ def _split_token_hits(text: str, *, depth: int) -> list[_Hit]:
     cuts: list[int] = []  # where a line break was taken out, as an offset in the joined text
     removed: list[int] = [0]  # characters taken out up to and including each cut
     pos = 0
-    for m in _SPLIT_TOKEN_RE.finditer(text):
-        parts.append(text[pos : m.start(1)])
-        cuts.append(m.start(1) - removed[-1])
-        removed.append(removed[-1] + m.end(1) - m.start(1))
-        pos = m.end(1)
+    for start, end in _split_breaks(text):
+        parts.append(text[pos:start])
+        cuts.append(start - removed[-1])
+        removed.append(removed[-1] + end - start)
+        pos = end
     if not cuts:
         return []
     parts.append(text[pos:])
