@@ -825,7 +825,7 @@ def test_the_shape_check_counts_the_places_a_match_could_start_along_each_way() 
 
 
 def test_no_module_pattern_lets_a_search_read_a_line_more_than_once_per_run() -> None:
-    patterns = module_patterns()
+    patterns = module_patterns(lazy=True)
     starts = {where: one_start(where) for where in patterns}
     assert starts["kubectl_tao.core.names.DNS_LABEL_RE: " + names.DNS_LABEL_RE.pattern[:80]]  # fullmatch only
     assert not any(starts[w] for w in patterns if w.startswith("kubectl_tao.core.causes.CAUSES"))  # searched
