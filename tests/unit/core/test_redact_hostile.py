@@ -146,6 +146,20 @@ def test_a_named_value_across_a_window_edge_is_redacted_whole() -> None:
     assert "Tr0ub4dor" not in out
 
 
+def test_the_view_tries_the_hidden_text_pattern_only_where_a_piece_can_start() -> None:
+    """One pass of a class finds where a hidden piece can start; the pieces are those a search from every
+    character finds."""
+    text = " x ".join([*HIDDEN, "%3D", "%2f", "%zz", "\\n", "\\\n", "\\q", "\\u0022", "\\x3d", "\x1b]8;;u\x07"])
+    assert [(m.span(), m.groups()) for m in redact._hidden(text)] == [
+        (m.span(), m.groups()) for m in redact._HIDDEN_RE.finditer(text)
+    ]
+
+
+def test_a_long_line_of_blanks_is_read_by_no_rule() -> None:
+    assert redact._hits_in(" \t" * WINDOW, loose=True, depth=0, inline=True) == []
+    assert redact_log_line("\u2003" * (2 * WINDOW) + " " + TOKENS["hf"]).endswith(REDACTED)
+
+
 @pytest.mark.parametrize(
     ("text", "redacted"),
     [
