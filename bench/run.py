@@ -670,6 +670,8 @@ def redaction_lines(size: int, seed: int = 0) -> dict[str, str]:
         "training-log text": unit * (size // len(unit) + 1),
         "base64-like run": "".join(rng.choice(alphabet) for _ in range(size)),
         "'curl -H a: password: x' repeated": "curl -H a: password: x " * (size // 23 + 1),
+        # header flags glued into one unquoted value that runs into a quote (each flag's value reads to that quote)
+        "'-H=X-Key:' glued, a quote each 15 KB": ("-H=X-Key:" * 1700 + "'") * (size // 15301 + 1),
         # terminal strings whose payloads are read as text, and encoded separators the view decodes
         "OSC 8 links and %3D/%22 escapes": ("\x1b]8;;https://x.example/a?sig%3D%22hf_x\x1b\\link\x1b]8;;\x1b\\ "
                                              "echo a | --password-stdin <<< ") * (size // 70 + 1),
@@ -727,7 +729,8 @@ def pattern_families() -> dict[str, list[Callable[[str], object]]]:
 
 # The redactor's patterns by what they read (core/redact.py); a pattern named in none is in "other rules".
 REDACTOR_FAMILIES = {
-    "token formats": ("_TOKEN_RULES", "_TOKEN_HINT_RE", "_SPLIT_TOKEN_RE", "_PRIVATE_KEY_RE", "_BASE64_RE"),
+    "token formats": ("_TOKEN_RULES", "_TOKEN_HINT_RE", "_SPLIT_TOKEN_RE", "_SPLIT_PREFIX_RE", "_SPLIT_TOKEN_START_RE",
+                      "_TOKEN_RUN_RE", "_PRIVATE_KEY_RE", "_BASE64_RE"),
     "URLs and headers": ("_PRESIGNED_RE", "_URL_USERINFO_RE", "_AUTH_HEADER_RE", "_BEARER_RE", "_HEADER_FLAG_RE",
                          "_USER_FLAG_RE"),
     "named values": ("_FLAG_RE", "_FROM_LITERAL_RE", "_ASSIGN_RE", "_INI_RE", "_JSON_KEY_RE", "_DICT_KEY_RE",

@@ -132,7 +132,7 @@ def test_the_redaction_phase_needs_no_cluster_and_its_lines_end_with_a_token() -
     assert local == {"redaction", "progress"}
     assert set(bench_run.OWN_CLUSTER_PHASES) == {"capacity"}  # its own API servers: the running cluster not needed
     lines = bench_run.redaction_lines(3000)
-    assert len(lines) == 4 and all(len(line) == 3000 for line in lines.values())
+    assert len(lines) == 5 and all(len(line) == 3000 for line in lines.values())
     assert all(redact_log_line(line).endswith(REDACTED) for line in lines.values())
     # a family of job-text readers per cause, each tried on adversarial lines of the asked size, its own
     # literal start repeated among them

@@ -342,13 +342,14 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
 )
 
-# Every prefix a _TOKEN_RULES pattern starts with (kept in step with them; the unit tests cover each rule).
+# Every prefix a _TOKEN_RULES pattern starts with (kept in step with them; the unit tests cover each rule), grouped
+# by their first character: a search tries one alternative per first character, not each prefix, at every place.
 _TOKEN_HINT_RE = _Lazy(
-    r"AKIA|ASIA|eyJ|nvapi-|:[0-9a-fA-F]{8}-|hf_|api_org_|gh[pousr]_|github_pat_|xox[abposr]-|xapp-|hooks\.slack\.com"
-    r"|/api/webhooks/|gl(?:pat|dt|ptt|rt|soat|oas|agent|ft|imt|ffct|cbt)-|npm_|pypi-|rubygems_|AIza|ya29\.|GOCSPX-"
-    r"|Q~|hv[sb]\.|dckr_|AT[AC]TT3|[0-9]:A|[sr]k_|sq0|SG\.|do[opr]_v1_|dapi|shp|r8_|gsk_|xai-|pplx-|lsv2_|pcsk_"
-    r"|PMAK-|glc_|glsa_|sntry|AGE-SECRET-KEY-1|HRKU-|dp\.pt\.|pul-|lin_api_|ntn_|pnu_|rdme_|pscale_|AKCp|ops_eyJ"
-    r"|dt0c01\.|fo1_|ico-|SK[0-9a-f]|key-|sk-"
+    r"A(?:KIA|SIA|Iza|T[AC]TT3|GE-SECRET-KEY-1|KCp)|eyJ|n(?:vapi-|pm_|tn_)|:[0-9a-fA-F]{8}-|[0-9]:A"
+    r"|h(?:f_|ooks\.slack\.com|v[sb]\.)|api_org_|g(?:h[pousr]_|ithub_pat_|sk_|l(?:c_|sa_|(?:pat|dt|ptt|rt|soat|oas"
+    r"|agent|ft|imt|ffct|cbt)-))|x(?:ox[abposr]-|app-|ai-)|/api/webhooks/|p(?:ypi-|plx-|csk_|ul-|nu_|scale_)"
+    r"|r(?:k_|ubygems_|8_|dme_)|s(?:k[-_]|q0|hp|ntry)|S(?:G\.|K[0-9a-f])|d(?:ckr_|o[opr]_v1_|api|p\.pt\.|t0c01\.)"
+    r"|ya29\.|GOCSPX-|Q~|l(?:sv2_|in_api_)|PMAK-|HRKU-|ops_eyJ|fo1_|ico-|key-"
 )
 _PRESIGNED_RE = _Lazy(
     r"[?&;]((?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|X-Goog-Signature|X-Goog-Credential|sig))"
@@ -450,10 +451,17 @@ _CHECKED_VALUE = 256  # a longer value is never taken for a placeholder
 # 1000:1000 is a uid:gid, so only for HTTP clients).
 _HTTP_CLIENT_RE = _Lazy(r"\b(?:curl|wget|http|https|xh|lftp|ftp)\b")
 _USER_FLAG_RE = _Lazy(r"(?<![\w-])(?:-u|--user|--proxy-user|--http-user)(?:=|\s*)(" + _WORD + ")")
-# -H 'X-API-Key: VALUE' / --header "Private-Token: VALUE": a credential-like header name.
+# -H 'X-API-Key: VALUE' / --header "Private-Token: VALUE": a credential-like header name. Quoted, the value runs
+# to its last non-blank before the closing quote (on its line), and the quote ends a word; unquoted, it is one
+# word up to a blank or `;&|)`. An unquoted value that runs into a quote is none (see _header_flags). Each value
+# starts on a non-blank and ends where its characters end: one pass over it, however many flags it holds.
 _HEADER_FLAG_RE = _Lazy(
-    r"(?<![\w-])(?:-H|--header)(?:=|\s*)([\"']?)([A-Za-z][A-Za-z0-9_-]*)\s*:\s*([^\"'\n]+?)\s*\1(?=\s|$|[;&|)])"
+    r"(?<![\w-])(?:-H|--header)(?:=|\s*)"
+    r"(?:(?P<quote>[\"'])(?P<name>[A-Za-z][A-Za-z0-9_-]*)\s*:\s*(?P<value>[^\"'\s](?:[^\"'\n]*[^\"'\s])?)\s*(?P=quote)"
+    r"(?=\s|$|[;&|)])"
+    r"|(?P<bare_name>[A-Za-z][A-Za-z0-9_-]*)\s*:\s*(?P<bare_value>[^\"'\s][^\"'\s;&|)]*))"
 )
+_LONGEST_HEADER_FLAG = len("--header=")
 # mysql -pPASS (no space: with a space mysql prompts and PASS is the database name).
 _MYSQL_RE = _Lazy(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b")
 _MYSQL_FLAG_RE = _Lazy(r"\s-p(" + _WORD + ")")
@@ -610,6 +618,21 @@ def _command_flags(
         yield from flag.finditer(text, start, end)
 
 
+def _header_flags(text: str) -> Iterable[tuple[re.Match[str], str]]:
+    """The -H/--header flags of ``text`` (see _HEADER_FLAG_RE) and the name of their value's group. An unquoted
+    value that runs into a quote is skipped, and so is every flag inside it (theirs run into the same quote),
+    but one right before that quote, which may open a quoted value (`-H X-A:b,-H="X-Token: ..."`)."""
+    if "-H" not in text and "--header" not in text:
+        return
+    pos = 0
+    while (m := _HEADER_FLAG_RE.search(text, pos)) is not None:
+        if m.group("quote") is None and text[m.end() : m.end() + 1] in ("'", '"'):
+            pos = max(m.start() + 1, m.end() - _LONGEST_HEADER_FLAG)
+            continue
+        yield m, "value" if m.group("quote") else "bare_value"
+        pos = m.end()
+
+
 def _colon_value(m: re.Match[str]) -> tuple[int, int, str]:
     """A _COLON_RE match's value without its trailing blanks: (start, end, value)."""
     value = m.group(2).rstrip(" \t")
@@ -727,12 +750,12 @@ def _scan_commands(text: str) -> Iterable[_Hit]:
         user, sep, password = text[s:e].partition(":")
         if sep and password and not is_placeholder(password):
             yield _Hit(s + len(user) + 1, e, "credential", "-u user:password", "user-password")
-    for m in _finditer(_HEADER_FLAG_RE, text, "-H", "--header"):
-        name, value = m.group(2), m.group(3)
+    for m, group in _header_flags(text):
+        name, value = m.group("name") or m.group("bare_name"), m.group(group)
         if name.lower() not in ("authorization", "proxy-authorization") and is_credential_name(name) and (
             not is_placeholder(value)
         ):
-            yield _Hit(m.start(3), m.end(3), "credential", name, "header")
+            yield _Hit(m.start(group), m.end(group), "credential", name, "header")
     flag_rules = [
         (_command_flags(text, _MYSQL_RE, _MYSQL_FLAG_RE, "mysql", "mariadb"), "mysql -p"),
         *((_command_flags(text, command, flag, *hints), name)
@@ -883,6 +906,8 @@ def _merge(candidates: Iterable[_Hit]) -> list[_Hit]:
 def _hits_in(text: str, *, loose: bool, depth: int, inline: bool, format_only: bool = False) -> list[_Hit]:
     """Every rule over ``text`` at once (a window, or a text without long lines); ``format_only``: the format
     rules alone."""
+    if text.isspace():  # blanks alone (a long line blanked for the pass over the rest): no rule finds anything
+        return []
     if format_only:
         return _merge(_scan_format(text))
     candidates: list[_Hit] = list(_scan_named(text, loose=loose, inline=inline))
@@ -1015,6 +1040,19 @@ class _Folded(dict[int, str]):
 _FOLDED = _Folded()
 
 
+def _hidden(text: str) -> Iterable[re.Match[str]]:
+    """``_HIDDEN_RE.finditer(text)``, tried only where a character one of its matches starts with stands: one
+    pass of _HIDDEN_HINT_RE's class finds those, where the alternation would be tried at every character."""
+    pos = 0
+    while (hint := _HIDDEN_HINT_RE.search(text, pos)) is not None:
+        m = _HIDDEN_RE.match(text, hint.start())
+        if m is None:
+            pos = hint.start() + 1
+            continue
+        yield m
+        pos = m.end()
+
+
 class _View:
     """``text`` as matched: pieces taken out or replaced, and the way back to the text's offsets."""
 
@@ -1025,7 +1063,7 @@ class _View:
         self._view_starts: list[int] = []  # per piece: where it starts in the view
         self._pieces: list[tuple[int, int, bool]] = []  # (start, end in the original, copied as is)
         pos = view = 0
-        for m in _HIDDEN_RE.finditer(original):
+        for m in _hidden(original):
             if m.start() > pos:
                 self._add(pos, m.start(), view, True)
                 out.append(original[pos : m.start()])
@@ -1062,12 +1100,36 @@ def _decode_separator(escaped: str) -> str:
 
 
 # A token whose line breaks before its end (a log wrapped at a terminal's width, a folded YAML scalar): the line
-# ends in a run that starts with a token prefix (glued to a word by '_' or '-' too; the run is bounded, so a long
-# run of glued prefixes is read in bounded work per character) and the next line goes on with token characters.
-_SPLIT_TOKEN_RE = _Lazy(
+# ends in a run of token characters that starts with a token prefix (glued to a word by '_' or '-' too) at most
+# _SPLIT_TAIL characters before the break, and the next line goes on with token characters. Each run is read once
+# from its first prefix, whatever prefixes are glued in it (see _split_breaks).
+_SPLIT_PREFIX = (
     r"(?<![A-Za-z0-9])(?:hf_|api_org_|gh[pousr]_|github_pat_|nvapi-|sk-|gl[a-z]{1,5}-|xox[abposr]-|AKIA|ASIA|eyJ"
-    r"|dckr_|hv[sb]\.|ATATT3|AIza|npm_|pypi-)[A-Za-z0-9_.-]{0,256}(\r?\n[ \t]*)(?=[A-Za-z0-9_-])"
+    r"|dckr_|hv[sb]\.|ATATT3|AIza|npm_|pypi-)"
 )
+_SPLIT_TAIL = 256
+_SPLIT_PREFIX_RE = _Lazy(_SPLIT_PREFIX)
+_SPLIT_TOKEN_START_RE = _Lazy(_SPLIT_PREFIX + f"[A-Za-z0-9_.-]{{0,{_SPLIT_TAIL}}}")  # matched whole, up to a break
+_SPLIT_REACH = _SPLIT_TAIL + len("github_pat_")  # from the start of the longest prefix
+_TOKEN_RUN_RE = _Lazy(r"[A-Za-z0-9_.-]*")
+_SPLIT_TOKEN_RE = _Lazy(r"(\r?\n[ \t]*)(?=[A-Za-z0-9_-])")  # matched where a run ends
+
+
+def _split_breaks(text: str) -> Iterable[tuple[int, int]]:
+    """The (start, end) of each line break a token may be split at, with the blanks that indent the next line:
+    a run of token characters holding a prefix ends there, at most _SPLIT_TAIL characters after the prefix. A
+    prefix inside a run already read shares its end; only one within _SPLIT_REACH of the end is matched whole,
+    and one that matches decides the run."""
+    run_end = found = -1
+    for prefix in _SPLIT_PREFIX_RE.finditer(text):
+        if prefix.start() >= run_end:
+            run_end = _TOKEN_RUN_RE.match(text, prefix.end()).end()
+        if found == run_end or run_end - prefix.start() > _SPLIT_REACH:
+            continue
+        if _SPLIT_TOKEN_START_RE.fullmatch(text, prefix.start(), run_end):
+            found = run_end  # the run's end is a break or not, whichever prefix reaches it
+            if (cut := _SPLIT_TOKEN_RE.match(text, run_end)) is not None:
+                yield cut.span(1)
 
 
 def _split_token_hits(text: str, *, depth: int) -> list[_Hit]:
@@ -1080,11 +1142,11 @@ def _split_token_hits(text: str, *, depth: int) -> list[_Hit]:
     cuts: list[int] = []  # where a line break was taken out, as an offset in the joined text
     removed: list[int] = [0]  # characters taken out up to and including each cut
     pos = 0
-    for m in _SPLIT_TOKEN_RE.finditer(text):
-        parts.append(text[pos : m.start(1)])
-        cuts.append(m.start(1) - removed[-1])
-        removed.append(removed[-1] + m.end(1) - m.start(1))
-        pos = m.end(1)
+    for start, end in _split_breaks(text):
+        parts.append(text[pos:start])
+        cuts.append(start - removed[-1])
+        removed.append(removed[-1] + end - start)
+        pos = end
     if not cuts:
         return []
     parts.append(text[pos:])

@@ -146,6 +146,50 @@ def test_a_named_value_across_a_window_edge_is_redacted_whole() -> None:
     assert "Tr0ub4dor" not in out
 
 
+def test_the_view_tries_the_hidden_text_pattern_only_where_a_piece_can_start() -> None:
+    """One pass of a class finds where a hidden piece can start; the pieces are those a search from every
+    character finds."""
+    text = " x ".join([*HIDDEN, "%3D", "%2f", "%zz", "\\n", "\\\n", "\\q", "\\u0022", "\\x3d", "\x1b]8;;u\x07"])
+    assert [(m.span(), m.groups()) for m in redact._hidden(text)] == [
+        (m.span(), m.groups()) for m in redact._HIDDEN_RE.finditer(text)
+    ]
+
+
+def test_a_long_line_of_blanks_is_read_by_no_rule() -> None:
+    assert redact._hits_in(" \t" * WINDOW, loose=True, depth=0, inline=True) == []
+    assert redact_log_line("\u2003" * (2 * WINDOW) + " " + TOKENS["hf"]).endswith(REDACTED)
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ('curl -H "X-Api-Key: s3cr3tV4lue  " https://x', f'curl -H "X-Api-Key: {REDACTED}  " https://x'),
+        ("curl -H X-Api-Key:s3cr3tV4lue; echo done", f"curl -H X-Api-Key:{REDACTED}; echo done"),
+        ("curl --header='Private-Token: s3cr3tV4lue' x", f"curl --header='Private-Token: {REDACTED}' x"),
+        # an unquoted value that runs into a quote is none, but a flag right before the quote opens a quoted one
+        ('curl -H X-A:b,-H="X-Token: s3cr3tV4lue" https://x', f'curl -H X-A:b,-H="X-Token: {REDACTED}" https://x'),
+        ('curl -H "X-Api-Key:   " https://x', 'curl -H "X-Api-Key:   " https://x'),  # a blank value is none
+    ],
+)
+def test_a_header_flag_value_is_read_to_its_end(text: str, redacted: str) -> None:
+    assert redact_text(text) == redacted
+
+
+def test_header_flags_glued_in_one_value_are_read_with_it() -> None:
+    """Flags glued into one unquoted value that runs into a quote (each would read to that quote): none is a
+    value, and a header after them still is."""
+    glued = "-H=X-Auth-Token:x," * 300 + "'"
+    text = glued + ' -H "X-Api-Key: s3cr3tV4lue"'
+    assert redact_text(text) == glued + f' -H "X-Api-Key: {REDACTED}"'
+
+
+def test_a_token_split_after_a_run_of_glued_prefixes_is_found() -> None:
+    tail = TOKENS["hf"][len("hf_") :]
+    text = "model-" + "hf_" * 80 + tail[:12] + "\n   " + tail[12:] + " done"
+    out = redact_text(text)
+    assert tail[:12] not in out and tail[12:] not in out and out.endswith(" done")
+
+
 def test_real_failure_texts_print_as_they_are_but_their_credentials() -> None:
     """Every line of the failure-text corpus (real torch, NCCL and driver output) as `logs` prints it: unchanged,
     except the credential a marked case echoes (and a NUL byte one real bus-error log holds, shown escaped)."""

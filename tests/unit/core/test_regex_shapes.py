@@ -294,6 +294,82 @@ def _refuses_pair(body: Any, first: int, second: int) -> bool:
     return True
 
 
+def _last_chars(items: Any, groups: dict[int, Any]) -> tuple[frozenset[int], bool]:
+    """The sample characters a match of ITEMS can end with, and whether it may match nothing (see _starts)."""
+    out: frozenset[int] = frozenset()
+    for op, av in reversed(list(items)):
+        char = _required_char(op, av)
+        if char is not None:
+            return out | char, False
+        if op is sre.SUBPATTERN:
+            last, empty = _last_chars(av[3], groups)
+        elif op is sre.BRANCH:
+            parts = [_last_chars(alternative, groups) for alternative in av[1]]
+            last, empty = frozenset().union(*(f for f, _ in parts)), any(e for _, e in parts)
+        elif op in _REPEATS:
+            last, empty = _last_chars(av[2], groups)
+            empty = empty or av[0] == 0
+        elif op is sre.GROUPREF and av in groups:
+            last, empty = _last_chars(groups[av], groups)
+        elif op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+            continue  # takes no character
+        else:
+            return _ANY, False  # not read here: anything
+        out |= last
+        if not empty:
+            return out, False
+    return out, True
+
+
+KINDS = 4  # a group of one character out of at most this many is walked once per character (see _Opener.fences)
+
+
+def _bound(items: Any, group: int, code: int) -> list[Any]:
+    """ITEMS with each backreference to GROUP read as the character CODE the group holds."""
+    out = []
+    for op, av in items:
+        if op is sre.GROUPREF and av == group:
+            out.append((sre.LITERAL, code))
+        elif op is sre.SUBPATTERN:
+            out.append((op, (*av[:3], _bound(av[3], group, code))))
+        elif op is sre.BRANCH:
+            out.append((op, (av[0], [_bound(alternative, group, code) for alternative in av[1]])))
+        elif op in _REPEATS:
+            out.append((op, (av[0], av[1], _bound(av[2], group, code))))
+        elif op in (sre.ASSERT, sre.ASSERT_NOT):
+            out.append((op, (av[0], _bound(av[1], group, code))))
+        else:
+            out.append((op, av))
+    return out
+
+
+def _escapes(body: Any, code: int) -> frozenset[int] | None:
+    """The characters that stand right before CODE wherever a repetition of BODY reads it, when each turn is
+    one character or a character and the one after it (`[^'\\\n]|\\.`: a quote only after a backslash); None
+    when a turn may read CODE first, after a character taken in the turn before (`[^\\\n]|\\.` reads `x'`), or
+    when a turn is not read here. A negative lookahead of one character before a class takes it out of the class
+    (`(?!')[^\\\n]`)."""
+    items = list(body)
+    alternatives = items[0][1][1] if len(items) == 1 and items[0][0] is sre.BRANCH else [items]
+    out: frozenset[int] = frozenset()
+    for alternative in alternatives:
+        turn = list(alternative)
+        if len(turn) >= 2 and turn[0][0] is sre.ASSERT_NOT and turn[0][1][0] == 1:  # (?!x)C: C without x
+            refused = _char_items(turn[0][1][1])
+            char = _required_char(*turn[1])
+            if refused is None or len(refused) != 1 or refused[0][1:] != (1, 1) or char is None:
+                return None
+            turn = [(sre.IN, [(sre.LITERAL, c) for c in sorted(char - refused[0][0])]), *turn[2:]]
+        chars = [_required_char(op, av) for op, av in turn]
+        if not chars or len(chars) > 2 or None in chars:
+            return None
+        if code in chars[0]:  # read first in its turn: anything may stand before it
+            return None
+        if len(chars) == 2 and code in chars[1]:
+            out |= chars[0]
+    return out
+
+
 def _apart(a: _Run, b_eats: frozenset[int], b_turn: frozenset[int], b_first: frozenset[int] = _ANY) -> bool:
     """Whether run B, entered after run A, starts where A's run lets it start once: they take no character in
     common (or A takes no character B starts with: B starts where A stops), or on every way from A to B a
@@ -304,6 +380,31 @@ def _apart(a: _Run, b_eats: frozenset[int], b_turn: frozenset[int], b_first: fro
     if any(not mark & b_eats for mark in a.marks):  # B, started at a turn's end, stops in the next turn
         return True
     return all(any(not item & a.eats or not item & b_eats for item in way) for way in a.since)
+
+
+@dataclass(frozen=True)
+class _Opener:
+    """One character a run is entered right after (a quote), the group that holds it if any (`(['"])`), and the
+    characters that can stand right before it in a match."""
+
+    chars: frozenset[int]
+    group: int | None
+    before: frozenset[int]
+
+    def fences(self, body: Any) -> bool:
+        """Whether a run of BODY entered right after this character is entered again only past where it stops:
+        the run reads the character only right after an escape (`\\'`), and no escape stands before the
+        character in a match. Another entry's opening character inside the run would stand after no escape, so
+        the run cannot read it: it stops there. A group's character is bound in the run (`(?!\\3)`) one kind at
+        a time: runs of different kinds may overlap, so at most KINDS do."""
+        if self.group is not None and len(self.chars) > KINDS:
+            return False
+        for code in self.chars:
+            turn = _bound(body, self.group, code) if self.group is not None else body
+            escapes = _escapes(turn, code)
+            if escapes is None or escapes & self.before:
+                return False
+        return True
 
 
 class _Walk:
@@ -344,14 +445,22 @@ class _Walk:
 
     def seq(
         self, items: Any, runs: list[_Run], guard: frozenset[int] | None = None, final: bool = False,
-        pair: tuple[int, int] | None = None, ends: bool = False,
+        pair: tuple[int, int] | None = None, ends: bool = False, opener: _Opener | None = None,
+        stood: frozenset[int] = _ANY,
     ) -> list[_Run]:
         """Walk ITEMS after RUNS; GUARD: the characters that cannot stand before the next item (a lookbehind or
         a word boundary just passed); FINAL: nothing after ITEMS can fail (the match may end there); PAIR: the
         last two literal characters passed, when nothing since took the first; ENDS: what follows ITEMS
-        matches at the end of the text."""
+        matches at the end of the text; OPENER: the one character passed right before ITEMS (see _Opener);
+        STOOD: the characters that can stand right before ITEMS in a match (any at its start)."""
         items = list(items)
         for i, (op, av) in enumerate(items):
+            if i:  # what stands right before this item, and the one character passed right before it
+                tail, empty = _last_chars(items[:i], self.groups)
+                stood_here = tail | stood if empty else tail
+                opener = self.opener_of(items[i - 1], items[: i - 1], stood)
+            else:
+                stood_here = stood
             last = final and all(_always(o, a) for o, a in items[i + 1 :])
             char = _required_char(op, av)
             next_guard = None
@@ -360,7 +469,7 @@ class _Walk:
             elif op is sre.SUBPATTERN:
                 if av[0] is not None:
                     self.groups[av[0]] = av[3]
-                runs = self.seq(av[3], runs, guard, last, pair, ends and _ends(items[i + 1 :]))
+                runs = self.seq(av[3], runs, guard, last, pair, ends and _ends(items[i + 1 :]), opener, stood_here)
             elif op is sre.GROUPREF:  # what the group holds: each of its required characters
                 for char in _marks(self.groups.get(av, [])):
                     runs = [replace(r, since=[[*way, char] for way in r.since]) for r in runs]
@@ -368,13 +477,19 @@ class _Walk:
                 next_guard = frozenset.intersection(*(g for g in starts if g is not None))  # `(?:^|(?<=[;|]))`
             elif op is sre.BRANCH:
                 merged: dict[int, _Run] = {}
+                region, regions = self.region, [self.region]  # the places a match could start, counted per way
                 for alternative in av[1]:
-                    for r in self.seq(alternative, runs, guard, last, pair, ends and _ends(items[i + 1 :])):
+                    self.region = region
+                    way = self.seq(alternative, runs, guard, last, pair, ends and _ends(items[i + 1 :]), opener,
+                                   stood_here)
+                    regions.append(self.region)
+                    for r in way:
                         if r.key in merged:
                             merged[r.key].since += r.since
                         else:
                             merged[r.key] = replace(r, since=list(r.since))
                 runs = list(merged.values())
+                self.region = max(regions)
             elif op in _REPEATS:
                 # after two characters it never reads in a row, with nothing since that takes the first: the run's
                 # starts read apart (a second start's pair would be inside the first's run)
@@ -384,7 +499,7 @@ class _Walk:
                 # it can start a match: a second start is refused inside the run, or is one of those few
                 sticky = self.sticky is not None and self.region <= RUN and _eats(av[2]) <= self.sticky
                 held = _ANY if fixed else self.sticky if sticky else guard
-                runs = self.repeat(av, runs, held, last or reaches_end)
+                runs = self.repeat(av, runs, held, last or reaches_end, opener)
             elif op is sre.AT and av is sre.AT_BOUNDARY:
                 next_guard = _WORD_CHARS
             elif op is sre.AT and av is sre.AT_BEGINNING and self.multiline:
@@ -410,14 +525,30 @@ class _Walk:
                 pair = None
         return runs
 
-    def repeat(self, av: Any, runs: list[_Run], guard: frozenset[int] | None, final: bool = False) -> list[_Run]:
+    def opener_of(self, item: Any, before: Any, stood: frozenset[int]) -> _Opener | None:
+        """ITEM as an _Opener when it is one character (a group of one too); BEFORE: the items ahead of it in its
+        sequence, STOOD: the characters that can stand before that sequence."""
+        op, av = item
+        group = None
+        if op is sre.SUBPATTERN and av[0] is not None and len(list(av[3])) == 1:
+            group, (op, av) = av[0], next(iter(av[3]))
+        chars = _required_char(op, av)
+        if chars is None:
+            return None
+        last, empty = _last_chars(before, self.groups)
+        return _Opener(chars, group, last | stood if empty else last)
+
+    def repeat(
+        self, av: Any, runs: list[_Run], guard: frozenset[int] | None, final: bool = False,
+        opener: _Opener | None = None,
+    ) -> list[_Run]:
         low, high, body = av
         if high > RUN and not final:  # a final run ends the match: a search never reads it again
             eats = _eats(body)
             turn = frozenset(_delimiters(body))
             first, _ = _starts(body)
             guarded = guard is not None and eats <= guard and (guard is not _WORD_CHARS or low >= 1)
-            if not guarded:
+            if not guarded and not (opener is not None and opener.fences(body)):
                 self.found += [f"{a.what}, then {_shown(body)}" for a in runs if not _apart(a, eats, turn, first)]
         # one turn: the runs inside it, checked against the earlier ones
         # a guarded run's every character is refused before a start: no other start reads inside it
@@ -667,8 +798,34 @@ def test_the_shape_check_finds_a_run_a_search_reads_again_from_every_position() 
     assert not bad(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?", anchored=True) and bad(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?")
 
 
+def test_the_shape_check_knows_a_quoted_run_that_reads_its_quote_only_after_an_escape() -> None:
+    def bad(p: str, **how: bool) -> bool:
+        return bool(search_runs(p, **how))
+
+    # a run that reads its opening quote only after a backslash, entered after a character that is no backslash: a
+    # second start's quote inside it would stand after no backslash, so the first run stops there
+    assert not bad(r":\s*'((?:[^'\\\n]|\\.)*)'x") and not bad(r":\s*'((?:[^'\n]|\\.)*)'x")
+    assert bad(r"'((?:[^'\\\n]|\\.)*)'x")  # the quote opens the match: an escaped `\'` may open a second one
+    assert bad(r"[\\:]\s*'((?:[^'\\\n]|\\.)*)'x")  # a backslash may stand before the quote
+    assert bad(r":\s*'((?:[^\\\n]|\\.)*)'x")  # the run reads a quote after any character
+    # a group of one quote out of a few, the run bound to it (`(?!\1)`): walked one kind at a time
+    assert not bad(r":\s*(['\"])((?:(?!\1)[^\\\n]|\\.)*)\1x") and bad(r":\s*(['\"])((?:[^\\\n]|\\.)*)\1x")
+    assert bad(r"=?(['\"])((?:(?!\1)[^\\\n]|\\.)*)\1x") and not bad(r"=(['\"])((?:(?!\1)[^\\\n]|\\.)*)\1x")
+    assert bad(r":\s*([a-e])((?:(?!\1)[^\\\n]|\\.)*)\1x")  # runs of more kinds than KINDS may overlap
+
+
+def test_the_shape_check_counts_the_places_a_match_could_start_along_each_way() -> None:
+    def bad(p: str, **how: bool) -> bool:
+        return bool(search_runs(p, **how))
+
+    # the places an alternative passed are not before the next one: each is counted from the leading lookbehind
+    assert not bad(r"(?<![\w-])-H=?(?:\"[a-z-]+\"|[A-Za-z][\w-]*)\s*:")
+    assert bad(r"(?<![\w])-H=?(?:\"[a-z-]+\"|[A-Za-z][\w-]*)\s*:")  # '-' passes the guard: starts inside the name
+    assert bad(r"(?<![\w-])-H=?(?:\"[a-z-]+\"|-{0,70}[A-Za-z][\w-]*)\s*:")  # within one way they still count
+
+
 def test_no_module_pattern_lets_a_search_read_a_line_more_than_once_per_run() -> None:
-    patterns = module_patterns()
+    patterns = module_patterns(lazy=True)
     starts = {where: one_start(where) for where in patterns}
     assert starts["kubectl_tao.core.names.DNS_LABEL_RE: " + names.DNS_LABEL_RE.pattern[:80]]  # fullmatch only
     assert not any(starts[w] for w in patterns if w.startswith("kubectl_tao.core.causes.CAUSES"))  # searched
