@@ -23,7 +23,7 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
   (its VmHWM) and of its largest kubectl child (/usr/bin/time around each kubectl);
 - explain: `kubectl tao explain` of a failed two-rank job on the real nodes whose ending was not captured yet
   (it reads every rank's log, bounded, and names the cause) vs one bare `kubectl logs POD --tail=300`; the same
-  explain once the record holds the cause; and core/causes.diagnose over 64 ranks of 300 lines in-process;
+  explain once the record holds the cause; and diagnosis/causes.diagnose over 64 ranks of 300 lines in-process;
 - redaction (no cluster needed: `--only redaction` runs without one): `redact_log_line` and `sanitize` over one
   log line of 100 KB, 400 KB and 1 MB of three kinds (training-log text, a random base64-like run, and a run that
   made the old rules rescan the line from every word), and the growth 100 KB -> 1 MB (linear: 10x); the
@@ -591,8 +591,7 @@ def capacity_target(nodes: int) -> float:
 
 def bench_capacity(b: Bench, rows: list[bl.Row], nodes: int = 1000, pods: int = 5000) -> None:
     log(f"capacity gate over {nodes} nodes / {pods} pods")
-    from kubectl_tao.core import gpufit
-    from kubectl_tao.k8s import capacity, gatelists
+    from kubectl_tao.gates import capacity, gatelists, gpufit
     from kubectl_tao.k8s.kubectl import Completed
 
     nodes_text, pods_text = raw_lists(synthetic_cluster(nodes, pods))
@@ -694,7 +693,7 @@ def hostile_logs(scale: int) -> list[str]:
 
 def read_hostile(texts: list[str]) -> float:
     """Seconds the job-text readers (classify_log, error_blocks, nccldebug.read) take over TEXTS."""
-    from kubectl_tao.core import causes, nccldebug
+    from kubectl_tao.diagnosis import causes, nccldebug
 
     started = time.perf_counter()
     for text in texts:
@@ -704,13 +703,13 @@ def read_hostile(texts: list[str]) -> float:
     return time.perf_counter() - started
 
 
-PATTERN_LINE_SIZES = (1024, 4096)  # the readers cut a line to 4,096 characters (core/causes.LINE_CHARS)
+PATTERN_LINE_SIZES = (1024, 4096)  # the readers cut a line to 4,096 characters (diagnosis/causes.LINE_CHARS)
 
 
 def pattern_families() -> dict[str, list[Callable[[str], object]]]:
-    """The readers of job text, one family per cause of core/causes.py's table (its signs and its facts reader),
-    then the line readers every cause shares, core/nccldebug.py and restarts/history.py's attempt history."""
-    from kubectl_tao.core import causes, nccldebug
+    """The readers of job text, one family per cause of diagnosis/causes.py's table (its signs and its facts reader),
+    then the line readers every cause shares, diagnosis/nccldebug.py and restarts/history.py's attempt history."""
+    from kubectl_tao.diagnosis import causes, nccldebug
     from kubectl_tao.restarts import history
 
     families: dict[str, list[Callable[[str], object]]] = {}
@@ -975,7 +974,7 @@ def bench_big_cluster(b: Bench, rows: list[bl.Row], nodes: int, pods: int) -> No
     after a minute; the gate reads them all the same. Its controller manager is stopped once they are in: with
     no kubelet behind thousands of nodes, its node lifecycle controller would rewrite every node and pod while
     the reads are timed, on the same two CPUs (a moving answer, and noise of a third in the bare reads)."""
-    from kubectl_tao.k8s import capacity
+    from kubectl_tao.gates import capacity
 
     log(f"capacity gate end to end: a separate API server with {nodes} nodes and {pods} pods")
     cluster_dir = b.work / "big-cluster"
@@ -1196,7 +1195,7 @@ def bench_explain(b: Bench, rows: list[bl.Row]) -> None:
     log("explain of a failed multi-rank job vs kubectl logs --tail")
     started = time.perf_counter()
     diagnosed = diagnose_in_process(64, 300)
-    rows.append(bl.Row("explain", "core/causes.diagnose: 64 ranks x 300 lines, in-process",
+    rows.append(bl.Row("explain", "diagnosis/causes.diagnose: 64 ranks x 300 lines, in-process",
                        bl.fmt_seconds(diagnosed), reference=f"{bl.fmt_seconds(time.perf_counter() - started)} "
                        "with the import", target="< 1 s", result=bl.verdict(diagnosed, 1.0, strict=True)))
     images_env = _data_dir() / "real" / "images.env"
@@ -1255,9 +1254,9 @@ def bench_explain(b: Bench, rows: list[bl.Row]) -> None:
 
 
 def diagnose_in_process(ranks: int, lines: int) -> float:
-    """Seconds core/causes.diagnose takes over RANKS logs of LINES lines, one rank raising, the others
+    """Seconds diagnosis/causes.diagnose takes over RANKS logs of LINES lines, one rank raising, the others
     followers (the gloo texts of the failure corpus)."""
-    from kubectl_tao.core import causes
+    from kubectl_tao.diagnosis import causes
 
     corpus = ROOT / "tests" / "fixtures" / "failures"
     follower = (corpus / "python-exception--remote-rank-died.rank0.log").read_text()
@@ -1271,7 +1270,7 @@ def diagnose_in_process(ranks: int, lines: int) -> float:
         found = causes.diagnose(logs)
         times.append(time.perf_counter() - started)
     if found is None or found.rank != ranks // 2:
-        raise BenchError("core/causes.diagnose did not name the raising rank")
+        raise BenchError("diagnosis/causes.diagnose did not name the raising rank")
     return bl.median(times)
 
 

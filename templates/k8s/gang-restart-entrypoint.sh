@@ -22,7 +22,7 @@
 # retry: restart unless the output shows an ERR_PROGRAM sign. A code the table does not hold is a program
 # error.
 # What the failed program printed decides over its exit code: the first row of TAO_RETRY_SIGNS (one a line,
-# "CLASS TIER CAUSE ERE", core/causes.py's table in its order) whose ERE finds a line of the last 400 lines of
+# "CLASS TIER CAUSE ERE", diagnosis/causes.py's table in its order) whose ERE finds a line of the last 400 lines of
 # the attempt's output names the cause; ERR_PROGRAM is final (a device-side assert, though SIGABRT), ERR_INFRA
 # restarts (an NCCL system error, though exit 1); the cause is the reason recorded. The catch-all row (TIER
 # generic: an exception no other row names) reads only the lines no other row finds. A rank that shows only a
@@ -204,7 +204,7 @@ cause_of() {
     tail_file=$work/tail
     # Every tool in the C locale: a byte is a character, `.` and a negated bracket take any byte (an invalid one
     # too), [[:space:]] is ASCII's, as the signs' EREs are written for (core/ere.py). The lines as causes.py
-    # matches them (core/causes.matched_lines): NUL bytes dropped (a regex stops at one), a trailing carriage
+    # matches them (diagnosis/causes.matched_lines): NUL bytes dropped (a regex stops at one), a trailing carriage
     # return dropped, the first 4096 bytes, colours (CSI sequences) removed, another carriage return a space.
     LC_ALL=C
     export LC_ALL

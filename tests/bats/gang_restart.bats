@@ -13,7 +13,7 @@ FAILURES="$BATS_TEST_DIRNAME/../fixtures/failures"
 
 setup_file() {
   # the table of exit codes and the signs as submit renders them (restarts/table.py; restarts/signs.py, from
-  # core/causes.py's table)
+  # diagnosis/causes.py's table)
   TAO_EXIT_CODES=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
     'from kubectl_tao.restarts import table; print(table.pod_text())')
   TAO_RETRY_SIGNS=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \

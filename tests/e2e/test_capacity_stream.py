@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 from support.cluster import Cluster, kubectl_json, wait_for
 
-from kubectl_tao.core import gpuinventory
-from kubectl_tao.k8s import capacity, gatelists
+from kubectl_tao.gates import capacity, gatelists, gpuinventory
 from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl
 
 pytestmark = pytest.mark.e2e

@@ -29,7 +29,7 @@ from support.cluster import (
     wait_for,
 )
 
-from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
+from kubectl_tao.gates.capacity import NODES_READ, PODS_READ
 
 pytestmark = pytest.mark.e2e
 

@@ -152,7 +152,7 @@ def test_cancel_during_restarts_leaves_nothing(real: Tao, images: dict[str, str]
 def test_a_rank_that_prints_an_nccl_system_error_and_exits_1_restarts_the_gang_and_the_cause_is_named(
     real: Tao, images: dict[str, str]  # noqa: F811
 ) -> None:
-    # Python exits 1 on an NCCL system error: by its code a program error, by what it printed (core/causes.py's
+    # Python exits 1 on an NCCL system error: by its code a program error, by what it printed (diagnosis/causes.py's
     # NcclSystemError, ERR_INFRA) worth a restart. The text is the corpus' real one (tests/fixtures/failures).
     corpus = Path(__file__).resolve().parents[1] / "fixtures" / "failures" / "nccl-system-error--ib-reg-mr.rank0.log"
     (real.volume / "nccl.log").write_text(corpus.read_text(encoding="utf-8"))  # type: ignore[attr-defined]

@@ -99,7 +99,7 @@ def test_krew_installs_it_offline_and_it_runs_with_a_bare_python3(
          "bootstrap.add_bundled_packages(pathlib.Path(sys.argv[1])); from kubectl_tao.k8s import gatelists; "
          "print(gatelists._decoders().__name__)", str(store)],
         capture_output=True, text=True, env=env, check=False, timeout=60)
-    assert (decoder.returncode, decoder.stdout) == (0, "kubectl_tao.k8s.gatetypes\n"), decoder.stderr
+    assert (decoder.returncode, decoder.stdout) == (0, "kubectl_tao.gates.gatetypes\n"), decoder.stderr
     completed = kubectl("__complete", "tao", "su")
     assert completed.stdout.splitlines()[0] == "submit", completed.stdout + completed.stderr
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from support.cluster import STAY_RUNNING, Cluster, Tao, kubectl, submitted_id, wait_for
 
-from kubectl_tao.core.kubelet_text import expand
+from kubectl_tao.manifests.kubelet_text import expand
 
 from .helpers import (
     REPO,

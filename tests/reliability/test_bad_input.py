@@ -23,7 +23,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_tao.core.action import config_document
+from kubectl_tao.manifests.action import config_document
 
 from .helpers import REPO, TAO
 from .inprocess import InProcess, assert_rejected
@@ -746,7 +746,7 @@ def _render_docs(cli: InProcess, values: dict[str, str], nodes: int, fmt: str) -
 def _delivered(docs: list[Any], fmt: str) -> list[Any]:
     """The documents as the containers receive them (the kubelet expands `$(VAR)` / `$$` in command, args
     and env values; render escapes them so that the expansion gives back the exact text)."""
-    from kubectl_tao.core.kubelet_text import as_delivered
+    from kubectl_tao.manifests.kubelet_text import as_delivered
 
     if fmt == "json" and docs[0].get("kind") == "List":
         return [{**docs[0], "items": as_delivered(docs[0]["items"])}]

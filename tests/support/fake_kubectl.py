@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubectl_tao.core.errors import TaoError
-from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
+from kubectl_tao.gates.capacity import NODES_READ, PODS_READ
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 from support import FIXTURES as ALL_FIXTURES
 
@@ -68,7 +68,7 @@ def review_answer(*, deny: tuple[str, ...] = ()) -> tuple[tuple[str, ...], str]:
     """The argv prefix of submit's one SelfSubjectAccessReview call, and an answer granting every permission
     submit can need and preflight's optional ones, except those in DENY (their text, e.g. "create jobs.batch",
     "create pods/exec")."""
-    from kubectl_tao.k8s import permissions
+    from kubectl_tao.gates import permissions
 
     rows = "".join(
         f"{p.verb} {p.resource} {p.group or '-'} {'false' if p.text in deny else 'true'}\n"
@@ -223,7 +223,7 @@ class FakeKubectl:
         return self.settled(kc, args, check=kwargs.get("check", True), best_effort=kwargs.get("best_effort", False))
 
     def settled(self, kc: Kubectl, args: list[str], *, check: bool, best_effort: bool) -> Completed:
-        from kubectl_tao.k8s import permissions
+        from kubectl_tao.gates import permissions
 
         result = self.answer(list(args))
         if permissions.COMBINED_TEMPLATE in args:

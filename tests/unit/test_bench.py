@@ -136,7 +136,7 @@ def test_the_redaction_phase_needs_no_cluster_and_its_lines_end_with_a_token() -
     assert all(redact_log_line(line).endswith(REDACTED) for line in lines.values())
     # a family of job-text readers per cause, each tried on adversarial lines of the asked size, its own
     # literal start repeated among them
-    from kubectl_tao.core import causes
+    from kubectl_tao.diagnosis import causes
 
     families = bench_run.pattern_families()
     assert {f"causes: {cause.name}" for cause in causes.CAUSES} <= set(families)

@@ -85,13 +85,55 @@ def test_shell_scripts_use_strict_mode() -> None:
 # ---------------------------------------------------------------- layers (see CONTRIBUTING.md)
 
 PACKAGE = "kubectl_tao"
-# Pure modules (core/): data in, data out. They may use each other, never the cluster (k8s/), the record store,
-# the job lifecycle or the command line.
-PURE = tuple(sorted(p.stem for p in (LIB / "core").glob("*.py") if p.stem != "__init__"))
-PURE_MAY_USE = {f"{PACKAGE}.core", *(f"{PACKAGE}.core.{name}" for name in PURE)}
-# The restart decision's table (exit codes) and sign rows are what core/'s manifests and pod readings are made
-# from: core/ may use those two modules of restarts/ (held to core/'s rules below; no module cycle, above).
-CORE_MAY_USE = {f"{PACKAGE}.restarts", f"{PACKAGE}.restarts.table", f"{PACKAGE}.restarts.signs"}
+# Every module's layer (CONTRIBUTING.md, "Layers"). A layer package holds one layer; a feature package groups what
+# a maintainer changes together, so its modules sit at different layers: each is named here.
+#   pure      data in, data out: no cluster, no record store, no job lifecycle, no command line
+#   cluster   kubectl calls: never the job lifecycle or the command line
+#   store     the record store: never the job lifecycle or the command line
+#   jobs      the job lifecycle: never the command line
+#   commands  the verbs: never the CLI's entrypoint
+LAYER_PACKAGES = {"core": "pure", "progress": "pure", "k8s": "cluster", "store": "store", "jobs": "jobs",
+                  "commands": "commands", "cli": "cli"}
+FEATURE_LAYERS = {
+    "gates": {
+        "gatefacts": "pure", "gaterequest": "pure", "verdicts": "pure", "gpufit": "pure", "gpuinventory": "pure",
+        "gpuhealth": "pure", "quota": "pure", "noderuntime": "pure",
+        "capacity": "cluster", "gatelists": "cluster", "gatetypes": "cluster", "permissions": "cluster",
+        "queues": "cluster",
+        "checks": "jobs", "fit": "jobs", "gpus": "jobs",
+    },
+    "diagnosis": {
+        "causes": "pure", "causefacts": "pure", "classify": "pure", "diagnose": "pure", "nccldebug": "pure",
+        "kueue": "pure",
+        "ranklogs": "jobs", "explain": "jobs",
+    },
+    "restarts": {"table": "pure", "signs": "pure", "history": "pure", "servercheck": "cluster"},
+    "manifests": {"render": "pure", "action": "pure", "tomlwriter": "pure", "yamltext": "pure", "kubelet_text": "pure"},
+}
+# The layers each layer must never import (pure modules: test_pure_modules_use_only_pure_modules).
+NEVER_IMPORTS = {
+    "cluster": ("jobs", "commands", "cli"),
+    "store": ("jobs", "commands", "cli"),
+    "jobs": ("commands", "cli"),
+}
+
+
+def layer_of(module: str) -> str:
+    """The layer of kubectl_tao module MODULE (a feature package's __init__ is pure)."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return "pure"
+    if parts[0] in LAYER_PACKAGES:
+        return LAYER_PACKAGES[parts[0]]
+    if parts[0] in FEATURE_LAYERS:
+        return FEATURE_LAYERS[parts[0]].get(parts[1], "undeclared") if len(parts) > 1 else "pure"
+    return "pure"  # a top-level module
+
+
+def _modules() -> list[tuple[str, Path]]:
+    return [(_module_name(path), path) for path in sorted(LIB.rglob("*.py"))]
+
+
 # Label/annotation keys, selectors and the GPU resource, spelled as values (no whitespace: prose may name them).
 CONTRACT_WORDS = re.compile(
     r"app\.kubernetes\.io/|kubectl-tao\.io/|batch\.kubernetes\.io/|kueue\.x-k8s\.io/|nvidia\.com/gpu|"
@@ -186,61 +228,60 @@ def test_no_import_cycles_counting_imports_inside_functions() -> None:
     assert cycles == []
 
 
-def test_pure_modules_use_neither_the_cluster_the_store_nor_the_job_lifecycle() -> None:
+def test_every_package_is_a_layer_or_a_feature_package_and_every_feature_module_has_a_layer() -> None:
+    packages = {p.name for p in LIB.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert packages - set(LAYER_PACKAGES) - set(FEATURE_LAYERS) == set(), "add it to LAYER_PACKAGES or FEATURE_LAYERS"
+    missing = [f"{package}/{path.stem}" for package, layers in FEATURE_LAYERS.items()
+               for path in sorted((LIB / package).glob("*.py")) if path.stem != "__init__" and path.stem not in layers]
+    assert missing == [], "name the layer of each new module in FEATURE_LAYERS"
+    gone = [f"{package}/{name}" for package, layers in FEATURE_LAYERS.items() for name in layers
+            if not (LIB / package / f"{name}.py").exists()]
+    assert gone == []
+
+
+def test_pure_modules_use_only_pure_modules() -> None:
+    """core/, progress/ and the pure modules of the feature packages use no cluster, record store, job lifecycle
+    or command line, wherever they sit (imports for annotations only do not count)."""
     offenders = []
-    for name in PURE:
-        path = LIB / "core" / f"{name}.py"
-        bad = _package_imports(path, runtime_only=True) - PURE_MAY_USE - CORE_MAY_USE
+    for module, path in _modules():
+        if layer_of(module) != "pure":
+            continue
+        bad = {m for m in _package_imports(path, runtime_only=True) if layer_of(m) != "pure"}
         if bad:
-            offenders.append(f"{name}: {sorted(bad)}")
-    assert offenders == []
-
-
-# Feature packages held to core/'s rules: pure, and they may use core/ and their own modules only.
-PURE_PACKAGES = ("progress", "restarts")
-
-
-def test_pure_feature_packages_use_only_core_and_their_own_modules() -> None:
-    offenders = []
-    for package in PURE_PACKAGES:
-        own = {f"{PACKAGE}.{package}", *(_module_name(p) for p in (LIB / package).glob("*.py"))}
-        for path in sorted((LIB / package).glob("*.py")):
-            bad = _package_imports(path, runtime_only=True) - PURE_MAY_USE - own
-            if bad:
-                offenders.append(f"{_module_name(path)}: {sorted(bad)}")
+            offenders.append(f"{module}: {sorted(bad)}")
     assert offenders == []
 
 
 def test_core_uses_no_feature_package() -> None:
+    """core/ is the bottom: the feature packages build on it, never the other way round."""
     offenders = []
-    for name in PURE:
-        used = _package_imports(LIB / "core" / f"{name}.py")
-        bad = {m for m in used if m.startswith(tuple(f"{PACKAGE}.{package}" for package in PURE_PACKAGES))}
-        bad -= CORE_MAY_USE
-        if bad:
-            offenders.append(f"{name}: {sorted(bad)}")
+    for module, path in _modules():
+        if module.startswith(f"{PACKAGE}.core"):
+            bad = {m for m in _package_imports(path) if m.split(".")[1] != "core"}
+            if bad:
+                offenders.append(f"{module}: {sorted(bad)}")
     assert offenders == []
-
-
-# Each layer and the layers above it that it must never import (CONTRIBUTING.md, "Layers").
-NEVER_IMPORTS = {
-    "k8s": ("jobs", "commands", "cli"),
-    "store": ("jobs", "commands", "cli"),
-    "jobs": ("commands", "cli"),
-    "commands": ("cli.main", "cli.app"),
-}
 
 
 def test_lower_layers_never_import_the_layers_above() -> None:
     offenders = []
-    for path in sorted(LIB.rglob("*.py")):
-        module = _module_name(path)
-        for layer, above in NEVER_IMPORTS.items():
-            if module.startswith(f"{PACKAGE}.{layer}"):
-                bad = {m for m in _package_imports(path) if m.startswith(tuple(f"{PACKAGE}.{a}" for a in above))}
-                if bad:
-                    offenders.append(f"{module}: {sorted(bad)}")
+    entry = (f"{PACKAGE}.cli.main", f"{PACKAGE}.cli.app")
+    for module, path in _modules():
+        above = NEVER_IMPORTS.get(layer_of(module), ())
+        imported = _package_imports(path)
+        bad = {m for m in imported if layer_of(m) in above}
+        if layer_of(module) == "commands":
+            bad |= {m for m in imported if m in entry}
+        if bad:
+            offenders.append(f"{module}: {sorted(bad)}")
     assert offenders == []
+
+
+def test_the_layer_check_places_each_module_by_its_package_or_its_own_entry() -> None:
+    assert layer_of(f"{PACKAGE}.gates.verdicts") == "pure" and layer_of(f"{PACKAGE}.gates.capacity") == "cluster"
+    assert layer_of(f"{PACKAGE}.gates.checks") == "jobs" and layer_of(f"{PACKAGE}.core.names") == "pure"
+    assert layer_of(f"{PACKAGE}.diagnosis.explain") == "jobs" and layer_of(f"{PACKAGE}.k8s.kubectl") == "cluster"
+    assert layer_of(f"{PACKAGE}.gates.new_module") == "undeclared"
 
 
 def test_a_dynamic_import_counts_as_an_import() -> None:

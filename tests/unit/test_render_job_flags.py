@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from support import ROOT
 
-from kubectl_tao.core import render
 from kubectl_tao.core.flagtable import JOB_FLAGS
 from kubectl_tao.jobs.flags import job_request
 from kubectl_tao.jobs.plan import build
+from kubectl_tao.manifests import render
 
 SCRIPT = ROOT / "scripts" / "render_job"
 

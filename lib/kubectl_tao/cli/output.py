@@ -50,8 +50,8 @@ def dump_json(data: Any) -> str:
 
 
 def dump_yaml(data: Any) -> str:
-    """Block YAML that a YAML 1.1 reader (Kubernetes) reads back as the same data (core/yamltext.py)."""
-    from kubectl_tao.core.yamltext import dumps
+    """Block YAML that a YAML 1.1 reader (Kubernetes) reads back as the same data (manifests/yamltext.py)."""
+    from kubectl_tao.manifests.yamltext import dumps
 
     return dumps(data)
 

@@ -24,7 +24,7 @@ findings printed (or an error)."""
 def _text(explanation: object) -> str:
     """The explanation as text; each field the cluster or a record wrote stays on its line (`one`)."""
     from kubectl_tao.core.sanitize import sanitize as one
-    from kubectl_tao.jobs.explain import Explanation
+    from kubectl_tao.diagnosis.explain import Explanation
 
     assert isinstance(explanation, Explanation)
     e = explanation
@@ -62,8 +62,8 @@ def register(app: typer.Typer) -> None:
         """Explain why a job is pending or failed: cause, evidence, fix."""
         from kubectl_tao.cli.output import check_format, emit, emit_data, info
         from kubectl_tao.core.sanitize import sanitize as one
+        from kubectl_tao.diagnosis.explain import explain_job
         from kubectl_tao.jobs import track as tracking
-        from kubectl_tao.jobs.explain import explain_job
 
         fmt = check_format(output, DATA_FORMATS)
         sess = session()

@@ -55,7 +55,7 @@ def register(app: typer.Typer) -> None:
         from kubectl_tao.core.errors import EXIT_FAILURE, EXIT_NEVER_FITS, EXIT_OK, UsageError
         from kubectl_tao.core.flagvalues import check_shape, check_toleration, parse_key_values, parse_toleration
         from kubectl_tao.core.topology import parse as parse_topology
-        from kubectl_tao.jobs import fit as fitting
+        from kubectl_tao.gates import fit as fitting
 
         fmt = check_format(output, DATA_FORMATS)
         check_shape(gpus, nodes)  # the bounds submit and render apply

@@ -51,7 +51,7 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Show which GPUs are free right now, per node and per namespace."""
         from kubectl_tao.cli.output import check_format, emit, emit_data, info, table
-        from kubectl_tao.jobs.gpus import gather
+        from kubectl_tao.gates.gpus import gather
 
         fmt = check_format(output, GPUS_FORMATS)
         sess = session()
@@ -107,7 +107,7 @@ def domain_table(inv: Any, by: str, *, no_headers: bool) -> str:
 def queue_table(view: Any, *, wide: bool, no_headers: bool) -> str:
     """One row per ResourceFlavor of the ClusterQueue behind the LocalQueue (a jobs.gpus.QueueView)."""
     from kubectl_tao.cli.output import table
-    from kubectl_tao.jobs.gpus import borrowing_limit
+    from kubectl_tao.gates.gpus import borrowing_limit
 
     quota = view.quota
     headers = ["localqueue", "clusterqueue", "flavor", "nominal", "reserved", "remaining"]

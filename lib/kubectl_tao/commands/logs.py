@@ -30,7 +30,7 @@ job ended are shown instead. Live or captured, every line is printed the same wa
 escape sequences (colours included) removed, other control characters shown as escapes; --raw prints what kubectl
 printed, unredacted and unfiltered (a captured tail was redacted when it was captured). --errors prints only
 the first error block of each rank (its traceback, or the lines of the first error; ranks of one pod told apart
-by torch's [rankN]: prefix), read from the last 300 lines of every rank at once; see docs/diagnosis.md."""
+by torch's [rankN]: prefix), read from the last 300 lines of every rank at once; see docs/ranklogs.md."""
 
 
 def _check_attempt(tracked: Any, pods: list[dict[str, Any]], attempt: int | None, previous: bool) -> None:
@@ -154,18 +154,18 @@ def _errors(kc: Kubectl, tracked: Tracked, pods: list[dict[str, object]], *, ran
     tails the record captured once the Job is gone."""
     from kubectl_tao.cli.output import info, log_line
     from kubectl_tao.core.logs import rank_of
-    from kubectl_tao.jobs import diagnosis
+    from kubectl_tao.diagnosis import ranklogs
 
     job_name = tracked.job_name or ""
     texts: list[tuple[int | None, str]] = []
     if pods:
-        read = diagnosis.read_logs(
+        read = ranklogs.read_logs(
             kc,
             tracked.namespace or "default",
             tracked.pod_selector,
             len(pods),
             container="tao" if tracked.launched_here else None,
-            names=diagnosis.pod_names(pods),
+            names=ranklogs.pod_names(pods),
         )
         for note in read.notes:
             info(f"note: {note}")
@@ -187,9 +187,9 @@ def _errors(kc: Kubectl, tracked: Tracked, pods: list[dict[str, object]], *, ran
             return 0
         texts = [(entry.get("rank"), "\n".join(entry.get("log_tail") or [])) for entry in history["ranks"]]
     shown = 0
-    per_pod = diagnosis.ranks_per_pod(tracked.extra)  # a [rankN]: outside a pod's own ranks is its program's text
+    per_pod = ranklogs.ranks_per_pod(tracked.extra)  # a [rankN]: outside a pod's own ranks is its program's text
     for pod_rank, text in sorted(texts, key=lambda item: -1 if item[0] is None else item[0]):
-        for block_rank, block in diagnosis.error_blocks(text, pod_rank, per_pod):
+        for block_rank, block in ranklogs.error_blocks(text, pod_rank, per_pod):
             if rank is not None and block_rank != rank and pod_rank != rank:
                 continue
             shown += 1

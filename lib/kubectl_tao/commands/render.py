@@ -31,8 +31,8 @@ def render(
     """Print the Kubernetes manifests for a job without contacting the cluster."""
     from kubectl_tao.cli.output import check_format, emit, info
     from kubectl_tao.core.names import validate_job_name
-    from kubectl_tao.core.render import to_json, to_yaml
     from kubectl_tao.jobs.submit import execute, plan_request
+    from kubectl_tao.manifests.render import to_json, to_yaml
 
     fmt = check_format(output, MANIFEST_FORMATS)
     job = request_of(ctx)

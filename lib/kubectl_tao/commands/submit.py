@@ -104,7 +104,7 @@ def run_submit(
     if on_created is not None and outcome.record_id and dry_run == "none":
         on_created(outcome.record_id)
     if dry_run != "none":
-        from kubectl_tao.core.render import to_json, to_yaml
+        from kubectl_tao.manifests.render import to_json, to_yaml
 
         for warning in outcome.warnings if dry_run == "client" else []:
             info(f"warning: {warning}")

@@ -1,6 +1,6 @@
 """Flag values read the same way by every verb: KEY=VALUE lists, `--toleration KEY[=VALUE][:EFFECT]`, and the
 checks of a toleration and of a bounded whole number. Kept apart from the renderer so that `fit` reads its flags
-without loading the manifest code (core/render.py, which imports the retry rules and their patterns)."""
+without loading the manifest code (manifests/render.py, which imports the retry rules and their patterns)."""
 
 from __future__ import annotations
 

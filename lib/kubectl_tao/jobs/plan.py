@@ -160,7 +160,7 @@ def read_credentials(
 
 
 def _load_json(path: str | None, flag: str) -> dict[str, Any]:
-    from kubectl_tao.core.action import load_json_object
+    from kubectl_tao.manifests.action import load_json_object
 
     if not path:
         raise UsageError(f"{flag} is required with --action-request")
@@ -213,7 +213,7 @@ def _common_checks(job: JobRequest) -> None:
 
 def _check_restarts(job: JobRequest) -> None:
     """--max-restarts and --termination-grace-period, named as the flags (the spec checks them again)."""
-    from kubectl_tao.core.render import MAX_RESTARTS, MAX_TERMINATION_GRACE
+    from kubectl_tao.manifests.render import MAX_RESTARTS, MAX_TERMINATION_GRACE
 
     if not 0 <= job.max_restarts <= MAX_RESTARTS:
         raise UsageError(
@@ -236,7 +236,7 @@ def _stall_timeout(job: JobRequest) -> int:
     if job.stall_timeout is None:
         return 0
     from kubectl_tao.core.durations import whole_seconds
-    from kubectl_tao.core.render import MAX_STALL_TIMEOUT, MIN_STALL_TIMEOUT
+    from kubectl_tao.manifests.render import MAX_STALL_TIMEOUT, MIN_STALL_TIMEOUT
 
     return whole_seconds(job.stall_timeout, "--stall-timeout", MIN_STALL_TIMEOUT, MAX_STALL_TIMEOUT)
 
@@ -292,7 +292,7 @@ def spec_options(job: JobRequest, namespace: str, nccl: _Nccl | None = None) -> 
     """The job flags of JOB as render.spec_from_options's keywords, all but the name, record id, results
     directory and Secret (which depend on the record): the one mapping of a request onto a JobSpec, which
     validates the values. NCCL: the NCCL settings (_nccl_settings: with a cached probe's); else the flags'."""
-    from kubectl_tao.core import render
+    from kubectl_tao.manifests import render
 
     tier = job.storage_tier.upper()
     if nccl is None:
@@ -348,8 +348,8 @@ def _spec_plan(
     probed: tuple[dict[str, str], str],
     finish: Callable[[Objects], Objects] | None = None,
 ) -> Plan:
-    from kubectl_tao.core import render
     from kubectl_tao.core.names import is_under, kubernetes_job_name, secret_name_for
+    from kubectl_tao.manifests import render
     from kubectl_tao.store.recordfields import normalize_results_dir
     from kubectl_tao.store.recordids import preview_id
 
@@ -599,8 +599,8 @@ def targeting(
 
 
 def _placement(job: JobRequest, gpus: int) -> Any:
-    from kubectl_tao.core.action import Placement
     from kubectl_tao.core.flagvalues import parse_key_values
+    from kubectl_tao.manifests.action import Placement
 
     node_selector, tolerations = targeting(job.node_selector, job.toleration, job.gpu_product)
     if gpus > 0:
@@ -616,8 +616,8 @@ def _placement(job: JobRequest, gpus: int) -> Any:
 
 
 def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -> Plan:
-    from kubectl_tao.core.action import render_action_objects, validate_request
     from kubectl_tao.core.names import kubernetes_job_name, secret_name_for
+    from kubectl_tao.manifests.action import render_action_objects, validate_request
     from kubectl_tao.store.recordids import preview_id
 
     _common_checks(job)

@@ -3,7 +3,7 @@ check that did not apply).
 
 This machine: kubectl on PATH and, only where this machine is itself a GPU node (it has NVIDIA device nodes),
 the GPU host runtime (the setup script's check). The cluster: the gate list submit goes through
-(jobs/gates.py), for a job of the flags' shape, so preflight prints the same verdicts submit acts on (a refusal
+(gates/checks.py), for a job of the flags' shape, so preflight prints the same verdicts submit acts on (a refusal
 is MISSING), plus what preflight alone reports: whether there is a cluster at all, whether it offers GPUs to
 pods, the GPU nodes' driver, CUDA and container runtime as the cluster shows them, the optional permissions,
 and which gang mechanism a multi-node job would get. Their reads run at once (one round trip).
@@ -21,7 +21,7 @@ from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.k8s.kubectl import Kubectl, run_host_check
 
 if TYPE_CHECKING:
-    from kubectl_tao.core.verdicts import Verdict
+    from kubectl_tao.gates.verdicts import Verdict
 
 OK, SKIPPED, WARN, MISSING = "OK", "SKIPPED", "WARN", "MISSING"
 SKIP_SETTING = "TAO_K8S_SKIP_NODE_RUNTIME_CHECK"
@@ -40,7 +40,7 @@ class Check(Value):
     @classmethod
     def of(cls, verdict: Verdict) -> Check:
         """A gate's verdict as a line: a refusal is MISSING."""
-        from kubectl_tao.core.verdicts import REFUSE
+        from kubectl_tao.gates.verdicts import REFUSE
 
         status = MISSING if verdict.status == REFUSE else verdict.status
         code = verdict.error.exit_code if verdict.error is not None else 1
@@ -101,8 +101,8 @@ def host_runtime_check() -> Check:
 def minimums() -> tuple[str, str]:
     """The driver and CUDA minimums: TAO_MIN_DRIVER / TAO_MIN_CUDA, as the setup script reads them (exit 2 for a
     value that is not a version)."""
-    from kubectl_tao.core import noderuntime
     from kubectl_tao.core.errors import UsageError
+    from kubectl_tao.gates import noderuntime
 
     found = []
     for name, default in (("TAO_MIN_DRIVER", noderuntime.MIN_DRIVER), ("TAO_MIN_CUDA", noderuntime.MIN_CUDA)):
@@ -138,9 +138,9 @@ def cluster_checks(
     with the PVC and, with NEED_SECRETS, a credential Secret; SERVER: the API server's URL (its cached NCCL
     probe result); KUBECONFIG and CONTEXT: where kubectl looked (named if the cluster cannot be reached)."""
     from kubectl_tao.core.contract import GPU_TOLERATION
-    from kubectl_tao.core.gaterequest import PREFLIGHT, GateRequest
     from kubectl_tao.core.serverversion import MULTI_NODE_MIN_VERSION
-    from kubectl_tao.jobs import gates
+    from kubectl_tao.gates import checks
+    from kubectl_tao.gates.gaterequest import PREFLIGHT, GateRequest
 
     min_driver, min_cuda = minimums()
     request = GateRequest(
@@ -163,4 +163,4 @@ def cluster_checks(
         kubeconfig=kubeconfig,
         context=context,
     )
-    return [Check.of(verdict) for verdict in gates.for_preflight(kc, request)]
+    return [Check.of(verdict) for verdict in checks.for_preflight(kc, request)]

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kubectl_tao.core import contract, render, templates
+from kubectl_tao.core import contract, templates
 from kubectl_tao.core.ages import age_text
 from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.serverversion import parse_server_version
@@ -49,6 +49,7 @@ from kubectl_tao.jobs.submit import execute
 from kubectl_tao.jobs.track import Observation, Tracked
 from kubectl_tao.jobs.wait import PULL_REASONS
 from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.manifests import render
 from kubectl_tao.store import probecache
 from kubectl_tao.store.probecache import FAIL, GLOO, HANG, NCCL, NCCL_ENV_RE, NOT_CARRIED, PASS, RESULTS
 
@@ -380,8 +381,8 @@ def read_probe_logs(kc: Kubectl, tracked: Tracked, nodes: int, *, tail: int) -> 
 
 def add_transport(report: ProbeReport, text: str) -> None:
     """With NCCL_DEBUG=INFO: the transport NCCL chose, and a warning when RDMA devices exist but sockets
-    were used (core/nccldebug.py)."""
-    from kubectl_tao.core import nccldebug
+    were used (diagnosis/nccldebug.py)."""
+    from kubectl_tao.diagnosis import nccldebug
 
     net = nccldebug.read(text)
     report.transport = net.summary() if net.said else ""

@@ -38,7 +38,7 @@ from kubectl_tao.k8s import objects
 from kubectl_tao.k8s.kubectl import Kubectl
 
 if TYPE_CHECKING:
-    from kubectl_tao.jobs.gates import Gates
+    from kubectl_tao.gates.checks import Gates
     from kubectl_tao.jobs.plan import JobRequest
 
 
@@ -67,13 +67,13 @@ def gang_detected(plan: Plan) -> bool:
 def run_gates(
     kc: Kubectl, plan: Plan, namespace: str, server: str = "", dry_objects: list[dict[str, Any]] | None = None
 ) -> Gates:
-    """The gate list (jobs/gates.py) over this plan, read-only, before anything is created: the first refusal is
+    """The gate list (gates/checks.py) over this plan, read-only, before anything is created: the first refusal is
     raised. Returns the fit verdict (as a dict), the plan's warnings and the gates' (including a cached NCCL
     probe of this cluster, `server`, that failed or hung, for nodes > 1), the gang.Mechanism and, for a job
     that must queue, the DRA read still to settle (Gates). `dry_objects`: the job's objects, dry-run by the
     server in the same process as the permission reviews."""
-    from kubectl_tao.core.gaterequest import SUBMIT, GateRequest
-    from kubectl_tao.jobs import gates
+    from kubectl_tao.gates import checks
+    from kubectl_tao.gates.gaterequest import SUBMIT, GateRequest
 
     request = GateRequest(
         SUBMIT,
@@ -100,7 +100,7 @@ def run_gates(
         probe_warning=not plan.skip_probe_warning,
         objects=dry_objects,
     )
-    return gates.for_submit(kc, request, list(plan.warnings))
+    return checks.for_submit(kc, request, list(plan.warnings))
 
 
 # ---------------------------------------------------------------- apply
@@ -259,7 +259,7 @@ def _launch(
         try:
             objects.dry_run(kc, payload, namespace)
         except KubectlError as exc:
-            from kubectl_tao.core.verdicts import dry_run_refused
+            from kubectl_tao.gates.verdicts import dry_run_refused
 
             raise dry_run_refused(exc) from None
     if store is None:
@@ -438,15 +438,15 @@ def _dry(
 
 
 def _lint(objects: list[dict[str, Any]]) -> None:
-    from kubectl_tao.core.kubelet_text import as_delivered
     from kubectl_tao.core.lint import lint_documents
+    from kubectl_tao.manifests.kubelet_text import as_delivered
 
     # Judge the text the containers receive: `$$(NAME)` in the manifest is the `$(NAME)` reference the user wrote.
     delivered = as_delivered(objects)
     findings = lint_documents(delivered, "rendered manifest")
     if findings:
         from kubectl_tao.core.lint import lint_manifest_text
-        from kubectl_tao.core.render import to_yaml
+        from kubectl_tao.manifests.render import to_yaml
 
         # Plain objects carry no lines: read back from the YAML `render` prints, the finding names its line.
         placed = [f for f in lint_manifest_text(to_yaml(delivered), "rendered manifest") if f.line]

@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from kubectl_tao.core import contract
-from kubectl_tao.core.classify import MAIN_CONTAINER, pod_rank
 from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.redact import redact_cluster_text
 from kubectl_tao.core.sanitize import sanitize
 from kubectl_tao.core.valueclass import Value, record
+from kubectl_tao.diagnosis.classify import MAIN_CONTAINER, pod_rank
 from kubectl_tao.jobs import track as tracking
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 from kubectl_tao.progress import gpuuse

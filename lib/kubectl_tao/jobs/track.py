@@ -293,7 +293,7 @@ def reads_gang(tracked: Tracked) -> bool:
 def read_admission(kc: Kubectl, job: dict[str, Any] | None) -> Any:
     """Kueue's account of a Job it holds suspended (kueue.Admission), from its Workload; None for a Job
     without a queue, or when the Workload cannot be read (status then words the wait from the label)."""
-    from kubectl_tao.core import kueue
+    from kubectl_tao.diagnosis import kueue
 
     meta = (job or {}).get("metadata") or {}
     if kueue.queue_of(job) is None or not meta.get("uid") or not meta.get("namespace"):
@@ -354,7 +354,7 @@ def observe(
         tracked.record, tracked.extra = store.show(tracked.id), store.get_extra(tracked.id)
     if job is None and tracked.terminal:
         return _from_record(tracked, ["the Job is gone (ttlSecondsAfterFinished); showing the record"])
-    from kubectl_tao.core.classify import classify  # here, not above: imported while status's kubectl runs
+    from kubectl_tao.diagnosis.classify import classify  # here, not above: imported while status's kubectl runs
 
     status = classify(job, pods, [])
     if not fetched and status.reason == "Suspended":
@@ -411,14 +411,14 @@ def observe_restarts(kc: Kubectl, store: Any, tracked: Tracked, pods: list[dict[
 
 
 def diagnosis_of(tracked: Tracked) -> dict[str, Any] | None:
-    """The cause the job's logs showed, as its history captured it (jobs/diagnosis.py), or None."""
+    """The cause the job's logs showed, as its history captured it (diagnosis/ranklogs.py), or None."""
     found = (tracked.extra.get("history") or {}).get("diagnosis")
     return found if isinstance(found, dict) and found.get("cause") else None
 
 
 def cause_told(tracked: Tracked) -> dict[str, Any] | None:
     """diagnosis_of, when it names a cause (not only the last lines of output no sign matched)."""
-    from kubectl_tao.core.causes import names_a_cause
+    from kubectl_tao.diagnosis.causes import names_a_cause
 
     found = diagnosis_of(tracked)
     return found if found is not None and names_a_cause(found) else None
@@ -426,7 +426,7 @@ def cause_told(tracked: Tracked) -> dict[str, Any] | None:
 
 def _told_by_logs(obs: Observation) -> None:
     """A failed job whose ending was captured shows the cause its logs showed, not `ExitCode`."""
-    from kubectl_tao.jobs.diagnosis import OVERRIDDEN_REASONS
+    from kubectl_tao.diagnosis.ranklogs import OVERRIDDEN_REASONS
 
     found = cause_told(obs.tracked)
     if found is not None and obs.state == "ERROR" and obs.reason in OVERRIDDEN_REASONS:
@@ -526,28 +526,27 @@ def _write_back(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, pod
 
 def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, pods: list[dict[str, Any]]) -> None:
     """Per rank: pod, node, exit code, reason and the last log lines, into the record (redacted by the store).
-    A failed job's logs are read further back (jobs/diagnosis.py, the same one kubectl call) and the cause
+    A failed job's logs are read further back (diagnosis/ranklogs.py, the same one kubectl call) and the cause
     they show becomes the observation's reason, class and message, and the history's `diagnosis`."""
-    from kubectl_tao.core import causes
-    from kubectl_tao.jobs import diagnosis
+    from kubectl_tao.diagnosis import causes, ranklogs
 
     texts: dict[str, str] = {}
     found = None
-    per_pod = diagnosis.ranks_per_pod(tracked.extra)  # where a [rankN]: is torch's (diagnosis.own_ranks)
+    per_pod = ranklogs.ranks_per_pod(tracked.extra)  # where a [rankN]: is torch's (ranklogs.own_ranks)
     if pods and tracked.namespace and tracked.job_name:
         container = "tao" if tracked.launched_here else None  # a Job made elsewhere: its default container
         failed = obs.state == "ERROR"
         # A failed job's logs are read further back (for the diagnosis); either way each rank's end is read
-        # whole and every line of it is bounded and redacted as it is read (jobs/diagnosis.read_logs).
-        read = diagnosis.read_logs(
+        # whole and every line of it is bounded and redacted as it is read (diagnosis/ranklogs.read_logs).
+        read = ranklogs.read_logs(
             kc, tracked.namespace, tracked.pod_selector, len(pods), container=container,
-            names=diagnosis.pod_names(pods), lines=diagnosis.READ_LINES if failed else LOG_TAIL_LINES,
+            names=ranklogs.pod_names(pods), lines=ranklogs.READ_LINES if failed else LOG_TAIL_LINES,
         )
         texts = read.texts
         if failed:
-            if obs.reason in diagnosis.OVERRIDDEN_REASONS:
-                found = diagnosis.diagnose(read, obs.live, gpus=tracked.extra.get("gpus"), per_pod=per_pod)
-                found = diagnosis.with_dumps(found, pods) if found is not None else None
+            if obs.reason in ranklogs.OVERRIDDEN_REASONS:
+                found = ranklogs.diagnose(read, obs.live, gpus=tracked.extra.get("gpus"), per_pod=per_pod)
+                found = ranklogs.with_dumps(found, pods) if found is not None else None
             obs.notes.extend(read.notes)
     from datetime import UTC, datetime
 
@@ -565,14 +564,14 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
                 "phase": rank.get("phase"),
                 "exit_code": rank.get("exit_code"),
                 "reason": rank.get("reason"),
-                "log_tail": [redact_log_line(line) for line in diagnosis.tail(text)] if text else [],
+                "log_tail": [redact_log_line(line) for line in ranklogs.tail(text)] if text else [],
                 "captured_at": now,
             }
         )
         if text and obs.state == "ERROR":
-            ranks[-1]["errors"] = diagnosis.first_errors(text, rank.get("rank"), per_pod)
+            ranks[-1]["errors"] = ranklogs.first_errors(text, rank.get("rank"), per_pod)
     if found is not None and causes.names_a_cause(found):
-        obs.reason, obs.err_class, obs.message = found.cause, found.err_class, diagnosis.message(found)
+        obs.reason, obs.err_class, obs.message = found.cause, found.err_class, ranklogs.message(found)
     history = {
         "state": obs.state,
         "reason": obs.reason,

@@ -420,7 +420,7 @@ def describe(gang: Mapping[str, Any]) -> str:
 
 def finding(found: GangView, *, gpus: Any = None) -> Any:
     """explain's finding for a native gang that is not placed yet (None once it is)."""
-    from kubectl_tao.core.diagnose import Finding
+    from kubectl_tao.diagnosis.diagnose import Finding
 
     if found.state == "Scheduled":
         return None

@@ -124,6 +124,6 @@ def searched(explicit: str | None = None) -> str:
         where = f"$KUBECONFIG ({os.environ['KUBECONFIG']})"
     else:
         where = "~/.kube/config"
-    from kubectl_tao.core.gaterequest import NO_KUBECONFIG
+    from kubectl_tao.gates.gaterequest import NO_KUBECONFIG
 
     return where if any(f.is_file() for f in files) else f"{where} {NO_KUBECONFIG}"

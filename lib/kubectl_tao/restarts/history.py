@@ -62,11 +62,11 @@ class AttemptEnd(Value):
             "disrupted": "the gang restarted (not counted: the pod was evicted or preempted)",
             "fail": "the job failed",
         }[self.decision]
-        from kubectl_tao.core import causes
+        from kubectl_tao.diagnosis import causes
 
         why = self.reason
         cause = causes.BY_NAME.get(why.split(" (", 1)[0])
-        if cause is not None:  # a cause the rank printed (core/causes.py): what it means
+        if cause is not None:  # a cause the rank printed (diagnosis/causes.py): what it means
             why = f"{why}: {cause.summary}"
         return f"attempt {self.attempt} ended: rank {self.rank} exit {self.exit_code} ({why}); {then}"
 

@@ -1,6 +1,6 @@
 """The sign rows of the restart decision: what a failed rank printed, as the gang entrypoint matches it.
 
-Derived from core/causes.py's table (one row per cause and class, its signs as one POSIX ERE that `grep -E`
+Derived from diagnosis/causes.py's table (one row per cause and class, its signs as one POSIX ERE that `grep -E`
 matches) and rendered into the pod as TAO_RETRY_SIGNS (``signs_text``), beside table.py's exit codes. The class a
 failed rank's output shows decides over its exit code in the entrypoint: ERR_PROGRAM is final (a device-side
 assert fails again though it ends in SIGABRT), ERR_INFRA restarts (an NCCL system error is worth a retry though
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 
-from kubectl_tao.core import causes, ere
+from kubectl_tao.core import ere
 from kubectl_tao.core.valueclass import Value, record
+from kubectl_tao.diagnosis import causes
 
 TAIL_LINES = 400  # the entrypoint reads this many last lines of the failed attempt's output
 RANK_PREFIX_ERE = r"^(\[rank[0-9]+\]: ?)?"  # torch's `[rankN]: ` before a line, which causes.py drops first

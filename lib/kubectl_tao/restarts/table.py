@@ -5,19 +5,19 @@ Each row: the number, its name (what a script asks the table for), the decision 
 records. The render step puts the rows into the pod as TAO_EXIT_CODES (``pod_text``: one row a line,
 ``NUMBER NAME DECISION REASON``); every pod script reads its numbers from there (templates/k8s/*.sh never
 write one), and the Job's restart rule and podFailurePolicy, `status` and `explain` read them from here.
-The other half of the decision, the sign rows (what a failed rank printed), is derived from core/causes.py's
+The other half of the decision, the sign rows (what a failed rank printed), is derived from diagnosis/causes.py's
 table by signs.py and rendered as TAO_RETRY_SIGNS.
 
 Decisions (what the entrypoint does with a rank's exit code; docs/restarts.md):
 - ``final``: the job fails, whatever the rank printed (a program that exits with a reserved code of the
   scripts is never retried: a restart request of its own, a failed upload);
 - ``once``: the gang restarts, but the same code ending the attempt before makes it final (the barrier);
-- ``infra``: the gang restarts, and the row's reason is the cause (core/causes.py), an ERR_INFRA one;
+- ``infra``: the gang restarts, and the row's reason is the cause (diagnosis/causes.py), an ERR_INFRA one;
 - ``retry``: the gang restarts unless the rank's output shows a sign of class ERR_PROGRAM (a device-side
   assert aborts with SIGABRT, yet it fails again);
 - any code the table does not hold is a program error: final, unless the output shows an ERR_INFRA sign.
 
-Imports nothing but core/valueclass.py: core/classify.py and core/render.py read it at start-up.
+Imports nothing but core/valueclass.py: diagnosis/classify.py and manifests/render.py read it at start-up.
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from kubectl_tao.core import render
 from kubectl_tao.core.ages import age_text
 from kubectl_tao.core.atomicwrite import write_atomically
 from kubectl_tao.core.errors import TaoError
+from kubectl_tao.manifests import render
 from kubectl_tao.store import safefile
 from kubectl_tao.store.locking import exclusive
 from kubectl_tao.store.statedir import check_private, make_private_dirs

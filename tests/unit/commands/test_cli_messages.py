@@ -254,8 +254,8 @@ def test_render_and_submit_name_the_flag_out_of_bounds(
 
 
 def test_every_job_flag_a_cause_fix_names_is_spelled_as_submit_takes_it() -> None:
-    from kubectl_tao.core import causes
     from kubectl_tao.core.flagtable import JOB_FLAGS
+    from kubectl_tao.diagnosis import causes
 
     spellings = {name for flag in JOB_FLAGS.values() for name in flag.names}
     named = {flag for cause in causes.CAUSES for flag in re.findall(r"--[a-z][a-z-]*[a-z]", cause.fix)}

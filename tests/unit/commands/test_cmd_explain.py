@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json
 
-from kubectl_tao.core.gpuinventory import DRA_READ
-from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
+from kubectl_tao.gates.capacity import NODES_READ, PODS_READ
+from kubectl_tao.gates.gpuinventory import DRA_READ
 from kubectl_tao.store.records import RecordStore
 
 SERVER = "https://127.0.0.1:6443"
@@ -318,7 +318,7 @@ GANG_MESSAGE = "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s
 def serve_native_gang(fake: FakeKubectl) -> str:
     """A 2 x 8 Job submitted with spec.scheduling gang (minCount 2) whose PodGroup the scheduler holds:
     both pods exist, none is bound, PodGroupInitiallyScheduled=False. Built on the pending-gpu recording."""
-    from kubectl_tao.core import classify
+    from kubectl_tao.diagnosis import classify
     from kubectl_tao.k8s import gang
 
     job = fixture_json("pending-gpu.job.json")

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
-from kubectl_tao.core.gpuinventory import DRA_READ
-from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
+from kubectl_tao.gates.capacity import NODES_READ, PODS_READ
+from kubectl_tao.gates.gpuinventory import DRA_READ
 
 NO_KUEUE = 'error: the server doesn\'t have a resource type "localqueues"'
 NO_DRA = 'error: the server doesn\'t have a resource type "resourceslices"'

@@ -12,8 +12,8 @@ import pytest
 from support import FIXTURES as FIXTURES_ROOT
 from support.fake_kubectl import FakeKubectl
 
-from kubectl_tao.core import action
 from kubectl_tao.core.errors import UsageError
+from kubectl_tao.manifests import action
 
 FIXTURES = FIXTURES_ROOT / "action"
 RENDER = ["render", "--image", "busybox:1.36", "--command", "true", "--gpus", "0", "--pvc", "data"]

@@ -134,5 +134,5 @@ def test_submit_imports_neither_ruamel_jsonschema_nor_sh(tmp_path: Path) -> None
     kubectl.chmod(0o755)
     code, modules, _ = _run(tmp_path, *job, "--gpus", "8", KUBECTL_TAO_KUBECTL=str(kubectl))
     assert code == 3
-    assert {"kubectl_tao.jobs.gates", "kubectl_tao.k8s.capacity", "kubectl_tao.k8s.permissions"} <= modules
+    assert {"kubectl_tao.gates.checks", "kubectl_tao.gates.capacity", "kubectl_tao.gates.permissions"} <= modules
     assert (HEAVY | {"concurrent.futures", "logging"}) & modules == set()

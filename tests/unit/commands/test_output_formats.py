@@ -17,8 +17,8 @@ import yaml
 from support import ROOT
 from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
-from kubectl_tao.core import yamltext
-from kubectl_tao.core.gpuinventory import DRA_READ
+from kubectl_tao.gates.gpuinventory import DRA_READ
+from kubectl_tao.manifests import yamltext
 from kubectl_tao.store.records import RecordStore
 
 NO_KUEUE = 'error: the server doesn\'t have a resource type "localqueues"'

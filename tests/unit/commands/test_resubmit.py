@@ -17,9 +17,9 @@ SUBMIT = ["submit", "--image", "busybox:1.36", "--command", "python3 train.py", 
 
 
 def cluster(fake: FakeKubectl, *, restarts: bool = True) -> None:
-    from kubectl_tao.k8s import restarts as restart_check
+    from kubectl_tao.restarts import servercheck
 
-    args, _ = restart_check.dry_run_call("tao-jobs")
+    args, _ = servercheck.dry_run_call("tao-jobs")
     fake.on(*args, stdout="RestartAllContainers" if restarts else "")
     review, granted = review_answer()
     fake.on(*review, stdout=granted)

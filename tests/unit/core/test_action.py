@@ -13,8 +13,9 @@ import pytest
 import yaml
 from support import FIXTURES as FIXTURES_ROOT
 
-from kubectl_tao.core import action, kubelet_text, names
+from kubectl_tao.core import names
 from kubectl_tao.core.errors import TaoError, UsageError
+from kubectl_tao.manifests import action, kubelet_text
 
 FIXTURES = FIXTURES_ROOT / "action"
 JOB_ID = "dino-train-1a2b3c"

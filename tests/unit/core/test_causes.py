@@ -1,4 +1,4 @@
-"""core/causes.py: the table of causes read over the whole failure corpus (tests/fixtures/failures/), one log
+"""diagnosis/causes.py: the table of causes read over the whole failure corpus (tests/fixtures/failures/), one log
 at a time and one multi-rank case at a time; facts, fixes, fallbacks, redaction and bounded work."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.core import causes
-from kubectl_tao.core.causes import ERR_INFRA, ERR_PROGRAM, RankLog, classify_log, diagnose
+from kubectl_tao.diagnosis import causes
+from kubectl_tao.diagnosis.causes import ERR_INFRA, ERR_PROGRAM, RankLog, classify_log, diagnose
 
 CORPUS_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "failures"
 CORPUS: list[dict[str, Any]] = json.loads((CORPUS_DIR / "corpus.json").read_text(encoding="utf-8"))

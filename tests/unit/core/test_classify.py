@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from support import FIXTURES as FIXTURES_ROOT
 
-from kubectl_tao.core import classify as st
-from kubectl_tao.core.classify import job_status
+from kubectl_tao.diagnosis import classify as st
+from kubectl_tao.diagnosis.classify import job_status
 
 FIXTURES = FIXTURES_ROOT / "k8s"
 

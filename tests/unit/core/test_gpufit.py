@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import FIXTURES as FIXTURES_ROOT
 
-from kubectl_tao.core import gpufit
 from kubectl_tao.core.errors import TaoError
-from kubectl_tao.core.gpufit import NodeGpus, fit
 from kubectl_tao.core.quantities import gpu_quantity
-from kubectl_tao.core.quota import QueueQuota, queue_quota
+from kubectl_tao.gates import gpufit
+from kubectl_tao.gates.gpufit import NodeGpus, fit
+from kubectl_tao.gates.quota import QueueQuota, queue_quota
 
 FIXTURES = FIXTURES_ROOT / "k8s"
 

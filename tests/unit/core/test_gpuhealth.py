@@ -1,4 +1,4 @@
-"""GPU health (core/gpuhealth.py): the signals, their judge, and how fit, gpus and explain leave such nodes out."""
+"""GPU health (gates/gpuhealth.py): the signals, their judge, and how fit, gpus and explain leave such nodes out."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.core import gpufit, gpuhealth, gpuinventory
-from kubectl_tao.core.classify import JobStatus
-from kubectl_tao.core.diagnose import explain
 from kubectl_tao.core.errors import UsageError
-from kubectl_tao.k8s import gatelists
+from kubectl_tao.diagnosis.classify import JobStatus
+from kubectl_tao.diagnosis.diagnose import explain
+from kubectl_tao.gates import gatelists, gpufit, gpuhealth, gpuinventory
 
 NOW = datetime(2026, 12, 5, 7, 10, 0, tzinfo=UTC)
 XID = {"type": "XidCriticalError", "status": "True", "reason": "Xid79", "lastTransitionTime": "2026-12-05T07:00:00Z"}

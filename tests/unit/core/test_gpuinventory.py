@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from support.fake_kubectl import fixture_json
 
-from kubectl_tao.core import gpufit
 from kubectl_tao.core.errors import TaoError, UsageError
-from kubectl_tao.core.gpuinventory import (
+from kubectl_tao.gates import gpufit
+from kubectl_tao.gates.gpuinventory import (
     DraGpus,
     DraNode,
     class_drivers,

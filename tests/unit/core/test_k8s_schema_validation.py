@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kubectl_tao.core import action, render
+from kubectl_tao.manifests import action, render
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 from kubernetes_validate import utils as kv_utils  # noqa: E402

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubectl_tao.core import kubelet_text, render
 from kubectl_tao.core.errors import GateError
 from kubectl_tao.jobs.submit import _lint
+from kubectl_tao.manifests import kubelet_text, render
 
 # Input / output pairs from the test table of Kubernetes' own expansion (third_party/forked/golang/expansion),
 # with VAR_A=A, VAR_B=B, VAR_C=C, VAR_REF=$(VAR_A), VAR_EMPTY="".

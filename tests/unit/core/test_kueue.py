@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
-from kubectl_tao.core import kueue
-from kubectl_tao.core.classify import job_status
-from kubectl_tao.core.diagnose import explain
-from kubectl_tao.core.gpufit import NodeGpus, fit
-from kubectl_tao.core.quota import FlavorGpus, QueueQuota, queue_quota
+from kubectl_tao.diagnosis import kueue
+from kubectl_tao.diagnosis.classify import job_status
+from kubectl_tao.diagnosis.diagnose import explain
+from kubectl_tao.gates.gpufit import NodeGpus, fit
+from kubectl_tao.gates.quota import FlavorGpus, QueueQuota, queue_quota
 from kubectl_tao.store.records import RecordStore
 
 SERVER = "https://127.0.0.1:6443"
@@ -279,7 +279,7 @@ def fake_kubectl_error() -> Any:
 
 
 def submit_cluster(fake: FakeKubectl) -> None:
-    from kubectl_tao.core.gpuinventory import DRA_READ
+    from kubectl_tao.gates.gpuinventory import DRA_READ
 
     prefix, granted = review_answer()
     fake.on(*prefix, stdout=granted)
@@ -294,7 +294,7 @@ SUBMIT = ["submit", "--image", "busybox:1.36", "--command", "true", "--gpus", "8
 
 
 def objects_created(fake: FakeKubectl) -> list[list[str]]:
-    from kubectl_tao.k8s import permissions
+    from kubectl_tao.gates import permissions
 
     return [c.argv for c in fake.calls if c.argv[:1] == ["create"] and "--dry-run=server" not in c.argv
             and permissions.REVIEW_TEMPLATE not in c.argv]

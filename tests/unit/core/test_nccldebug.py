@@ -1,11 +1,11 @@
-"""core/nccldebug.py: the network NCCL chose, read from NCCL_DEBUG=INFO lines, and the warning when RDMA devices
+"""diagnosis/nccldebug.py: the network NCCL chose, read from NCCL_DEBUG=INFO lines, and the warning when RDMA devices
 exist but TCP sockets were used. The lines are NCCL's (src/init.cc `Using network %s`, net_ib's `NET/IB : No
 device found.` / `NET/IB : Using ...`, net_socket's `NET/Socket : Using ...`, transport.cc's channel lines) with
 the `host:pid:tid [dev] NCCL INFO ` prefix NCCL gives them."""
 
 from __future__ import annotations
 
-from kubectl_tao.core import nccldebug
+from kubectl_tao.diagnosis import nccldebug
 
 SOCKETS_NO_IB = """\
 [rank 0] llama-ft-0:245:260 [0] NCCL INFO NET/IB : No device found.

@@ -27,9 +27,10 @@ from typing import Any
 import pytest
 
 import kubectl_tao
-from kubectl_tao.core import causes, names, nccldebug, redact
+from kubectl_tao.core import names, redact
 from kubectl_tao.core.redact import _Lazy
 from kubectl_tao.core.valueclass import Value
+from kubectl_tao.diagnosis import causes, nccldebug
 
 _REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT}
 FAILURES = Path(__file__).resolve().parents[2] / "fixtures" / "failures"
@@ -828,7 +829,7 @@ def test_no_module_pattern_lets_a_search_read_a_line_more_than_once_per_run() ->
     patterns = module_patterns(lazy=True)
     starts = {where: one_start(where) for where in patterns}
     assert starts["kubectl_tao.core.names.DNS_LABEL_RE: " + names.DNS_LABEL_RE.pattern[:80]]  # fullmatch only
-    assert not any(starts[w] for w in patterns if w.startswith("kubectl_tao.core.causes.CAUSES"))  # searched
+    assert not any(starts[w] for w in patterns if w.startswith("kubectl_tao.diagnosis.causes.CAUSES"))  # searched
     assert ways("kubectl_tao.core.redact._TOKEN_RULES: x") == [(False, True), (True, False)]  # finditer, fullmatch
     superlinear = {
         where: found

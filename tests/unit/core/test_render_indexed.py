@@ -6,8 +6,8 @@ import pytest
 import yaml
 from support import ROOT as REPO_ROOT
 
-from kubectl_tao.core import kubelet_text, render
 from kubectl_tao.core.errors import UsageError
+from kubectl_tao.manifests import kubelet_text, render
 
 ROOT = REPO_ROOT
 ENTRYPOINT = (ROOT / "templates/k8s/indexed-rank-entrypoint.sh").read_text()

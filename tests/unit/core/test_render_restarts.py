@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from support import ROOT
 
-from kubectl_tao.core import kubelet_text, render
 from kubectl_tao.core.errors import UsageError
+from kubectl_tao.manifests import kubelet_text, render
 from kubectl_tao.restarts import signs, table
 
 GANG_ENTRYPOINT = (ROOT / "templates/k8s/gang-restart-entrypoint.sh").read_text()

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 from support import ROOT as REPO_ROOT
 
-from kubectl_tao.core import flagvalues, kubelet_text, names, render, templates
+from kubectl_tao.core import flagvalues, names, templates
 from kubectl_tao.core.errors import UsageError
+from kubectl_tao.manifests import kubelet_text, render
 
 ROOT = REPO_ROOT
 BASE = {"image": "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt", "command": "dino train -e /workspace/s.yaml"}

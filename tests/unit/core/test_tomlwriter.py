@@ -1,4 +1,4 @@
-"""core/tomlwriter.py: materialized TOML configs are byte-identical to what the reference renderer writes
+"""manifests/tomlwriter.py: materialized TOML configs are byte-identical to what the reference renderer writes
 wherever its output is valid TOML, so the same spec gets the same content-addressed name from either tool. The
 expected texts are the reference writer's output for each spec, worked out from its rules (JSON string escapes,
 sections apart by one blank line, a table of sub-tables alone followed at once by its first sub-table, `{  }`)."""
@@ -10,8 +10,8 @@ import tomllib
 
 import pytest
 
-from kubectl_tao.core import action, tomlwriter
 from kubectl_tao.core.errors import UsageError
+from kubectl_tao.manifests import action, tomlwriter
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.core import contract, gpufit, gpuinventory
+from kubectl_tao.core import contract
 from kubectl_tao.core.errors import UsageError
 from kubectl_tao.core.topology import Topology, check_label_key, flavor_problem, is_label_key, parse
+from kubectl_tao.gates import gpufit, gpuinventory
 
 RACK = "example.com/rack"
 

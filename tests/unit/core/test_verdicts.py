@@ -1,4 +1,4 @@
-"""Each gate's judge (core/verdicts.py): what a gate saw -> OK / WARN / REFUSE, the text submit prints, and the
+"""Each gate's judge (gates/verdicts.py): what a gate saw -> OK / WARN / REFUSE, the text submit prints, and the
 error (exit code) a refusal raises."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from support import FIXTURES as FIXTURES_ROOT
 
-from kubectl_tao.core import gatefacts, verdicts
 from kubectl_tao.core.errors import (
     EXIT_NEVER_FITS,
     EXIT_UNREACHABLE,
@@ -18,12 +17,13 @@ from kubectl_tao.core.errors import (
     KubectlError,
     NeverFitsError,
 )
-from kubectl_tao.core.gatefacts import FitSeen
-from kubectl_tao.core.gaterequest import PREFLIGHT, SUBMIT, GateRequest
-from kubectl_tao.core.gpufit import NodeGpus, fit
-from kubectl_tao.core.quota import QueueQuota
 from kubectl_tao.core.serverversion import ServerVersion, parse_server_version
-from kubectl_tao.core.verdicts import OK, REFUSE, WARN
+from kubectl_tao.gates import gatefacts, verdicts
+from kubectl_tao.gates.gatefacts import FitSeen
+from kubectl_tao.gates.gaterequest import PREFLIGHT, SUBMIT, GateRequest
+from kubectl_tao.gates.gpufit import NodeGpus, fit
+from kubectl_tao.gates.quota import QueueQuota
+from kubectl_tao.gates.verdicts import OK, REFUSE, WARN
 
 FIXTURES = FIXTURES_ROOT / "k8s"
 

@@ -32,7 +32,7 @@ FORMS = {
     "password=": lambda c: f"password={c}",
     "token:": lambda c: f"token: {c}",
 }
-# Failure lines whose facts quote what they hold (core/causes.py): S is where the credential goes.
+# Failure lines whose facts quote what they hold (diagnosis/causes.py): S is where the credential goes.
 LINES = {
     "path": "FileNotFoundError: [Errno 2] No such file or directory: '{s}/train.json'",
     "module": "ModuleNotFoundError: No module named 'plugins.{s}'",
@@ -138,15 +138,15 @@ def test_the_canary_never_shows_on_any_surface(
 
 @pytest.mark.parametrize("line", sorted(LINES))
 def test_the_facts_a_line_gives_are_read_from_its_redacted_form(line: str) -> None:
-    from kubectl_tao.jobs import diagnosis
+    from kubectl_tao.diagnosis import ranklogs
 
     canary = "Cnry0a1b2c3d4e5f6g7h8i9j0kZq9x"
     failing = LINES[line].format(s=FORMS["url password"](canary))
-    read = diagnosis.from_result(_completed(f"[pod/p-0-aaaaa/tao] {failing}\n"))
-    found = diagnosis.diagnose(read, {"ranks": [{"rank": 0, "pod": "p-0-aaaaa", "exit_code": 1}]})
+    read = ranklogs.from_result(_completed(f"[pod/p-0-aaaaa/tao] {failing}\n"))
+    found = ranklogs.diagnose(read, {"ranks": [{"rank": 0, "pod": "p-0-aaaaa", "exit_code": 1}]})
     assert found is not None and found.facts, line
     assert canary not in repr(found.to_dict()) and "***REDACTED***" in repr(found.to_dict())
-    assert canary not in diagnosis.message(found)
+    assert canary not in ranklogs.message(found)
 
 
 def _completed(stdout: str) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
-from kubectl_tao.k8s.capacity import NODES_READ, PODS_READ
+from kubectl_tao.gates.capacity import NODES_READ, PODS_READ
 
 PODS_FORBIDDEN = (
     'Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:t:u" cannot list resource '
@@ -121,7 +121,7 @@ def test_forbidden_dra_read_stays_quiet_when_device_plugin_gpus_fit(cli: Any, fa
 def test_a_job_that_fits_only_on_dra_gpus_reads_them_after_the_device_plugins_fall_short(
     cli: Any, fake_kubectl: FakeKubectl
 ) -> None:
-    from kubectl_tao.core.gpuinventory import DRA_READ
+    from kubectl_tao.gates.gpuinventory import DRA_READ
 
     allowed(fake_kubectl)
     capacity = fixture_json("dra-nodes-pods.json")  # dra-node-0: 4 DRA GPUs, 3 allocated; no device plugin
@@ -140,7 +140,7 @@ def test_a_job_that_fits_only_on_dra_gpus_reads_them_after_the_device_plugins_fa
 
 def _dra_short(fake: FakeKubectl) -> None:
     """Device plugins' GPUs short for `--gpus 1` (no device plugin on the DRA node), DRA devices that fit it."""
-    from kubectl_tao.core.gpuinventory import DRA_READ
+    from kubectl_tao.gates.gpuinventory import DRA_READ
 
     capacity = fixture_json("dra-nodes-pods.json")
     capacity["items"] = [i for i in capacity["items"] if not i["metadata"]["name"].startswith("gpu-node-")]

@@ -1,4 +1,4 @@
-"""A failed job's logs, read in one round and named (jobs/diagnosis.py): status's REASON, the record (err_class,
+"""A failed job's logs, read in one round and named (diagnosis/ranklogs.py): status's REASON, the record (err_class,
 the ERROR transition's message, history.diagnosis), explain live and after the TTL, a log that cannot be read,
 and a credential printed next to the failure. The fake kubectl answers; tests/e2e/test_diagnosis.py runs the
 same on the real cluster."""
@@ -11,7 +11,7 @@ from typing import Any
 
 from support.fake_kubectl import FakeKubectl, fixture_json, open_kubernetes_record
 
-from kubectl_tao.jobs import diagnosis
+from kubectl_tao.diagnosis import ranklogs
 from kubectl_tao.store.records import RecordStore, schema_errors
 
 SERVER = "https://127.0.0.1:6443"
@@ -65,7 +65,7 @@ def test_status_names_the_cause_and_the_record_keeps_it(cli: Any, fake_kubectl: 
     assert "Message: rank 3: CUDA out of memory (CudaOOM, ERR_PROGRAM); asked for 20.00 GiB" in out
     logs = [a for a in fake_kubectl.argvs() if "logs" in a]
     assert len(logs) == 1, "one kubectl logs call reads every rank"
-    assert f"--tail={diagnosis.READ_LINES}" in logs[0] and f"--limit-bytes={diagnosis.READ_BYTES}" in logs[0]
+    assert f"--tail={ranklogs.READ_LINES}" in logs[0] and f"--limit-bytes={ranklogs.READ_BYTES}" in logs[0]
     assert "--ignore-errors" in logs[0] and "--prefix" in logs[0]
     record = store.show(record_id)
     assert record["terminal_state"] == "ERROR" and record["err_class"] == "ERR_PROGRAM"
@@ -79,7 +79,7 @@ def test_status_names_the_cause_and_the_record_keeps_it(cli: Any, fake_kubectl: 
     bad["history"] = {**bad["history"], "diagnosis": {**found, "err_class": "ERR_MAYBE"}}
     assert schema_errors(bad, "job-record-k8s"), "the schema knows the diagnosis"
     tail = store.get_extra(record_id)["history"]["ranks"][0]["log_tail"]
-    assert len(tail) == diagnosis.TAIL_LINES and tail[-1].startswith("====")
+    assert len(tail) == ranklogs.TAIL_LINES and tail[-1].startswith("====")
     # Seen again while the Job still exists: the cause, not ExitCode.
     code, out, _ = cli("status", record_id, "-o", "json")
     shown = json.loads(out)
@@ -161,13 +161,13 @@ def test_a_credential_printed_next_to_the_failure_never_shows(cli: Any, fake_kub
 
 
 def test_split_prefixed_keeps_kubectls_own_errors_apart() -> None:
-    split = diagnosis.split_prefixed(
+    split = ranklogs.split_prefixed(
         "[pod/a-0-xxxxx/tao] one\n[pod/a-1-yyyyy/tao] two\nerror: container tao is not valid for pod a-2\n"
         "[pod/a-0-xxxxx/tao] three\n"
     )
     assert split.texts() == {"a-0-xxxxx": "one\nthree", "a-1-yyyyy": "two"}
     assert split.errors == ["error: container tao is not valid for pod a-2"] and split.cut == {}
-    read = diagnosis.from_result(_completed("error: x\n" * 5))
+    read = ranklogs.from_result(_completed("error: x\n" * 5))
     assert read.texts == {} and len(read.notes) == 4 and read.notes[-1] == "2 more logs not read"
 
 
@@ -189,7 +189,7 @@ def test_logs_errors_prints_the_first_error_block_of_each_rank(cli: Any, fake_ku
     assert "[rank3]: ValueError: corrupt record in shard 00003 at offset 1048576" in lines
     assert not [line for line in lines if "ChildFailedError" in line or "step 2 loss" in line]
     logs = [a for a in fake_kubectl.argvs() if "logs" in a]
-    assert f"--tail={diagnosis.READ_LINES}" in logs[0]
+    assert f"--tail={ranklogs.READ_LINES}" in logs[0]
     code, _, err = cli("logs", record_id, "--errors", "--raw")
     assert code == 2 and "--errors" in err
     # Once the Job is gone: from the tails the record captured.
@@ -203,9 +203,9 @@ def test_logs_errors_prints_the_first_error_block_of_each_rank(cli: Any, fake_ku
 
 
 def test_a_gpu_hardware_failure_names_the_node_to_cordon() -> None:
-    read = diagnosis.LogRead({"llama-ft-0-abcde": (CORPUS / "gpu-hardware--uncorrectable-ecc.log").read_text()})
+    read = ranklogs.LogRead({"llama-ft-0-abcde": (CORPUS / "gpu-hardware--uncorrectable-ecc.log").read_text()})
     live = {"ranks": [{"rank": 0, "pod": "llama-ft-0-abcde", "node": "gpu-node-07", "exit_code": 1}]}
-    found = diagnosis.diagnose(read, live, gpus=8)
+    found = ranklogs.diagnose(read, live, gpus=8)
     assert found is not None
     assert (found.cause, found.err_class, found.node) == ("GpuHardware", "ERR_INFRA", "gpu-node-07")
     assert "`kubectl cordon gpu-node-07`" in found.fix
@@ -230,7 +230,7 @@ def test_output_with_no_known_cause_keeps_the_exit_code_as_the_reason(cli: Any, 
 
 
 def test_a_rank_prefix_of_thousands_of_digits_is_a_programs_text_not_a_crash() -> None:
-    from kubectl_tao.jobs import diagnosis
+    from kubectl_tao.diagnosis import ranklogs
 
     line = "[rank" + "7" * 5000 + "]: CUDA out of memory. Tried to allocate 2.00 GiB"
-    assert diagnosis.own_ranks(f"step 1\n{line}\n", 1, 2) == f"step 1\n{line}\n"  # no prefix: the pod's own line
+    assert ranklogs.own_ranks(f"step 1\n{line}\n", 1, 2) == f"step 1\n{line}\n"  # no prefix: the pod's own line

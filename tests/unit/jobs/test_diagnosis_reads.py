@@ -1,4 +1,4 @@
-"""The end of every rank's log is read whatever its line lengths (jobs/diagnosis.read_logs): the fake kubectl
+"""The end of every rank's log is read whatever its line lengths (diagnosis/ranklogs.read_logs): the fake kubectl
 answers `--tail`, `--limit-bytes` and `--prefix` as the kubelet and kubectl do (support.fake_kubectl.kubectl_logs),
 so a chatty rank's first read stops at the byte limit long before its traceback, a cut line runs into the next
 pod's prefix, and a log of fewer lines than asked is read from its start every time."""
@@ -11,7 +11,7 @@ from typing import Any
 
 from support.fake_kubectl import FakeKubectl, failed_job, fixture_json, kubectl_logs, nccl_info
 
-from kubectl_tao.jobs import diagnosis
+from kubectl_tao.diagnosis import ranklogs
 from kubectl_tao.store.records import RecordStore
 
 SERVER = "https://127.0.0.1:6443"
@@ -57,7 +57,7 @@ def chatty_job() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, str]]:
 
 def test_a_chatty_ranks_traceback_past_the_byte_limit_is_read_and_named(cli: Any, fake_kubectl: FakeKubectl) -> None:
     job, pods, texts = chatty_job()
-    first = kubectl_logs(texts, diagnosis.log_args("tao-jobs", "tao-job=x", 2)).stdout
+    first = kubectl_logs(texts, ranklogs.log_args("tao-jobs", "tao-job=x", 2)).stdout
     assert "OutOfMemoryError" not in first  # what one read of the last 300 lines within 64 KiB holds
     store, record_id = launched(job)
     serve(fake_kubectl, job, pods, texts)
@@ -82,13 +82,13 @@ def test_each_reread_is_one_pod_bounded_by_bytes(fake_kubectl: FakeKubectl) -> N
 
     _, _, texts = chatty_job()
     fake_kubectl.logs(texts)
-    read = diagnosis.read_logs(Kubectl(), "tao-jobs", "tao-job=x", 2, names=list(texts))
+    read = ranklogs.read_logs(Kubectl(), "tao-jobs", "tao-job=x", 2, names=list(texts))
     calls = [c for c in fake_kubectl.argvs() if "logs" in c]
     assert len(calls) == 3  # one for every rank, then one for each rank the byte limit cut
     for argv in calls:
-        assert f"--limit-bytes={diagnosis.READ_BYTES}" in argv
+        assert f"--limit-bytes={ranklogs.READ_BYTES}" in argv
     for pod, text in texts.items():
-        assert read.texts[pod] == "\n".join(text.splitlines()[-diagnosis.READ_LINES:])  # whole, once, in order
+        assert read.texts[pod] == "\n".join(text.splitlines()[-ranklogs.READ_LINES:])  # whole, once, in order
         again = next(c for c in calls[1:] if pod in c)  # the lines the first read did not get, alone
         assert "--prefix" not in again and 0 < int(next(a for a in again if a.startswith("--tail="))[7:]) < 300
 
@@ -104,20 +104,20 @@ def test_the_pods_read_the_same_in_whatever_order_kubectl_prints_them(fake_kubec
     reads = []
     for order in permutations(texts):
         fake_kubectl.logs({pod: texts[pod] for pod in order})
-        reads.append(diagnosis.read_logs(Kubectl(), "tao-jobs", "tao-job=x", 4, names=list(texts)).texts)
+        reads.append(ranklogs.read_logs(Kubectl(), "tao-jobs", "tao-job=x", 4, names=list(texts)).texts)
     assert all(read == reads[0] for read in reads[1:])
     assert reads[0]["j-2-ccccc"] == "progress 99%" and reads[0]["j-3-ddddd"].endswith("\n[rank3]: ValueError: bad")
     for pod, text in chatty.items():
-        assert reads[0][pod] == "\n".join(text.splitlines()[-diagnosis.READ_LINES:])
+        assert reads[0][pod] == "\n".join(text.splitlines()[-ranklogs.READ_LINES:])
 
 
 def test_a_log_of_fewer_lines_than_asked_is_not_doubled(fake_kubectl: FakeKubectl) -> None:
     from kubectl_tao.k8s.kubectl import Kubectl
 
     text = nccl_info("node-0", 200) + oom_of(0)  # fewer than 300 lines, more than 64 KiB
-    assert len(text.splitlines()) < diagnosis.READ_LINES and len(text.encode()) > diagnosis.READ_BYTES
+    assert len(text.splitlines()) < ranklogs.READ_LINES and len(text.encode()) > ranklogs.READ_BYTES
     fake_kubectl.logs({"p-0-aaaaa": text})
-    read = diagnosis.read_logs(Kubectl(), "tao-jobs", "tao-job=x", 1, names=["p-0-aaaaa"])
+    read = ranklogs.read_logs(Kubectl(), "tao-jobs", "tao-job=x", 1, names=["p-0-aaaaa"])
     assert read.texts["p-0-aaaaa"] == text.removesuffix("\n") and read.notes == []
 
 
@@ -126,19 +126,19 @@ def test_lines_longer_than_the_limit_end_within_a_bounded_number_of_reads(fake_k
 
     text = ("x" * 100_000 + "\n") * 20 + "RuntimeError: CUDA error: an illegal memory access was encountered\n"
     fake_kubectl.logs({"p-0-aaaaa": text})
-    read = diagnosis.read_logs(Kubectl(), "tao-jobs", "tao-job=x", 1, names=["p-0-aaaaa"])
+    read = ranklogs.read_logs(Kubectl(), "tao-jobs", "tao-job=x", 1, names=["p-0-aaaaa"])
     calls = [c for c in fake_kubectl.argvs() if "logs" in c]
-    assert len(calls) <= 1 + diagnosis.REREADS
+    assert len(calls) <= 1 + ranklogs.REREADS
     got = read.texts["p-0-aaaaa"]
     assert got.endswith("RuntimeError: CUDA error: an illegal memory access was encountered")
-    assert len(got.encode()) <= (1 + diagnosis.REREADS) * diagnosis.READ_BYTES
+    assert len(got.encode()) <= (1 + ranklogs.REREADS) * ranklogs.READ_BYTES
 
 
 def test_a_cut_line_never_runs_into_the_next_pods_first_line() -> None:
     texts = {"j-0-aaaaa": "a" * 70_000 + "\n", "j-1-bbbbb": "[rank1]: first line of rank 1\nsecond\n"}
     out = kubectl_logs(texts, ["logs", "-l", "tao-job=j", "--prefix", "--tail=300", "--limit-bytes=65536"]).stdout
     assert "a[pod/j-1-bbbbb/tao] [rank1]: first line of rank 1" in out  # kubectl glues them on one line
-    split = diagnosis.split_prefixed(out)
+    split = ranklogs.split_prefixed(out)
     assert split.lines["j-1-bbbbb"] == ["[rank1]: first line of rank 1", "second"]
     assert split.lines["j-0-aaaaa"] == [] and split.cut["j-0-aaaaa"] == "a" * 65536
 
@@ -146,19 +146,19 @@ def test_a_cut_line_never_runs_into_the_next_pods_first_line() -> None:
 def test_a_cut_inside_a_multibyte_character_still_splits_where_the_next_pod_begins() -> None:
     texts = {"j-0-aaaaa": "é" * 40_000 + "\n", "j-1-bbbbb": "next\n"}
     out = kubectl_logs(texts, ["logs", "-l", "tao-job=j", "--prefix", "--limit-bytes=65535"]).stdout
-    split = diagnosis.split_prefixed(out, limit=65535)
+    split = ranklogs.split_prefixed(out, limit=65535)
     assert split.lines["j-1-bbbbb"] == ["next"] and split.cut["j-0-aaaaa"].startswith("é" * 32767)
 
 
 def test_a_log_without_a_last_newline_keeps_its_line_when_the_pods_are_known() -> None:
     texts = {"j-0-aaaaa": "progress 99%", "j-1-bbbbb": "[rank1]: RuntimeError: boom\n"}
     out = kubectl_logs(texts, ["logs", "-l", "tao-job=j", "--prefix", "--tail=300"]).stdout
-    split = diagnosis.split_prefixed(out, pods=list(texts))
+    split = ranklogs.split_prefixed(out, pods=list(texts))
     assert split.texts() == {"j-0-aaaaa": "progress 99%", "j-1-bbbbb": "[rank1]: RuntimeError: boom"}
     # A pod's own text naming a pod that has already printed is its text, never a split.
     out = kubectl_logs({"j-1-bbbbb": "x\n", "j-0-aaaaa": "see [pod/j-1-bbbbb/tao] y\n"},
                        ["logs", "-l", "tao-job=j", "--prefix"]).stdout
-    assert diagnosis.split_prefixed(out, pods=["j-0-aaaaa", "j-1-bbbbb"]).lines["j-0-aaaaa"] == [
+    assert ranklogs.split_prefixed(out, pods=["j-0-aaaaa", "j-1-bbbbb"]).lines["j-0-aaaaa"] == [
         "see [pod/j-1-bbbbb/tao] y"]
 
 
@@ -168,12 +168,12 @@ def test_a_rank_prefix_a_program_printed_never_blames_that_rank() -> None:
     live = {"ranks": [{"rank": r, "pod": names[r], "node": f"gpu-node-{r}", "exit_code": 1} for r in range(2)],
             "first_failed_rank": None}
     fake = oom_of(0)  # rank 1 prints what rank 0 would print
-    read = diagnosis.LogRead({names[0]: "step 3 loss 0.0312", names[1]: fake})
-    found = diagnosis.diagnose(read, live, gpus=1, per_pod=1)
+    read = ranklogs.LogRead({names[0]: "step 3 loss 0.0312", names[1]: fake})
+    found = ranklogs.diagnose(read, live, gpus=1, per_pod=1)
     assert found is not None and (found.cause, found.rank, found.pod) == ("CudaOOM", 1, names[1])
     # torch's own prefix of a rank the pod runs (8 GPUs a pod: pod 1 runs ranks 8..15) stays that rank.
-    read = diagnosis.LogRead({names[0]: "step 3 loss 0.0312", names[1]: oom_of(9)})
-    found = diagnosis.diagnose(read, live, gpus=8, per_pod=8)
+    read = ranklogs.LogRead({names[0]: "step 3 loss 0.0312", names[1]: oom_of(9)})
+    found = ranklogs.diagnose(read, live, gpus=8, per_pod=8)
     assert found is not None and (found.cause, found.rank) == ("CudaOOM", 9)
 
 
@@ -190,9 +190,9 @@ def test_a_finished_jobs_capture_reads_a_bounded_tail(cli: Any, fake_kubectl: Fa
     code, out, _ = cli("status", record_id)
     assert code == 0 and "COMPLETE" in out, out
     calls = [c for c in fake_kubectl.argvs() if "logs" in c]
-    assert all(f"--limit-bytes={diagnosis.READ_BYTES}" in c for c in calls) and "--tail=50" in calls[0]
+    assert all(f"--limit-bytes={ranklogs.READ_BYTES}" in c for c in calls) and "--tail=50" in calls[0]
     tail = store.get_extra(record_id)["history"]["ranks"][0]["log_tail"]
-    assert tail[-1] == "done" and sum(len(t) for t in tail) <= 2 * diagnosis.READ_BYTES
+    assert tail[-1] == "done" and sum(len(t) for t in tail) <= 2 * ranklogs.READ_BYTES
 
 
 def test_explain_of_a_torchrun_job_never_blames_a_rank_a_program_named(cli: Any, fake_kubectl: FakeKubectl) -> None:
@@ -239,20 +239,20 @@ def test_error_blocks_tell_ranks_apart_by_the_ranks_a_pod_runs() -> None:
         "[rank0]: Traceback (most recent call last):",
         "[rank0]: ValueError: printed by the program of pod 1",
     ])
-    blocks = dict(diagnosis.error_blocks(text, 1, 8))  # pod 1 of 8 GPUs a pod runs ranks 8..15
+    blocks = dict(ranklogs.error_blocks(text, 1, 8))  # pod 1 of 8 GPUs a pod runs ranks 8..15
     assert blocks[9][-1].startswith("[rank9]: RuntimeError") and 0 not in blocks
     assert blocks[8] == ["[rank0]: Traceback (most recent call last):",
                          "[rank0]: ValueError: printed by the program of pod 1"]
     # Where the ranks a pod runs are not known, every [rankN]: is torch's.
-    assert sorted(r for r, _ in diagnosis.error_blocks(text, 1, None)) == [0, 9]
-    assert diagnosis.error_blocks(text, 1) == diagnosis.error_blocks(text, 1, None)
+    assert sorted(r for r, _ in ranklogs.error_blocks(text, 1, None)) == [0, 9]
+    assert ranklogs.error_blocks(text, 1) == ranklogs.error_blocks(text, 1, None)
 
 
 def test_the_ranks_a_pod_runs_are_known_for_multi_node_torchrun_jobs_only() -> None:
     torchrun = {"request": {"flags": {"launcher": "torchrun"}}}
-    assert diagnosis.ranks_per_pod({**torchrun, "nodes": 2, "gpus": 8}) == 8
-    assert diagnosis.ranks_per_pod({**torchrun, "nodes": 2, "gpus": 0}) == 1
-    assert diagnosis.ranks_per_pod({**torchrun, "nodes": 1, "gpus": 8}) is None  # one pod: its command decides
-    assert diagnosis.ranks_per_pod({"request": {"flags": {"launcher": "tao"}}, "nodes": 2, "gpus": 8}) is None
-    assert diagnosis.ranks_per_pod({"nodes": 2, "gpus": 8}) is None  # a Job launched another way
+    assert ranklogs.ranks_per_pod({**torchrun, "nodes": 2, "gpus": 8}) == 8
+    assert ranklogs.ranks_per_pod({**torchrun, "nodes": 2, "gpus": 0}) == 1
+    assert ranklogs.ranks_per_pod({**torchrun, "nodes": 1, "gpus": 8}) is None  # one pod: its command decides
+    assert ranklogs.ranks_per_pod({"request": {"flags": {"launcher": "tao"}}, "nodes": 2, "gpus": 8}) is None
+    assert ranklogs.ranks_per_pod({"nodes": 2, "gpus": 8}) is None  # a Job launched another way
 

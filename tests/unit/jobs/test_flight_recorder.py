@@ -1,6 +1,6 @@
 """Multi-node torchrun jobs get PyTorch's NCCL flight recorder by default (render.py), dumping into the results
 directory; --no-flight-recorder leaves it out; explain of a collective timeout names the dumps and the command
-that reads them (jobs/diagnosis.with_dumps)."""
+that reads them (diagnosis/ranklogs.with_dumps)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kubectl_tao.core import causes, kubelet_text, render
-from kubectl_tao.jobs import diagnosis
+from kubectl_tao.diagnosis import causes, ranklogs
+from kubectl_tao.manifests import kubelet_text, render
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "failures"
 FR_VARS = ("TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT", "TORCH_FR_DUMP_TEMP_FILE",
@@ -63,13 +63,13 @@ def test_a_collective_timeout_names_the_dumps_and_the_command() -> None:
     found = causes.diagnose(logs)
     assert found is not None and found.cause == "CollectiveTimeout"
     pods = [_job()["spec"]["template"]]
-    told = diagnosis.with_dumps(found, pods)
+    told = ranklogs.with_dumps(found, pods)
     where = "/workspace/results/llama-ft-1a2b3c/flight-recorder"
     assert told.facts["flight_recorder"] == where
     assert f"`torchfrtrace {where}`" in told.fix and "nccl_trace_rank_N" in told.fix
-    assert diagnosis.with_dumps(found, [_job(flight_recorder=False)["spec"]["template"]]) == found
+    assert ranklogs.with_dumps(found, [_job(flight_recorder=False)["spec"]["template"]]) == found
     oom = causes.classify_log((CORPUS / "cuda-oom--torch-2.15-in-pod.log").read_text())
-    assert oom is not None and diagnosis.with_dumps(oom, pods) == oom, "only hangs and lost peers"
+    assert oom is not None and ranklogs.with_dumps(oom, pods) == oom, "only hangs and lost peers"
 
 
 def test_a_gloo_timeout_leaves_no_dump_to_name() -> None:
@@ -78,4 +78,4 @@ def test_a_gloo_timeout_leaves_no_dump_to_name() -> None:
     ]
     found = causes.diagnose(logs)
     assert found is not None and found.cause == "CollectiveTimeout"
-    assert diagnosis.with_dumps(found, [_job()["spec"]["template"]]) == found
+    assert ranklogs.with_dumps(found, [_job()["spec"]["template"]]) == found

@@ -1,4 +1,4 @@
-"""The one gate list (jobs/gates.py) shared by submit, preflight and fit: every gate names a judge that exists,
+"""The one gate list (gates/checks.py) shared by submit, preflight and fit: every gate names a judge that exists,
 preflight asks about permissions the way submit does (access reviews, never `auth can-i`), and preflight's
 lines are the verdicts submit acts on, in the same words."""
 
@@ -12,11 +12,9 @@ from typing import Any
 import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
-from kubectl_tao.core import verdicts
-from kubectl_tao.core.gaterequest import FIT, PREFLIGHT, SUBMIT
-from kubectl_tao.core.gpuinventory import DRA_READ
-from kubectl_tao.jobs import gates
-from kubectl_tao.k8s import permissions
+from kubectl_tao.gates import checks, permissions, verdicts
+from kubectl_tao.gates.gaterequest import FIT, PREFLIGHT, SUBMIT
+from kubectl_tao.gates.gpuinventory import DRA_READ
 
 SUBMIT_ARGS = ["submit", "--image", "busybox", "--command", "true", "--gpus", "8", "--pvc", "data",
                "--dry-run=server"]
@@ -50,12 +48,12 @@ def preflight_lines(out: str, name: str) -> list[str]:
 
 
 def test_every_gate_names_its_judge_and_every_judge_belongs_to_a_gate() -> None:
-    judges = {gate.judge for gate in gates.GATES}
-    for gate in gates.GATES:
+    judges = {gate.judge for gate in checks.GATES}
+    for gate in checks.GATES:
         judge = getattr(verdicts, gate.judge)
         assert list(inspect.signature(judge).parameters)[:1] == ["request"], gate.name
         assert set(gate.verbs) <= {SUBMIT, PREFLIGHT, FIT}
-    names = [gate.name for gate in gates.GATES]
+    names = [gate.name for gate in checks.GATES]
     assert len(names) == len(set(names))
     gate_judges = {name for name, value in vars(verdicts).items() if inspect.isfunction(value)
                    and list(inspect.signature(value).parameters)[:2] in (["request", "seen"], ["request", "found"],
@@ -151,7 +149,7 @@ def test_preflight_prints_the_gates_in_the_order_submit_judges_them(cli: Any, fa
     assert code == 0, err
     names = list(dict.fromkeys(check["check"] for check in json.loads(out)["checks"]))[2:]  # after this machine's
     assert names == ["cluster", "permissions", "gpu-operator", "node-runtime", "references", "capacity", "restarts"]
-    order = [gate.name for gate in gates.GATES]
+    order = [gate.name for gate in checks.GATES]
     assert names == sorted(names, key=order.index)
 
 
@@ -171,8 +169,8 @@ def test_an_unreachable_cluster_is_one_line_and_nothing_else_is_judged(
 
 
 def test_dra_devices_are_judged_only_where_they_can_change_the_verdict() -> None:
-    from kubectl_tao.core import gpuinventory
-    from kubectl_tao.core.gpufit import QUEUE
+    from kubectl_tao.gates import gpuinventory
+    from kubectl_tao.gates.gpufit import QUEUE
     from kubectl_tao.k8s.kubectl import Completed
 
     first = type("Verdict", (), {"verdict": QUEUE})()
@@ -183,10 +181,10 @@ def test_dra_devices_are_judged_only_where_they_can_change_the_verdict() -> None
         return first
 
     none_published = Completed(json.dumps({"kind": "List", "items": []}), "", 0)
-    verdict, note = gates.judge_counting_dra(judge, first, lambda: gates.FollowUp(answer=none_published))
+    verdict, note = checks.judge_counting_dra(judge, first, lambda: checks.FollowUp(answer=none_published))
     assert (verdict, note, judged) == (first, "", [])  # nothing DRA publishes: the verdict without them stands
     devices = gpuinventory.parse_dra(fixture_json("dra-objects.json"))
     assert gpuinventory.counts_for_fit(devices) and not gpuinventory.counts_for_fit(None)
     published = Completed(json.dumps(fixture_json("dra-objects.json")), "", 0)
-    gates.judge_counting_dra(judge, first, lambda: gates.FollowUp(answer=published))
+    checks.judge_counting_dra(judge, first, lambda: checks.FollowUp(answer=published))
     assert judged == [devices]

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.core import kubelet_text, templates
+from kubectl_tao.core import templates
 from kubectl_tao.core.errors import UsageError
 from kubectl_tao.jobs.flags import job_request
 from kubectl_tao.jobs.plan import JobRequest, build, flags_stored, stored
+from kubectl_tao.manifests import kubelet_text
 from kubectl_tao.restarts import table
 
 WATCH = templates.load_template("stall-watch.sh")

@@ -12,13 +12,12 @@ from typing import Any
 import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
-from kubectl_tao.core import noderuntime
-from kubectl_tao.core.gpuinventory import DRA_READ
-from kubectl_tao.jobs import gates, preflight
-from kubectl_tao.k8s import gatelists
-from kubectl_tao.k8s.capacity import NODES_READ
+from kubectl_tao.gates import checks, gatelists, noderuntime
+from kubectl_tao.gates.capacity import NODES_READ
+from kubectl_tao.gates.gpuinventory import DRA_READ
+from kubectl_tao.jobs import preflight
 
-RUNTIME_CLASSES = tuple(gates.RUNTIME_CLASSES_READ[0][:2])
+RUNTIME_CLASSES = tuple(checks.RUNTIME_CLASSES_READ[0][:2])
 IS_GPU_NODE = preflight.is_gpu_node
 GPU_OPERATOR_CDI = "nvidia\nnvidia-cdi\nnvidia-legacy\n"  # the RuntimeClasses the GPU Operator makes with CDI on
 
@@ -334,9 +333,9 @@ def test_a_kubeconfig_without_a_current_context_says_so(
 
 
 def test_many_failing_nodes_are_named_three_then_counted() -> None:
-    from kubectl_tao.core import verdicts
-    from kubectl_tao.core.gatefacts import NodeRuntimeSeen
-    from kubectl_tao.core.gaterequest import PREFLIGHT, GateRequest
+    from kubectl_tao.gates import verdicts
+    from kubectl_tao.gates.gatefacts import NodeRuntimeSeen
+    from kubectl_tao.gates.gaterequest import PREFLIGHT, GateRequest
 
     old = tuple(noderuntime.GpuNode(f"gpu-{i}", "550.54.15", "12.4", "containerd://1.7.22") for i in range(5))
     found = verdicts.node_runtime(GateRequest(PREFLIGHT, "ns"), NodeRuntimeSeen(old, ()))

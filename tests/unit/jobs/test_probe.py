@@ -277,7 +277,7 @@ def test_probe_warning_for_a_failed_hung_or_missing_probe_of_this_cluster(tmp_pa
 
 
 def submit_answers(fake: FakeKubectl, version: str = "version-gke-1.30.json") -> None:
-    from kubectl_tao.k8s import permissions
+    from kubectl_tao.gates import permissions
 
     every = permissions.needed(credentials=True, service=True)
     granted = "".join(f"{p.verb} {p.resource} {p.group or '<no value>'} true\n" for p in every)

@@ -1,5 +1,5 @@
-"""The restarts gate (jobs/gates.py, k8s/restarts.py): --max-restarts is refused in one line (exit 2) where the
-API server drops or refuses container restart rules, found by a server dry run, never by the version alone;
+"""The restarts gate (gates/checks.py, restarts/servercheck.py): --max-restarts is refused in one line (exit 2) where
+the API server drops or refuses container restart rules, found by a server dry run, never by the version alone;
 preflight and fit say whether restarts are available."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
-from kubectl_tao.k8s import restarts
+from kubectl_tao.restarts import servercheck
 
 NAMESPACE = "tao-jobs"
 SUBMIT_ARGS = ["submit", "--image", "busybox", "--command", "true", "--gpus", "8", "--nodes", "2", "--pvc", "data",
@@ -28,7 +28,7 @@ def _managed_gpu_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def cluster(fake: FakeKubectl, *, restart_answer: dict[str, Any]) -> None:
-    args, _ = restarts.dry_run_call(NAMESPACE)
+    args, _ = servercheck.dry_run_call(NAMESPACE)
     fake.on(*args, **restart_answer)  # before the job's own dry run: the first matching rule answers
     review, granted = review_answer()
     fake.on(*review, stdout=granted)
@@ -118,10 +118,10 @@ def test_the_dry_run_answers_are_read_as_support_or_its_absence() -> None:
     from kubectl_tao.core.errors import KubectlError
     from kubectl_tao.k8s.kubectl import Completed
 
-    assert restarts.kept(Completed(KEPT + "\n", "", 0)).available
-    assert not restarts.kept(Completed("", "", 0)).available
-    refused = restarts.kept(KubectlError('The Job "x" is invalid: spec.template.spec.containers[0]'
+    assert servercheck.kept(Completed(KEPT + "\n", "", 0)).available
+    assert not servercheck.kept(Completed("", "", 0)).available
+    refused = servercheck.kept(KubectlError('The Job "x" is invalid: spec.template.spec.containers[0]'
                                          '.restartPolicyRules[0].action: Unsupported value: "RestartAllContainers"'))
     assert not refused.available and "RestartAllContainersOnContainerExits" in refused.detail
-    other = restarts.kept(KubectlError("admission webhook denied the request"))
+    other = servercheck.kept(KubectlError("admission webhook denied the request"))
     assert not other.available and "admission webhook denied the request" in other.detail

@@ -107,7 +107,7 @@ def test_a_record_whose_job_is_gone_still_shows_its_restarts_from_the_record() -
 
 def test_explain_names_why_each_attempt_ended() -> None:
     from kubectl_tao.commands.explain import _text
-    from kubectl_tao.jobs.explain import explain_job
+    from kubectl_tao.diagnosis.explain import explain_job
     from kubectl_tao.restarts import history
 
     ends = [end.to_dict() for end in history.parse_history([RESTART_1, FAIL_2])]

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from kubectl_tao.jobs.gates import parse_refs
+from kubectl_tao.gates.checks import parse_refs
 from kubectl_tao.k8s.objects import secret_object
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from support.fake_kubectl import FakeKubectl
 
-from kubectl_tao.k8s import permissions
-from kubectl_tao.k8s.permissions import Permission
+from kubectl_tao.gates import permissions
+from kubectl_tao.gates.permissions import Permission
 from kubectl_tao.store.records import RecordStore
 
 CANARY = "hf_PermCanary0123456789abcdefghijklmn"

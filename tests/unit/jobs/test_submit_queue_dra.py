@@ -15,7 +15,7 @@ import pytest
 from support import fake_kubectl as fake_module
 from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
-from kubectl_tao.core.gpuinventory import DRA_READ
+from kubectl_tao.gates.gpuinventory import DRA_READ
 
 SUBMIT = ["submit", "--image", "busybox", "--command", "true", "--storage-tier", "C", "--s3-output", "s3://bucket/out"]
 UID = "0b9b6c1e-1111-2222-3333-444455556666"

@@ -10,8 +10,8 @@ import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json
 
 from kubectl_tao.core.errors import TaoError
-from kubectl_tao.core.gpuinventory import DRA_READ
-from kubectl_tao.k8s import capacity
+from kubectl_tao.gates import capacity
+from kubectl_tao.gates.gpuinventory import DRA_READ
 from kubectl_tao.k8s.kubectl import Completed
 
 NODES_FORBIDDEN = 'Error from server (Forbidden): nodes is forbidden: User "u" cannot list resource "nodes"'

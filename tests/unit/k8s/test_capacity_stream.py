@@ -19,9 +19,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from kubectl_tao.core import gpufit, gpuinventory
 from kubectl_tao.core.errors import KubectlError, TaoError, UsageError
-from kubectl_tao.k8s import capacity, gatelists
+from kubectl_tao.gates import capacity, gatelists, gpufit, gpuinventory
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
 GPU = "nvidia.com/gpu"

@@ -1,5 +1,5 @@
 """The signs the rank entrypoint matches to decide a restart (restarts/signs.sign_rows, rendered as
-TAO_RETRY_SIGNS): derived from core/causes.py's table, each a POSIX ERE that real `grep -E` reads as causes.py
+TAO_RETRY_SIGNS): derived from diagnosis/causes.py's table, each a POSIX ERE that real `grep -E` reads as causes.py
 reads its Python pattern, over every line of the failure corpus; the entrypoint (real processes) decides on the
 same outputs as the sign the Python reading picks and the exit code's row of restarts/table.py say."""
 
@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from kubectl_tao.core import causes, ere, kubelet_text
+from kubectl_tao.core import ere
+from kubectl_tao.diagnosis import causes
+from kubectl_tao.manifests import kubelet_text
 from kubectl_tao.restarts import signs, table
 
 ROOT = Path(__file__).resolve().parents[3]

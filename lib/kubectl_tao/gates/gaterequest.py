@@ -1,5 +1,5 @@
-"""What the gates are asked (jobs/gates.py): a job's shape, and the verb asking. Pure data, the one thing the
-gates need before their reads start; their judges (core/verdicts.py) are loaded once the reads are on their way."""
+"""What the gates are asked (gates/checks.py): a job's shape, and the verb asking. Pure data, the one thing the
+gates need before their reads start; their judges (gates/verdicts.py) are loaded once the reads are on their way."""
 
 from __future__ import annotations
 

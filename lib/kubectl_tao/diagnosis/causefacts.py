@@ -1,4 +1,4 @@
-"""What an evidence line tells, read off it: the fact readers the table of causes (core/causes.py) names.
+"""What an evidence line tells, read off it: the fact readers the table of causes (diagnosis/causes.py) names.
 
 Each reader takes one line (already cut to ``causes.LINE_CHARS``) and returns the facts it found as a dict
 (``{}`` when the line says none of them): torch's out-of-memory sizes, the ranks that joined a store, the

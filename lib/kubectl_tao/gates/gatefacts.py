@@ -1,4 +1,4 @@
-"""What each gate saw: the records a gate's look (jobs/gates.py) hands its judge (core/verdicts.py). Loaded
+"""What each gate saw: the records a gate's look (gates/checks.py) hands its judge (gates/verdicts.py). Loaded
 once the gates' reads are on their way, not before."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class NodeRuntimeSeen(Value):
 
 @record(frozen=True)
 class GpusSeen(Value):
-    """The capacity read (k8s/capacity.py: Capacity) and, for preflight, the DRA devices, why some were not
+    """The capacity read (gates/capacity.py: Capacity) and, for preflight, the DRA devices, why some were not
     counted and the nodes with the GPUs their pods hold (gpufit.node_gpus; None when no nodes were read)."""
 
     capacity: Any
@@ -61,8 +61,8 @@ class QueueSeen(Value):
 
 @record(frozen=True)
 class RestartsSeen(Value):
-    """Whether the server keeps the container restart rules of --max-restarts (k8s/restarts.py: Support), and the
-    server version ('' when it could not be read)."""
+    """Whether the server keeps the container restart rules of --max-restarts (restarts/servercheck.py: Support),
+    and the server version ('' when it could not be read)."""
 
     support: Any
     version: str = ""
@@ -71,7 +71,7 @@ class RestartsSeen(Value):
 @record(frozen=True)
 class FitSeen(Value):
     """The fit verdict (gpufit.FitVerdict; None while submit settles a "queue" verdict after the create, see
-    jobs/gates.py: LaterFit), why DRA GPUs were not counted, and whether the pods could be listed."""
+    gates/checks.py: LaterFit), why DRA GPUs were not counted, and whether the pods could be listed."""
 
     verdict: Any
     dra_note: str = ""

@@ -2,8 +2,8 @@
 
 A Gate (GATES, at the end) names the verbs that run it and when it is wanted, the kubectl reads it needs (keyed:
 gates naming the same key share one process), how it looks at their answers (`look`, here: answers -> what it
-saw, core/gatefacts.py, where a follow-up read may be made) and how it judges what it saw (`judge`: the name of
-a pure function in core/verdicts.py that returns Verdicts; loaded once the reads are on their way, so that
+saw, gates/gatefacts.py, where a follow-up read may be made) and how it judges what it saw (`judge`: the name of
+a pure function in gates/verdicts.py that returns Verdicts; loaded once the reads are on their way, so that
 nothing but the reads themselves comes before them). `Run` starts the reads of every gate a verb runs at once
 (one round trip), looks at the capacity as soon as the nodes and pods are in (`early`: a DRA read that may be
 needed starts while the other reads still run), waits for the rest, then looks and judges gate by gate in list
@@ -14,7 +14,7 @@ order:
 So the order of GATES is the order in which refusals win and warnings are printed.
 
 A new gate is one Gate in GATES, placed where its refusal should come: its reads and look below, its judge in
-core/verdicts.py. The verbs pick it up from the list.
+gates/verdicts.py. The verbs pick it up from the list.
 """
 
 from __future__ import annotations
@@ -25,14 +25,16 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from kubectl_tao.core.errors import ClusterUnreachableError, GateError, KubectlError, TaoError, UsageError
-from kubectl_tao.core.gaterequest import FIT, PREFLIGHT, SUBMIT, GateRequest
 from kubectl_tao.core.valueclass import Value, record
-from kubectl_tao.k8s import gang, permissions, restarts
+from kubectl_tao.gates import permissions
+from kubectl_tao.gates.gaterequest import FIT, PREFLIGHT, SUBMIT, GateRequest
+from kubectl_tao.k8s import gang
 from kubectl_tao.k8s.kubectl import Completed, Kubectl, Running
+from kubectl_tao.restarts import servercheck
 
 if TYPE_CHECKING:
-    from kubectl_tao.core import gatefacts
-    from kubectl_tao.core.verdicts import Verdict
+    from kubectl_tao.gates import gatefacts
+    from kubectl_tao.gates.verdicts import Verdict
 
 Call = tuple[list[str], dict[str, Any]]
 VERSION_READ: Call = (["version", "-o", "json"], {"namespaced": False})
@@ -46,7 +48,7 @@ class Gate(Value):
     wanted: Callable[[GateRequest], bool]
     reads: Callable[[GateRequest], dict[str, Call]]
     look: Callable[[Run], Any]  # what the gate saw; a TaoError it raises is its refusal
-    judge: str  # its judge: (GateRequest, what it saw) -> list[Verdict], a function of core/verdicts.py
+    judge: str  # its judge: (GateRequest, what it saw) -> list[Verdict], a function of gates/verdicts.py
     early: Callable[[Run], None] | None = None  # run once the reads started, before waiting for all of them
     early_first: bool = False  # its early hook waits only for a quick read: run it before the others'
     stops: bool = False  # a refusal here ends the run: nothing after it could be read
@@ -124,7 +126,7 @@ class Run:
             if gate.early is not None:
                 with contextlib.suppress(TaoError):  # raised again by the gate's look, in its turn
                     gate.early(self)
-        from kubectl_tao.core import verdicts
+        from kubectl_tao.gates import verdicts
 
         self._batch.results()
         for gate in self.gates:
@@ -169,7 +171,7 @@ def for_submit(kc: Kubectl, request: GateRequest, warnings: list[str]) -> Gates:
 
 def _act_on(verdict: Verdict, warnings: list[str]) -> None:
     """Submit's reading of a verdict: a refusal is raised, a warning kept, OK is silent."""
-    from kubectl_tao.core.verdicts import REFUSE, WARN
+    from kubectl_tao.gates.verdicts import REFUSE, WARN
 
     if verdict.status == REFUSE:
         assert verdict.error is not None
@@ -212,7 +214,7 @@ class Gates:
 
     def settle(self) -> list[str]:
         """The fit verdict with DRA GPUs counted, once `later` has them; the warnings that adds."""
-        from kubectl_tao.core import verdicts
+        from kubectl_tao.gates import verdicts
 
         if self.later is None:
             return []
@@ -240,7 +242,7 @@ class LaterFit:
         self._judge, self._first, self._dra, self._usage_known = judge, first, dra, usage_known
 
     def settle(self) -> gatefacts.FitSeen:
-        from kubectl_tao.core import gatefacts
+        from kubectl_tao.gates import gatefacts
 
         verdict, note = judge_counting_dra(self._judge, self._first, lambda: self._dra)
         return gatefacts.FitSeen(verdict, note, self._usage_known)
@@ -256,7 +258,7 @@ def judge_counting_dra(judge: Callable[[Any], Any], first: Any, dra: Callable[[]
     of the gate on a big cluster) is waited for only when it could change the verdict; devices that cannot
     change it (none published) are not judged again. Returns the verdict and, when it still does not fit,
     why DRA GPUs were not counted ('' when they were or there are none)."""
-    from kubectl_tao.core import gpufit, gpuinventory
+    from kubectl_tao.gates import gpufit, gpuinventory
 
     if first.verdict == gpufit.FITS:
         return first, ""
@@ -266,7 +268,7 @@ def judge_counting_dra(judge: Callable[[Any], Any], first: Any, dra: Callable[[]
 
 
 # ------------------------------------------------------------------------------------------- the gates
-# Each gate's reads and look; its judge is named in its Gate (a function of core/verdicts.py).
+# Each gate's reads and look; its judge is named in its Gate (a function of gates/verdicts.py).
 
 
 def _always(_request: GateRequest) -> bool:
@@ -283,8 +285,8 @@ def _version_reads(_request: GateRequest) -> dict[str, Call]:
 
 def _cluster_look(run: Run) -> gatefacts.ClusterSeen:
     """The server version, or the error that kept kubectl from reading it."""
-    from kubectl_tao.core import gatefacts
     from kubectl_tao.core.serverversion import parse_server_version
+    from kubectl_tao.gates import gatefacts
 
     answer = run.answer("version")
     if isinstance(answer, UsageError):
@@ -329,7 +331,7 @@ def _reviews(run: Run) -> tuple[Completed | TaoError, TaoError | None]:
 
 
 def _permission_look(run: Run) -> gatefacts.PermissionsSeen:
-    from kubectl_tao.core import gatefacts
+    from kubectl_tao.gates import gatefacts
 
     reviews, _ = _reviews(run)
     if isinstance(reviews, ClusterUnreachableError):
@@ -356,13 +358,13 @@ def _gpus_wanted(request: GateRequest) -> bool:
 
 
 def _capacity_reads(request: GateRequest) -> dict[str, Call]:
-    from kubectl_tao.k8s import capacity
+    from kubectl_tao.gates import capacity
 
     return capacity.calls()
 
 
 def _dra_call() -> Call:
-    from kubectl_tao.core.gpuinventory import DRA_READ
+    from kubectl_tao.gates.gpuinventory import DRA_READ
 
     return DRA_READ, {"namespaced": False}
 
@@ -377,9 +379,9 @@ def _gpu_reads(request: GateRequest) -> dict[str, Call]:
 
 
 def _capacity(run: Run) -> Any:
-    """The nodes and the pods on them (k8s/capacity.py: Capacity). fit has no fallback: a read error is its
+    """The nodes and the pods on them (gates/capacity.py: Capacity). fit has no fallback: a read error is its
     answer; submit and preflight go on with what they could list, with a warning (capacity.view)."""
-    from kubectl_tao.k8s import capacity
+    from kubectl_tao.gates import capacity
 
     def read() -> Any:
         answers = {key: run.answer(key) for key in ("nodes", "pods")}
@@ -390,13 +392,13 @@ def _capacity(run: Run) -> Any:
 
 def _counted(run: Run, seen: Any) -> Any:
     """gpufit.node_gpus over the capacity read, once per run for every gate that judges it."""
-    from kubectl_tao.core.gpufit import node_gpus
+    from kubectl_tao.gates.gpufit import node_gpus
 
     return run.shared("counted", lambda: node_gpus(seen.nodes, seen.pods))
 
 
 def _fit_verdict(run: Run, seen: Any, dra: Any = None, quota: Any = None) -> Any:
-    from kubectl_tao.core.verdicts import fit_verdict
+    from kubectl_tao.gates.verdicts import fit_verdict
 
     return fit_verdict(run.request, _counted(run, seen), dra, quota)
 
@@ -408,7 +410,7 @@ def _plain_verdict(run: Run, seen: Any) -> Any:
 
 def _start_dra_when_short(run: Run) -> None:
     """When the device plugins' GPUs do not fit, the DRA read starts now, instead of after the slowest read."""
-    from kubectl_tao.core.gpufit import FITS
+    from kubectl_tao.gates.gpufit import FITS
 
     if not _fit_wanted(run.request):
         return
@@ -418,12 +420,12 @@ def _start_dra_when_short(run: Run) -> None:
 
 
 def _gpu_look(run: Run) -> gatefacts.GpusSeen:
-    from kubectl_tao.core import gatefacts
+    from kubectl_tao.gates import gatefacts
 
     seen = _capacity(run)
     if not run.reads("dra"):
         return gatefacts.GpusSeen(seen)
-    from kubectl_tao.core import gpuinventory
+    from kubectl_tao.gates import gpuinventory
 
     dra, note = gpuinventory.read_dra(run.answer("dra"))
     return gatefacts.GpusSeen(seen, dra, note, _counted(run, seen) if seen.nodes is not None else None)
@@ -445,7 +447,7 @@ def _node_runtime_reads(request: GateRequest) -> dict[str, Call]:
 
 
 def _node_runtime_look(run: Run) -> gatefacts.NodeRuntimeSeen:
-    from kubectl_tao.core import gatefacts, noderuntime
+    from kubectl_tao.gates import gatefacts, noderuntime
 
     try:
         seen = _capacity(run)
@@ -539,14 +541,14 @@ def _queue_wanted(request: GateRequest) -> bool:
 
 
 def _queue_reads(request: GateRequest) -> dict[str, Call]:
-    from kubectl_tao.k8s.queues import queue_call
+    from kubectl_tao.gates.queues import queue_call
 
     return {"queues": queue_call(request.namespace)}
 
 
 def _queue_look(run: Run) -> gatefacts.QueueSeen:
-    from kubectl_tao.core import gatefacts
-    from kubectl_tao.k8s.queues import check_topology, read_queue
+    from kubectl_tao.gates import gatefacts
+    from kubectl_tao.gates.queues import check_topology, read_queue
 
     request = run.request
     quota, local_queue, notes = read_queue(run.kc, run.answer("queues"), request.queue, request.namespace)
@@ -567,8 +569,8 @@ def _fit_look(run: Run) -> gatefacts.FitSeen | None:
     """The fit verdict over the capacity read, a queue's quota and, only where they could change it, the DRA
     devices. For submit, a "queue" verdict (without --require-fit-now) is settled after the create: DRA GPUs
     can only turn it into "fits", never refuse the job (the LaterFit)."""
-    from kubectl_tao.core import gatefacts
-    from kubectl_tao.core.gpufit import QUEUE
+    from kubectl_tao.gates import gatefacts
+    from kubectl_tao.gates.gpufit import QUEUE
 
     try:
         seen = _capacity(run)
@@ -612,7 +614,7 @@ def _start_gang_dry_run(run: Run) -> None:
 
 
 def _gang_look(run: Run) -> gatefacts.GangSeen:
-    from kubectl_tao.core import gatefacts
+    from kubectl_tao.gates import gatefacts
 
     request = run.request
     # fit judges a --topology gang's room; only submit and preflight ask who keeps it in one domain
@@ -636,11 +638,11 @@ def _restarts_wanted(request: GateRequest) -> bool:
 
 
 def _restarts_reads(request: GateRequest) -> dict[str, Call]:
-    return {"version": VERSION_READ, "restarts": restarts.dry_run_call(request.namespace)}
+    return {"version": VERSION_READ, "restarts": servercheck.dry_run_call(request.namespace)}
 
 
 def _restarts_look(run: Run) -> gatefacts.RestartsSeen:
-    from kubectl_tao.core import gatefacts
+    from kubectl_tao.gates import gatefacts
 
     answer = run.answer("restarts")
     if isinstance(answer, ClusterUnreachableError):
@@ -649,7 +651,7 @@ def _restarts_look(run: Run) -> gatefacts.RestartsSeen:
         version = _server_version(run).text
     except TaoError:
         version = ""
-    return gatefacts.RestartsSeen(restarts.kept(answer), version)
+    return gatefacts.RestartsSeen(servercheck.kept(answer), version)
 
 
 def _dry_run_look(run: Run) -> TaoError | None:

@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kubectl_tao.core import contract, kubelet_text, names, quantities, templates
+from kubectl_tao.core import contract, names, quantities, templates
 from kubectl_tao.core.errors import UsageError
 from kubectl_tao.core.flagvalues import (
     MAX_GPUS_PER_NODE,
@@ -26,6 +26,7 @@ from kubectl_tao.core.flagvalues import (
     parse_toleration,
 )
 from kubectl_tao.core.valueclass import Factory, Value, record
+from kubectl_tao.manifests import kubelet_text
 from kubectl_tao.restarts import table as exit_codes
 
 MANAGED_BY_LABEL = contract.MANAGED_BY_LABEL
@@ -846,7 +847,7 @@ def with_overrides(spec: JobSpec, **changes: Any) -> JobSpec:
 def to_yaml(objects: Sequence[Mapping[str, Any]]) -> str:
     """The objects as YAML documents, `---` between them, as `kubectl create --dry-run=client -o yaml` prints
     them; strings that a YAML 1.1 reader (Kubernetes) would take for something else are quoted (yamltext)."""
-    from kubectl_tao.core.yamltext import dumps_all
+    from kubectl_tao.manifests.yamltext import dumps_all
 
     return dumps_all(objects)
 

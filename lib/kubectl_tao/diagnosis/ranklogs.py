@@ -1,4 +1,4 @@
-"""What a failed job's ranks printed, read in one round, and the cause it shows (core/causes.py).
+"""What a failed job's ranks printed, read in one round, and the cause it shows (diagnosis/causes.py).
 
 One `kubectl logs` process reads every rank's pod at once: the last READ_LINES lines of each, at most READ_BYTES
 each (`--tail`, `--limit-bytes`), `--ignore-errors` so that one pod whose log cannot be read does not hide the
@@ -30,8 +30,8 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from kubectl_tao.core import causes
 from kubectl_tao.core.valueclass import Factory, Value, record
+from kubectl_tao.diagnosis import causes
 from kubectl_tao.k8s.kubectl import Kubectl
 
 READ_LINES = 300

@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kubectl_tao.core.errors import TaoError, UsageError
-from kubectl_tao.core.gpufit import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, node_gpus, pod_use
 from kubectl_tao.core.topology import NONE_DOMAIN
 from kubectl_tao.core.valueclass import Factory, Value, plain, record
+from kubectl_tao.gates.gpufit import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, node_gpus, pod_use
 
 if TYPE_CHECKING:
     from kubectl_tao.k8s.kubectl import Completed
@@ -430,7 +430,7 @@ class NodeRow(Value):
     cordoned: bool
     ready: bool
     gpu_pods: int
-    health: str = ""  # why its GPUs are unhealthy (core/gpuhealth.py), '' when healthy
+    health: str = ""  # why its GPUs are unhealthy (gates/gpuhealth.py), '' when healthy
     domain: str | None = None  # its value of the `gpus --by` label (topology.NONE_DOMAIN without it)
 
     def to_dict(self) -> dict[str, Any]:

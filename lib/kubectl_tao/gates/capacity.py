@@ -37,12 +37,12 @@ def calls() -> dict[str, tuple[list[str], dict[str, Any]]]:
     signals = health_signals()
 
     def nodes(chunks: Iterator[bytes]) -> Any:
-        from kubectl_tao.k8s import gatelists  # here: the calls start before the reducer (and the fit code) loads
+        from kubectl_tao.gates import gatelists  # here: the calls start before the reducer (and the fit code) loads
 
         return gatelists.reduce_stream(chunks, "nodes", signals=signals)
 
     def pods(chunks: Iterator[bytes]) -> Any:
-        from kubectl_tao.k8s import gatelists
+        from kubectl_tao.gates import gatelists
 
         return gatelists.reduce_stream(chunks, "pods")
 
@@ -66,7 +66,7 @@ class Capacity(Value):
 
 def _page(result: Completed, what: str) -> Any:
     """An answer reduced: its reader's gatelists.Page, or (an answer read whole) its stdout reduced now."""
-    from kubectl_tao.k8s import gatelists
+    from kubectl_tao.gates import gatelists
 
     if result.value is not None:
         return result.value
@@ -84,15 +84,15 @@ def _held(result: Completed) -> Any:
 
 
 def _nothing_held() -> Any:
-    from kubectl_tao.core.gpufit import PodUse
+    from kubectl_tao.gates.gpufit import PodUse
 
     return PodUse()
 
 
 def health_signals() -> tuple[Any, ...]:
-    """The GPU health signals: core/gpuhealth.py's list plus those of KUBECTL_TAO_GPU_HEALTH_SIGNALS (exit 2 for
+    """The GPU health signals: gates/gpuhealth.py's list plus those of KUBECTL_TAO_GPU_HEALTH_SIGNALS (exit 2 for
     an entry it cannot read)."""
-    from kubectl_tao.core import gpuhealth
+    from kubectl_tao.gates import gpuhealth
 
     return gpuhealth.parse_signals(os.environ.get(gpuhealth.SETTING))
 

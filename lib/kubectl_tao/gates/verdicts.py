@@ -1,5 +1,5 @@
 """How each gate judges: what it saw -> Verdicts, pure. The gate list, with each gate's reads and how its
-answers become what it saw, is jobs/gates.py; `submit`, `preflight` and `fit` all go through it.
+answers become what it saw, is gates/checks.py; `submit`, `preflight` and `fit` all go through it.
 
 A Verdict is OK (submit says nothing; preflight prints OK), SKIPPED (nothing was judged: preflight says why),
 WARN (submit prints it as a warning and keeps it in the record; preflight prints WARN) or REFUSE (submit stops
@@ -25,11 +25,11 @@ from kubectl_tao.core.errors import (
     NeverFitsError,
     TaoError,
 )
-from kubectl_tao.core.gaterequest import NO_KUBECONFIG, PREFLIGHT, SUBMIT, GateRequest
 from kubectl_tao.core.valueclass import Value, record
+from kubectl_tao.gates.gaterequest import NO_KUBECONFIG, PREFLIGHT, SUBMIT, GateRequest
 
 if TYPE_CHECKING:
-    from kubectl_tao.core.gatefacts import (
+    from kubectl_tao.gates.gatefacts import (
         ClusterSeen,
         FitSeen,
         GangSeen,
@@ -58,7 +58,7 @@ class Verdict(Value):
     message: str
     fix: str = ""
     error: TaoError | None = None  # REFUSE: what submit raises
-    gate: str = ""  # the gate's name, set by the runner (jobs/gates.py)
+    gate: str = ""  # the gate's name, set by the runner (gates/checks.py)
 
     @property
     def text(self) -> str:
@@ -167,7 +167,7 @@ def gpu_operator(request: GateRequest, seen: GpusSeen) -> list[Verdict]:
     capacity = seen.capacity
     found = []
     if request.verb == PREFLIGHT and seen.counted is not None:
-        from kubectl_tao.core import gpuinventory
+        from kubectl_tao.gates import gpuinventory
 
         nodes = gpuinventory.gate_nodes(seen.counted, seen.dra)
         total = sum(n.allocatable for n in nodes)
@@ -190,9 +190,9 @@ def gpu_operator(request: GateRequest, seen: GpusSeen) -> list[Verdict]:
 
 def node_runtime(request: GateRequest, seen: NodeRuntimeSeen) -> list[Verdict]:
     """preflight: the GPU nodes' NVIDIA driver and CUDA (GPU Feature Discovery's labels) against the minimums, and
-    their container runtime where the cluster injects GPUs through CDI (core/noderuntime.py). Every GPU node too
+    their container runtime where the cluster injects GPUs through CDI (gates/noderuntime.py). Every GPU node too
     old is MISSING (no node can run a TAO container); some too old, or some not labelled, is a WARN naming them."""
-    from kubectl_tao.core import noderuntime as nr
+    from kubectl_tao.gates import noderuntime as nr
 
     if seen.nodes is None:
         return []  # the nodes could not be listed: the gpu-operator gate warned
@@ -235,7 +235,7 @@ def node_runtime(request: GateRequest, seen: NodeRuntimeSeen) -> list[Verdict]:
 
 
 def _runtime_line(seen: NodeRuntimeSeen, cdi: bool) -> str:
-    from kubectl_tao.core import noderuntime as nr
+    from kubectl_tao.gates import noderuntime as nr
 
     assert seen.nodes is not None
     runtimes = nr.summary(seen.nodes, "runtime_text") or "not reported"
@@ -312,7 +312,7 @@ def references(request: GateRequest, found: Mapping[tuple[str, str], tuple[str, 
 def queue(request: GateRequest, seen: QueueSeen) -> list[Verdict]:
     """The LocalQueue's notes, and a ClusterQueue that admits nothing: "never" here when no capacity was read
     (else the capacity gate says it, with the quota counted)."""
-    from kubectl_tao.core import quota as quotas
+    from kubectl_tao.gates import quota as quotas
 
     found = [warn(note) for note in seen.notes]
     quota = seen.quota
@@ -330,7 +330,7 @@ def fit_verdict(request: GateRequest, counted: Any, dra: Any = None, quota: Any 
     """The fit verdict (gpufit.FitVerdict) of the request over the nodes the gate read with the GPUs their pods
     hold (gpufit.node_gpus, counted once for every verdict of a run), DRA devices (gpuinventory.read_dra, or
     None) and a queue's quota (or None)."""
-    from kubectl_tao.core import gpufit, gpuinventory
+    from kubectl_tao.gates import gpufit, gpuinventory
 
     return gpufit.fit(
         gpuinventory.gate_nodes(counted, dra),
@@ -348,7 +348,7 @@ def fit_verdict(request: GateRequest, counted: Any, dra: Any = None, quota: Any 
 def capacity(request: GateRequest, seen: FitSeen | None) -> list[Verdict]:
     """"never" refuses (exit 4); "queue" warns, or refuses with --require-fit-now, which also refuses when the
     pods could not be listed (whether GPUs are free now is then unknown). Nothing when no capacity was read."""
-    from kubectl_tao.core.gpufit import FITS, NEVER, QUEUE
+    from kubectl_tao.gates.gpufit import FITS, NEVER, QUEUE
 
     if seen is None or seen.verdict is None:
         return []

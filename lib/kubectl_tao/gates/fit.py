@@ -1,4 +1,4 @@
-"""`kubectl tao fit`: the capacity gate's verdict (jobs/gates.py), the same one submit acts on.
+"""`kubectl tao fit`: the capacity gate's verdict (gates/checks.py), the same one submit acts on.
 
 Round trip 1 (three processes at once, four for --nodes > 1 without --queue): the nodes and running pods
 (capacity.calls), `get localqueues.kueue.x-k8s.io -n NS -o json` and the discovery of scheduling.k8s.io/v1beta1
@@ -26,7 +26,7 @@ class FitReport(Value):
     local_queue: str | None = None
     notes: list[str] = Factory(list)
     gang: Any = None  # gang.Mechanism
-    restarts: Any = None  # k8s/restarts.Support (multi-node requests), None when not checked
+    restarts: Any = None  # restarts/servercheck.Support (multi-node requests), None when not checked
 
     def to_dict(self) -> dict[str, Any]:
         data = self.verdict.to_dict()
@@ -53,8 +53,8 @@ def check(
 ) -> FitReport:
     """The fit verdict of GPUS x NODES, with the LocalQueue whose quota counted (--queue, else the namespace's
     default or only one), notes (the queue's; why DRA GPUs were not counted) and the gang mechanism."""
-    from kubectl_tao.core.gaterequest import FIT, GateRequest
-    from kubectl_tao.jobs import gates
+    from kubectl_tao.gates import checks
+    from kubectl_tao.gates.gaterequest import FIT, GateRequest
 
     request = GateRequest(
         FIT,
@@ -67,7 +67,7 @@ def check(
         queue=queue,
         topology=topology,
     )
-    seen = gates.for_fit(kc, request)
+    seen = checks.for_fit(kc, request)
     queued, fitted = seen["queue"], seen["capacity"]
     notes = [*queued.notes, *([fitted.dra_note] if fitted.dra_note else [])]
     restarts = seen.get("restarts")

@@ -5,7 +5,7 @@ Each cause (``CAUSES``) has a name (the REASON `status` shows: ``CudaOOM``, ``Nc
 until the job or its settings change), the signs that show it (regular expressions over one line of output,
 each may refine the class or the fix) and the fix. ``docs/diagnosis.md`` holds the same table, checked against
 this one by a unit test. What an evidence line tells (sizes, ranks, the NCCL operation, the CUDA error) is
-read by the fact readers of ``core/causefacts.py``, which the table names.
+read by the fact readers of ``diagnosis/causefacts.py``, which the table names.
 
 Two entry points, both pure (text in, a ``Diagnosis`` out):
 
@@ -31,7 +31,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from kubectl_tao.core.causefacts import (
+from kubectl_tao.core.valueclass import Factory, Value, record
+from kubectl_tao.diagnosis.causefacts import (
     CUDA_BY_NAME,
     assert_facts,
     collective_facts,
@@ -42,9 +43,8 @@ from kubectl_tao.core.causefacts import (
     peer_facts,
     store_facts,
 )
-from kubectl_tao.core.causefacts import CUDA_ERRORS as CUDA_ERRORS  # the CUDA errors the causes name
-from kubectl_tao.core.causefacts import rx as _rx
-from kubectl_tao.core.valueclass import Factory, Value, record
+from kubectl_tao.diagnosis.causefacts import CUDA_ERRORS as CUDA_ERRORS  # the CUDA errors the causes name
+from kubectl_tao.diagnosis.causefacts import rx as _rx
 
 ERR_INFRA = "ERR_INFRA"
 ERR_PROGRAM = "ERR_PROGRAM"

@@ -23,11 +23,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kubectl_tao.core import contract, kubelet_text, names, quantities, schemas, templates
+from kubectl_tao.core import contract, names, quantities, schemas, templates
 from kubectl_tao.core.atomicwrite import write_atomically
 from kubectl_tao.core.errors import TaoError, UsageError
-from kubectl_tao.core.tomlwriter import toml_dumps
 from kubectl_tao.core.valueclass import Factory, Value, record
+from kubectl_tao.manifests import kubelet_text
+from kubectl_tao.manifests.tomlwriter import toml_dumps
 
 REQUEST_SCHEMA = "action-request.v1"
 STAGING_SCHEMA = "staging-map.v1"
@@ -229,7 +230,7 @@ def _command(request: dict[str, Any], config_target: str | None) -> tuple[list[s
         if is_shell_script(text):
             return ["/bin/sh", "-c"], [text, "tao-action"]
         args = []
-    from kubectl_tao.core.render import split_command
+    from kubectl_tao.manifests.render import split_command
 
     return split_command(text, "spec_bundle.command", "arguments", "names no executable"), args
 
@@ -365,7 +366,7 @@ def render_action_objects(
 ) -> list[dict[str, Any]]:
     """The Job for an action request, as a one-element list of plain objects. `placement` carries what
     every kubectl-tao Job may get (labels, annotations, node selector, tolerations, deadline, queue)."""
-    from kubectl_tao.core.render import (
+    from kubectl_tao.manifests.render import (
         JOB_LABEL,
         MANAGED_BY,
         MANAGED_BY_LABEL,
@@ -431,6 +432,6 @@ def render_action_objects(
 def render_action_job(request: dict[str, Any], staging_map: dict[str, Any], **options: Any) -> str:
     """The Job manifest for an action request, as YAML (see render.to_yaml); `options` are
     those of render_action_objects."""
-    from kubectl_tao.core.render import to_yaml
+    from kubectl_tao.manifests.render import to_yaml
 
     return to_yaml(render_action_objects(request, staging_map, **options))

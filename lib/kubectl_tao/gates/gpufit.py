@@ -1,7 +1,7 @@
 """The GPU fit gate's judgement over the JSON kubectl returns: GPUs per node, taints, and the fit verdict.
 
-Everything here is pure: callers fetch the nodes and the pods bound to them (k8s/capacity.py) and, with Kueue,
-the LocalQueue and its ClusterQueue (core/quota.py), and hand the parsed JSON in. Nothing here starts a process.
+Everything here is pure: callers fetch the nodes and the pods bound to them (gates/capacity.py) and, with Kueue,
+the LocalQueue and its ClusterQueue (gates/quota.py), and hand the parsed JSON in. Nothing here starts a process.
 
 The reference kit gates capacity on the *sum* of allocatable `nvidia.com/gpu` (`total_allocatable`). That
 sum says yes to requests no node can host: two 8-GPU nodes "have" 16 GPUs, yet a single pod asking for 12
@@ -15,13 +15,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from kubectl_tao.core import contract, gcpause, gpuhealth
+from kubectl_tao.core import contract, gcpause
 from kubectl_tao.core.ages import age
 from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.quantities import gpu_quantity
-from kubectl_tao.core.quota import QueueQuota, inactive_queue_message, room_text
 from kubectl_tao.core.topology import domains, domains_text, unknown_label
 from kubectl_tao.core.valueclass import Factory, Value, plain, record
+from kubectl_tao.gates import gpuhealth
+from kubectl_tao.gates.quota import QueueQuota, inactive_queue_message, room_text
 
 GPU_RESOURCE = contract.GPU_RESOURCE
 GPU_PRODUCT_LABEL = contract.GPU_PRODUCT_LABEL
@@ -72,7 +73,7 @@ def pod_gpu_request(pod: Mapping[str, Any]) -> int:
 @record
 class PodUse(Value):
     """The GPUs held by the non-finished pods bound to nodes, summed: all that node_gpus and the `gpus`
-    inventory read of the pods. The gate's streamed read (k8s/gatelists.py) sums into one as the pods arrive
+    inventory read of the pods. The gate's streamed read (gates/gatelists.py) sums into one as the pods arrive
     and keeps no pod; `pod_use` sums a pod list read whole."""
 
     per_node: dict[str, list[int]] = Factory(dict)  # node -> [GPUs held there, pods holding them]
@@ -132,7 +133,7 @@ class NodeGpus(Value):
     unschedulable: bool = False
     ready: bool = True
     gpu_pods: int = 0  # non-terminal pods on this node that hold at least one GPU
-    health: list[gpuhealth.Unhealthy] = Factory(list)  # its GPU-unhealthy marks (core/gpuhealth.py); [] healthy
+    health: list[gpuhealth.Unhealthy] = Factory(list)  # its GPU-unhealthy marks (gates/gpuhealth.py); [] healthy
 
     def health_text(self, now: datetime | None = None) -> str:
         """`XidCriticalError since 10m` (the first mark), '' for a healthy node."""

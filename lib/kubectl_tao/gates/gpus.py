@@ -4,7 +4,7 @@ Three processes at once, whatever the node count: the nodes and the running pods
 reduced as it arrives, as for fit) and gpuinventory.DRA_READ
 (ResourceSlices, ResourceClaims and DeviceClasses of resource.k8s.io/v1). With `--queue NAME` a fourth, the
 namespace's LocalQueues, and then its ClusterQueue (round trip 2): the reads and the errors of `fit --queue`
-(jobs/fit.read_queue), so both say the same about a queue.
+(gates/fit.read_queue), so both say the same about a queue.
 """
 
 from __future__ import annotations
@@ -76,8 +76,7 @@ def gather(
     """The cluster's GPUs per node and per namespace, and with `queue` the remaining quota of that LocalQueue
     of `namespace`. A LocalQueue that does not exist, a cluster without Kueue and a queue Kueue marks
     inactive are UsageErrors (exit 2), raised before anything is printed."""
-    from kubectl_tao.core import gpuinventory
-    from kubectl_tao.k8s import capacity, queues
+    from kubectl_tao.gates import capacity, gpuinventory, queues
 
     if by is not None:
         from kubectl_tao.core.topology import check_label_key

@@ -26,11 +26,12 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubectl_tao.core import gcpause, gpuhealth
+from kubectl_tao.core import gcpause
 from kubectl_tao.core.errors import TaoError
-from kubectl_tao.core.gpufit import GPU_RESOURCE, PodUse, pod_gpu_request, pod_use
 from kubectl_tao.core.quantities import count_problem, gpu_quantity
 from kubectl_tao.core.valueclass import Factory, Value, record
+from kubectl_tao.gates import gpuhealth
+from kubectl_tao.gates.gpufit import GPU_RESOURCE, PodUse, pod_gpu_request, pod_use
 
 FINISHED = ("Succeeded", "Failed")
 Buffer = bytes | bytearray
@@ -252,9 +253,9 @@ def _nodes_json(text: Text, signals: Signals, page: Page) -> Page:
 
 
 def _decoders() -> Any:
-    """The typed decoders (k8s/gatetypes.py); None without msgspec."""
+    """The typed decoders (gates/gatetypes.py); None without msgspec."""
     try:
-        from kubectl_tao.k8s import gatetypes
+        from kubectl_tao.gates import gatetypes
     except ImportError:
         return None
     return gatetypes

@@ -1,7 +1,7 @@
 """`kubectl tao explain JOB`: from a JobStatus, the events and the pods to causes with a fix each.
 
 Pure: it reads what `status.job_status` concluded plus the raw pod and event JSON, and returns Findings.
-What the ranks printed is read by jobs/diagnosis.py and named by core/causes.py; its diagnosis (a dict, as the
+What the ranks printed is read by diagnosis/ranklogs.py and named by diagnosis/causes.py; its diagnosis (a dict, as the
 record keeps it) becomes the finding of a program that failed.
 """
 
@@ -11,10 +11,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kubectl_tao.core import classify as st
-from kubectl_tao.core import contract, kueue
-from kubectl_tao.core.gpufit import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, total_allocatable
+from kubectl_tao.core import contract
 from kubectl_tao.core.valueclass import Value, plain, record
+from kubectl_tao.diagnosis import classify as st
+from kubectl_tao.diagnosis import kueue
+from kubectl_tao.gates.gpufit import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, total_allocatable
 from kubectl_tao.restarts.table import EXIT_UPLOAD_FAILED
 
 GPU_OPERATOR_CHECK = "kubectl get nodes -o jsonpath='{.items[*].status.allocatable}'"
@@ -199,7 +200,7 @@ def _gpu_findings(
 
 
 def _health_findings(nodes: Sequence[NodeGpus] | None) -> list[Finding]:
-    """GPU nodes whose GPUs are marked unhealthy (core/gpuhealth.py): the fit gate leaves them out, the scheduler
+    """GPU nodes whose GPUs are marked unhealthy (gates/gpuhealth.py): the fit gate leaves them out, the scheduler
     does not (a node condition is no taint), so the job waits for the others or may land there."""
     bad = [n for n in nodes or () if n.health]
     if not bad:
@@ -219,7 +220,7 @@ def _health_findings(nodes: Sequence[NodeGpus] | None) -> list[Finding]:
 
 
 def _ran_on_unhealthy(pods: Sequence[Mapping[str, Any]], nodes: Sequence[NodeGpus] | None) -> list[Finding]:
-    """A failed job whose ranks ran on nodes now marked GPU-unhealthy (core/gpuhealth.py): likely the hardware,
+    """A failed job whose ranks ran on nodes now marked GPU-unhealthy (gates/gpuhealth.py): likely the hardware,
     not the program (ERR_INFRA)."""
     bad = {n.name: n for n in nodes or () if n.health}
     ranks: list[tuple[str, str]] = []
@@ -369,7 +370,7 @@ def _config_findings(pods: Sequence[Mapping[str, Any]], events: Any, ns: str) ->
 
 
 def log_finding(found: Mapping[str, Any], job: str) -> Finding:
-    """The finding of a cause the ranks' output showed (core/causes.Diagnosis.to_dict())."""
+    """The finding of a cause the ranks' output showed (diagnosis/causes.Diagnosis.to_dict())."""
     rank = found.get("rank")
     on = f" on rank {rank}" if rank is not None else ""
     where = f"rank {rank}: " if rank is not None else ""
@@ -541,7 +542,7 @@ def explain(
     Insufficient nvidia.com/gpu finding mentions both possibilities. `no_gpu_hint` (gpuinventory.no_gpu_hint)
     is the fix when the GPUs exist as DRA devices that pods asking for nvidia.com/gpu cannot use.
     `queue_quota` (quota.QueueQuota) is the ClusterQueue of a Job Kueue holds (status.kueue), when read.
-    `diagnosis` is what the ranks' output showed (core/causes.Diagnosis.to_dict()) for a program that failed.
+    `diagnosis` is what the ranks' output showed (diagnosis/causes.Diagnosis.to_dict()) for a program that failed.
     """
     pod_list = _pods(pods)
     ns = _namespace(pod_list, namespace)

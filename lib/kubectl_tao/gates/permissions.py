@@ -1,5 +1,5 @@
 """Every permission a submit will use, asked before anything is created (the permissions gate of
-jobs/gates.py, for submit and preflight alike; its judge is core/verdicts.py: permissions).
+gates/checks.py, for submit and preflight alike; its judge is gates/verdicts.py: permissions).
 
 `auth can-i create jobs` is not enough: an identity that may create but not patch or delete would get its
 Secret and Job created, fail at the owner-reference patch, and be unable to clean up. So submit asks the API

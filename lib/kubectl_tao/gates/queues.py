@@ -1,5 +1,5 @@
 """Kueue's queues as the gates read them: the namespace's LocalQueues, the one whose quota applies, and the
-quota of the ClusterQueue behind it (core/quota.py).
+quota of the ClusterQueue behind it (gates/quota.py).
 
 The LocalQueues are one read beside the gates' others (`queue_call`); the ClusterQueue follows once the
 LocalQueue is known (`read_queue`). A cluster without Kueue answers the LocalQueue read with "the server
@@ -92,7 +92,7 @@ def read_queue(
 ) -> tuple[Any, str | None, list[str]]:
     """The quota (quota.QueueQuota) of the LocalQueue that applies, its name, and notes; round trip 2 reads
     its ClusterQueue. --queue naming no LocalQueue, or a cluster without Kueue, is a UsageError (exit 2)."""
-    from kubectl_tao.core.quota import queue_quota
+    from kubectl_tao.gates.quota import queue_quota
 
     notes: list[str] = []
     if isinstance(queues, TaoError):

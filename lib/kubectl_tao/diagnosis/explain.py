@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kubectl_tao.core import classify as st
-from kubectl_tao.core import contract, kueue
-from kubectl_tao.core.causes import names_a_cause
-from kubectl_tao.core.diagnose import Finding
+from kubectl_tao.core import contract
 from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.valueclass import Factory, Value, record
+from kubectl_tao.diagnosis import classify as st
+from kubectl_tao.diagnosis import kueue
+from kubectl_tao.diagnosis.causes import names_a_cause
+from kubectl_tao.diagnosis.diagnose import Finding
 from kubectl_tao.jobs.track import Tracked, check_pin, check_uid, diagnosis_of, reads_gang
 from kubectl_tao.k8s import gang
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
@@ -38,7 +39,7 @@ class Explanation(Value):
     notes: list[str] = Factory(list)
     gang: dict[str, Any] | None = None  # gang.GangView.to_dict() of a native gang job
     restarts: list[str] = Factory(list)  # --max-restarts: why each attempt ended (restarts/history.History.said)
-    diagnosis: dict[str, Any] | None = None  # core/causes.Diagnosis.to_dict(): what the ranks' output showed
+    diagnosis: dict[str, Any] | None = None  # diagnosis/causes.Diagnosis.to_dict(): what the ranks' output showed
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,7 +61,7 @@ class Explanation(Value):
 def redacted(e: Explanation) -> Explanation:
     """``e`` with every text that may quote the cluster (events, conditions, container messages, the
     record's last message, the attempts' ends) through the redactor: explain prints them as evidence. The
-    diagnosis was derived from log lines redacted as they were read (jobs/diagnosis.py)."""
+    diagnosis was derived from log lines redacted as they were read (diagnosis/ranklogs.py)."""
     from kubectl_tao.core.redact import redact_cluster_text as redact_text
 
     findings = [
@@ -87,7 +88,7 @@ def _loads(result: Completed) -> Any:
 
 def from_history(tracked: Tracked) -> Explanation:
     """Explain a job whose Job object is gone (or was never created) from what its record kept."""
-    from kubectl_tao.core.diagnose import explain
+    from kubectl_tao.diagnosis.diagnose import explain
 
     rid, ns, name = tracked.id, tracked.namespace, tracked.job_name
     state = tracked.record_state
@@ -138,8 +139,7 @@ def from_history(tracked: Tracked) -> Explanation:
 def _nodes_ran_on(kc: Kubectl, pods: list[Any], notes: list[str]) -> Any:
     """The nodes a failed job's pods ran on (one `get nodes`), for their GPU health marks; None when none or
     they cannot be read (a note)."""
-    from kubectl_tao.core import gpufit
-    from kubectl_tao.k8s import capacity
+    from kubectl_tao.gates import capacity, gpufit
 
     names = sorted({str((p.get("spec") or {}).get("nodeName")) for p in pods if (p.get("spec") or {}).get("nodeName")})
     if not names:
@@ -151,7 +151,7 @@ def _nodes_ran_on(kc: Kubectl, pods: list[Any], notes: list[str]) -> Any:
         notes.append(f"nodes not read ({exc.message}); cannot tell whether a rank's GPUs failed")
         return None
     items = listed.get("items", [listed] if listed.get("kind") == "Node" else []) if isinstance(listed, dict) else []
-    from kubectl_tao.k8s import gatelists
+    from kubectl_tao.gates import gatelists
 
     reduced = gatelists.reduce(json.dumps({"items": items}), "nodes", signals=signals).items
     return gpufit.node_gpus({"items": reduced}, {"items": []})
@@ -169,8 +169,8 @@ def _kueue_view(kc: Kubectl, ns: str, job: dict[str, Any], notes: list[str]) -> 
     """Round trip 2 for a Job Kueue holds suspended (three reads at once): its Workload, its LocalQueue and
     the ClusterQueues. Returns (kueue.Admission | None, quota.QueueQuota | None); what cannot be read
     becomes a note (a namespace user may not read ClusterQueues, which are cluster-scoped)."""
-    from kubectl_tao.core.quota import queue_quota
-    from kubectl_tao.k8s.queues import CLUSTERQUEUES, LOCALQUEUES
+    from kubectl_tao.gates.queues import CLUSTERQUEUES, LOCALQUEUES
+    from kubectl_tao.gates.quota import queue_quota
 
     queue = str(kueue.queue_of(job))
     uid = str((job.get("metadata") or {}).get("uid") or "")
@@ -225,9 +225,8 @@ def _restarts_said(kc: Kubectl, tracked: Tracked, found: Explanation) -> list[st
 
 
 def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = False) -> Explanation:
-    from kubectl_tao.core import gpuinventory
-    from kubectl_tao.core.diagnose import explain
-    from kubectl_tao.k8s import capacity
+    from kubectl_tao.diagnosis.diagnose import explain
+    from kubectl_tao.gates import capacity, gpuinventory
 
     if not tracked.on_kubernetes:
         result = from_history(tracked)
@@ -313,11 +312,11 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
 
 
 def _logs_call(tracked: Tracked) -> tuple[list[str], dict[str, Any]]:
-    from kubectl_tao.jobs import diagnosis
+    from kubectl_tao.diagnosis import ranklogs
 
     ranks = int(tracked.extra.get("nodes") or 1)
     container = "tao" if tracked.launched_here else None
-    return diagnosis.logs_call(tracked.namespace or "default", tracked.pod_selector, ranks + 4, container=container)
+    return ranklogs.logs_call(tracked.namespace or "default", tracked.pod_selector, ranks + 4, container=container)
 
 
 def _log_diagnosis(
@@ -325,23 +324,23 @@ def _log_diagnosis(
 ) -> dict[str, Any] | None:
     """What the ranks printed, for a program that failed: the record's (captured at the end), else read now
     (already read in the first round when the record knew the job had failed)."""
-    from kubectl_tao.jobs import diagnosis
+    from kubectl_tao.diagnosis import ranklogs
 
-    if status.state != st.ERROR or status.reason not in diagnosis.OVERRIDDEN_REASONS:
+    if status.state != st.ERROR or status.reason not in ranklogs.OVERRIDDEN_REASONS:
         return None
     kept = diagnosis_of(tracked)
     if kept is not None:
         return kept
     ranks = int(tracked.extra.get("nodes") or 1)
-    read = diagnosis.read_logs(
+    read = ranklogs.read_logs(
         kc, tracked.namespace or "default", tracked.pod_selector, ranks + 4,
-        container="tao" if tracked.launched_here else None, names=diagnosis.pod_names(pods), answer=answer,
+        container="tao" if tracked.launched_here else None, names=ranklogs.pod_names(pods), answer=answer,
     )
     notes.extend(read.notes)
-    found = diagnosis.diagnose(read, status.to_dict(), gpus=tracked.extra.get("gpus"),
-                                    per_pod=diagnosis.ranks_per_pod(tracked.extra))
+    found = ranklogs.diagnose(read, status.to_dict(), gpus=tracked.extra.get("gpus"),
+                                    per_pod=ranklogs.ranks_per_pod(tracked.extra))
     if found is not None:
-        found = diagnosis.with_dumps(found, pods)
+        found = ranklogs.with_dumps(found, pods)
     if found is None and not read.notes:
         notes.append("the failed ranks printed nothing")
     return found.to_dict() if found is not None else None
