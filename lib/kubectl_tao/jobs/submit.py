@@ -159,7 +159,7 @@ def execute(
         return _dry(plan, namespace, None, plan.warnings,
                     gang.choose(plan.nodes, plan.queue, None, plan.gang_mode, plan.topology), name=name)
     store = store_factory() if dry_run == "none" else None
-    record_id = _new_id(plan, store) if store is not None else (name or _new_id(plan, None))
+    record_id = _new_id(plan, store, name) if store is not None else (name or _new_id(plan, None))
     job_name = kubernetes_job_name(record_id)
     secret = secret_name_for(job_name) if plan.credentials else None
     payload: list[dict[str, Any]] | None = None
@@ -292,11 +292,17 @@ def _launch(
     return Outcome(record_id, job_name, namespace, rendered, warnings, gated.fit, uid, "none", mechanism.to_dict())
 
 
-def _new_id(plan: Plan, store: Any) -> str:
+def _new_id(plan: Plan, store: Any, wanted: str | None = None) -> str:
     """A record id for this submit, minted before the gates so the manifests they dry-run carry it; `open`
     writes it afterwards (O_EXCL: a concurrent submit can never take the same id). Without a store (a server
-    dry run) nothing is reserved."""
+    dry run) nothing is reserved. WANTED: an id minted earlier (a workflow names its steps' Jobs in each
+    other's manifests): that one, or a refusal when a record has it."""
     from kubectl_tao.store.recordids import preview_id
+
+    if wanted is not None and store is not None:
+        if store.exists(wanted):
+            raise TaoError(f"record id {wanted} is taken in {store.jobs_dir}; run the command again for new ids")
+        return wanted
 
     arch, action = plan.record["network_arch"], plan.record["action"]
     for _ in range(20):

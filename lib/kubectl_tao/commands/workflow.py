@@ -1,0 +1,319 @@
+"""`kubectl tao workflow render|run|status|cancel|list`: several jobs run in order in the cluster (docs/workflows.md).
+
+A step's flags are submit's job flags (commands/jobflags.JOB_FLAGS, by their long names): typed as submit's
+parser types them, then checked by the same code submit runs (checked_warnings, jobs/plan.build).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from kubectl_tao.commands.common import MANIFEST_FORMATS, VerbCommand, output_option, session
+
+if TYPE_CHECKING:
+    from kubectl_tao.core.workflow import Workflow
+    from kubectl_tao.jobs.workflow import StepPlan
+
+EPILOG = """\b
+Examples:
+  kubectl tao workflow render examples/workflows/tao-detection.yaml     # every step's manifests, offline
+  kubectl tao workflow run examples/workflows/tao-detection.yaml        # check all, create all, return
+  kubectl tao workflow status dino-detect-3f9a1c
+  kubectl tao workflow cancel dino-detect-3f9a1c
+
+\b
+A workflow file lists steps, each with submit's long flag names; every step but the first is created held
+(spec.suspend) and released from inside the cluster by the step before it, once that step exits 0 and the
+step's `when` gate passes (docs/workflows.md: the mechanism and its RBAC).
+Exit codes: 0 ok, 1 a gate refused or a step failed, 2 bad workflow file or flags, 3 cluster unreachable,
+4 a step can never fit this cluster."""
+
+workflow_app = typer.Typer(
+    name="workflow",
+    help="Run several jobs in order in the cluster (train -> evaluate -> prune -> ...), from one file.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    epilog=EPILOG,
+)
+
+RENDER_EPILOG = """\b
+Examples:
+  kubectl tao workflow render examples/workflows/tao-detection.yaml
+  kubectl tao workflow render examples/workflows/pytorch-two-step.yaml -n ml -o json
+
+\b
+The release ServiceAccount, Role and RoleBinding, then each step's objects as `submit --dry-run=client` prints
+them (the record ids are previews; run mints the real ones). Exit codes: 0 ok, 2 a bad workflow file."""
+
+RUN_EPILOG = """\b
+Examples:
+  kubectl tao workflow run examples/workflows/tao-detection.yaml -n tao
+  kubectl tao workflow run examples/workflows/pytorch-two-step.yaml -o json
+
+\b
+Every step's gates and server dry run pass before anything is created; then the release RBAC, the held steps
+and the first step are created, and the command returns: the chain runs in the cluster with no client.
+Exit codes: 0 created, 1 a gate refused, 2 a bad workflow file, 3 cluster unreachable, 4 a step never fits."""
+
+STATUS_EPILOG = """\b
+Examples:
+  kubectl tao workflow status dino-detect-3f9a1c
+  kubectl tao workflow status dino-detect-3f9a1c -o json
+
+\b
+Workflow states: RUNNING, COMPLETE, ERROR, GATE_FAILED, CANCELED; step states: HELD, PENDING, RUNNING,
+COMPLETE, ERROR, NOT_RUN, CANCELED. One cluster read (the run's Jobs)."""
+
+CANCEL_EPILOG = """\b
+Examples:
+  kubectl tao workflow cancel dino-detect-3f9a1c
+
+\b
+Every step's Job (by its pinned UID), held ones included, its Service and Secret, and the release
+ServiceAccount, Role and RoleBinding are deleted; the steps not finished are marked CANCELED."""
+
+LIST_EPILOG = """\b
+Examples:
+  kubectl tao workflow list
+  kubectl tao workflow list -o json
+
+\b
+From the records of this state directory alone (no cluster read); `workflow status NAME` reads the cluster."""
+
+# The flags a workflow step cannot take, and why.
+_REFUSED = {
+    "action_request": "an action request names its own command; give the step `image` and `command`",
+    "staging_map": "it belongs to --action-request, which a workflow step does not take",
+    "config_source": "it belongs to --action-request, which a workflow step does not take",
+    "queue": "Kueue queues are not supported in workflows yet; leave `queue` out",
+    "keep_until_captured": "a workflow step keeps its TTL; leave it out",
+}
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(workflow_app)
+
+
+def spellings() -> dict[str, str]:
+    """Each job flag's long name without the dashes -> its key in JOB_FLAGS."""
+    from kubectl_tao.commands.jobflags import JOB_FLAGS
+
+    return {flag.names[0].removeprefix("--"): key for key, flag in JOB_FLAGS.items()}
+
+
+def read_workflow(path: str) -> Workflow:
+    """The checked workflow of the file at PATH (UsageError: one line naming the step and field)."""
+    from kubectl_tao.core.errors import UsageError
+    from kubectl_tao.core.workflow import MAX_BYTES, load, parse_text
+
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"workflow file {path}: {exc.strerror or exc}; name a readable file") from None
+    if len(data) > MAX_BYTES:
+        raise UsageError(f"{path}: larger than {MAX_BYTES // 1024} KiB; a workflow file is a short list of steps")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not UTF-8 text; save the workflow file as UTF-8") from None
+    return load(parse_text(text, path), path, spellings())
+
+
+def _typed(step: str, key: str, value: Any, path: str) -> Any:
+    """VALUE as submit's parser types job flag KEY (a single string for a repeatable flag becomes a list)."""
+    from kubectl_tao.commands.jobflags import JOB_FLAGS, kept_value_problem
+    from kubectl_tao.core.errors import UsageError
+
+    flag = JOB_FLAGS[key]
+    if key in _REFUSED:
+        raise UsageError(f"{path}: step {step!r}: {flag.names[0].removeprefix('--')}: {_REFUSED[key]}")
+    if flag.kind == "many" and isinstance(value, str):
+        value = [value]
+    if flag.kind in ("text", "word") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)  # `shm-size: 16` or `network-arch: 1` read as numbers by YAML; submit reads text
+    problem = kept_value_problem(key, value)
+    if problem is not None:
+        raise UsageError(
+            f"{path}: step {step!r}: {flag.names[0].removeprefix('--')} is {problem} (what {flag.names[0]} takes)"
+        )
+    return value
+
+
+def plan_steps(path: str, workflow: Workflow, namespace: str, server: str, *, credentials: bool) -> list[StepPlan]:
+    """Every step's submit Plan, checked as submit checks its flags, with its record id minted and its
+    references resolved. CREDENTIALS False: only the credential names are read (render)."""
+    from kubectl_tao.commands.jobflags import JOB_FLAGS, checked_warnings, job_request
+    from kubectl_tao.core.errors import UsageError
+    from kubectl_tao.core.names import kubernetes_job_name
+    from kubectl_tao.core.workflow import resolve
+    from kubectl_tao.core.workflowrun import wrap_command
+    from kubectl_tao.jobs import plan as planning
+    from kubectl_tao.jobs.workflow import StepPlan
+    from kubectl_tao.store.recordfields import normalize_results_dir
+    from kubectl_tao.store.recordids import preview_id
+
+    typed: dict[str, dict[str, Any]] = {}
+    ids: dict[str, str] = {}
+    results: dict[str, str] = {}
+    for step in workflow.steps:
+        flags = {key: _typed(step.name, key, value, path) for key, value in step.flags.items()}
+        typed[step.name] = flags
+        arch = flags.get("network_arch", JOB_FLAGS["network_arch"].default)
+        action = flags.get("action", JOB_FLAGS["action"].default)
+        ids[step.name] = preview_id(str(arch), str(action))
+        tier = str(flags.get("storage_tier") or "A").upper()
+        own = flags.get("results_dir")
+        if isinstance(own, str) and own:
+            results[step.name] = normalize_results_dir(own)
+        elif tier != "C":
+            mount = str(flags.get("mount_path") or JOB_FLAGS["mount_path"].default).rstrip("/")
+            results[step.name] = f"{mount}/results/{ids[step.name]}"
+    jobs = {name: kubernetes_job_name(record_id) for name, record_id in ids.items()}
+    plans = []
+    for step in workflow.steps:
+        flags = typed[step.name]
+        for key, value in list(flags.items()):
+            texts = value if isinstance(value, list) else [value]
+            for text in texts:
+                if isinstance(text, str) and "${" in text:
+                    missing = [name for name in workflow.steps if name.name not in results]
+                    if any(f"${{{name.name}.results}}" in text for name in missing):
+                        raise UsageError(
+                            f"{path}: step {step.name!r}: {key.replace('_', '-')}: references the results of a "
+                            "storage-tier C step, which go to S3 and are no directory its pods see; give that step "
+                            "a results-dir on a volume"
+                        )
+            if isinstance(value, str):
+                flags[key] = resolve(value, results)
+            elif isinstance(value, list):
+                flags[key] = [resolve(item, results) if isinstance(item, str) else item for item in value]
+        releases = bool(workflow.successors(step.name))
+        if releases:
+            if flags.get("launcher") == "torchrun":
+                raise UsageError(
+                    f"{path}: step {step.name!r}: launcher torchrun: a step that releases the next one runs its "
+                    "command through the shell; use the tao launcher and put torchrun in the command"
+                )
+            if isinstance(flags.get("command"), str):
+                flags["command"] = wrap_command(flags["command"])
+        request = job_request(frozenset(step.given), **flags)
+        try:
+            warnings = checked_warnings(request)
+            creds = planning.read_credentials(request.env_file, request.env)
+            if not credentials:  # only the names: the manifests name the Secret, values stay out
+                creds = dict.fromkeys(creds, "placeholder")
+            the_plan = planning.build(request, namespace, creds, server=server)
+        except UsageError as exc:
+            raise UsageError(f"{path}: step {step.name!r}: {exc.message}") from None
+        plans.append(StepPlan(step.name, ids[step.name], jobs[step.name], results.get(step.name), the_plan, warnings))
+    return plans
+
+
+@workflow_app.command("render", cls=VerbCommand, epilog=RENDER_EPILOG)
+def render(
+    file: str = typer.Argument(..., help="The workflow file (docs/workflows.md)."),
+    output: str = output_option(MANIFEST_FORMATS),
+) -> int:
+    """Print every step's manifests and the release RBAC, offline."""
+    from kubectl_tao.cli.output import check_format, emit, info
+    from kubectl_tao.core.render import to_json, to_yaml
+    from kubectl_tao.jobs.workflow import render_run
+
+    fmt = check_format(output, MANIFEST_FORMATS)
+    workflow = read_workflow(file)
+    sess = session()
+    namespace = sess.namespace()
+    steps = plan_steps(file, workflow, namespace, sess.target().server, credentials=False)
+    for step in steps:
+        for warning in step.warnings:
+            info(f"warning: step {step.name}: {warning}")
+    objects = render_run(sess.kubectl(), workflow, steps, namespace, run_id=f"{workflow.name}-preview")
+    emit(to_json(objects) if fmt == "json" else to_yaml(objects))
+    return 0
+
+
+@workflow_app.command("run", cls=VerbCommand, epilog=RUN_EPILOG)
+def run(
+    file: str = typer.Argument(..., help="The workflow file (docs/workflows.md)."),
+    output: str = output_option(("table", "json", "yaml", "name"), "the workflow run's name"),
+) -> int:
+    """Check every step, then create them all (the first runs, the rest held)."""
+    from kubectl_tao.cli.output import check_format, emit, emit_data, info
+    from kubectl_tao.commands.common import lazy_record_store
+    from kubectl_tao.jobs import workflow as workflows
+
+    fmt = check_format(output, ("table", "json", "yaml", "name"))
+    workflow = read_workflow(file)
+    sess = session()
+    namespace = sess.namespace()
+    target = sess.target()
+    steps = plan_steps(file, workflow, namespace, target.server, credentials=True)
+    for step in steps:
+        for warning in step.warnings:
+            info(f"warning: step {step.name}: {warning}")
+    store = lazy_record_store()
+    store()  # a bad TAO_STATE_DIR is bad input: refuse before any cluster call
+    created = workflows.run(sess.kubectl(), workflow, steps, namespace=namespace, server=target.server,
+                            context=target.context, store_factory=store, source=file, on_progress=info)
+    if fmt == "name":
+        emit(f"workflow/{created['name']}\n")
+    elif not emit_data(fmt, created):
+        emit(f"{created['name']}\n")
+        info(f"workflow {created['name']} created; follow it with `kubectl tao workflow status {created['name']}`")
+    return 0
+
+
+@workflow_app.command("status", cls=VerbCommand, epilog=STATUS_EPILOG)
+def status(
+    name: str = typer.Argument(..., help="The workflow run (`kubectl tao workflow list`)."),
+    output: str = output_option(("table", "json", "yaml")),
+) -> int:
+    """Every step of a workflow run: state, record, why it is held, the gate outcome."""
+    from kubectl_tao.cli.output import check_format, emit, emit_data, table
+    from kubectl_tao.commands.common import record_store
+    from kubectl_tao.jobs import workflow as workflows
+
+    fmt = check_format(output, ("table", "json", "yaml"))
+    seen = workflows.status(session().kubectl(), record_store(), name)
+    if not emit_data(fmt, seen):
+        emit(f"workflow {seen['name']}: {seen['state']}" + (f" ({seen['reason']})" if seen["reason"] else "") + "\n")
+        emit(table([(s["name"], s["state"], s["id"], s["reason"]) for s in seen["steps"]],
+                   ("STEP", "STATE", "RECORD", "REASON")))
+    return 0
+
+
+@workflow_app.command("cancel", cls=VerbCommand, epilog=CANCEL_EPILOG)
+def cancel(
+    name: str = typer.Argument(..., help="The workflow run (`kubectl tao workflow list`)."),
+    output: str = output_option(("table", "json", "yaml")),
+) -> int:
+    """Remove every step's objects (held ones too) and the release RBAC."""
+    from kubectl_tao.cli.output import check_format, emit, emit_data
+    from kubectl_tao.commands.common import record_store
+    from kubectl_tao.jobs import workflow as workflows
+
+    fmt = check_format(output, ("table", "json", "yaml"))
+    sess = session()
+    done = workflows.cancel(sess.kubectl(), record_store(), name, server=sess.target().server)
+    if not emit_data(fmt, done):
+        emit(f"workflow {name} canceled; deleted: {', '.join(done['deleted']) or 'nothing left'}\n")
+    return 0
+
+
+@workflow_app.command("list", cls=VerbCommand, epilog=LIST_EPILOG)
+def list_(output: str = output_option(("table", "json", "yaml"))) -> int:
+    """The workflow runs of this state directory (from their steps' records)."""
+    from kubectl_tao.cli.output import as_list, check_format, emit, emit_data, table
+    from kubectl_tao.commands.common import record_store
+    from kubectl_tao.jobs import workflow as workflows
+
+    fmt = check_format(output, ("table", "json", "yaml"))
+    rows = workflows.runs(record_store())
+    if not emit_data(fmt, as_list(rows)):
+        emit(table([(r["name"], r["workflow"], r["namespace"], r["steps"], r["submitted"]) for r in rows],
+                   ("NAME", "WORKFLOW", "NAMESPACE", "STEPS", "SUBMITTED")))
+    return 0
