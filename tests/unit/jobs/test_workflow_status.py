@@ -1,0 +1,68 @@
+"""jobs/workflow.judge: a run's state from its steps' records and Jobs (`workflow status -o json`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kubectl_tao.jobs.workflow import judge
+from kubectl_tao.store.records import Record
+
+
+def row(step: str, index: int, state: str = "RUNNING", after: str | None = None, when: str | None = None,
+        message: str = "") -> tuple[Record, dict[str, Any]]:
+    rec = Record({"id": f"id-{step}", "transitions": [{"state": state, "message": message}]})
+    extra = {"workflow": "wf-1", "workflow_step": step, "workflow_index": index, "job_name": f"j-{step}",
+             "workflow_after": after, "workflow_when": when, "namespace": "tao"}
+    return rec, extra
+
+
+def job(name: str, *, suspend: bool = False, condition: str | None = None, active: int = 0,
+        gate: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if gate is not None:
+        meta["annotations"] = {"kubectl-tao.io/workflow-gate": json.dumps(gate)}
+    status: dict[str, Any] = {"active": active}
+    if condition:
+        status["conditions"] = [{"type": condition, "status": "True"}]
+    return {"metadata": meta, "spec": {"suspend": suspend}, "status": status}
+
+
+ROWS = [row("train", 0), row("evaluate", 1, after="train", when="train.val_mAP >= 0.5"), row("export", 2,
+                                                                                           after="evaluate")]
+
+
+def test_a_running_chain_shows_the_held_steps_and_why() -> None:
+    seen = judge(ROWS, {"j-train": job("j-train", active=1), "j-evaluate": job("j-evaluate", suspend=True),
+                        "j-export": job("j-export", suspend=True)})
+    assert seen["state"] == "RUNNING" and seen["name"] == "wf-1"
+    assert [(s["name"], s["state"]) for s in seen["steps"]] == [("train", "RUNNING"), ("evaluate", "HELD"),
+                                                                 ("export", "HELD")]
+    assert seen["steps"][1]["reason"] == "held until train succeeds and train.val_mAP >= 0.5"
+    assert set(seen) == {"name", "state", "reason", "steps"}
+    assert {"name", "state", "job", "reason"} <= set(seen["steps"][0])
+
+
+def test_every_step_complete_is_complete() -> None:
+    seen = judge(ROWS, {f"j-{s}": job(f"j-{s}", condition="Complete") for s in ("train", "evaluate", "export")})
+    assert seen["state"] == "COMPLETE" and seen["reason"] == ""
+
+
+def test_a_failed_gate_is_its_own_end_state_naming_value_and_threshold() -> None:
+    gate = [{"step": "evaluate", "gate": "train.val_mAP >= 0.5", "value": 0.31, "passed": False}]
+    seen = judge(ROWS, {"j-train": job("j-train", condition="Complete", gate=gate)})
+    assert seen["state"] == "GATE_FAILED"
+    assert seen["reason"] == "step evaluate: gate train.val_mAP >= 0.5 failed: the value was 0.31"
+    assert [s["state"] for s in seen["steps"]] == ["COMPLETE", "NOT_RUN", "NOT_RUN"]
+
+
+def test_a_failed_step_ends_the_run_and_the_removed_steps_did_not_run() -> None:
+    rows = [row("train", 0, state="ERROR", message="exit code 3"), *ROWS[1:]]
+    seen = judge(rows, {"j-train": job("j-train", condition="Failed")})
+    assert seen["state"] == "ERROR" and seen["reason"] == "step train failed: exit code 3"
+    assert [s["state"] for s in seen["steps"]] == ["ERROR", "NOT_RUN", "NOT_RUN"]
+
+
+def test_a_canceled_run_is_canceled() -> None:
+    rows = [row(s, i, state="CANCELED") for i, s in enumerate(("train", "evaluate", "export"))]
+    assert judge(rows, {})["state"] == "CANCELED"
