@@ -66,3 +66,20 @@ def test_a_failed_step_ends_the_run_and_the_removed_steps_did_not_run() -> None:
 def test_a_canceled_run_is_canceled() -> None:
     rows = [row(s, i, state="CANCELED") for i, s in enumerate(("train", "evaluate", "export"))]
     assert judge(rows, {})["state"] == "CANCELED"
+
+
+def test_list_shows_a_workflow_column_only_where_a_job_is_a_step(capsys: Any) -> None:
+    from kubectl_tao.commands import present
+    from kubectl_tao.jobs.track import Observation, Tracked
+
+    def obs(extra: dict[str, Any]) -> Observation:
+        tracked = Tracked(Record({"id": "real-run-1", "submitted_at": "2026-12-05T07:00:00Z"}),
+                          {"namespace": "ns", "job_name": "real-run-1", "nodes": 1, "gpus": 1, **extra})
+        return Observation(tracked, "RUNNING", "", "", None, None)
+
+    present.show([obs({})], "table", False)
+    assert "WORKFLOW" not in capsys.readouterr().out
+    present.show([obs({"workflow": "chain-1a2b3c", "workflow_step": "train"}), obs({})], "table", False)
+    header, first, second = capsys.readouterr().out.splitlines()[:3]
+    assert header.split()[-1] == "WORKFLOW"
+    assert first.split()[-1] == "chain-1a2b3c/train" and second.split()[-1] == "-"
