@@ -104,6 +104,57 @@ def spellings() -> dict[str, str]:
     return {flag.names[0].removeprefix("--"): key for key, flag in JOB_FLAGS.items()}
 
 
+_JSON_TYPES = {
+    "int": {"type": "integer"},
+    "optint": {"type": ["integer", "null"]},
+    "switch": {"type": "boolean"},
+    "many": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+    "text": {"type": ["string", "number", "null"]},
+    "word": {"type": ["string", "number"]},
+}
+
+
+def schema_document() -> dict[str, Any]:
+    """schemas/workflow.v1.schema.json as JOB_FLAGS makes it (a unit test keeps the file equal to this)."""
+    from kubectl_tao.commands.jobflags import JOB_FLAGS
+    from kubectl_tao.core.workflow import API_VERSION, KIND, MAX_STEP_NAME, MAX_STEPS, MAX_WORKFLOW_NAME
+
+    name = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+    flags = {
+        flag.names[0].removeprefix("--"): {"description": flag.help, **_JSON_TYPES[flag.kind]}
+        for key, flag in JOB_FLAGS.items() if key not in _REFUSED
+    }
+    step_keys = {
+        "name": {"description": "The step's name: lower-case letters, digits and '-'.", "type": "string",
+                 "pattern": name, "maxLength": MAX_STEP_NAME},
+        "after": {"description": "The one step this one runs after (default: the step above).", "type": "string",
+                  "pattern": name},
+        "when": {"description": "A metric gate: STEP.KPI OP NUMBER, OP one of >= > <= < ==, read from the "
+                                "status.json under STEP's results.", "type": "string"},
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://github.com/kubectl-tao/kubectl-tao/schemas/workflow.v1.schema.json",
+        "title": "workflow",
+        "description": "A kubectl-tao workflow file (docs/workflows.md): steps run in order in the cluster, each a "
+                       "job with submit's long flag names. Generated from the job flag table (commands/jobflags.py).",
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata", "steps"],
+        "additionalProperties": False,
+        "properties": {
+            "apiVersion": {"const": API_VERSION},
+            "kind": {"const": KIND},
+            "metadata": {"type": "object", "required": ["name"], "additionalProperties": False,
+                         "properties": {"name": {"type": "string", "pattern": name,
+                                                 "maxLength": MAX_WORKFLOW_NAME}}},
+            "defaults": {"type": "object", "additionalProperties": False, "properties": flags},
+            "steps": {"type": "array", "minItems": 1, "maxItems": MAX_STEPS, "items": {
+                "type": "object", "required": ["name"], "additionalProperties": False,
+                "properties": {**step_keys, **flags}}},
+        },
+    }
+
+
 def read_workflow(path: str) -> Workflow:
     """The checked workflow of the file at PATH (UsageError: one line naming the step and field)."""
     from kubectl_tao.core.errors import UsageError
@@ -120,7 +171,15 @@ def read_workflow(path: str) -> Workflow:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"{path}: not UTF-8 text; save the workflow file as UTF-8") from None
-    return load(parse_text(text, path), path, spellings())
+    from kubectl_tao.core.schemas import validate
+
+    doc = parse_text(text, path)
+    workflow = load(doc, path, spellings())  # its own refusals first: they name the step and the fix
+    for step in workflow.steps:
+        for key, value in step.flags.items():
+            _typed(step.name, key, value, path)
+    validate(doc, "workflow.v1", what=path)  # then the schema, for anything the checks above let through
+    return workflow
 
 
 def _typed(step: str, key: str, value: Any, path: str) -> Any:

@@ -151,3 +151,26 @@ def test_the_examples_render(cli: Any) -> None:
     for path in files:
         code, _out, err = cli("workflow", "render", str(path), "-n", "tao", "-o", "json")
         assert code == 0, f"{path.name}: {err}"
+
+
+def test_the_schema_file_is_the_one_the_job_flag_table_makes() -> None:
+    from kubectl_tao.commands.workflow import schema_document
+
+    path = Path(__file__).resolve().parents[3] / "schemas" / "workflow.v1.schema.json"
+    assert json.loads(path.read_text(encoding="utf-8")) == schema_document()
+
+
+def test_every_job_flag_is_a_step_key_of_the_schema_but_the_refused_ones() -> None:
+    from kubectl_tao.commands.jobflags import JOB_FLAGS
+    from kubectl_tao.commands.workflow import _REFUSED, schema_document
+
+    keys = set(schema_document()["properties"]["steps"]["items"]["properties"])
+    assert keys == {"name", "after", "when"} | {f.names[0][2:] for k, f in JOB_FLAGS.items() if k not in _REFUSED}
+
+
+def test_the_examples_are_valid_against_the_schema() -> None:
+    from kubectl_tao.core.schemas import validate
+    from kubectl_tao.core.workflow import parse_text
+
+    for path in sorted((Path(__file__).resolve().parents[3] / "examples" / "workflows").glob("*.yaml")):
+        validate(parse_text(path.read_text(encoding="utf-8"), str(path)), "workflow.v1")
