@@ -138,12 +138,16 @@ def _why(exc: BaseException) -> str:
 
 
 def _own_rbac(kc: Kubectl, run_id: str, namespace: str, uids: dict[str, str]) -> None:
-    """Every step Job an owner of the ServiceAccount, Role and RoleBinding: they go with the last of them."""
+    """Every step Job an owner of the ServiceAccount, Role and RoleBinding (one patch call): they go with the
+    last of them."""
+    from kubectl_tao.k8s.objects import stream
+
     owners = [{"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid} for name, uid in sorted(uids.items())]
-    name = account_name(run_id)
-    for kind in ("serviceaccount", "role.rbac.authorization.k8s.io", "rolebinding.rbac.authorization.k8s.io"):
-        kc.run(["patch", kind, name, "-n", namespace, "--type=merge", "-p",
-                json.dumps({"metadata": {"ownerReferences": owners}}), "-o", "name"], namespaced=False)
+    targets = [{"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+                "metadata": {"name": obj["metadata"]["name"], "namespace": namespace}}
+               for obj in rbac_objects(run_id, namespace, [])]
+    kc.run(["patch", "-f", "-", "--type=merge", "-p", json.dumps({"metadata": {"ownerReferences": owners}}),
+            "-o", "name"], stdin=stream(targets), namespaced=False)
 
 
 def _remove(kc: Kubectl, store: Any, run_id: str, namespace: str, steps: list[StepPlan], message: str) -> None:

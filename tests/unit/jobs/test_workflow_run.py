@@ -1,0 +1,84 @@
+"""`workflow run` against the fake kubectl: every step's gates before anything is created, then the release RBAC,
+the held steps from the last to the first, the RBAC owned by every step Job; a refused create leaves nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from support.fake_kubectl import FakeKubectl, answer_pvc_submit
+
+FILE = """\
+apiVersion: kubectl-tao/v1
+kind: Workflow
+metadata: {name: chain}
+defaults: {image: "busybox:1.36", pvc: data, gpus: 1, network-arch: real}
+steps:
+- {name: train, action: train, command: "run ${train.results}"}
+- {name: evaluate, action: evaluate, when: train.acc >= 0.5, command: "eval ${train.results}"}
+- {name: export, action: export, command: "export ${evaluate.results}"}
+"""
+
+
+def write(tmp_path: Path) -> str:
+    path = tmp_path / "chain.yaml"
+    path.write_text(FILE, encoding="utf-8")
+    return str(path)
+
+
+def real_creates(fake: FakeKubectl) -> list[Any]:
+    return [c for c in fake.calls if c.argv[:2] == ["create", "-f"] and "--dry-run=server" not in c.argv]
+
+
+def test_run_gates_every_step_then_creates_rbac_and_the_steps_last_first(
+    cli: Any, fake_kubectl: FakeKubectl, tmp_path: Path, tao_env: Path
+) -> None:
+    fake_kubectl.on("create", "-f", stdout="Job x 0b9b6c1e-1111-2222-3333-444455556666\n")
+    fake_kubectl.on("patch", "-f", "-", stdout="serviceaccount/x\n")
+    answer_pvc_submit(fake_kubectl)
+    code, out, err = cli("workflow", "run", write(tmp_path), "-o", "json")
+    assert code == 0, err
+    created = json.loads(out)
+    assert [s["name"] for s in created["steps"]] == ["train", "evaluate", "export"]
+    argvs = [c.argv for c in fake_kubectl.calls]
+    dry_runs = [i for i, a in enumerate(argvs) if "--dry-run=server" in a]
+    creates = real_creates(fake_kubectl)
+    first_create = argvs.index(creates[0].argv)
+    assert len([i for i in dry_runs if i < first_create]) == 3  # every step's, before anything is created
+    kinds = [[o["kind"] for o in json.loads(c.stdin or "{}").get("items", [])] or c.stdin for c in creates]
+    assert kinds[0] == ["ServiceAccount", "Role", "RoleBinding"]
+    jobs = [s["job"].split("/", 1)[1] for s in created["steps"]]
+    order = [next(o["metadata"]["name"] for o in json.loads(c.stdin or "")["items"] if o["kind"] == "Job")
+             for c in creates[1:]]
+    assert order == [jobs[2], jobs[1], jobs[0]]
+    (patch,) = [c for c in fake_kubectl.calls if c.argv[:1] == ["patch"] and "ownerReferences" in " ".join(c.argv)]
+    owners = json.loads(patch.argv[patch.argv.index("-p") + 1])["metadata"]["ownerReferences"]
+    assert sorted(o["name"] for o in owners) == sorted(jobs)
+    assert [o["kind"] for o in json.loads(patch.stdin or "")["items"]] == ["ServiceAccount", "Role", "RoleBinding"]
+    for step in created["steps"]:
+        extra = json.loads((tao_env / "state" / "jobs" / ".kubectl-tao" / f"{step['id']}.json").read_text())
+        assert extra["workflow"] == created["name"] and extra["workflow_step"] == step["name"]
+
+
+def test_a_refused_gate_creates_nothing(cli: Any, fake_kubectl: FakeKubectl, tmp_path: Path, tao_env: Path) -> None:
+    fake_kubectl.on("get", "persistentvolumeclaim/data", stdout="", stderr='persistentvolumeclaims "data" not found',
+                    rc=1)
+    answer_pvc_submit(fake_kubectl)
+    code, _out, err = cli("workflow", "run", write(tmp_path))
+    assert code != 0 and "step train:" in err and "(nothing was created)" in err
+    assert real_creates(fake_kubectl) == []
+    assert not list((tao_env / "state").rglob("*.json"))
+
+
+def test_a_refused_create_leaves_no_step_and_removes_the_rbac(
+    cli: Any, fake_kubectl: FakeKubectl, tmp_path: Path
+) -> None:
+    fake_kubectl.on("create", "-f", stderr="Error from server (Forbidden): roles.rbac.authorization.k8s.io is "
+                    "forbidden", rc=1)
+    answer_pvc_submit(fake_kubectl)
+    code, _out, err = cli("workflow", "run", write(tmp_path))
+    assert code != 0 and "forbidden" in err
+    deletes = [c.argv for c in fake_kubectl.calls if c.argv[:1] == ["delete"]]
+    assert any("serviceaccounts,roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io" in a
+               for a in deletes)
