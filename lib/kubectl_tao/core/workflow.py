@@ -28,7 +28,7 @@ MAX_WORKFLOW_NAME = 40
 STEP_KEYS = ("name", "after", "when")
 OPS = (">=", "<=", "==", ">", "<")
 
-_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_STEP_NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _WHEN = re.compile(
     r"\s*([a-z0-9][-a-z0-9]*)\.([A-Za-z_][A-Za-z0-9_]{0,63})\s*(>=|<=|==|>|<)\s*"
     r"([-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*"
@@ -149,7 +149,7 @@ def parse_text(text: str, source: str) -> Any:
 
 
 def _check_name(value: object, where: str, most: int) -> str:
-    if not isinstance(value, str) or not _NAME.fullmatch(value) or len(value) > most:
+    if not isinstance(value, str) or not _STEP_NAME_RE.fullmatch(value) or len(value) > most:
         raise UsageError(
             f"{where} is {value!r}: use lower-case letters, digits and '-' (at most {most} characters, "
             "starting and ending with a letter or digit)"
