@@ -250,6 +250,7 @@ def plan_steps(path: str, workflow: Workflow, namespace: str, server: str, *, cr
                 flags[key] = resolve(value, results)
             elif isinstance(value, list):
                 flags[key] = [resolve(item, results) if isinstance(item, str) else item for item in value]
+        plain = job_request(frozenset(step.given), **flags)  # what the record keeps: `resubmit`, `resume`
         releases = bool(workflow.successors(step.name))
         if releases:
             if flags.get("launcher") == "torchrun":
@@ -268,7 +269,8 @@ def plan_steps(path: str, workflow: Workflow, namespace: str, server: str, *, cr
             the_plan = planning.build(request, namespace, creds, server=server)
         except UsageError as exc:
             raise UsageError(f"{path}: step {step.name!r}: {exc.message}") from None
-        plans.append(StepPlan(step.name, ids[step.name], jobs[step.name], results.get(step.name), the_plan, warnings))
+        plans.append(StepPlan(step.name, ids[step.name], jobs[step.name], results.get(step.name), the_plan, warnings,
+                              plain))
     return plans
 
 

@@ -33,6 +33,7 @@ class StepPlan(Value):
     results: str | None  # the results directory its pods see (None: tier C, uploaded to S3)
     plan: Any  # jobs/submit.Plan
     warnings: list[str] = Factory(list)
+    request: Any = None  # the step's JobRequest before the release wrapped its command (the record keeps it)
 
 
 def new_run_id(workflow: Workflow) -> str:
@@ -48,7 +49,6 @@ def _made_part(workflow: Workflow, steps: list[StepPlan], run_id: str) -> list[S
     script = load_template("workflow-release.py")
     jobs = {step.name: step.job_name for step in steps}
     results = {step.name: step.results or "" for step in steps}
-    first = workflow.steps[0].name
     made = []
     for step in steps:
         releases = bool(workflow.successors(step.name))
@@ -58,7 +58,8 @@ def _made_part(workflow: Workflow, steps: list[StepPlan], run_id: str) -> list[S
         def render(job_name: str, record_id: str, secret: str | None, *, _inner: Any = inner,
                    _name: str = step.name, _plan: Any = plan) -> list[dict[str, Any]]:
             return step_objects(_inner(job_name, record_id, secret), run_id=run_id, step=_name,
-                                held=_name != first, plan=_plan, release_script=script)
+                                held=workflow.step(_name).after is not None, plan=_plan,
+                                release_script=script)
 
         made.append(step.replaced(plan=step.plan.replaced(render=render)))
     return made
@@ -87,8 +88,11 @@ def run(
     store_factory: Callable[[], Any],
     source: str,
     on_progress: Callable[[str], None] = lambda _msg: None,
+    extra_fields: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Check every step, then create the run; what was created (run id, each step's record and Job)."""
+    """Check every step, then create the run; what was created (run id, each step's record and Job).
+    EXTRA_FIELDS go into every step's record additions (`resume`: the run it resumes)."""
+    from kubectl_tao.jobs import plan as planning
     from kubectl_tao.jobs.submit import execute
     from kubectl_tao.k8s import objects
 
@@ -116,7 +120,9 @@ def run(
                 extra={"workflow": run_id, "workflow_name": workflow.name, "workflow_step": step.name,
                        "workflow_index": index, "workflow_after": spec.after,
                        "workflow_when": spec.when.text() if spec.when else None, "workflow_file": source,
-                       "results_seen_as": step.results},
+                       "results_seen_as": step.results,
+                       **({"request": planning.stored(step.request)} if step.request is not None else {}),
+                       **(extra_fields or {})},
             )
             created.append(step)
             uids[step.job_name] = str(outcome.job_uid)
@@ -129,7 +135,7 @@ def run(
         "workflow": workflow.name,
         "namespace": namespace,
         "steps": [{"name": step.name, "id": step.record_id, "job": f"{namespace}/{step.job_name}",
-                   "held": step.name != workflow.steps[0].name} for step in made],
+                   "held": workflow.step(step.name).after is not None} for step in made],
     }
 
 

@@ -59,6 +59,9 @@ def test_run_gates_every_step_then_creates_rbac_and_the_steps_last_first(
     for step in created["steps"]:
         extra = json.loads((tao_env / "state" / "jobs" / ".kubectl-tao" / f"{step['id']}.json").read_text())
         assert extra["workflow"] == created["name"] and extra["workflow_step"] == step["name"]
+        kept = extra["request"]["flags"]["command"]  # the user's command, resolved, without the release
+        assert kept.split()[0] == {"train": "run", "evaluate": "eval", "export": "export"}[step["name"]]
+        assert "KUBECTL_TAO_WF_RELEASE" not in kept and "${" not in kept
 
 
 def test_a_refused_gate_creates_nothing(cli: Any, fake_kubectl: FakeKubectl, tmp_path: Path, tao_env: Path) -> None:
