@@ -75,6 +75,17 @@ Examples:
 Every step's Job (by its pinned UID), held ones included, its Service and Secret, and the release
 ServiceAccount, Role and RoleBinding are deleted; the steps not finished are marked CANCELED."""
 
+RESUME_EPILOG = """\b
+Examples:
+  kubectl tao workflow resume dino-detect-3f9a1c
+  kubectl tao workflow resume dino-detect-3f9a1c -o json
+
+\b
+Runs again every step of an ended run that did not COMPLETE (failed, removed, canceled), as a new run: each
+from the request its record kept, into its old results directory (the finished steps' results are where the
+steps read them), the first of them at once and the rest held as before. Refused while the run is running
+and after a failed metric gate (change the workflow and run it). Exit codes as run's."""
+
 LIST_EPILOG = """\b
 Examples:
   kubectl tao workflow list
@@ -362,6 +373,62 @@ def cancel(
     done = workflows.cancel(sess.kubectl(), record_store(), name, server=sess.target().server)
     if not emit_data(fmt, done):
         emit(f"workflow {name} canceled; deleted: {', '.join(done['deleted']) or 'nothing left'}\n")
+    return 0
+
+
+@workflow_app.command("resume", cls=VerbCommand, epilog=RESUME_EPILOG)
+def resume(
+    name: str = typer.Argument(..., help="The workflow run (`kubectl tao workflow list`)."),
+    output: str = output_option(("table", "json", "yaml", "name"), "the new run's name"),
+) -> int:
+    """Run again the steps of an ended run that did not succeed."""
+    from kubectl_tao.cli.output import check_format, emit, emit_data, info
+    from kubectl_tao.commands.common import lazy_record_store
+    from kubectl_tao.commands.resubmit import request_from_record
+    from kubectl_tao.core.errors import UsageError
+    from kubectl_tao.core.names import kubernetes_job_name
+    from kubectl_tao.core.workflowrun import wrap_command
+    from kubectl_tao.jobs import plan as planning
+    from kubectl_tao.jobs import workflow as workflows
+    from kubectl_tao.store.recordids import preview_id
+
+    fmt = check_format(output, ("table", "json", "yaml", "name"))
+    sess = session()
+    target = sess.target()
+    store = lazy_record_store()
+    rows = workflows.step_records(store(), name)
+    namespace = str(rows[0][1].get("namespace"))
+    left = workflows.resumable(workflows.status(sess.kubectl(), store(), name))
+    workflow = workflows.resumed_workflow(rows, left)
+    results = {str(extra.get("workflow_step")): str(extra.get("results_seen_as") or rec.get("results_dir") or "")
+               for rec, extra in rows}
+    steps = []
+    for rec, extra in rows:
+        step = str(extra.get("workflow_step"))
+        if step not in left:
+            continue
+        plain = request_from_record(rec.id, rec, extra, None)  # into its old results directory
+        request = plain
+        if workflow.successors(step):
+            request = plain.replaced(command=wrap_command(plain.command))
+        try:
+            the_plan = planning.build(request, namespace, planning.read_credentials(request.env_file, request.env),
+                                      server=target.server)
+        except UsageError as exc:
+            raise UsageError(f"step {step!r} (record {rec.id}): {exc.message}") from None
+        record_id = preview_id(plain.network_arch, plain.action)
+        steps.append(workflows.StepPlan(step, record_id, kubernetes_job_name(record_id), results[step] or None,
+                                        the_plan, [], plain))
+    created = workflows.run(sess.kubectl(), workflow, steps, namespace=namespace, server=target.server,
+                            context=target.context, store_factory=store,
+                            source=str(rows[0][1].get("workflow_file") or ""), on_progress=info,
+                            extra_fields={"resumed_from": name}, results=results)
+    if fmt == "name":
+        emit(f"workflow/{created['name']}\n")
+    elif not emit_data(fmt, created):
+        emit(f"{created['name']}\n")
+        info(f"workflow {name} resumed as {created['name']} ({', '.join(left)}); follow it with "
+             f"`kubectl tao workflow status {created['name']}`")
     return 0
 
 

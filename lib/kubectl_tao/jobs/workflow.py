@@ -42,13 +42,16 @@ def new_run_id(workflow: Workflow) -> str:
     return f"{workflow.name}-{secrets.token_hex(3)}"
 
 
-def _made_part(workflow: Workflow, steps: list[StepPlan], run_id: str) -> list[StepPlan]:
-    """The steps' plans whose render makes the Job part of the run (labels, hold, release)."""
+def _made_part(
+    workflow: Workflow, steps: list[StepPlan], run_id: str, known: dict[str, str] | None = None
+) -> list[StepPlan]:
+    """The steps' plans whose render makes the Job part of the run (labels, hold, release). KNOWN: the results
+    directories of steps outside this run that a gate reads (a resumed run's finished steps)."""
     from kubectl_tao.core.templates import load_template
 
     script = load_template("workflow-release.py")
     jobs = {step.name: step.job_name for step in steps}
-    results = {step.name: step.results or "" for step in steps}
+    results = {**(known or {}), **{step.name: step.results or "" for step in steps}}
     made = []
     for step in steps:
         releases = bool(workflow.successors(step.name))
@@ -89,6 +92,7 @@ def run(
     source: str,
     on_progress: Callable[[str], None] = lambda _msg: None,
     extra_fields: dict[str, Any] | None = None,
+    results: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Check every step, then create the run; what was created (run id, each step's record and Job).
     EXTRA_FIELDS go into every step's record additions (`resume`: the run it resumes)."""
@@ -97,7 +101,7 @@ def run(
     from kubectl_tao.k8s import objects
 
     run_id = new_run_id(workflow)
-    made = _made_part(workflow, steps, run_id)
+    made = _made_part(workflow, steps, run_id, results)
     for step in made:  # every gate and server dry run before anything is created
         try:
             execute(kc, step.plan, namespace=namespace, target_server=server, target_context=context,
@@ -307,3 +311,37 @@ def runs(store: Any) -> list[dict[str, Any]]:
                                         "submitted": rec.get("submitted_at") or ""})
         row["steps"] += 1
     return sorted(found.values(), key=lambda row: row["name"])
+
+
+def resumable(seen: dict[str, Any]) -> list[str]:
+    """The steps `workflow resume` runs again (every step that did not COMPLETE), from `status`'s view of the
+    run; GateError (exit 1) when there is nothing to resume or the run must not be resumed."""
+    name, state = seen["name"], seen["state"]
+    if state == RUNNING:
+        raise GateError(f"workflow {name} is still running; wait for it to end, or `kubectl tao workflow cancel "
+                        f"{name}` first")
+    if state == GATE_FAILED:
+        raise GateError(f"workflow {name} stopped at a metric gate ({seen['reason']}); a resume would run the steps "
+                        "the gate stopped: change the workflow and `kubectl tao workflow run` it")
+    left = [step["name"] for step in seen["steps"] if step["state"] != COMPLETE]
+    if not left:
+        raise GateError(f"workflow {name} is COMPLETE: every step succeeded, there is nothing to resume")
+    return left
+
+
+def resumed_workflow(rows: list[tuple[Any, dict[str, Any]]], left: list[str]) -> Workflow:
+    """The steps LEFT as a workflow of their own: a step whose predecessor finished starts at once (its gate
+    passed when that step released it), the others keep their predecessor and gate."""
+    from kubectl_tao.core.workflow import Step, parse_gate
+
+    steps = []
+    for _rec, extra in rows:
+        name = str(extra.get("workflow_step"))
+        if name not in left:
+            continue
+        after = extra.get("workflow_after")
+        keeps = isinstance(after, str) and after in left
+        when = extra.get("workflow_when") if keeps else None
+        steps.append(Step(name, after if keeps else None,
+                          parse_gate(when, f"step {name}: when") if isinstance(when, str) else None))
+    return Workflow(str(rows[0][1].get("workflow_name") or rows[0][1].get("workflow")), steps)

@@ -9,6 +9,8 @@ from typing import Any
 
 from support.fake_kubectl import FakeKubectl, answer_pvc_submit
 
+from kubectl_tao.k8s.kubectl import Completed
+
 FILE = """\
 apiVersion: kubectl-tao/v1
 kind: Workflow
@@ -85,3 +87,64 @@ def test_a_refused_create_leaves_no_step_and_removes_the_rbac(
     deletes = [c.argv for c in fake_kubectl.calls if c.argv[:1] == ["delete"]]
     assert any("serviceaccounts,roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io" in a
                for a in deletes)
+
+
+def _ran(cli: Any, fake: FakeKubectl, tmp_path: Path) -> dict[str, Any]:
+    fake.on("create", "-f", stdout="Job x 0b9b6c1e-1111-2222-3333-444455556666\n")
+    fake.on("patch", "-f", "-", stdout="serviceaccount/x\n")
+    answer_pvc_submit(fake)
+    code, out, err = cli("workflow", "run", write(tmp_path), "-o", "json")
+    assert code == 0, err
+    return dict(json.loads(out))
+
+
+def _jobs_read(fake: FakeKubectl, run: str, items: list[dict[str, Any]]) -> None:
+    """`workflow status`'s one read of the run's Jobs answers ITEMS (ahead of every other rule)."""
+    prefix = ("get", "jobs", "-n", "tao-jobs", "-l", f"kubectl-tao.io/workflow={run},app.kubernetes.io/managed-by="
+              "kubectl-tao")
+    fake.rules[:] = [rule for rule in fake.rules if rule[0] != prefix]
+    fake.rules.insert(0, (prefix, Completed(json.dumps({"items": items}), "", 0)))
+
+
+def _job(name: str, condition: str | None = None, **more: Any) -> dict[str, Any]:
+    status = {"conditions": [{"type": condition, "status": "True"}]} if condition else {}
+    return {"metadata": {"name": name, **more}, "spec": {"suspend": condition is None}, "status": status}
+
+
+def test_resume_runs_again_only_the_steps_that_did_not_complete_into_their_results(
+    cli: Any, fake_kubectl: FakeKubectl, tmp_path: Path, tao_env: Path
+) -> None:
+    first = _ran(cli, fake_kubectl, tmp_path)
+    jobs = {s["name"]: s["job"].split("/", 1)[1] for s in first["steps"]}
+    ids = {s["name"]: s["id"] for s in first["steps"]}
+    _jobs_read(fake_kubectl, first["name"], [_job(jobs["train"], "Complete"), _job(jobs["evaluate"], "Failed")])
+    fake_kubectl.calls.clear()
+    code, out, err = cli("workflow", "resume", first["name"], "-o", "json")
+    assert code == 0, err
+    again = json.loads(out)
+    assert again["name"] != first["name"] and again["workflow"] == "chain"
+    assert [(s["name"], s["held"]) for s in again["steps"]] == [("evaluate", False), ("export", True)]
+    state = tao_env / "state" / "jobs"
+    for step in again["steps"]:
+        extra = json.loads((state / ".kubectl-tao" / f"{step['id']}.json").read_text())
+        old = json.loads((state / f"{ids[step['name']]}.json").read_text())
+        assert extra["resumed_from"] == first["name"] and extra["workflow"] == again["name"]
+        assert extra["request"]["flags"]["results_dir"] == old["results_dir"]
+
+
+def test_resume_is_refused_while_running_and_after_a_failed_gate(
+    cli: Any, fake_kubectl: FakeKubectl, tmp_path: Path
+) -> None:
+    first = _ran(cli, fake_kubectl, tmp_path)
+    jobs = {s["name"]: s["job"].split("/", 1)[1] for s in first["steps"]}
+    _jobs_read(fake_kubectl, first["name"], [_job(jobs["train"], "Complete"), _job(jobs["evaluate"]),
+                                              _job(jobs["export"])])
+    fake_kubectl.calls.clear()
+    code, _out, err = cli("workflow", "resume", first["name"])
+    assert code == 1 and "is still running" in err
+    gate = [{"step": "evaluate", "gate": "train.acc >= 0.5", "value": 0.1, "passed": False}]
+    noted = {"annotations": {"kubectl-tao.io/workflow-gate": json.dumps(gate)}}
+    _jobs_read(fake_kubectl, first["name"], [_job(jobs["train"], "Complete", **noted)])
+    code, _out, err = cli("workflow", "resume", first["name"])
+    assert code == 1 and "stopped at a metric gate" in err
+    assert real_creates(fake_kubectl) == [] and not [c for c in fake_kubectl.calls if "--dry-run=server" in c.argv]
