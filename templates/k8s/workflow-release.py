@@ -11,7 +11,9 @@ import sys
 import urllib.error
 import urllib.request
 
-SA = "/var/run/secrets/kubernetes.io/serviceaccount"
+# Where the pod's ServiceAccount token, CA and namespace are mounted (KUBECTL_TAO_WF_SA_DIR: elsewhere, e.g. a
+# release run by hand with a token from `kubectl create token`).
+SA = os.environ.get("KUBECTL_TAO_WF_SA_DIR") or "/var/run/secrets/kubernetes.io/serviceaccount"
 GATE_ANNOTATION = "kubectl-tao.io/workflow-gate"
 
 

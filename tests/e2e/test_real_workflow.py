@@ -2,11 +2,14 @@
 writing status.json KPIs and a checkpoint the next step reads through ${STEP.results}).
 
 What runs everywhere: `workflow run` creates the release RBAC and every step with its own record, the first step
-running and the rest held (suspended, no pod); `workflow status` says why; `workflow cancel` leaves nothing.
-What needs pods that reach the API server (the release runs in the step's pod): the chain runs in order after
-`workflow run` returned, a failed metric gate ends it GATE_FAILED and removes the held steps. A cluster whose
-pods cannot reach the API server (the local cluster has no kube-proxy and its API server listens on 127.0.0.1)
-skips those, saying so.
+running and the rest held (suspended, no pod); `workflow status` says why; `workflow cancel` leaves nothing. The
+release script, run on the host with the run's own ServiceAccount token against the real API server (the calls a
+step's pod makes): a passed gate unsuspends the next step, whose pod then starts; a failed gate or a failed step
+removes the held steps (GATE_FAILED); the token may do nothing else (list, read pods or Secrets, create Jobs,
+touch another Job: forbidden).
+What needs pods that reach the API server (the release runs in the step's pod): the chain runs by itself in order
+after `workflow run` returned. A cluster whose pods cannot reach the API server (the local cluster has no
+kube-proxy and its API server listens on 127.0.0.1) skips those, saying so.
 
 Skipped when the cluster has no real nodes (KUBECTL_TAO_REAL_NODES=0).
 """
@@ -165,3 +168,126 @@ def test_a_failed_gate_ends_the_chain_and_removes_the_held_steps(
     held = [s["job"].split("/", 1)[1] for s in created["steps"][1:]]
     wait_for(lambda: all(releasing.kubectl("get", "job", j, "--ignore-not-found", "-o", "name").stdout == ""
                          for j in held), 60, message="the held steps to be removed")
+
+
+# ---------------------------------------------------------------- the release against the real API server
+# A pod of this cluster cannot reach the API server, so here the release script runs on the host, with the run's
+# own ServiceAccount token (TokenRequest), against the real API server: the same HTTP calls a step's pod makes.
+
+RELEASE = Path(__file__).resolve().parents[2] / "templates" / "k8s" / "workflow-release.py"
+
+
+def long_first_step(t: Tao, image: str, *, gate: float) -> Path:
+    """The chain, with a first step that stays running while the test acts as its release."""
+    path = workflow_file(t, image, gate=gate)
+    path.write_text(path.read_text().replace("python3 /workspace/step.py ${train.results} - 0.7 0", "sleep 600"))
+    return path
+
+
+def release_as_the_step(t: Tao, cluster: Any, run: str, job: str, status: int, tmp_path: Path) -> Any:
+    """Run the release of step Job JOB on the host: its plan from the Job, the gate's results directory mapped
+    onto the claim's directory, the run's ServiceAccount token, the cluster's CA."""
+    import base64
+    import os
+    import subprocess
+
+    spec = json.loads(t.kubectl("get", "job", job, "-o", "json").stdout)["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value", "") for e in spec["containers"][0]["env"]}
+    plan = json.loads(env["KUBECTL_TAO_WF_PLAN"].replace("$$", "$"))
+    volume: Path = t.volume  # type: ignore[attr-defined]
+    for step in plan["next"]:
+        if step["gate"]:
+            step["gate"]["results"] = str(volume / step["gate"]["results"].removeprefix("/workspace/"))
+    sa = tmp_path / "sa"
+    sa.mkdir(exist_ok=True)
+    token = t.kubectl("create", "token", spec["serviceAccountName"], "--duration", "10m").stdout.strip()
+    (sa / "token").write_text(token)
+    (sa / "namespace").write_text(t.namespace)
+    config = json.loads(kubectl("config", "view", "--raw", "-o", "json").stdout)
+    server = config["clusters"][0]["cluster"]["server"]
+    (sa / "ca.crt").write_bytes(base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]))
+    host, port = server.removeprefix("https://").rsplit(":", 1)
+    run_env = {**os.environ, "KUBECTL_TAO_WF_SA_DIR": str(sa), "KUBECTL_TAO_WF_PLAN": json.dumps(plan),
+               "KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port}
+    run_env.pop("JOB_COMPLETION_INDEX", None)
+    released = subprocess.run(["python3", str(RELEASE), str(status)], env=run_env, capture_output=True, text=True,
+                              timeout=60, check=False)
+    released.token = token  # type: ignore[attr-defined]
+    released.server = server  # type: ignore[attr-defined]
+    released.ca = str(sa / "ca.crt")  # type: ignore[attr-defined]
+    return released
+
+
+def kpi(t: Tao, record_id: str, value: float) -> None:
+    results = t.volume / "results" / record_id / "train"  # type: ignore[attr-defined]
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "status.json").write_text(json.dumps({"status": "RUNNING", "kpi": {"val_mAP": value}}) + "\n")
+
+
+def test_the_release_unsuspends_the_next_step_with_the_runs_token_and_that_token_may_do_nothing_else(
+    real: Tao, images: dict[str, str], cluster: Any, tmp_path: Path  # noqa: F811
+) -> None:
+    created = run_workflow(real, long_first_step(real, images["TORCH_IMAGE"], gate=0.5))
+    name, steps = created["name"], {s["name"]: s for s in created["steps"]}
+    jobs = {n: s["job"].split("/", 1)[1] for n, s in steps.items()}
+    kpi(real, steps["train"]["id"], 0.7)
+    released = release_as_the_step(real, cluster, name, jobs["train"], 0, tmp_path)
+    assert released.returncode == 0, released.stdout + released.stderr
+    assert f"released step evaluate (Job {jobs['evaluate']})" in released.stdout
+    evaluate = json.loads(real.kubectl("get", "job", jobs["evaluate"], "-o", "json").stdout)
+    assert evaluate["spec"]["suspend"] is False
+    export = json.loads(real.kubectl("get", "job", jobs["export"], "-o", "json").stdout)
+    assert export["spec"]["suspend"] is True
+    wait_for(lambda: real.kubectl("get", "pods", "-l", f"job-name={jobs['evaluate']}", "-o", "name").stdout != "",
+             60, message="the released step's pod")
+    noted = json.loads(real.kubectl("get", "job", jobs["train"], "-o", "json").stdout)["metadata"]["annotations"]
+    assert json.loads(noted["kubectl-tao.io/workflow-gate"])[0]["passed"] is True
+
+    as_run = ["--token", released.token, "--server", released.server, "--certificate-authority", released.ca,
+              "--kubeconfig", "/dev/null", "-n", real.namespace]
+    for verbs in (["get", "jobs"], ["get", "pods"], ["get", "secrets"], ["delete", "pvc", "tao-data"],
+                  ["create", "job", "x", "--image", "busybox"]):
+        denied = real.kubectl(*as_run, *verbs, check=False)
+        assert denied.returncode != 0 and "forbidden" in denied.stderr.lower(), (verbs, denied.stderr)
+    real.kubectl("create", "job", "outsider", "--image", images["TORCH_IMAGE"], "--", "true")
+    denied = real.kubectl(*as_run, "patch", "job", "outsider", "--type=merge", "-p", '{"spec":{"suspend":true}}',
+                          check=False)
+    assert denied.returncode != 0 and "forbidden" in denied.stderr.lower()
+    real.kubectl("delete", "job", "outsider", "--wait=false")
+    assert real("workflow", "cancel", name).returncode == 0
+    wait_for(lambda: labelled(real, name) == [], 120, message="every object of the workflow to go")
+
+
+def test_a_failed_gate_removes_the_held_steps_and_status_says_gate_failed(
+    real: Tao, images: dict[str, str], cluster: Any, tmp_path: Path  # noqa: F811
+) -> None:
+    created = run_workflow(real, long_first_step(real, images["TORCH_IMAGE"], gate=0.9))
+    name, steps = created["name"], {s["name"]: s for s in created["steps"]}
+    jobs = {n: s["job"].split("/", 1)[1] for n, s in steps.items()}
+    kpi(real, steps["train"]["id"], 0.7)
+    released = release_as_the_step(real, cluster, name, jobs["train"], 0, tmp_path)
+    assert released.returncode == 0, released.stdout + released.stderr
+    for held in ("evaluate", "export"):
+        wait_for(lambda held=held: real.kubectl("get", "job", jobs[held], "--ignore-not-found", "-o", "name").stdout
+                 == "", 60, message=f"held step {held} to be removed")
+    seen = status(real, name)
+    assert seen["state"] == "GATE_FAILED", seen
+    assert seen["reason"] == "step evaluate: gate train.val_mAP >= 0.9 failed: the value was 0.7"
+    assert [s["state"] for s in seen["steps"]] == ["RUNNING", "NOT_RUN", "NOT_RUN"]
+    assert real("workflow", "cancel", name).returncode == 0
+    wait_for(lambda: labelled(real, name) == [], 120, message="every object of the workflow to go")
+
+
+def test_a_failed_step_removes_the_held_ones(
+    real: Tao, images: dict[str, str], cluster: Any, tmp_path: Path  # noqa: F811
+) -> None:
+    created = run_workflow(real, long_first_step(real, images["TORCH_IMAGE"], gate=0.5))
+    name, steps = created["name"], {s["name"]: s for s in created["steps"]}
+    jobs = {n: s["job"].split("/", 1)[1] for n, s in steps.items()}
+    released = release_as_the_step(real, cluster, name, jobs["train"], 3, tmp_path)
+    assert released.returncode == 3, released.stdout + released.stderr
+    assert "ended with exit status 3" in released.stdout
+    for held in ("evaluate", "export"):
+        assert real.kubectl("get", "job", jobs[held], "--ignore-not-found", "-o", "name").stdout == ""
+    assert real("workflow", "cancel", name).returncode == 0
+    wait_for(lambda: labelled(real, name) == [], 120, message="every object of the workflow to go")
