@@ -207,6 +207,14 @@ def _job_state(job: dict[str, Any] | None) -> str | None:
     return RUNNING if (status.get("active") or status.get("ready")) else PENDING
 
 
+def _failed_message(job: dict[str, Any] | None) -> str:
+    """The Job's Failed condition, as `reason: message` (the record says more once `status` has read it)."""
+    for condition in ((job or {}).get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Failed" and condition.get("status") == "True":
+            return ": ".join(str(part) for part in (condition.get("reason"), condition.get("message")) if part)
+    return ""
+
+
 def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The run's state from its steps' records and the Jobs read now (by Job name): `workflow status -o json`."""
     steps, gates = [], {}
@@ -244,8 +252,10 @@ def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]
             if state not in (ERROR, CANCELED):
                 state, reason = GATE_FAILED, f"step {name}: {row_reason}"
         if step_state == ERROR and state != CANCELED:
-            said = ((rec.get("transitions") or [{}])[-1]).get("message") or ""
-            state, reason = ERROR, f"step {name} failed" + (f": {said}" if said else "")
+            said = ((rec.get("transitions") or [{}])[-1]).get("message") or "" if rec.state == "ERROR" else ""
+            said = said or _failed_message(job)
+            state, reason = ERROR, f"step {name} failed" + (f": {said}" if said else "") + (
+                f"; `kubectl tao explain {rec.id}` shows the cause")
         if step_state == CANCELED:
             state, reason = CANCELED, "canceled"
         steps.append({"name": name, "state": step_state, "job": extra.get("job_name"), "id": rec.id,

@@ -59,7 +59,8 @@ def test_a_failed_gate_is_its_own_end_state_naming_value_and_threshold() -> None
 def test_a_failed_step_ends_the_run_and_the_removed_steps_did_not_run() -> None:
     rows = [row("train", 0, state="ERROR", message="exit code 3"), *ROWS[1:]]
     seen = judge(rows, {"j-train": job("j-train", condition="Failed")})
-    assert seen["state"] == "ERROR" and seen["reason"] == "step train failed: exit code 3"
+    assert seen["state"] == "ERROR"
+    assert seen["reason"] == "step train failed: exit code 3; `kubectl tao explain id-train` shows the cause"
     assert [s["state"] for s in seen["steps"]] == ["ERROR", "NOT_RUN", "NOT_RUN"]
 
 
@@ -83,3 +84,13 @@ def test_list_shows_a_workflow_column_only_where_a_job_is_a_step(capsys: Any) ->
     header, first, second = capsys.readouterr().out.splitlines()[:3]
     assert header.split()[-1] == "WORKFLOW"
     assert first.split()[-1] == "chain-1a2b3c/train" and second.split()[-1] == "-"
+
+
+def test_a_failed_job_whose_record_is_not_settled_yet_shows_the_jobs_condition() -> None:
+    failed = job("j-train", condition="Failed")
+    failed["status"]["conditions"][0].update(reason="BackoffLimitExceeded", message="Job has reached the specified "
+                                             "backoff limit")
+    rows = [row("train", 0, message="applied Job tao/j-train"), *ROWS[1:]]
+    seen = judge(rows, {"j-train": failed})
+    assert seen["reason"] == ("step train failed: BackoffLimitExceeded: Job has reached the specified backoff limit; "
+                              "`kubectl tao explain id-train` shows the cause")
