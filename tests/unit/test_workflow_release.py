@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -104,3 +105,29 @@ def test_a_step_without_gate_is_released(monkeypatch: pytest.MonkeyPatch, tmp_pa
 def test_each_comparison(monkeypatch: pytest.MonkeyPatch, op: str, value: float, passed: bool) -> None:
     module, _calls = load(monkeypatch, {"step": "a", "job": "j", "next": []})
     assert module.passes(value, op, 0.5) is passed
+
+
+@pytest.mark.parametrize(
+    ("command", "printed", "status"),
+    [
+        ("exit 3", "", 3),
+        ("case x in x) echo case-ok;; esac", "case-ok", 0),
+        ("cat <<EOF\nheredoc-ok\nEOF", "heredoc-ok", 0),
+        ("echo hi # a trailing comment", "hi", 0),
+        ("set -e; false; echo never", "", 1),
+        ("echo $(echo sub-ok)", "sub-ok", 0),
+    ],
+)
+def test_the_wrapped_command_runs_as_written_and_hands_its_status_to_the_release(
+    command: str, printed: str, status: int
+) -> None:
+    import subprocess
+
+    from kubectl_tao.core.workflowrun import RELEASE_ENV, wrap_command
+
+    stand_in = 'import sys; print("release got", sys.argv[1])'
+    ran = subprocess.run(["/bin/sh", "-c", wrap_command(command).replace("python3", sys.executable)],
+                         env={RELEASE_ENV: stand_in, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+                         check=False)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == [*([printed] if printed else []), f"release got {status}"]
