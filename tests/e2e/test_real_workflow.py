@@ -130,6 +130,11 @@ def test_run_creates_every_step_held_behind_the_first_and_cancel_leaves_nothing(
     assert seen["steps"][1]["reason"] == "held until train succeeds and train.val_mAP >= 0.5"
     listed = real("workflow", "list", "-o", "json")
     assert listed.returncode == 0 and name in listed.stdout
+    jobs_listed = real("list")
+    assert jobs_listed.returncode == 0 and jobs_listed.stdout.splitlines()[0].split()[-1] == "WORKFLOW"
+    assert f"{name}/evaluate" in jobs_listed.stdout
+    table = real("workflow", "status", name)
+    assert table.returncode == 0 and table.stdout.startswith(f"workflow {name}: RUNNING\nSTEP")
 
     cancelled = real("workflow", "cancel", name, "-o", "json")
     assert cancelled.returncode == 0, cancelled.stderr
