@@ -159,6 +159,30 @@ def execute(
         return _dry(plan, namespace, None, plan.warnings,
                     gang.choose(plan.nodes, plan.queue, None, plan.gang_mode, plan.topology), name=name)
     store = store_factory() if dry_run == "none" else None
+    prepared = prepare(kc, plan, namespace=namespace, target_server=target_server, store=store, name=name)
+    return launch(kc, plan, prepared, store, namespace=namespace, target_server=target_server,
+                  target_context=target_context, on_progress=on_progress, extra=extra)
+
+
+@record
+class Prepared(Value):
+    """A submit whose gates passed (and whose manifests the server dry-ran), not yet created."""
+
+    record_id: str
+    job_name: str
+    secret: str | None
+    payload: list[dict[str, Any]]
+    rendered: list[dict[str, Any]]
+    gated: Any  # jobs/gates.Gates: launch() stops it; a caller that does not launch must stop() it
+
+
+def prepare(
+    kc: Kubectl, plan: Plan, *, namespace: str, target_server: str, store: Any, name: str | None = None
+) -> Prepared:
+    """execute()'s first half: the record id (NAME when given), the manifests, the gates and the server dry run,
+    read-only. STORE None: a server dry run of its own (placeholder credentials, nothing reserved)."""
+    from kubectl_tao.k8s import gang
+
     record_id = _new_id(plan, store, name) if store is not None else (name or _new_id(plan, None))
     job_name = kubernetes_job_name(record_id)
     secret = secret_name_for(job_name) if plan.credentials else None
@@ -179,12 +203,29 @@ def execute(
             gated.stop()
             raise
         payload = _payload(plan, rendered, job_name, namespace, real=store is not None)
+    return Prepared(record_id, job_name, secret, payload, rendered, gated)
+
+
+def launch(
+    kc: Kubectl,
+    plan: Plan,
+    prepared: Prepared,
+    store: Any,
+    *,
+    namespace: str,
+    target_server: str,
+    target_context: str,
+    on_progress: Callable[[str], None] = lambda _msg: None,
+    extra: dict[str, Any] | None = None,
+) -> Outcome:
+    """execute()'s second half, once prepare() passed: open the record, create, mark RUNNING (STORE None: the
+    server dry run ends here). Stops the prepared gates."""
     try:
-        return _launch(kc, plan, gated, store, record_id, job_name, secret, payload, rendered, namespace=namespace,
-                       target_server=target_server, target_context=target_context, on_progress=on_progress,
-                       extra=extra)
+        return _launch(kc, plan, prepared.gated, store, prepared.record_id, prepared.job_name, prepared.secret,
+                       prepared.payload, prepared.rendered, namespace=namespace, target_server=target_server,
+                       target_context=target_context, on_progress=on_progress, extra=extra)
     finally:
-        gated.stop()
+        prepared.gated.stop()
 
 
 def _launch(

@@ -97,18 +97,24 @@ def run(
     """Check every step, then create the run; what was created (run id, each step's record and Job).
     EXTRA_FIELDS go into every step's record additions (`resume`: the run it resumes)."""
     from kubectl_tao.jobs import plan as planning
-    from kubectl_tao.jobs.submit import execute
+    from kubectl_tao.jobs.submit import launch, prepare
     from kubectl_tao.k8s import objects
 
     run_id = new_run_id(workflow)
     made = _made_part(workflow, steps, run_id, results)
-    for step in made:  # every gate and server dry run before anything is created
-        try:
-            execute(kc, step.plan, namespace=namespace, target_server=server, target_context=context,
-                    dry_run="server", store_factory=lambda: None, name=step.record_id)
-        except TaoError as exc:
-            raise type(exc)(f"step {step.name}: {exc.message} (nothing was created)") from None
     store = store_factory()
+    prepared: dict[str, Any] = {}
+    try:
+        for step in made:  # every step's gates and server dry run before anything is created
+            try:
+                prepared[step.name] = prepare(kc, step.plan, namespace=namespace, target_server=server, store=store,
+                                              name=step.record_id)
+            except TaoError as exc:
+                raise type(exc)(f"step {step.name}: {exc.message} (nothing was created)") from None
+    except BaseException:
+        for ready in prepared.values():
+            ready.gated.stop()
+        raise
     on_progress(f"workflow {run_id}: every step's gates passed; creating {len(made)} steps")
     rbac = rbac_objects(run_id, namespace, [step.job_name for step in steps])
     created: list[StepPlan] = []
@@ -118,9 +124,9 @@ def run(
         for step in reversed(made):  # the held ones first: a step never ends before what it releases exists
             index = [s.name for s in workflow.steps].index(step.name)
             spec = workflow.step(step.name)
-            outcome = execute(
-                kc, step.plan, namespace=namespace, target_server=server, target_context=context, dry_run="none",
-                store_factory=lambda: store, name=step.record_id, on_progress=on_progress,
+            outcome = launch(
+                kc, step.plan, prepared.pop(step.name), store, namespace=namespace, target_server=server,
+                target_context=context, on_progress=on_progress,
                 extra={"workflow": run_id, "workflow_name": workflow.name, "workflow_step": step.name,
                        "workflow_index": index, "workflow_after": spec.after,
                        "workflow_when": spec.when.text() if spec.when else None, "workflow_file": source,
@@ -132,6 +138,8 @@ def run(
             uids[step.job_name] = str(outcome.job_uid)
         _own_rbac(kc, run_id, namespace, uids)
     except BaseException as exc:
+        for ready in prepared.values():
+            ready.gated.stop()
         _remove(kc, store, run_id, namespace, created, f"workflow {run_id} not created: {_why(exc)}")
         raise
     return {

@@ -47,7 +47,7 @@ def test_run_gates_every_step_then_creates_rbac_and_the_steps_last_first(
     dry_runs = [i for i, a in enumerate(argvs) if "--dry-run=server" in a]
     creates = real_creates(fake_kubectl)
     first_create = argvs.index(creates[0].argv)
-    assert len([i for i in dry_runs if i < first_create]) == 3  # every step's, before anything is created
+    assert len(dry_runs) == 3 and max(dry_runs) < first_create  # each step gated once, before any create
     kinds = [[o["kind"] for o in json.loads(c.stdin or "{}").get("items", [])] or c.stdin for c in creates]
     assert kinds[0] == ["ServiceAccount", "Role", "RoleBinding"]
     jobs = [s["job"].split("/", 1)[1] for s in created["steps"]]
