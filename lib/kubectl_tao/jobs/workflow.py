@@ -190,7 +190,15 @@ def _delete_rbac(kc: Kubectl, run_id: str, namespace: str) -> list[str]:
 
 
 def step_records(store: Any, run_id: str) -> list[Any]:
-    """The records of run RUN_ID's steps, in the order they run (GateError when there are none)."""
+    """The records of run RUN_ID's steps, in the order they run (GateError when there are none; UsageError for
+    a name no run can have)."""
+    import re
+
+    from kubectl_tao.core.errors import UsageError
+
+    if not re.fullmatch(r"[a-z0-9][-a-z0-9]{0,62}", run_id):
+        raise UsageError(f"workflow run {run_id!r}: not a run name (lower-case letters, digits and '-'); "
+                         "`kubectl tao workflow list` shows them")
     found = []
     for rec in store.list():
         extra = store.get_extra(rec.id)

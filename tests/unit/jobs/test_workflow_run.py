@@ -148,3 +148,12 @@ def test_resume_is_refused_while_running_and_after_a_failed_gate(
     code, _out, err = cli("workflow", "resume", first["name"])
     assert code == 1 and "stopped at a metric gate" in err
     assert real_creates(fake_kubectl) == [] and not [c for c in fake_kubectl.calls if "--dry-run=server" in c.argv]
+
+
+def test_status_cancel_and_resume_refuse_a_name_no_run_can_have(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    for verb in ("status", "cancel", "resume"):
+        code, _out, err = cli("workflow", verb, "x,app=y")
+        assert code == 2 and "not a run name" in err
+        code, _out, err = cli("workflow", verb, "no-such-run")
+        assert code == 1 and "no workflow 'no-such-run'" in err
+    assert fake_kubectl.calls == []
