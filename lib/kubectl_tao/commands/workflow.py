@@ -243,6 +243,23 @@ def plan_steps(path: str, workflow: Workflow, namespace: str, server: str, *, cr
             mount = str(flags.get("mount_path") or JOB_FLAGS["mount_path"].default).rstrip("/")
             results[step.name] = f"{mount}/results/{ids[step.name]}"
     jobs = {name: kubernetes_job_name(record_id) for name, record_id in ids.items()}
+    for step in workflow.steps:  # a gate is read by the pod of the step before it, from the gated step's results
+        gate = step.when
+        if gate is None or step.after is None:
+            continue
+        if gate.step not in results:
+            raise UsageError(
+                f"{path}: step {step.name!r}: when reads {gate.step!r}, a storage-tier C step whose status.json goes "
+                "to S3; give that step a results-dir on a volume"
+            )
+        seen_from, gated = typed[step.after], typed[gate.step]
+        mount = JOB_FLAGS["mount_path"].default
+        if (seen_from.get("pvc"), seen_from.get("mount_path") or mount) != (gated.get("pvc"),
+                                                                           gated.get("mount_path") or mount):
+            raise UsageError(
+                f"{path}: step {step.name!r}: when reads {gate.step!r}'s status.json in the pod of {step.after!r}, "
+                "which mounts another volume; give both steps the same pvc and mount-path"
+            )
     plans = []
     for step in workflow.steps:
         flags = typed[step.name]

@@ -174,3 +174,11 @@ def test_the_examples_are_valid_against_the_schema() -> None:
 
     for path in sorted((Path(__file__).resolve().parents[3] / "examples" / "workflows").glob("*.yaml")):
         validate(parse_text(path.read_text(encoding="utf-8"), str(path)), "workflow.v1")
+
+
+def test_a_gate_read_from_a_pod_without_the_gated_steps_volume_is_refused(cli: Any, tmp_path: Path) -> None:
+    text = HEAD + ("steps:\n- {name: a, image: 'busybox:1', pvc: one, command: x}\n"
+                   "- {name: b, image: 'busybox:1', pvc: two, command: y}\n"
+                   "- {name: c, image: 'busybox:1', pvc: two, command: z, when: a.acc > 0.5}\n")
+    code, _out, err = cli("workflow", "render", write(tmp_path, text), "-n", "tao")
+    assert code == 2 and "step 'c': when reads 'a''s status.json in the pod of 'b', which mounts another volume" in err
