@@ -370,8 +370,8 @@ def status(
     seen = workflows.status(session().kubectl(), record_store(), name)
     if not emit_data(fmt, seen):
         emit(f"workflow {seen['name']}: {seen['state']}" + (f" ({seen['reason']})" if seen["reason"] else "") + "\n")
-        emit(table([(s["name"], s["state"], s["id"], s["reason"]) for s in seen["steps"]],
-                   ("STEP", "STATE", "RECORD", "REASON")))
+        emit(table([(s["name"], s["state"], s["id"], s["progress"] or "-", s["kpi"] or "-", s["reason"])
+                    for s in seen["steps"]], ("STEP", "STATE", "RECORD", "PROGRESS", "KPI", "REASON")))
     return 0
 
 

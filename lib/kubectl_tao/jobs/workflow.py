@@ -233,6 +233,8 @@ def _failed_message(job: dict[str, Any] | None) -> str:
 
 def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The run's state from its steps' records and the Jobs read now (by Job name): `workflow status -o json`."""
+    from kubectl_tao.progress.model import from_stored, main_kpi, progress_cell
+
     steps, gates = [], {}
     for _rec, extra in rows:
         job = jobs.get(str(extra.get("job_name")))
@@ -257,6 +259,8 @@ def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]
         else:
             step_state = NOT_RUN
         gate = gates.get(name)
+        if gate is not None and gate.get("passed"):
+            row_reason = f"gate {gate.get('gate')} passed: the value was {gate.get('value'):g}"
         if step_state == HELD:
             row_reason = f"held until {extra.get('workflow_after')} succeeds" + (
                 f" and {extra.get('workflow_when')}" if extra.get("workflow_when") else "")
@@ -274,8 +278,9 @@ def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]
                 f"; `kubectl tao explain {rec.id}` shows the cause")
         if step_state == CANCELED:
             state, reason = CANCELED, "canceled"
+        kept = from_stored(extra.get("progress"))[0]  # what the step's record keeps (`status` writes it)
         steps.append({"name": name, "state": step_state, "job": extra.get("job_name"), "id": rec.id,
-                      "reason": row_reason})
+                      "reason": row_reason, "progress": progress_cell(kept), "kpi": main_kpi(kept)})
     if state == COMPLETE and any(s["state"] != COMPLETE for s in steps):
         if any(s["state"] in (HELD, PENDING, RUNNING) for s in steps):
             state = RUNNING

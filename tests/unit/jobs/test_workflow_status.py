@@ -94,3 +94,16 @@ def test_a_failed_job_whose_record_is_not_settled_yet_shows_the_jobs_condition()
     seen = judge(rows, {"j-train": failed})
     assert seen["reason"] == ("step train failed: BackoffLimitExceeded: Job has reached the specified backoff limit; "
                               "`kubectl tao explain id-train` shows the cause")
+
+
+def test_a_passed_gate_and_the_kept_progress_show_on_the_step() -> None:
+    gate = [{"step": "evaluate", "gate": "train.val_mAP >= 0.5", "value": 0.61, "passed": True}]
+    rows = [row("train", 0), row("evaluate", 1, after="train", when="train.val_mAP >= 0.5")]
+    rows[0][1]["progress"] = {"source": "status.json", "epoch": 80, "max_epoch": 80, "percent": 100.0,
+                              "kpi": {"val_mAP": 0.61}}
+    seen = judge(rows, {"j-train": job("j-train", condition="Complete", gate=gate),
+                        "j-evaluate": job("j-evaluate", active=1)})
+    assert seen["steps"][1]["reason"] == "gate train.val_mAP >= 0.5 passed: the value was 0.61"
+    assert seen["steps"][1]["state"] == "RUNNING" and seen["state"] == "RUNNING"
+    assert (seen["steps"][0]["progress"], seen["steps"][0]["kpi"]) == ("epoch 80/80 100%", "val_mAP 0.61")
+    assert (seen["steps"][1]["progress"], seen["steps"][1]["kpi"]) == ("", "")
