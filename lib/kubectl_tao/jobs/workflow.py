@@ -250,7 +250,12 @@ def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]
         name, job = str(extra.get("workflow_step")), jobs.get(str(extra.get("job_name")))
         live = _job_state(job)
         row_reason = ""
-        if rec.state == "CANCELED":
+        not_run = extra.get("workflow_not_run")
+        if isinstance(not_run, dict) and live is None:  # closed by an earlier `workflow status` (below)
+            step_state, row_reason = NOT_RUN, str(not_run.get("reason") or "")
+            if not_run.get("run_state") in (ERROR, GATE_FAILED) and state not in (ERROR, CANCELED):
+                state, reason = str(not_run["run_state"]), str(not_run.get("run_reason") or row_reason)
+        elif rec.state == "CANCELED":
             step_state = CANCELED
         elif live is not None:
             step_state = live
@@ -300,9 +305,38 @@ def read_jobs(kc: Kubectl, namespace: str, run_id: str) -> dict[str, dict[str, A
 
 
 def status(kc: Kubectl, store: Any, run_id: str) -> dict[str, Any]:
+    """judge() over the records and the Jobs read now; a step the run removed (its Job gone, its record still
+    open) has its record closed CANCELED with why it did not run."""
     rows = step_records(store, run_id)
     namespace = str(rows[0][1].get("namespace"))
-    return judge(rows, read_jobs(kc, namespace, run_id))
+    jobs = read_jobs(kc, namespace, run_id)
+    seen = judge(rows, jobs)
+    records = {rec.id: rec for rec, _extra in rows}
+    parents = {str(extra.get("workflow_step")): extra.get("workflow_after") for _rec, extra in rows}
+
+    def after(name: str, top: str) -> bool:
+        at = parents.get(name)
+        for _ in range(len(parents)):
+            if at is None:
+                return False
+            if at == top:
+                return True
+            at = parents.get(at)
+        return False
+
+    # Where the run ended, as the Jobs read now show it: a failed step (the steps after it were removed), or a
+    # failed gate (its step and the steps after it were removed).
+    failed = [s["name"] for s in seen["steps"] if s["state"] == ERROR and s["job"] in jobs]
+    gated = [s["name"] for s in seen["steps"] if s["reason"].startswith("gate ") and s["state"] == NOT_RUN]
+    for step in seen["steps"]:
+        rec = records[step["id"]]
+        removed = any(after(step["name"], top) for top in failed + gated) or step["name"] in gated
+        if removed and step["state"] == NOT_RUN and step["job"] not in jobs and not rec.terminal:
+            why = step["reason"] or seen["reason"] or "the workflow ended before it"
+            ended = GATE_FAILED if seen["state"] == GATE_FAILED else ERROR
+            store.mark(rec.id, "CANCELED", message=f"not run: {why}"[:300], source="agent",
+                       extra={"workflow_not_run": {"reason": why, "run_state": ended, "run_reason": seen["reason"]}})
+    return seen
 
 
 def cancel(kc: Kubectl, store: Any, run_id: str, *, server: str) -> dict[str, Any]:

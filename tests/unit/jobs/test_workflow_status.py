@@ -107,3 +107,65 @@ def test_a_passed_gate_and_the_kept_progress_show_on_the_step() -> None:
     assert seen["steps"][1]["state"] == "RUNNING" and seen["state"] == "RUNNING"
     assert (seen["steps"][0]["progress"], seen["steps"][0]["kpi"]) == ("epoch 80/80 100%", "val_mAP 0.61")
     assert (seen["steps"][1]["progress"], seen["steps"][1]["kpi"]) == ("", "")
+
+
+class _Jobs:
+    """kubectl's one read of `workflow status`: the run's Jobs."""
+
+    def __init__(self, items: list[dict[str, Any]]) -> None:
+        self.items = items
+
+    def json(self, args: list[str], **_: Any) -> Any:
+        assert args[:2] == ["get", "jobs"]
+        return {"items": self.items}
+
+
+def test_status_closes_the_records_of_the_steps_a_failure_removed_and_remembers_why(tmp_path: Any) -> None:
+    from support.fake_kubectl import open_kubernetes_record
+
+    from kubectl_tao.jobs.workflow import status
+    from kubectl_tao.store.records import RecordStore
+
+    store = RecordStore(tmp_path)
+    ids = {}
+    for index, (step, after) in enumerate((("train", None), ("evaluate", "train"), ("export", "evaluate"))):
+        rec = open_kubernetes_record(store)
+        ids[step] = rec.id
+        store.update_extra(rec.id, workflow="wf-1", workflow_step=step, workflow_index=index, job_name=f"j-{step}",
+                           workflow_after=after, namespace="tao")
+        store.mark(rec.id, "RUNNING", message=f"applied Job tao/j-{step}", source="agent")
+    failed = job("j-train", condition="Failed")
+    failed["status"]["conditions"][0].update(reason="BackoffLimitExceeded",
+                                             message="Job has reached the specified backoff limit")
+    seen = status(_Jobs([failed]), store, "wf-1")  # type: ignore[arg-type]
+    assert seen["state"] == "ERROR" and [s["state"] for s in seen["steps"]] == ["ERROR", "NOT_RUN", "NOT_RUN"]
+    for step in ("evaluate", "export"):
+        rec = store.show(ids[step])
+        assert rec.state == "CANCELED"
+        assert rec["transitions"][-1]["message"].startswith("not run: step train failed: BackoffLimitExceeded")
+    assert store.show(ids["train"]).state == "RUNNING"  # its own `status` settles it, with the cause
+    later = status(_Jobs([]), store, "wf-1")  # type: ignore[arg-type]  # the TTL removed the failed Job too
+    assert later["state"] == "ERROR" and later["reason"].startswith("step train failed: BackoffLimitExceeded")
+    assert [s["state"] for s in later["steps"]][1:] == ["NOT_RUN", "NOT_RUN"]
+    assert store.show(ids["train"]).state == "RUNNING"  # never closed as "not run": it ran
+
+
+def test_status_closes_the_gated_step_and_those_after_it_after_a_failed_gate(tmp_path: Any) -> None:
+    from support.fake_kubectl import open_kubernetes_record
+
+    from kubectl_tao.jobs.workflow import status
+    from kubectl_tao.store.records import RecordStore
+
+    store = RecordStore(tmp_path)
+    ids = {}
+    for index, (step, after) in enumerate((("train", None), ("evaluate", "train"), ("export", "evaluate"))):
+        rec = open_kubernetes_record(store)
+        ids[step] = rec.id
+        store.update_extra(rec.id, workflow="wf-1", workflow_step=step, workflow_index=index, job_name=f"j-{step}",
+                           workflow_after=after, namespace="tao")
+    gate = [{"step": "evaluate", "gate": "train.val_mAP >= 0.9", "value": 0.7, "passed": False}]
+    seen = status(_Jobs([job("j-train", condition="Complete", gate=gate)]), store, "wf-1")  # type: ignore[arg-type]
+    assert seen["state"] == "GATE_FAILED"
+    assert [store.show(ids[s]).state for s in ("train", "evaluate", "export")] == ["PENDING", "CANCELED", "CANCELED"]
+    assert store.show(ids["evaluate"])["transitions"][-1]["message"] == (
+        "not run: gate train.val_mAP >= 0.9 failed: the value was 0.7")
