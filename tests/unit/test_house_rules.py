@@ -109,6 +109,7 @@ FEATURE_LAYERS = {
     },
     "restarts": {"table": "pure", "signs": "pure", "history": "pure", "servercheck": "cluster"},
     "manifests": {"render": "pure", "action": "pure", "tomlwriter": "pure", "yamltext": "pure", "kubelet_text": "pure"},
+    "workflows": {"spec": "pure", "objects": "pure", "runs": "jobs"},
 }
 # The layers each layer must never import (pure modules: test_pure_modules_use_only_pure_modules).
 NEVER_IMPORTS = {

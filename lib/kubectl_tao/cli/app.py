@@ -40,6 +40,7 @@ VERBS = {
     "record": "record",
     "probe": "probe",
     "secret": "secret",
+    "workflow": "workflow",
 }
 
 

@@ -30,7 +30,7 @@ job ended are shown instead. Live or captured, every line is printed the same wa
 escape sequences (colours included) removed, other control characters shown as escapes; --raw prints what kubectl
 printed, unredacted and unfiltered (a captured tail was redacted when it was captured). --errors prints only
 the first error block of each rank (its traceback, or the lines of the first error; ranks of one pod told apart
-by torch's [rankN]: prefix), read from the last 300 lines of every rank at once; see docs/ranklogs.md."""
+by torch's [rankN]: prefix), read from the last 300 lines of every rank at once; see docs/diagnosis.md."""
 
 
 def _check_attempt(tracked: Any, pods: list[dict[str, Any]], attempt: int | None, previous: bool) -> None:

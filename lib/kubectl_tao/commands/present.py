@@ -92,6 +92,12 @@ def progress_lines(obs: Observation, now: datetime) -> str:
     return sanitize(_scrubbed(text), multiline=True)
 
 
+def _workflow_cell(extra: dict[str, Any]) -> str:
+    """RUN/STEP of a job that is a step of a workflow run (`workflow run`), else empty."""
+    run, step = extra.get("workflow"), extra.get("workflow_step")
+    return f"{run}/{step}" if isinstance(run, str) and isinstance(step, str) else ""
+
+
 def _restarts_cell(view: dict[str, Any] | None) -> str:
     return "-" if view is None else f"{view['restarts']}/{view['max_restarts']}"
 
@@ -152,6 +158,10 @@ def show(observations: list[Observation], output: str, no_headers: bool, *, rank
         rows_shown = [row(o, wide) for o in observations]
         headers = HEADERS + (WIDE if wide else [])
         views = [o.restart_view() for o in observations]
+        steps = [_workflow_cell(o.tracked.extra) for o in observations]
+        if any(steps):  # a column only where a job is a step of a workflow run
+            headers = [*headers, "WORKFLOW"]
+            rows_shown = [[*cells, step or "-"] for cells, step in zip(rows_shown, steps, strict=True)]
         if any(view is not None for view in views):  # a column only where a job was submitted with --max-restarts
             headers = [*headers, "RESTARTS"]
             rows_shown = [[*cells, _restarts_cell(view)] for cells, view in zip(rows_shown, views, strict=True)]

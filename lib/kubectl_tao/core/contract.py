@@ -18,6 +18,9 @@ COMPONENT_LABEL = "app.kubernetes.io/component"
 JOB_LABEL = "tao-job"
 RECORD_ID_ANNOTATION = "kubectl-tao.io/record-id"
 PROBE_LABEL = "kubectl-tao.io/probe"
+WORKFLOW_LABEL = "kubectl-tao.io/workflow"  # a workflow run's id, on every object of every step and its release RBAC
+WORKFLOW_STEP_LABEL = "kubectl-tao.io/workflow-step"  # the step's name, on its Job and pods
+WORKFLOW_GATE_ANNOTATION = "kubectl-tao.io/workflow-gate"  # on a step's Job: the gates its release judged (JSON)
 OWN_KEY_PREFIX = "kubectl-tao.io/"
 
 # ---------------------------------------------------------------- labels and annotations Kubernetes sets

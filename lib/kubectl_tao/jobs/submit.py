@@ -202,7 +202,31 @@ def execute(
         return _dry(plan, namespace, None, plan.warnings,
                     gang.choose(plan.nodes, plan.queue, None, plan.gang_mode, plan.topology), name=name)
     store = store_factory() if dry_run == "none" else None
-    record_id = _new_id(plan, store) if store is not None else (name or _new_id(plan, None))
+    prepared = prepare(kc, plan, namespace=namespace, target_server=target_server, store=store, name=name)
+    return launch(kc, plan, prepared, store, namespace=namespace, target_server=target_server,
+                  target_context=target_context, on_progress=on_progress, extra=extra)
+
+
+@record
+class Prepared(Value):
+    """A submit whose gates passed (and whose manifests the server dry-ran), not yet created."""
+
+    record_id: str
+    job_name: str
+    secret: str | None
+    payload: list[dict[str, Any]]
+    rendered: list[dict[str, Any]]
+    gated: Any  # gates/checks.Gates: launch() stops it; a caller that does not launch must stop() it
+
+
+def prepare(
+    kc: Kubectl, plan: Plan, *, namespace: str, target_server: str, store: Any, name: str | None = None
+) -> Prepared:
+    """execute()'s first half: the record id (NAME when given), the manifests, the gates and the server dry run,
+    read-only. STORE None: a server dry run of its own (placeholder credentials, nothing reserved)."""
+    from kubectl_tao.k8s import gang
+
+    record_id = _new_id(plan, store, name) if store is not None else (name or _new_id(plan, None))
     job_name = kubernetes_job_name(record_id)
     secret = secret_name_for(job_name) if plan.credentials else None
     payload: list[dict[str, Any]] | None = None
@@ -222,12 +246,29 @@ def execute(
             gated.stop()
             raise
         payload = _payload(plan, rendered, job_name, namespace, real=store is not None)
+    return Prepared(record_id, job_name, secret, payload, rendered, gated)
+
+
+def launch(
+    kc: Kubectl,
+    plan: Plan,
+    prepared: Prepared,
+    store: Any,
+    *,
+    namespace: str,
+    target_server: str,
+    target_context: str,
+    on_progress: Callable[[str], None] = lambda _msg: None,
+    extra: dict[str, Any] | None = None,
+) -> Outcome:
+    """execute()'s second half, once prepare() passed: open the record, create, mark RUNNING (STORE None: the
+    server dry run ends here). Stops the prepared gates."""
     try:
-        return _launch(kc, plan, gated, store, record_id, job_name, secret, payload, rendered, namespace=namespace,
-                       target_server=target_server, target_context=target_context, on_progress=on_progress,
-                       extra=extra)
+        return _launch(kc, plan, prepared.gated, store, prepared.record_id, prepared.job_name, prepared.secret,
+                       prepared.payload, prepared.rendered, namespace=namespace, target_server=target_server,
+                       target_context=target_context, on_progress=on_progress, extra=extra)
     finally:
-        gated.stop()
+        prepared.gated.stop()
 
 
 def _launch(
@@ -335,11 +376,17 @@ def _launch(
     return Outcome(record_id, job_name, namespace, rendered, warnings, gated.fit, uid, "none", mechanism.to_dict())
 
 
-def _new_id(plan: Plan, store: Any) -> str:
+def _new_id(plan: Plan, store: Any, wanted: str | None = None) -> str:
     """A record id for this submit, minted before the gates so the manifests they dry-run carry it; `open`
     writes it afterwards (O_EXCL: a concurrent submit can never take the same id). Without a store (a server
-    dry run) nothing is reserved."""
+    dry run) nothing is reserved. WANTED: an id minted earlier (a workflow names its steps' Jobs in each
+    other's manifests): that one, or a refusal when a record has it."""
     from kubectl_tao.store.recordids import preview_id
+
+    if wanted is not None and store is not None:
+        if store.exists(wanted):
+            raise TaoError(f"record id {wanted} is taken in {store.jobs_dir}; run the command again for new ids")
+        return wanted
 
     arch, action = plan.record["network_arch"], plan.record["action"]
     for _ in range(20):

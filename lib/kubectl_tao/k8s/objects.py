@@ -239,6 +239,8 @@ def teardown(
     labelled: bool = True,
     strict: bool = False,
     created: list[str] | None = None,
+    selector: str | None = None,
+    kinds: str | None = None,
 ) -> Teardown:
     """Remove the objects of job `name` in `namespace`; idempotent.
 
@@ -250,14 +252,15 @@ def teardown(
     labelled: also delete the Secret/Service carrying the job's labels (False for a Job made elsewhere).
     strict: a failed label delete raises; otherwise what is left is listed into `left` (when even that listing
     fails: `created`, what the caller may have created, else a description of the selector).
+    selector, kinds: other labelled objects than a job's (a workflow run's release RBAC), with job="keep".
     """
     done = Teardown([], [])
     if job == "name" and _delete_job(kc, namespace, name, uid):
         done.deleted.append(f"job.batch/{name}")
     if not labelled:
         return done
-    selector = contract.job_selector(name)
-    kinds = "jobs,services,secrets" if job == "label" else "services,secrets"
+    selector = selector or contract.job_selector(name)
+    kinds = kinds or ("jobs,services,secrets" if job == "label" else "services,secrets")
     # With the Job: foreground, so its pods go before it; not waited for here (see wait_gone).
     with_job = ["--cascade=foreground", "--wait=false"] if job == "label" else []
     result = kc.run(

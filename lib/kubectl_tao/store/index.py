@@ -37,7 +37,7 @@ Stamp = list[int]
 
 # What a table row, `-o name` and list's own choices read of a finished record (json/yaml read the files).
 RECORD_KEYS = ("id", "platform", "backend_ref", "image", "submitted_at", "results_dir", "terminal_state", "err_class")
-EXTRA_KEYS = ("namespace", "job_name", "gpus", "nodes", "api_server", "progress")
+EXTRA_KEYS = ("namespace", "job_name", "gpus", "nodes", "api_server", "progress", "workflow", "workflow_step")
 
 
 def stamp(path: str) -> Stamp | None:

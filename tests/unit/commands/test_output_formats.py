@@ -186,7 +186,20 @@ CASES: dict[str, tuple[Callable[..., list[str]], int, str]] = {
                                  "--backend-ref", "tao/x"], 0, ""),
     "record show": (lambda **_: ["record", "show", _launched()], 0, ""),
     "record list": (lambda **_: _listed(["record", "list"]), 0, ""),
+    "workflow render": (lambda tao_env, **_: ["workflow", "render", _workflow_file(tao_env)], 0, ""),
+    "workflow list": (lambda **_: ["workflow", "list"], 0, ""),
 }
+
+
+MANY_DOCUMENTS = {"workflow render"}
+
+
+def _workflow_file(where: Path) -> str:
+    path = where / "wf.yaml"
+    path.write_text("apiVersion: kubectl-tao/v1\nkind: Workflow\nmetadata: {name: wf}\nsteps:\n"
+                    "- {name: a, image: 'busybox:1', pvc: data, command: x}\n"
+                    "- {name: b, image: 'busybox:1', pvc: data, command: y}\n", encoding="utf-8")
+    return str(path)
 
 
 @pytest.mark.parametrize("verb", sorted(CASES))
@@ -203,6 +216,10 @@ def test_json_is_json_and_yaml_is_the_same_data_in_yaml(
     as_json = json.loads(printed["json"])
     assert not printed["yaml"].lstrip().startswith(("{", "[")), "YAML, not JSON in YAML's clothes"
     docs = go_yaml_all(printed["yaml"])
+    if verb in MANY_DOCUMENTS:  # several manifests: YAML documents, as kubectl prints them; JSON: a v1 List
+        assert len(docs) > 1 and as_json["kind"] == "List"
+        assert _same_shape(docs, as_json["items"])
+        return
     assert len(docs) == 1
     assert _same_shape(docs[0], as_json)
 

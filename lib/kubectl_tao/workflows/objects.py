@@ -1,0 +1,118 @@
+"""A workflow run's objects (docs/workflows.md): pure, from the checked Workflow and each step's Job name.
+
+The mechanism: every step is a Job of its own, created by `workflow run` with its own record; every step but the
+first is created held (`spec.suspend: true`). A step with successors runs as the ServiceAccount of the run,
+whose Role may only get, patch and delete the run's own step Jobs (resourceNames); its command is wrapped so
+that, after the user's command, rank 0 runs templates/k8s/workflow-release.py: on exit 0 it judges each
+successor's gate from the status.json under the gated step's results and patches the successor's
+`spec.suspend` to false, else (or on a failed gate) it deletes the held successors and every step after them.
+Steps without successors get no token at all (automountServiceAccountToken: false).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from kubectl_tao.core import contract
+from kubectl_tao.manifests.kubelet_text import escape
+from kubectl_tao.workflows.spec import Workflow
+
+RELEASE_ENV = "KUBECTL_TAO_WF_RELEASE"
+PLAN_ENV = "KUBECTL_TAO_WF_PLAN"
+STATUS_VAR = "kubectl_tao_status"
+
+
+def account_name(run_id: str) -> str:
+    """The ServiceAccount, Role and RoleBinding of a workflow run."""
+    return f"tao-wf-{run_id}"
+
+
+def labels(run_id: str) -> dict[str, str]:
+    return {contract.MANAGED_BY_LABEL: contract.MANAGED_BY, contract.WORKFLOW_LABEL: run_id}
+
+
+def selector(run_id: str) -> str:
+    return f"{contract.WORKFLOW_LABEL}={run_id},{contract.MANAGED_SELECTOR}"
+
+
+def wrap_command(command: str) -> str:
+    """The step's shell text: the user's command in a subshell (its `exit` ends only that), then the release
+    with its exit status; the container ends with the release's status (the command's, or 1 if the release
+    itself failed)."""
+    return (
+        f"(\n{command}\n)\n{STATUS_VAR}=$?\n"
+        f'exec python3 -c "${RELEASE_ENV}" "${STATUS_VAR}"\n'
+    )
+
+
+def release_plan(
+    workflow: Workflow, step: str, jobs: Mapping[str, str], results: Mapping[str, str]
+) -> dict[str, Any]:
+    """What STEP's release acts on: its own Job, and per successor its Job, the Jobs after it and its gate."""
+    nexts = []
+    for name in workflow.successors(step):
+        gate = workflow.step(name).when
+        nexts.append({
+            "name": name,
+            "job": jobs[name],
+            "after": [jobs[later] for later in workflow.descendants(name)],
+            "gate": None if gate is None else {
+                "step": gate.step, "kpi": gate.kpi, "op": gate.op, "threshold": gate.threshold,
+                "results": results[gate.step],
+            },
+        })
+    return {"step": step, "job": jobs[step], "next": nexts}
+
+
+def rbac_objects(run_id: str, namespace: str, jobs: list[str]) -> list[dict[str, Any]]:
+    """The ServiceAccount of the releasing steps, a Role that may get, patch and delete only JOBS, and the
+    RoleBinding of the one to the other."""
+    name, meta = account_name(run_id), {"namespace": namespace, "labels": labels(run_id)}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, **meta},
+         "automountServiceAccountToken": False},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": name, **meta},
+         "rules": [{"apiGroups": ["batch"], "resources": ["jobs"], "resourceNames": sorted(jobs),
+                    "verbs": ["get", "patch", "delete"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": name, **meta},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]},
+    ]
+
+
+def step_objects(
+    objects: list[dict[str, Any]],
+    *,
+    run_id: str,
+    step: str,
+    held: bool,
+    plan: dict[str, Any] | None,
+    release_script: str,
+) -> list[dict[str, Any]]:
+    """A step's rendered objects made part of the run (in place): the workflow labels on every object and the
+    Job's pods, `spec.suspend` for a held step, and for a releasing step (PLAN not None) the run's
+    ServiceAccount with its token and the release's environment; every other step gets no token."""
+    marks = {contract.WORKFLOW_LABEL: run_id, contract.WORKFLOW_STEP_LABEL: step}
+    for obj in objects:
+        obj.setdefault("metadata", {}).setdefault("labels", {}).update(marks)
+        if obj.get("kind") != "Job":
+            continue
+        spec = obj.setdefault("spec", {})
+        if held:
+            spec["suspend"] = True
+        template = spec.setdefault("template", {})
+        template.setdefault("metadata", {}).setdefault("labels", {}).update(marks)
+        pod = template.setdefault("spec", {})
+        if plan is None:
+            pod["automountServiceAccountToken"] = False
+            continue
+        pod["serviceAccountName"] = account_name(run_id)
+        pod["automountServiceAccountToken"] = True
+        for container in pod.get("containers") or []:
+            container.setdefault("env", []).extend([
+                {"name": RELEASE_ENV, "value": escape(release_script)},
+                {"name": PLAN_ENV, "value": escape(json.dumps(plan, sort_keys=True))},
+            ])
+    return objects

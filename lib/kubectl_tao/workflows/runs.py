@@ -1,0 +1,412 @@
+"""A workflow run (docs/workflows.md): render, run, status, cancel and list over its steps' records and Jobs.
+
+`run` checks every step before creating anything (each step's gates and server dry run, as `submit` runs
+them), then creates the release RBAC (workflows/objects.py), the held steps from the last to the first (so a
+step never ends before the Job it releases exists), and the first step last; then it makes every step Job an
+owner of the RBAC objects, so the garbage collector removes them with the last step Job (TTL or cancel). A
+failure while creating removes what this run created and marks the created steps' records ERROR.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from kubectl_tao.core import contract
+from kubectl_tao.core.errors import GateError, TaoError
+from kubectl_tao.core.valueclass import Factory, Value, record
+from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.workflows.objects import account_name, rbac_objects, release_plan, selector, step_objects
+from kubectl_tao.workflows.spec import Workflow
+
+# Workflow and step states (`workflow status`).
+RUNNING, COMPLETE, ERROR, GATE_FAILED, CANCELED = "RUNNING", "COMPLETE", "ERROR", "GATE_FAILED", "CANCELED"
+HELD, PENDING, NOT_RUN = "HELD", "PENDING", "NOT_RUN"
+
+
+@record
+class StepPlan(Value):
+    name: str
+    record_id: str
+    job_name: str
+    results: str | None  # the results directory its pods see (None: tier C, uploaded to S3)
+    plan: Any  # jobs/submit.Plan
+    warnings: list[str] = Factory(list)
+    request: Any = None  # the step's JobRequest before the release wrapped its command (the record keeps it)
+
+
+def new_run_id(workflow: Workflow) -> str:
+    import secrets
+
+    return f"{workflow.name}-{secrets.token_hex(3)}"
+
+
+def _made_part(
+    workflow: Workflow, steps: list[StepPlan], run_id: str, known: dict[str, str] | None = None
+) -> list[StepPlan]:
+    """The steps' plans whose render makes the Job part of the run (labels, hold, release). KNOWN: the results
+    directories of steps outside this run that a gate reads (a resumed run's finished steps)."""
+    from kubectl_tao.core.templates import load_template
+
+    script = load_template("workflow-release.py")
+    jobs = {step.name: step.job_name for step in steps}
+    results = {**(known or {}), **{step.name: step.results or "" for step in steps}}
+    made = []
+    for step in steps:
+        releases = bool(workflow.successors(step.name))
+        plan = release_plan(workflow, step.name, jobs, results) if releases else None
+        inner = step.plan.render
+
+        def render(job_name: str, record_id: str, secret: str | None, *, _inner: Any = inner,
+                   _name: str = step.name, _plan: Any = plan) -> list[dict[str, Any]]:
+            return step_objects(_inner(job_name, record_id, secret), run_id=run_id, step=_name,
+                                held=workflow.step(_name).after is not None, plan=_plan,
+                                release_script=script)
+
+        made.append(step.replaced(plan=step.plan.replaced(render=render)))
+    return made
+
+
+def render_run(kc: Kubectl, workflow: Workflow, steps: list[StepPlan], namespace: str, *, run_id: str) -> list[Any]:
+    """Every object `run` would create, offline: the release RBAC, then each step's (first step first)."""
+    from kubectl_tao.jobs.submit import execute
+
+    objects: list[Any] = rbac_objects(run_id, namespace, [step.job_name for step in steps])
+    for step in _made_part(workflow, steps, run_id):
+        outcome = execute(kc, step.plan, namespace=namespace, target_server="", target_context="",
+                          dry_run="client", store_factory=lambda: None, name=step.record_id)
+        objects.extend(outcome.objects)
+    return objects
+
+
+def run(
+    kc: Kubectl,
+    workflow: Workflow,
+    steps: list[StepPlan],
+    *,
+    namespace: str,
+    server: str,
+    context: str,
+    store_factory: Callable[[], Any],
+    source: str,
+    on_progress: Callable[[str], None] = lambda _msg: None,
+    extra_fields: dict[str, Any] | None = None,
+    results: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Check every step, then create the run; what was created (run id, each step's record and Job).
+    EXTRA_FIELDS go into every step's record additions (`resume`: the run it resumes)."""
+    from kubectl_tao.jobs import plan as planning
+    from kubectl_tao.jobs.submit import launch, prepare
+    from kubectl_tao.k8s import objects
+
+    run_id = new_run_id(workflow)
+    made = _made_part(workflow, steps, run_id, results)
+    store = store_factory()
+    prepared: dict[str, Any] = {}
+    try:
+        for step in made:  # every step's gates and server dry run before anything is created
+            try:
+                prepared[step.name] = prepare(kc, step.plan, namespace=namespace, target_server=server, store=store,
+                                              name=step.record_id)
+            except TaoError as exc:
+                raise type(exc)(f"step {step.name}: {exc.message} (nothing was created)") from None
+    except BaseException:
+        for ready in prepared.values():
+            ready.gated.stop()
+        raise
+    on_progress(f"workflow {run_id}: every step's gates passed; creating {len(made)} steps")
+    rbac = rbac_objects(run_id, namespace, [step.job_name for step in steps])
+    created: list[StepPlan] = []
+    uids: dict[str, str] = {}
+    try:
+        objects.create(kc, rbac, namespace)
+        for step in reversed(made):  # the held ones first: a step never ends before what it releases exists
+            index = [s.name for s in workflow.steps].index(step.name)
+            spec = workflow.step(step.name)
+            outcome = launch(
+                kc, step.plan, prepared.pop(step.name), store, namespace=namespace, target_server=server,
+                target_context=context, on_progress=on_progress,
+                extra={"workflow": run_id, "workflow_name": workflow.name, "workflow_step": step.name,
+                       "workflow_index": index, "workflow_after": spec.after,
+                       "workflow_when": spec.when.text() if spec.when else None, "workflow_file": source,
+                       "results_seen_as": step.results,
+                       **({"request": planning.stored(step.request)} if step.request is not None else {}),
+                       **(extra_fields or {})},
+            )
+            created.append(step)
+            uids[step.job_name] = str(outcome.job_uid)
+        _own_rbac(kc, run_id, namespace, uids)
+    except BaseException as exc:
+        for ready in prepared.values():
+            ready.gated.stop()
+        _remove(kc, store, run_id, namespace, created, f"workflow {run_id} not created: {_why(exc)}")
+        raise
+    return {
+        "name": run_id,
+        "workflow": workflow.name,
+        "namespace": namespace,
+        "steps": [{"name": step.name, "id": step.record_id, "job": f"{namespace}/{step.job_name}",
+                   "held": workflow.step(step.name).after is not None} for step in made],
+    }
+
+
+def _why(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, TaoError) else f"interrupted ({type(exc).__name__})"
+
+
+def _own_rbac(kc: Kubectl, run_id: str, namespace: str, uids: dict[str, str]) -> None:
+    """Every step Job an owner of the ServiceAccount, Role and RoleBinding (one patch call): they go with the
+    last of them."""
+    from kubectl_tao.k8s.objects import stream
+
+    owners = [{"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid} for name, uid in sorted(uids.items())]
+    targets = [{"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+                "metadata": {"name": obj["metadata"]["name"], "namespace": namespace}}
+               for obj in rbac_objects(run_id, namespace, [])]
+    kc.run(["patch", "-f", "-", "--type=merge", "-p", json.dumps({"metadata": {"ownerReferences": owners}}),
+            "-o", "name"], stdin=stream(targets), namespaced=False)
+
+
+def _remove(kc: Kubectl, store: Any, run_id: str, namespace: str, steps: list[StepPlan], message: str) -> None:
+    """Remove the run's objects (best effort) and mark the created steps' records ERROR."""
+    from kubectl_tao.k8s import objects
+
+    for step in steps:
+        objects.teardown(kc, namespace, step.job_name)
+        store.mark(step.record_id, "ERROR", message=message, source="agent", err_class="ERR_INFRA")
+    _delete_rbac(kc, run_id, namespace)
+
+
+def _delete_rbac(kc: Kubectl, run_id: str, namespace: str) -> list[str]:
+    from kubectl_tao.k8s import objects
+
+    kinds = "serviceaccounts,roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io"
+    done = objects.teardown(kc, namespace, account_name(run_id), job="keep", selector=selector(run_id), kinds=kinds)
+    return done.deleted
+
+
+# ---------------------------------------------------------------- status
+
+
+def step_records(store: Any, run_id: str) -> list[Any]:
+    """The records of run RUN_ID's steps, in the order they run (GateError when there are none; UsageError for
+    a name no run can have)."""
+    import re
+
+    from kubectl_tao.core.errors import UsageError
+
+    if not re.fullmatch(r"[a-z0-9][-a-z0-9]{0,62}", run_id):
+        raise UsageError(f"workflow run {run_id!r}: not a run name (lower-case letters, digits and '-'); "
+                         "`kubectl tao workflow list` shows them")
+    found = []
+    for rec in store.list():
+        extra = store.get_extra(rec.id)
+        if extra.get("workflow") == run_id:
+            found.append((int(extra.get("workflow_index") or 0), rec, extra))
+    if not found:
+        raise GateError(f"no workflow {run_id!r} in this state directory; `kubectl tao workflow list` shows them")
+    return [(rec, extra) for _index, rec, extra in sorted(found, key=lambda item: item[0])]
+
+
+def _job_state(job: dict[str, Any] | None) -> str | None:
+    if job is None:
+        return None
+    spec, status = job.get("spec") or {}, job.get("status") or {}
+    for condition in status.get("conditions") or []:
+        if condition.get("status") == "True" and condition.get("type") in ("Complete", "SuccessCriteriaMet"):
+            return COMPLETE
+        if condition.get("status") == "True" and condition.get("type") in ("Failed", "FailureTarget"):
+            return ERROR
+    if spec.get("suspend"):
+        return HELD
+    return RUNNING if (status.get("active") or status.get("ready")) else PENDING
+
+
+def _failed_message(job: dict[str, Any] | None) -> str:
+    """The Job's Failed condition, as `reason: message` (the record says more once `status` has read it)."""
+    for condition in ((job or {}).get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Failed" and condition.get("status") == "True":
+            return ": ".join(str(part) for part in (condition.get("reason"), condition.get("message")) if part)
+    return ""
+
+
+def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The run's state from its steps' records and the Jobs read now (by Job name): `workflow status -o json`."""
+    from kubectl_tao.progress.model import from_stored, main_kpi, progress_cell
+
+    steps, gates = [], {}
+    for _rec, extra in rows:
+        job = jobs.get(str(extra.get("job_name")))
+        if job is not None:
+            raw = ((job.get("metadata") or {}).get("annotations") or {}).get(contract.WORKFLOW_GATE_ANNOTATION)
+            try:
+                for outcome in json.loads(raw) if raw else []:
+                    gates[outcome["step"]] = outcome
+            except (ValueError, TypeError, KeyError):
+                pass
+    state, reason = COMPLETE, ""
+    for rec, extra in rows:
+        name, job = str(extra.get("workflow_step")), jobs.get(str(extra.get("job_name")))
+        live = _job_state(job)
+        row_reason = ""
+        not_run = extra.get("workflow_not_run")
+        if isinstance(not_run, dict) and live is None:  # closed by an earlier `workflow status` (below)
+            step_state, row_reason = NOT_RUN, str(not_run.get("reason") or "")
+            if not_run.get("run_state") in (ERROR, GATE_FAILED) and state not in (ERROR, CANCELED):
+                state, reason = str(not_run["run_state"]), str(not_run.get("run_reason") or row_reason)
+        elif rec.state == "CANCELED":
+            step_state = CANCELED
+        elif live is not None:
+            step_state = live
+        elif rec.state in ("COMPLETE", "ERROR"):
+            step_state = rec.state
+        else:
+            step_state = NOT_RUN
+        gate = gates.get(name)
+        if gate is not None and gate.get("passed"):
+            row_reason = f"gate {gate.get('gate')} passed: the value was {gate.get('value'):g}"
+        if step_state == HELD:
+            row_reason = f"held until {extra.get('workflow_after')} succeeds" + (
+                f" and {extra.get('workflow_when')}" if extra.get("workflow_when") else "")
+        if gate is not None and not gate.get("passed"):
+            value = gate.get("value")
+            seen = "no value in status.json" if value is None else f"the value was {value:g}"
+            row_reason = f"gate {gate.get('gate')} failed: {seen}"
+            step_state = NOT_RUN
+            if state not in (ERROR, CANCELED):
+                state, reason = GATE_FAILED, f"step {name}: {row_reason}"
+        if step_state == ERROR and state != CANCELED:
+            said = ((rec.get("transitions") or [{}])[-1]).get("message") or "" if rec.state == "ERROR" else ""
+            said = said or _failed_message(job)
+            state, reason = ERROR, f"step {name} failed" + (f": {said}" if said else "") + (
+                f"; `kubectl tao explain {rec.id}` shows the cause")
+        if step_state == CANCELED:
+            state, reason = CANCELED, "canceled"
+        kept = from_stored(extra.get("progress"))[0]  # what the step's record keeps (`status` writes it)
+        steps.append({"name": name, "state": step_state, "job": extra.get("job_name"), "id": rec.id,
+                      "reason": row_reason, "progress": progress_cell(kept), "kpi": main_kpi(kept)})
+    if state == COMPLETE and any(s["state"] != COMPLETE for s in steps):
+        if any(s["state"] in (HELD, PENDING, RUNNING) for s in steps):
+            state = RUNNING
+        else:
+            state, reason = ERROR, reason or "a step neither ran nor was released"
+    if state in (ERROR, GATE_FAILED):
+        for row in steps:
+            if row["state"] in (HELD, PENDING) and not row["reason"].startswith("gate"):
+                row["state"] = NOT_RUN
+    name = str(rows[0][1].get("workflow"))
+    return {"name": name, "state": state, "reason": reason, "steps": steps}
+
+
+def read_jobs(kc: Kubectl, namespace: str, run_id: str) -> dict[str, dict[str, Any]]:
+    listed = kc.json(["get", "jobs", "-n", namespace, "-l", selector(run_id), "-o", "json"], namespaced=False)
+    return {str(item["metadata"]["name"]): item for item in (listed or {}).get("items") or []}
+
+
+def status(kc: Kubectl, store: Any, run_id: str) -> dict[str, Any]:
+    """judge() over the records and the Jobs read now; a step the run removed (its Job gone, its record still
+    open) has its record closed CANCELED with why it did not run."""
+    rows = step_records(store, run_id)
+    namespace = str(rows[0][1].get("namespace"))
+    jobs = read_jobs(kc, namespace, run_id)
+    seen = judge(rows, jobs)
+    records = {rec.id: rec for rec, _extra in rows}
+    parents = {str(extra.get("workflow_step")): extra.get("workflow_after") for _rec, extra in rows}
+
+    def after(name: str, top: str) -> bool:
+        at = parents.get(name)
+        for _ in range(len(parents)):
+            if at is None:
+                return False
+            if at == top:
+                return True
+            at = parents.get(at)
+        return False
+
+    # Where the run ended, as the Jobs read now show it: a failed step (the steps after it were removed), or a
+    # failed gate (its step and the steps after it were removed).
+    failed = [s["name"] for s in seen["steps"] if s["state"] == ERROR and s["job"] in jobs]
+    gated = [s["name"] for s in seen["steps"] if s["reason"].startswith("gate ") and s["state"] == NOT_RUN]
+    for step in seen["steps"]:
+        rec = records[step["id"]]
+        removed = any(after(step["name"], top) for top in failed + gated) or step["name"] in gated
+        if removed and step["state"] == NOT_RUN and step["job"] not in jobs and not rec.terminal:
+            why = step["reason"] or seen["reason"] or "the workflow ended before it"
+            ended = GATE_FAILED if seen["state"] == GATE_FAILED else ERROR
+            store.mark(rec.id, "CANCELED", message=f"not run: {why}"[:300], source="agent",
+                       extra={"workflow_not_run": {"reason": why, "run_state": ended, "run_reason": seen["reason"]}})
+    return seen
+
+
+def cancel(kc: Kubectl, store: Any, run_id: str, *, server: str) -> dict[str, Any]:
+    """Remove every step's objects (held ones included, each Job with its pinned UID) and the release RBAC;
+    the records of the steps not finished are marked CANCELED."""
+    from kubectl_tao.jobs import cancel as canceling
+    from kubectl_tao.jobs import track as tracking
+    from kubectl_tao.k8s import objects
+
+    rows = step_records(store, run_id)
+    namespace = str(rows[0][1].get("namespace"))
+    deleted: list[str] = []
+    for rec, extra in rows:
+        tracked = tracking.load(store, rec.id)
+        if tracked.terminal:  # its outcome stays in the record; its objects still go
+            done = objects.teardown(kc, namespace, str(extra.get("job_name")), job="name",
+                                    uid=extra.get("job_uid"))
+            deleted += done.deleted
+            continue
+        result = canceling.cancel(kc, store, tracked, server=server, wait=False,
+                                  message=f"workflow {run_id} canceled by user")
+        deleted += result.deleted
+    deleted += _delete_rbac(kc, run_id, namespace)
+    return {"name": run_id, "state": CANCELED, "deleted": deleted}
+
+
+def runs(store: Any) -> list[dict[str, Any]]:
+    """Every workflow run in the store, from its steps' records (no cluster read)."""
+    found: dict[str, dict[str, Any]] = {}
+    for rec in store.list():
+        extra = store.get_extra(rec.id)
+        run_id = extra.get("workflow")
+        if not isinstance(run_id, str):
+            continue
+        row = found.setdefault(run_id, {"name": run_id, "workflow": extra.get("workflow_name"),
+                                        "namespace": extra.get("namespace"), "steps": 0,
+                                        "submitted": rec.get("submitted_at") or ""})
+        row["steps"] += 1
+    return sorted(found.values(), key=lambda row: row["name"])
+
+
+def resumable(seen: dict[str, Any]) -> list[str]:
+    """The steps `workflow resume` runs again (every step that did not COMPLETE), from `status`'s view of the
+    run; GateError (exit 1) when there is nothing to resume or the run must not be resumed."""
+    name, state = seen["name"], seen["state"]
+    if state == RUNNING:
+        raise GateError(f"workflow {name} is still running; wait for it to end, or `kubectl tao workflow cancel "
+                        f"{name}` first")
+    if state == GATE_FAILED:
+        raise GateError(f"workflow {name} stopped at a metric gate ({seen['reason']}); a resume would run the steps "
+                        "the gate stopped: change the workflow and `kubectl tao workflow run` it")
+    left = [step["name"] for step in seen["steps"] if step["state"] != COMPLETE]
+    if not left:
+        raise GateError(f"workflow {name} is COMPLETE: every step succeeded, there is nothing to resume")
+    return left
+
+
+def resumed_workflow(rows: list[tuple[Any, dict[str, Any]]], left: list[str]) -> Workflow:
+    """The steps LEFT as a workflow of their own: a step whose predecessor finished starts at once (its gate
+    passed when that step released it), the others keep their predecessor and gate."""
+    from kubectl_tao.workflows.spec import Step, parse_gate
+
+    steps = []
+    for _rec, extra in rows:
+        name = str(extra.get("workflow_step"))
+        if name not in left:
+            continue
+        after = extra.get("workflow_after")
+        keeps = isinstance(after, str) and after in left
+        when = extra.get("workflow_when") if keeps else None
+        steps.append(Step(name, after if keeps else None,
+                          parse_gate(when, f"step {name}: when") if isinstance(when, str) else None))
+    return Workflow(str(rows[0][1].get("workflow_name") or rows[0][1].get("workflow")), steps)

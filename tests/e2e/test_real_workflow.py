@@ -1,0 +1,298 @@
+"""`kubectl tao workflow` on the local cluster's real nodes: a three-step chain of stand-in TAO steps (python3,
+writing status.json KPIs and a checkpoint the next step reads through ${STEP.results}).
+
+What runs everywhere: `workflow run` creates the release RBAC and every step with its own record, the first step
+running and the rest held (suspended, no pod); `workflow status` says why; `workflow cancel` leaves nothing. The
+release script, run on the host with the run's own ServiceAccount token against the real API server (the calls a
+step's pod makes): a passed gate unsuspends the next step, whose pod then starts; a failed gate or a failed step
+removes the held steps (GATE_FAILED); the token may do nothing else (list, read pods or Secrets, create Jobs,
+touch another Job: forbidden).
+What needs pods that reach the API server (the release runs in the step's pod): the chain runs by itself in order
+after `workflow run` returned. A cluster whose pods cannot reach the API server (the local cluster has no
+kube-proxy and its API server listens on 127.0.0.1) skips those, saying so.
+
+Skipped when the cluster has no real nodes (KUBECTL_TAO_REAL_NODES=0).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.cluster import Tao, kubectl, wait_for
+
+from .test_real_pods import REAL_NODE_LABEL, images, real  # noqa: F401
+
+pytestmark = pytest.mark.e2e
+
+# A TAO-shaped step: reads the checkpoint named in argv[2] (if any), writes <results>/train/status.json with
+# the KPI argv[3] and a checkpoint, and exits argv[4].
+STEP = """\
+import json, os, sys
+results, previous, kpi, code = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+os.makedirs(results + "/train", exist_ok=True)
+seen = open(previous).read().strip() if previous != "-" else "none"
+print("read checkpoint:", seen, flush=True)
+with open(results + "/train/status.json", "a") as f:
+    f.write(json.dumps({"date": "12/6/2026", "time": "1:2:3", "status": "RUNNING", "verbosity": "INFO",
+                        "kpi": {"val_mAP": kpi}}) + "\\n")
+with open(results + "/train/model.pth", "w") as f:
+    f.write(os.environ["TAO_JOB_ID"] + " after " + seen)
+sys.exit(code)
+"""
+
+
+def workflow_file(t: Tao, image: str, *, gate: float = 0.5, middle_exit: int = 0) -> Path:
+    volume: Path = t.volume  # type: ignore[attr-defined]
+    (volume / "step.py").write_text(STEP)
+    text = f"""\
+apiVersion: kubectl-tao/v1
+kind: Workflow
+metadata: {{name: chain}}
+defaults:
+  image: {json.dumps(image)}
+  pvc: tao-data
+  gpus: 0
+  network-arch: real
+  node-selector: {REAL_NODE_LABEL}=true
+  toleration: {REAL_NODE_LABEL}=true:NoSchedule
+steps:
+- name: train
+  action: train
+  command: python3 /workspace/step.py ${{train.results}} - 0.7 0
+- name: evaluate
+  when: train.val_mAP >= {gate}
+  action: evaluate
+  command: python3 /workspace/step.py ${{evaluate.results}} ${{train.results}}/train/model.pth 0.6 {middle_exit}
+- name: export
+  action: export
+  command: python3 /workspace/step.py ${{export.results}} ${{evaluate.results}}/train/model.pth 0.6 0
+"""
+    path = volume.parent / f"{volume.name}-workflow.yaml"
+    path.write_text(text)
+    return path
+
+
+def run_workflow(t: Tao, path: Path) -> dict[str, Any]:
+    result = t("workflow", "run", str(path), "-o", "json", timeout=300)
+    assert result.returncode == 0, result.stderr + result.stdout
+    return dict(json.loads(result.stdout))
+
+
+def status(t: Tao, name: str) -> dict[str, Any]:
+    result = t("workflow", "status", name, "-o", "json")
+    assert result.returncode == 0, result.stderr
+    return dict(json.loads(result.stdout))
+
+
+def labelled(t: Tao, name: str) -> list[str]:
+    kinds = "jobs,pods,serviceaccounts,roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io"
+    out = t.kubectl("get", kinds, "-l", f"kubectl-tao.io/workflow={name}", "-o", "name").stdout
+    return [line for line in out.splitlines() if line]
+
+
+def pods_can_reach_the_api_server() -> bool:
+    """Whether the `kubernetes` Service has an endpoint a pod can reach (not loopback, and a kube-proxy or the
+    like to route its ClusterIP): the local cluster has neither."""
+    slices = json.loads(kubectl("get", "endpointslices", "-n", "default", "-l",
+                                "kubernetes.io/service-name=kubernetes", "-o", "json").stdout)["items"]
+    addresses = [a for s in slices for e in s.get("endpoints") or [] for a in e.get("addresses") or []]
+    proxies = kubectl("get", "pods", "-A", "-l", "k8s-app=kube-proxy", "-o", "name", check=False).stdout.strip()
+    return bool(addresses) and not all(a.startswith("127.") for a in addresses) and bool(proxies)
+
+
+def test_run_creates_every_step_held_behind_the_first_and_cancel_leaves_nothing(
+    real: Tao, images: dict[str, str]  # noqa: F811
+) -> None:
+    path = workflow_file(real, images["TORCH_IMAGE"])
+    created = run_workflow(real, path)
+    name = created["name"]
+    assert [s["name"] for s in created["steps"]] == ["train", "evaluate", "export"]
+    assert [s["held"] for s in created["steps"]] == [False, True, True]
+    jobs = {s["name"]: s["job"].split("/", 1)[1] for s in created["steps"]}
+    for step in created["steps"]:
+        extra = real.extra(step["id"])
+        assert extra["workflow"] == name and extra["workflow_step"] == step["name"]
+    for held in ("evaluate", "export"):
+        job = json.loads(real.kubectl("get", "job", jobs[held], "-o", "json").stdout)
+        assert job["spec"]["suspend"] is True
+        assert real.kubectl("get", "pods", "-l", f"job-name={jobs[held]}", "-o", "name").stdout == ""
+    role = json.loads(real.kubectl("get", "role", f"tao-wf-{name}", "-o", "json").stdout)
+    assert role["rules"][0]["resourceNames"] == sorted(jobs.values())
+    assert role["rules"][0]["verbs"] == ["get", "patch", "delete"]
+    owners = {o["name"] for o in role["metadata"]["ownerReferences"]}
+    assert owners == set(jobs.values())
+    seen = status(real, name)
+    assert seen["name"] == name and seen["state"] == "RUNNING"
+    assert [s["state"] for s in seen["steps"]][1:] == ["HELD", "HELD"]
+    assert seen["steps"][1]["reason"] == "held until train succeeds and train.val_mAP >= 0.5"
+    listed = real("workflow", "list", "-o", "json")
+    assert listed.returncode == 0 and name in listed.stdout
+    jobs_listed = real("list")
+    assert jobs_listed.returncode == 0 and jobs_listed.stdout.splitlines()[0].split()[-1] == "WORKFLOW"
+    assert f"{name}/evaluate" in jobs_listed.stdout
+    table = real("workflow", "status", name)
+    assert table.returncode == 0 and table.stdout.startswith(f"workflow {name}: RUNNING\nSTEP")
+
+    cancelled = real("workflow", "cancel", name, "-o", "json")
+    assert cancelled.returncode == 0, cancelled.stderr
+    wait_for(lambda: labelled(real, name) == [], 120, message="every object of the workflow to go")
+    assert status(real, name)["state"] == "CANCELED"
+
+
+@pytest.fixture()
+def releasing(real: Tao) -> Tao:  # noqa: F811
+    if not pods_can_reach_the_api_server():
+        pytest.skip("this cluster's pods cannot reach the API server (no kube-proxy; the API server listens on "
+                    "127.0.0.1), so a step's release cannot run in its pod here")
+    return real
+
+
+def test_the_chain_runs_in_order_after_run_returned(releasing: Tao, images: dict[str, str]) -> None:  # noqa: F811
+    created = run_workflow(releasing, workflow_file(releasing, images["TORCH_IMAGE"]))
+    name = created["name"]
+    wait_for(lambda: status(releasing, name)["state"] != "RUNNING", 300, message="the workflow to end")
+    seen = status(releasing, name)
+    assert seen["state"] == "COMPLETE", seen
+    ids = [s["id"] for s in created["steps"]]
+    last = releasing.volume / "results" / ids[2] / "train" / "model.pth"  # type: ignore[attr-defined]
+    assert last.read_text() == f"{ids[2]} after {ids[1]} after {ids[0]} after none"
+
+
+def test_a_failed_gate_ends_the_chain_and_removes_the_held_steps(
+    releasing: Tao, images: dict[str, str]  # noqa: F811
+) -> None:
+    created = run_workflow(releasing, workflow_file(releasing, images["TORCH_IMAGE"], gate=0.9))
+    name = created["name"]
+    wait_for(lambda: status(releasing, name)["state"] != "RUNNING", 300, message="the workflow to end")
+    seen = status(releasing, name)
+    assert seen["state"] == "GATE_FAILED" and "train.val_mAP >= 0.9" in seen["reason"] and "0.7" in seen["reason"]
+    assert [s["state"] for s in seen["steps"]] == ["COMPLETE", "NOT_RUN", "NOT_RUN"]
+    held = [s["job"].split("/", 1)[1] for s in created["steps"][1:]]
+    wait_for(lambda: all(releasing.kubectl("get", "job", j, "--ignore-not-found", "-o", "name").stdout == ""
+                         for j in held), 60, message="the held steps to be removed")
+
+
+# ---------------------------------------------------------------- the release against the real API server
+# A pod of this cluster cannot reach the API server, so here the release script runs on the host, with the run's
+# own ServiceAccount token (TokenRequest), against the real API server: the same HTTP calls a step's pod makes.
+
+RELEASE = Path(__file__).resolve().parents[2] / "templates" / "k8s" / "workflow-release.py"
+
+
+def long_first_step(t: Tao, image: str, *, gate: float) -> Path:
+    """The chain, with a first step that stays running while the test acts as its release."""
+    path = workflow_file(t, image, gate=gate)
+    path.write_text(path.read_text().replace("python3 /workspace/step.py ${train.results} - 0.7 0", "sleep 600"))
+    return path
+
+
+def release_as_the_step(t: Tao, cluster: Any, run: str, job: str, status: int, tmp_path: Path) -> Any:
+    """Run the release of step Job JOB on the host: its plan from the Job, the gate's results directory mapped
+    onto the claim's directory, the run's ServiceAccount token, the cluster's CA."""
+    import base64
+    import os
+    import subprocess
+
+    spec = json.loads(t.kubectl("get", "job", job, "-o", "json").stdout)["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value", "") for e in spec["containers"][0]["env"]}
+    plan = json.loads(env["KUBECTL_TAO_WF_PLAN"].replace("$$", "$"))
+    volume: Path = t.volume  # type: ignore[attr-defined]
+    for step in plan["next"]:
+        if step["gate"]:
+            step["gate"]["results"] = str(volume / step["gate"]["results"].removeprefix("/workspace/"))
+    sa = tmp_path / "sa"
+    sa.mkdir(exist_ok=True)
+    token = t.kubectl("create", "token", spec["serviceAccountName"], "--duration", "10m").stdout.strip()
+    (sa / "token").write_text(token)
+    (sa / "namespace").write_text(t.namespace)
+    config = json.loads(kubectl("config", "view", "--raw", "-o", "json").stdout)
+    server = config["clusters"][0]["cluster"]["server"]
+    (sa / "ca.crt").write_bytes(base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]))
+    host, port = server.removeprefix("https://").rsplit(":", 1)
+    run_env = {**os.environ, "KUBECTL_TAO_WF_SA_DIR": str(sa), "KUBECTL_TAO_WF_PLAN": json.dumps(plan),
+               "KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port}
+    run_env.pop("JOB_COMPLETION_INDEX", None)
+    released = subprocess.run(["python3", str(RELEASE), str(status)], env=run_env, capture_output=True, text=True,
+                              timeout=60, check=False)
+    released.token = token  # type: ignore[attr-defined]
+    released.server = server  # type: ignore[attr-defined]
+    released.ca = str(sa / "ca.crt")  # type: ignore[attr-defined]
+    return released
+
+
+def kpi(t: Tao, record_id: str, value: float) -> None:
+    results = t.volume / "results" / record_id / "train"  # type: ignore[attr-defined]
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "status.json").write_text(json.dumps({"status": "RUNNING", "kpi": {"val_mAP": value}}) + "\n")
+
+
+def test_the_release_unsuspends_the_next_step_with_the_runs_token_and_that_token_may_do_nothing_else(
+    real: Tao, images: dict[str, str], cluster: Any, tmp_path: Path  # noqa: F811
+) -> None:
+    created = run_workflow(real, long_first_step(real, images["TORCH_IMAGE"], gate=0.5))
+    name, steps = created["name"], {s["name"]: s for s in created["steps"]}
+    jobs = {n: s["job"].split("/", 1)[1] for n, s in steps.items()}
+    kpi(real, steps["train"]["id"], 0.7)
+    released = release_as_the_step(real, cluster, name, jobs["train"], 0, tmp_path)
+    assert released.returncode == 0, released.stdout + released.stderr
+    assert f"released step evaluate (Job {jobs['evaluate']})" in released.stdout
+    evaluate = json.loads(real.kubectl("get", "job", jobs["evaluate"], "-o", "json").stdout)
+    assert evaluate["spec"]["suspend"] is False
+    export = json.loads(real.kubectl("get", "job", jobs["export"], "-o", "json").stdout)
+    assert export["spec"]["suspend"] is True
+    wait_for(lambda: real.kubectl("get", "pods", "-l", f"job-name={jobs['evaluate']}", "-o", "name").stdout != "",
+             60, message="the released step's pod")
+    noted = json.loads(real.kubectl("get", "job", jobs["train"], "-o", "json").stdout)["metadata"]["annotations"]
+    assert json.loads(noted["kubectl-tao.io/workflow-gate"])[0]["passed"] is True
+
+    as_run = ["--token", released.token, "--server", released.server, "--certificate-authority", released.ca,
+              "--kubeconfig", "/dev/null", "-n", real.namespace]
+    for verbs in (["get", "jobs"], ["get", "pods"], ["get", "secrets"], ["delete", "pvc", "tao-data"],
+                  ["create", "job", "x", "--image", "busybox"]):
+        denied = real.kubectl(*as_run, *verbs, check=False)
+        assert denied.returncode != 0 and "forbidden" in denied.stderr.lower(), (verbs, denied.stderr)
+    real.kubectl("create", "job", "outsider", "--image", images["TORCH_IMAGE"], "--", "true")
+    denied = real.kubectl(*as_run, "patch", "job", "outsider", "--type=merge", "-p", '{"spec":{"suspend":true}}',
+                          check=False)
+    assert denied.returncode != 0 and "forbidden" in denied.stderr.lower()
+    real.kubectl("delete", "job", "outsider", "--wait=false")
+    assert real("workflow", "cancel", name).returncode == 0
+    wait_for(lambda: labelled(real, name) == [], 120, message="every object of the workflow to go")
+
+
+def test_a_failed_gate_removes_the_held_steps_and_status_says_gate_failed(
+    real: Tao, images: dict[str, str], cluster: Any, tmp_path: Path  # noqa: F811
+) -> None:
+    created = run_workflow(real, long_first_step(real, images["TORCH_IMAGE"], gate=0.9))
+    name, steps = created["name"], {s["name"]: s for s in created["steps"]}
+    jobs = {n: s["job"].split("/", 1)[1] for n, s in steps.items()}
+    kpi(real, steps["train"]["id"], 0.7)
+    released = release_as_the_step(real, cluster, name, jobs["train"], 0, tmp_path)
+    assert released.returncode == 0, released.stdout + released.stderr
+    for held in ("evaluate", "export"):
+        wait_for(lambda held=held: real.kubectl("get", "job", jobs[held], "--ignore-not-found", "-o", "name").stdout
+                 == "", 60, message=f"held step {held} to be removed")
+    seen = status(real, name)
+    assert seen["state"] == "GATE_FAILED", seen
+    assert seen["reason"] == "step evaluate: gate train.val_mAP >= 0.9 failed: the value was 0.7"
+    assert [s["state"] for s in seen["steps"]] == ["RUNNING", "NOT_RUN", "NOT_RUN"]
+    assert real("workflow", "cancel", name).returncode == 0
+    wait_for(lambda: labelled(real, name) == [], 120, message="every object of the workflow to go")
+
+
+def test_a_failed_step_removes_the_held_ones(
+    real: Tao, images: dict[str, str], cluster: Any, tmp_path: Path  # noqa: F811
+) -> None:
+    created = run_workflow(real, long_first_step(real, images["TORCH_IMAGE"], gate=0.5))
+    name, steps = created["name"], {s["name"]: s for s in created["steps"]}
+    jobs = {n: s["job"].split("/", 1)[1] for n, s in steps.items()}
+    released = release_as_the_step(real, cluster, name, jobs["train"], 3, tmp_path)
+    assert released.returncode == 3, released.stdout + released.stderr
+    assert "ended with exit status 3" in released.stdout
+    for held in ("evaluate", "export"):
+        assert real.kubectl("get", "job", jobs[held], "--ignore-not-found", "-o", "name").stdout == ""
+    assert real("workflow", "cancel", name).returncode == 0
+    wait_for(lambda: labelled(real, name) == [], 120, message="every object of the workflow to go")

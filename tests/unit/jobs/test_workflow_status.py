@@ -1,0 +1,171 @@
+"""workflows/runs.judge: a run's state from its steps' records and Jobs (`workflow status -o json`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kubectl_tao.store.records import Record
+from kubectl_tao.workflows.runs import judge
+
+
+def row(step: str, index: int, state: str = "RUNNING", after: str | None = None, when: str | None = None,
+        message: str = "") -> tuple[Record, dict[str, Any]]:
+    rec = Record({"id": f"id-{step}", "transitions": [{"state": state, "message": message}]})
+    extra = {"workflow": "wf-1", "workflow_step": step, "workflow_index": index, "job_name": f"j-{step}",
+             "workflow_after": after, "workflow_when": when, "namespace": "tao"}
+    return rec, extra
+
+
+def job(name: str, *, suspend: bool = False, condition: str | None = None, active: int = 0,
+        gate: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if gate is not None:
+        meta["annotations"] = {"kubectl-tao.io/workflow-gate": json.dumps(gate)}
+    status: dict[str, Any] = {"active": active}
+    if condition:
+        status["conditions"] = [{"type": condition, "status": "True"}]
+    return {"metadata": meta, "spec": {"suspend": suspend}, "status": status}
+
+
+ROWS = [row("train", 0), row("evaluate", 1, after="train", when="train.val_mAP >= 0.5"), row("export", 2,
+                                                                                           after="evaluate")]
+
+
+def test_a_running_chain_shows_the_held_steps_and_why() -> None:
+    seen = judge(ROWS, {"j-train": job("j-train", active=1), "j-evaluate": job("j-evaluate", suspend=True),
+                        "j-export": job("j-export", suspend=True)})
+    assert seen["state"] == "RUNNING" and seen["name"] == "wf-1"
+    assert [(s["name"], s["state"]) for s in seen["steps"]] == [("train", "RUNNING"), ("evaluate", "HELD"),
+                                                                 ("export", "HELD")]
+    assert seen["steps"][1]["reason"] == "held until train succeeds and train.val_mAP >= 0.5"
+    assert set(seen) == {"name", "state", "reason", "steps"}
+    assert {"name", "state", "job", "reason"} <= set(seen["steps"][0])
+
+
+def test_every_step_complete_is_complete() -> None:
+    seen = judge(ROWS, {f"j-{s}": job(f"j-{s}", condition="Complete") for s in ("train", "evaluate", "export")})
+    assert seen["state"] == "COMPLETE" and seen["reason"] == ""
+
+
+def test_a_failed_gate_is_its_own_end_state_naming_value_and_threshold() -> None:
+    gate = [{"step": "evaluate", "gate": "train.val_mAP >= 0.5", "value": 0.31, "passed": False}]
+    seen = judge(ROWS, {"j-train": job("j-train", condition="Complete", gate=gate)})
+    assert seen["state"] == "GATE_FAILED"
+    assert seen["reason"] == "step evaluate: gate train.val_mAP >= 0.5 failed: the value was 0.31"
+    assert [s["state"] for s in seen["steps"]] == ["COMPLETE", "NOT_RUN", "NOT_RUN"]
+
+
+def test_a_failed_step_ends_the_run_and_the_removed_steps_did_not_run() -> None:
+    rows = [row("train", 0, state="ERROR", message="exit code 3"), *ROWS[1:]]
+    seen = judge(rows, {"j-train": job("j-train", condition="Failed")})
+    assert seen["state"] == "ERROR"
+    assert seen["reason"] == "step train failed: exit code 3; `kubectl tao explain id-train` shows the cause"
+    assert [s["state"] for s in seen["steps"]] == ["ERROR", "NOT_RUN", "NOT_RUN"]
+
+
+def test_a_canceled_run_is_canceled() -> None:
+    rows = [row(s, i, state="CANCELED") for i, s in enumerate(("train", "evaluate", "export"))]
+    assert judge(rows, {})["state"] == "CANCELED"
+
+
+def test_list_shows_a_workflow_column_only_where_a_job_is_a_step(capsys: Any) -> None:
+    from kubectl_tao.commands import present
+    from kubectl_tao.jobs.track import Observation, Tracked
+
+    def obs(extra: dict[str, Any]) -> Observation:
+        tracked = Tracked(Record({"id": "real-run-1", "submitted_at": "2026-12-05T07:00:00Z"}),
+                          {"namespace": "ns", "job_name": "real-run-1", "nodes": 1, "gpus": 1, **extra})
+        return Observation(tracked, "RUNNING", "", "", None, None)
+
+    present.show([obs({})], "table", False)
+    assert "WORKFLOW" not in capsys.readouterr().out
+    present.show([obs({"workflow": "chain-1a2b3c", "workflow_step": "train"}), obs({})], "table", False)
+    header, first, second = capsys.readouterr().out.splitlines()[:3]
+    assert header.split()[-1] == "WORKFLOW"
+    assert first.split()[-1] == "chain-1a2b3c/train" and second.split()[-1] == "-"
+
+
+def test_a_failed_job_whose_record_is_not_settled_yet_shows_the_jobs_condition() -> None:
+    failed = job("j-train", condition="Failed")
+    failed["status"]["conditions"][0].update(reason="BackoffLimitExceeded", message="Job has reached the specified "
+                                             "backoff limit")
+    rows = [row("train", 0, message="applied Job tao/j-train"), *ROWS[1:]]
+    seen = judge(rows, {"j-train": failed})
+    assert seen["reason"] == ("step train failed: BackoffLimitExceeded: Job has reached the specified backoff limit; "
+                              "`kubectl tao explain id-train` shows the cause")
+
+
+def test_a_passed_gate_and_the_kept_progress_show_on_the_step() -> None:
+    gate = [{"step": "evaluate", "gate": "train.val_mAP >= 0.5", "value": 0.61, "passed": True}]
+    rows = [row("train", 0), row("evaluate", 1, after="train", when="train.val_mAP >= 0.5")]
+    rows[0][1]["progress"] = {"source": "status.json", "epoch": 80, "max_epoch": 80, "percent": 100.0,
+                              "kpi": {"val_mAP": 0.61}}
+    seen = judge(rows, {"j-train": job("j-train", condition="Complete", gate=gate),
+                        "j-evaluate": job("j-evaluate", active=1)})
+    assert seen["steps"][1]["reason"] == "gate train.val_mAP >= 0.5 passed: the value was 0.61"
+    assert seen["steps"][1]["state"] == "RUNNING" and seen["state"] == "RUNNING"
+    assert (seen["steps"][0]["progress"], seen["steps"][0]["kpi"]) == ("epoch 80/80 100%", "val_mAP 0.61")
+    assert (seen["steps"][1]["progress"], seen["steps"][1]["kpi"]) == ("", "")
+
+
+class _Jobs:
+    """kubectl's one read of `workflow status`: the run's Jobs."""
+
+    def __init__(self, items: list[dict[str, Any]]) -> None:
+        self.items = items
+
+    def json(self, args: list[str], **_: Any) -> Any:
+        assert args[:2] == ["get", "jobs"]
+        return {"items": self.items}
+
+
+def test_status_closes_the_records_of_the_steps_a_failure_removed_and_remembers_why(tmp_path: Any) -> None:
+    from support.fake_kubectl import open_kubernetes_record
+
+    from kubectl_tao.store.records import RecordStore
+    from kubectl_tao.workflows.runs import status
+
+    store = RecordStore(tmp_path)
+    ids = {}
+    for index, (step, after) in enumerate((("train", None), ("evaluate", "train"), ("export", "evaluate"))):
+        rec = open_kubernetes_record(store)
+        ids[step] = rec.id
+        store.update_extra(rec.id, workflow="wf-1", workflow_step=step, workflow_index=index, job_name=f"j-{step}",
+                           workflow_after=after, namespace="tao")
+        store.mark(rec.id, "RUNNING", message=f"applied Job tao/j-{step}", source="agent")
+    failed = job("j-train", condition="Failed")
+    failed["status"]["conditions"][0].update(reason="BackoffLimitExceeded",
+                                             message="Job has reached the specified backoff limit")
+    seen = status(_Jobs([failed]), store, "wf-1")  # type: ignore[arg-type]
+    assert seen["state"] == "ERROR" and [s["state"] for s in seen["steps"]] == ["ERROR", "NOT_RUN", "NOT_RUN"]
+    for step in ("evaluate", "export"):
+        rec = store.show(ids[step])
+        assert rec.state == "CANCELED"
+        assert rec["transitions"][-1]["message"].startswith("not run: step train failed: BackoffLimitExceeded")
+    assert store.show(ids["train"]).state == "RUNNING"  # its own `status` settles it, with the cause
+    later = status(_Jobs([]), store, "wf-1")  # type: ignore[arg-type]  # the TTL removed the failed Job too
+    assert later["state"] == "ERROR" and later["reason"].startswith("step train failed: BackoffLimitExceeded")
+    assert [s["state"] for s in later["steps"]][1:] == ["NOT_RUN", "NOT_RUN"]
+    assert store.show(ids["train"]).state == "RUNNING"  # never closed as "not run": it ran
+
+
+def test_status_closes_the_gated_step_and_those_after_it_after_a_failed_gate(tmp_path: Any) -> None:
+    from support.fake_kubectl import open_kubernetes_record
+
+    from kubectl_tao.store.records import RecordStore
+    from kubectl_tao.workflows.runs import status
+
+    store = RecordStore(tmp_path)
+    ids = {}
+    for index, (step, after) in enumerate((("train", None), ("evaluate", "train"), ("export", "evaluate"))):
+        rec = open_kubernetes_record(store)
+        ids[step] = rec.id
+        store.update_extra(rec.id, workflow="wf-1", workflow_step=step, workflow_index=index, job_name=f"j-{step}",
+                           workflow_after=after, namespace="tao")
+    gate = [{"step": "evaluate", "gate": "train.val_mAP >= 0.9", "value": 0.7, "passed": False}]
+    seen = status(_Jobs([job("j-train", condition="Complete", gate=gate)]), store, "wf-1")  # type: ignore[arg-type]
+    assert seen["state"] == "GATE_FAILED"
+    assert [store.show(ids[s]).state for s in ("train", "evaluate", "export")] == ["PENDING", "CANCELED", "CANCELED"]
+    assert store.show(ids["evaluate"])["transitions"][-1]["message"] == (
+        "not run: gate train.val_mAP >= 0.9 failed: the value was 0.7")
