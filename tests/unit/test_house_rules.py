@@ -287,7 +287,8 @@ def test_the_contract_check_finds_a_planted_label() -> None:
 
 
 def test_one_teardown_removes_a_jobs_objects() -> None:
-    """Only k8s/objects.py deletes, and there only `teardown` (with its helper for the Job by name)."""
+    """Only k8s/objects.py deletes, and there only `teardown` (with its helper for the Job by name) and the
+    removal of a volume helper pod (by name and UID: not a job's object)."""
     deleting: list[str] = []
     for path in sorted(LIB.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -297,7 +298,9 @@ def test_one_teardown_removes_a_jobs_objects() -> None:
             for node in ast.walk(func):
                 if isinstance(node, ast.List) and node.elts and getattr(node.elts[0], "value", None) == "delete":
                     deleting.append(f"{path.relative_to(LIB)}:{func.name}")
-    assert sorted(set(deleting)) == ["k8s/objects.py:_delete_job", "k8s/objects.py:teardown"]
+    assert sorted(set(deleting)) == [
+        "k8s/objects.py:_delete_job", "k8s/objects.py:remove_helper_pod", "k8s/objects.py:teardown"
+    ]
     objects_tree = ast.parse((LIB / "k8s" / "objects.py").read_text(encoding="utf-8"))
     callers = {
         func.name

@@ -20,7 +20,7 @@ from typer.core import TyperGroup
 from kubectl_tao.commands.common import CLUSTER_KEYS, GLOBAL_FLAGS_HELP, cluster_options, set_root_options
 
 # Verb -> its module under commands/ (each exposes register(app)), in --help order: the plain verbs first,
-# then the groups of verbs (record, probe, secret).
+# then the groups of verbs (record, probe, secret, data).
 VERBS = {
     "preflight": "preflight",
     "fit": "fit",
@@ -40,6 +40,7 @@ VERBS = {
     "record": "record",
     "probe": "probe",
     "secret": "secret",
+    "data": "data",
 }
 
 
