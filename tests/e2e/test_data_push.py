@@ -30,7 +30,9 @@ def claim(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     with claim_on_real_nodes(cluster, "e2e-data", tmp_path_factory.mktemp("data") / "state") as (t, volume):
         # A hostPath volume ignores fsGroup: make it writable by the helper's non-root user, as a real driver does.
         volume.chmod(0o777)
-        yield t, volume, real_images(cluster)["BUSYBOX_IMAGE"]
+        busybox = real_images(cluster)["BUSYBOX_IMAGE"]
+        t.env["KUBECTL_TAO_HELPER_IMAGE"] = busybox  # the config default (`results` takes it from here)
+        yield t, volume, busybox
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -171,3 +173,58 @@ def test_a_helper_image_that_cannot_be_pulled_is_named_from_the_pod(
     assert ("ErrImagePull" in result.stderr or "ImagePullBackOff" in result.stderr), result.stderr
     assert result.stderr.count("\n") == 1
     wait_for(lambda: _helpers(t) == [], 60, message="the helper pod to go")
+
+
+RESULTS_COMMAND = (
+    'd="$TAO_RESULTS_ROOT/train"; mkdir -p "$d"; '
+    'for e in 1 2 10; do head -c 200000 /dev/urandom > "$d/dino_model_epoch_$e.pth"; done; '
+    'ln -s dino_model_epoch_10.pth "$d/dino_model_latest.pth"; ln -s /etc/passwd "$d/escape"; '
+    'echo \'{"date": "12/6/2026", "time": "18:0:1", "status": "RUNNING", "verbosity": "INFO", "epoch": 10, '
+    '"max_epoch": 10, "kpi": {"loss": 0.25}}\' > "$d/status.json"; echo written'
+)
+
+
+def test_results_are_listed_and_pulled_from_the_record_after_the_job_is_gone(
+    claim: tuple[Tao, Path, str], tmp_path: Path
+) -> None:
+    t, volume, busybox = claim
+    result = t(
+        "submit", "--image", busybox, "--network-arch", "dino", "--action", "train", "--gpus", "0", "--pvc",
+        "tao-data", "--command", RESULTS_COMMAND, "--wait", "--timeout", "180", *ON_REAL_NODES, timeout=240,
+    )
+    assert result.returncode == 0, result.stderr
+    record_id = result.stdout.strip().splitlines()[-1]
+    t.kubectl("delete", "jobs", "--all", "--wait=true")  # what follows reads the record, not the Job
+    results_dir = volume / "results" / record_id / "train"
+
+    listed = t("results", record_id, "-o", "json", timeout=240)
+    assert listed.returncode == 0, listed.stderr
+    data = json.loads(listed.stdout)
+    files = {f["path"]: f for f in data["files"]}
+    checkpoints = [f["path"] for f in data["files"] if f["epoch"] is not None]
+    assert checkpoints == ["train/dino_model_epoch_1.pth", "train/dino_model_epoch_2.pth",
+                           "train/dino_model_epoch_10.pth"]  # by epoch, not by name
+    assert [p for p, f in files.items() if f["latest"]] == ["train/dino_model_epoch_10.pth"]
+    assert files["train/dino_model_epoch_1.pth"]["size"] == 200000
+    assert files["train/escape"]["link_out"] is True
+    assert data["status"]["train/status.json"]["kpi"] == {"loss": 0.25}
+    table = t("results", record_id, timeout=240)
+    assert table.returncode == 0, table.stderr
+    assert "epoch 10, latest" in table.stdout and "outside the results directory: not followed" in table.stdout
+
+    dest = tmp_path / "out"
+    pulled = t("results", "pull", record_id, "--dest", str(dest), "-o", "json", timeout=240)
+    assert pulled.returncode == 0, pulled.stderr
+    assert (json.loads(pulled.stdout)["pulled"], json.loads(pulled.stdout)["verified"]) == (4, 4)
+    assert _tree(dest) == {k: v for k, v in _tree(results_dir.parent).items() if not k.endswith(("escape",
+                                                                                                  "latest.pth"))}
+    assert not (dest / "train" / "escape").exists()  # a link out is never followed
+    again = t("results", "pull", record_id, "--dest", str(dest), timeout=240)
+    assert again.returncode == 0 and again.stdout.startswith("pulled 0 file(s)"), again.stdout + again.stderr
+
+    latest = t("results", "pull", record_id, "--latest", "--dest", str(tmp_path / "latest"), timeout=240)
+    assert latest.returncode == 0, latest.stderr
+    assert sorted(_tree(tmp_path / "latest")) == ["train/dino_model_epoch_10.pth"]
+    escaping = t("results", "pull", record_id, "../../etc", "--dest", str(tmp_path / "x"))
+    assert escaping.returncode == 2 and "'..' would escape" in escaping.stderr
+    assert _helpers(t) == []

@@ -27,6 +27,11 @@ INTERRUPTED = (
     "(what arrived is skipped)"
 )
 
+INTERRUPTED_PULL = (
+    "error: interrupted; the helper pod was removed and no partial file was kept: pull again to resume (what "
+    "arrived is skipped)"
+)
+
 data_app = typer.Typer(
     name="data",
     help="Put specs and data onto a job's volume (a helper pod and kubectl exec).",
@@ -75,7 +80,7 @@ def push(
         start_timeout=timeout,
     )
     sess = session()
-    bar = _Progress(sys.stderr) if sys.stderr.isatty() else None
+    bar = Progress(sys.stderr) if sys.stderr.isatty() else None
     try:
         result = datacopy.push(
             sess.kubectl(), sess.namespace(), request,
@@ -95,7 +100,7 @@ def push(
     return 0
 
 
-class _Progress:
+class Progress:
     """Bytes, rate and ETA on one terminal line, redrawn at most five times a second."""
 
     def __init__(self, stream: object) -> None:

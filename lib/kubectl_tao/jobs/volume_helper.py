@@ -228,9 +228,12 @@ class HelperPod:
         *,
         feed: Callable[[Any], None] | None = None,
         sink: Callable[[bytes], None] | None = None,
+        reader: Callable[[Any], None] | None = None,
     ) -> Completed:
-        """COMMAND in the pod, stdin from FEED and stdout to SINK as they flow; the caller reads the exit code."""
-        return self.kc.pipe(self.exec_args(command), feed=feed, sink=sink, namespaced=False, check=False)
+        """COMMAND in the pod, stdin from FEED and stdout to SINK (or READER) as they flow; the caller reads the
+        exit code."""
+        return self.kc.pipe(self.exec_args(command), feed=feed, sink=sink, reader=reader, namespaced=False,
+                            check=False)
 
     def script(self, text: str, *args: str) -> Completed:
         """`sh -c TEXT sh ARGS...` in the pod (fixed text; values only as positional arguments), stdout kept:

@@ -325,13 +325,16 @@ class Kubectl:
         *,
         feed: Callable[[Any], None] | None = None,
         sink: Callable[[bytes], None] | None = None,
+        reader: Callable[[Any], None] | None = None,
         namespaced: bool = True,
         check: bool = True,
     ) -> Completed:
         """Run a long kubectl call (`exec -i`) with both ends streamed, memory flat whatever the size: FEED writes
         the call's stdin into the binary file it is handed (on a thread of its own; the pipe is closed after it),
-        SINK gets stdout in chunks as they arrive. A FEED that raises stops kubectl and its exception is raised;
-        so is anything that interrupts the caller (Ctrl-C): the process is killed and reaped first, never left.
+        SINK gets stdout in chunks as they arrive, or READER the binary stdout itself to read at its own pace (a tar
+        stream read member by member; what it leaves is drained). A FEED that raises stops kubectl and its
+        exception is raised; so is anything that interrupts the caller (Ctrl-C): the process is killed and reaped
+        first, never left.
         Go's defaults are kept (a long call)."""
         import subprocess
         import threading
@@ -372,6 +375,8 @@ class Kubectl:
             if feeder is not None:
                 feeder.start()
             _widen(proc.stdout)
+            if reader is not None:
+                reader(proc.stdout)
             while data := proc.stdout.read1(_CHUNK_BYTES):
                 if sink is not None:
                     sink(data)

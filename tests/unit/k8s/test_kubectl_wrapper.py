@@ -260,3 +260,10 @@ def test_pipe_kills_kubectl_when_the_caller_is_interrupted(tmp_path: Path) -> No
     with pytest.raises(KeyboardInterrupt):
         kc.pipe(["exec", "pod"], sink=sink)
     assert not _running(int(pid_file.read_text(encoding="utf-8")))
+
+
+def test_pipe_hands_a_reader_the_stream_and_drains_what_it_leaves(tmp_path: Path) -> None:
+    kc = Kubectl(ClusterOptions(), binary=_stand_in(tmp_path, "head -c 3000000 /dev/zero; echo done >&2\n"))
+    read: list[int] = []
+    done = kc.pipe(["exec", "pod", "--", "tar", "-c"], reader=lambda stream: read.append(len(stream.read(1000))))
+    assert read == [1000] and (done.returncode, done.stderr) == (0, "done\n")
