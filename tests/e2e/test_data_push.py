@@ -228,3 +228,9 @@ def test_results_are_listed_and_pulled_from_the_record_after_the_job_is_gone(
     escaping = t("results", "pull", record_id, "../../etc", "--dest", str(tmp_path / "x"))
     assert escaping.returncode == 2 and "'..' would escape" in escaping.stderr
     assert _helpers(t) == []
+
+    # The job's image (busybox here) has no tensorboard: the pod says so in one line and is removed.
+    board = t("results", "tensorboard", record_id, "--port", "16006", "--timeout", "120", timeout=240)
+    assert board.returncode == 1, board.stdout + board.stderr
+    assert "could not start" in board.stderr and "tensorboard" in board.stderr, board.stderr
+    wait_for(lambda: _helpers(t) == [], 60, message="the TensorBoard pod to go")

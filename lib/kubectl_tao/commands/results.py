@@ -185,5 +185,59 @@ def pull_command(
     return 0
 
 
+TENSORBOARD_EPILOG = f"""\b
+Examples:
+  kubectl tao results tensorboard dino-train-3f9a1c
+  kubectl tao results tensorboard dino-train-3f9a1c --port 16006 --image nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt
+
+\b
+Runs `tensorboard --logdir <results dir>` in a helper pod (the job's own image by default: TAO images ship
+TensorBoard; the claim read-only, non-root, no service-account token, listening on the pod's loopback only) and
+`kubectl port-forward` on 127.0.0.1:PORT, prints the URL and stays until Ctrl-C, which removes the pod.
+{ABOUT}"""
+
+
+@results_app.command("tensorboard", epilog=TENSORBOARD_EPILOG, cls=VerbCommand)
+def tensorboard_command(
+    job: str = typer.Argument(..., help="Record id (see `kubectl tao list`)."),
+    port: int = typer.Option(6006, "--port", help="Local port on 127.0.0.1."),
+    image: str = typer.Option(None, "--image", help="Image with tensorboard on PATH (default: the job's image)."),
+    node_selector: list[str] = typer.Option(None, "--node-selector", help=_SELECTOR_HELP),
+    toleration: list[str] = typer.Option(None, "--toleration", help=_TOLERATION_HELP),
+    timeout: float = typer.Option(300.0, "--timeout", help="Seconds the pod may take to start (image pull)."),
+) -> int:
+    """Open TensorBoard over a job's results on 127.0.0.1 until Ctrl-C."""
+    import sys
+
+    from kubectl_tao.cli.output import emit, info
+    from kubectl_tao.commands.common import check_seconds
+    from kubectl_tao.core.errors import UsageError
+    from kubectl_tao.core.names import validate_image
+    from kubectl_tao.jobs import results
+    from kubectl_tao.jobs import track as tracking
+
+    check_seconds(timeout=timeout)
+    if not 1 <= port <= 65535:
+        raise UsageError(f"--port {port}: give a port from 1 to 65535")
+    tracked = tracking.load(record_store(), job)
+    source = results.source_of(tracked, node_selector=node_selector, tolerations=toleration)
+    chosen = validate_image(image or str(tracked.record.get("image") or ""), "--image" if image else "the job's image")
+
+    def output(data: bytes) -> None:
+        sys.stderr.write(data.decode("utf-8", errors="replace"))
+        sys.stderr.flush()
+
+    try:
+        results.tensorboard(
+            session().kubectl(), source, image=chosen, port=port, timeout=timeout,
+            on_ready=lambda url: emit(f"TensorBoard for job {source.record_id}: {url} (Ctrl-C to stop)\n"),
+            on_output=output,
+        )
+    except KeyboardInterrupt:
+        info("stopped; the TensorBoard pod was removed")
+        return 0
+    return 0
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(results_app, name="results")

@@ -259,3 +259,41 @@ def _receive(
 def _said(stderr: str) -> str:
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("command terminated")]
     return (lines[-1] if lines else "no message")[:300]
+
+
+TENSORBOARD_PORT = 6006
+
+
+def tensorboard_manifest(source: ResultsSource, image: str) -> dict[str, Any]:
+    """A helper pod running TensorBoard over the results directory (claim read-only) in IMAGE (the job's own by
+    default: TAO images ship it). It listens on the pod's loopback only: nothing in the cluster reaches it, the
+    port-forward does (kubectl's port-forward connects inside the pod's network namespace)."""
+    command = ["tensorboard", "--logdir", source.results_dir, "--host", "127.0.0.1", "--port", str(TENSORBOARD_PORT)]
+    return volume_helper.helper_pod_manifest(
+        volume_helper.helper_name(), source.namespace, source.pvc, image=image, mount_path=source.mount_path,
+        read_only=True, node_selector=source.node_selector, tolerations=source.tolerations, command=command,
+        port=TENSORBOARD_PORT,
+    )
+
+
+def tensorboard(
+    kc: Kubectl,
+    source: ResultsSource,
+    *,
+    image: str,
+    port: int,
+    timeout: float,
+    on_ready: Callable[[str], None],
+    on_output: Callable[[bytes], None],
+) -> None:
+    """TensorBoard over the job's results until interrupted (Ctrl-C): the pod, then `kubectl port-forward` on
+    127.0.0.1:PORT; the pod is removed on every way out. A port-forward that ends by itself is a failure."""
+    volume_helper.check_claim(kc, source.namespace, source.pvc)
+    with volume_helper.helper_pod(kc, tensorboard_manifest(source, image), timeout=timeout) as pod:
+        on_ready(f"http://127.0.0.1:{port}/")
+        ended = kc.pipe(
+            ["port-forward", "--address", "127.0.0.1", "-n", pod.namespace, f"pod/{pod.name}",
+             f"{port}:{TENSORBOARD_PORT}"],
+            sink=on_output, namespaced=False, check=False,
+        )
+        raise TaoError(f"the port-forward to {pod.name} ended: {_said(ended.stderr)}; run again (another --port?)")

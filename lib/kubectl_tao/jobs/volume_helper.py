@@ -65,8 +65,12 @@ def helper_pod_manifest(
     node_selector: dict[str, str] | None = None,
     tolerations: list[dict[str, Any]] | None = None,
     lifetime: int = HELPER_LIFETIME,
+    command: list[str] | None = None,
+    port: int | None = None,
 ) -> dict[str, Any]:
-    """The helper pod: PVC mounted at MOUNT_PATH (read-only for reads), placement as given, least privilege."""
+    """The helper pod: PVC mounted at MOUNT_PATH (read-only for reads), placement as given, least privilege.
+    COMMAND replaces the sleep (a server such as TensorBoard, listening on PORT): it gets a writable /tmp
+    (an emptyDir, HOME there) as the root filesystem stays read-only."""
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "automountServiceAccountToken": False,
@@ -85,7 +89,7 @@ def helper_pod_manifest(
                 "name": CONTAINER,
                 "image": image,
                 "imagePullPolicy": "IfNotPresent",
-                "command": ["sleep", str(lifetime)],
+                "command": command or ["sleep", str(lifetime)],
                 "securityContext": {
                     "allowPrivilegeEscalation": False,
                     "readOnlyRootFilesystem": True,
@@ -97,6 +101,13 @@ def helper_pod_manifest(
         ],
         "volumes": [{"name": "volume", "persistentVolumeClaim": {"claimName": pvc, "readOnly": read_only}}],
     }
+    if command:
+        container = spec["containers"][0]
+        container["volumeMounts"].append({"name": "tmp", "mountPath": "/tmp"})
+        container["env"] = [{"name": "HOME", "value": "/tmp"}]
+        spec["volumes"].append({"name": "tmp", "emptyDir": {}})
+    if port is not None:
+        spec["containers"][0]["ports"] = [{"name": "http", "containerPort": port, "protocol": "TCP"}]
     if node_selector:
         spec["nodeSelector"] = dict(node_selector)
     if tolerations:
@@ -134,7 +145,11 @@ def start_problem(pod: dict[str, Any], events: list[dict[str, Any]]) -> str | No
     status = pod.get("status") or {}
     phase = status.get("phase")
     if phase in ("Failed", "Succeeded"):
-        return f"it ended ({phase}) before it was used: {status.get('reason') or status.get('message') or phase}"
+        ended = next((c["state"]["terminated"] for c in status.get("containerStatuses") or []
+                      if (c.get("state") or {}).get("terminated")), {})
+        said = " ".join(str(x) for x in (ended.get("reason"), ended.get("message")) if x)
+        why = said or status.get("reason") or status.get("message") or phase
+        return f"it ended ({phase}) before it was used: {_one_line(why)}"
     for cond in status.get("conditions") or []:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and cond.get("reason") == \
                 "Unschedulable":

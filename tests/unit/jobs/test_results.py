@@ -112,3 +112,56 @@ def test_a_record_without_a_readable_volume_is_refused_with_exit_2(tracked: _Tra
     with pytest.raises(UsageError, match=said.replace("(", r"\(").replace(")", r"\)")) as raised:
         results.source_of(tracked)
     assert raised.value.exit_code == 2
+
+
+def test_a_helper_whose_command_cannot_run_says_why_from_its_container() -> None:
+    from kubectl_tao.jobs import volume_helper
+
+    pod = {"status": {"phase": "Failed", "containerStatuses": [{"state": {"terminated": {
+        "reason": "StartError", "message": 'exec: "tensorboard": executable file not found in $PATH'}}}]}}
+    assert volume_helper.start_problem(pod, []) == (
+        'it ended (Failed) before it was used: StartError exec: "tensorboard": executable file not found in $PATH'
+    )
+
+
+def test_the_tensorboard_pod_reads_the_results_read_only_on_its_loopback() -> None:
+    source = results.ResultsSource("dino-train-1", "ns", "tao-data", "/workspace", "/workspace/results/x",
+                                   {"pool": "gpu"}, [])
+    pod = results.tensorboard_manifest(source, "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt")
+    spec = pod["spec"]
+    (container,) = spec["containers"]
+    assert container["command"] == ["tensorboard", "--logdir", "/workspace/results/x", "--host", "127.0.0.1",
+                                    "--port", "6006"]
+    assert container["image"] == "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt"
+    assert {"name": "volume", "mountPath": "/workspace", "readOnly": True} in container["volumeMounts"]
+    assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert spec["automountServiceAccountToken"] is False and spec["nodeSelector"] == {"pool": "gpu"}
+
+
+def test_tensorboard_forwards_on_127_0_0_1_and_removes_its_pod_on_ctrl_c(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl
+
+    fake_kubectl.on("get", "persistentvolumeclaim", data={"status": {"phase": "Bound"}})
+    fake_kubectl.on("create", stdout="Pod tao-volume-x 0b8f7c1e-1111-4222-8333-444455556666\n")
+    fake_kubectl.on("get", "pod", data={"status": {"phase": "Running", "containerStatuses": [{"state": {
+        "running": {}}}]}})
+    fake_kubectl.on("delete", "--raw")
+    forwarded: list[list[str]] = []
+
+    def pipe(self: Kubectl, args: list[str], **_: Any) -> Completed:
+        forwarded.append(args)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    urls: list[str] = []
+    source = results.ResultsSource("j", "ns", "tao-data", "/workspace", "/workspace/results/j", {}, [])
+    with pytest.raises(KeyboardInterrupt):
+        results.tensorboard(Kubectl(ClusterOptions()), source, image="img:1", port=16006, timeout=5,
+                            on_ready=urls.append, on_output=lambda _data: None)
+    assert urls == ["http://127.0.0.1:16006/"]
+    ((args,),) = [(a,) for a in forwarded]
+    assert args[:3] == ["port-forward", "--address", "127.0.0.1"] and args[-1] == "16006:6006"
+    assert [c.argv[:2] for c in fake_kubectl.calls if c.argv[0] == "delete"] == [["delete", "--raw"]]
