@@ -267,3 +267,32 @@ def test_a_failed_verification_moves_nothing_and_removes_the_staged_files(
     assert not any("mv -f" in s for s in scripts)
     assert scripts[-1] == 'rm -rf -- "$1"'
     assert len(_deletes(fake_kubectl)) == 1
+
+
+def test_a_full_volume_stops_the_copy_in_one_line_naming_the_file_and_removes_the_staged_files(
+    fake_kubectl: FakeKubectl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "big.bin").write_bytes(b"\0" * 4096)
+    _claim(fake_kubectl)
+    _answer_start(fake_kubectl, _pod("Running", containerStatuses=[{"state": {"running": {}}}]))
+    scripts: list[str] = []
+
+    def pipe(self: Kubectl, args: list[str], *, feed: Any = None, sink: Any = None, **_: Any) -> Completed:
+        command = args[args.index("--") + 1:]
+        scripts.append(command[2])
+        if feed is not None:  # busybox tar on a full volume: its own line, then kubectl's
+            with open(os.devnull, "wb") as sink_file:
+                feed(sink_file)
+            return Completed("", "tar: write error: No space left on device\ncommand terminated with exit code 1\n", 1)
+        return Completed("", "", 0)
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    with pytest.raises(TaoError) as raised:
+        datacopy.push(Kubectl(ClusterOptions()), "ns",
+                      datacopy.PushRequest(sources=[str(tmp_path / "big.bin")], pvc="tao-data"))
+    assert raised.value.message == (
+        "the copy to the volume stopped while sending big.bin: tar: write error: No space left on device; nothing "
+        "was written under its final name; free space or fix the cause and push again (what arrived is skipped)"
+    )
+    assert scripts[-1] == 'rm -rf -- "$1"' and not any("mv -f" in s for s in scripts)
+    assert len(_deletes(fake_kubectl)) == 1
