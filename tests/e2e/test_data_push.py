@@ -234,3 +234,41 @@ def test_results_are_listed_and_pulled_from_the_record_after_the_job_is_gone(
     assert board.returncode == 1, board.stdout + board.stderr
     assert "could not start" in board.stderr and "tensorboard" in board.stderr, board.stderr
     wait_for(lambda: _helpers(t) == [], 60, message="the TensorBoard pod to go")
+
+
+def test_sigint_mid_pull_removes_the_helper_pod_and_keeps_no_partial_file(
+    claim: tuple[Tao, Path, str], tmp_path: Path
+) -> None:
+    t, _, busybox = claim
+    result = t(
+        "submit", "--image", busybox, "--network-arch", "data", "--action", "run", "--gpus", "0", "--pvc",
+        "tao-data", "--command", "echo nothing written", "--wait", "--timeout", "180", *ON_REAL_NODES, timeout=240,
+    )
+    assert result.returncode == 0, result.stderr
+    record_id = result.stdout.strip().splitlines()[-1]
+    big = tmp_path / "big"
+    big.mkdir()
+    for i in range(6):
+        (big / f"part-{i}.bin").write_bytes(os.urandom(32 * 1024 * 1024))
+    pushed = _push(t, busybox, str(big), "--to", f"results/{record_id}")  # the job's results, as if it wrote them
+    assert pushed.returncode == 0, pushed.stderr
+
+    dest = tmp_path / "out"
+    proc = subprocess.Popen([TAO, "results", "pull", record_id, "--dest", str(dest)], env=t.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: any(dest.rglob("*.kubectl-tao-part")), 120, interval=0.02, message="the pull to begin")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert err.startswith("error: interrupted; the helper pod was removed and no partial file was kept"), err
+    assert not any(dest.rglob("*.kubectl-tao-part"))
+    wait_for(lambda: _helpers(t) == [], 60, message="the helper pod to go")
+
+    resumed = t("results", "pull", record_id, "--dest", str(dest), timeout=240)
+    assert resumed.returncode == 0, resumed.stderr
+    assert _tree(dest / "big") == _tree(big)
+    assert _helpers(t) == []
