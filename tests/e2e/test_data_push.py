@@ -239,7 +239,7 @@ def test_results_are_listed_and_pulled_from_the_record_after_the_job_is_gone(
 def test_sigint_mid_pull_removes_the_helper_pod_and_keeps_no_partial_file(
     claim: tuple[Tao, Path, str], tmp_path: Path
 ) -> None:
-    t, _, busybox = claim
+    t, volume, busybox = claim
     result = t(
         "submit", "--image", busybox, "--network-arch", "data", "--action", "run", "--gpus", "0", "--pvc",
         "tao-data", "--command", "echo nothing written", "--wait", "--timeout", "180", *ON_REAL_NODES, timeout=240,
@@ -250,7 +250,11 @@ def test_sigint_mid_pull_removes_the_helper_pod_and_keeps_no_partial_file(
     big.mkdir()
     for i in range(6):
         (big / f"part-{i}.bin").write_bytes(os.urandom(32 * 1024 * 1024))
-    pushed = _push(t, busybox, str(big), "--to", f"results/{record_id}")  # the job's results, as if it wrote them
+    # The job's results, as if it wrote them: its root-owned results/ made writable for the helper's UID, as a
+    # volume that applies fsGroup would be (hostPath does not).
+    (volume / "results").mkdir(exist_ok=True)
+    (volume / "results").chmod(0o777)
+    pushed = _push(t, busybox, str(big), "--to", f"results/{record_id}")
     assert pushed.returncode == 0, pushed.stderr
 
     dest = tmp_path / "out"

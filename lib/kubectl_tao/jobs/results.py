@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kubectl_tao.core import contract, names, resultsview, volumecopy
+from kubectl_tao.core.atomicwrite import publish_streamed
 from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.jobs import volume_helper
@@ -240,7 +242,7 @@ def _receive(
                     os.unlink(part)
                     problems.append(f"{name}: its SHA-256 changed while it was pulled (the job still writes it?)")
                     continue
-                os.replace(part, final)
+                publish_streamed(Path(part), Path(final))
                 done.append(name)
 
     os.makedirs(dest, exist_ok=True)

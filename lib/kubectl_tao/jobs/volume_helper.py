@@ -33,9 +33,12 @@ _STUCK_REASONS = frozenset({
     "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError",
     "CreateContainerError", "RunContainerError",
 })
-# Event reasons that say the volume cannot be attached or mounted (a ReadWriteOnce volume held on another node:
-# "Multi-Attach error for volume ..."), reported at once instead of after the start timeout.
+# A ReadWriteOnce volume attached to a pod on another node: the attach/detach controller's event ("Multi-Attach
+# error for volume ... Volume is already used by pod(s) ..."), reported at once. Other FailedMount and
+# FailedAttachVolume warnings are often transient (the kubelet retries: a node authorizer that has not yet seen
+# the pod's binding refuses it the claim once), so they are only named when the start timeout passes.
 _VOLUME_EVENT_REASONS = frozenset({"FailedAttachVolume", "FailedMount"})
+_MULTI_ATTACH = "Multi-Attach error"
 
 
 def helper_image(flag: str | None) -> str:
@@ -160,7 +163,8 @@ def start_problem(pod: dict[str, Any], events: list[dict[str, Any]]) -> str | No
             message = _one_line(waiting.get("message") or "")
             return f"{waiting['reason']}" + (f": {message}" if message else "")
     for event in events:
-        if event.get("type") == "Warning" and event.get("reason") in _VOLUME_EVENT_REASONS:
+        if event.get("type") == "Warning" and event.get("reason") in _VOLUME_EVENT_REASONS \
+                and _MULTI_ATTACH in (event.get("message") or ""):
             return f"{event['reason']}: {_one_line(event.get('message') or '')}"
     return None
 

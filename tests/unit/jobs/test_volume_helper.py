@@ -92,6 +92,11 @@ def test_a_pending_helper_may_still_start() -> None:
     creating = _pod(containerStatuses=[{"state": {"waiting": {"reason": "ContainerCreating"}}}])
     normal = [{"type": "Normal", "reason": "Scheduled", "message": "assigned"}]
     assert volume_helper.start_problem(creating, normal) is None
+    # seen on the real nodes: the kubelet asked for the claim before the node authorizer knew of the pod; it retries
+    transient = [{"type": "Warning", "reason": "FailedMount", "message": 'Unable to attach or mount volumes: '
+                  'persistentvolumeclaims "tao-data" is forbidden: User "system:node:real-node-0" cannot get resource '
+                  '"persistentvolumeclaims": node: no relations'}]
+    assert volume_helper.start_problem(creating, transient) is None
     assert not volume_helper.is_running(creating)
     assert volume_helper.is_running(_pod("Running", containerStatuses=[{"state": {"running": {}}}]))
 
