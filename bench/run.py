@@ -1611,9 +1611,55 @@ def bench_data(b: Bench, rows: list[bl.Row], files: int, mib: int) -> None:
                        result=bl.verdict(bl.median(again), DATA_RESKIP_SECONDS)))
     rows.append(bl.Row("data", f"peak memory of the plugin during data push ({what}; VmHWM)", bl.fmt_kib(rss),
                        target=f"<= {bl.fmt_kib(DATA_RSS_KIB)}", result=bl.verdict(rss, DATA_RSS_KIB)))
+    bench_results(b, rows, ns, state, env, pod, tree, placement, what)
     b.drop_namespace(ns, wait=False)
     shutil.rmtree(host_dir, ignore_errors=True)
     shutil.rmtree(tree, ignore_errors=True)
+
+
+def bench_results(b: Bench, rows: list[bl.Row], ns: str, state: Path, env: dict[str, str], pod: str, tree: Path,
+                  placement: list[str], what: str) -> None:
+    """`results JOB` vs one `kubectl exec POD -- ls -lR DIR`, and `results pull` vs `kubectl cp POD:DIR LOCAL`, of
+    a job whose results directory holds the data phase's tree (pushed there: the job itself writes nothing)."""
+    image = env["KUBECTL_TAO_HELPER_IMAGE"]
+    _, proc = timed([str(PLUGIN), "submit", "--image", image, "--network-arch", "bench", "--action", "train",
+                     "--gpus", "0", "--pvc", "tao-data", "--command", "echo done", "--wait", "--timeout", "180",
+                     *placement], env)
+    record_id = proc.stdout.strip().splitlines()[-1]
+    results_dir = json.loads((state / "jobs" / f"{record_id}.json").read_text())["results_dir"]
+    b.k("exec", pod, "-n", ns, "--", "sh", "-c", 'mkdir -p "$1" && chmod 0777 "$1" "${1%/*}"', "sh", results_dir)
+    timed([str(PLUGIN), "data", "push", str(tree), "--pvc", "tao-data", "--to", results_dir, *placement], env,
+          timeout=1800)
+    listing: list[float] = []
+    ls: list[float] = []
+    pulled: list[float] = []
+    copied: list[float] = []
+    out = b.work / "data" / "pulled"
+    for index in range(b.repeat):
+        order = (0, 1) if index % 2 == 0 else (1, 0)
+        for step in order:
+            if step == 0:
+                listing.append(timed([str(PLUGIN), "results", record_id, "-o", "json"], env)[0])
+            else:
+                ls.append(timed([b.kubectl, "exec", pod, "-n", ns, "--", "ls", "-lR", results_dir], b.env)[0])
+        for step in order:
+            if step == 0:
+                pulled.append(timed([str(PLUGIN), "results", "pull", record_id, "--dest", str(out / f"tao-{index}")],
+                                    env, timeout=1800)[0])
+            else:
+                copied.append(timed([b.kubectl, "cp", f"{ns}/{pod}:{results_dir}", str(out / f"cp-{index}")], b.env,
+                                    timeout=1800)[0])
+        shutil.rmtree(out, ignore_errors=True)
+    value, reference = bl.median(listing), bl.median(ls)
+    rows.append(bl.Row("data", f"kubectl tao results JOB -o json ({what}; helper pod start included)",
+                       bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(reference)} kubectl exec ls -lR",
+                       ratio=f"{bl.ratio(value, reference):.2f}x", target="<= 2x (pod start aside)",
+                       result=bl.INFO))
+    value, reference = bl.median(pulled), bl.median(copied)
+    rows.append(bl.Row("data", f"kubectl tao results pull JOB ({what}; helper pod start, hashing included)",
+                       bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(reference)} kubectl cp out of a running pod",
+                       ratio=f"{bl.ratio(value, reference):.2f}x", target=f"<= {DATA_TARGET:g}x",
+                       result=bl.verdict(bl.ratio(value, reference), DATA_TARGET)))
 
 
 # ----------------------------------------------------------------------------------------------- per verb
