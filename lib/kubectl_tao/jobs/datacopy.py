@@ -125,6 +125,40 @@ def sha256_file(path: str) -> str:
     return digest.hexdigest()
 
 
+class _EarlyHashes:
+    """Local files hashed on a thread while the helper lists the target (which hashes every file there): a second
+    push of a big tree hashes both sides at once instead of one after the other. Stopped as soon as the listing is
+    back (a first push, into an empty target, wastes almost nothing); a file it did not reach is hashed on demand."""
+
+    def __init__(self, items: list[volumecopy.LocalFile]) -> None:
+        import threading
+
+        self._done: dict[str, str] = {}
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(list(items),), daemon=True)
+        self._thread.start()
+
+    def _run(self, items: list[volumecopy.LocalFile]) -> None:
+        for item in items:
+            digest = hashlib.sha256()
+            try:
+                with open(item.path, "rb") as handle:
+                    while chunk := handle.read(_READ):
+                        if self._stopped.is_set():
+                            return  # checked a chunk at a time: stopping never waits for a big file
+                        digest.update(chunk)
+            except OSError:
+                return  # the plan hashes it again and reports the error there
+            self._done[item.path] = digest.hexdigest()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join()
+
+    def sha256(self, item: volumecopy.LocalFile) -> str:
+        return self._done.get(item.path) or sha256_file(item.path)
+
+
 class _HashingReader:
     """A file read for tarfile that hashes and counts what passes (progress)."""
 
@@ -158,10 +192,14 @@ def push(
     )
     stage = posixpath.join(request.mount_path, volumecopy.STAGING_DIR, name)
     with volume_helper.helper_pod(kc, manifest, timeout=request.start_timeout) as pod:
-        listed = pod.script(volumecopy.listing_script(), target)
+        early = _EarlyHashes(local)  # while the pod hashes the target, this side hashes its own files
+        try:
+            listed = pod.script(volumecopy.listing_script(), target)
+        finally:
+            early.stop()
         _check(listed, f"listing {target}")
         remote = volumecopy.parse_listing(listed.stdout)
-        plan = volumecopy.plan_push(local, remote, lambda item: sha256_file(item.path))
+        plan = volumecopy.plan_push(local, remote, early.sha256)
         sent_bytes = sum(item.size for item in plan.send)
         if on_plan is not None:
             on_plan(len(plan.send), sent_bytes)

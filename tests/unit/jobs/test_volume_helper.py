@@ -301,3 +301,20 @@ def test_a_full_volume_stops_the_copy_in_one_line_naming_the_file_and_removes_th
     )
     assert scripts[-1] == 'rm -rf -- "$1"' and not any("mv -f" in s for s in scripts)
     assert len(_deletes(fake_kubectl)) == 1
+
+
+def test_local_hashes_taken_during_the_listing_equal_those_taken_on_demand(tmp_path: Path) -> None:
+    import hashlib
+
+    from kubectl_tao.core.volumecopy import LocalFile
+
+    items = []
+    for i in range(5):
+        path = tmp_path / f"f{i}"
+        path.write_bytes(os.urandom(3 * 1024 * 1024 + i))
+        items.append(LocalFile(f"f{i}", str(path), path.stat().st_size))
+    early = datacopy._EarlyHashes(items)
+    early.stop()  # wherever it got to: the rest is hashed on demand, the same way
+    assert [early.sha256(item) for item in items] == [
+        hashlib.sha256(Path(item.path).read_bytes()).hexdigest() for item in items
+    ]
