@@ -108,7 +108,10 @@ PEERS = (  # (name, PyPI package, command)
 )
 PEER_INSTALL_TIMEOUT_S = 300
 PHASES = ("startup", "instructions", "peers", "capacity", "submit", "status", "verbs", "list", "redaction", "explain",
-          "progress", "progress-status", "top")
+          "progress", "progress-status", "top", "data")
+DATA_TARGET = 1.3  # data push of a tree vs `kubectl cp` of the same tree into a pod that mounts the same claim
+DATA_RESKIP_SECONDS = 3.0  # a second push of the same tree (every file skipped)
+DATA_RSS_KIB = 64 * 1024  # the plugin's peak memory during a push, whatever the size
 LOCAL_PHASES = frozenset({"redaction", "progress"})  # phases that need no cluster
 # Phases that need the built kubectl but not the running cluster: capacity starts API servers of its own, and
 # measures best with nothing else running (the running cluster's kubelets and controllers take CPU from it).
@@ -1538,6 +1541,130 @@ def bench_top(b: Bench, rows: list[bl.Row]) -> None:
     b.drop_namespace(ns, wait=False)
 
 
+# ----------------------------------------------------------------------------------------------- data
+
+
+def data_tree(root: Path, files: int, total_bytes: int) -> None:
+    """FILES files of random bytes (TOTAL_BYTES in all) in 10 folders: what `data push` and `kubectl cp` copy."""
+    each = max(total_bytes // files, 1)
+    for i in range(files):
+        folder = root / f"part-{i % 10}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"file-{i:05d}.bin").write_bytes(os.urandom(each))
+
+
+def bench_data(b: Bench, rows: list[bl.Row], files: int, mib: int) -> None:
+    """`data push` of a tree (helper pod start included) vs `kubectl cp` of the same tree into a running busybox pod
+    that mounts the same claim; a second push of the same tree (every file skipped); the plugin's peak memory."""
+    log(f"data push of {files} files, {mib} MiB vs kubectl cp")
+    images = real_node_images(b)
+    if images is None:
+        rows.append(bl.Row("data", "data push: skipped (needs two real nodes)", "-"))
+        return
+    ns, state = b.namespace("data")
+    host_dir = Path(f"/tmp/{ns}-pv")  # the bench claim's hostPath, on this machine's real nodes
+    host_dir.mkdir(parents=True, exist_ok=True)
+    host_dir.chmod(0o777)  # hostPath ignores fsGroup: writable by the helper's non-root user
+    tree = b.work / "data" / "tree"
+    data_tree(tree, files, mib << 20)
+    image = images["BUSYBOX_IMAGE"]
+    placement = ["--node-selector", f"{REAL_NODE_LABEL}=true", "--toleration", f"{REAL_NODE_LABEL}=true:NoSchedule"]
+    env = b.tao_env(ns, state, KUBECTL_TAO_HELPER_IMAGE=image)
+    pod = f"bench-cp-{b.run_id}"
+    b.k("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "namespace": ns},
+        "spec": {"containers": [{"name": "cp", "image": image, "command": ["sleep", "3600"],
+                                 "volumeMounts": [{"name": "v", "mountPath": "/workspace"}]}],
+                 "nodeSelector": {REAL_NODE_LABEL: "true"},
+                 "tolerations": [{"key": REAL_NODE_LABEL, "operator": "Equal", "value": "true",
+                                  "effect": "NoSchedule"}],
+                 "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "tao-data"}}]},
+    }))
+    b.k("wait", "--for=condition=Ready", f"pod/{pod}", "-n", ns, "--timeout=180s", timeout=200)
+
+    def push(target: str) -> float:
+        return timed([str(PLUGIN), "data", "push", str(tree), "--pvc", "tao-data", "--to", target, *placement],
+                     env, timeout=1800)[0]
+
+    def copy(target: str) -> float:
+        b.k("exec", pod, "-n", ns, "--", "mkdir", "-p", f"/workspace/{target}")
+        return timed([b.kubectl, "cp", str(tree), f"{ns}/{pod}:/workspace/{target}/tree"], b.env, timeout=1800)[0]
+
+    pushed: list[float] = []
+    copied: list[float] = []
+    for index in range(b.repeat):
+        for step in (0, 1) if index % 2 == 0 else (1, 0):
+            if step == 0:
+                pushed.append(push(f"push-{index}"))
+            else:
+                copied.append(copy(f"cp-{index}"))
+    again = [push("push-0") for _ in range(b.repeat)]
+    rss_out = b.work / "data-rss.txt"
+    timed([str(VENV_PYTHON), "-c", RSS_WRAPPER, str(PLUGIN), "data", "push", str(tree), "--pvc", "tao-data", "--to",
+           "push-rss", *placement], {**env, "BENCH_RSS_OUT": str(rss_out)}, timeout=1800)
+    rss = int(rss_out.read_text().strip() or 0)
+    value, reference = bl.median(pushed), bl.median(copied)
+    what = f"{files} files, {mib} MiB"
+    rows.append(bl.Row("data", f"kubectl tao data push ({what}; helper pod start, listing, verify included)",
+                       bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(reference)} kubectl cp into a running pod",
+                       ratio=f"{bl.ratio(value, reference):.2f}x", target=f"<= {DATA_TARGET:g}x",
+                       result=bl.verdict(bl.ratio(value, reference), DATA_TARGET)))
+    rows.append(bl.Row("data", f"a second data push of the same tree ({what}, every file skipped)",
+                       bl.fmt_seconds(bl.median(again)), target=f"<= {DATA_RESKIP_SECONDS:g} s",
+                       result=bl.verdict(bl.median(again), DATA_RESKIP_SECONDS)))
+    rows.append(bl.Row("data", f"peak memory of the plugin during data push ({what}; VmHWM)", bl.fmt_kib(rss),
+                       target=f"<= {bl.fmt_kib(DATA_RSS_KIB)}", result=bl.verdict(rss, DATA_RSS_KIB)))
+    bench_results(b, rows, ns, state, env, pod, tree, placement, what)
+    b.drop_namespace(ns, wait=False)
+    shutil.rmtree(host_dir, ignore_errors=True)
+    shutil.rmtree(tree, ignore_errors=True)
+
+
+def bench_results(b: Bench, rows: list[bl.Row], ns: str, state: Path, env: dict[str, str], pod: str, tree: Path,
+                  placement: list[str], what: str) -> None:
+    """`results JOB` vs one `kubectl exec POD -- ls -lR DIR`, and `results pull` vs `kubectl cp POD:DIR LOCAL`, of
+    a job whose results directory holds the data phase's tree (pushed there: the job itself writes nothing)."""
+    image = env["KUBECTL_TAO_HELPER_IMAGE"]
+    _, proc = timed([str(PLUGIN), "submit", "--image", image, "--network-arch", "bench", "--action", "train",
+                     "--gpus", "0", "--pvc", "tao-data", "--command", "echo done", "--wait", "--timeout", "180",
+                     *placement], env)
+    record_id = proc.stdout.strip().splitlines()[-1]
+    results_dir = json.loads((state / "jobs" / f"{record_id}.json").read_text())["results_dir"]
+    b.k("exec", pod, "-n", ns, "--", "sh", "-c", 'mkdir -p "$1" && chmod 0777 "$1" "${1%/*}"', "sh", results_dir)
+    timed([str(PLUGIN), "data", "push", str(tree), "--pvc", "tao-data", "--to", results_dir, *placement], env,
+          timeout=1800)
+    listing: list[float] = []
+    ls: list[float] = []
+    pulled: list[float] = []
+    copied: list[float] = []
+    out = b.work / "data" / "pulled"
+    for index in range(b.repeat):
+        order = (0, 1) if index % 2 == 0 else (1, 0)
+        for step in order:
+            if step == 0:
+                listing.append(timed([str(PLUGIN), "results", record_id, "-o", "json"], env)[0])
+            else:
+                ls.append(timed([b.kubectl, "exec", pod, "-n", ns, "--", "ls", "-lR", results_dir], b.env)[0])
+        for step in order:
+            if step == 0:
+                pulled.append(timed([str(PLUGIN), "results", "pull", record_id, "--dest", str(out / f"tao-{index}")],
+                                    env, timeout=1800)[0])
+            else:
+                copied.append(timed([b.kubectl, "cp", f"{ns}/{pod}:{results_dir}", str(out / f"cp-{index}")], b.env,
+                                    timeout=1800)[0])
+        shutil.rmtree(out, ignore_errors=True)
+    value, reference = bl.median(listing), bl.median(ls)
+    rows.append(bl.Row("data", f"kubectl tao results JOB -o json ({what}; helper pod start included)",
+                       bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(reference)} kubectl exec ls -lR",
+                       ratio=f"{bl.ratio(value, reference):.2f}x", target="<= 2x (pod start aside)",
+                       result=bl.INFO))
+    value, reference = bl.median(pulled), bl.median(copied)
+    rows.append(bl.Row("data", f"kubectl tao results pull JOB ({what}; helper pod start, hashing included)",
+                       bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(reference)} kubectl cp out of a running pod",
+                       ratio=f"{bl.ratio(value, reference):.2f}x", target=f"<= {DATA_TARGET:g}x",
+                       result=bl.verdict(bl.ratio(value, reference), DATA_TARGET)))
+
+
 # ----------------------------------------------------------------------------------------------- per verb
 
 
@@ -2010,6 +2137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--before", metavar="CHECKOUT",
                         help="another checkout (with its own .venv) timed beside this one at start-up, submit and "
                              "status; the bench reports the difference")
+    parser.add_argument("--data-files", type=int, default=1000, help="files in the data phase's tree (default 1000)")
+    parser.add_argument("--data-mib", type=int, default=1024, help="MiB in the data phase's tree (default 1024)")
     parser.add_argument("--only", default=",".join(PHASES),
                         help=f"phases to run, comma-separated (default all: {','.join(PHASES)})")
     args = parser.parse_args(argv)
@@ -2105,6 +2234,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "top" in only:
             with rec.phase("top"):
                 bench_top(b, rows)
+        if "data" in only:
+            with rec.phase("data"):
+                bench_data(b, rows, args.data_files, args.data_mib)
         if "list" in only:
             with rec.phase("list"):
                 bench_list_history(b, rows)

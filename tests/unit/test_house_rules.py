@@ -110,6 +110,8 @@ FEATURE_LAYERS = {
     "restarts": {"table": "pure", "signs": "pure", "history": "pure", "servercheck": "cluster"},
     "manifests": {"render": "pure", "action": "pure", "tomlwriter": "pure", "yamltext": "pure", "kubelet_text": "pure"},
     "workflows": {"spec": "pure", "objects": "pure", "runs": "jobs"},
+    "volumes": {"volumecopy": "pure", "resultsview": "pure", "volume_helper": "jobs", "datacopy": "jobs",
+                "results": "jobs"},
 }
 # The layers each layer must never import (pure modules: test_pure_modules_use_only_pure_modules).
 NEVER_IMPORTS = {
@@ -333,7 +335,8 @@ def test_the_contract_check_finds_a_planted_label() -> None:
 
 
 def test_one_teardown_removes_a_jobs_objects() -> None:
-    """Only k8s/objects.py deletes, and there only `teardown` (with its helper for the Job by name)."""
+    """Only k8s/objects.py deletes, and there only `teardown` (with its helper for the Job by name) and the
+    removal of a volume helper pod (by name and UID: not a job's object)."""
     deleting: list[str] = []
     for path in sorted(LIB.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -343,7 +346,9 @@ def test_one_teardown_removes_a_jobs_objects() -> None:
             for node in ast.walk(func):
                 if isinstance(node, ast.List) and node.elts and getattr(node.elts[0], "value", None) == "delete":
                     deleting.append(f"{path.relative_to(LIB)}:{func.name}")
-    assert sorted(set(deleting)) == ["k8s/objects.py:_delete_job", "k8s/objects.py:teardown"]
+    assert sorted(set(deleting)) == [
+        "k8s/objects.py:_delete_job", "k8s/objects.py:remove_helper_pod", "k8s/objects.py:teardown"
+    ]
     objects_tree = ast.parse((LIB / "k8s" / "objects.py").read_text(encoding="utf-8"))
     callers = {
         func.name

@@ -20,7 +20,7 @@ from typer.core import TyperGroup
 from kubectl_tao.commands.common import CLUSTER_KEYS, GLOBAL_FLAGS_HELP, cluster_options, set_root_options
 
 # Verb -> its module under commands/ (each exposes register(app)), in --help order: the plain verbs first,
-# then the groups of verbs (record, probe, secret).
+# then the groups of verbs (record, probe, secret, data, results).
 VERBS = {
     "preflight": "preflight",
     "fit": "fit",
@@ -41,6 +41,8 @@ VERBS = {
     "probe": "probe",
     "secret": "secret",
     "workflow": "workflow",
+    "data": "data",
+    "results": "results",
 }
 
 

@@ -403,10 +403,10 @@ def resume(
     """Run again the steps of an ended run that did not succeed."""
     from kubectl_tao.cli.output import check_format, emit, emit_data, info
     from kubectl_tao.commands.common import lazy_record_store
-    from kubectl_tao.jobs.resubmit import request_from_record
     from kubectl_tao.core.errors import UsageError
     from kubectl_tao.core.names import kubernetes_job_name
     from kubectl_tao.jobs import plan as planning
+    from kubectl_tao.jobs.resubmit import request_from_record
     from kubectl_tao.store.recordids import preview_id
     from kubectl_tao.workflows import runs
     from kubectl_tao.workflows.objects import wrap_command

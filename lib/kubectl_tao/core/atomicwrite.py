@@ -6,7 +6,8 @@ then published under the final name: `os.replace` when an existing file is to be
 must not be (link fails on an existing name exactly as O_CREAT|O_EXCL does). The directory is fsynced last,
 so the new name itself survives a crash. A symbolic link planted at the final name is replaced, never written
 through. Used by the job records and their additions, list's index, the probe cache, the crash log and the
-action configs `render_action_job materialize-config` writes.
+action configs `render_action_job materialize-config` writes; `publish_streamed` publishes the files `results
+pull` streams in.
 """
 
 from __future__ import annotations
@@ -39,6 +40,18 @@ def write_atomically(path: Path, data: bytes, *, replace: bool = True) -> bool:
         tmp.unlink(missing_ok=True)  # after os.replace the name is gone already
     fsync_dir(path.parent)
     return True
+
+
+def publish_streamed(part: Path, path: Path) -> None:
+    """A file a streaming copy wrote in pieces under PART (next to PATH, never read by anyone) published at PATH
+    the same way: fsynced, `os.replace`d, the directory fsynced (`results pull`: a file too big to hold whole)."""
+    fd = os.open(part, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(part, path)
+    fsync_dir(path.parent)
 
 
 def fsync_dir(directory: Path) -> None:

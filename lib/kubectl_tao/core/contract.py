@@ -22,6 +22,8 @@ WORKFLOW_LABEL = "kubectl-tao.io/workflow"  # a workflow run's id, on every obje
 WORKFLOW_STEP_LABEL = "kubectl-tao.io/workflow-step"  # the step's name, on its Job and pods
 WORKFLOW_GATE_ANNOTATION = "kubectl-tao.io/workflow-gate"  # on a step's Job: the gates its release judged (JSON)
 OWN_KEY_PREFIX = "kubectl-tao.io/"
+# The short-lived pod `data push` and `results` start to reach a volume: managed-by plus this component.
+VOLUME_HELPER_COMPONENT = "volume-helper"
 
 # ---------------------------------------------------------------- labels and annotations Kubernetes sets
 POD_JOB_LABEL = "job-name"  # the Job controller's label on every pod of a Job (how Jobs made elsewhere are found)
@@ -74,6 +76,16 @@ MANAGED_SELECTOR_QUERY = "app.kubernetes.io%2Fmanaged-by%3Dkubectl-tao"  # MANAG
 def job_labels(job_name: str) -> dict[str, str]:
     """The labels every object of job `job_name` carries."""
     return {MANAGED_BY_LABEL: MANAGED_BY, JOB_LABEL: job_name}
+
+
+def volume_helper_labels() -> dict[str, str]:
+    """The labels of a volume helper pod (not any job's: `teardown` of a job never touches it)."""
+    return {MANAGED_BY_LABEL: MANAGED_BY, COMPONENT_LABEL: VOLUME_HELPER_COMPONENT}
+
+
+def volume_helper_selector() -> str:
+    """Every volume helper pod kubectl-tao started (a cleanup of the ones a killed process left)."""
+    return f"{COMPONENT_LABEL}={VOLUME_HELPER_COMPONENT},{MANAGED_SELECTOR}"
 
 
 def job_selector(job_name: str) -> str:

@@ -71,10 +71,15 @@ def needed(*, credentials: bool, service: bool, patch_job: bool = False) -> list
 
 def optional() -> list[Permission]:
     """What reading from a running job's pods takes (preflight warns where they are denied; jobs run without
-    them): exec and port-forward into a pod, and the service proxy. kubectl opens exec and port-forward over
+    them): exec and port-forward into a pod, the service proxy, and the volume helper pod of `data push`
+    (create, get and delete a pod, list events for why it does not start). kubectl opens exec and port-forward over
     a WebSocket (authorized as `get`) and falls back to SPDY (`create`); from Kubernetes 1.35 the API server
     asks for `create` on the WebSocket too (AuthorizePodWebsocketUpgradeCreatePermission), so both are asked."""
     return [
+        Permission("create", "pods"),
+        Permission("get", "pods"),
+        Permission("delete", "pods"),
+        Permission("list", "events"),
         Permission("create", "pods/exec"),
         Permission("get", "pods/exec"),
         Permission("create", "pods/portforward"),

@@ -7,6 +7,7 @@ and counts (optionally traces) its invocations so the benchmarks can report kube
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -322,6 +323,83 @@ class Kubectl:
         self._trace(full, started, proc.exit_code or 0)
         if proc.exit_code:
             raise self.error_for(_decode(proc.stderr))
+
+    def pipe(
+        self,
+        args: list[str],
+        *,
+        feed: Callable[[Any], None] | None = None,
+        sink: Callable[[bytes], None] | None = None,
+        reader: Callable[[Any], None] | None = None,
+        namespaced: bool = True,
+        check: bool = True,
+    ) -> Completed:
+        """Run a long kubectl call (`exec -i`) with both ends streamed, memory flat whatever the size: FEED writes
+        the call's stdin into the binary file it is handed (on a thread of its own; the pipe is closed after it),
+        SINK gets stdout in chunks as they arrive, or READER the binary stdout itself to read at its own pace (a tar
+        stream read member by member; what it leaves is drained). A FEED that raises stops kubectl and its
+        exception is raised; so is anything that interrupts the caller (Ctrl-C): the process is killed and reaped
+        first, never left.
+        Go's defaults are kept (a long call)."""
+        import subprocess
+        import threading
+
+        full = self.argv(args, namespaced=namespaced)
+        self.calls += 1
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                [self.binary, *full],
+                stdin=subprocess.PIPE if feed is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        except (FileNotFoundError, PermissionError) as exc:
+            self._trace(full, started, -1)
+            raise self._not_found() from exc
+        errors: list[bytes] = []
+        fed: list[BaseException] = []
+        drain = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)
+        drain.start()
+
+        def writer() -> None:
+            try:
+                assert feed is not None and proc.stdin is not None
+                feed(proc.stdin)
+            except BrokenPipeError:
+                pass  # kubectl ended without reading it all: its exit code says why
+            except BaseException as exc:  # raised in the caller once kubectl is stopped
+                fed.append(exc)
+                proc.kill()
+            finally:
+                with contextlib.suppress(BrokenPipeError, OSError):
+                    proc.stdin.close()
+
+        feeder = threading.Thread(target=writer, daemon=True) if feed is not None else None
+        try:
+            if feeder is not None:
+                feeder.start()
+            _widen(proc.stdout)
+            if reader is not None:
+                reader(proc.stdout)
+            while data := proc.stdout.read1(_CHUNK_BYTES):
+                if sink is not None:
+                    sink(data)
+            if feeder is not None:
+                feeder.join()
+            returncode = proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            self._trace(full, started, -9)
+            raise
+        finally:
+            proc.stdout.close()
+        drain.join()
+        self._trace(full, started, returncode)
+        if fed:
+            raise fed[0]
+        return self.settle(Completed("", _decode(b"".join(errors)), returncode), check=check)
 
     def exec(self, args: list[str], *, namespaced: bool = True) -> None:
         """Replace this process with kubectl (for `logs -f`: kubectl then owns the terminal and signals)."""

@@ -289,6 +289,24 @@ def teardown(
     return done
 
 
+def remove_helper_pod(kc: Kubectl, namespace: str, name: str, uid: str | None) -> bool:
+    """Delete a volume helper pod by name with its UID as precondition and no grace period (it only sleeps):
+    True when it was deleted, False when it was gone already or the name now belongs to another pod (left alone).
+    No UID (the create was interrupted before it answered): by its name alone, a random one this process chose.
+    Never raises for the cluster's answer: it runs on every way out, Ctrl-C included."""
+    body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
+    if uid:
+        body["preconditions"] = {"uid": uid}
+    result = kc.run(
+        ["delete", "--raw", f"/api/v1/namespaces/{namespace}/pods/{name}", "-f", "-"],
+        stdin=json.dumps(body),
+        namespaced=False,
+        check=False,
+        best_effort=True,
+    )
+    return result.returncode == 0
+
+
 def left_behind_note(namespace: str, left: list[str]) -> str:
     """What a teardown could not remove, and the command that removes it."""
     running = " (the Job may still run)" if any(name.startswith("job.batch/") for name in left) else ""

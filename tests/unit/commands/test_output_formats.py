@@ -141,6 +141,64 @@ def _secret(fake: FakeKubectl) -> list[str]:
     return ["secret", "image-pull", "ngc"]
 
 
+def _data_push(fake: FakeKubectl, monkeypatch: pytest.MonkeyPatch, tao_env: Path) -> list[str]:
+    """A push of one file onto an empty volume: the pod's end of each `exec -i` as busybox answers it."""
+    import hashlib
+    import io
+    import tarfile
+
+    from kubectl_tao.k8s.kubectl import Completed, Kubectl
+
+    (tao_env / "train.yaml").write_text("x: 1\n")
+    fake.on("get", "persistentvolumeclaim", data={"status": {"phase": "Bound"}})
+    fake.on("create", stdout=f"Pod tao-volume-x {UID}\n")
+    fake.on("get", "pod", data={"status": {"phase": "Running", "containerStatuses": [{"state": {"running": {}}}]}})
+    fake.on("delete", "--raw")
+    staged: list[str] = []
+
+    def pipe(self: Kubectl, args: list[str], *, feed: Any = None, sink: Any = None, **_: Any) -> Completed:
+        if feed is not None:
+            buffer = io.BytesIO()
+            feed(buffer)
+            with tarfile.open(fileobj=io.BytesIO(buffer.getvalue()), mode="r|") as tar:
+                for member in tar:
+                    data = tar.extractfile(member).read()  # type: ignore[union-attr]
+                    digest = hashlib.sha256(data).hexdigest()
+                    staged.append(f"S {len(data)} ./{member.name}\n{digest}  ./{member.name}\n")
+        elif args[-1].startswith("/workspace/.kubectl-tao-staging/") and sink is not None:
+            sink("".join(staged).encode())
+        return Completed("", "", 0)
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    return ["data", "push", str(tao_env / "train.yaml"), "--pvc", "tao-data"]
+
+
+def _results(fake: FakeKubectl, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """`results JOB` of a launched record whose request names its claim: the helper's listing as busybox prints it."""
+    from kubectl_tao.jobs.flags import job_request
+    from kubectl_tao.jobs.plan import stored
+    from kubectl_tao.k8s.kubectl import Completed, Kubectl
+
+    rid = _launched()
+    RecordStore().update_extra(rid, request=stored(job_request(image="busybox", command="true", pvc="data", gpus=0)))
+    fake.on("get", "persistentvolumeclaim", data={"status": {"phase": "Bound"}})
+    fake.on("create", stdout=f"Pod tao-volume-x {UID}\n")
+    fake.on("get", "pod", data={"status": {"phase": "Running", "containerStatuses": [{"state": {"running": {}}}]}})
+    fake.on("delete", "--raw")
+    listing = (
+        "F 12 1796583000 ./train/model_epoch_2.pth\nL 1796583001 ./train/model_latest.pth\nT model_epoch_2.pth\n"
+        '@@status ./train/status.json\n{"date": "12/6/2026", "time": "18:0:1", "status": "RUNNING", '
+        '"verbosity": "INFO", "epoch": 2, "max_epoch": 4, "kpi": {"loss": 0.5}}\n@@end\n'
+    )
+
+    def pipe(self: Kubectl, args: list[str], *, sink: Any = None, **_: Any) -> Completed:
+        sink(listing.encode())
+        return Completed("", "", 0)
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    return ["results", rid]
+
+
 def _preflight(fake: FakeKubectl, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     from kubectl_tao.jobs import preflight
 
@@ -180,6 +238,8 @@ CASES: dict[str, tuple[Callable[..., list[str]], int, str]] = {
     "preflight": (lambda fake, monkeypatch, **_: _preflight(fake, monkeypatch), 3, ""),
     "probe nccl": (lambda fake, tao_env, **_: _probe(fake, tao_env), 0, ""),
     "secret image-pull": (lambda fake, **_: _secret(fake), 0, "nvapi-" + "k" * 60 + "\n"),
+    "results": (lambda fake, monkeypatch, **_: _results(fake, monkeypatch), 0, ""),
+    "data push": (lambda fake, monkeypatch, tao_env, **_: _data_push(fake, monkeypatch, tao_env), 0, ""),
     "record open": (lambda **_: ["record", "open", "--image", "busybox", "--network-arch", "dino", "--action",
                                  "train", "--storage-tier", "A", "--results-root", "/workspace/results"], 0, ""),
     "record mark": (lambda **_: ["record", "mark", _open(), "--state", "RUNNING", "--message", "y",

@@ -231,3 +231,59 @@ def test_a_read_pipe_is_widened_where_the_system_allows() -> None:
         limit = int(Path("/proc/sys/fs/pipe-max-size").read_text())
         assert fcntl.fcntl(pipe.fileno(), fcntl.F_GETPIPE_SZ) == min(kubectl_module._CHUNK_BYTES, limit)
     kubectl_module._widen(pipe)  # a closed pipe (or one over the user's quota): left as it is, no error
+
+
+def test_pipe_streams_stdin_and_stdout_in_chunks_without_holding_either(tmp_path: Path) -> None:
+    """`exec -i`'s path: FEED writes on its own thread while SINK reads, so a stream larger than both pipes
+    flows through (a call that wrote all of stdin before reading stdout would deadlock here)."""
+    kc = Kubectl(ClusterOptions(namespace="n"), binary=_stand_in(tmp_path, 'printf "%s|" "$@" >&2; cat\n'))
+    block = b"x" * 65536
+    got: list[int] = []
+
+    def feed(pipe: object) -> None:
+        for _ in range(64):  # 4 MiB
+            pipe.write(block)  # type: ignore[attr-defined]
+
+    done = kc.pipe(["exec", "-i", "pod", "--", "tar", "-x"], feed=feed, sink=lambda data: got.append(len(data)))
+    assert sum(got) == 64 * len(block) and len(got) > 1
+    assert (done.stdout, done.returncode) == ("", 0)
+    assert done.stderr == "--namespace=n|exec|-i|pod|--|tar|-x|"
+
+
+def test_pipe_reports_the_exit_code_and_a_failing_feed_stops_kubectl(tmp_path: Path) -> None:
+    kc = Kubectl(ClusterOptions(), binary=_stand_in(tmp_path, 'cat >/dev/null; echo "tar: write error" >&2; exit 1\n'))
+    failed = kc.pipe(["exec", "-i", "pod"], feed=lambda pipe: pipe.write(b"data"), check=False)
+    assert (failed.returncode, failed.stderr) == (1, "tar: write error\n")
+    with pytest.raises(KubectlError, match="tar: write error"):
+        kc.pipe(["exec", "-i", "pod"], feed=lambda pipe: pipe.write(b"data"))
+
+    pid_file = tmp_path / "pid"
+    kc = Kubectl(ClusterOptions(), binary=_stand_in(tmp_path, f"echo $$ > '{pid_file}'; exec cat >/dev/null\n"))
+
+    def broken(pipe: object) -> None:
+        while not pid_file.exists():
+            time.sleep(0.01)
+        raise TaoError("LOCAL x: it changed while it was pushed; push again")
+
+    with pytest.raises(TaoError, match="it changed while it was pushed"):
+        kc.pipe(["exec", "-i", "pod"], feed=broken)
+    assert not _running(int(pid_file.read_text(encoding="utf-8")))
+
+
+def test_pipe_kills_kubectl_when_the_caller_is_interrupted(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    kc = Kubectl(ClusterOptions(), binary=_stand_in(tmp_path, f"echo $$ > '{pid_file}'; echo ready; exec sleep 30\n"))
+
+    def sink(_data: bytes) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        kc.pipe(["exec", "pod"], sink=sink)
+    assert not _running(int(pid_file.read_text(encoding="utf-8")))
+
+
+def test_pipe_hands_a_reader_the_stream_and_drains_what_it_leaves(tmp_path: Path) -> None:
+    kc = Kubectl(ClusterOptions(), binary=_stand_in(tmp_path, "head -c 3000000 /dev/zero; echo done >&2\n"))
+    read: list[int] = []
+    done = kc.pipe(["exec", "pod", "--", "tar", "-c"], reader=lambda stream: read.append(len(stream.read(1000))))
+    assert read == [1000] and (done.returncode, done.stderr) == (0, "done\n")

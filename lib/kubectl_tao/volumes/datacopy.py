@@ -1,0 +1,273 @@
+"""`data push`: local files and folders onto a volume through the volume helper pod.
+
+One listing of the target (size and SHA-256 of every file there) decides what is skipped; the rest travels as
+one tar stream over `kubectl exec -i` into a staging directory on the same volume (no archive on either side,
+memory flat), is verified there against the hashes taken while it was read, and only then moved under its final
+names (a rename). An interrupted push leaves nothing half-written under a final name, and the next push skips
+what already arrived.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import stat
+from collections.abc import Callable
+from typing import Any
+
+from kubectl_tao.core.errors import TaoError, UsageError
+from kubectl_tao.core.valueclass import Value, record
+from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.volumes import volume_helper, volumecopy
+
+_READ = 1 << 20
+
+# Moves every staged file ($1) under its final name in the target ($2), then removes the staging directory.
+_MOVE_SCRIPT = (
+    'cd -- "$1" && find . -type f -exec sh -c '
+    "'for f do mkdir -p -- \"$0/${f%/*}\" && mv -f -- \"$f\" \"$0/$f\" || exit 1; done' \"$2\" {} + "
+    '&& cd / && rm -rf -- "$1"'
+)
+_EXTRACT_SCRIPT = 'mkdir -p -- "$1" && cd -- "$1" && tar -xf -'
+_REMOVE_SCRIPT = 'rm -rf -- "$1"'
+
+
+@record(frozen=True)
+class PushRequest(Value):
+    sources: list[str]
+    pvc: str
+    to: str | None = None
+    mount_path: str = "/workspace"
+    image: str = volume_helper.DEFAULT_HELPER_IMAGE
+    node_selector: dict[str, str] | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    start_timeout: float = 120.0
+
+
+@record(frozen=True)
+class PushResult(Value):
+    namespace: str
+    pvc: str
+    target: str
+    sent: int
+    sent_bytes: int
+    skipped: int
+    skipped_bytes: int
+    verified: int
+
+    def summary(self) -> str:
+        return (
+            f"pushed {self.sent} file(s) ({volumecopy.human_bytes(self.sent_bytes)}) to pvc/{self.pvc}:{self.target}"
+            f", {self.skipped} unchanged skipped ({volumecopy.human_bytes(self.skipped_bytes)}), "
+            f"{self.verified} verified"
+        )
+
+
+def collect(sources: list[str]) -> list[volumecopy.LocalFile]:
+    """The files SOURCES name, each under the name it gets in the target (a folder keeps its own name): bad
+    input is refused in one line before anything is created."""
+    if not sources:
+        raise UsageError("LOCAL: name at least one file or folder to push")
+    found: dict[str, volumecopy.LocalFile] = {}
+    for source in sources:
+        if not os.path.lexists(source):
+            raise UsageError(f"LOCAL {source}: no such file or folder; check the path")
+        top = os.path.basename(os.path.normpath(os.path.abspath(source)))
+        top = volumecopy.member_name(top, "LOCAL")
+        items = _walk(source, top) if os.path.isdir(source) else [_regular(source, top)]
+        for item in items:
+            if item.name in found:
+                raise UsageError(f"LOCAL {source}: {item.name} is also pushed from {found[item.name].path}; push "
+                                 "one of them, or the other to another --to")
+            found[item.name] = item
+    return list(found.values())
+
+
+def _regular(path: str, name: str) -> volumecopy.LocalFile:
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"LOCAL {path}: not a regular file or folder (a device, socket or FIFO); leave it out")
+    return volumecopy.LocalFile(name, path, info.st_size)
+
+
+def _walk(root: str, top: str) -> list[volumecopy.LocalFile]:
+    real_root = os.path.realpath(root)
+    out: list[volumecopy.LocalFile] = []
+    for folder, dirs, files in os.walk(root):
+        rel_folder = os.path.relpath(folder, root)
+        for entry in sorted(dirs):
+            path = os.path.join(folder, entry)
+            if os.path.islink(path):
+                _inside(path, real_root, root)  # a link to a folder inside is not followed: its files go anyway
+        dirs.sort()
+        for entry in sorted(files):
+            path = os.path.join(folder, entry)
+            if os.path.islink(path):
+                _inside(path, real_root, root)
+            rel = entry if rel_folder == "." else posixpath.join(rel_folder.replace(os.sep, "/"), entry)
+            out.append(_regular(path, volumecopy.member_name(f"{top}/{rel}", "LOCAL")))
+    return out
+
+
+def _inside(path: str, real_root: str, root: str) -> None:
+    target = os.path.realpath(path)
+    if target != real_root and not target.startswith(real_root.rstrip(os.sep) + os.sep):
+        raise UsageError(f"LOCAL {path}: a link out of {root} (to {target}); copy what it points to, or leave it out")
+
+
+def sha256_file(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_READ):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class _EarlyHashes:
+    """Local files hashed on a thread while the helper lists the target (which hashes every file there): a second
+    push of a big tree hashes both sides at once instead of one after the other. Stopped as soon as the listing is
+    back (a first push, into an empty target, wastes almost nothing); a file it did not reach is hashed on demand."""
+
+    def __init__(self, items: list[volumecopy.LocalFile]) -> None:
+        import threading
+
+        self._done: dict[str, str] = {}
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(list(items),), daemon=True)
+        self._thread.start()
+
+    def _run(self, items: list[volumecopy.LocalFile]) -> None:
+        for item in items:
+            digest = hashlib.sha256()
+            try:
+                with open(item.path, "rb") as handle:
+                    while chunk := handle.read(_READ):
+                        if self._stopped.is_set():
+                            return  # checked a chunk at a time: stopping never waits for a big file
+                        digest.update(chunk)
+            except OSError:
+                return  # the plan hashes it again and reports the error there
+            self._done[item.path] = digest.hexdigest()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join()
+
+    def sha256(self, item: volumecopy.LocalFile) -> str:
+        return self._done.get(item.path) or sha256_file(item.path)
+
+
+class _HashingReader:
+    """A file read for tarfile that hashes and counts what passes (progress)."""
+
+    def __init__(self, handle: Any, on_bytes: Callable[[int], None] | None) -> None:
+        self.handle, self.on_bytes, self.digest = handle, on_bytes, hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self.digest.update(data)
+        if self.on_bytes is not None and data:
+            self.on_bytes(len(data))
+        return bytes(data)
+
+
+def push(
+    kc: Kubectl,
+    namespace: str,
+    request: PushRequest,
+    *,
+    on_plan: Callable[[int, int], None] | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+) -> PushResult:
+    """Push REQUEST's files; ON_PLAN(files, bytes) once what travels is known, ON_BYTES as it travels."""
+    target = volumecopy.target_dir(request.mount_path, request.to)
+    local = collect(request.sources)
+    volume_helper.check_claim(kc, namespace, request.pvc)
+    name = volume_helper.helper_name()
+    manifest = volume_helper.helper_pod_manifest(
+        name, namespace, request.pvc, image=request.image, mount_path=request.mount_path, read_only=False,
+        node_selector=request.node_selector, tolerations=request.tolerations,
+    )
+    stage = posixpath.join(request.mount_path, volumecopy.STAGING_DIR, name)
+    with volume_helper.helper_pod(kc, manifest, timeout=request.start_timeout) as pod:
+        early = _EarlyHashes(local)  # while the pod hashes the target, this side hashes its own files
+        try:
+            listed = pod.script(volumecopy.listing_script(), target)
+        finally:
+            early.stop()
+        _check(listed, f"listing {target}")
+        remote = volumecopy.parse_listing(listed.stdout)
+        plan = volumecopy.plan_push(local, remote, early.sha256)
+        sent_bytes = sum(item.size for item in plan.send)
+        if on_plan is not None:
+            on_plan(len(plan.send), sent_bytes)
+        verified = 0
+        if plan.send:
+            verified = _send(pod, plan.send, stage, target, on_bytes)
+    return PushResult(
+        namespace, request.pvc, target, len(plan.send), sent_bytes, len(plan.skip),
+        sum(item.size for item in plan.skip), verified,
+    )
+
+
+def _send(
+    pod: volume_helper.HelperPod,
+    items: list[volumecopy.LocalFile],
+    stage: str,
+    target: str,
+    on_bytes: Callable[[int], None] | None,
+) -> int:
+    import tarfile
+
+    digests: dict[str, str] = {}
+    current: list[str] = []
+
+    def feed(pipe: Any) -> None:
+        with tarfile.open(fileobj=pipe, mode="w|", format=tarfile.GNU_FORMAT, bufsize=_READ) as tar:
+            for item in items:
+                current[:] = [item.name]
+                info = tarfile.TarInfo(item.name)
+                st = os.stat(item.path)
+                if st.st_size != item.size:
+                    raise TaoError(f"LOCAL {item.path}: it changed while it was pushed; push again")
+                info.size, info.mtime, info.mode = item.size, int(st.st_mtime), 0o644 | (st.st_mode & 0o111)
+                with open(item.path, "rb") as handle:
+                    reader = _HashingReader(handle, on_bytes)
+                    try:
+                        tar.addfile(info, reader)  # type: ignore[arg-type]
+                    except OSError as exc:
+                        raise TaoError(f"LOCAL {item.path}: {exc}; push again") from None
+                digests[item.name] = reader.digest.hexdigest()
+
+    try:
+        sent = pod.exec(["sh", "-c", _EXTRACT_SCRIPT, "sh", stage], feed=feed)
+        if sent.returncode != 0:
+            at = f" while sending {current[0]}" if current else ""
+            raise TaoError(f"the copy to the volume stopped{at}: {_said(sent.stderr)}; nothing was written under "
+                           "its final name; free space or fix the cause and push again (what arrived is skipped)")
+        arrived = pod.script(volumecopy.listing_script(), stage)
+        _check(arrived, "verifying the copy")
+        problems = volumecopy.verify(digests, volumecopy.parse_listing(arrived.stdout))
+        if problems:
+            raise TaoError(f"verification failed for {len(problems)} file(s): {problems[0]}; nothing was moved "
+                           "under its final name; push again")
+        moved = pod.script(_MOVE_SCRIPT, stage, target)
+        _check(moved, f"moving the verified files into {target}")
+    except TaoError:
+        import contextlib
+
+        with contextlib.suppress(TaoError):  # best effort: a staged file never carries a final name anyway
+            pod.script(_REMOVE_SCRIPT, stage)
+        raise
+    return len(digests)
+
+
+def _check(done: Any, what: str) -> None:
+    if done.returncode != 0:
+        raise TaoError(f"{what} on the volume failed: {_said(done.stderr)}")
+
+
+def _said(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("command terminated")]
+    return (lines[-1] if lines else stderr.strip() or "no message")[:300]

@@ -1,0 +1,301 @@
+"""`results JOB` and `results pull JOB`: a job's results directory read from its record, through the volume
+helper pod (the claim mounted read-only), while the job runs and after its Job is gone.
+
+The record keeps the claim, the mount path and the placement of the job's request, and the results directory.
+`pull` lists the directory, takes the SHA-256 of the files it wants in the pod, skips each local file that
+already has that size and hash, and streams the rest as one tar over `kubectl exec` (no archive on either side),
+writing each to `<name>.kubectl-tao-part`, hashing it as it arrives and renaming it only when the hash matches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kubectl_tao.core import contract, names
+from kubectl_tao.core.atomicwrite import publish_streamed
+from kubectl_tao.core.errors import TaoError, UsageError
+from kubectl_tao.core.valueclass import Value, record
+from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.volumes import resultsview, volume_helper, volumecopy
+
+_PART = ".kubectl-tao-part"
+_HASH_SCRIPT = 'cd -- "$1" && shift && sha256sum -- "$@"'
+_TAR_SCRIPT = 'cd -- "$1" && shift && tar -cf - -- "$@"'
+
+
+@record(frozen=True)
+class ResultsSource(Value):
+    record_id: str
+    namespace: str
+    pvc: str
+    mount_path: str
+    results_dir: str
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, Any]]
+
+
+def source_of(
+    tracked: Any, *, node_selector: list[str] | None = None, tolerations: list[str] | None = None
+) -> ResultsSource:
+    """Where a job's results are, from its record; the job's own placement unless flags are given."""
+    from kubectl_tao.core.flagvalues import parse_key_values, parse_toleration
+
+    record_id = tracked.id
+    results_dir = str(tracked.record.get("results_dir") or "")
+    if results_dir.startswith("s3://"):
+        raise UsageError(
+            f"job {record_id}: its results are in S3 ({results_dir}, storage tier C), which `results` does not read "
+            "yet; list them with your S3 client (`aws s3 ls --recursive`)"
+        )
+    flags = ((tracked.extra.get("request") or {}).get("flags")) or {}
+    pvc, mount_path = flags.get("pvc"), flags.get("mount_path") or "/workspace"
+    if not pvc or not tracked.namespace:
+        raise UsageError(
+            f"job {record_id}: its record names no volume (a record of another tool, or written before kubectl-tao "
+            "kept the request); mount the claim yourself"
+        )
+    if not names.is_under(results_dir, mount_path):
+        raise UsageError(f"job {record_id}: its results directory {results_dir} is not on its volume ({mount_path})")
+    if node_selector or tolerations:
+        selector = parse_key_values(list(node_selector or []), "node selector")
+        tolerating = [parse_toleration(t) for t in tolerations or []]
+    else:
+        selector = parse_key_values(list(flags.get("node_selector") or []), "node selector")
+        if flags.get("gpu_product"):
+            selector.update(parse_key_values([contract.gpu_product_selector(flags["gpu_product"])], "gpu product"))
+        tolerating = [parse_toleration(t) for t in flags.get("toleration") or []]
+        if int(flags.get("gpus") or 0) > 0:
+            tolerating.append(dict(contract.GPU_TOLERATION))  # it may be placed where the job ran
+    return ResultsSource(record_id, tracked.namespace, pvc, mount_path, results_dir, selector, tolerating)
+
+
+def _manifest(source: ResultsSource, image: str) -> dict[str, Any]:
+    return volume_helper.helper_pod_manifest(
+        volume_helper.helper_name(), source.namespace, source.pvc, image=image, mount_path=source.mount_path,
+        read_only=True, node_selector=source.node_selector, tolerations=source.tolerations,
+    )
+
+
+@record(frozen=True)
+class Listing(Value):
+    source: ResultsSource
+    entries: list[resultsview.Entry]
+    statuses: dict[str, str]
+
+
+def _list(pod: volume_helper.HelperPod, source: ResultsSource) -> Listing:
+    listed = pod.script(resultsview.results_listing_script(), source.results_dir)
+    if listed.returncode == 3:
+        raise TaoError(
+            f"job {source.record_id}: its results directory {source.results_dir} does not exist on pvc/{source.pvc} "
+            "(yet): the job has not written anything there"
+        )
+    if listed.returncode != 0:
+        raise TaoError(f"listing {source.results_dir} failed: {_said(listed.stderr)}")
+    entries, statuses = resultsview.parse_results_listing(listed.stdout)
+    return Listing(source, resultsview.arrange(entries), statuses)
+
+
+def list_results(kc: Kubectl, source: ResultsSource, *, image: str, timeout: float) -> Listing:
+    volume_helper.check_claim(kc, source.namespace, source.pvc)
+    with volume_helper.helper_pod(kc, _manifest(source, image), timeout=timeout) as pod:
+        return _list(pod, source)
+
+
+@record(frozen=True)
+class PullResult(Value):
+    job: str
+    dest: str
+    pulled: int
+    pulled_bytes: int
+    skipped: int
+    skipped_bytes: int
+    verified: int
+
+    def summary(self) -> str:
+        return (
+            f"pulled {self.pulled} file(s) ({volumecopy.human_bytes(self.pulled_bytes)}) of job {self.job} into "
+            f"{self.dest}, {self.skipped} unchanged skipped ({volumecopy.human_bytes(self.skipped_bytes)}), "
+            f"{self.verified} verified"
+        )
+
+
+def wanted_files(entries: list[resultsview.Entry], paths: list[str], latest: bool) -> list[resultsview.Entry]:
+    """The regular files a pull takes: all, those under PATHS, or with LATEST the ones `*_latest.pth` stands for."""
+    files = {e.path: e for e in entries if e.link is None}
+    if latest:
+        chosen = resultsview.latest_files(entries)
+        if not chosen:
+            raise UsageError("--latest: the results directory has no *_latest.pth checkpoint; name PATHs instead")
+        return [files[p] for p in chosen if p in files]
+    if not paths:
+        return list(files.values())
+    out: dict[str, resultsview.Entry] = {}
+    for given in paths:
+        path = volumecopy.member_name(given, "PATH")
+        hits = [e for p, e in files.items() if p == path or p.startswith(path + "/")]
+        if not hits:
+            raise UsageError(f"PATH {given}: nothing of that name in the results directory; see `kubectl tao results`")
+        out.update((e.path, e) for e in hits)
+    return list(out.values())
+
+
+def _local_path(dest: str, name: str) -> str:
+    path = os.path.join(dest, *name.split("/"))
+    real_dest = os.path.realpath(dest)
+    parent = os.path.realpath(os.path.dirname(path))
+    if parent != real_dest and not parent.startswith(real_dest.rstrip(os.sep) + os.sep):
+        raise UsageError(f"--dest {dest}: {name} would be written through a link out of it; remove the link")
+    if os.path.islink(path):
+        raise UsageError(f"--dest {dest}: {name} is a link; remove it, a pull never writes through one")
+    return path
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def pull(
+    kc: Kubectl,
+    source: ResultsSource,
+    *,
+    paths: list[str],
+    dest: str,
+    latest: bool,
+    image: str,
+    timeout: float,
+    on_plan: Callable[[int, int], None] | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+) -> PullResult:
+    if os.path.exists(dest) and not os.path.isdir(dest):
+        raise UsageError(f"--dest {dest}: not a directory; name a directory (it is created when missing)")
+    for given in paths:
+        volumecopy.member_name(given, "PATH")
+    volume_helper.check_claim(kc, source.namespace, source.pvc)
+    with volume_helper.helper_pod(kc, _manifest(source, image), timeout=timeout) as pod:
+        listing = _list(pod, source)
+        wanted = wanted_files(listing.entries, paths, latest)
+        hashes: dict[str, str] = {}
+        if wanted:
+            hashed = pod.script(_HASH_SCRIPT, source.results_dir, *(f"./{e.path}" for e in wanted))
+            if hashed.returncode != 0:
+                raise TaoError(f"hashing the results failed: {_said(hashed.stderr)}")
+            hashes = {n: f.sha256 for n, f in volumecopy.parse_listing(hashed.stdout).items() if f.sha256}
+        send, skip = [], []
+        for entry in wanted:
+            local = _local_path(dest, entry.path)
+            same = (os.path.isfile(local) and os.path.getsize(local) == entry.size
+                    and hashes.get(entry.path) == _sha256(local))
+            (skip if same else send).append(entry)
+        total = sum(e.size or 0 for e in send)
+        if on_plan is not None:
+            on_plan(len(send), total)
+        verified = _receive(pod, source, send, hashes, dest, on_bytes) if send else 0
+    return PullResult(source.record_id, dest, len(send), total, len(skip), sum(e.size or 0 for e in skip), verified)
+
+
+def _receive(
+    pod: volume_helper.HelperPod,
+    source: ResultsSource,
+    send: list[resultsview.Entry],
+    hashes: dict[str, str],
+    dest: str,
+    on_bytes: Callable[[int], None] | None,
+) -> int:
+    import tarfile
+
+    wanted = {e.path for e in send}
+    done: list[str] = []
+    problems: list[str] = []
+
+    def read(stream: Any) -> None:
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
+            for member in tar:
+                name = volumecopy.member_name(member.name, "member")
+                if not member.isfile() or name not in wanted:
+                    continue  # only the regular files asked for; never a link, device or other name
+                final = _local_path(dest, name)
+                os.makedirs(os.path.dirname(final), exist_ok=True)
+                part = final + _PART
+                digest = hashlib.sha256()
+                handle = tar.extractfile(member)
+                assert handle is not None
+                try:
+                    with open(part, "wb") as out:
+                        while chunk := handle.read(1 << 20):
+                            digest.update(chunk)
+                            out.write(chunk)
+                            if on_bytes is not None:
+                                on_bytes(len(chunk))
+                except BaseException:  # Ctrl-C or a cut stream: no half file left, not even under its part name
+                    os.unlink(part)
+                    raise
+                if digest.hexdigest() != hashes.get(name):
+                    os.unlink(part)
+                    problems.append(f"{name}: its SHA-256 changed while it was pulled (the job still writes it?)")
+                    continue
+                publish_streamed(Path(part), Path(final))
+                done.append(name)
+
+    os.makedirs(dest, exist_ok=True)
+    sent = pod.exec(["sh", "-c", _TAR_SCRIPT, "sh", source.results_dir, *(f"./{e.path}" for e in send)],
+                    reader=read)
+    if sent.returncode != 0:
+        raise TaoError(f"the copy from the volume stopped: {_said(sent.stderr)}; files already verified are kept, "
+                       "pull again to resume")
+    missing = sorted(wanted - set(done) - {p.split(":")[0] for p in problems})
+    problems += [f"{name}: missing from the stream" for name in missing]
+    if problems:
+        raise TaoError(f"verification failed for {len(problems)} file(s): {problems[0]}; pull again")
+    return len(done)
+
+
+def _said(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("command terminated")]
+    return (lines[-1] if lines else "no message")[:300]
+
+
+TENSORBOARD_PORT = 6006
+
+
+def tensorboard_manifest(source: ResultsSource, image: str) -> dict[str, Any]:
+    """A helper pod running TensorBoard over the results directory (claim read-only) in IMAGE (the job's own by
+    default: TAO images ship it). It listens on the pod's loopback only: nothing in the cluster reaches it, the
+    port-forward does (kubectl's port-forward connects inside the pod's network namespace)."""
+    command = ["tensorboard", "--logdir", source.results_dir, "--host", "127.0.0.1", "--port", str(TENSORBOARD_PORT)]
+    return volume_helper.helper_pod_manifest(
+        volume_helper.helper_name(), source.namespace, source.pvc, image=image, mount_path=source.mount_path,
+        read_only=True, node_selector=source.node_selector, tolerations=source.tolerations, command=command,
+        port=TENSORBOARD_PORT,
+    )
+
+
+def tensorboard(
+    kc: Kubectl,
+    source: ResultsSource,
+    *,
+    image: str,
+    port: int,
+    timeout: float,
+    on_ready: Callable[[str], None],
+    on_output: Callable[[bytes], None],
+) -> None:
+    """TensorBoard over the job's results until interrupted (Ctrl-C): the pod, then `kubectl port-forward` on
+    127.0.0.1:PORT; the pod is removed on every way out. A port-forward that ends by itself is a failure."""
+    volume_helper.check_claim(kc, source.namespace, source.pvc)
+    with volume_helper.helper_pod(kc, tensorboard_manifest(source, image), timeout=timeout) as pod:
+        on_ready(f"http://127.0.0.1:{port}/")
+        ended = kc.pipe(
+            ["port-forward", "--address", "127.0.0.1", "-n", pod.namespace, f"pod/{pod.name}",
+             f"{port}:{TENSORBOARD_PORT}"],
+            sink=on_output, namespaced=False, check=False,
+        )
+        raise TaoError(f"the port-forward to {pod.name} ended: {_said(ended.stderr)}; run again (another --port?)")

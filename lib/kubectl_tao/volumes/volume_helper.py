@@ -1,0 +1,290 @@
+"""The volume helper: a short-lived pod that mounts a PersistentVolumeClaim so `data push` (and the results
+verbs) reach the volume with nothing but kubectl (`exec -i` streams).
+
+The pod runs as a fixed non-root user with no service-account token, no privilege escalation and every
+capability dropped; it only sleeps, and ends by itself after `lifetime` seconds should kubectl-tao be killed
+outright. It is deleted on every way out (an error, Ctrl-C, SIGTERM, SIGHUP): by name, with its UID as the
+precondition. A pod that cannot start is reported in one line with the reason the cluster gave.
+"""
+
+from __future__ import annotations
+
+import secrets
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from kubectl_tao.core import contract
+from kubectl_tao.core.errors import KubectlError, TaoError, UsageError
+from kubectl_tao.k8s import objects
+from kubectl_tao.k8s.kubectl import Completed, Kubectl
+
+# A small image with sh, tar, find, stat and sha256sum (busybox); --helper-image or KUBECTL_TAO_HELPER_IMAGE
+# replace it (an air-gapped registry's copy).
+DEFAULT_HELPER_IMAGE = "docker.io/library/busybox:1.37.0"
+HELPER_IMAGE_ENV = "KUBECTL_TAO_HELPER_IMAGE"
+HELPER_UID = 1000  # user, group and fsGroup: a volume whose driver applies fsGroup is writable by it
+HELPER_LIFETIME = 6 * 3600  # seconds: the pod's own end when nobody deletes it
+CONTAINER = "helper"
+# Waiting reasons of a container that will not start by waiting longer.
+_STUCK_REASONS = frozenset({
+    "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError",
+    "CreateContainerError", "RunContainerError",
+})
+# A ReadWriteOnce volume attached to a pod on another node: the attach/detach controller's event ("Multi-Attach
+# error for volume ... Volume is already used by pod(s) ..."), reported at once. Other FailedMount and
+# FailedAttachVolume warnings are often transient (the kubelet retries: a node authorizer that has not yet seen
+# the pod's binding refuses it the claim once), so they are only named when the start timeout passes.
+_VOLUME_EVENT_REASONS = frozenset({"FailedAttachVolume", "FailedMount"})
+_MULTI_ATTACH = "Multi-Attach error"
+
+
+def helper_image(flag: str | None) -> str:
+    """--helper-image, else $KUBECTL_TAO_HELPER_IMAGE, else the default busybox."""
+    import os
+
+    from kubectl_tao.core.names import validate_image
+
+    chosen = flag or os.environ.get(HELPER_IMAGE_ENV) or DEFAULT_HELPER_IMAGE
+    shown = "--helper-image" if flag else (HELPER_IMAGE_ENV if os.environ.get(HELPER_IMAGE_ENV) else "helper image")
+    validate_image(chosen, shown)
+    return chosen
+
+
+def helper_name() -> str:
+    return f"tao-volume-{secrets.token_hex(4)}"
+
+
+def helper_pod_manifest(
+    name: str,
+    namespace: str,
+    pvc: str,
+    *,
+    image: str,
+    mount_path: str,
+    read_only: bool,
+    node_selector: dict[str, str] | None = None,
+    tolerations: list[dict[str, Any]] | None = None,
+    lifetime: int = HELPER_LIFETIME,
+    command: list[str] | None = None,
+    port: int | None = None,
+) -> dict[str, Any]:
+    """The helper pod: PVC mounted at MOUNT_PATH (read-only for reads), placement as given, least privilege.
+    COMMAND replaces the sleep (a server such as TensorBoard, listening on PORT): it gets a writable /tmp
+    (an emptyDir, HOME there) as the root filesystem stays read-only."""
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "terminationGracePeriodSeconds": 0,
+        "activeDeadlineSeconds": lifetime,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": HELPER_UID,
+            "runAsGroup": HELPER_UID,
+            "fsGroup": HELPER_UID,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [
+            {
+                "name": CONTAINER,
+                "image": image,
+                "imagePullPolicy": "IfNotPresent",
+                "command": command or ["sleep", str(lifetime)],
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "readOnlyRootFilesystem": True,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+                "resources": {"requests": {"cpu": "50m", "memory": "32Mi"}},
+                "volumeMounts": [{"name": "volume", "mountPath": mount_path, "readOnly": read_only}],
+            }
+        ],
+        "volumes": [{"name": "volume", "persistentVolumeClaim": {"claimName": pvc, "readOnly": read_only}}],
+    }
+    if command:
+        container = spec["containers"][0]
+        container["volumeMounts"].append({"name": "tmp", "mountPath": "/tmp"})
+        container["env"] = [{"name": "HOME", "value": "/tmp"}]
+        spec["volumes"].append({"name": "tmp", "emptyDir": {}})
+    if port is not None:
+        spec["containers"][0]["ports"] = [{"name": "http", "containerPort": port, "protocol": "TCP"}]
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    if tolerations:
+        spec["tolerations"] = [dict(t) for t in tolerations]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": contract.volume_helper_labels()},
+        "spec": spec,
+    }
+
+
+def check_claim(kc: Kubectl, namespace: str, pvc: str) -> dict[str, Any]:
+    """The claim, which must exist and be Bound (UsageError, exit 2, otherwise; nothing is created)."""
+    try:
+        claim = kc.json(["get", "persistentvolumeclaim", pvc, "-n", namespace], namespaced=False)
+    except KubectlError as exc:
+        if exc.reason == "NotFound":
+            raise UsageError(
+                f"--pvc {pvc}: no PersistentVolumeClaim of that name in namespace {namespace}; "
+                f"list them with `kubectl get pvc -n {namespace}`"
+            ) from None
+        raise
+    phase = ((claim or {}).get("status") or {}).get("phase") or "unknown"
+    if phase != "Bound":
+        raise UsageError(
+            f"--pvc {pvc}: the claim is {phase}, not Bound; see `kubectl describe pvc {pvc} -n {namespace}`"
+        )
+    return dict(claim)
+
+
+def start_problem(pod: dict[str, Any], events: list[dict[str, Any]]) -> str | None:
+    """Why the helper pod will not start (one line), or None while it may still start. Pure: the pod and its
+    events as kubectl returns them."""
+    status = pod.get("status") or {}
+    phase = status.get("phase")
+    if phase in ("Failed", "Succeeded"):
+        ended = next((c["state"]["terminated"] for c in status.get("containerStatuses") or []
+                      if (c.get("state") or {}).get("terminated")), {})
+        said = " ".join(str(x) for x in (ended.get("reason"), ended.get("message")) if x)
+        why = said or status.get("reason") or status.get("message") or phase
+        return f"it ended ({phase}) before it was used: {_one_line(why)}"
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and cond.get("reason") == \
+                "Unschedulable":
+            return f"it cannot be scheduled: {_one_line(cond.get('message') or 'Unschedulable')}"
+    for container in status.get("containerStatuses") or []:
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in _STUCK_REASONS:
+            message = _one_line(waiting.get("message") or "")
+            return f"{waiting['reason']}" + (f": {message}" if message else "")
+    for event in events:
+        if event.get("type") == "Warning" and event.get("reason") in _VOLUME_EVENT_REASONS \
+                and _MULTI_ATTACH in (event.get("message") or ""):
+            return f"{event['reason']}: {_one_line(event.get('message') or '')}"
+    return None
+
+
+def last_warning(events: list[dict[str, Any]]) -> str | None:
+    warnings = [e for e in events if e.get("type") == "Warning"]
+    if not warnings:
+        return None
+    last = warnings[-1]
+    return f"{last.get('reason')}: {_one_line(last.get('message') or '')}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:400]
+
+
+def is_running(pod: dict[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    if status.get("phase") != "Running":
+        return False
+    return any((c.get("state") or {}).get("running") is not None for c in status.get("containerStatuses") or [])
+
+
+class HelperPod:
+    """One helper pod: `start` creates it and waits until it runs, `exec` streams a command in it, `remove`
+    deletes it (UID-pinned; safe to call twice)."""
+
+    def __init__(self, kc: Kubectl, manifest: dict[str, Any]) -> None:
+        self.kc = kc
+        self.manifest = manifest
+        self.name: str = manifest["metadata"]["name"]
+        self.namespace: str = manifest["metadata"]["namespace"]
+        self.uid: str | None = None
+        self.created = False
+        self.removed = False
+
+    def start(self, timeout: float) -> None:
+        self.created = True  # from here on, a way out removes it (by name while the UID is not known yet)
+        made = objects.create(self.kc, [self.manifest], self.namespace)
+        self.uid = next((o["metadata"]["uid"] for o in made if o.get("kind") == "Pod"), None)
+        deadline = time.monotonic() + timeout
+        polls = 0
+        while True:
+            pod = self.kc.json(["get", "pod", self.name, "-n", self.namespace], namespaced=False) or {}
+            if is_running(pod):
+                return
+            events = self.events() if polls % 4 == 3 else []
+            problem = start_problem(pod, events)
+            if problem is None and time.monotonic() >= deadline:
+                events = events or self.events()
+                problem = (f"it did not start within {timeout:g}s ("
+                           f"{last_warning(events) or (pod.get('status') or {}).get('phase') or 'Pending'})")
+            if problem is not None:
+                raise TaoError(
+                    f"the volume helper pod {self.namespace}/{self.name} could not start: {problem}; "
+                    "fix it (--helper-image, --node-selector, --toleration) and run again"
+                )
+            polls += 1
+            time.sleep(0.5)
+
+    def events(self) -> list[dict[str, Any]]:
+        selector = f"involvedObject.kind=Pod,involvedObject.name={self.name}"
+        if self.uid:
+            selector += f",involvedObject.uid={self.uid}"
+        try:
+            listed = self.kc.json(
+                ["get", "events", "-n", self.namespace, "--field-selector", selector, "--sort-by=.lastTimestamp"],
+                namespaced=False,
+            )
+        except KubectlError:
+            return []
+        return list((listed or {}).get("items") or [])
+
+    def exec_args(self, command: list[str]) -> list[str]:
+        return ["exec", "-i", self.name, "-n", self.namespace, "-c", CONTAINER, "--", *command]
+
+    def exec(
+        self,
+        command: list[str],
+        *,
+        feed: Callable[[Any], None] | None = None,
+        sink: Callable[[bytes], None] | None = None,
+        reader: Callable[[Any], None] | None = None,
+    ) -> Completed:
+        """COMMAND in the pod, stdin from FEED and stdout to SINK (or READER) as they flow; the caller reads the
+        exit code."""
+        return self.kc.pipe(self.exec_args(command), feed=feed, sink=sink, reader=reader, namespaced=False,
+                            check=False)
+
+    def script(self, text: str, *args: str) -> Completed:
+        """`sh -c TEXT sh ARGS...` in the pod (fixed text; values only as positional arguments), stdout kept:
+        for listings, never for file data."""
+        chunks: list[bytes] = []
+        done = self.exec(["sh", "-c", text, "sh", *args], sink=chunks.append)
+        return Completed(b"".join(chunks).decode("utf-8", errors="replace"), done.stderr, done.returncode)
+
+    def remove(self) -> None:
+        if self.created and not self.removed:
+            self.removed = True
+            objects.remove_helper_pod(self.kc, self.namespace, self.name, self.uid)
+
+
+def _interrupted(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+@contextmanager
+def helper_pod(kc: Kubectl, manifest: dict[str, Any], *, timeout: float) -> Iterator[HelperPod]:
+    """A started helper pod for the body of the `with`; removed afterwards whatever happened (SIGTERM and SIGHUP
+    are turned into the Ctrl-C path meanwhile, and the removal itself is not interrupted by them)."""
+    pod = HelperPod(kc, manifest)
+    watched = (signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, _interrupted) for sig in watched}
+    try:
+        pod.start(timeout)
+        yield pod
+    finally:
+        held = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, *watched)}
+        try:
+            pod.remove()
+        finally:
+            for sig, handler in held.items():
+                signal.signal(sig, previous.get(sig, handler))

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import pytest
+
+from kubectl_tao.core.errors import EXIT_USAGE, UsageError
+from kubectl_tao.volumes import volumecopy
+from kubectl_tao.volumes.volumecopy import LocalFile, RemoteFile
+
+A_HASH = "a" * 64
+B_HASH = "b" * 64
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("/etc/passwd", "an absolute name would escape the target directory"),
+        ("specs/../../etc", "'..' would escape the target directory"),
+        ("..", "'..' would escape the target directory"),
+        ("a\nb", "a name with a newline, carriage return or NUL cannot be copied"),
+        ("a\x00b", "a name with a newline, carriage return or NUL cannot be copied"),
+        ("./.", "names no file"),
+    ],
+)
+def test_a_name_that_escapes_or_breaks_the_listing_is_refused_with_exit_2(name: str, said: str) -> None:
+    with pytest.raises(UsageError, match=said) as raised:
+        volumecopy.member_name(name)
+    assert raised.value.exit_code == EXIT_USAGE
+    assert "\n" not in raised.value.message.replace(repr(name), "")
+
+
+def test_a_confined_name_is_normalized() -> None:
+    assert volumecopy.member_name("specs/./nested//train.yaml") == "specs/nested/train.yaml"
+    assert volumecopy.member_name("..hidden/x") == "..hidden/x"  # a name that only starts with dots stays
+
+
+@pytest.mark.parametrize(
+    ("to", "target"),
+    [
+        (None, "/workspace"),
+        (".", "/workspace"),
+        ("specs", "/workspace/specs"),
+        ("specs/./a/", "/workspace/specs/a"),
+        ("/workspace/data", "/workspace/data"),
+        ("/workspace", "/workspace"),
+    ],
+)
+def test_the_target_is_under_the_mount_path(to: str | None, target: str) -> None:
+    assert volumecopy.target_dir("/workspace", to) == target
+
+
+@pytest.mark.parametrize(
+    ("to", "said"),
+    [
+        ("../outside", "must stay under the volume's mount path /workspace"),
+        ("/workspace/../etc", "must stay under the volume's mount path"),
+        ("/etc", "not under the volume's mount path /workspace"),
+        ("/workspacex/a", "not under the volume's mount path /workspace"),
+    ],
+)
+def test_a_target_out_of_the_mount_path_is_refused(to: str, said: str) -> None:
+    with pytest.raises(UsageError, match=said) as raised:
+        volumecopy.target_dir("/workspace", to)
+    assert raised.value.message.startswith(f"--to {to!r}: ")
+
+
+def test_the_listing_pairs_sizes_and_hashes_by_name() -> None:
+    text = (
+        "S 12 ./specs/train.yaml\n"
+        "S 0 ./empty name.txt\n"
+        "S 5 ./only-size\n"
+        f"{A_HASH}  ./specs/train.yaml\n"
+        f"{B_HASH}  ./empty name.txt\n"
+        "find: ./unreadable: Permission denied\n"
+        "garbage\n"
+    )
+    assert volumecopy.parse_listing(text) == {
+        "specs/train.yaml": RemoteFile(12, A_HASH),
+        "empty name.txt": RemoteFile(0, B_HASH),
+        "only-size": RemoteFile(5, None),
+    }
+    assert volumecopy.parse_listing("") == {}
+
+
+def test_a_file_is_skipped_only_with_the_same_size_and_hash_and_hashed_only_when_the_size_matches() -> None:
+    same = LocalFile("a", "/l/a", 3)
+    other_hash = LocalFile("b", "/l/b", 3)
+    other_size = LocalFile("c", "/l/c", 4)
+    new = LocalFile("d", "/l/d", 1)
+    no_hash = LocalFile("e", "/l/e", 2)
+    remote = {"a": RemoteFile(3, A_HASH), "b": RemoteFile(3, A_HASH), "c": RemoteFile(9, A_HASH),
+              "e": RemoteFile(2, None)}
+    hashed: list[str] = []
+
+    def sha(item: LocalFile) -> str:
+        hashed.append(item.name)
+        return A_HASH if item.name == "a" else B_HASH
+
+    plan = volumecopy.plan_push([same, other_hash, other_size, new, no_hash], remote, sha)
+    assert plan.skip == [same]
+    assert plan.send == [other_hash, other_size, new, no_hash]
+    assert hashed == ["a", "b"]  # c differs in size, d is not there, e has no hash: never read
+
+
+def test_verify_names_what_is_missing_or_differs() -> None:
+    arrived = {"a": RemoteFile(1, A_HASH), "b": RemoteFile(1, A_HASH)}
+    assert volumecopy.verify({"a": A_HASH}, arrived) == []
+    assert volumecopy.verify({"a": A_HASH, "b": B_HASH, "c": A_HASH}, arrived) == [
+        "b: SHA-256 aaaaaaaaaaaa... differs from the bbbbbbbbbbbb... sent",
+        "c: missing after the copy",
+    ]
+
+
+def test_human_bytes() -> None:
+    assert [volumecopy.human_bytes(n) for n in (0, 1023, 1536, 5 * 1024**2, 3 * 1024**4)] == [
+        "0 B", "1023 B", "1.5 KiB", "5.0 MiB", "3072.0 GiB"
+    ]

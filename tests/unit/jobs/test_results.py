@@ -1,0 +1,166 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubectl_tao.core.errors import UsageError
+from kubectl_tao.volumes import results, resultsview
+from kubectl_tao.volumes.resultsview import Entry
+
+LISTING = """\
+F 10 1796583000 ./train/dino_model_epoch_10.pth
+F 11 1796583001 ./train/dino_model_epoch_2.pth
+F 12 1796583002 ./train/dino_model_epoch_1.pth
+F 5 1796583003 ./train/experiment.yaml
+F 7 1796583004 ./a name with spaces.txt
+L 1796583005 ./train/dino_model_latest.pth
+T dino_model_epoch_10.pth
+L 1796583006 ./train/escape
+T /etc/passwd
+L 1796583007 ./train/up
+T ../../other/x
+@@status ./train/status.json
+{"date": "12/6/2026", "time": "18:0:1", "status": "RUNNING", "verbosity": "INFO", "epoch": 3}
+@@end
+"""
+
+
+def test_the_listing_reads_files_links_and_status_tails() -> None:
+    entries, statuses = resultsview.parse_results_listing(LISTING)
+    by_path = {e.path: e for e in entries}
+    assert by_path["a name with spaces.txt"] == Entry("a name with spaces.txt", 7, 1796583004)
+    assert by_path["train/dino_model_latest.pth"].link == "train/dino_model_epoch_10.pth"
+    assert by_path["train/escape"].link_out and by_path["train/escape"].link == "/etc/passwd"
+    assert by_path["train/up"].link_out
+    assert statuses == {"train/status.json": '{"date": "12/6/2026", "time": "18:0:1", "status": "RUNNING", '
+                                             '"verbosity": "INFO", "epoch": 3}'}
+
+
+def test_checkpoints_sort_by_epoch_and_the_latest_target_is_marked() -> None:
+    arranged = resultsview.arrange(resultsview.parse_results_listing(LISTING)[0])
+    assert [e.path for e in arranged] == [
+        "a name with spaces.txt",
+        "train/dino_model_latest.pth", "train/escape", "train/experiment.yaml", "train/up",
+        "train/dino_model_epoch_1.pth", "train/dino_model_epoch_2.pth", "train/dino_model_epoch_10.pth",
+    ]
+    assert [e.path for e in arranged if e.latest] == ["train/dino_model_epoch_10.pth"]
+    assert resultsview.note(arranged[-1]) == "epoch 10, latest"
+    assert resultsview.note(arranged[2]) == "-> /etc/passwd (outside the results directory: not followed)"
+    assert resultsview.latest_files(arranged) == ["train/dino_model_epoch_10.pth"]
+
+
+@pytest.mark.parametrize(
+    ("name", "epoch"),
+    [("model_epoch_012.pth", 12), ("dino_ep5.ckpt", 5), ("model_079.pth", 79), ("model.pth", None),
+     ("notes_3.txt", None), ("dino_model_latest.pth", None), ("epoch=4-step=100.ckpt", 4)],
+)
+def test_the_epoch_of_a_checkpoint_name(name: str, epoch: int | None) -> None:
+    assert resultsview.checkpoint_epoch(name) == epoch
+
+
+def test_a_latest_checkpoint_that_is_a_file_of_its_own_is_marked_itself() -> None:
+    entries = [Entry("m_latest.pth", 3, 1), Entry("m_epoch_1.pth", 3, 1)]
+    assert resultsview.latest_files(entries) == ["m_latest.pth"]
+
+
+def test_a_pull_takes_all_files_the_paths_named_or_the_latest() -> None:
+    arranged = resultsview.arrange(resultsview.parse_results_listing(LISTING)[0])
+    every = [e.path for e in results.wanted_files(arranged, [], latest=False)]
+    assert "train/escape" not in every and "train/dino_model_latest.pth" not in every and len(every) == 5
+    assert [e.path for e in results.wanted_files(arranged, ["train/experiment.yaml"], latest=False)] == [
+        "train/experiment.yaml"]
+    assert len(results.wanted_files(arranged, ["train"], latest=False)) == 4
+    assert [e.path for e in results.wanted_files(arranged, [], latest=True)] == ["train/dino_model_epoch_10.pth"]
+    with pytest.raises(UsageError, match="PATH nope: nothing of that name in the results directory"):
+        results.wanted_files(arranged, ["nope"], latest=False)
+    with pytest.raises(UsageError, match=r"'\.\.' would escape"):
+        results.wanted_files(arranged, ["../x"], latest=False)
+    with pytest.raises(UsageError, match="--latest: the results directory has no"):
+        results.wanted_files([Entry("a.txt", 1, 1)], [], latest=True)
+
+
+class _Tracked:
+    def __init__(self, results_dir: str, flags: dict[str, Any] | None, namespace: str | None = "ns") -> None:
+        self.id = "dino-train-1"
+        self.record = {"results_dir": results_dir}
+        self.extra = {"request": {"flags": flags}} if flags is not None else {}
+        self.namespace = namespace
+
+
+def test_the_source_is_the_records_claim_mount_and_placement() -> None:
+    flags = {"pvc": "tao-data", "mount_path": "/workspace", "node_selector": ["pool=gpu"],
+             "toleration": ["pool=gpu:NoSchedule"], "gpus": 8, "gpu_product": None}
+    source = results.source_of(_Tracked("/workspace/results/dino-train-1", flags))
+    assert (source.pvc, source.namespace, source.results_dir) == ("tao-data", "ns", "/workspace/results/dino-train-1")
+    assert source.node_selector == {"pool": "gpu"}
+    assert [t["key"] for t in source.tolerations] == ["pool", "nvidia.com/gpu"]
+    given = results.source_of(_Tracked("/workspace/r", flags), node_selector=["a=b"])
+    assert (given.node_selector, given.tolerations) == ({"a": "b"}, [])
+
+
+@pytest.mark.parametrize(
+    ("tracked", "said"),
+    [
+        (_Tracked("s3://bucket/out", {"pvc": None}), "its results are in S3 (s3://bucket/out, storage tier C)"),
+        (_Tracked("/workspace/r", None), "its record names no volume"),
+        (_Tracked("/data/r", {"pvc": "tao-data", "mount_path": "/workspace"}), "is not on its volume (/workspace)"),
+    ],
+)
+def test_a_record_without_a_readable_volume_is_refused_with_exit_2(tracked: _Tracked, said: str) -> None:
+    with pytest.raises(UsageError, match=said.replace("(", r"\(").replace(")", r"\)")) as raised:
+        results.source_of(tracked)
+    assert raised.value.exit_code == 2
+
+
+def test_a_helper_whose_command_cannot_run_says_why_from_its_container() -> None:
+    from kubectl_tao.volumes import volume_helper
+
+    pod = {"status": {"phase": "Failed", "containerStatuses": [{"state": {"terminated": {
+        "reason": "StartError", "message": 'exec: "tensorboard": executable file not found in $PATH'}}}]}}
+    assert volume_helper.start_problem(pod, []) == (
+        'it ended (Failed) before it was used: StartError exec: "tensorboard": executable file not found in $PATH'
+    )
+
+
+def test_the_tensorboard_pod_reads_the_results_read_only_on_its_loopback() -> None:
+    source = results.ResultsSource("dino-train-1", "ns", "tao-data", "/workspace", "/workspace/results/x",
+                                   {"pool": "gpu"}, [])
+    pod = results.tensorboard_manifest(source, "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt")
+    spec = pod["spec"]
+    (container,) = spec["containers"]
+    assert container["command"] == ["tensorboard", "--logdir", "/workspace/results/x", "--host", "127.0.0.1",
+                                    "--port", "6006"]
+    assert container["image"] == "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt"
+    assert {"name": "volume", "mountPath": "/workspace", "readOnly": True} in container["volumeMounts"]
+    assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert spec["automountServiceAccountToken"] is False and spec["nodeSelector"] == {"pool": "gpu"}
+
+
+def test_tensorboard_forwards_on_127_0_0_1_and_removes_its_pod_on_ctrl_c(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl
+
+    fake_kubectl.on("get", "persistentvolumeclaim", data={"status": {"phase": "Bound"}})
+    fake_kubectl.on("create", stdout="Pod tao-volume-x 0b8f7c1e-1111-4222-8333-444455556666\n")
+    fake_kubectl.on("get", "pod", data={"status": {"phase": "Running", "containerStatuses": [{"state": {
+        "running": {}}}]}})
+    fake_kubectl.on("delete", "--raw")
+    forwarded: list[list[str]] = []
+
+    def pipe(self: Kubectl, args: list[str], **_: Any) -> Completed:
+        forwarded.append(args)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    urls: list[str] = []
+    source = results.ResultsSource("j", "ns", "tao-data", "/workspace", "/workspace/results/j", {}, [])
+    with pytest.raises(KeyboardInterrupt):
+        results.tensorboard(Kubectl(ClusterOptions()), source, image="img:1", port=16006, timeout=5,
+                            on_ready=urls.append, on_output=lambda _data: None)
+    assert urls == ["http://127.0.0.1:16006/"]
+    ((args,),) = [(a,) for a in forwarded]
+    assert args[:3] == ["port-forward", "--address", "127.0.0.1"] and args[-1] == "16006:6006"
+    assert [c.argv[:2] for c in fake_kubectl.calls if c.argv[0] == "delete"] == [["delete", "--raw"]]

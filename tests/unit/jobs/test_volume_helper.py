@@ -1,0 +1,320 @@
+"""The volume helper pod (`data push`): its manifest, why it cannot start, its removal on every way out, and what
+`data push` refuses before anything is created."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.fake_kubectl import FakeKubectl
+
+from kubectl_tao.core import contract
+from kubectl_tao.core.errors import EXIT_USAGE, TaoError, UsageError
+from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl
+from kubectl_tao.volumes import datacopy, volume_helper
+
+UID = "0b8f7c1e-1111-4222-8333-444455556666"
+
+
+def _manifest(**kwargs: Any) -> dict[str, Any]:
+    return volume_helper.helper_pod_manifest(
+        "tao-volume-1", "ns", "tao-data", image="busybox:1.37.0", mount_path="/workspace", **kwargs
+    )
+
+
+def test_the_helper_pod_is_labelled_non_root_tokenless_and_drops_every_capability() -> None:
+    pod = _manifest(read_only=False)
+    assert pod["metadata"]["labels"] == contract.volume_helper_labels()
+    spec = pod["spec"]
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["restartPolicy"] == "Never" and spec["activeDeadlineSeconds"] == volume_helper.HELPER_LIFETIME
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["runAsUser"] == spec["securityContext"]["fsGroup"] == volume_helper.HELPER_UID
+    (container,) = spec["containers"]
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}
+    }
+    assert container["command"] == ["sleep", str(volume_helper.HELPER_LIFETIME)]
+    assert container["volumeMounts"] == [{"name": "volume", "mountPath": "/workspace", "readOnly": False}]
+    claim = {"claimName": "tao-data", "readOnly": False}
+    assert spec["volumes"] == [{"name": "volume", "persistentVolumeClaim": claim}]
+    assert "nodeSelector" not in spec and "tolerations" not in spec
+
+
+def test_a_read_only_helper_mounts_read_only_and_takes_the_placement_given() -> None:
+    toleration = {"key": "pool", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+    spec = _manifest(read_only=True, node_selector={"pool": "gpu"}, tolerations=[toleration])["spec"]
+    assert spec["containers"][0]["volumeMounts"][0]["readOnly"] is True
+    assert spec["volumes"][0]["persistentVolumeClaim"]["readOnly"] is True
+    assert (spec["nodeSelector"], spec["tolerations"]) == ({"pool": "gpu"}, [toleration])
+
+
+def test_the_helper_image_is_the_flag_else_the_environment_else_busybox(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(volume_helper.HELPER_IMAGE_ENV, raising=False)
+    assert volume_helper.helper_image(None) == volume_helper.DEFAULT_HELPER_IMAGE
+    monkeypatch.setenv(volume_helper.HELPER_IMAGE_ENV, "registry.local:5000/busybox:1.37.0")
+    assert volume_helper.helper_image(None) == "registry.local:5000/busybox:1.37.0"
+    assert volume_helper.helper_image("mirror/busybox:1") == "mirror/busybox:1"
+    with pytest.raises(UsageError, match="--helper-image"):
+        volume_helper.helper_image("Not An Image")
+
+
+def _pod(phase: str = "Pending", **status: Any) -> dict[str, Any]:
+    return {"status": {"phase": phase, **status}}
+
+
+@pytest.mark.parametrize(
+    ("pod", "events", "said"),
+    [
+        (_pod(containerStatuses=[{"state": {"waiting": {
+            "reason": "ErrImagePull",
+            "message": 'failed to pull and unpack image "docker.io/library/busybox:9": not found'}}}]), [],
+         'ErrImagePull: failed to pull and unpack image "docker.io/library/busybox:9": not found'),
+        (_pod(conditions=[{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                           "message": "0/2 nodes are available: 2 node(s) had untolerated taint {pool: gpu}."}]), [],
+         "it cannot be scheduled: 0/2 nodes are available: 2 node(s) had untolerated taint {pool: gpu}."),
+        (_pod(), [{"type": "Warning", "reason": "FailedAttachVolume",
+                   "message": 'Multi-Attach error for volume "pv-1" Volume is already used by pod(s) train-0'}],
+         'FailedAttachVolume: Multi-Attach error for volume "pv-1" Volume is already used by pod(s) train-0'),
+        (_pod("Failed", reason="DeadlineExceeded"), [], "it ended (Failed) before it was used: DeadlineExceeded"),
+    ],
+)
+def test_a_helper_that_will_not_start_is_named_in_one_line(
+    pod: dict[str, Any], events: list[dict[str, Any]], said: str
+) -> None:
+    assert volume_helper.start_problem(pod, events) == said
+
+
+def test_a_pending_helper_may_still_start() -> None:
+    creating = _pod(containerStatuses=[{"state": {"waiting": {"reason": "ContainerCreating"}}}])
+    normal = [{"type": "Normal", "reason": "Scheduled", "message": "assigned"}]
+    assert volume_helper.start_problem(creating, normal) is None
+    # seen on the real nodes: the kubelet asked for the claim before the node authorizer knew of the pod; it retries
+    transient = [{"type": "Warning", "reason": "FailedMount", "message": 'Unable to attach or mount volumes: '
+                  'persistentvolumeclaims "tao-data" is forbidden: User "system:node:real-node-0" cannot get resource '
+                  '"persistentvolumeclaims": node: no relations'}]
+    assert volume_helper.start_problem(creating, transient) is None
+    assert not volume_helper.is_running(creating)
+    assert volume_helper.is_running(_pod("Running", containerStatuses=[{"state": {"running": {}}}]))
+
+
+def _claim(fake: FakeKubectl, phase: str = "Bound") -> None:
+    fake.on("get", "persistentvolumeclaim", "tao-data", data={"status": {"phase": phase}})
+
+
+def _answer_start(fake: FakeKubectl, pod: dict[str, Any]) -> None:
+    fake.on("create", stdout=f"Pod tao-volume-x {UID}\n")
+    fake.on("get", "pod", data=pod)
+    fake.on("get", "events", data={"items": []})
+    fake.on("delete", "--raw")
+
+
+def _deletes(fake: FakeKubectl) -> list[tuple[list[str], dict[str, Any]]]:
+    return [(c.argv, json.loads(c.stdin or "{}")) for c in fake.calls if c.argv[:1] == ["delete"]]
+
+
+def test_the_helper_is_removed_by_name_and_uid_when_the_body_is_interrupted(fake_kubectl: FakeKubectl) -> None:
+    _answer_start(fake_kubectl, _pod("Running", containerStatuses=[{"state": {"running": {}}}]))
+    kc = Kubectl(ClusterOptions())
+    manifest = _manifest(read_only=False)
+    with pytest.raises(KeyboardInterrupt), volume_helper.helper_pod(kc, manifest, timeout=5):
+        raise KeyboardInterrupt
+    ((argv, body),) = _deletes(fake_kubectl)
+    assert argv == ["delete", "--raw", "/api/v1/namespaces/ns/pods/tao-volume-1", "-f", "-"]
+    assert body["preconditions"] == {"uid": UID} and body["gracePeriodSeconds"] == 0
+
+
+def test_a_helper_that_cannot_pull_its_image_fails_in_one_line_and_is_removed(fake_kubectl: FakeKubectl) -> None:
+    waiting = {"reason": "ImagePullBackOff", "message": 'Back-off pulling image "busybox:9"'}
+    _answer_start(fake_kubectl, _pod(containerStatuses=[{"state": {"waiting": waiting}}]))
+    with pytest.raises(TaoError) as raised, volume_helper.helper_pod(
+        Kubectl(ClusterOptions()), _manifest(read_only=False), timeout=5
+    ):
+        pytest.fail("the body must not run")
+    assert raised.value.message == (
+        "the volume helper pod ns/tao-volume-1 could not start: ImagePullBackOff: Back-off pulling image "
+        '"busybox:9"; fix it (--helper-image, --node-selector, --toleration) and run again'
+    )
+    assert len(_deletes(fake_kubectl)) == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        ({"stderr": 'Error from server (NotFound): persistentvolumeclaims "tao-data" not found', "rc": 1},
+         "--pvc tao-data: no PersistentVolumeClaim of that name in namespace ns; list them with "
+         "`kubectl get pvc -n ns`"),
+        ({"data": {"status": {"phase": "Pending"}}},
+         "--pvc tao-data: the claim is Pending, not Bound; see `kubectl describe pvc tao-data -n ns`"),
+    ],
+)
+def test_a_claim_missing_or_not_bound_is_bad_input_and_nothing_is_created(
+    fake_kubectl: FakeKubectl, tmp_path: Path, answer: dict[str, Any], said: str
+) -> None:
+    fake_kubectl.on("get", "persistentvolumeclaim", "tao-data", **answer)
+    (tmp_path / "a.txt").write_text("a")
+    request = datacopy.PushRequest(sources=[str(tmp_path / "a.txt")], pvc="tao-data")
+    with pytest.raises(UsageError) as raised:
+        datacopy.push(Kubectl(ClusterOptions()), "ns", request)
+    assert (raised.value.message, raised.value.exit_code) == (said, EXIT_USAGE)
+    assert [argv[0] for argv in fake_kubectl.argvs()] == ["get"]
+
+
+def test_collect_names_each_file_under_its_folder_and_refuses_links_out(tmp_path: Path) -> None:
+    specs = tmp_path / "specs"
+    (specs / "nested").mkdir(parents=True)
+    (specs / "train.yaml").write_text("x: 1\n")
+    (specs / "nested" / "data.bin").write_bytes(b"\0" * 10)
+    (specs / "nested" / "again.yaml").symlink_to("../train.yaml")  # a link inside: its content goes
+    lone = tmp_path / "lone.txt"
+    lone.write_text("l")
+    found = {f.name: f.size for f in datacopy.collect([str(specs), str(lone)])}
+    assert found == {"specs/train.yaml": 5, "specs/nested/data.bin": 10, "specs/nested/again.yaml": 5,
+                     "lone.txt": 1}
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("s")
+    (specs / "out").symlink_to(secret)
+    with pytest.raises(UsageError, match=r"LOCAL .*/specs/out: a link out of .*specs \(to .*secret.txt\)"):
+        datacopy.collect([str(specs)])
+
+
+def test_collect_refuses_a_missing_path_a_fifo_and_two_sources_of_one_name(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"LOCAL .*/nope: no such file or folder; check the path") as raised:
+        datacopy.collect([str(tmp_path / "nope")])
+    assert raised.value.exit_code == EXIT_USAGE
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match="not a regular file or folder"):
+        datacopy.collect([str(fifo)])
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "x").write_text("1")
+    (tmp_path / "b" / "x").write_text("2")
+    with pytest.raises(UsageError, match=r"x is also pushed from"):
+        datacopy.collect([str(tmp_path / "a" / "x"), str(tmp_path / "b" / "x")])
+    with pytest.raises(UsageError, match="name at least one file or folder"):
+        datacopy.collect([])
+
+
+def test_push_skips_what_is_there_and_sends_the_rest_as_one_tar_verified_before_it_is_moved(
+    fake_kubectl: FakeKubectl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+    import io
+    import tarfile
+
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "same.txt").write_text("same")
+    (specs / "new.txt").write_text("brand new")
+    same_hash = hashlib.sha256(b"same").hexdigest()
+    new_hash = hashlib.sha256(b"brand new").hexdigest()
+    _claim(fake_kubectl)
+    _answer_start(fake_kubectl, _pod("Running", containerStatuses=[{"state": {"running": {}}}]))
+    received: dict[str, bytes] = {}
+    scripts: list[list[str]] = []
+
+    def pipe(self: Kubectl, args: list[str], *, feed: Any = None, sink: Any = None, **_: Any) -> Completed:
+        command = args[args.index("--") + 1:]
+        scripts.append(command[4:])
+        if feed is not None:  # the tar stream, read back as the pod's tar would
+            buffer = io.BytesIO()
+            feed(buffer)
+            with tarfile.open(fileobj=io.BytesIO(buffer.getvalue()), mode="r|") as tar:
+                for member in tar:
+                    received[member.name] = tar.extractfile(member).read()  # type: ignore[union-attr]
+        elif command[4:] == ["/workspace/inputs"]:
+            sink(f"S 4 ./specs/same.txt\n{same_hash}  ./specs/same.txt\n".encode())
+        elif command[4].startswith("/workspace/.kubectl-tao-staging/") and len(command) == 5:
+            sink(f"S 9 ./specs/new.txt\n{new_hash}  ./specs/new.txt\n".encode())
+        return Completed("", "", 0)
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    request = datacopy.PushRequest(sources=[str(specs)], pvc="tao-data", to="inputs")
+    result = datacopy.push(Kubectl(ClusterOptions()), "ns", request)
+    assert received == {"specs/new.txt": b"brand new"}
+    assert (result.sent, result.skipped, result.verified, result.target) == (1, 1, 1, "/workspace/inputs")
+    stage = scripts[1][0]
+    assert scripts == [["/workspace/inputs"], [stage], [stage], [stage, "/workspace/inputs"]]
+    assert len(_deletes(fake_kubectl)) == 1
+    assert result.summary() == (
+        "pushed 1 file(s) (9 B) to pvc/tao-data:/workspace/inputs, 1 unchanged skipped (4 B), 1 verified"
+    )
+
+
+def test_a_failed_verification_moves_nothing_and_removes_the_staged_files(
+    fake_kubectl: FakeKubectl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.txt").write_text("a")
+    _claim(fake_kubectl)
+    _answer_start(fake_kubectl, _pod("Running", containerStatuses=[{"state": {"running": {}}}]))
+    scripts: list[str] = []
+
+    def pipe(self: Kubectl, args: list[str], *, feed: Any = None, sink: Any = None, **_: Any) -> Completed:
+        command = args[args.index("--") + 1:]
+        scripts.append(command[2])
+        if feed is not None:
+            with open(os.devnull, "wb") as sink_file:
+                feed(sink_file)
+        elif "sha256sum" in command[2] and command[4] != "/workspace":
+            sink(f"S 1 ./a.txt\n{'0' * 64}  ./a.txt\n".encode())
+        return Completed("", "", 0)
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    with pytest.raises(TaoError, match=r"verification failed for 1 file\(s\): a.txt: SHA-256 000000000000\.\.\. "
+                                       r"differs .*; nothing was moved under its final name; push again"):
+        datacopy.push(Kubectl(ClusterOptions()), "ns", datacopy.PushRequest(sources=[str(tmp_path / "a.txt")],
+                                                                           pvc="tao-data"))
+    assert not any("mv -f" in s for s in scripts)
+    assert scripts[-1] == 'rm -rf -- "$1"'
+    assert len(_deletes(fake_kubectl)) == 1
+
+
+def test_a_full_volume_stops_the_copy_in_one_line_naming_the_file_and_removes_the_staged_files(
+    fake_kubectl: FakeKubectl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "big.bin").write_bytes(b"\0" * 4096)
+    _claim(fake_kubectl)
+    _answer_start(fake_kubectl, _pod("Running", containerStatuses=[{"state": {"running": {}}}]))
+    scripts: list[str] = []
+
+    def pipe(self: Kubectl, args: list[str], *, feed: Any = None, sink: Any = None, **_: Any) -> Completed:
+        command = args[args.index("--") + 1:]
+        scripts.append(command[2])
+        if feed is not None:  # busybox tar on a full volume: its own line, then kubectl's
+            with open(os.devnull, "wb") as sink_file:
+                feed(sink_file)
+            return Completed("", "tar: write error: No space left on device\ncommand terminated with exit code 1\n", 1)
+        return Completed("", "", 0)
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    with pytest.raises(TaoError) as raised:
+        datacopy.push(Kubectl(ClusterOptions()), "ns",
+                      datacopy.PushRequest(sources=[str(tmp_path / "big.bin")], pvc="tao-data"))
+    assert raised.value.message == (
+        "the copy to the volume stopped while sending big.bin: tar: write error: No space left on device; nothing "
+        "was written under its final name; free space or fix the cause and push again (what arrived is skipped)"
+    )
+    assert scripts[-1] == 'rm -rf -- "$1"' and not any("mv -f" in s for s in scripts)
+    assert len(_deletes(fake_kubectl)) == 1
+
+
+def test_local_hashes_taken_during_the_listing_equal_those_taken_on_demand(tmp_path: Path) -> None:
+    import hashlib
+
+    from kubectl_tao.volumes.volumecopy import LocalFile
+
+    items = []
+    for i in range(5):
+        path = tmp_path / f"f{i}"
+        path.write_bytes(os.urandom(3 * 1024 * 1024 + i))
+        items.append(LocalFile(f"f{i}", str(path), path.stat().st_size))
+    early = datacopy._EarlyHashes(items)
+    early.stop()  # wherever it got to: the rest is hashed on demand, the same way
+    assert [early.sha256(item) for item in items] == [
+        hashlib.sha256(Path(item.path).read_bytes()).hexdigest() for item in items
+    ]
