@@ -3,22 +3,14 @@
 # processes sharing one restart directory, as two pods share the job's volume; the barrier is off. Programs
 # `exec` their last command: outside a container (not PID 1) the entrypoint stops its child only.
 
-bats_require_minimum_version 1.5.0
+load common
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
-
-ENTRY="$BATS_TEST_DIRNAME/../../templates/k8s/gang-restart-entrypoint.sh"
+ENTRY="$REPO/templates/k8s/gang-restart-entrypoint.sh"
 FAILURES="$BATS_TEST_DIRNAME/../fixtures/failures"
 
 setup_file() {
-  # the table of exit codes and the signs as submit renders them (restarts/table.py; restarts/signs.py, from
-  # core/causes.py's table)
-  TAO_EXIT_CODES=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
-    'from kubectl_tao.restarts import table; print(table.pod_text())')
-  TAO_RETRY_SIGNS=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
-    'from kubectl_tao.restarts import signs; print(signs.signs_text())')
-  export TAO_EXIT_CODES TAO_RETRY_SIGNS
+  export_exit_codes
+  export_retry_signs
 }
 
 # table_code NAME: the number the table gives NAME

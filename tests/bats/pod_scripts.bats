@@ -2,18 +2,12 @@
 # The fixed POSIX-sh scripts the manifests run in the pod: tier C fetch and run/upload, and the
 # multi-node rank entrypoint. Fakes for aws / torchrun log their argv; user text must arrive as data.
 
-bats_require_minimum_version 1.5.0
+load common
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
-
-K8S="$BATS_TEST_DIRNAME/../../templates/k8s"
+K8S="$REPO/templates/k8s"
 
 setup_file() {
-  # the table of exit codes as submit renders it into the pod (restarts/table.py)
-  TAO_EXIT_CODES=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
-    'from kubectl_tao.restarts import table; print(table.pod_text())')
-  export TAO_EXIT_CODES
+  export_exit_codes
 }
 
 setup() {

@@ -1,17 +1,12 @@
 #!/usr/bin/env bats
 # scripts/redact_secrets: the secret linter, driven through the real script.
 
-bats_require_minimum_version 1.5.0
+load common
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
-
-REDACT_SECRETS="${REDACT_SECRETS:-$BATS_TEST_DIRNAME/../../scripts/redact_secrets}"
+REDACT_SECRETS="${REDACT_SECRETS:-$REPO/scripts/redact_secrets}"
 
 setup() {
-  export HOME="$BATS_TEST_TMPDIR/home"
-  mkdir -p "$HOME"
-  cd "$BATS_TEST_TMPDIR"
+  in_test_home
 }
 
 write_dirty_manifest() {
