@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 from support import ROOT as REPO_ROOT
+from support.specs import multi_node_spec
 
 from kubectl_tao.core import kubelet_text, render
 from kubectl_tao.core.errors import UsageError
@@ -15,16 +16,7 @@ BARRIER = (ROOT / "templates/k8s/rendezvous-barrier.sh").read_text()
 
 
 def make(**options):
-    values = {
-        "image": "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt",
-        "command": "dino train -e /workspace/specs/train.yaml",
-        "record_id": "dino-train-1a2b3c",
-        "pvc": "shared-rwx",
-        "gpus": 8,
-        "nodes": 4,
-        **options,
-    }
-    return render.spec_from_options(**values)
+    return multi_node_spec(4, **options)
 
 
 def objects_of(spec):
