@@ -9,42 +9,13 @@ setup() {
   in_test_home
 }
 
+# write_dirty_manifest: job.yaml, a Job whose env holds one credential as a literal value
 write_dirty_manifest() {
-  cat >job.yaml <<'YAML'
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: j
-spec:
-  template:
-    spec:
-      containers:
-      - name: tao
-        image: busybox
-        env:
-        - name: HF_TOKEN
-          value: plainvalue99
-        - name: TOKENIZERS_PARALLELISM
-          value: "false"
-YAML
+  cp "$BATS_TEST_DIRNAME/../fixtures/secrets/job-dirty.yaml" job.yaml
 }
 
 @test "lint of a clean manifest exits 0 and prints nothing" {
-  cat >clean.yaml <<'YAML'
-apiVersion: batch/v1
-kind: Job
-metadata: {name: j}
-spec:
-  template:
-    spec:
-      containers:
-      - name: tao
-        image: busybox
-        envFrom: [{secretRef: {name: tao-creds-j}}]
-        env:
-        - {name: HF_TOKEN, valueFrom: {secretKeyRef: {name: s, key: HF_TOKEN}}}
-        - {name: NGC_KEY, value: "$(NGC_KEY)"}
-YAML
+  cp "$BATS_TEST_DIRNAME/../fixtures/secrets/job-clean.yaml" clean.yaml
   run -0 "$REDACT_SECRETS" lint clean.yaml
   assert_output ""
 }
