@@ -37,12 +37,17 @@ both() {
   wait
 }
 
-@test "a rank killed by SIGKILL restarts the gang: both ranks exit 85 and the restart counts" {
-  both 'echo "attempt $TAO_ATTEMPT"; exec sleep 30' 'kill -9 $$'
+# restarted [--partial] LINE: both ranks exited with the restart code, and the first attempt's end says LINE
+restarted() {
   run cat rc-0 rc-1
   assert_output $'85\n85'
   run cat gang/end-1/line
-  assert_output "kubectl-tao attempt=1 rank=1 exit=137 decision=restart counted=1 reason=SIGKILL"
+  assert_output "$@"
+}
+
+@test "a rank killed by SIGKILL restarts the gang: both ranks exit 85 and the restart counts" {
+  both 'echo "attempt $TAO_ATTEMPT"; exec sleep 30' 'kill -9 $$'
+  restarted "kubectl-tao attempt=1 rank=1 exit=137 decision=restart counted=1 reason=SIGKILL"
   assert [ -f gang/end-1/counted ]
   run cat out-0
   assert_output --partial "attempt 1"
@@ -80,10 +85,7 @@ both() {
 @test "a final-looking failure that echoes a peer's crash follows the peer's restart" {
   # rank 0 fails with 1 at once (its collective lost rank 1); rank 1 dies of SIGSEGV a moment later
   both 'sleep 0.5; exit 1' 'sleep 1; kill -11 $$'
-  run cat rc-0 rc-1
-  assert_output $'85\n85'
-  run cat gang/end-1/line
-  assert_output --partial "rank=1 exit=139 decision=restart counted=1 reason=SIGSEGV"
+  restarted --partial "rank=1 exit=139 decision=restart counted=1 reason=SIGSEGV"
 }
 
 @test "once the restarts are used the next retryable failure ends the job" {
@@ -180,10 +182,7 @@ both() {
 
 @test "a rank that prints an NCCL system error and exits 1 restarts the gang, the cause is the reason" {
   both 'exec sleep 30' "cat '$FAILURES/nccl-system-error--ib-reg-mr.rank0.log'; exit 1"
-  run cat rc-0 rc-1
-  assert_output $'85\n85'
-  run cat gang/end-1/line
-  assert_output "kubectl-tao attempt=1 rank=1 exit=1 decision=restart counted=1 reason=NcclSystemError"
+  restarted "kubectl-tao attempt=1 rank=1 exit=1 decision=restart counted=1 reason=NcclSystemError"
   assert [ -f gang/end-1/counted ]
   run cat out-1
   assert_output --partial "rank 1: its output shows NcclSystemError (ERR_INFRA)"
