@@ -37,6 +37,18 @@ both() {
   wait
 }
 
+# torchrun_rank_1 BODY: rank 1 launched by a torchrun that runs BODY (sh), beside a rank 0 that waits
+torchrun_rank_1() {
+  mkdir -p fakes
+  printf '#!/bin/sh\n%s\n' "$1" >fakes/torchrun
+  chmod +x fakes/torchrun
+  export PATH="$BATS_TEST_TMPDIR/fakes:$PATH" NPROC_PER_NODE=1 MASTER_ADDR=job-0.job MASTER_PORT=29500
+  ( rc=0; NODE_RANK=1 TAO_TERMINATION_LOG=/dev/null sh "$ENTRY" barrier torchrun train.py >out-1 2>&1 || rc=$?
+    echo "$rc" >rc-1 ) &
+  rank 0 'exec sleep 30'
+  wait
+}
+
 # restarted [--partial] LINE: both ranks exited with the restart code, and the first attempt's end says LINE
 restarted() {
   run cat rc-0 rc-1
@@ -150,14 +162,7 @@ restarted() {
 }
 
 @test "torchrun's exit 1 for a worker killed by a signal is read from its failure summary and retried" {
-  mkdir -p fakes
-  printf '#!/bin/sh\necho "  rank      : 1 (local_rank: 0)"\necho "  exitcode  : -9 (pid: 4242)" >&2\nexit 1\n' >fakes/torchrun
-  chmod +x fakes/torchrun
-  export PATH="$BATS_TEST_TMPDIR/fakes:$PATH" NPROC_PER_NODE=1 MASTER_ADDR=job-0.job MASTER_PORT=29500
-  ( rc=0; NODE_RANK=1 TAO_TERMINATION_LOG=/dev/null sh "$ENTRY" barrier torchrun train.py >out-1 2>&1 || rc=$?
-    echo "$rc" >rc-1 ) &
-  rank 0 'exec sleep 30'
-  wait
+  torchrun_rank_1 'echo "  rank      : 1 (local_rank: 0)"; echo "  exitcode  : -9 (pid: 4242)" >&2; exit 1'
   run cat rc-1 rc-0
   assert_output $'85\n85'
   run cat gang/end-1/line
@@ -166,14 +171,7 @@ restarted() {
 }
 
 @test "torchrun's exit 1 for a worker's own error stays a program error" {
-  mkdir -p fakes
-  printf '#!/bin/sh\necho "  exitcode  : 1 (pid: 4242)" >&2\nexit 1\n' >fakes/torchrun
-  chmod +x fakes/torchrun
-  export PATH="$BATS_TEST_TMPDIR/fakes:$PATH" NPROC_PER_NODE=1 MASTER_ADDR=job-0.job MASTER_PORT=29500
-  ( rc=0; NODE_RANK=1 TAO_TERMINATION_LOG=/dev/null sh "$ENTRY" barrier torchrun train.py >out-1 2>&1 || rc=$?
-    echo "$rc" >rc-1 ) &
-  rank 0 'exec sleep 30'
-  wait
+  torchrun_rank_1 'echo "  exitcode  : 1 (pid: 4242)" >&2; exit 1'
   run cat rc-1
   assert_output 1
   run cat gang/end-1/line
