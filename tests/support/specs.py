@@ -3,9 +3,13 @@ only what it changes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from kubectl_tao.core import render
+from kubectl_tao.core.errors import UsageError
 
 # a multi-node TAO train on a shared ReadWriteMany claim, 8 GPUs a node
 MULTI_NODE_TRAIN: dict[str, Any] = {
@@ -20,3 +24,10 @@ MULTI_NODE_TRAIN: dict[str, Any] = {
 def multi_node_spec(nodes: int, /, **options: Any) -> Any:
     """MULTI_NODE_TRAIN on NODES nodes, with OPTIONS (spec_from_options' keywords; a `nodes` there wins) over it."""
     return render.spec_from_options(**{**MULTI_NODE_TRAIN, "nodes": nodes, **options})
+
+
+def refusal(make: Callable[..., Any], **options: Any) -> UsageError:
+    """The UsageError MAKE(**OPTIONS) raises: a spec the flags' checks refuse."""
+    with pytest.raises(UsageError) as info:
+        make(**options)
+    return info.value
