@@ -2188,24 +2188,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     info: dict[str, Any] = {}
     rec = Recorder(rows, command, [])
     failed = ""
+
+    def run_phase(name: str, *steps: Callable[[], object]) -> None:
+        """The phase NAME, when asked for: its steps in order, timed and noted as one phase."""
+        if name in only:
+            with rec.phase(name):
+                for step in steps:
+                    step()
+
     try:
         facts = machine(b, cluster=cluster)
         rec.facts = [f for f in facts if not f[0].startswith("load average")]
-        if "redaction" in only:
-            with rec.phase("redaction"):
-                bench_redaction(b, rows)
-        if "progress" in only:
-            with rec.phase("progress"):
-                bench_progress(b, rows)
-        if "startup" in only:
-            with rec.phase("startup"):
-                bench_startup(b, rows, info)
-        if "instructions" in only:
-            with rec.phase("instructions"):
-                bench_instructions(b, rows)
-        if "peers" in only and not args.no_peers:
-            with rec.phase("peers"):
-                bench_peers(b, rows)
+        run_phase("redaction", lambda: bench_redaction(b, rows))
+        run_phase("progress", lambda: bench_progress(b, rows))
+        run_phase("startup", lambda: bench_startup(b, rows, info))
+        run_phase("instructions", lambda: bench_instructions(b, rows))
+        if not args.no_peers:
+            run_phase("peers", lambda: bench_peers(b, rows))
         for nodes, pods in capacity_sizes if "capacity" in only else []:
             with rec.phase(f"capacity {nodes}x{pods}"):
                 bench_capacity(b, rows, nodes, pods)
@@ -2225,22 +2224,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     with rec.phase("verbs"):
                         verbs = bench_verbs(b, ns, state, status_id)
             b.drop_namespace(ns, wait=True)  # list counts every kubectl-tao object in the cluster: start clean
-        if "explain" in only:
-            with rec.phase("explain"):
-                bench_explain(b, rows)
-        if "progress-status" in only:
-            with rec.phase("progress-status"):
-                bench_progress_status(b, rows)
-        if "top" in only:
-            with rec.phase("top"):
-                bench_top(b, rows)
-        if "data" in only:
-            with rec.phase("data"):
-                bench_data(b, rows, args.data_files, args.data_mib)
-        if "list" in only:
-            with rec.phase("list"):
-                bench_list_history(b, rows)
-                bench_list(b, rows, sizes, args.parallel, info)
+        run_phase("explain", lambda: bench_explain(b, rows))
+        run_phase("progress-status", lambda: bench_progress_status(b, rows))
+        run_phase("top", lambda: bench_top(b, rows))
+        run_phase("data", lambda: bench_data(b, rows, args.data_files, args.data_mib))
+        run_phase("list", lambda: bench_list_history(b, rows), lambda: bench_list(b, rows, sizes, args.parallel, info))
     except (BenchError, subprocess.TimeoutExpired) as exc:
         failed = str(exc)
         log(f"FAILED: {failed}")

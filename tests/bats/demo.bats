@@ -3,12 +3,9 @@
 # real nodes: the demo refuses before its first step, naming the steps that could not run. The demo itself,
 # every step on the real cluster, is tests/e2e/test_demo.py.
 
-bats_require_minimum_version 1.5.0
+load common
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
-
-DEMO="${DEMO:-$BATS_TEST_DIRNAME/../../scripts/demo}"
+DEMO="${DEMO:-$REPO/scripts/demo}"
 
 setup() {
   repo="$BATS_TEST_TMPDIR/repo"

@@ -3,22 +3,14 @@
 # processes sharing one restart directory, as two pods share the job's volume; the barrier is off. Programs
 # `exec` their last command: outside a container (not PID 1) the entrypoint stops its child only.
 
-bats_require_minimum_version 1.5.0
+load common
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
-
-ENTRY="$BATS_TEST_DIRNAME/../../templates/k8s/gang-restart-entrypoint.sh"
+ENTRY="$REPO/templates/k8s/gang-restart-entrypoint.sh"
 FAILURES="$BATS_TEST_DIRNAME/../fixtures/failures"
 
 setup_file() {
-  # the table of exit codes and the signs as submit renders them (restarts/table.py; restarts/signs.py, from
-  # diagnosis/causes.py's table)
-  TAO_EXIT_CODES=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
-    'from kubectl_tao.restarts import table; print(table.pod_text())')
-  TAO_RETRY_SIGNS=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
-    'from kubectl_tao.restarts import signs; print(signs.signs_text())')
-  export TAO_EXIT_CODES TAO_RETRY_SIGNS
+  export_exit_codes
+  export_retry_signs
 }
 
 # table_code NAME: the number the table gives NAME
@@ -45,12 +37,29 @@ both() {
   wait
 }
 
-@test "a rank killed by SIGKILL restarts the gang: both ranks exit 85 and the restart counts" {
-  both 'echo "attempt $TAO_ATTEMPT"; exec sleep 30' 'kill -9 $$'
+# torchrun_rank_1 BODY: rank 1 launched by a torchrun that runs BODY (sh), beside a rank 0 that waits
+torchrun_rank_1() {
+  mkdir -p fakes
+  printf '#!/bin/sh\n%s\n' "$1" >fakes/torchrun
+  chmod +x fakes/torchrun
+  export PATH="$BATS_TEST_TMPDIR/fakes:$PATH" NPROC_PER_NODE=1 MASTER_ADDR=job-0.job MASTER_PORT=29500
+  ( rc=0; NODE_RANK=1 TAO_TERMINATION_LOG=/dev/null sh "$ENTRY" barrier torchrun train.py >out-1 2>&1 || rc=$?
+    echo "$rc" >rc-1 ) &
+  rank 0 'exec sleep 30'
+  wait
+}
+
+# restarted [--partial] LINE: both ranks exited with the restart code, and the first attempt's end says LINE
+restarted() {
   run cat rc-0 rc-1
   assert_output $'85\n85'
   run cat gang/end-1/line
-  assert_output "kubectl-tao attempt=1 rank=1 exit=137 decision=restart counted=1 reason=SIGKILL"
+  assert_output "$@"
+}
+
+@test "a rank killed by SIGKILL restarts the gang: both ranks exit 85 and the restart counts" {
+  both 'echo "attempt $TAO_ATTEMPT"; exec sleep 30' 'kill -9 $$'
+  restarted "kubectl-tao attempt=1 rank=1 exit=137 decision=restart counted=1 reason=SIGKILL"
   assert [ -f gang/end-1/counted ]
   run cat out-0
   assert_output --partial "attempt 1"
@@ -88,10 +97,7 @@ both() {
 @test "a final-looking failure that echoes a peer's crash follows the peer's restart" {
   # rank 0 fails with 1 at once (its collective lost rank 1); rank 1 dies of SIGSEGV a moment later
   both 'sleep 0.5; exit 1' 'sleep 1; kill -11 $$'
-  run cat rc-0 rc-1
-  assert_output $'85\n85'
-  run cat gang/end-1/line
-  assert_output --partial "rank=1 exit=139 decision=restart counted=1 reason=SIGSEGV"
+  restarted --partial "rank=1 exit=139 decision=restart counted=1 reason=SIGSEGV"
 }
 
 @test "once the restarts are used the next retryable failure ends the job" {
@@ -156,14 +162,7 @@ both() {
 }
 
 @test "torchrun's exit 1 for a worker killed by a signal is read from its failure summary and retried" {
-  mkdir -p fakes
-  printf '#!/bin/sh\necho "  rank      : 1 (local_rank: 0)"\necho "  exitcode  : -9 (pid: 4242)" >&2\nexit 1\n' >fakes/torchrun
-  chmod +x fakes/torchrun
-  export PATH="$BATS_TEST_TMPDIR/fakes:$PATH" NPROC_PER_NODE=1 MASTER_ADDR=job-0.job MASTER_PORT=29500
-  ( rc=0; NODE_RANK=1 TAO_TERMINATION_LOG=/dev/null sh "$ENTRY" barrier torchrun train.py >out-1 2>&1 || rc=$?
-    echo "$rc" >rc-1 ) &
-  rank 0 'exec sleep 30'
-  wait
+  torchrun_rank_1 'echo "  rank      : 1 (local_rank: 0)"; echo "  exitcode  : -9 (pid: 4242)" >&2; exit 1'
   run cat rc-1 rc-0
   assert_output $'85\n85'
   run cat gang/end-1/line
@@ -172,14 +171,7 @@ both() {
 }
 
 @test "torchrun's exit 1 for a worker's own error stays a program error" {
-  mkdir -p fakes
-  printf '#!/bin/sh\necho "  exitcode  : 1 (pid: 4242)" >&2\nexit 1\n' >fakes/torchrun
-  chmod +x fakes/torchrun
-  export PATH="$BATS_TEST_TMPDIR/fakes:$PATH" NPROC_PER_NODE=1 MASTER_ADDR=job-0.job MASTER_PORT=29500
-  ( rc=0; NODE_RANK=1 TAO_TERMINATION_LOG=/dev/null sh "$ENTRY" barrier torchrun train.py >out-1 2>&1 || rc=$?
-    echo "$rc" >rc-1 ) &
-  rank 0 'exec sleep 30'
-  wait
+  torchrun_rank_1 'echo "  exitcode  : 1 (pid: 4242)" >&2; exit 1'
   run cat rc-1
   assert_output 1
   run cat gang/end-1/line
@@ -188,10 +180,7 @@ both() {
 
 @test "a rank that prints an NCCL system error and exits 1 restarts the gang, the cause is the reason" {
   both 'exec sleep 30' "cat '$FAILURES/nccl-system-error--ib-reg-mr.rank0.log'; exit 1"
-  run cat rc-0 rc-1
-  assert_output $'85\n85'
-  run cat gang/end-1/line
-  assert_output "kubectl-tao attempt=1 rank=1 exit=1 decision=restart counted=1 reason=NcclSystemError"
+  restarted "kubectl-tao attempt=1 rank=1 exit=1 decision=restart counted=1 reason=NcclSystemError"
   assert [ -f gang/end-1/counted ]
   run cat out-1
   assert_output --partial "rank 1: its output shows NcclSystemError (ERR_INFRA)"

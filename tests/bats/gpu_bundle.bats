@@ -4,12 +4,8 @@
 # (exit 2) before anything is built, and nothing in it is removed. Nothing here builds a bundle: a folder that
 # passes goes on to the host checks, which a PATH without containerd stops (exit 1).
 
-bats_require_minimum_version 1.5.0
+load common
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
-
-REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
 BUILD_GPU_BUNDLE="${BUILD_GPU_BUNDLE:-$REPO/scripts/build-gpu-bundle}"
 MARKER_TEXT="kubectl-tao GPU bundle 1: scripts/build-gpu-bundle replaces this folder only while this file, its line in SHA256SUMS and the bundle's own files are all it holds"
 

@@ -4,12 +4,9 @@
 # The built bundle itself (its size, and the same stop after unpacking) is checked by tests/e2e/test_gpu_bundle.py,
 # which builds one.
 
-bats_require_minimum_version 1.5.0
+load common
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
-
-GPU_SMOKE="$BATS_TEST_DIRNAME/../../scripts/gpu-smoke"
+GPU_SMOKE="$REPO/scripts/gpu-smoke"
 
 setup() {
   # short: the cluster's unix sockets would live under it (gpu-smoke refuses more than 22 characters)

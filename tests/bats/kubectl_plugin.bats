@@ -2,12 +2,8 @@
 # The plugin driven through the real kubectl: discovery on PATH, `kubectl tao ...`, exit codes, completion.
 # KUBECTL_TAO (the plugin under test) and KUBECTL (the kubectl binary) may be overridden to test other builds.
 
-bats_require_minimum_version 1.5.0
+load common
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
-
-REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
 KUBECTL_TAO="${KUBECTL_TAO:-$REPO/kubectl-tao}"
 COMPLETE_TAO="${COMPLETE_TAO:-$REPO/scripts/kubectl_complete-tao}"
 # shellcheck source=../../cluster/versions.env

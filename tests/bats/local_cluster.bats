@@ -2,13 +2,10 @@
 # scripts/local-cluster and scripts/build-local-cluster: usage, the kind provider's preflight, and the
 # commands that must work (or fail clearly) when no cluster is up. Nothing here starts a cluster.
 
-bats_require_minimum_version 1.5.0
+load common
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
-
-LOCAL_CLUSTER="${LOCAL_CLUSTER:-$BATS_TEST_DIRNAME/../../scripts/local-cluster}"
-BUILD_LOCAL_CLUSTER="${BUILD_LOCAL_CLUSTER:-$BATS_TEST_DIRNAME/../../scripts/build-local-cluster}"
+LOCAL_CLUSTER="${LOCAL_CLUSTER:-$REPO/scripts/local-cluster}"
+BUILD_LOCAL_CLUSTER="${BUILD_LOCAL_CLUSTER:-$REPO/scripts/build-local-cluster}"
 
 setup() {
   export HOME="$BATS_TEST_TMPDIR/home"
@@ -159,13 +156,13 @@ setup() {
   assert_equal "$stderr" "local-cluster: $KUBECTL_TAO_CLUSTER_DIR does not look like a local-cluster data directory; not removing it"
   assert_output ""
   [ -f "$KUBECTL_TAO_CLUSTER_DIR/precious.txt" ] && [ -f "$KUBECTL_TAO_CLUSTER_DIR/notes/more.txt" ]
-  [ ! -e "$KUBECTL_TAO_CACHE/k8s-$(. "$BATS_TEST_DIRNAME/../../cluster/versions.env"; echo "$K8S_VERSION")" ]
+  [ ! -e "$KUBECTL_TAO_CACHE/k8s-$(. "$REPO/cluster/versions.env"; echo "$K8S_VERSION")" ]
 }
 
 @test "up refuses a copy of the repository's scripts/ folder as its data directory" {
   # a copy: were the guard ever lost, up would remove the folder at once
   local scripts=$BATS_TEST_TMPDIR/scripts before
-  cp -r "$BATS_TEST_DIRNAME/../../scripts" "$scripts"
+  cp -r "$REPO/scripts" "$scripts"
   before=$(ls -A "$scripts")
   KUBECTL_TAO_CLUSTER_DIR=$scripts run --separate-stderr "$LOCAL_CLUSTER" up
   assert_failure 1
@@ -244,7 +241,7 @@ setup() {
 }
 
 @test "build-local-cluster: stamps from another recipe do not count as cached" {
-  . "$BATS_TEST_DIRNAME/../../cluster/versions.env"
+  . "$REPO/cluster/versions.env"
   # Stamps with a different recipe do not count as cached.
   for d in "k8s-$K8S_VERSION" "etcd-$ETCD_VERSION" "kwok-$KWOK_VERSION"; do
     mkdir -p "$KUBECTL_TAO_CACHE/$d"
@@ -255,7 +252,7 @@ setup() {
 }
 
 @test "KUBECTL_TAO_K8S_VERSION must be one of the versions in cluster/versions.env" {
-  . "$BATS_TEST_DIRNAME/../../cluster/versions.env"
+  . "$REPO/cluster/versions.env"
   KUBECTL_TAO_K8S_VERSION=v1.30.0 run "$LOCAL_CLUSTER" up
   assert_failure 2
   assert_output "local-cluster: KUBECTL_TAO_K8S_VERSION must be one of ${K8S_VERSIONS//,/, }, got 'v1.30.0'"
@@ -264,12 +261,12 @@ setup() {
   assert_output --partial "build-local-cluster: KUBECTL_TAO_K8S_VERSION must be one of"
   # Every listed version has its own module file for the build.
   for v in ${K8S_VERSIONS//,/ }; do
-    grep -qE "^[[:space:]]*k8s.io/kubernetes $v\$" "$BATS_TEST_DIRNAME/../../cluster/k8s-$v.mod"
+    grep -qE "^[[:space:]]*k8s.io/kubernetes $v\$" "$REPO/cluster/k8s-$v.mod"
   done
 }
 
 @test "commands after up use the version up recorded; another explicit version is refused" {
-  . "$BATS_TEST_DIRNAME/../../cluster/versions.env"
+  . "$REPO/cluster/versions.env"
   other=${K8S_VERSIONS##*,}
   [ "$other" != "$K8S_VERSION" ]
   mkdir -p "$KUBECTL_TAO_CLUSTER_DIR"
@@ -301,7 +298,7 @@ setup() {
     alive sleeper && echo "alive at once"
     terminate 1 sleeper
     alive sleeper || echo "gone after terminate"
-  ' _ "$BATS_TEST_TMPDIR/data" "$BATS_TEST_DIRNAME/../../scripts/local-cluster-processes.sh"
+  ' _ "$BATS_TEST_TMPDIR/data" "$REPO/scripts/local-cluster-processes.sh"
   assert_output "alive at once
 gone after terminate"
 }

@@ -2,18 +2,12 @@
 # The fixed POSIX-sh scripts the manifests run in the pod: tier C fetch and run/upload, and the
 # multi-node rank entrypoint. Fakes for aws / torchrun log their argv; user text must arrive as data.
 
-bats_require_minimum_version 1.5.0
+load common
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
-
-K8S="$BATS_TEST_DIRNAME/../../templates/k8s"
+K8S="$REPO/templates/k8s"
 
 setup_file() {
-  # the table of exit codes as submit renders it into the pod (restarts/table.py)
-  TAO_EXIT_CODES=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
-    'from kubectl_tao.restarts import table; print(table.pod_text())')
-  export TAO_EXIT_CODES
+  export_exit_codes
 }
 
 setup() {
@@ -36,6 +30,13 @@ fake() {
   chmod +x "fakes/$1"
 }
 
+# call NAME ARG...: the lines fakes/NAME logs for one call with ARGs
+call() {
+  printf '%s:\n' "$1"
+  shift
+  printf '  [%s]\n' "$@"
+}
+
 run_wrapper() { PATH="$BATS_TEST_TMPDIR/fakes:$PATH" sh -c "$(cat "$K8S/tier-c-run.sh")" kubectl-tao "$@"; }
 fetch() { PATH="$BATS_TEST_TMPDIR/fakes:$PATH" sh -c "$(cat "$K8S/tier-c-fetch.sh")" fetch-inputs "$@"; }
 rank() { PATH="$BATS_TEST_TMPDIR/fakes:$PATH" sh -c "$(cat "$K8S/indexed-rank-entrypoint.sh")" kubectl-tao "$@"; }
@@ -47,15 +48,8 @@ rank() { PATH="$BATS_TEST_TMPDIR/fakes:$PATH" sh -c "$(cat "$K8S/indexed-rank-en
   run -3 run_wrapper 'echo out > "$TAO_RESULTS_ROOT/m.txt"; exit 3'
   [ -f ws/results/m.txt ]
   run cat "$CALLS"
-  assert_output "aws:
-  [s3]
-  [cp]
-  [--recursive]
-  [--only-show-errors]
-  [--exclude]
-  [.tao/*]
-  [$TAO_WORKSPACE/results/]
-  [s3://bkt/results/run-1/]"
+  assert_output "$(call aws s3 cp --recursive --only-show-errors --exclude '.tao/*' "$TAO_WORKSPACE/results/" \
+    s3://bkt/results/run-1/)"
 }
 
 @test "tier C: extra excludes are passed as data, never evaluated" {
@@ -155,25 +149,11 @@ rank() { PATH="$BATS_TEST_TMPDIR/fakes:$PATH" sh -c "$(cat "$K8S/indexed-rank-en
   run -0 fetch 's3://bkt/datasets/coco/' 's3://bkt/specs/train spec.yaml' 's3://bkt/$(id)'
   [ -d ws/inputs ] && [ -d ws/results ] && [ -d ws/.kubectl-tao ]
   run cat "$CALLS"
-  assert_output "aws:
-  [s3]
-  [cp]
-  [--recursive]
-  [--only-show-errors]
-  [s3://bkt/datasets/coco/]
-  [$TAO_WORKSPACE/inputs/coco/]
-aws:
-  [s3]
-  [cp]
-  [--only-show-errors]
-  [s3://bkt/specs/train spec.yaml]
-  [$TAO_WORKSPACE/inputs/train spec.yaml]
-aws:
-  [s3]
-  [cp]
-  [--only-show-errors]
-  [s3://bkt/\$(id)]
-  [$TAO_WORKSPACE/inputs/\$(id)]"
+  assert_output "$(
+    call aws s3 cp --recursive --only-show-errors s3://bkt/datasets/coco/ "$TAO_WORKSPACE/inputs/coco/"
+    call aws s3 cp --only-show-errors 's3://bkt/specs/train spec.yaml' "$TAO_WORKSPACE/inputs/train spec.yaml"
+    call aws s3 cp --only-show-errors 's3://bkt/$(id)' "$TAO_WORKSPACE/inputs/\$(id)"
+  )"
 }
 
 @test "tier C fetch: a failed download fails the init container" {

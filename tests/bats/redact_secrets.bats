@@ -1,55 +1,21 @@
 #!/usr/bin/env bats
 # scripts/redact_secrets: the secret linter, driven through the real script.
 
-bats_require_minimum_version 1.5.0
+load common
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
-
-REDACT_SECRETS="${REDACT_SECRETS:-$BATS_TEST_DIRNAME/../../scripts/redact_secrets}"
+REDACT_SECRETS="${REDACT_SECRETS:-$REPO/scripts/redact_secrets}"
 
 setup() {
-  export HOME="$BATS_TEST_TMPDIR/home"
-  mkdir -p "$HOME"
-  cd "$BATS_TEST_TMPDIR"
+  in_test_home
 }
 
+# write_dirty_manifest: job.yaml, a Job whose env holds one credential as a literal value
 write_dirty_manifest() {
-  cat >job.yaml <<'YAML'
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: j
-spec:
-  template:
-    spec:
-      containers:
-      - name: tao
-        image: busybox
-        env:
-        - name: HF_TOKEN
-          value: plainvalue99
-        - name: TOKENIZERS_PARALLELISM
-          value: "false"
-YAML
+  cp "$BATS_TEST_DIRNAME/../fixtures/secrets/job-dirty.yaml" job.yaml
 }
 
 @test "lint of a clean manifest exits 0 and prints nothing" {
-  cat >clean.yaml <<'YAML'
-apiVersion: batch/v1
-kind: Job
-metadata: {name: j}
-spec:
-  template:
-    spec:
-      containers:
-      - name: tao
-        image: busybox
-        envFrom: [{secretRef: {name: tao-creds-j}}]
-        env:
-        - {name: HF_TOKEN, valueFrom: {secretKeyRef: {name: s, key: HF_TOKEN}}}
-        - {name: NGC_KEY, value: "$(NGC_KEY)"}
-YAML
+  cp "$BATS_TEST_DIRNAME/../fixtures/secrets/job-clean.yaml" clean.yaml
   run -0 "$REDACT_SECRETS" lint clean.yaml
   assert_output ""
 }

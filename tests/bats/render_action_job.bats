@@ -1,24 +1,14 @@
 #!/usr/bin/env bats
 # scripts/render_action_job: name, materialize-config and render, driven through the real script.
 
-bats_require_minimum_version 1.5.0
+load common
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
-
-RENDER_ACTION_JOB="${RENDER_ACTION_JOB:-$BATS_TEST_DIRNAME/../../scripts/render_action_job}"
+RENDER_ACTION_JOB="${RENDER_ACTION_JOB:-$REPO/scripts/render_action_job}"
 FIXTURES="$BATS_TEST_DIRNAME/../fixtures/action"
 
 setup() {
-  export HOME="$BATS_TEST_TMPDIR/home"
-  mkdir -p "$HOME"
+  in_test_home
   unset TAO_K8S_NAMESPACE
-  cd "$BATS_TEST_TMPDIR"
-}
-
-# query FILE EXPR: evaluate a Python expression over `docs`, the JSON documents of a rendered manifest.
-query() {
-  python3 -c 'import sys, yaml; docs=[d for d in yaml.safe_load_all(open(sys.argv[1])) if d is not None]; print(eval(sys.argv[2]))' "$1" "$2"
 }
 
 render_args() {

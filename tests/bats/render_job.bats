@@ -1,23 +1,14 @@
 #!/usr/bin/env bats
 # scripts/render_job: single-pod and multi-node manifests from flags, driven through the real script.
 
-bats_require_minimum_version 1.5.0
+load common
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
-
-RENDER_JOB="${RENDER_JOB:-$BATS_TEST_DIRNAME/../../scripts/render_job}"
+RENDER_JOB="${RENDER_JOB:-$REPO/scripts/render_job}"
 IMAGE=nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt
 
 setup() {
-  export HOME="$BATS_TEST_TMPDIR/home"
-  mkdir -p "$HOME"
+  in_test_home
   unset TAO_K8S_NAMESPACE
-  cd "$BATS_TEST_TMPDIR"
-}
-
-query() {
-  python3 -c 'import sys, yaml; docs=[d for d in yaml.safe_load_all(open(sys.argv[1])) if d is not None]; print(eval(sys.argv[2]))' "$1" "$2"
 }
 
 @test "one node renders one Job on the PVC" {

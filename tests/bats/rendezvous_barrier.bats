@@ -1,18 +1,12 @@
 #!/usr/bin/env bats
 # templates/k8s/rendezvous-barrier.sh: the multi-node rendezvous barrier, with fake getent / nc.
 
-bats_require_minimum_version 1.5.0
+load common
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
-
-BARRIER="${BARRIER:-$BATS_TEST_DIRNAME/../../templates/k8s/rendezvous-barrier.sh}"
+BARRIER="${BARRIER:-$REPO/templates/k8s/rendezvous-barrier.sh}"
 
 setup_file() {
-  # the table of exit codes as submit renders it into the pod (restarts/table.py)
-  TAO_EXIT_CODES=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
-    'from kubectl_tao.restarts import table; print(table.pod_text())')
-  export TAO_EXIT_CODES
+  export_exit_codes
 }
 
 setup() {

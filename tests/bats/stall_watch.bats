@@ -2,20 +2,14 @@
 # templates/k8s/stall-watch.sh (--stall-timeout): the stall watch, as the single-pod job runs it and prepended to
 # the rank entrypoints, under dash (the strict POSIX shell most images have as sh) and bash.
 
-bats_require_minimum_version 1.5.0
+load common
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
-
-K8S="$BATS_TEST_DIRNAME/../../templates/k8s"
+K8S="$REPO/templates/k8s"
 WATCH="$K8S/stall-watch.sh"
 SHELLS="dash bash"
 
 setup_file() {
-  # the table of exit codes as submit renders it into the pod (restarts/table.py)
-  TAO_EXIT_CODES=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
-    'from kubectl_tao.restarts import table; print(table.pod_text())')
-  export TAO_EXIT_CODES
+  export_exit_codes
 }
 
 setup() {
@@ -152,9 +146,8 @@ watch() {
 
 # gang_env: one rank of a one-node gang with one restart, its signs as restarts/signs.py renders them.
 gang_env() {
-  TAO_RETRY_SIGNS=$(PYTHONPATH="$BATS_TEST_DIRNAME/../../lib" python3 -c \
-    'from kubectl_tao.restarts import signs; print(signs.signs_text())')
-  export TAO_RETRY_SIGNS NNODES=1 NODE_RANK=0 TAO_MAX_RESTARTS=1 RENDEZVOUS_TIMEOUT=0
+  export_retry_signs
+  export NNODES=1 NODE_RANK=0 TAO_MAX_RESTARTS=1 RENDEZVOUS_TIMEOUT=0
   export RENDEZVOUS_POLL_SECONDS=0.1 TAO_PEER_STOP_SECONDS=1 TAO_SETTLE_SECONDS=1
 }
 

@@ -1,18 +1,13 @@
 #!/usr/bin/env bats
 # scripts/tao_job_record: job records, driven through the real script with a fresh state dir per test.
 
-bats_require_minimum_version 1.5.0
+load common
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
-
-TAO_JOB_RECORD="${TAO_JOB_RECORD:-$BATS_TEST_DIRNAME/../../scripts/tao_job_record}"
+TAO_JOB_RECORD="${TAO_JOB_RECORD:-$REPO/scripts/tao_job_record}"
 
 setup() {
-  export HOME="$BATS_TEST_TMPDIR/home"
+  in_test_home
   export TAO_STATE_DIR="$BATS_TEST_TMPDIR/state"
-  mkdir -p "$HOME"
-  cd "$BATS_TEST_TMPDIR"
 }
 
 open_record() {
@@ -150,7 +145,7 @@ json_field() { # json_field FILE EXPR: evaluate a Python expression over the rec
 }
 
 @test "the reference's script names run the same tools, so its command lines work unchanged" {
-  scripts="$BATS_TEST_DIRNAME/../../scripts"
+  scripts="$REPO/scripts"
   run -0 "$scripts/tao_job_record.py" open --platform kubernetes --image busybox --network-arch dino \
     --action train --storage-tier A --results-dir /workspace/results/x
   id="$output"

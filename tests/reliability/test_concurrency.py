@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from support.cluster import STAY_RUNNING, Cluster, Tao, kubectl
+from support.fake_kubectl import open_kubernetes_record
 
 from kubectl_tao.store.records import RecordStore, schema_errors
 from kubectl_tao.store.transitions import TERMINAL_STATES
@@ -134,13 +135,8 @@ def test_50_concurrent_marks_on_one_record_stay_legal_and_never_tear(
 ) -> None:
     state_dir = tmp_path / "state"
     monkeypatch.setenv("TAO_STATE_DIR", str(state_dir))
-    record = RecordStore().open(
-        platform="kubernetes",
-        image="busybox:1.36",
-        network_arch="conc",
-        action="mark",
-        storage_tier="A",
-        results_dir="/workspace/results/conc",
+    record = open_kubernetes_record(
+        RecordStore(), image="busybox:1.36", network_arch="conc", action="mark", results_dir="/workspace/results/conc"
     )
     record_id = record.id
     # 40 workers move it between the live states, 10 try to end it (only one terminal state can win).

@@ -52,16 +52,20 @@ class Call:
     killed: bool = False
 
 
-def open_kubernetes_record(store: Any) -> Any:
-    """A kubernetes record opened in STORE as submit opens it (busybox, dino train, tier A)."""
-    return store.open(
-        platform="kubernetes",
-        image="busybox",
-        network_arch="dino",
-        action="train",
-        storage_tier="A",
-        results_dir="/workspace/results/x",
-    )
+RECORD_FIELDS = {
+    "platform": "kubernetes",
+    "image": "busybox",
+    "network_arch": "dino",
+    "action": "train",
+    "storage_tier": "A",
+    "results_dir": "/workspace/results/x",
+}
+
+
+def open_kubernetes_record(store: Any, **fields: Any) -> Any:
+    """A kubernetes record opened in STORE as submit opens it (busybox, dino train, tier A); FIELDS (store.open's
+    keywords) replace any of RECORD_FIELDS: another platform, image or results directory."""
+    return store.open(**{**RECORD_FIELDS, **fields})
 
 
 def review_answer(*, deny: tuple[str, ...] = ()) -> tuple[tuple[str, ...], str]:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import ROOT as REPO_ROOT
@@ -113,20 +114,25 @@ def test_callgrinds_instruction_count_is_read_from_its_summary() -> None:
     assert bl.collected_instructions("the program printed Collected : 12\n") is None
 
 
-def test_the_redaction_phase_needs_no_cluster_and_its_lines_end_with_a_token() -> None:
-    """bench/run.py --only redaction: lines of the asked size whose last word the redactor must find."""
+def _load_bench_run() -> Any:
     import importlib.util
-
-    from kubectl_tao.core.redact import REDACTED, redact_log_line
 
     spec = importlib.util.spec_from_file_location("bench_run", REPO_ROOT / "bench" / "run.py")
     assert spec and spec.loader
-    bench_run = importlib.util.module_from_spec(spec)
-    sys.modules["bench_run"] = bench_run  # its dataclasses look their module up
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_run"] = module  # its dataclasses look their module up
     try:
-        spec.loader.exec_module(bench_run)
+        spec.loader.exec_module(module)
     finally:
         del sys.modules["bench_run"]
+    return module
+
+
+def test_the_redaction_phase_needs_no_cluster_and_its_lines_end_with_a_token() -> None:
+    """bench/run.py --only redaction: lines of the asked size whose last word the redactor must find."""
+    from kubectl_tao.core.redact import REDACTED, redact_log_line
+
+    bench_run = _load_bench_run()
     assert "redaction" in bench_run.PHASES
     local = set(bench_run.LOCAL_PHASES)
     assert local == {"redaction", "progress"}
@@ -190,20 +196,6 @@ def _phase(command: str, *rows: list[str], started: str = "2026-12-06T16:40:00Z"
         "tables": [],
         "notes": ["a note of the run"],
     }
-
-
-def _load_bench_run() -> object:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_run", REPO_ROOT / "bench" / "run.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_run"] = module  # its dataclasses look their module up
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules["bench_run"]
-    return module
 
 
 def test_the_results_file_sits_next_to_the_markdown_file() -> None:
@@ -324,17 +316,7 @@ def test_a_target_row_shows_its_reference_beside_the_figure() -> None:
 
 @pytest.fixture(scope="module")
 def bench_run() -> object:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_run", REPO_ROOT / "bench" / "run.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_run"] = module  # its dataclasses look their module up
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules["bench_run"]
-    return module
+    return _load_bench_run()
 
 
 def test_the_progress_status_and_top_phases_are_phases_that_need_the_cluster(bench_run: object) -> None:

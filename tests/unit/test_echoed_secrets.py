@@ -69,11 +69,17 @@ def test_env_file_keys_that_may_hold_a_value_are_not_echoed(line: str) -> None:
     assert CANARY not in str(info.value) and TOKEN not in str(info.value)
 
 
+def _submit_refusing_env_file(cli: Any, path: Path, text: str) -> tuple[str, str]:
+    """submit --env-file PATH holding TEXT: refused as bad input (exit 2); its stdout and stderr."""
+    path.write_text(text, encoding="utf-8")
+    code, out, err = cli(*SUBMIT, "--env-file", str(path))
+    assert code == 2
+    return out, err
+
+
 def test_env_file_from_the_cli_never_echoes_the_key(cli: Any, tmp_path: Path) -> None:
-    env_file = tmp_path / "c.env"
-    env_file.write_text(f"HF_TOKEN:{CANARY}=x\n", encoding="utf-8")
-    code, out, err = cli(*SUBMIT, "--env-file", str(env_file))
-    assert code == 2 and CANARY not in out + err
+    out, err = _submit_refusing_env_file(cli, tmp_path / "c.env", f"HF_TOKEN:{CANARY}=x\n")
+    assert CANARY not in out + err
     assert "c.env:1: the key (character 9 (':')) is not a valid variable name" in err
 
 
@@ -156,10 +162,8 @@ def test_a_value_pasted_into_a_flag_is_named_by_position_never_quoted(
 
 
 def test_an_env_file_key_holding_a_pasted_value_is_named_by_line(cli: Any, tmp_path: Path) -> None:
-    env_file = tmp_path / "creds.env"
-    env_file.write_text(f"A=1\n{PASTED}=x\n", encoding="utf-8")
-    code, out, err = cli(*SUBMIT, "--env-file", str(env_file))
-    assert code == 2 and PASTED not in out + err
+    out, err = _submit_refusing_env_file(cli, tmp_path / "creds.env", f"A=1\n{PASTED}=x\n")
+    assert PASTED not in out + err
     assert "creds.env:2: the key (character 10 ('-')) is not a valid variable name" in err
 
 

@@ -94,3 +94,11 @@ def check_seconds(**given: float | None) -> None:
             flag = "--" + key.replace("_", "-")
             raise UsageError(f"{flag} {value:g}: give a positive number of seconds (leave {flag} out for no limit)")
 NoHeadersOption = typer.Option(False, "--no-headers", help="Omit the table header line.")
+
+
+def verb_group(name: str, help: str, epilog: str) -> typer.Typer:
+    """The typer app of a verb with subcommands (`probe nccl`, `record open`, `secret image-pull`): its help
+    when called bare, no completion of its own, plain-text help."""
+    return typer.Typer(
+        name=name, help=help, no_args_is_help=True, add_completion=False, rich_markup_mode=None, epilog=epilog
+    )

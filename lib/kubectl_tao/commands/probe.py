@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import DATA_FORMATS, VerbCommand, lazy_record_store, output_option, session
+from kubectl_tao.commands.common import DATA_FORMATS, VerbCommand, lazy_record_store, output_option, session, verb_group
 from kubectl_tao.commands.jobflags import typer_option
 
 EPILOG = """\b
@@ -43,14 +43,7 @@ multi-node submits still warn. On simulated nodes (KWOK) no container runs, and 
 probe's objects are accepted, placed one rank per node and complete.
 Exit codes: 0 pass, 1 fail or hang (or a gate refused it), 2 bad flags, 3 unreachable, 4 never fits."""
 
-probe_app = typer.Typer(
-    name="probe",
-    help="Check the cluster's multi-node plumbing with a small probe job.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    epilog=EPILOG,
-)
+probe_app = verb_group("probe", "Check the cluster's multi-node plumbing with a small probe job.", EPILOG)
 
 
 NCCL_ENV_OPTION = typer.Option(

@@ -6,7 +6,14 @@ from typing import Annotated
 
 import typer
 
-from kubectl_tao.commands.common import ACTION_FORMATS, NoHeadersOption, VerbCommand, output_option, record_store
+from kubectl_tao.commands.common import (
+    ACTION_FORMATS,
+    NoHeadersOption,
+    VerbCommand,
+    output_option,
+    record_store,
+    verb_group,
+)
 
 EPILOG = """\b
 Examples:
@@ -22,14 +29,7 @@ TAO skill bank's tao_job_record reads and writes. Exit codes: 0 ok, 1 illegal tr
 record file that cannot be used (not a regular file, over 16 MiB, nested too deep, not a record, another
 record's id: `list` skips such a file with a warning), 2 bad flags or values."""
 
-record_app = typer.Typer(
-    name="record",
-    help="Open, mark, show and list job records (the store tao_job_record shares).",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    epilog=EPILOG,
-)
+record_app = verb_group("record", "Open, mark, show and list job records (the store tao_job_record shares).", EPILOG)
 
 
 def _format(value: str, allowed: tuple[str, ...]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kubectl_tao.commands.common import VerbCommand, output_option, session
+from kubectl_tao.commands.common import VerbCommand, output_option, session, verb_group
 
 SECRET_FORMATS = ("table", "name", "json", "yaml")
 
@@ -25,13 +25,8 @@ app.kubernetes.io/managed-by=kubectl-tao) goes to `kubectl create -f -` on stdin
 name, the data is never read back. An existing Secret is refused unless --replace.
 Exit codes: 0 created or replaced, 1 kubectl refused it or it exists, 2 bad flags or key, 3 unreachable."""
 
-secret_app = typer.Typer(
-    name="secret",
-    help="Create the Secrets jobs use (image-pull credentials) from stdin, never argv.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    epilog=EPILOG,
+secret_app = verb_group(
+    "secret", "Create the Secrets jobs use (image-pull credentials) from stdin, never argv.", EPILOG
 )
 
 

@@ -35,19 +35,19 @@ class Tracked(Value):
 
     @property
     def namespace(self) -> str | None:
-        ns = self.extra.get("namespace")
-        if ns:
-            return str(ns)
-        ref = self.record.get("backend_ref") or ""
-        return ref.split("/", 1)[0] if "/" in ref else None
+        return self._kept_or_ref("namespace", 0)
 
     @property
     def job_name(self) -> str | None:
-        name = self.extra.get("job_name")
-        if name:
-            return str(name)
+        return self._kept_or_ref("job_name", 1)
+
+    def _kept_or_ref(self, key: str, part: int) -> str | None:
+        """The sibling file's KEY, else PART (0 namespace, 1 name) of the record's backend_ref NAMESPACE/NAME."""
+        kept = self.extra.get(key)
+        if kept:
+            return str(kept)
         ref = self.record.get("backend_ref") or ""
-        return ref.split("/", 1)[1] if "/" in ref else None
+        return ref.split("/", 1)[part] if "/" in ref else None
 
     @property
     def platform(self) -> str:

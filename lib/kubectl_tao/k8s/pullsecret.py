@@ -37,13 +37,7 @@ class Outcome(Value):
     action: str  # "created" or "replaced"
 
     def to_dict(self) -> dict[str, str]:
-        return {
-            "name": self.name,
-            "namespace": self.namespace,
-            "registry": self.registry,
-            "username": self.username,
-            "action": self.action,
-        }
+        return self.as_dict()
 
 
 def check_key(raw: str, origin: str) -> str:

@@ -75,14 +75,7 @@ class GpuUse(Value):
         return self.memory_used_mib < self.memory_total_mib * LOW_MEMORY_SHARE
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "uuid": self.uuid,
-            "utilization": self.utilization,
-            "memory_used_mib": self.memory_used_mib,
-            "memory_total_mib": self.memory_total_mib,
-            "idle": self.idle,
-        }
+        return {**self.as_dict(), "idle": self.idle}
 
 
 @record

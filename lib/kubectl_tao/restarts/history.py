@@ -35,15 +35,7 @@ class AttemptEnd(Value):
     reason: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "attempt": self.attempt,
-            "rank": self.rank,
-            "exit_code": self.exit_code,
-            "decision": self.decision,
-            "counted": self.counted,
-            "reason": self.reason,
-            "said": self.sentence(),
-        }
+        return {**self.as_dict(), "said": self.sentence()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AttemptEnd:

@@ -114,27 +114,38 @@ def test_record_ids_are_file_names_newest_first(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------------ scripts
 
 
-def test_bash_script_defines_and_registers_its_function(cli: Any) -> None:
-    code, out, _ = cli("completion", "bash")
+@pytest.mark.parametrize(
+    ("shell", "start", "parts"),
+    [
+        (
+            "bash",
+            "",
+            (
+                "_kubectl_tao_completion() {",
+                "complete -F _kubectl_tao_completion kubectl-tao",
+                "kubectl-tao completion __complete --",
+            ),
+        ),
+        ("zsh", "#compdef kubectl-tao\n", ("_kubectl-tao() {", "compdef _kubectl-tao kubectl-tao")),
+        (
+            "fish",
+            "",
+            (
+                "function __kubectl_tao_complete",
+                "complete -c kubectl-tao -f -a '(__kubectl_tao_complete)'",
+                "kubectl-tao completion __complete -- $words \"$current\"",
+            ),
+        ),
+    ],
+)
+def test_each_shells_script_defines_and_registers_its_function(
+    cli: Any, shell: str, start: str, parts: tuple[str, ...]
+) -> None:
+    code, out, _ = cli("completion", shell)
     assert code == 0
-    assert "_kubectl_tao_completion() {" in out
-    assert "complete -F _kubectl_tao_completion kubectl-tao" in out
-    assert "kubectl-tao completion __complete --" in out
-
-
-def test_zsh_script_defines_and_registers_its_function(cli: Any) -> None:
-    code, out, _ = cli("completion", "zsh")
-    assert code == 0
-    assert out.startswith("#compdef kubectl-tao\n")
-    assert "_kubectl-tao() {" in out and "compdef _kubectl-tao kubectl-tao" in out
-
-
-def test_fish_script_defines_its_function_and_registers_it(cli: Any) -> None:
-    code, out, _ = cli("completion", "fish")
-    assert code == 0
-    assert "function __kubectl_tao_complete" in out
-    assert "complete -c kubectl-tao -f -a '(__kubectl_tao_complete)'" in out
-    assert "kubectl-tao completion __complete -- $words \"$current\"" in out
+    assert out.startswith(start)
+    for part in parts:
+        assert part in out
 
 
 def test_unknown_shell_is_a_usage_error(cli: Any) -> None:

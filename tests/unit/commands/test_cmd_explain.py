@@ -7,7 +7,8 @@ import os
 from typing import Any
 
 import pytest
-from support.fake_kubectl import FakeKubectl, fixture_json
+from support.cluster import TAO_IMAGE
+from support.fake_kubectl import FakeKubectl, fixture_json, open_kubernetes_record
 
 from kubectl_tao.gates.capacity import NODES_READ, PODS_READ
 from kubectl_tao.gates.gpuinventory import DRA_READ
@@ -23,14 +24,7 @@ def store() -> RecordStore:
 def launched(name: str, namespace: str = "tao-jobs", **extra: Any) -> str:
     """A record submitted as Job `namespace/name` to the kubeconfig's cluster."""
     records = store()
-    record = records.open(
-        platform="kubernetes",
-        image="nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt",
-        network_arch="dino",
-        action="train",
-        storage_tier="A",
-        results_root="/workspace/results",
-    )
+    record = open_kubernetes_record(records, image=TAO_IMAGE, results_dir=None, results_root="/workspace/results")
     records.mark(record.id, "RUNNING", backend_ref=f"{namespace}/{name}")
     records.update_extra(record.id, namespace=namespace, job_name=name, api_server=SERVER, **extra)
     return record.id

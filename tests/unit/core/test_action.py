@@ -49,6 +49,11 @@ def refuse(request, staging, message, **options):
     return info.value
 
 
+def refuse_config(request, staging, message, config_source):
+    """refuse() of a mode=config request with its materialized config at CONFIG_SOURCE and no credential secret."""
+    return refuse(request, staging, message, credential_secret=None, config_source=config_source)
+
+
 def container_of(job):
     """The container as it runs (after the kubelet's `$(VAR)` / `$$` expansion)."""
     (container,) = kubelet_text.as_delivered([job])[0]["spec"]["template"]["spec"]["containers"]
@@ -421,7 +426,7 @@ CONFIG_SHAPE_ERRORS = [
 def test_config_request_shape_errors(tmp_path, path, value, message):
     request, staging, config = config_case(tmp_path)
     _set(request, path, value)
-    refuse(request, staging, message, credential_secret=None, config_source=config)
+    refuse_config(request, staging, message, config)
 
 
 # ---------------------------------------------------------------- refusals: staging map
@@ -608,30 +613,20 @@ def test_config_mode_needs_a_config_source(tmp_path):
 def test_config_mode_needs_the_config_path_token(tmp_path):
     request, staging, config = config_case(tmp_path)
     request["spec_bundle"]["command"] = "dino train -e /etc/spec.yaml"
-    refuse(request, staging, "must contain {config_path} in mode=config", credential_secret=None, config_source=config)
+    refuse_config(request, staging, "must contain {config_path} in mode=config", config)
 
 
 def test_config_source_must_be_absolute(tmp_path, monkeypatch):
     request, staging, config = config_case(tmp_path)
     monkeypatch.chdir(config.parent)
-    refuse(
-        request,
-        staging,
-        "config source must be an absolute path",
-        credential_secret=None,
-        config_source=config.name,
-    )
+    refuse_config(request, staging, "config source must be an absolute path", config.name)
 
 
 def test_config_source_content_must_match_the_spec(tmp_path):
     request, staging, config = config_case(tmp_path)
     request["spec_bundle"]["spec"]["train"]["num_epochs"] = 13
-    refuse(
-        request,
-        staging,
-        f"config source {config} does not match spec_bundle.spec; rerun materialize-config",
-        credential_secret=None,
-        config_source=config,
+    refuse_config(
+        request, staging, f"config source {config} does not match spec_bundle.spec; rerun materialize-config", config
     )
 
 
@@ -640,53 +635,39 @@ def test_config_source_may_not_be_a_symlink(tmp_path):
     link = tmp_path / "link.yaml"
     link.symlink_to(config)
     staging["sources"][-1]["source"] = str(link)
-    refuse(request, staging, f"config source {link} is a symlink", credential_secret=None, config_source=link)
+    refuse_config(request, staging, f"config source {link} is a symlink", link)
 
 
 def test_config_source_must_exist(tmp_path):
     request, staging, _ = config_case(tmp_path)
     missing = tmp_path / "missing.yaml"
-    refuse(request, staging, f"cannot open config source {missing}", credential_secret=None, config_source=missing)
+    refuse_config(request, staging, f"cannot open config source {missing}", missing)
 
 
 def test_config_source_must_be_a_regular_file(tmp_path):
     request, staging, _ = config_case(tmp_path)
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    refuse(request, staging, f"config source {fifo} is not a regular file", credential_secret=None, config_source=fifo)
+    refuse_config(request, staging, f"config source {fifo} is not a regular file", fifo)
 
 
 def test_config_source_must_be_staged(tmp_path):
     request, staging, config = config_case(tmp_path)
     staging["sources"].pop()
-    refuse(
-        request,
-        staging,
-        f"config source {config} is not in the staging map",
-        credential_secret=None,
-        config_source=config,
-    )
+    refuse_config(request, staging, f"config source {config} is not in the staging map", config)
 
 
 def test_config_source_may_not_double_as_a_mount_source(tmp_path):
     request, staging, config = config_case(tmp_path)
     request["mounts"].append({"source": str(config), "target": "/etc/extra.yaml", "read_only": True})
-    refuse(
-        request,
-        staging,
-        f"config source {config} is also a declared mount source",
-        credential_secret=None,
-        config_source=config,
-    )
+    refuse_config(request, staging, f"config source {config} is also a declared mount source", config)
 
 
 def test_config_target_may_not_collide_with_a_declared_target(tmp_path):
     request, staging, config = config_case(tmp_path)
     digest = config.name.removeprefix("tao-action-config-").removesuffix(".yaml")
     request["mounts"][0]["target"] = f"/tao-action-config/spec-{digest}.yaml"
-    refuse(
-        request, staging, "config mount target /tao-action-config/spec-", credential_secret=None, config_source=config
-    )
+    refuse_config(request, staging, "config mount target /tao-action-config/spec-", config)
 
 
 # ---------------------------------------------------------------- loading

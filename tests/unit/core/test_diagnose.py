@@ -83,26 +83,39 @@ def test_control_plane_taint_is_not_reported_as_a_cause() -> None:
     assert "untolerated-taint" not in codes(findings("pending-gpu"))
 
 
-def test_gpu_node_taint_is_reported() -> None:
-    found = run([pending_pod("0/2 nodes are available: 2 node(s) had untolerated taint {nvidia.com/gpu: present}.")])
-    assert codes(found) == ["untolerated-taint"]
-    assert "toleration" in found[0].fix
+# A pending pod's scheduler message -> the one finding it gives, and a part of that finding's fix ("" where the
+# test asks for the code only).
+PENDING_MESSAGES = [
+    pytest.param(
+        "0/2 nodes are available: 2 node(s) had untolerated taint {nvidia.com/gpu: present}.",
+        "untolerated-taint",
+        "toleration",
+        id="gpu node taint is reported",
+    ),
+    pytest.param(
+        "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.",
+        "node-selector",
+        "kubectl get nodes -L nvidia.com/gpu.product",
+        id="node selector or product mismatch",
+    ),
+    pytest.param("0/2 nodes are available: 2 node(s) were unschedulable.", "cordoned", "", id="cordoned nodes"),
+    pytest.param(
+        "0/2 nodes are available: 2 Insufficient memory.", "insufficient-resources", "", id="cpu or memory shortage"
+    ),
+    pytest.param(
+        "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
+        "pvc-not-bound",
+        "kubectl describe pvc -n ns",
+        id="unbound pvc",
+    ),
+]
 
 
-def test_node_selector_or_product_mismatch() -> None:
-    found = run([pending_pod("0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.")])
-    assert codes(found) == ["node-selector"]
-    assert "kubectl get nodes -L nvidia.com/gpu.product" in found[0].fix
-
-
-def test_cordoned_nodes() -> None:
-    found = run([pending_pod("0/2 nodes are available: 2 node(s) were unschedulable.")])
-    assert codes(found) == ["cordoned"]
-
-
-def test_cpu_or_memory_shortage() -> None:
-    found = run([pending_pod("0/2 nodes are available: 2 Insufficient memory.")])
-    assert codes(found) == ["insufficient-resources"]
+@pytest.mark.parametrize(("message", "code", "fix"), PENDING_MESSAGES)
+def test_a_pending_pods_scheduler_message_gives_its_finding(message: str, code: str, fix: str) -> None:
+    found = run([pending_pod(message)])
+    assert codes(found) == [code]
+    assert fix in found[0].fix
 
 
 # ------------------------------------------------------------------------------------------- images
@@ -149,12 +162,6 @@ def test_missing_pvc() -> None:
     assert codes(found) == ["pvc-not-found"]
     assert "tao-data" in found[0].cause and "tao-jobs" in found[0].cause
     assert "Bound" in found[0].fix
-
-
-def test_unbound_pvc() -> None:
-    found = run([pending_pod("0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims.")])
-    assert codes(found) == ["pvc-not-bound"]
-    assert "kubectl describe pvc -n ns" in found[0].fix
 
 
 def test_missing_secret_from_create_container_config_error() -> None:

@@ -10,25 +10,23 @@ from kubectl_tao.core.envfile import map_legacy_s3_names, parse_env_file, to_env
 from kubectl_tao.core.errors import UsageError
 
 
-def test_parses_keys_values_comments_and_blank_lines() -> None:
-    text = "# credentials\n\nAWS_ACCESS_KEY_ID=AKIA0\n   HF_TOKEN=hf_x\nEMPTY=\nURL=https://h/?a=b=c\n"
-    assert parse_env_file(text) == {
-        "AWS_ACCESS_KEY_ID": "AKIA0",
-        "HF_TOKEN": "hf_x",
-        "EMPTY": "",
-        "URL": "https://h/?a=b=c",
-    }
-
-
-def test_values_are_kept_verbatim_like_kubectl() -> None:
-    text = "Q=\"quoted\"\nS='single'\nT=trailing  \nH=a # not a comment\nE=a\\nb\n"
-    assert parse_env_file(text) == {
-        "Q": '"quoted"',
-        "S": "'single'",
-        "T": "trailing  ",
-        "H": "a # not a comment",
-        "E": "a\\nb",
-    }
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        pytest.param(
+            "# credentials\n\nAWS_ACCESS_KEY_ID=AKIA0\n   HF_TOKEN=hf_x\nEMPTY=\nURL=https://h/?a=b=c\n",
+            {"AWS_ACCESS_KEY_ID": "AKIA0", "HF_TOKEN": "hf_x", "EMPTY": "", "URL": "https://h/?a=b=c"},
+            id="keys values comments and blank lines",
+        ),
+        pytest.param(
+            "Q=\"quoted\"\nS='single'\nT=trailing  \nH=a # not a comment\nE=a\\nb\n",
+            {"Q": '"quoted"', "S": "'single'", "T": "trailing  ", "H": "a # not a comment", "E": "a\\nb"},
+            id="values kept verbatim like kubectl",
+        ),
+    ],
+)
+def test_parses_keys_and_values_as_kubectl_does(text: str, parsed: dict[str, str]) -> None:
+    assert parse_env_file(text) == parsed
 
 
 def test_bom_crlf_and_export_prefix_are_tolerated() -> None:

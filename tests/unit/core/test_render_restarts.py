@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from support import ROOT
+from support.specs import multi_node_spec
 
 from kubectl_tao.core.errors import UsageError
 from kubectl_tao.manifests import kubelet_text, render
@@ -15,16 +16,7 @@ RANK_ENTRYPOINT = (ROOT / "templates/k8s/indexed-rank-entrypoint.sh").read_text(
 
 
 def make(**options):
-    values = {
-        "image": "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt",
-        "command": "dino train -e /workspace/specs/train.yaml",
-        "record_id": "dino-train-1a2b3c",
-        "pvc": "shared-rwx",
-        "gpus": 8,
-        "nodes": 2,
-        **options,
-    }
-    return render.spec_from_options(**values)
+    return multi_node_spec(2, **options)
 
 
 def pod_of(spec):

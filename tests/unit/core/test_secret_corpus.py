@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from support.secret_corpus import CORPUS_DIR, cases, findings
 
 CREDENTIALS = cases("credentials.txt")
@@ -40,52 +41,30 @@ def test_findings_never_quote_the_canaries() -> None:
             assert "FakeCanary" not in finding.format()
 
 
-# A corpus written apart from the rules, as its author wrote it (tests/fixtures/secrets/blind-corpus.json): the
-# measure of what the rules do on forms they were not written for. Target: at most 3 credential forms missed and
-# at most 2 honest commands refused.
-BLIND = json.loads((CORPUS_DIR / "blind-corpus.json").read_text(encoding="utf-8"))
+# Corpora written apart from the rules (tests/fixtures/secrets/): the measure of what the rules do on forms they
+# were not written for. Target for each: at most 3 credential forms missed and at most 2 honest commands refused.
+# - blind-corpus.json: as its author wrote it.
+# - blind-corpus-2.json: written after the rules had been tuned on the first. Measured before any change it
+#   prompted: 0 of 30 missed, 3 of 34 refused; the three refusals had general causes (a format field as a URL's
+#   password, `existingSecret: NAME`, `tao` read inside `tao-data`), fixed since.
+# - blind-corpus-3.json: written after the second's fixes, and never used to change them: the blind figure of the
+#   rules as they are. 2 of 30 missed (a Kaggle API key under a bare "key", ClearML's access/secret pair in HOCON),
+#   1 of 34 refused (a masked `token=hf_****`).
+BLIND_CORPORA = [
+    ("blind-corpus.json", "blind corpus"),
+    ("blind-corpus-2.json", "second blind corpus"),
+    ("blind-corpus-3.json", "third blind corpus"),
+]
 
 
-def test_the_blind_corpus_is_measured_within_its_targets() -> None:
-    credentials, honest = BLIND["credentials"], BLIND["honest"]
+@pytest.mark.parametrize(("name", "label"), BLIND_CORPORA, ids=[name for name, _ in BLIND_CORPORA])
+def test_each_blind_corpus_is_measured_within_its_targets(name: str, label: str) -> None:
+    blind = json.loads((CORPUS_DIR / name).read_text(encoding="utf-8"))
+    credentials, honest = blind["credentials"], blind["honest"]
     assert len(credentials) >= 27 and len(honest) >= 31
     missed = [case["form"] for case in credentials if not all(findings(case["text"]))]
     refused = [case["form"] for case in honest if any(findings(case["text"]))]
-    print(f"blind corpus: {len(missed)} of {len(credentials)} credential forms missed, "
-          f"{len(refused)} of {len(honest)} honest commands refused")
-    assert len(missed) <= 3, missed
-    assert len(refused) <= 2, refused
-
-
-# A second corpus written apart from the rules, after they had been tuned on the first (blind-corpus-2.json). Measured
-# before any change it prompted: 0 of 30 missed, 3 of 34 refused; the three refusals had general causes (a format
-# field as a URL's password, `existingSecret: NAME`, `tao` read inside `tao-data`), fixed since.
-BLIND_2 = json.loads((CORPUS_DIR / "blind-corpus-2.json").read_text(encoding="utf-8"))
-
-
-def test_the_second_blind_corpus_is_measured_within_its_targets() -> None:
-    credentials, honest = BLIND_2["credentials"], BLIND_2["honest"]
-    assert len(credentials) >= 27 and len(honest) >= 31
-    missed = [case["form"] for case in credentials if not all(findings(case["text"]))]
-    refused = [case["form"] for case in honest if any(findings(case["text"]))]
-    print(f"second blind corpus: {len(missed)} of {len(credentials)} credential forms missed, "
-          f"{len(refused)} of {len(honest)} honest commands refused")
-    assert len(missed) <= 3, missed
-    assert len(refused) <= 2, refused
-
-
-# A third corpus written apart from the rules, after the second's fixes, and never used to change them
-# (blind-corpus-3.json): the blind figure of the rules as they are. 2 of 30 missed (a Kaggle API key under a bare
-# "key", ClearML's access/secret pair in HOCON), 1 of 34 refused (a masked `token=hf_****`).
-BLIND_3 = json.loads((CORPUS_DIR / "blind-corpus-3.json").read_text(encoding="utf-8"))
-
-
-def test_the_third_blind_corpus_is_measured_within_its_targets() -> None:
-    credentials, honest = BLIND_3["credentials"], BLIND_3["honest"]
-    assert len(credentials) >= 27 and len(honest) >= 31
-    missed = [case["form"] for case in credentials if not all(findings(case["text"]))]
-    refused = [case["form"] for case in honest if any(findings(case["text"]))]
-    print(f"third blind corpus: {len(missed)} of {len(credentials)} credential forms missed, "
+    print(f"{label}: {len(missed)} of {len(credentials)} credential forms missed, "
           f"{len(refused)} of {len(honest)} honest commands refused")
     assert len(missed) <= 3, missed
     assert len(refused) <= 2, refused

@@ -88,40 +88,45 @@ def test_granted_verbs_are_listed_by_resource() -> None:
 # ------------------------------------------------------------------------------------------- references
 
 
-def test_missing_pvc_is_refused_before_launch() -> None:
-    verdict = refusal(verdicts.references(ask(pvc="data"), {}))
-    assert verdict.text == (
-        "--pvc: PersistentVolumeClaim 'data' not found in namespace ns; create it (storage tier A mounts a Bound "
-        "claim holding the data) or choose --storage-tier C"
-    )
-
-
-def test_unbound_pvc_is_refused() -> None:
-    found = {("PersistentVolumeClaim", "data"): ("Pending", set())}
-    verdict = refusal(verdicts.references(ask(pvc="data"), found))
-    assert verdict.text == (
-        "--pvc: PersistentVolumeClaim 'data' is Pending, not Bound; the pod would stay Pending until it binds (check "
-        "its StorageClass / PersistentVolume)"
-    )
-
-
-def test_missing_secret_key_is_refused() -> None:
-    found = {("Secret", "creds"): ("-", {"HF_TOKEN"})}
-    verdict = refusal(verdicts.references(ask(secret_refs={"creds": ["HF_TOKEN", "NGC_KEY"]}), found))
-    assert verdict.text == "Secret 'creds' lacks key(s) NGC_KEY; add them or drop them"
+@pytest.mark.parametrize(
+    ("asked", "found", "text"),
+    [
+        pytest.param(
+            {"pvc": "data"},
+            {},
+            "--pvc: PersistentVolumeClaim 'data' not found in namespace ns; create it (storage tier A mounts a Bound "
+            "claim holding the data) or choose --storage-tier C",
+            id="missing pvc is refused before launch",
+        ),
+        pytest.param(
+            {"pvc": "data"},
+            {("PersistentVolumeClaim", "data"): ("Pending", set())},
+            "--pvc: PersistentVolumeClaim 'data' is Pending, not Bound; the pod would stay Pending until it binds "
+            "(check its StorageClass / PersistentVolume)",
+            id="unbound pvc",
+        ),
+        pytest.param(
+            {"secret_refs": {"creds": ["HF_TOKEN", "NGC_KEY"]}},
+            {("Secret", "creds"): ("-", {"HF_TOKEN"})},
+            "Secret 'creds' lacks key(s) NGC_KEY; add them or drop them",
+            id="missing secret key",
+        ),
+        pytest.param(
+            {"image_pull_secret": "ngc"},
+            {},
+            "--image-pull-secret: Secret 'ngc' not found in namespace ns; create it with `kubectl tao secret "
+            "image-pull ngc --registry <host>`",
+            id="missing image pull secret",
+        ),
+    ],
+)
+def test_a_missing_or_unready_reference_is_refused(asked: dict[str, Any], found: dict[Any, Any], text: str) -> None:
+    assert refusal(verdicts.references(ask(**asked), found)).text == text
 
 
 def test_missing_secret_is_refused_naming_how_to_create_it_from_stdin() -> None:
     verdict = refusal(verdicts.references(ask(secret_refs={"creds": ["HF_TOKEN"]}), {}))
     assert verdict.text.startswith("Secret 'creds' not found in namespace ns; create it first (values from stdin")
-
-
-def test_missing_image_pull_secret_is_refused() -> None:
-    verdict = refusal(verdicts.references(ask(image_pull_secret="ngc"), {}))
-    assert verdict.text == (
-        "--image-pull-secret: Secret 'ngc' not found in namespace ns; create it with `kubectl tao secret "
-        "image-pull ngc --registry <host>`"
-    )
 
 
 def test_what_was_found_is_ok() -> None:

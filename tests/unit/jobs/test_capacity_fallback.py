@@ -30,10 +30,15 @@ def allowed(fake: FakeKubectl) -> None:
     fake.on("create", "--dry-run=server", stdout="job.batch/x created (server dry run)\n")
 
 
+def pods_forbidden(fake: FakeKubectl) -> None:
+    """Every permission submit asks for, two 8-GPU nodes, and the pods of all namespaces refused."""
+    allowed(fake)
+    fake.capacity_refused(pods=PODS_FORBIDDEN)
+    fake.capacity(fixture_json("nodes-2x8.json"))
+
+
 def test_forbidden_pods_fall_back_to_per_node_allocatable(cli: Any, fake_kubectl: FakeKubectl) -> None:
-    allowed(fake_kubectl)
-    fake_kubectl.capacity_refused(pods=PODS_FORBIDDEN)
-    fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
+    pods_forbidden(fake_kubectl)
     code, _, err = cli(*SUBMIT, "--gpus", "8")
     assert code == 0, err
     assert "warning: cannot list pods in all namespaces" in err
@@ -44,9 +49,7 @@ def test_forbidden_pods_fall_back_to_per_node_allocatable(cli: Any, fake_kubectl
 
 
 def test_forbidden_pods_still_refuse_what_no_node_can_hold(cli: Any, fake_kubectl: FakeKubectl) -> None:
-    allowed(fake_kubectl)
-    fake_kubectl.capacity_refused(pods=PODS_FORBIDDEN)
-    fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
+    pods_forbidden(fake_kubectl)
     code, out, err = cli(*SUBMIT, "--gpus", "12")
     assert code == 4, err
     [line] = err.strip().splitlines()[-1:]
@@ -54,9 +57,7 @@ def test_forbidden_pods_still_refuse_what_no_node_can_hold(cli: Any, fake_kubect
 
 
 def test_require_fit_now_refuses_when_usage_is_unknown(cli: Any, fake_kubectl: FakeKubectl) -> None:
-    allowed(fake_kubectl)
-    fake_kubectl.capacity_refused(pods=PODS_FORBIDDEN)
-    fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
+    pods_forbidden(fake_kubectl)
     code, _, err = cli(*SUBMIT, "--gpus", "8", "--require-fit-now")
     assert code == 1
     assert err.strip().splitlines()[-1].startswith("error: --require-fit-now: cannot tell whether the GPUs are free")
@@ -76,9 +77,7 @@ def test_preflight_prints_the_warning_submit_prints_without_cluster_wide_pods(fa
     from kubectl_tao.k8s.kubectl import Kubectl
 
     fake_kubectl.on("version", data=fixture_json("version-gke-1.30.json"))
-    allowed(fake_kubectl)
-    fake_kubectl.capacity_refused(pods=PODS_FORBIDDEN)
-    fake_kubectl.capacity(fixture_json("nodes-2x8.json"))
+    pods_forbidden(fake_kubectl)
     checks = cluster_checks(Kubectl(), "ns", gpus=8, nodes=1, pvc=None, need_secrets=False)
     gpus = [check for check in checks if check.name == "gpu-operator"]
     assert [check.status for check in gpus] == [OK, WARN]

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.fake_kubectl import FakeKubectl, fixture_json
+from support.cluster import TAO_IMAGE
+from support.fake_kubectl import FakeKubectl, fixture_json, open_kubernetes_record
 
 from kubectl_tao.store.records import RecordStore
 
@@ -26,14 +27,7 @@ def _unlabelled(item: dict[str, Any]) -> dict[str, Any]:
 
 def _slurm_record() -> tuple[RecordStore, str]:
     store = RecordStore()
-    record = store.open(
-        platform="slurm",
-        image="nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt",
-        network_arch="dino",
-        action="train",
-        storage_tier="A",
-        results_dir="/lustre/results/x",
-    )
+    record = open_kubernetes_record(store, platform="slurm", image=TAO_IMAGE, results_dir="/lustre/results/x")
     store.mark(record.id, "RUNNING", message="sbatch accepted", backend_ref="cluster-a/12345")
     return store, record.id
 
@@ -41,14 +35,7 @@ def _slurm_record() -> tuple[RecordStore, str]:
 def _reference_record() -> tuple[RecordStore, str]:
     """Opened and marked RUNNING by the record tool, exactly as the reference's submit does."""
     store = RecordStore()
-    record = store.open(
-        platform="kubernetes",
-        image="nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt",
-        network_arch="rtdetr",
-        action="train",
-        storage_tier="A",
-        results_dir="/workspace/results/x",
-    )
+    record = open_kubernetes_record(store, image=TAO_IMAGE, network_arch="rtdetr")
     store.mark(record.id, "RUNNING", message="applied", backend_ref=f"tao-jobs/{JOB_NAME}")
     return store, record.id
 

@@ -83,15 +83,21 @@ def _verb(argv: list[str]) -> str:
     return "exec" if "exec" in argv else "logs"
 
 
+def _running_with_status_json(fake: FakeKubectl) -> tuple[RecordStore, str]:
+    """A launched record whose Job runs, its rank's status.json written just now (what the exec reads)."""
+    store, record_id = _launched()
+    fake.on("get", "jobs,pods", data=_list(RUNNING_JOB, *RUNNING_PODS))
+    fake.on("exec", stdout=_exec_answer(_status_json(datetime.now(UTC).replace(microsecond=0))))
+    return store, record_id
+
+
 # ------------------------------------------------------------------ status of a running job
 
 
 def test_status_of_a_running_tao_job_shows_epoch_eta_metrics_and_source_with_one_exec(
     cli: Any, fake_kubectl: FakeKubectl
 ) -> None:
-    store, record_id = _launched()
-    fake_kubectl.on("get", "jobs,pods", data=_list(RUNNING_JOB, *RUNNING_PODS))
-    fake_kubectl.on("exec", stdout=_exec_answer(_status_json(datetime.now(UTC).replace(microsecond=0))))
+    store, record_id = _running_with_status_json(fake_kubectl)
     code, out, err = cli("status", record_id)
     assert code == 0, err
     assert [_verb(argv) for argv in _extra_calls(fake_kubectl)] == ["exec"]
@@ -197,9 +203,7 @@ def test_a_job_without_status_json_reads_its_log_and_the_next_look_reads_only_th
 def test_a_failed_exec_reads_the_log_without_a_note_and_never_loses_what_status_json_said(
     cli: Any, fake_kubectl: FakeKubectl
 ) -> None:
-    store, record_id = _launched()
-    fake_kubectl.on("get", "jobs,pods", data=_list(RUNNING_JOB, *RUNNING_PODS))
-    fake_kubectl.on("exec", stdout=_exec_answer(_status_json(datetime.now(UTC).replace(microsecond=0))))
+    store, record_id = _running_with_status_json(fake_kubectl)
     cli("status", record_id)
     fake_kubectl.rules.clear()
     gone = 'error: unable to upgrade connection: container not found ("tao")\n'

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
+from support.fake_kubectl import FakeKubectl, answer_pvc_submit
 
 from kubectl_tao.restarts import servercheck
 
@@ -30,12 +30,7 @@ def _managed_gpu_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
 def cluster(fake: FakeKubectl, *, restart_answer: dict[str, Any]) -> None:
     args, _ = servercheck.dry_run_call(NAMESPACE)
     fake.on(*args, **restart_answer)  # before the job's own dry run: the first matching rule answers
-    review, granted = review_answer()
-    fake.on(*review, stdout=granted)
-    fake.on("version", data=fixture_json("version-gke-1.30.json"))
-    fake.capacity({"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
-    fake.on("get", "persistentvolumeclaim/data", stdout="PersistentVolumeClaim data Bound \n")
-    fake.on("create", "--dry-run=server", stdout="job.batch/x\n")
+    answer_pvc_submit(fake)
 
 
 def error_line(err: str) -> str:

@@ -74,16 +74,7 @@ def test_watch_holds_the_ttl_and_gives_it_back_only_after_the_history_is_capture
         return original_spawn(kc, args, *rest)
 
     fake_kubectl.spawn = spawn  # type: ignore[method-assign]
-    obs = watch(
-        Kubectl(),
-        store,
-        tracking.load(store, record_id),
-        server=SERVER,
-        dogs=Watchdogs(interval=0),
-        out=io.StringIO(),
-        tty=False,
-        sleep=lambda _s: None,
-    )
+    obs = _watch(store, record_id, Watchdogs(interval=0))
     assert obs.state == "COMPLETE"
     # Removed while running, set back to the user's 0 (not a default) once the history was in the record.
     assert [p["spec"]["ttlSecondsAfterFinished"] for p in _patches(fake_kubectl)] == [None, 0]
@@ -91,6 +82,22 @@ def test_watch_holds_the_ttl_and_gives_it_back_only_after_the_history_is_capture
     extra = store.get_extra(record_id)
     assert extra["history"]["state"] == "COMPLETE" and not extra.get("ttl_hold")
     assert store.show(record_id)["terminal_state"] == "COMPLETE"
+
+
+def _watch(store: Any, record_id: str, dogs: Watchdogs, **clock: Any) -> Any:
+    """watch() of RECORD_ID on the fake cluster with DOGS, printing to no terminal and never sleeping; CLOCK
+    (clock=) where the test moves the time itself."""
+    return watch(
+        Kubectl(),
+        store,
+        tracking.load(store, record_id),
+        server=SERVER,
+        dogs=dogs,
+        out=io.StringIO(),
+        tty=False,
+        sleep=lambda _s: None,
+        **clock,
+    )
 
 
 def _completed(stdout: str) -> Any:
@@ -106,17 +113,7 @@ def test_a_wait_that_ends_without_an_ending_gives_the_ttl_back(tao_env: Path, fa
     fake_kubectl.on("patch", stdout="job.batch/patched\n")
     clock = iter(range(0, 100, 5))
     with pytest.raises(WaitTimeout, match="gave up waiting after 4s"):
-        watch(
-            Kubectl(),
-            store,
-            tracking.load(store, record_id),
-            server=SERVER,
-            dogs=Watchdogs(timeout=4, interval=0),
-            out=io.StringIO(),
-            tty=False,
-            sleep=lambda _s: None,
-            clock=lambda: float(next(clock)),
-        )
+        _watch(store, record_id, Watchdogs(timeout=4, interval=0), clock=lambda: float(next(clock)))
     assert [p["spec"]["ttlSecondsAfterFinished"] for p in _patches(fake_kubectl)] == [None, 3600]
     extra = store.get_extra(record_id)
     assert not extra.get("ttl_hold") and not extra.get("keep_until_captured")
@@ -189,17 +186,7 @@ def test_without_permission_to_patch_the_wait_goes_on_as_before(tao_env: Path, f
     fake_kubectl.on("patch", stderr='Error from server (Forbidden): jobs.batch "x" is forbidden', rc=1)
     clock = iter(range(0, 100, 1))
     with pytest.raises(WaitTimeout):
-        watch(
-            Kubectl(),
-            store,
-            tracking.load(store, record_id),
-            server=SERVER,
-            dogs=Watchdogs(timeout=3, interval=0),
-            out=io.StringIO(),
-            tty=False,
-            sleep=lambda _s: None,
-            clock=lambda: float(next(clock)),
-        )
+        _watch(store, record_id, Watchdogs(timeout=3, interval=0), clock=lambda: float(next(clock)))
     assert len(_patches(fake_kubectl)) == 1  # tried once, not at every poll
     extra = store.get_extra(record_id)
     assert not extra.get("keep_until_captured") and not extra.get("ttl_hold")

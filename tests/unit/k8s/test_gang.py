@@ -311,6 +311,14 @@ SUBMIT = ["submit", "--image", "busybox", "--command", "true", "--gpus", "8", "-
           "--dry-run=server", "-o", "json"]
 
 
+def submitted(cli: Any, fake: FakeKubectl, argv: list[str], **served: bool) -> tuple[str, str]:
+    """ARGV submitted to a server answering as answers(SERVED) says: it succeeds; stdout and stderr."""
+    answers(fake, **served)
+    code, out, err = cli(*argv)
+    assert code == 0, err
+    return out, err
+
+
 def the_job(out: str) -> dict[str, Any]:
     [job] = [item for item in json.loads(out)["items"] if item["kind"] == "Job"]
     return job
@@ -319,9 +327,7 @@ def the_job(out: str) -> dict[str, Any]:
 def test_submit_asks_for_native_gang_where_the_server_has_it(
     cli: Any, fake_kubectl: FakeKubectl, tao_env: Path
 ) -> None:
-    answers(fake_kubectl, served=True)
-    code, out, err = cli(*SUBMIT)
-    assert code == 0, err
+    out, err = submitted(cli, fake_kubectl, [*SUBMIT], served=True)
     assert the_job(out)["spec"]["scheduling"] == {"schedulingPolicy": {"gang": {"minCount": 2}}}
     assert "gang scheduling: native (the scheduler binds all 2 ranks together or none" in err
 
@@ -329,9 +335,7 @@ def test_submit_asks_for_native_gang_where_the_server_has_it(
 def test_submit_on_an_older_server_sends_no_field_and_says_none(
     cli: Any, fake_kubectl: FakeKubectl, tao_env: Path
 ) -> None:
-    answers(fake_kubectl, served=False)
-    code, out, err = cli(*SUBMIT)
-    assert code == 0, err
+    out, err = submitted(cli, fake_kubectl, [*SUBMIT], served=False)
     assert "scheduling" not in the_job(out)["spec"]
     assert "gang scheduling: none (this cluster does not gang-schedule Jobs" in err
     assert not any("--dry-run=server" in argv and "kubectl-tao-gang-check" in (call.stdin or "")
@@ -341,17 +345,13 @@ def test_submit_on_an_older_server_sends_no_field_and_says_none(
 def test_submit_where_the_api_server_drops_the_field_says_none(
     cli: Any, fake_kubectl: FakeKubectl, tao_env: Path
 ) -> None:
-    answers(fake_kubectl, served=True, kept=False)
-    code, out, err = cli(*SUBMIT)
-    assert code == 0, err
+    out, err = submitted(cli, fake_kubectl, [*SUBMIT], served=True, kept=False)
     assert "scheduling" not in the_job(out)["spec"]
     assert "WorkloadWithJob feature gate is off" in err
 
 
 def test_submit_gang_off_and_queue_skip_detection(cli: Any, fake_kubectl: FakeKubectl, tao_env: Path) -> None:
-    answers(fake_kubectl, served=True)
-    code, out, err = cli(*SUBMIT, "--gang", "off")
-    assert code == 0, err
+    out, err = submitted(cli, fake_kubectl, [*SUBMIT, "--gang", "off"], served=True)
     assert "scheduling" not in the_job(out)["spec"] and "gang scheduling: none (--gang off" in err
     assert not any(argv[-len(DISCOVERY):] == list(DISCOVERY) for argv in fake_kubectl.argvs())
 

@@ -241,8 +241,10 @@ CASES = [
 _END = re.compile(r"kubectl-tao attempt=1 rank=0 exit=(\d+) decision=(\w+) counted=[01] reason=(.*)$", re.M)
 
 
-def _run_entrypoint(tmp: Path, log: str, code: int) -> tuple[int, str, str]:
-    env = {
+def _one_rank_env(tmp: Path, **more: str) -> dict[str, str]:
+    """The environment of the entrypoint as rank 0 of a one-node gang with one restart, the table of exit codes
+    and the signs as submit renders them, its termination message in TMP/term; MORE added."""
+    return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "NODE_RANK": "0",
         "NNODES": "1",
@@ -251,11 +253,15 @@ def _run_entrypoint(tmp: Path, log: str, code: int) -> tuple[int, str, str]:
         "TAO_EXIT_CODES": table.pod_text(),
         "TAO_RETRY_SIGNS": signs.signs_text(),
         "RENDEZVOUS_TIMEOUT": "0",
-        "RENDEZVOUS_POLL_SECONDS": "0.1",
         "TAO_SETTLE_SECONDS": "0",
         "TAO_TERMINATION_LOG": str(tmp / "term"),
         "TMPDIR": str(tmp),
+        **more,
     }
+
+
+def _run_entrypoint(tmp: Path, log: str, code: int) -> tuple[int, str, str]:
+    env = _one_rank_env(tmp, RENDEZVOUS_POLL_SECONDS="0.1")
     printed = f"cat '{CORPUS_DIR / log}'; " if log else "echo 'step 3 loss 0.5'; "
     program = printed + (f"kill -{code - 128} $$" if code > 128 else f"exit {code}")
     done = subprocess.run(
@@ -362,20 +368,7 @@ CRAFTED: list[bytes] = [s.encode() for s in _SIGNS] + [
 def _pods_reason(tmp: Path, line: bytes) -> str:
     """The reason the real entrypoint records when a program prints LINE and exits 1."""
     (tmp / "line").write_bytes(line + b"\n")
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "NODE_RANK": "0",
-        "NNODES": "1",
-        "TAO_GANG_DIR": str(tmp / "gang"),
-        "TAO_MAX_RESTARTS": "1",
-        "TAO_EXIT_CODES": table.pod_text(),
-        "TAO_RETRY_SIGNS": signs.signs_text(),
-        "RENDEZVOUS_TIMEOUT": "0",
-        "TAO_SETTLE_SECONDS": "0",
-        "TAO_TERMINATION_LOG": str(tmp / "term"),
-        "TMPDIR": str(tmp),
-        "LANG": "C.UTF-8",  # the pod's own locale does not change how it reads
-    }
+    env = _one_rank_env(tmp, LANG="C.UTF-8")  # the pod's own locale does not change how it reads
     subprocess.run(["sh", str(ENTRY), "barrier", "tao", f"cat '{tmp / 'line'}'; exit 1"], capture_output=True,
                    env=env, timeout=60, check=False)
     m = _END.search((tmp / "term").read_text(encoding="utf-8"))

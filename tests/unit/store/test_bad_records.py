@@ -45,24 +45,28 @@ def _corrupt(how: str) -> tuple[str, Path]:
     return bad_id, path
 
 
-@pytest.mark.parametrize("how", sorted(CORRUPTIONS))
-def test_list_skips_a_bad_record_with_one_warning(cli: Any, how: str) -> None:
+def _listed_beside_a_bad_record(cli: Any, how: str, *argv: str) -> tuple[Path, str, str]:
+    """ARGV run over a good record and one corrupted HOW: it succeeds and lists the good one only; the bad
+    record's path, stdout and stderr."""
     good = _good()
     bad_id, path = _corrupt(how)
-    code, out, err = cli("list", "--no-live")
+    code, out, err = cli(*argv)
     assert code == 0
-    assert good in out and bad_id not in out and "PWNED" not in out and "DONE" not in out
+    assert good in out and bad_id not in out
+    return path, out, err
+
+
+@pytest.mark.parametrize("how", sorted(CORRUPTIONS))
+def test_list_skips_a_bad_record_with_one_warning(cli: Any, how: str) -> None:
+    path, out, err = _listed_beside_a_bad_record(cli, how, "list", "--no-live")
+    assert "PWNED" not in out and "DONE" not in out
     assert err.startswith(f"warning: job record {path} does not match job-record.schema.json at $.")
     assert err.count("\n") == 1 and "skipped" in err
 
 
 @pytest.mark.parametrize("how", sorted(CORRUPTIONS))
 def test_record_list_skips_a_bad_record(cli: Any, how: str) -> None:
-    good = _good()
-    bad_id, path = _corrupt(how)
-    code, out, err = cli("record", "list")
-    assert code == 0
-    assert good in out and bad_id not in out
+    path, _, err = _listed_beside_a_bad_record(cli, how, "record", "list")
     assert err.startswith(f"warning: job record {path} does not match") and err.count("\n") == 1
 
 
