@@ -369,7 +369,8 @@ def status(
     from kubectl_tao.workflows import runs
 
     fmt = check_format(output, ("table", "json", "yaml"))
-    seen = runs.status(session().kubectl(), record_store(), name)
+    sess = session()
+    seen = runs.status(sess.kubectl(), record_store(), name, server=sess.target().server)
     if not emit_data(fmt, seen):
         emit(f"workflow {seen['name']}: {seen['state']}" + (f" ({seen['reason']})" if seen["reason"] else "") + "\n")
         emit(table([(s["name"], s["state"], s["id"], s["progress"] or "-", s["kpi"] or "-", s["reason"])
@@ -417,7 +418,7 @@ def resume(
     store = lazy_record_store()
     rows = runs.step_records(store(), name)
     namespace = str(rows[0][1].get("namespace"))
-    left = runs.resumable(runs.status(sess.kubectl(), store(), name))
+    left = runs.resumable(runs.status(sess.kubectl(), store(), name, server=target.server))
     workflow = runs.resumed_workflow(rows, left)
     results = {str(extra.get("workflow_step")): str(extra.get("results_seen_as") or rec.get("results_dir") or "")
                for rec, extra in rows}

@@ -9,6 +9,7 @@ failure while creating removes what this run created and marks the created steps
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -231,6 +232,21 @@ def _failed_message(job: dict[str, Any] | None) -> str:
     return ""
 
 
+def _released(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]]) -> set[str]:
+    """The steps that released a successor: only a step whose command succeeded (and whose gate passed) lets
+    the step after it run, so a successor whose Job runs unsuspended, or that completed, says its predecessor
+    completed even once the predecessor's Job is gone (its TTL) and its record was never settled."""
+    ran: set[str] = set()
+    for rec, extra in reversed(rows):  # the steps in run order: a successor comes after its predecessor
+        name = str(extra.get("workflow_step"))
+        live = _job_state(jobs.get(str(extra.get("job_name"))))
+        if name in ran or (live is not None and live != HELD) or rec.state == "COMPLETE":
+            after = extra.get("workflow_after")
+            if isinstance(after, str):
+                ran.add(after)
+    return ran
+
+
 def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The run's state from its steps' records and the Jobs read now (by Job name): `workflow status -o json`."""
     from kubectl_tao.progress.model import from_stored, main_kpi, progress_cell
@@ -245,6 +261,7 @@ def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]
                     gates[outcome["step"]] = outcome
             except (ValueError, TypeError, KeyError):
                 pass
+    released = _released(rows, jobs)
     state, reason = COMPLETE, ""
     for rec, extra in rows:
         name, job = str(extra.get("workflow_step")), jobs.get(str(extra.get("job_name")))
@@ -261,6 +278,8 @@ def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]
             step_state = live
         elif rec.state in ("COMPLETE", "ERROR"):
             step_state = rec.state
+        elif name in released:  # its Job is gone, but a step after it was released: it succeeded
+            step_state = COMPLETE
         else:
             step_state = NOT_RUN
         gate = gates.get(name)
@@ -304,12 +323,34 @@ def read_jobs(kc: Kubectl, namespace: str, run_id: str) -> dict[str, dict[str, A
     return {str(item["metadata"]["name"]): item for item in (listed or {}).get("items") or []}
 
 
-def status(kc: Kubectl, store: Any, run_id: str) -> dict[str, Any]:
-    """judge() over the records and the Jobs read now; a step the run removed (its Job gone, its record still
-    open) has its record closed CANCELED with why it did not run."""
+def _settle_finished(
+    kc: Kubectl, store: Any, rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]], server: str
+) -> list[tuple[Any, dict[str, Any]]]:
+    """Each step whose Job is seen finished while its record is still open gets its ending written, as `status`
+    writes a job's (jobs/track.observe: COMPLETE or ERROR, the ranks' history, the cause), so the record keeps it
+    once the Job's TTL removes the Job. The rows as read again."""
+    from kubectl_tao.jobs import track as tracking
+
+    settled = []
+    for rec, extra in rows:
+        job = jobs.get(str(extra.get("job_name")))
+        if job is not None and not rec.terminal and _job_state(job) in (COMPLETE, ERROR):
+            # Not settled now when it fails (a read failed, another Job took the name): the live Job shows it.
+            with contextlib.suppress(TaoError):
+                tracking.observe(kc, store, tracking.load(store, rec.id), server=server)
+            rec, extra = store.show(rec.id), store.get_extra(rec.id)
+        settled.append((rec, extra))
+    return settled
+
+
+def status(kc: Kubectl, store: Any, run_id: str, *, server: str = "") -> dict[str, Any]:
+    """judge() over the records and the Jobs read now. A step whose Job finished has its record settled
+    (_settle_finished); a step the run removed (its Job gone, its record still open) has its record closed
+    CANCELED with why it did not run."""
     rows = step_records(store, run_id)
     namespace = str(rows[0][1].get("namespace"))
     jobs = read_jobs(kc, namespace, run_id)
+    rows = _settle_finished(kc, store, rows, jobs, server)
     seen = judge(rows, jobs)
     records = {rec.id: rec for rec, _extra in rows}
     parents = {str(extra.get("workflow_step")): extra.get("workflow_after") for _rec, extra in rows}
