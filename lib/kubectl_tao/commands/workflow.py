@@ -283,6 +283,14 @@ def plan_steps(path: str, workflow: Workflow, namespace: str, server: str, *, cr
         plain = job_request(frozenset(step.given), **flags)  # what the record keeps: `resubmit`, `resume`
         releases = bool(workflow.successors(step.name))
         if releases:
+            for key in ("max_restarts", "retries_per_index"):
+                if flags.get(key):
+                    spelled = key.replace("_", "-")
+                    raise UsageError(
+                        f"{path}: step {step.name!r}: {spelled}: a step that releases the next one runs its release "
+                        "after each attempt, so a failed attempt would remove the steps after it; leave "
+                        f"{spelled} out of this step (retry inside its command)"
+                    )
             if flags.get("launcher") == "torchrun":
                 raise UsageError(
                     f"{path}: step {step.name!r}: launcher torchrun: a step that releases the next one runs its "

@@ -182,3 +182,12 @@ def test_a_gate_read_from_a_pod_without_the_gated_steps_volume_is_refused(cli: A
                    "- {name: c, image: 'busybox:1', pvc: two, command: z, when: a.acc > 0.5}\n")
     code, _out, err = cli("workflow", "render", write(tmp_path, text), "-n", "tao")
     assert code == 2 and "step 'c': when reads 'a''s status.json in the pod of 'b', which mounts another volume" in err
+
+
+@pytest.mark.parametrize(("key", "value"), [("max-restarts", 2), ("retries-per-index", 1)])
+def test_retries_are_refused_on_a_releasing_step(cli: Any, tmp_path: Path, key: str, value: int) -> None:
+    text = HEAD + (f"steps:\n- {{name: a, image: 'busybox:1', pvc: d, command: t.py, {key}: {value}}}\n"
+                   "- {name: b, image: 'busybox:1', pvc: d, command: t.py}\n")
+    code, _out, err = cli("workflow", "render", write(tmp_path, text), "-n", "tao")
+    assert code == 2 and f"step 'a': {key}: a step that releases the next one" in err
+    assert f"leave {key} out of this step" in err and len(err.strip().splitlines()) == 1
