@@ -4,7 +4,8 @@
 them), then creates the release RBAC (workflows/objects.py), the held steps from the last to the first (so a
 step never ends before the Job it releases exists), and the first step last; then it makes every step Job an
 owner of the RBAC objects, so the garbage collector removes them with the last step Job (TTL or cancel). A
-failure while creating removes what this run created and marks the created steps' records ERROR.
+failure while creating removes what this run created and settles the created steps' records as a failed submit's
+(jobs/submit.roll_back: ERROR, or UNKNOWN until `status` can finish the removal).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import GateError, TaoError
+from kubectl_tao.core.names import secret_name_for
 from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.workflows.objects import account_name, rbac_objects, release_plan, selector, step_objects
@@ -138,6 +140,11 @@ def run(
             created.append(step)
             uids[step.job_name] = str(outcome.job_uid)
         _own_rbac(kc, run_id, namespace, uids)
+    except TaoError as exc:
+        for ready in prepared.values():
+            ready.gated.stop()
+        note = _remove(kc, store, run_id, namespace, created, f"workflow {run_id} not created: {exc.message}")
+        raise type(exc)(f"{exc.message} ({note})") from None
     except BaseException as exc:
         for ready in prepared.values():
             ready.gated.stop()
@@ -169,22 +176,36 @@ def _own_rbac(kc: Kubectl, run_id: str, namespace: str, uids: dict[str, str]) ->
             "-o", "name"], stdin=stream(targets), namespaced=False)
 
 
-def _remove(kc: Kubectl, store: Any, run_id: str, namespace: str, steps: list[StepPlan], message: str) -> None:
-    """Remove the run's objects (best effort) and mark the created steps' records ERROR."""
+def _remove(kc: Kubectl, store: Any, run_id: str, namespace: str, steps: list[StepPlan], message: str) -> str:
+    """Remove the run's objects and settle the created steps' records as a failed submit's (jobs/submit.roll_back:
+    ERROR, or UNKNOWN "rolling-back" when the API server stopped answering, which the next `workflow status`
+    finishes); the note for the error line: each step's outcome and what could not be removed."""
+    from kubectl_tao.jobs.submit import created_names, roll_back
     from kubectl_tao.k8s import objects
 
+    notes = []
     for step in steps:
-        objects.teardown(kc, namespace, step.job_name)
-        store.mark(step.record_id, "ERROR", message=message, source="agent", err_class="ERR_INFRA")
-    _delete_rbac(kc, run_id, namespace)
+        secret = secret_name_for(step.job_name) if step.plan.credentials else None
+        notes.append(roll_back(kc, store, step.record_id, namespace, step.job_name,
+                               created_names(step.plan, step.job_name, secret), message, "ERR_INFRA"))
+    done = _teardown_rbac(kc, run_id, namespace)
+    if done.left:
+        notes.append(f"the release RBAC: {objects.left_behind_note(namespace, done.left)}")
+    return "; ".join(notes) or "nothing was created"
+
+
+def _teardown_rbac(kc: Kubectl, run_id: str, namespace: str) -> Any:
+    from kubectl_tao.k8s import objects
+
+    name = account_name(run_id)
+    kinds = "serviceaccounts,roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io"
+    made = [f"{kind}/{name}" for kind in ("serviceaccount", "role.rbac.authorization.k8s.io",
+                                          "rolebinding.rbac.authorization.k8s.io")]
+    return objects.teardown(kc, namespace, name, job="keep", selector=selector(run_id), kinds=kinds, created=made)
 
 
 def _delete_rbac(kc: Kubectl, run_id: str, namespace: str) -> list[str]:
-    from kubectl_tao.k8s import objects
-
-    kinds = "serviceaccounts,roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io"
-    done = objects.teardown(kc, namespace, account_name(run_id), job="keep", selector=selector(run_id), kinds=kinds)
-    return done.deleted
+    return list(_teardown_rbac(kc, run_id, namespace).deleted)
 
 
 # ---------------------------------------------------------------- status
@@ -328,13 +349,16 @@ def _settle_finished(
 ) -> list[tuple[Any, dict[str, Any]]]:
     """Each step whose Job is seen finished while its record is still open gets its ending written, as `status`
     writes a job's (jobs/track.observe: COMPLETE or ERROR, the ranks' history, the cause), so the record keeps it
-    once the Job's TTL removes the Job. The rows as read again."""
+    once the Job's TTL removes the Job; a step whose rollback the API server cut off has it finished (observe's
+    finish_rollback). The rows as read again."""
     from kubectl_tao.jobs import track as tracking
+    from kubectl_tao.store.records import ROLLING_BACK
 
     settled = []
     for rec, extra in rows:
         job = jobs.get(str(extra.get("job_name")))
-        if job is not None and not rec.terminal and _job_state(job) in (COMPLETE, ERROR):
+        finished = job is not None and _job_state(job) in (COMPLETE, ERROR)
+        if not rec.terminal and (finished or extra.get("submit_phase") == ROLLING_BACK):
             # Not settled now when it fails (a read failed, another Job took the name): the live Job shows it.
             with contextlib.suppress(TaoError):
                 tracking.observe(kc, store, tracking.load(store, rec.id), server=server)
