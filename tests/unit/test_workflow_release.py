@@ -166,3 +166,27 @@ def test_the_wrapped_command_runs_as_written_and_hands_its_status_to_the_release
                          check=False)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == [*([printed] if printed else []), f"release got {status}"]
+
+
+@pytest.mark.parametrize("sh", ["/bin/sh", "bash"])
+def test_the_wrapper_forwards_term_to_the_command_and_hands_its_status_to_the_release(sh: str) -> None:
+    import shutil
+    import signal
+    import subprocess
+
+    from kubectl_tao.workflows.objects import RELEASE_ENV, wrap_command
+
+    found = shutil.which(sh)
+    assert found is not None, f"{sh} is not installed"
+    command = ("trap 'echo command got TERM; exit 7' TERM\necho started\n"
+               "i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\necho never TERMed")
+    stand_in = 'import sys; print("release got", sys.argv[1])'
+    wrapper = subprocess.Popen([found, "-c", wrap_command(command).replace("python3", sys.executable)],
+                               env={RELEASE_ENV: stand_in, "PATH": "/usr/bin:/bin"}, stdout=subprocess.PIPE,
+                               text=True)
+    assert wrapper.stdout is not None
+    assert wrapper.stdout.readline() == "started\n"
+    wrapper.send_signal(signal.SIGTERM)  # the kubelet's TERM to the container's PID 1
+    out = wrapper.stdout.read()
+    assert wrapper.wait() == 0
+    assert out.splitlines() == ["command got TERM", "release got 7"]

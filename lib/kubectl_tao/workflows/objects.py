@@ -37,12 +37,27 @@ def selector(run_id: str) -> str:
     return f"{contract.WORKFLOW_LABEL}={run_id},{contract.MANAGED_SELECTOR}"
 
 
+CHILD_VAR = "kubectl_tao_child"
+SIGNAL_VAR = "kubectl_tao_signal"
+
+
 def wrap_command(command: str) -> str:
-    """The step's shell text: the user's command in a subshell (its `exit` ends only that), then the release
-    with its exit status; the container ends with the release's status (the command's, or 1 if the release
-    itself failed)."""
+    """The step's shell text: the user's command in a background subshell (its `exit` ends only that), with
+    TERM and INT forwarded to it (sh is the container's PID 1 and has no default action for them: without the
+    forwarding an eviction or a cancel would SIGKILL the command after the grace period, never TERMed); the
+    wrapper waits for it, again whenever a forwarded signal cut the wait short, then runs the release with its
+    exit status. The container ends with the release's status (the command's, or 1 if the release failed)."""
+    child, signal = f'"${CHILD_VAR}"', SIGNAL_VAR
     return (
-        f"(\n{command}\n)\n{STATUS_VAR}=$?\n"
+        f"(\n{command}\n) &\n{CHILD_VAR}=$!\n"
+        f"trap '{signal}=TERM; kill -TERM {child} 2>/dev/null' TERM\n"
+        f"trap '{signal}=INT; kill -INT {child} 2>/dev/null' INT\n"
+        "while :; do\n"
+        f"  {signal}=\n"
+        f"  wait {child}\n"
+        f"  {STATUS_VAR}=$?\n"
+        f'  [ -n "${signal}" ] && kill -0 {child} 2>/dev/null || break\n'
+        "done\n"
         f'exec python3 -c "${RELEASE_ENV}" "${STATUS_VAR}"\n'
     )
 
