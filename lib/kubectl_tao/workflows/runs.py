@@ -20,7 +20,7 @@ from kubectl_tao.core.errors import GateError, TaoError
 from kubectl_tao.core.names import secret_name_for
 from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
-from kubectl_tao.workflows.objects import account_name, rbac_objects, release_plan, selector, step_objects
+from kubectl_tao.workflows.objects import rbac_objects, release_plan, selector, step_objects
 from kubectl_tao.workflows.spec import Workflow
 
 # Workflow and step states (`workflow status`).
@@ -75,7 +75,7 @@ def render_run(kc: Kubectl, workflow: Workflow, steps: list[StepPlan], namespace
     """Every object `run` would create, offline: the release RBAC, then each step's (first step first)."""
     from kubectl_tao.jobs.submit import execute
 
-    objects: list[Any] = rbac_objects(run_id, namespace, [step.job_name for step in steps])
+    objects: list[Any] = rbac_objects(run_id, namespace, workflow, {step.name: step.job_name for step in steps})
     for step in _made_part(workflow, steps, run_id):
         outcome = execute(kc, step.plan, namespace=namespace, target_server="", target_context="",
                           dry_run="client", store_factory=lambda: None, name=step.record_id)
@@ -119,11 +119,12 @@ def run(
             ready.gated.stop()
         raise
     on_progress(f"workflow {run_id}: every step's gates passed; creating {len(made)} steps")
-    rbac = rbac_objects(run_id, namespace, [step.job_name for step in steps])
+    rbac = rbac_objects(run_id, namespace, workflow, {step.name: step.job_name for step in steps})
     created: list[StepPlan] = []
     uids: dict[str, str] = {}
     try:
-        objects.create(kc, rbac, namespace)
+        if rbac:  # a run with one step releases nothing
+            objects.create(kc, rbac, namespace)
         for step in reversed(made):  # the held ones first: a step never ends before what it releases exists
             index = [s.name for s in workflow.steps].index(step.name)
             spec = workflow.step(step.name)
@@ -139,16 +140,16 @@ def run(
             )
             created.append(step)
             uids[step.job_name] = str(outcome.job_uid)
-        _own_rbac(kc, run_id, namespace, uids)
+        _own_rbac(kc, namespace, uids, rbac)
     except TaoError as exc:
         for ready in prepared.values():
             ready.gated.stop()
-        note = _remove(kc, store, run_id, namespace, created, f"workflow {run_id} not created: {exc.message}")
+        note = _remove(kc, store, run_id, namespace, created, rbac, f"workflow {run_id} not created: {exc.message}")
         raise type(exc)(f"{exc.message} ({note})") from None
     except BaseException as exc:
         for ready in prepared.values():
             ready.gated.stop()
-        _remove(kc, store, run_id, namespace, created, f"workflow {run_id} not created: {_why(exc)}")
+        _remove(kc, store, run_id, namespace, created, rbac, f"workflow {run_id} not created: {_why(exc)}")
         raise
     return {
         "name": run_id,
@@ -163,20 +164,26 @@ def _why(exc: BaseException) -> str:
     return exc.message if isinstance(exc, TaoError) else f"interrupted ({type(exc).__name__})"
 
 
-def _own_rbac(kc: Kubectl, run_id: str, namespace: str, uids: dict[str, str]) -> None:
-    """Every step Job an owner of the ServiceAccount, Role and RoleBinding (one patch call): they go with the
-    last of them."""
+def _own_rbac(kc: Kubectl, namespace: str, uids: dict[str, str], rbac: list[dict[str, Any]]) -> None:
+    """Every step Job an owner of the ServiceAccounts, Roles and RoleBindings RBAC (one patch call): they go with
+    the last of them."""
     from kubectl_tao.k8s.objects import stream
+
+    if not rbac:
+        return
 
     owners = [{"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid} for name, uid in sorted(uids.items())]
     targets = [{"apiVersion": obj["apiVersion"], "kind": obj["kind"],
                 "metadata": {"name": obj["metadata"]["name"], "namespace": namespace}}
-               for obj in rbac_objects(run_id, namespace, [])]
+               for obj in rbac]
     kc.run(["patch", "-f", "-", "--type=merge", "-p", json.dumps({"metadata": {"ownerReferences": owners}}),
             "-o", "name"], stdin=stream(targets), namespaced=False)
 
 
-def _remove(kc: Kubectl, store: Any, run_id: str, namespace: str, steps: list[StepPlan], message: str) -> str:
+def _remove(
+    kc: Kubectl, store: Any, run_id: str, namespace: str, steps: list[StepPlan], rbac: list[dict[str, Any]],
+    message: str,
+) -> str:
     """Remove the run's objects and settle the created steps' records as a failed submit's (jobs/submit.roll_back:
     ERROR, or UNKNOWN "rolling-back" when the API server stopped answering, which the next `workflow status`
     finishes); the note for the error line: each step's outcome and what could not be removed."""
@@ -188,20 +195,25 @@ def _remove(kc: Kubectl, store: Any, run_id: str, namespace: str, steps: list[St
         secret = secret_name_for(step.job_name) if step.plan.credentials else None
         notes.append(roll_back(kc, store, step.record_id, namespace, step.job_name,
                                created_names(step.plan, step.job_name, secret), message, "ERR_INFRA"))
-    done = _teardown_rbac(kc, run_id, namespace)
+    made = [f"{_RESOURCE[obj['kind']]}/{obj['metadata']['name']}" for obj in rbac]
+    done = _teardown_rbac(kc, run_id, namespace, made)
     if done.left:
         notes.append(f"the release RBAC: {objects.left_behind_note(namespace, done.left)}")
     return "; ".join(notes) or "nothing was created"
 
 
-def _teardown_rbac(kc: Kubectl, run_id: str, namespace: str) -> Any:
+_RESOURCE = {"ServiceAccount": "serviceaccount", "Role": "role.rbac.authorization.k8s.io",
+             "RoleBinding": "rolebinding.rbac.authorization.k8s.io"}
+
+
+def _teardown_rbac(kc: Kubectl, run_id: str, namespace: str, made: list[str] | None = None) -> Any:
+    """Remove the run's release RBAC (by the run's label); MADE: `kind/name` of what this run created, named
+    when the removal fails."""
     from kubectl_tao.k8s import objects
 
-    name = account_name(run_id)
     kinds = "serviceaccounts,roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io"
-    made = [f"{kind}/{name}" for kind in ("serviceaccount", "role.rbac.authorization.k8s.io",
-                                          "rolebinding.rbac.authorization.k8s.io")]
-    return objects.teardown(kc, namespace, name, job="keep", selector=selector(run_id), kinds=kinds, created=made)
+    return objects.teardown(kc, namespace, f"tao-wf-{run_id}", job="keep", selector=selector(run_id), kinds=kinds,
+                            created=made)
 
 
 def _delete_rbac(kc: Kubectl, run_id: str, namespace: str) -> list[str]:

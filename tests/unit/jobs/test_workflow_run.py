@@ -49,7 +49,7 @@ def test_run_gates_every_step_then_creates_rbac_and_the_steps_last_first(
     first_create = argvs.index(creates[0].argv)
     assert len(dry_runs) == 3 and max(dry_runs) < first_create  # each step gated once, before any create
     kinds = [[o["kind"] for o in json.loads(c.stdin or "{}").get("items", [])] or c.stdin for c in creates]
-    assert kinds[0] == ["ServiceAccount", "Role", "RoleBinding"]
+    assert kinds[0] == ["ServiceAccount", "Role", "RoleBinding"] * 2  # train's and evaluate's release
     jobs = [s["job"].split("/", 1)[1] for s in created["steps"]]
     order = [next(o["metadata"]["name"] for o in json.loads(c.stdin or "")["items"] if o["kind"] == "Job")
              for c in creates[1:]]
@@ -57,7 +57,7 @@ def test_run_gates_every_step_then_creates_rbac_and_the_steps_last_first(
     (patch,) = [c for c in fake_kubectl.calls if c.argv[:1] == ["patch"] and "ownerReferences" in " ".join(c.argv)]
     owners = json.loads(patch.argv[patch.argv.index("-p") + 1])["metadata"]["ownerReferences"]
     assert sorted(o["name"] for o in owners) == sorted(jobs)
-    assert [o["kind"] for o in json.loads(patch.stdin or "")["items"]] == ["ServiceAccount", "Role", "RoleBinding"]
+    assert [o["kind"] for o in json.loads(patch.stdin or "")["items"]] == ["ServiceAccount", "Role", "RoleBinding"] * 2
     for step in created["steps"]:
         extra = json.loads((tao_env / "state" / "jobs" / ".kubectl-tao" / f"{step['id']}.json").read_text())
         assert extra["workflow"] == created["name"] and extra["workflow_step"] == step["name"]
