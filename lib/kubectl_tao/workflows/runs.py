@@ -135,6 +135,8 @@ def run(
                        "workflow_index": index, "workflow_after": spec.after,
                        "workflow_when": spec.when.text() if spec.when else None, "workflow_file": source,
                        "results_seen_as": step.results,
+                       **({"keep_until_captured": True, "ttl_seconds": step.request.ttl_seconds, "ttl_hold": None}
+                          if step.plan.patches_job and step.request is not None else {}),
                        **({"request": planning.stored(step.request)} if step.request is not None else {}),
                        **(extra_fields or {})},
             )

@@ -211,3 +211,8 @@ def test_a_run_whose_steps_release_nothing_gets_no_service_account_or_role(cli: 
     job = json.loads(out)  # the one object, alone
     assert job["kind"] == "Job" and job["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
     assert "serviceAccountName" not in job["spec"]["template"]["spec"]
+
+
+def test_every_step_job_is_kept_until_its_ending_is_captured(cli: Any, tmp_path: Path) -> None:
+    jobs = jobs_of(rendered(cli, tmp_path, THREE.replace("gpus: 8,", "gpus: 8, ttl-seconds: 600,")))
+    assert [job["spec"].get("ttlSecondsAfterFinished") for job in jobs.values()] == [None, None, None]

@@ -64,6 +64,8 @@ def test_run_gates_every_step_then_creates_rbac_and_the_steps_last_first(
         kept = extra["request"]["flags"]["command"]  # the user's command, resolved, without the release
         assert kept.split()[0] == {"train": "run", "evaluate": "eval", "export": "export"}[step["name"]]
         assert "KUBECTL_TAO_WF_RELEASE" not in kept and "${" not in kept
+        # Kept until its ending is captured: the TTL is set back then (3600 s, the default).
+        assert (extra["keep_until_captured"], extra["ttl_seconds"]) == (True, 3600)
 
 
 def test_a_refused_gate_creates_nothing(cli: Any, fake_kubectl: FakeKubectl, tmp_path: Path, tao_env: Path) -> None:

@@ -219,3 +219,25 @@ def test_status_closes_the_gated_step_and_those_after_it_after_a_failed_gate(
     assert [store.show(ids[s]).state for s in ("train", "evaluate", "export")] == ["COMPLETE", "CANCELED", "CANCELED"]
     assert store.show(ids["evaluate"])["transitions"][-1]["message"] == (
         "not run: gate train.val_mAP >= 0.9 failed: the value was 0.7")
+
+
+UID = "0b9b6c1e-1111-2222-3333-444455556666"
+
+
+def test_status_gives_a_captured_step_job_its_ttl_back(tmp_path: Any, fake_kubectl: Any) -> None:
+    from kubectl_tao.k8s.kubectl import Kubectl
+    from kubectl_tao.store.records import RecordStore
+    from kubectl_tao.workflows.runs import status
+
+    store = RecordStore(tmp_path)
+    ids = _three_steps(store)
+    store.update_extra(ids["train"], keep_until_captured=True, ttl_seconds=600, job_uid=UID)
+    done = job("j-train", condition="Complete")
+    done["metadata"]["uid"] = UID
+    _answer_jobs(fake_kubectl, [done, job("j-evaluate", active=1), job("j-export", suspend=True)])
+    fake_kubectl.on("patch", "job", "j-train")
+    assert status(Kubectl(), store, "wf-1")["state"] == "RUNNING"
+    (patch,) = [c.argv for c in fake_kubectl.calls if "patch" in c.argv]
+    body = json.loads(patch[patch.index("-p") + 1])
+    assert body == {"spec": {"ttlSecondsAfterFinished": 600}, "metadata": {"uid": UID}}
+    assert store.show(ids["train"]).state == "COMPLETE"
