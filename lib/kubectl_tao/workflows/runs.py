@@ -201,7 +201,7 @@ def _remove(
     done = _teardown_rbac(kc, run_id, namespace, made)
     if done.left:
         notes.append(f"the release RBAC: {objects.left_behind_note(namespace, done.left)}")
-    return "; ".join(notes) or "nothing was created"
+    return "; ".join(notes) or "nothing of the run is left"
 
 
 _RESOURCE = {"ServiceAccount": "serviceaccount", "Role": "role.rbac.authorization.k8s.io",

@@ -83,9 +83,10 @@ def test_a_refused_create_leaves_no_step_and_removes_the_rbac(
 ) -> None:
     fake_kubectl.on("create", "-f", stderr="Error from server (Forbidden): roles.rbac.authorization.k8s.io is "
                     "forbidden", rc=1)
+    fake_kubectl.on("delete", stdout="")
     answer_pvc_submit(fake_kubectl)
     code, _out, err = cli("workflow", "run", write(tmp_path))
-    assert code != 0 and "forbidden" in err
+    assert code != 0 and "forbidden" in err and "(nothing of the run is left)" in err
     deletes = [c.argv for c in fake_kubectl.calls if c.argv[:1] == ["delete"]]
     assert any("serviceaccounts,roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io" in a
                for a in deletes)
