@@ -167,8 +167,8 @@ def _why(exc: BaseException) -> str:
 
 
 def _own_rbac(kc: Kubectl, namespace: str, uids: dict[str, str], rbac: list[dict[str, Any]]) -> None:
-    """Every step Job an owner of the ServiceAccounts, Roles and RoleBindings RBAC (one patch call): they go with
-    the last of them."""
+    """Every step Job an owner of each object of RBAC, the run's ServiceAccounts, Roles and RoleBindings (one
+    patch call): they go with the last of them."""
     from kubectl_tao.k8s.objects import stream
 
     if not rbac:
