@@ -42,7 +42,7 @@ def api(method, job, body, patch="application/merge-patch+json"):
         with urllib.request.urlopen(request, context=context, timeout=30) as response:  # noqa: S310 (https only)
             return response.status
     except urllib.error.HTTPError as exc:
-        if method == "DELETE" and exc.code == 404:
+        if exc.code == 404:  # the Job is gone already (a `workflow cancel`, an earlier release): the caller says so
             return 404
         raise
 
@@ -72,7 +72,9 @@ def passes(value, op, threshold):
 
 def remove(jobs, why):
     for job in jobs:
-        api("DELETE", job, {"propagationPolicy": "Background"}, patch="application/json")
+        if api("DELETE", job, {"propagationPolicy": "Background"}, patch="application/json") == 404:
+            say(f"held Job {job} was already removed")
+            continue
         say(f"removed held Job {job} ({why})")
 
 
@@ -98,7 +100,9 @@ def main():
                 api("PATCH", plan["job"], {"metadata": {"annotations": {GATE_ANNOTATION: json.dumps(outcomes)}}})
                 remove(held, f"gate {shown} failed: {seen}")
                 continue
-        api("PATCH", step["job"], {"spec": {"suspend": False}})
+        if api("PATCH", step["job"], {"spec": {"suspend": False}}) == 404:
+            say("step {} (Job {}) was already removed; nothing to release".format(step["name"], step["job"]))
+            continue
         say("released step {} (Job {})".format(step["name"], step["job"]))
     if outcomes:
         api("PATCH", plan["job"], {"metadata": {"annotations": {GATE_ANNOTATION: json.dumps(outcomes)}}})

@@ -3,7 +3,7 @@ writing status.json KPIs and a checkpoint the next step reads through ${STEP.res
 
 What runs everywhere: `workflow run` creates the release RBAC and every step with its own record, the first step
 running and the rest held (suspended, no pod); `workflow status` says why; `workflow cancel` leaves nothing. The
-release script, run on the host with the run's own ServiceAccount token against the real API server (the calls a
+release script, run on the host with the step's own ServiceAccount token against the real API server (the calls a
 step's pod makes): a passed gate unsuspends the next step, whose pod then starts; a failed gate or a failed step
 removes the held steps (GATE_FAILED); the token may do nothing else (list, read pods or Secrets, create Jobs,
 touch another Job: forbidden).
@@ -119,11 +119,14 @@ def test_run_creates_every_step_held_behind_the_first_and_cancel_leaves_nothing(
         job = json.loads(real.kubectl("get", "job", jobs[held], "-o", "json").stdout)
         assert job["spec"]["suspend"] is True
         assert real.kubectl("get", "pods", "-l", f"job-name={jobs[held]}", "-o", "name").stdout == ""
-    role = json.loads(real.kubectl("get", "role", f"tao-wf-{name}", "-o", "json").stdout)
-    assert role["rules"][0]["resourceNames"] == sorted(jobs.values())
-    assert role["rules"][0]["verbs"] == ["get", "patch", "delete"]
+    role = json.loads(real.kubectl("get", "role", f"tao-wf-{name}-train", "-o", "json").stdout)
+    assert role["rules"][0]["resourceNames"] == sorted([jobs["evaluate"], jobs["export"]])
+    assert role["rules"][0]["verbs"] == ["patch", "delete"]
+    assert role["rules"][1]["resourceNames"] == [jobs["train"]] and role["rules"][1]["verbs"] == ["patch"]
     owners = {o["name"] for o in role["metadata"]["ownerReferences"]}
     assert owners == set(jobs.values())
+    later = json.loads(real.kubectl("get", "role", f"tao-wf-{name}-evaluate", "-o", "json").stdout)
+    assert later["rules"][0]["resourceNames"] == [jobs["export"]]
     seen = status(real, name)
     assert seen["name"] == name and seen["state"] == "RUNNING"
     assert [s["state"] for s in seen["steps"]][1:] == ["HELD", "HELD"]
@@ -191,7 +194,7 @@ def long_first_step(t: Tao, image: str, *, gate: float) -> Path:
 
 def release_as_the_step(t: Tao, cluster: Any, run: str, job: str, status: int, tmp_path: Path) -> Any:
     """Run the release of step Job JOB on the host: its plan from the Job, the gate's results directory mapped
-    onto the claim's directory, the run's ServiceAccount token, the cluster's CA."""
+    onto the claim's directory, the step's ServiceAccount token, the cluster's CA."""
     import base64
     import os
     import subprocess

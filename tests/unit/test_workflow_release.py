@@ -100,6 +100,41 @@ def test_a_step_without_gate_is_released(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert calls == [("PATCH", "j-b", {"spec": {"suspend": False}})]
 
 
+def test_a_successor_already_removed_is_said_and_not_a_failure(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status_json(tmp_path, {"val_mAP": 0.9})
+    module, calls = load(monkeypatch, plan(tmp_path))
+    monkeypatch.setattr(module, "api", lambda method, job, body, patch="": calls.append((method, job, body)) or 404)
+    assert run(module, monkeypatch, 0) == 0
+    assert "step evaluate (Job j-eval) was already removed; nothing to release" in capsys.readouterr().out
+    assert run(module, monkeypatch, 2) == 2
+    assert "held Job j-eval was already removed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("method", ["PATCH", "DELETE"])
+def test_the_api_answers_404_for_a_job_that_is_gone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, method: str
+) -> None:
+    import urllib.error
+
+    spec = importlib.util.spec_from_file_location("workflow_release", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (tmp_path / "namespace").write_text("tao\n")
+    (tmp_path / "token").write_text("t\n")
+    monkeypatch.setattr(module, "SA", str(tmp_path))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setattr(module.ssl, "create_default_context", lambda cafile: None)
+
+    def gone(request: Any, **_: Any) -> Any:
+        raise urllib.error.HTTPError(request.full_url, 404, "Not Found", None, None)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module.urllib.request, "urlopen", gone)
+    assert module.api(method, "j-eval", {"spec": {"suspend": False}}) == 404
+
+
 @pytest.mark.parametrize(("op", "value", "passed"), [(">", 0.5, False), ("<", 0.4, True), ("==", 0.5, True),
                                                       ("<=", 0.6, False)])
 def test_each_comparison(monkeypatch: pytest.MonkeyPatch, op: str, value: float, passed: bool) -> None:
@@ -131,3 +166,27 @@ def test_the_wrapped_command_runs_as_written_and_hands_its_status_to_the_release
                          check=False)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == [*([printed] if printed else []), f"release got {status}"]
+
+
+@pytest.mark.parametrize("sh", ["/bin/sh", "bash"])
+def test_the_wrapper_forwards_term_to_the_command_and_hands_its_status_to_the_release(sh: str) -> None:
+    import shutil
+    import signal
+    import subprocess
+
+    from kubectl_tao.workflows.objects import RELEASE_ENV, wrap_command
+
+    found = shutil.which(sh)
+    assert found is not None, f"{sh} is not installed"
+    command = ("trap 'echo command got TERM; exit 7' TERM\necho started\n"
+               "i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\necho never TERMed")
+    stand_in = 'import sys; print("release got", sys.argv[1])'
+    wrapper = subprocess.Popen([found, "-c", wrap_command(command).replace("python3", sys.executable)],
+                               env={RELEASE_ENV: stand_in, "PATH": "/usr/bin:/bin"}, stdout=subprocess.PIPE,
+                               text=True)
+    assert wrapper.stdout is not None
+    assert wrapper.stdout.readline() == "started\n"
+    wrapper.send_signal(signal.SIGTERM)  # the kubelet's TERM to the container's PID 1
+    out = wrapper.stdout.read()
+    assert wrapper.wait() == 0
+    assert out.splitlines() == ["command got TERM", "release got 7"]

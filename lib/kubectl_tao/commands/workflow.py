@@ -100,7 +100,7 @@ _REFUSED = {
     "staging_map": "it belongs to --action-request, which a workflow step does not take",
     "config_source": "it belongs to --action-request, which a workflow step does not take",
     "queue": "Kueue queues are not supported in workflows yet; leave `queue` out",
-    "keep_until_captured": "a workflow step keeps its TTL; leave it out",
+    "keep_until_captured": "every workflow step is kept until its ending is captured; leave it out",
 }
 
 
@@ -219,9 +219,11 @@ def plan_steps(path: str, workflow: Workflow, namespace: str, server: str, *, cr
     references resolved. CREDENTIALS False: only the credential names are read (render)."""
     from kubectl_tao.core.errors import UsageError
     from kubectl_tao.core.flagtable import JOB_FLAGS
+    from kubectl_tao.core.flagvalues import int_in
     from kubectl_tao.core.names import kubernetes_job_name
     from kubectl_tao.jobs import plan as planning
     from kubectl_tao.jobs.flags import checked_warnings, job_request
+    from kubectl_tao.manifests.render import MAX_TTL_SECONDS
     from kubectl_tao.store.recordfields import normalize_results_dir
     from kubectl_tao.store.recordids import preview_id
     from kubectl_tao.workflows.objects import wrap_command
@@ -283,6 +285,14 @@ def plan_steps(path: str, workflow: Workflow, namespace: str, server: str, *, cr
         plain = job_request(frozenset(step.given), **flags)  # what the record keeps: `resubmit`, `resume`
         releases = bool(workflow.successors(step.name))
         if releases:
+            for key in ("max_restarts", "retries_per_index"):
+                if flags.get(key):
+                    spelled = key.replace("_", "-")
+                    raise UsageError(
+                        f"{path}: step {step.name!r}: {spelled}: a step that releases the next one runs its release "
+                        "after each attempt, so a failed attempt would remove the steps after it; leave "
+                        f"{spelled} out of this step (retry inside its command)"
+                    )
             if flags.get("launcher") == "torchrun":
                 raise UsageError(
                     f"{path}: step {step.name!r}: launcher torchrun: a step that releases the next one runs its "
@@ -290,9 +300,12 @@ def plan_steps(path: str, workflow: Workflow, namespace: str, server: str, *, cr
                 )
             if isinstance(flags.get("command"), str):
                 flags["command"] = wrap_command(flags["command"])
-        request = job_request(frozenset(step.given), **flags)
+        # Every step's Job keeps its TTL off until its ending is in its record (`workflow status` or `status`
+        # writes it, then sets the TTL): a step the TTL removed unseen would look as if it never ran.
+        request = job_request(frozenset(step.given), **flags).replaced(keep_until_captured=True)
         try:
             warnings = checked_warnings(request)
+            int_in(request.ttl_seconds, "ttl seconds", 0, MAX_TTL_SECONDS)  # set once the ending is captured
             creds = planning.read_credentials(request.env_file, request.env)
             if not credentials:  # only the names: the manifests name the Secret, values stay out
                 creds = dict.fromkeys(creds, "placeholder")
@@ -369,7 +382,8 @@ def status(
     from kubectl_tao.workflows import runs
 
     fmt = check_format(output, ("table", "json", "yaml"))
-    seen = runs.status(session().kubectl(), record_store(), name)
+    sess = session()
+    seen = runs.status(sess.kubectl(), record_store(), name, server=sess.target().server)
     if not emit_data(fmt, seen):
         emit(f"workflow {seen['name']}: {seen['state']}" + (f" ({seen['reason']})" if seen["reason"] else "") + "\n")
         emit(table([(s["name"], s["state"], s["id"], s["progress"] or "-", s["kpi"] or "-", s["reason"])
@@ -417,7 +431,7 @@ def resume(
     store = lazy_record_store()
     rows = runs.step_records(store(), name)
     namespace = str(rows[0][1].get("namespace"))
-    left = runs.resumable(runs.status(sess.kubectl(), store(), name))
+    left = runs.resumable(runs.status(sess.kubectl(), store(), name, server=target.server))
     workflow = runs.resumed_workflow(rows, left)
     results = {str(extra.get("workflow_step")): str(extra.get("results_seen_as") or rec.get("results_dir") or "")
                for rec, extra in rows}
@@ -430,6 +444,7 @@ def resume(
         request = plain
         if workflow.successors(step):
             request = plain.replaced(command=wrap_command(plain.command))
+        request = request.replaced(keep_until_captured=True)  # as `workflow run` holds it (plan_steps)
         try:
             the_plan = planning.build(request, namespace, planning.read_credentials(request.env_file, request.env),
                                       server=target.server)

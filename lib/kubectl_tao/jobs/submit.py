@@ -364,13 +364,13 @@ def _launch(
         raise
     except TaoError as exc:
         klass = "ERR_PROGRAM" if isinstance(exc, (UsageError, GateError)) else "ERR_INFRA"
-        created = _created_names(plan, job_name, secret) if created_any else None
-        note = _roll_back(kc, store, record_id, namespace, job_name, created, f"not launched: {exc.message}", klass)
+        created = created_names(plan, job_name, secret) if created_any else None
+        note = roll_back(kc, store, record_id, namespace, job_name, created, f"not launched: {exc.message}", klass)
         raise type(exc)(f"{exc.message} ({note})") from None
     except BaseException as exc:  # a bug or Ctrl-C mid-submit: still leave nothing half-done
-        created = _created_names(plan, job_name, secret) if created_any else None
+        created = created_names(plan, job_name, secret) if created_any else None
         interrupted = f"not launched: interrupted ({type(exc).__name__})"
-        _roll_back(kc, store, record_id, namespace, job_name, created, interrupted, "ERR_INFRA")
+        roll_back(kc, store, record_id, namespace, job_name, created, interrupted, "ERR_INFRA")
         raise
     assert record.id == record_id
     return Outcome(record_id, job_name, namespace, rendered, warnings, gated.fit, uid, "none", mechanism.to_dict())
@@ -410,7 +410,7 @@ def _payload(
     return items
 
 
-def _roll_back(
+def roll_back(
     kc: Kubectl,
     store: Any,
     record_id: str,
@@ -421,7 +421,7 @@ def _roll_back(
     err_class: str,
 ) -> str:
     """Remove what this submit may have `created` (None: nothing yet) and mark the record ERROR (one write);
-    the note for the error line.
+    the note for the error line. A workflow run's rollback calls it for each step it created.
 
     When the removal itself fails (the API server went away or froze mid-create), the Job may exist after all:
     the record is UNKNOWN with submit_phase "rolling-back", and the next `status` finishes the removal and marks
@@ -456,7 +456,7 @@ def _roll_back(
     )
 
 
-def _created_names(plan: Plan, job_name: str, secret: str | None) -> list[str]:
+def created_names(plan: Plan, job_name: str, secret: str | None) -> list[str]:
     """`kind/name` of everything a submit of this plan creates."""
     names = [f"secret/{secret}"] if secret else []
     if plan.nodes > 1:

@@ -1,8 +1,9 @@
 """A workflow run's objects (docs/workflows.md): pure, from the checked Workflow and each step's Job name.
 
 The mechanism: every step is a Job of its own, created by `workflow run` with its own record; every step but the
-first is created held (`spec.suspend: true`). A step with successors runs as the ServiceAccount of the run,
-whose Role may only get, patch and delete the run's own step Jobs (resourceNames); its command is wrapped so
+first is created held (`spec.suspend: true`). A step with successors runs as a ServiceAccount of its own,
+whose Role may only patch and delete its successors' and their descendants' Jobs and patch its own Job
+(resourceNames); its command is wrapped so
 that, after the user's command, rank 0 runs templates/k8s/workflow-release.py: on exit 0 it judges each
 successor's gate from the status.json under the gated step's results and patches the successor's
 `spec.suspend` to false, else (or on a failed gate) it deletes the held successors and every step after them.
@@ -24,9 +25,9 @@ PLAN_ENV = "KUBECTL_TAO_WF_PLAN"
 STATUS_VAR = "kubectl_tao_status"
 
 
-def account_name(run_id: str) -> str:
-    """The ServiceAccount, Role and RoleBinding of a workflow run."""
-    return f"tao-wf-{run_id}"
+def account_name(run_id: str, step: str) -> str:
+    """The ServiceAccount, Role and RoleBinding of STEP, a step of workflow run RUN_ID that releases another."""
+    return f"tao-wf-{run_id}-{step}"
 
 
 def labels(run_id: str) -> dict[str, str]:
@@ -37,12 +38,27 @@ def selector(run_id: str) -> str:
     return f"{contract.WORKFLOW_LABEL}={run_id},{contract.MANAGED_SELECTOR}"
 
 
+CHILD_VAR = "kubectl_tao_child"
+SIGNAL_VAR = "kubectl_tao_signal"
+
+
 def wrap_command(command: str) -> str:
-    """The step's shell text: the user's command in a subshell (its `exit` ends only that), then the release
-    with its exit status; the container ends with the release's status (the command's, or 1 if the release
-    itself failed)."""
+    """The step's shell text: the user's command in a background subshell (its `exit` ends only that), with
+    TERM and INT forwarded to it (sh is the container's PID 1 and has no default action for them: without the
+    forwarding an eviction or a cancel would SIGKILL the command after the grace period, never TERMed); the
+    wrapper waits for it, again whenever a forwarded signal cut the wait short, then runs the release with its
+    exit status. The container ends with the release's status (the command's, or 1 if the release failed)."""
+    child, signal = f'"${CHILD_VAR}"', SIGNAL_VAR
     return (
-        f"(\n{command}\n)\n{STATUS_VAR}=$?\n"
+        f"(\n{command}\n) &\n{CHILD_VAR}=$!\n"
+        f"trap '{signal}=TERM; kill -TERM {child} 2>/dev/null' TERM\n"
+        f"trap '{signal}=INT; kill -INT {child} 2>/dev/null' INT\n"
+        "while :; do\n"
+        f"  {signal}=\n"
+        f"  wait {child}\n"
+        f"  {STATUS_VAR}=$?\n"
+        f'  [ -n "${signal}" ] && kill -0 {child} 2>/dev/null || break\n'
+        "done\n"
         f'exec python3 -c "${RELEASE_ENV}" "${STATUS_VAR}"\n'
     )
 
@@ -66,20 +82,32 @@ def release_plan(
     return {"step": step, "job": jobs[step], "next": nexts}
 
 
-def rbac_objects(run_id: str, namespace: str, jobs: list[str]) -> list[dict[str, Any]]:
-    """The ServiceAccount of the releasing steps, a Role that may get, patch and delete only JOBS, and the
-    RoleBinding of the one to the other."""
-    name, meta = account_name(run_id), {"namespace": namespace, "labels": labels(run_id)}
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, **meta},
-         "automountServiceAccountToken": False},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": name, **meta},
-         "rules": [{"apiGroups": ["batch"], "resources": ["jobs"], "resourceNames": sorted(jobs),
-                    "verbs": ["get", "patch", "delete"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": name, **meta},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]},
-    ]
+def rbac_objects(run_id: str, namespace: str, workflow: Workflow, jobs: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Per step that releases another (JOBS: each step's Job name): a ServiceAccount, a Role that may patch and
+    delete only the Jobs of its successors and of the steps after them (release or remove) and patch only its
+    own Job (the gate annotation), and the RoleBinding of the one to the other. No step's token can touch a step
+    before it, another branch, or any other Job."""
+    found: list[dict[str, Any]] = []
+    meta = {"namespace": namespace, "labels": labels(run_id)}
+    for step in workflow.steps:
+        nexts = workflow.successors(step.name)
+        if not nexts:
+            continue
+        name = account_name(run_id, step.name)
+        held = sorted({jobs[later] for first in nexts for later in [first, *workflow.descendants(first)]})
+        found += [
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, **meta},
+             "automountServiceAccountToken": False},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": name, **meta},
+             "rules": [{"apiGroups": ["batch"], "resources": ["jobs"], "resourceNames": held,
+                        "verbs": ["patch", "delete"]},
+                       {"apiGroups": ["batch"], "resources": ["jobs"], "resourceNames": [jobs[step.name]],
+                        "verbs": ["patch"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": name, **meta},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+             "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]},
+        ]
+    return found
 
 
 def step_objects(
@@ -92,7 +120,7 @@ def step_objects(
     release_script: str,
 ) -> list[dict[str, Any]]:
     """A step's rendered objects made part of the run (in place): the workflow labels on every object and the
-    Job's pods, `spec.suspend` for a held step, and for a releasing step (PLAN not None) the run's
+    Job's pods, `spec.suspend` for a held step, and for a releasing step (PLAN not None) its own
     ServiceAccount with its token and the release's environment; every other step gets no token."""
     marks = {contract.WORKFLOW_LABEL: run_id, contract.WORKFLOW_STEP_LABEL: step}
     for obj in objects:
@@ -108,7 +136,7 @@ def step_objects(
         if plan is None:
             pod["automountServiceAccountToken"] = False
             continue
-        pod["serviceAccountName"] = account_name(run_id)
+        pod["serviceAccountName"] = account_name(run_id, step)
         pod["automountServiceAccountToken"] = True
         for container in pod.get("containers") or []:
             container.setdefault("env", []).extend([

@@ -4,20 +4,23 @@
 them), then creates the release RBAC (workflows/objects.py), the held steps from the last to the first (so a
 step never ends before the Job it releases exists), and the first step last; then it makes every step Job an
 owner of the RBAC objects, so the garbage collector removes them with the last step Job (TTL or cancel). A
-failure while creating removes what this run created and marks the created steps' records ERROR.
+failure while creating removes what this run created and settles the created steps' records as a failed submit's
+(jobs/submit.roll_back: ERROR, or UNKNOWN until `status` can finish the removal).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from typing import Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import GateError, TaoError
+from kubectl_tao.core.names import secret_name_for
 from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
-from kubectl_tao.workflows.objects import account_name, rbac_objects, release_plan, selector, step_objects
+from kubectl_tao.workflows.objects import rbac_objects, release_plan, selector, step_objects
 from kubectl_tao.workflows.spec import Workflow
 
 # Workflow and step states (`workflow status`).
@@ -72,7 +75,7 @@ def render_run(kc: Kubectl, workflow: Workflow, steps: list[StepPlan], namespace
     """Every object `run` would create, offline: the release RBAC, then each step's (first step first)."""
     from kubectl_tao.jobs.submit import execute
 
-    objects: list[Any] = rbac_objects(run_id, namespace, [step.job_name for step in steps])
+    objects: list[Any] = rbac_objects(run_id, namespace, workflow, {step.name: step.job_name for step in steps})
     for step in _made_part(workflow, steps, run_id):
         outcome = execute(kc, step.plan, namespace=namespace, target_server="", target_context="",
                           dry_run="client", store_factory=lambda: None, name=step.record_id)
@@ -116,11 +119,12 @@ def run(
             ready.gated.stop()
         raise
     on_progress(f"workflow {run_id}: every step's gates passed; creating {len(made)} steps")
-    rbac = rbac_objects(run_id, namespace, [step.job_name for step in steps])
+    rbac = rbac_objects(run_id, namespace, workflow, {step.name: step.job_name for step in steps})
     created: list[StepPlan] = []
     uids: dict[str, str] = {}
     try:
-        objects.create(kc, rbac, namespace)
+        if rbac:  # a run with one step releases nothing
+            objects.create(kc, rbac, namespace)
         for step in reversed(made):  # the held ones first: a step never ends before what it releases exists
             index = [s.name for s in workflow.steps].index(step.name)
             spec = workflow.step(step.name)
@@ -131,16 +135,23 @@ def run(
                        "workflow_index": index, "workflow_after": spec.after,
                        "workflow_when": spec.when.text() if spec.when else None, "workflow_file": source,
                        "results_seen_as": step.results,
+                       **({"keep_until_captured": True, "ttl_seconds": step.request.ttl_seconds, "ttl_hold": None}
+                          if step.plan.patches_job and step.request is not None else {}),
                        **({"request": planning.stored(step.request)} if step.request is not None else {}),
                        **(extra_fields or {})},
             )
             created.append(step)
             uids[step.job_name] = str(outcome.job_uid)
-        _own_rbac(kc, run_id, namespace, uids)
+        _own_rbac(kc, namespace, uids, rbac)
+    except TaoError as exc:
+        for ready in prepared.values():
+            ready.gated.stop()
+        note = _remove(kc, store, run_id, namespace, created, rbac, f"workflow {run_id} not created: {exc.message}")
+        raise type(exc)(f"{exc.message} ({note})") from None
     except BaseException as exc:
         for ready in prepared.values():
             ready.gated.stop()
-        _remove(kc, store, run_id, namespace, created, f"workflow {run_id} not created: {_why(exc)}")
+        _remove(kc, store, run_id, namespace, created, rbac, f"workflow {run_id} not created: {_why(exc)}")
         raise
     return {
         "name": run_id,
@@ -155,35 +166,60 @@ def _why(exc: BaseException) -> str:
     return exc.message if isinstance(exc, TaoError) else f"interrupted ({type(exc).__name__})"
 
 
-def _own_rbac(kc: Kubectl, run_id: str, namespace: str, uids: dict[str, str]) -> None:
-    """Every step Job an owner of the ServiceAccount, Role and RoleBinding (one patch call): they go with the
-    last of them."""
+def _own_rbac(kc: Kubectl, namespace: str, uids: dict[str, str], rbac: list[dict[str, Any]]) -> None:
+    """Every step Job an owner of each object of RBAC, the run's ServiceAccounts, Roles and RoleBindings (one
+    patch call): they go with the last of them."""
     from kubectl_tao.k8s.objects import stream
+
+    if not rbac:
+        return
 
     owners = [{"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid} for name, uid in sorted(uids.items())]
     targets = [{"apiVersion": obj["apiVersion"], "kind": obj["kind"],
                 "metadata": {"name": obj["metadata"]["name"], "namespace": namespace}}
-               for obj in rbac_objects(run_id, namespace, [])]
+               for obj in rbac]
     kc.run(["patch", "-f", "-", "--type=merge", "-p", json.dumps({"metadata": {"ownerReferences": owners}}),
             "-o", "name"], stdin=stream(targets), namespaced=False)
 
 
-def _remove(kc: Kubectl, store: Any, run_id: str, namespace: str, steps: list[StepPlan], message: str) -> None:
-    """Remove the run's objects (best effort) and mark the created steps' records ERROR."""
+def _remove(
+    kc: Kubectl, store: Any, run_id: str, namespace: str, steps: list[StepPlan], rbac: list[dict[str, Any]],
+    message: str,
+) -> str:
+    """Remove the run's objects and settle the created steps' records as a failed submit's (jobs/submit.roll_back:
+    ERROR, or UNKNOWN "rolling-back" when the API server stopped answering, which the next `workflow status`
+    finishes); the note for the error line: each step's outcome and what could not be removed."""
+    from kubectl_tao.jobs.submit import created_names, roll_back
     from kubectl_tao.k8s import objects
 
+    notes = []
     for step in steps:
-        objects.teardown(kc, namespace, step.job_name)
-        store.mark(step.record_id, "ERROR", message=message, source="agent", err_class="ERR_INFRA")
-    _delete_rbac(kc, run_id, namespace)
+        secret = secret_name_for(step.job_name) if step.plan.credentials else None
+        notes.append(roll_back(kc, store, step.record_id, namespace, step.job_name,
+                               created_names(step.plan, step.job_name, secret), message, "ERR_INFRA"))
+    made = [f"{_RESOURCE[obj['kind']]}/{obj['metadata']['name']}" for obj in rbac]
+    done = _teardown_rbac(kc, run_id, namespace, made)
+    if done.left:
+        notes.append(f"the release RBAC: {objects.left_behind_note(namespace, done.left)}")
+    return "; ".join(notes) or "nothing of the run is left"
 
 
-def _delete_rbac(kc: Kubectl, run_id: str, namespace: str) -> list[str]:
+_RESOURCE = {"ServiceAccount": "serviceaccount", "Role": "role.rbac.authorization.k8s.io",
+             "RoleBinding": "rolebinding.rbac.authorization.k8s.io"}
+
+
+def _teardown_rbac(kc: Kubectl, run_id: str, namespace: str, made: list[str] | None = None) -> Any:
+    """Remove the run's release RBAC (by the run's label); MADE: `kind/name` of what this run created, named
+    when the removal fails."""
     from kubectl_tao.k8s import objects
 
     kinds = "serviceaccounts,roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io"
-    done = objects.teardown(kc, namespace, account_name(run_id), job="keep", selector=selector(run_id), kinds=kinds)
-    return done.deleted
+    return objects.teardown(kc, namespace, f"tao-wf-{run_id}", job="keep", selector=selector(run_id), kinds=kinds,
+                            created=made)
+
+
+def _delete_rbac(kc: Kubectl, run_id: str, namespace: str) -> list[str]:
+    return list(_teardown_rbac(kc, run_id, namespace).deleted)
 
 
 # ---------------------------------------------------------------- status
@@ -231,6 +267,21 @@ def _failed_message(job: dict[str, Any] | None) -> str:
     return ""
 
 
+def _released(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]]) -> set[str]:
+    """The steps that released a successor: only a step whose command succeeded (and whose gate passed) lets
+    the step after it run, so a successor whose Job runs unsuspended, or that completed, says its predecessor
+    completed even once the predecessor's Job is gone (its TTL) and its record was never settled."""
+    ran: set[str] = set()
+    for rec, extra in reversed(rows):  # the steps in run order: a successor comes after its predecessor
+        name = str(extra.get("workflow_step"))
+        live = _job_state(jobs.get(str(extra.get("job_name"))))
+        if name in ran or (live is not None and live != HELD) or rec.state == "COMPLETE":
+            after = extra.get("workflow_after")
+            if isinstance(after, str):
+                ran.add(after)
+    return ran
+
+
 def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The run's state from its steps' records and the Jobs read now (by Job name): `workflow status -o json`."""
     from kubectl_tao.progress.model import from_stored, main_kpi, progress_cell
@@ -245,6 +296,7 @@ def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]
                     gates[outcome["step"]] = outcome
             except (ValueError, TypeError, KeyError):
                 pass
+    released = _released(rows, jobs)
     state, reason = COMPLETE, ""
     for rec, extra in rows:
         name, job = str(extra.get("workflow_step")), jobs.get(str(extra.get("job_name")))
@@ -261,6 +313,8 @@ def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]
             step_state = live
         elif rec.state in ("COMPLETE", "ERROR"):
             step_state = rec.state
+        elif name in released:  # its Job is gone, but a step after it was released: it succeeded
+            step_state = COMPLETE
         else:
             step_state = NOT_RUN
         gate = gates.get(name)
@@ -304,12 +358,37 @@ def read_jobs(kc: Kubectl, namespace: str, run_id: str) -> dict[str, dict[str, A
     return {str(item["metadata"]["name"]): item for item in (listed or {}).get("items") or []}
 
 
-def status(kc: Kubectl, store: Any, run_id: str) -> dict[str, Any]:
-    """judge() over the records and the Jobs read now; a step the run removed (its Job gone, its record still
-    open) has its record closed CANCELED with why it did not run."""
+def _settle_finished(
+    kc: Kubectl, store: Any, rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]], server: str
+) -> list[tuple[Any, dict[str, Any]]]:
+    """Each step whose Job is seen finished while its record is still open gets its ending written, as `status`
+    writes a job's (jobs/track.observe: COMPLETE or ERROR, the ranks' history, the cause), so the record keeps it
+    once the Job's TTL removes the Job; a step whose rollback the API server cut off has it finished (observe's
+    finish_rollback). The rows as read again."""
+    from kubectl_tao.jobs import track as tracking
+    from kubectl_tao.store.records import ROLLING_BACK
+
+    settled = []
+    for rec, extra in rows:
+        job = jobs.get(str(extra.get("job_name")))
+        finished = job is not None and _job_state(job) in (COMPLETE, ERROR)
+        if not rec.terminal and (finished or extra.get("submit_phase") == ROLLING_BACK):
+            # Not settled now when it fails (a read failed, another Job took the name): the live Job shows it.
+            with contextlib.suppress(TaoError):
+                tracking.observe(kc, store, tracking.load(store, rec.id), server=server)
+            rec, extra = store.show(rec.id), store.get_extra(rec.id)
+        settled.append((rec, extra))
+    return settled
+
+
+def status(kc: Kubectl, store: Any, run_id: str, *, server: str = "") -> dict[str, Any]:
+    """judge() over the records and the Jobs read now. A step whose Job finished has its record settled
+    (_settle_finished); a step the run removed (its Job gone, its record still open) has its record closed
+    CANCELED with why it did not run."""
     rows = step_records(store, run_id)
     namespace = str(rows[0][1].get("namespace"))
     jobs = read_jobs(kc, namespace, run_id)
+    rows = _settle_finished(kc, store, rows, jobs, server)
     seen = judge(rows, jobs)
     records = {rec.id: rec for rec, _extra in rows}
     parents = {str(extra.get("workflow_step")): extra.get("workflow_after") for _rec, extra in rows}

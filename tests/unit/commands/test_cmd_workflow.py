@@ -55,22 +55,33 @@ def test_render_holds_every_step_but_the_first_and_resolves_results(cli: Any, tm
     assert "${train.results}" not in json.dumps(objects)
 
 
-def test_render_gives_the_token_only_to_releasing_steps_and_the_role_only_the_run_jobs(
+def test_render_gives_each_releasing_step_its_own_token_whose_role_reaches_only_the_steps_after_it(
     cli: Any, tmp_path: Path
 ) -> None:
     objects = rendered(cli, tmp_path, THREE)
     jobs = jobs_of(objects)
-    role = next(o for o in objects if o["kind"] == "Role")
-    names = sorted(job["metadata"]["name"] for job in jobs.values())
-    assert role["rules"] == [{"apiGroups": ["batch"], "resources": ["jobs"], "resourceNames": names,
-                              "verbs": ["get", "patch", "delete"]}]
-    binding = next(o for o in objects if o["kind"] == "RoleBinding")
-    account = next(o for o in objects if o["kind"] == "ServiceAccount")
-    assert binding["subjects"][0]["name"] == account["metadata"]["name"] == role["metadata"]["name"]
-    assert account["automountServiceAccountToken"] is False
+    name = {step: job["metadata"]["name"] for step, job in jobs.items()}
+    roles = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Role"}
+    bindings = {o["metadata"]["name"]: o for o in objects if o["kind"] == "RoleBinding"}
+    accounts = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ServiceAccount"}
+    assert len(roles) == len(bindings) == len(accounts) == 2  # train and evaluate release; export does not
+
+    def rule(names: list[str], verbs: list[str]) -> dict[str, Any]:
+        return {"apiGroups": ["batch"], "resources": ["jobs"], "resourceNames": names, "verbs": verbs}
+
+    reach = {"train": sorted([name["evaluate"], name["export"]]), "evaluate": [name["export"]]}
     for step in ("train", "evaluate"):
         pod = jobs[step]["spec"]["template"]["spec"]
-        assert pod["serviceAccountName"] == account["metadata"]["name"] and pod["automountServiceAccountToken"]
+        account = pod["serviceAccountName"]
+        assert pod["automountServiceAccountToken"] and accounts[account]["automountServiceAccountToken"] is False
+        assert roles[account]["rules"] == [rule(reach[step], ["patch", "delete"]), rule([name[step]], ["patch"])]
+        assert bindings[account]["subjects"] == [{"kind": "ServiceAccount", "name": account,
+                                                  "namespace": accounts[account]["metadata"]["namespace"]}]
+        assert bindings[account]["roleRef"]["name"] == account
+    assert jobs["train"]["spec"]["template"]["spec"]["serviceAccountName"] != (
+        jobs["evaluate"]["spec"]["template"]["spec"]["serviceAccountName"])
+    for step in ("train", "evaluate"):
+        pod = jobs[step]["spec"]["template"]["spec"]
         env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
         plan = json.loads(env["KUBECTL_TAO_WF_PLAN"])
         assert plan["job"] == jobs[step]["metadata"]["name"]
@@ -182,3 +193,26 @@ def test_a_gate_read_from_a_pod_without_the_gated_steps_volume_is_refused(cli: A
                    "- {name: c, image: 'busybox:1', pvc: two, command: z, when: a.acc > 0.5}\n")
     code, _out, err = cli("workflow", "render", write(tmp_path, text), "-n", "tao")
     assert code == 2 and "step 'c': when reads 'a''s status.json in the pod of 'b', which mounts another volume" in err
+
+
+@pytest.mark.parametrize(("key", "value"), [("max-restarts", 2), ("retries-per-index", 1)])
+def test_retries_are_refused_on_a_releasing_step(cli: Any, tmp_path: Path, key: str, value: int) -> None:
+    text = HEAD + (f"steps:\n- {{name: a, image: 'busybox:1', pvc: d, command: t.py, {key}: {value}}}\n"
+                   "- {name: b, image: 'busybox:1', pvc: d, command: t.py}\n")
+    code, _out, err = cli("workflow", "render", write(tmp_path, text), "-n", "tao")
+    assert code == 2 and f"step 'a': {key}: a step that releases the next one" in err
+    assert f"leave {key} out of this step" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_run_whose_steps_release_nothing_gets_no_service_account_or_role(cli: Any, tmp_path: Path) -> None:
+    text = HEAD + "steps:\n- {name: a, image: 'busybox:1', pvc: d, command: t.py}\n"
+    code, out, err = cli("workflow", "render", write(tmp_path, text), "-n", "tao", "-o", "json")
+    assert code == 0, err
+    job = json.loads(out)  # the one object, alone
+    assert job["kind"] == "Job" and job["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+    assert "serviceAccountName" not in job["spec"]["template"]["spec"]
+
+
+def test_every_step_job_is_kept_until_its_ending_is_captured(cli: Any, tmp_path: Path) -> None:
+    jobs = jobs_of(rendered(cli, tmp_path, THREE.replace("gpus: 8,", "gpus: 8, ttl-seconds: 600,")))
+    assert [job["spec"].get("ttlSecondsAfterFinished") for job in jobs.values()] == [None, None, None]

@@ -49,7 +49,7 @@ def test_run_gates_every_step_then_creates_rbac_and_the_steps_last_first(
     first_create = argvs.index(creates[0].argv)
     assert len(dry_runs) == 3 and max(dry_runs) < first_create  # each step gated once, before any create
     kinds = [[o["kind"] for o in json.loads(c.stdin or "{}").get("items", [])] or c.stdin for c in creates]
-    assert kinds[0] == ["ServiceAccount", "Role", "RoleBinding"]
+    assert kinds[0] == ["ServiceAccount", "Role", "RoleBinding"] * 2  # train's and evaluate's release
     jobs = [s["job"].split("/", 1)[1] for s in created["steps"]]
     order = [next(o["metadata"]["name"] for o in json.loads(c.stdin or "")["items"] if o["kind"] == "Job")
              for c in creates[1:]]
@@ -57,13 +57,15 @@ def test_run_gates_every_step_then_creates_rbac_and_the_steps_last_first(
     (patch,) = [c for c in fake_kubectl.calls if c.argv[:1] == ["patch"] and "ownerReferences" in " ".join(c.argv)]
     owners = json.loads(patch.argv[patch.argv.index("-p") + 1])["metadata"]["ownerReferences"]
     assert sorted(o["name"] for o in owners) == sorted(jobs)
-    assert [o["kind"] for o in json.loads(patch.stdin or "")["items"]] == ["ServiceAccount", "Role", "RoleBinding"]
+    assert [o["kind"] for o in json.loads(patch.stdin or "")["items"]] == ["ServiceAccount", "Role", "RoleBinding"] * 2
     for step in created["steps"]:
         extra = json.loads((tao_env / "state" / "jobs" / ".kubectl-tao" / f"{step['id']}.json").read_text())
         assert extra["workflow"] == created["name"] and extra["workflow_step"] == step["name"]
         kept = extra["request"]["flags"]["command"]  # the user's command, resolved, without the release
         assert kept.split()[0] == {"train": "run", "evaluate": "eval", "export": "export"}[step["name"]]
         assert "KUBECTL_TAO_WF_RELEASE" not in kept and "${" not in kept
+        # Kept until its ending is captured: the TTL is set back then (3600 s, the default).
+        assert (extra["keep_until_captured"], extra["ttl_seconds"]) == (True, 3600)
 
 
 def test_a_refused_gate_creates_nothing(cli: Any, fake_kubectl: FakeKubectl, tmp_path: Path, tao_env: Path) -> None:
@@ -81,9 +83,10 @@ def test_a_refused_create_leaves_no_step_and_removes_the_rbac(
 ) -> None:
     fake_kubectl.on("create", "-f", stderr="Error from server (Forbidden): roles.rbac.authorization.k8s.io is "
                     "forbidden", rc=1)
+    fake_kubectl.on("delete", stdout="")
     answer_pvc_submit(fake_kubectl)
     code, _out, err = cli("workflow", "run", write(tmp_path))
-    assert code != 0 and "forbidden" in err
+    assert code != 0 and "forbidden" in err and "(nothing of the run is left)" in err
     deletes = [c.argv for c in fake_kubectl.calls if c.argv[:1] == ["delete"]]
     assert any("serviceaccounts,roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io" in a
                for a in deletes)
@@ -157,3 +160,60 @@ def test_status_cancel_and_resume_refuse_a_name_no_run_can_have(cli: Any, fake_k
         code, _out, err = cli("workflow", verb, "no-such-run")
         assert code == 1 and "no workflow 'no-such-run'" in err
     assert fake_kubectl.calls == []
+
+
+GONE = "The connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?"
+
+
+def test_a_rollback_the_api_server_cut_off_leaves_the_created_steps_unknown_and_names_what_is_left(
+    cli: Any, fake_kubectl: FakeKubectl, tmp_path: Path, tao_env: Path, monkeypatch: Any
+) -> None:
+    # The RBAC and the last step are created, then the API server goes away: the next create, and every delete
+    # and listing of the rollback after it, is refused.
+    fake_kubectl.on("create", "-f", stdout="Job x 0b9b6c1e-1111-2222-3333-444455556666\n")
+    answer_pvc_submit(fake_kubectl)
+    answered = fake_kubectl.answer
+    made = []
+
+    def answer(args: list[str]) -> Completed:
+        real = args[:2] == ["create", "-f"] and "--dry-run=server" not in args
+        made.extend([1] if real else [])
+        if (real and len(made) > 2) or (made and len(made) > 2 and args[:1] in (["delete"], ["get"])):
+            return Completed("", GONE, 1)
+        return answered(args)
+
+    monkeypatch.setattr(fake_kubectl, "answer", answer)
+    code, _out, err = cli("workflow", "run", write(tmp_path))
+    assert code == 3 and len([line for line in err.splitlines() if line.startswith("error:")]) == 1, err
+    state = tao_env / "state" / "jobs"
+    records = {json.loads((state / ".kubectl-tao" / p.name).read_text())["workflow_step"]: json.loads(p.read_text())
+               for p in state.glob("*.json")}
+    export = records["export"]  # created before the API server went away: its rollback could not finish
+    assert export["transitions"][-1]["state"] == "UNKNOWN"
+    assert json.loads((state / ".kubectl-tao" / f"{export['id']}.json").read_text())["submit_phase"] == "rolling-back"
+    assert f"record {export['id']} is UNKNOWN" in err and "could not remove" in err
+    assert "the release RBAC: could not remove serviceaccount/tao-wf-chain-" in err
+
+
+def test_a_rollback_that_removed_everything_marks_the_created_steps_error(
+    cli: Any, fake_kubectl: FakeKubectl, tmp_path: Path, tao_env: Path, monkeypatch: Any
+) -> None:
+    fake_kubectl.on("create", "-f", stdout="Job x 0b9b6c1e-1111-2222-3333-444455556666\n")
+    fake_kubectl.on("delete", stdout="")
+    answer_pvc_submit(fake_kubectl)
+    answered = fake_kubectl.answer
+    made = []
+
+    def answer(args: list[str]) -> Completed:
+        real = args[:2] == ["create", "-f"] and "--dry-run=server" not in args
+        made.extend([1] if real else [])
+        if real and len(made) > 2:
+            return Completed("", 'Error from server (Forbidden): jobs.batch is forbidden: exceeded quota: q', 1)
+        return answered(args)
+
+    monkeypatch.setattr(fake_kubectl, "answer", answer)
+    code, _out, err = cli("workflow", "run", write(tmp_path))
+    assert code != 0 and "nothing left running" in err
+    state = tao_env / "state" / "jobs"
+    states = sorted(json.loads(p.read_text())["transitions"][-1]["state"] for p in state.glob("*.json"))
+    assert states == ["ERROR", "ERROR"]  # the step created, and the one refused

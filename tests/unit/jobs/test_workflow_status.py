@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
+from kubectl_tao.core.errors import GateError
 from kubectl_tao.store.records import Record
 from kubectl_tao.workflows.runs import judge
 
@@ -109,63 +112,132 @@ def test_a_passed_gate_and_the_kept_progress_show_on_the_step() -> None:
     assert (seen["steps"][1]["progress"], seen["steps"][1]["kpi"]) == ("", "")
 
 
-class _Jobs:
-    """kubectl's one read of `workflow status`: the run's Jobs."""
+def _answer_jobs(fake: Any, jobs: list[dict[str, Any]]) -> None:
+    """The fake kubectl's answers to `workflow status`'s read of the run's Jobs and to each step's own read
+    (`status`'s: the Job and its pods by the tao-job label), the later rules first."""
+    from kubectl_tao.core import contract
+    from kubectl_tao.workflows.objects import selector
 
-    def __init__(self, items: list[dict[str, Any]]) -> None:
-        self.items = items
+    fake.rules.clear()
+    for item in jobs:
+        name = item["metadata"]["name"]
+        fake.on(*contract.job_objects_read("tao", name), data={"items": [{"kind": "Job", **item}]})
+    fake.on("get", "jobs", "-n", "tao", "-l", selector("wf-1"), data={"items": jobs})
 
-    def json(self, args: list[str], **_: Any) -> Any:
-        assert args[:2] == ["get", "jobs"]
-        return {"items": self.items}
 
-
-def test_status_closes_the_records_of_the_steps_a_failure_removed_and_remembers_why(tmp_path: Any) -> None:
+def _three_steps(store: Any, mark: bool = True) -> dict[str, str]:
     from support.fake_kubectl import open_kubernetes_record
 
-    from kubectl_tao.store.records import RecordStore
-    from kubectl_tao.workflows.runs import status
-
-    store = RecordStore(tmp_path)
     ids = {}
     for index, (step, after) in enumerate((("train", None), ("evaluate", "train"), ("export", "evaluate"))):
         rec = open_kubernetes_record(store)
         ids[step] = rec.id
         store.update_extra(rec.id, workflow="wf-1", workflow_step=step, workflow_index=index, job_name=f"j-{step}",
                            workflow_after=after, namespace="tao")
-        store.mark(rec.id, "RUNNING", message=f"applied Job tao/j-{step}", source="agent")
+        if mark:
+            store.mark(rec.id, "RUNNING", message=f"applied Job tao/j-{step}", source="agent")
+    return ids
+
+
+def test_a_step_whose_job_is_gone_but_whose_successor_was_released_is_complete() -> None:
+    # Nobody ran `kubectl tao status` on the steps: every record still says RUNNING, and the TTL removed the Jobs.
+    seen = judge(ROWS, {"j-evaluate": job("j-evaluate", active=1), "j-export": job("j-export", suspend=True)})
+    assert [s["state"] for s in seen["steps"]] == ["COMPLETE", "RUNNING", "HELD"] and seen["state"] == "RUNNING"
+    rows = [*ROWS[:2], row("export", 2, state="COMPLETE", after="evaluate")]
+    seen = judge(rows, {})
+    assert [s["state"] for s in seen["steps"]] == ["COMPLETE", "COMPLETE", "COMPLETE"]
+    assert seen["state"] == "COMPLETE" and seen["reason"] == ""
+
+
+def test_a_held_successor_does_not_make_its_gone_predecessor_complete() -> None:
+    seen = judge(ROWS, {"j-evaluate": job("j-evaluate", suspend=True), "j-export": job("j-export", suspend=True)})
+    assert [s["state"] for s in seen["steps"]] == ["NOT_RUN", "HELD", "HELD"]
+
+
+def test_status_writes_the_ending_of_a_finished_step_so_its_ttl_loses_nothing(
+    tmp_path: Any, fake_kubectl: Any
+) -> None:
+    from kubectl_tao.k8s.kubectl import Kubectl
+    from kubectl_tao.store.records import RecordStore
+    from kubectl_tao.workflows.runs import resumable, status
+
+    store = RecordStore(tmp_path)
+    ids = _three_steps(store)
+    done = [job(f"j-{s}", condition="Complete") for s in ("train", "evaluate", "export")]
+    _answer_jobs(fake_kubectl, done)
+    seen = status(Kubectl(), store, "wf-1")
+    assert seen["state"] == "COMPLETE"
+    assert [store.show(ids[s]).state for s in ("train", "evaluate", "export")] == ["COMPLETE"] * 3
+    assert store.get_extra(ids["train"])["history"]["state"] == "COMPLETE"  # the history is captured
+    _answer_jobs(fake_kubectl, [])  # the TTL removed every step Job
+    later = status(Kubectl(), store, "wf-1")
+    assert later["state"] == "COMPLETE" and [s["state"] for s in later["steps"]] == ["COMPLETE"] * 3
+    with pytest.raises(GateError, match="nothing to resume"):
+        resumable(later)
+
+
+def test_status_closes_the_records_of_the_steps_a_failure_removed_and_remembers_why(
+    tmp_path: Any, fake_kubectl: Any
+) -> None:
+    from kubectl_tao.k8s.kubectl import Kubectl
+    from kubectl_tao.store.records import RecordStore
+    from kubectl_tao.workflows.runs import status
+
+    store = RecordStore(tmp_path)
+    ids = _three_steps(store)
     failed = job("j-train", condition="Failed")
     failed["status"]["conditions"][0].update(reason="BackoffLimitExceeded",
                                              message="Job has reached the specified backoff limit")
-    seen = status(_Jobs([failed]), store, "wf-1")  # type: ignore[arg-type]
+    _answer_jobs(fake_kubectl, [failed])
+    seen = status(Kubectl(), store, "wf-1")
+    said = "step train failed: Job has reached the specified backoff limit"
     assert seen["state"] == "ERROR" and [s["state"] for s in seen["steps"]] == ["ERROR", "NOT_RUN", "NOT_RUN"]
     for step in ("evaluate", "export"):
         rec = store.show(ids[step])
         assert rec.state == "CANCELED"
-        assert rec["transitions"][-1]["message"].startswith("not run: step train failed: BackoffLimitExceeded")
-    assert store.show(ids["train"]).state == "RUNNING"  # its own `status` settles it, with the cause
-    later = status(_Jobs([]), store, "wf-1")  # type: ignore[arg-type]  # the TTL removed the failed Job too
-    assert later["state"] == "ERROR" and later["reason"].startswith("step train failed: BackoffLimitExceeded")
-    assert [s["state"] for s in later["steps"]][1:] == ["NOT_RUN", "NOT_RUN"]
-    assert store.show(ids["train"]).state == "RUNNING"  # never closed as "not run": it ran
+        assert rec["transitions"][-1]["message"].startswith(f"not run: {said}")
+    assert store.show(ids["train"]).state == "ERROR"  # settled as `status` settles a job, with the cause
+    _answer_jobs(fake_kubectl, [])  # the TTL removed the failed Job too
+    later = status(Kubectl(), store, "wf-1")
+    assert later["state"] == "ERROR" and later["reason"].startswith(said)
+    assert [s["state"] for s in later["steps"]] == ["ERROR", "NOT_RUN", "NOT_RUN"]
 
 
-def test_status_closes_the_gated_step_and_those_after_it_after_a_failed_gate(tmp_path: Any) -> None:
-    from support.fake_kubectl import open_kubernetes_record
-
+def test_status_closes_the_gated_step_and_those_after_it_after_a_failed_gate(
+    tmp_path: Any, fake_kubectl: Any
+) -> None:
+    from kubectl_tao.k8s.kubectl import Kubectl
     from kubectl_tao.store.records import RecordStore
     from kubectl_tao.workflows.runs import status
 
     store = RecordStore(tmp_path)
-    ids = {}
-    for index, (step, after) in enumerate((("train", None), ("evaluate", "train"), ("export", "evaluate"))):
-        rec = open_kubernetes_record(store)
-        ids[step] = rec.id
-        store.update_extra(rec.id, workflow="wf-1", workflow_step=step, workflow_index=index, job_name=f"j-{step}",
-                           workflow_after=after, namespace="tao")
+    ids = _three_steps(store, mark=False)
     gate = [{"step": "evaluate", "gate": "train.val_mAP >= 0.9", "value": 0.7, "passed": False}]
-    seen = status(_Jobs([job("j-train", condition="Complete", gate=gate)]), store, "wf-1")  # type: ignore[arg-type]
+    _answer_jobs(fake_kubectl, [job("j-train", condition="Complete", gate=gate)])
+    seen = status(Kubectl(), store, "wf-1")
     assert seen["state"] == "GATE_FAILED"
-    assert [store.show(ids[s]).state for s in ("train", "evaluate", "export")] == ["PENDING", "CANCELED", "CANCELED"]
+    assert [store.show(ids[s]).state for s in ("train", "evaluate", "export")] == ["COMPLETE", "CANCELED", "CANCELED"]
     assert store.show(ids["evaluate"])["transitions"][-1]["message"] == (
         "not run: gate train.val_mAP >= 0.9 failed: the value was 0.7")
+
+
+UID = "0b9b6c1e-1111-2222-3333-444455556666"
+
+
+def test_status_gives_a_captured_step_job_its_ttl_back(tmp_path: Any, fake_kubectl: Any) -> None:
+    from kubectl_tao.k8s.kubectl import Kubectl
+    from kubectl_tao.store.records import RecordStore
+    from kubectl_tao.workflows.runs import status
+
+    store = RecordStore(tmp_path)
+    ids = _three_steps(store)
+    store.update_extra(ids["train"], keep_until_captured=True, ttl_seconds=600, job_uid=UID)
+    done = job("j-train", condition="Complete")
+    done["metadata"]["uid"] = UID
+    _answer_jobs(fake_kubectl, [done, job("j-evaluate", active=1), job("j-export", suspend=True)])
+    fake_kubectl.on("patch", "job", "j-train")
+    assert status(Kubectl(), store, "wf-1")["state"] == "RUNNING"
+    (patch,) = [c.argv for c in fake_kubectl.calls if "patch" in c.argv]
+    body = json.loads(patch[patch.index("-p") + 1])
+    assert body == {"spec": {"ttlSecondsAfterFinished": 600}, "metadata": {"uid": UID}}
+    assert store.show(ids["train"]).state == "COMPLETE"
