@@ -26,6 +26,9 @@ from kubectl_tao.k8s.kubectl import Completed, Kubectl
 DEFAULT_HELPER_IMAGE = "docker.io/library/busybox:1.37.0"
 HELPER_IMAGE_ENV = "KUBECTL_TAO_HELPER_IMAGE"
 HELPER_UID = 1000  # user, group and fsGroup: a volume whose driver applies fsGroup is writable by it
+# The kubelet applies fsGroup (group owner, setgid, group rw) only when the volume's root does not already carry
+# it: without this, "Always" walks and rewrites every file of the volume at every mount.
+FS_GROUP_CHANGE_POLICY = "OnRootMismatch"
 HELPER_LIFETIME = 6 * 3600  # seconds: the pod's own end when nobody deletes it
 CONTAINER = "helper"
 # Waiting reasons of a container that will not start by waiting longer.
@@ -85,6 +88,7 @@ def helper_pod_manifest(
             "runAsUser": HELPER_UID,
             "runAsGroup": HELPER_UID,
             "fsGroup": HELPER_UID,
+            "fsGroupChangePolicy": FS_GROUP_CHANGE_POLICY,
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "containers": [

@@ -44,6 +44,15 @@ def test_the_helper_pod_is_labelled_non_root_tokenless_and_drops_every_capabilit
     assert "nodeSelector" not in spec and "tolerations" not in spec
 
 
+@pytest.mark.parametrize("read_only", [False, True])
+def test_the_helper_asks_the_kubelet_to_change_group_ownership_only_when_the_volume_root_lacks_it(
+    read_only: bool,
+) -> None:
+    context = _manifest(read_only=read_only)["spec"]["securityContext"]
+    assert context["fsGroup"] == volume_helper.HELPER_UID
+    assert context["fsGroupChangePolicy"] == "OnRootMismatch"  # never the default "Always": a walk of every file
+
+
 def test_a_read_only_helper_mounts_read_only_and_takes_the_placement_given() -> None:
     toleration = {"key": "pool", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
     spec = _manifest(read_only=True, node_selector={"pool": "gpu"}, tolerations=[toleration])["spec"]
