@@ -1,6 +1,7 @@
 """`data push`: local files and folders onto a volume through the volume helper pod.
 
-One listing of the target (size and SHA-256 of every file there) decides what is skipped; the rest travels as
+A listing of what the target holds under the pushed names (sizes, then the SHA-256 of the files whose size
+matches a local one) decides what is skipped; the rest travels as
 one tar stream over `kubectl exec -i` into a staging directory on the same volume (no archive on either side,
 memory flat), is verified there against the hashes taken while it was read, and only then moved under its final
 names (a rename). An interrupted push leaves nothing half-written under a final name, and the next push skips
@@ -191,14 +192,8 @@ def push(
     )
     stage = posixpath.join(request.mount_path, volumecopy.STAGING_DIR, name)
     with volume_helper.helper_pod(kc, manifest, timeout=request.start_timeout) as pod:
-        early = _EarlyHashes(local)  # while the pod hashes the target, this side hashes its own files
-        try:
-            listed = pod.script(volumecopy.listing_script(), target)
-        finally:
-            early.stop()
-        _check(listed, f"listing {target}")
-        remote = volumecopy.parse_listing(listed.stdout)
-        plan = volumecopy.plan_push(local, remote, early.sha256)
+        remote, local_sha256 = _remote(pod, target, local)
+        plan = volumecopy.plan_push(local, remote, local_sha256)
         sent_bytes = sum(item.size for item in plan.send)
         if on_plan is not None:
             on_plan(len(plan.send), sent_bytes)
@@ -209,6 +204,32 @@ def push(
         namespace, request.pvc, target, len(plan.send), sent_bytes, len(plan.skip),
         sum(item.size for item in plan.skip), verified,
     )
+
+
+def _remote(
+    pod: volume_helper.HelperPod, target: str, local: list[volumecopy.LocalFile]
+) -> tuple[dict[str, volumecopy.RemoteFile], Callable[[volumecopy.LocalFile], str]]:
+    """What the target holds under the names pushed: sizes (and directories) of those top-level names only,
+    then the SHA-256 of the files whose size matches a local one; this side hashes its own meanwhile."""
+    tops = sorted({item.name.split("/", 1)[0] for item in local})
+    early = _EarlyHashes(local)
+    try:
+        listed = pod.script(volumecopy.names_listing_script(), target, *(f"./{top}" for top in tops))
+        _check(listed, f"listing {target}")
+        remote = volumecopy.parse_listing(listed.stdout)
+        candidates = volumecopy.to_hash(local, remote)
+        if candidates:
+            names = "".join(f"./{item.name}\n" for item in candidates).encode("utf-8", "surrogateescape")
+            chunks: list[bytes] = []
+            hashed = pod.exec(["sh", "-c", volumecopy.hash_script(), "sh", target],
+                              feed=lambda pipe: pipe.write(names), sink=chunks.append)
+            _check(hashed, f"hashing files in {target}")
+            for name, found in volumecopy.parse_listing(b"".join(chunks).decode("utf-8", "replace")).items():
+                if name in remote and found.sha256:
+                    remote[name] = remote[name].replaced(sha256=found.sha256)
+    finally:
+        early.stop()
+    return remote, early.sha256
 
 
 def _send(

@@ -209,50 +209,138 @@ def test_collect_refuses_a_missing_path_a_fifo_and_two_sources_of_one_name(tmp_p
         datacopy.collect([])
 
 
-def test_push_skips_what_is_there_and_sends_the_rest_as_one_tar_verified_before_it_is_moved(
-    fake_kubectl: FakeKubectl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import hashlib
-    import io
-    import tarfile
+class _ShellPod:
+    """The helper pod's `exec` run by this machine's sh, tar, find, stat and sha256sum: the volume is a local
+    folder mounted at its own path (PushRequest.mount_path), so each script runs as it runs in the pod."""
 
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[str], bytes]] = []  # (script, positional arguments, stdin)
+
+    def pipe(self, args: list[str], *, feed: Any = None, sink: Any = None, reader: Any = None,
+             **_: Any) -> Completed:
+        import io
+        import subprocess
+
+        command = args[args.index("--") + 1:]
+        stdin = b""
+        if feed is not None:
+            buffer = io.BytesIO()
+            feed(buffer)
+            stdin = buffer.getvalue()
+        self.calls.append((command[2], command[4:], stdin))
+        done = subprocess.run(command, input=stdin, capture_output=True, check=False)
+        if reader is not None:
+            reader(io.BytesIO(done.stdout))
+        elif sink is not None:
+            sink(done.stdout)
+        return Completed("", done.stderr.decode(), done.returncode)
+
+    def scripts(self) -> list[str]:
+        return [script for script, _, _ in self.calls]
+
+
+@pytest.fixture
+def shell_pod(fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch) -> _ShellPod:
+    _claim(fake_kubectl)
+    _answer_start(fake_kubectl, _pod("Running", containerStatuses=[{"state": {"running": {}}}]))
+    pod = _ShellPod()
+    monkeypatch.setattr(Kubectl, "pipe", lambda _kc, args, **kwargs: pod.pipe(args, **kwargs))
+    return pod
+
+
+def _push(volume: Path, *sources: Path, to: str | None = None) -> datacopy.PushResult:
+    request = datacopy.PushRequest(sources=[str(s) for s in sources], pvc="tao-data", to=to, mount_path=str(volume))
+    return datacopy.push(Kubectl(ClusterOptions()), "ns", request)
+
+
+def test_push_skips_what_is_there_and_sends_the_rest_as_one_tar_verified_before_it_is_moved(
+    fake_kubectl: FakeKubectl, shell_pod: _ShellPod, tmp_path: Path
+) -> None:
     specs = tmp_path / "specs"
     specs.mkdir()
     (specs / "same.txt").write_text("same")
     (specs / "new.txt").write_text("brand new")
-    same_hash = hashlib.sha256(b"same").hexdigest()
-    new_hash = hashlib.sha256(b"brand new").hexdigest()
-    _claim(fake_kubectl)
-    _answer_start(fake_kubectl, _pod("Running", containerStatuses=[{"state": {"running": {}}}]))
-    received: dict[str, bytes] = {}
-    scripts: list[list[str]] = []
-
-    def pipe(self: Kubectl, args: list[str], *, feed: Any = None, sink: Any = None, **_: Any) -> Completed:
-        command = args[args.index("--") + 1:]
-        scripts.append(command[4:])
-        if feed is not None:  # the tar stream, read back as the pod's tar would
-            buffer = io.BytesIO()
-            feed(buffer)
-            with tarfile.open(fileobj=io.BytesIO(buffer.getvalue()), mode="r|") as tar:
-                for member in tar:
-                    received[member.name] = tar.extractfile(member).read()  # type: ignore[union-attr]
-        elif command[4:] == ["/workspace/inputs"]:
-            sink(f"S 4 ./specs/same.txt\n{same_hash}  ./specs/same.txt\n".encode())
-        elif command[4].startswith("/workspace/.kubectl-tao-staging/") and len(command) == 5:
-            sink(f"S 9 ./specs/new.txt\n{new_hash}  ./specs/new.txt\n".encode())
-        return Completed("", "", 0)
-
-    monkeypatch.setattr(Kubectl, "pipe", pipe)
-    request = datacopy.PushRequest(sources=[str(specs)], pvc="tao-data", to="inputs")
-    result = datacopy.push(Kubectl(ClusterOptions()), "ns", request)
-    assert received == {"specs/new.txt": b"brand new"}
-    assert (result.sent, result.skipped, result.verified, result.target) == (1, 1, 1, "/workspace/inputs")
-    stage = scripts[1][0]
-    assert scripts == [["/workspace/inputs"], [stage], [stage], [stage, "/workspace/inputs"]]
+    volume = tmp_path / "volume"
+    (volume / "inputs" / "specs").mkdir(parents=True)
+    (volume / "inputs" / "specs" / "same.txt").write_text("same")
+    result = _push(volume, specs, to="inputs")
+    assert (result.sent, result.skipped, result.verified, result.target) == (1, 1, 1, f"{volume}/inputs")
+    assert (volume / "inputs" / "specs" / "new.txt").read_text() == "brand new"
+    assert list((volume / datacopy.volumecopy.STAGING_DIR).iterdir()) == []  # the staging directory is removed
+    scripts = shell_pod.scripts()
+    assert scripts[0] == datacopy.volumecopy.names_listing_script()
+    assert scripts[1] == datacopy.volumecopy.hash_script()
+    assert scripts[2:4] == [datacopy._EXTRACT_SCRIPT, datacopy.volumecopy.listing_script()]
+    assert scripts[4] == datacopy._MOVE_SCRIPT and len(scripts) == 5
     assert len(_deletes(fake_kubectl)) == 1
     assert result.summary() == (
-        "pushed 1 file(s) (9 B) to pvc/tao-data:/workspace/inputs, 1 unchanged skipped (4 B), 1 verified"
+        f"pushed 1 file(s) (9 B) to pvc/tao-data:{volume}/inputs, 1 unchanged skipped (4 B), 1 verified"
     )
+
+
+def test_push_lists_only_the_names_it_sends_and_hashes_only_files_of_a_matching_size(
+    shell_pod: _ShellPod, tmp_path: Path
+) -> None:
+    local = tmp_path / "local"
+    (local / "specs").mkdir(parents=True)
+    (local / "specs" / "a.yaml").write_text("a: 1\n")
+    (local / "specs" / "b.yaml").write_text("b: 22\n")
+    (local / "train.yaml").write_text("x")
+    volume = tmp_path / "volume"
+    (volume / "specs").mkdir(parents=True)
+    (volume / "specs" / "a.yaml").write_text("a: 1\n")  # same size and hash: skipped
+    (volume / "specs" / "b.yaml").write_text("b: 3\n")  # another size: sent, never hashed there
+    (volume / "datasets" / "coco").mkdir(parents=True)  # a big tree beside what is pushed: never walked
+    (volume / "datasets" / "coco" / "img.jpg").write_bytes(b"\xff" * 64)
+    (volume / datacopy.volumecopy.STAGING_DIR / "old").mkdir(parents=True)
+    result = _push(volume, local / "specs", local / "train.yaml")
+    assert (result.sent, result.skipped) == (2, 1)
+    (listing, hashing, *_rest) = shell_pod.calls
+    assert listing[1] == [str(volume), "./specs", "./train.yaml"]
+    assert hashing[1] == [str(volume)] and hashing[2] == b"./specs/a.yaml\n"
+    assert (volume / "specs" / "b.yaml").read_text() == "b: 22\n"
+
+
+def test_a_file_the_volume_cannot_hash_is_sent_again_not_a_failure(tmp_path: Path) -> None:
+    import subprocess
+
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    (volume / "a").write_text("a")
+    done = subprocess.run(["sh", "-c", datacopy.volumecopy.hash_script(), "sh", str(volume)],
+                          input=b"./gone\n./a\n", capture_output=True, check=False)
+    assert done.returncode == 0 and b"./gone" in done.stderr  # sha256sum's own complaint, and it goes on
+    assert datacopy.volumecopy.parse_listing(done.stdout.decode()) == {
+        "a": datacopy.volumecopy.RemoteFile(None, "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb")
+    }
+
+
+def test_a_file_pushed_where_the_target_has_a_directory_is_refused_naming_it(
+    shell_pod: _ShellPod, tmp_path: Path
+) -> None:
+    local = tmp_path / "local"
+    local.mkdir()
+    (local / "train.yaml").write_text("x")
+    volume = tmp_path / "volume"
+    (volume / "train.yaml").mkdir(parents=True)
+    with pytest.raises(UsageError, match=r"train\.yaml: the target already has a directory train\.yaml") as raised:
+        _push(volume, local / "train.yaml")
+    assert raised.value.exit_code == EXIT_USAGE
+    assert os.listdir(volume / "train.yaml") == []  # nothing nested into it
+    assert datacopy._EXTRACT_SCRIPT not in shell_pod.scripts()  # refused before anything travelled
+
+
+def test_a_folder_pushed_where_the_target_has_a_file_of_its_name_is_refused(
+    shell_pod: _ShellPod, tmp_path: Path
+) -> None:
+    (tmp_path / "local" / "specs").mkdir(parents=True)
+    (tmp_path / "local" / "specs" / "a.yaml").write_text("x")
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    (volume / "specs").write_text("a file")
+    with pytest.raises(UsageError, match=r"the target has a file specs where specs/a\.yaml needs a directory"):
+        _push(volume, tmp_path / "local" / "specs")
+    assert (volume / "specs").read_text() == "a file"
 
 
 def test_a_failed_verification_moves_nothing_and_removes_the_staged_files(
