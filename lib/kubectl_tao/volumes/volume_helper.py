@@ -275,6 +275,26 @@ def _interrupted(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
+_HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP ignored for the body (a cleanup that must run to its end), then restored as
+    they were. Off the main thread (where signals cannot be set) the body just runs."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {sig: signal.signal(sig, signal.SIG_IGN) for sig in _HELD}
+    try:
+        yield
+    finally:
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
+
+
 @contextmanager
 def helper_pod(kc: Kubectl, manifest: dict[str, Any], *, timeout: float) -> Iterator[HelperPod]:
     """A started helper pod for the body of the `with`; removed afterwards whatever happened (SIGTERM and SIGHUP
@@ -286,9 +306,9 @@ def helper_pod(kc: Kubectl, manifest: dict[str, Any], *, timeout: float) -> Iter
         pod.start(timeout)
         yield pod
     finally:
-        held = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, *watched)}
         try:
-            pod.remove()
+            with signals_held():
+                pod.remove()
         finally:
-            for sig, handler in held.items():
-                signal.signal(sig, previous.get(sig, handler))
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)

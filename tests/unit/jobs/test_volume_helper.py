@@ -215,6 +215,8 @@ class _ShellPod:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, list[str], bytes]] = []  # (script, positional arguments, stdin)
+        self.interrupt_at: tuple[str, int] | None = None  # (script, which call of it): Ctrl-C once it has run
+        self.sigterm_ignored: list[bool] = []  # per call: was SIGTERM held while it ran
 
     def pipe(self, args: list[str], *, feed: Any = None, sink: Any = None, reader: Any = None,
              **_: Any) -> Completed:
@@ -227,8 +229,13 @@ class _ShellPod:
             buffer = io.BytesIO()
             feed(buffer)
             stdin = buffer.getvalue()
+        import signal
+
         self.calls.append((command[2], command[4:], stdin))
+        self.sigterm_ignored.append(signal.getsignal(signal.SIGTERM) == signal.SIG_IGN)
         done = subprocess.run(command, input=stdin, capture_output=True, check=False)
+        if self.interrupt_at is not None and self.interrupt_at == (command[2], self.scripts().count(command[2])):
+            raise KeyboardInterrupt  # as kubectl.pipe raises it: the process stopped, the caller interrupted
         if reader is not None:
             reader(io.BytesIO(done.stdout))
         elif sink is not None:
@@ -341,6 +348,57 @@ def test_a_folder_pushed_where_the_target_has_a_file_of_its_name_is_refused(
     with pytest.raises(UsageError, match=r"the target has a file specs where specs/a\.yaml needs a directory"):
         _push(volume, tmp_path / "local" / "specs")
     assert (volume / "specs").read_text() == "a file"
+
+
+@pytest.mark.parametrize("where", ["stream", "verify", "move"])
+def test_ctrl_c_during_a_push_removes_the_staging_directory_before_the_helper_pod(
+    fake_kubectl: FakeKubectl, shell_pod: _ShellPod, tmp_path: Path, where: str
+) -> None:
+    (tmp_path / "local").mkdir()
+    (tmp_path / "local" / "a.txt").write_text("a")
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    script = {"stream": datacopy._EXTRACT_SCRIPT, "verify": datacopy.volumecopy.listing_script(),
+              "move": datacopy._MOVE_SCRIPT}[where]
+    shell_pod.interrupt_at = (script, 1)
+    with pytest.raises(KeyboardInterrupt):
+        _push(volume, tmp_path / "local" / "a.txt")
+    assert shell_pod.scripts()[-1] == datacopy._REMOVE_SCRIPT
+    assert shell_pod.sigterm_ignored[-1] and not any(shell_pod.sigterm_ignored[:-1])  # held only while cleaning
+    assert list((volume / datacopy.volumecopy.STAGING_DIR).iterdir()) == []
+    assert len(_deletes(fake_kubectl)) == 1
+
+
+def test_an_interrupted_push_keeps_the_batches_already_moved_and_the_next_push_skips_them(
+    shell_pod: _ShellPod, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(datacopy, "_BATCH_FILES", 2)
+    local = tmp_path / "specs"
+    local.mkdir()
+    for i in range(5):
+        (local / f"f{i}.txt").write_text(f"file {i}")
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    shell_pod.interrupt_at = (datacopy._EXTRACT_SCRIPT, 2)  # Ctrl-C during the second batch's stream
+    with pytest.raises(KeyboardInterrupt):
+        _push(volume, local)
+    assert sorted(os.listdir(volume / "specs")) == ["f0.txt", "f1.txt"]  # the first batch, verified and moved
+    assert list((volume / datacopy.volumecopy.STAGING_DIR).iterdir()) == []
+    shell_pod.interrupt_at = None
+    again = _push(volume, local)
+    assert (again.sent, again.skipped, again.verified) == (3, 2, 3)
+    assert sorted(os.listdir(volume / "specs")) == [f"f{i}.txt" for i in range(5)]
+
+
+def test_batches_cut_by_count_and_bytes_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubectl_tao.volumes.volumecopy import LocalFile
+
+    monkeypatch.setattr(datacopy, "_BATCH_FILES", 3)
+    monkeypatch.setattr(datacopy, "_BATCH_BYTES", 100)
+    items = [LocalFile(f"f{i}", f"/l/f{i}", size) for i, size in enumerate([10, 10, 10, 10, 95, 500, 1])]
+    assert [[i.name for i in b] for b in datacopy.batches(items)] == [
+        ["f0", "f1", "f2"], ["f3"], ["f4"], ["f5"], ["f6"]
+    ]
 
 
 def test_a_failed_verification_moves_nothing_and_removes_the_staged_files(
