@@ -196,9 +196,10 @@ class HelperPod:
     """One helper pod: `start` creates it and waits until it runs, `exec` streams a command in it, `remove`
     deletes it (UID-pinned; safe to call twice)."""
 
-    def __init__(self, kc: Kubectl, manifest: dict[str, Any]) -> None:
+    def __init__(self, kc: Kubectl, manifest: dict[str, Any], image_flag: str = "--helper-image") -> None:
         self.kc = kc
         self.manifest = manifest
+        self.image_flag = image_flag  # the verb's flag that picks the image, named when the pod cannot start
         self.name: str = manifest["metadata"]["name"]
         self.namespace: str = manifest["metadata"]["namespace"]
         self.uid: str | None = None
@@ -224,7 +225,7 @@ class HelperPod:
             if problem is not None:
                 raise TaoError(
                     f"the volume helper pod {self.namespace}/{self.name} could not start: {problem}; "
-                    "fix it (--helper-image, --node-selector, --toleration) and run again"
+                    f"fix it ({self.image_flag}, --node-selector, --toleration) and run again"
                 )
             polls += 1
             time.sleep(0.5)
@@ -296,10 +297,12 @@ def signals_held() -> Iterator[None]:
 
 
 @contextmanager
-def helper_pod(kc: Kubectl, manifest: dict[str, Any], *, timeout: float) -> Iterator[HelperPod]:
+def helper_pod(
+    kc: Kubectl, manifest: dict[str, Any], *, timeout: float, image_flag: str = "--helper-image"
+) -> Iterator[HelperPod]:
     """A started helper pod for the body of the `with`; removed afterwards whatever happened (SIGTERM and SIGHUP
     are turned into the Ctrl-C path meanwhile, and the removal itself is not interrupted by them)."""
-    pod = HelperPod(kc, manifest)
+    pod = HelperPod(kc, manifest, image_flag)
     watched = (signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.signal(sig, _interrupted) for sig in watched}
     try:
