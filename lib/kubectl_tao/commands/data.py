@@ -28,7 +28,7 @@ INTERRUPTED = (
 )
 
 INTERRUPTED_PULL = (
-    "error: interrupted; the helper pod was removed and no partial file was kept: pull again to resume (what "
+    "error: interrupted; no partial file was kept: pull again to resume (what "
     "arrived is skipped)"
 )
 

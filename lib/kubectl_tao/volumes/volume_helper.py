@@ -14,7 +14,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TextIO
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import KubectlError, TaoError, UsageError
@@ -205,6 +205,7 @@ class HelperPod:
         self.uid: str | None = None
         self.created = False
         self.removed = False
+        self.not_removed: str | None = None  # why the delete failed, when it did
 
     def start(self, timeout: float) -> None:
         self.created = True  # from here on, a way out removes it (by name while the UID is not known yet)
@@ -266,10 +267,18 @@ class HelperPod:
         done = self.exec(["sh", "-c", text, "sh", *args], sink=chunks.append)
         return Completed(b"".join(chunks).decode("utf-8", errors="replace"), done.stderr, done.returncode)
 
-    def remove(self) -> None:
+    def remove(self) -> str | None:
+        """Delete the pod; None when it is gone, else one line saying it was not, with the command that removes
+        it."""
         if self.created and not self.removed:
             self.removed = True
-            objects.remove_helper_pod(self.kc, self.namespace, self.name, self.uid)
+            failed = objects.remove_helper_pod(self.kc, self.namespace, self.name, self.uid)
+            if failed is not None:
+                self.not_removed = (
+                    f"warning: could not remove the volume helper pod {self.namespace}/{self.name} "
+                    f"({_one_line(failed)}); delete it with `kubectl delete pod -n {self.namespace} {self.name}`"
+                )
+        return self.not_removed
 
 
 def _interrupted(signum: int, _frame: Any) -> None:
@@ -298,10 +307,16 @@ def signals_held() -> Iterator[None]:
 
 @contextmanager
 def helper_pod(
-    kc: Kubectl, manifest: dict[str, Any], *, timeout: float, image_flag: str = "--helper-image"
+    kc: Kubectl,
+    manifest: dict[str, Any],
+    *,
+    timeout: float,
+    image_flag: str = "--helper-image",
+    out: TextIO | None = None,
 ) -> Iterator[HelperPod]:
     """A started helper pod for the body of the `with`; removed afterwards whatever happened (SIGTERM and SIGHUP
-    are turned into the Ctrl-C path meanwhile, and the removal itself is not interrupted by them)."""
+    are turned into the Ctrl-C path meanwhile, and the removal itself is not interrupted by them). A removal that
+    fails is told in one line on OUT (stderr), with the command that removes the pod."""
     pod = HelperPod(kc, manifest, image_flag)
     watched = (signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.signal(sig, _interrupted) for sig in watched}
@@ -311,7 +326,13 @@ def helper_pod(
     finally:
         try:
             with signals_held():
-                pod.remove()
+                failed = pod.remove()
+            if failed is not None:
+                import sys
+
+                stream = out if out is not None else sys.stderr
+                stream.write(failed + "\n")
+                stream.flush()
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

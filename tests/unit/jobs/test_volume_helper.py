@@ -136,6 +136,44 @@ def test_the_helper_is_removed_by_name_and_uid_when_the_body_is_interrupted(fake
     assert body["preconditions"] == {"uid": UID} and body["gracePeriodSeconds"] == 0
 
 
+@pytest.mark.parametrize("stderr", [
+    'Error from server (NotFound): pods "tao-volume-1" not found',
+    'Error from server (Conflict): Operation cannot be fulfilled on Pod "tao-volume-1": Precondition failed: UID in '
+    f"precondition: {UID}, UID in object meta: 7d2c1e0a-9999-4aaa-8bbb-ccccdddd0000",
+])
+def test_a_helper_already_gone_or_replaced_is_no_failure_and_says_nothing(
+    fake_kubectl: FakeKubectl, stderr: str
+) -> None:
+    import io
+
+    fake_kubectl.on("delete", "--raw", stderr=stderr + "\n", rc=1)
+    _answer_start(fake_kubectl, _pod("Running", containerStatuses=[{"state": {"running": {}}}]))
+    said = io.StringIO()
+    with volume_helper.helper_pod(Kubectl(ClusterOptions()), _manifest(read_only=False), timeout=5, out=said) as pod:
+        pass
+    assert said.getvalue() == "" and pod.not_removed is None
+
+
+def test_a_helper_whose_delete_fails_is_named_in_one_line_with_the_command_that_removes_it(
+    fake_kubectl: FakeKubectl,
+) -> None:
+    import io
+
+    refused = ('Error from server (Forbidden): pods "tao-volume-1" is forbidden: User "alice" cannot delete resource '
+               '"pods" in API group "" in the namespace "ns"')
+    fake_kubectl.on("delete", "--raw", stderr=refused + "\n", rc=1)
+    _answer_start(fake_kubectl, _pod("Running", containerStatuses=[{"state": {"running": {}}}]))
+    said = io.StringIO()
+    with pytest.raises(KeyboardInterrupt), volume_helper.helper_pod(
+        Kubectl(ClusterOptions()), _manifest(read_only=False), timeout=5, out=said
+    ):
+        raise KeyboardInterrupt
+    assert said.getvalue() == (
+        f"warning: could not remove the volume helper pod ns/tao-volume-1 ({refused}); delete it with "
+        "`kubectl delete pod -n ns tao-volume-1`\n"
+    )
+
+
 def test_a_helper_that_cannot_pull_its_image_fails_in_one_line_and_is_removed(fake_kubectl: FakeKubectl) -> None:
     waiting = {"reason": "ImagePullBackOff", "message": 'Back-off pulling image "busybox:9"'}
     _answer_start(fake_kubectl, _pod(containerStatuses=[{"state": {"waiting": waiting}}]))
