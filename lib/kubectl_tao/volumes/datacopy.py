@@ -219,12 +219,10 @@ def _remote(
         remote = volumecopy.parse_listing(listed.stdout)
         candidates = volumecopy.to_hash(local, remote)
         if candidates:
-            names = "".join(f"./{item.name}\n" for item in candidates).encode("utf-8", "surrogateescape")
-            chunks: list[bytes] = []
-            hashed = pod.exec(["sh", "-c", volumecopy.hash_script(), "sh", target],
-                              feed=lambda pipe: pipe.write(names), sink=chunks.append)
+            hashed = pod.script(volumecopy.hash_script(), target, stdin=volumecopy.names_stdin(
+                item.name for item in candidates))
             _check(hashed, f"hashing files in {target}")
-            for name, found in volumecopy.parse_listing(b"".join(chunks).decode("utf-8", "replace")).items():
+            for name, found in volumecopy.parse_listing(hashed.stdout).items():
                 if name in remote and found.sha256:
                     remote[name] = remote[name].replaced(sha256=found.sha256)
     finally:

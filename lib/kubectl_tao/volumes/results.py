@@ -23,8 +23,12 @@ from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.volumes import resultsview, volume_helper, volumecopy
 
 _PART = ".kubectl-tao-part"
-_HASH_SCRIPT = 'cd -- "$1" && shift && sha256sum -- "$@"'
-_TAR_SCRIPT = 'cd -- "$1" && shift && tar -cf - -- "$@"'
+# Both read the names (`./<path>`, one a line) from stdin: thousands of files never make a long command line
+# (xargs; not `tar -T`, which some busybox builds leave out). The tar stream is one archive per _TAR_FILES names,
+# one after the other: the reader reads across their end-of-archive blocks (ignore_zeros).
+_TAR_FILES = 1000
+_HASH_SCRIPT = 'cd -- "$1" && tr \'\\n\' \'\\000\' | xargs -0 sha256sum'
+_TAR_SCRIPT = f'cd -- "$1" && tr \'\\n\' \'\\000\' | xargs -0 -n {_TAR_FILES} tar -cf - --'
 
 
 @record(frozen=True)
@@ -185,7 +189,8 @@ def pull(
         wanted = wanted_files(listing.entries, paths, latest)
         hashes: dict[str, str] = {}
         if wanted:
-            hashed = pod.script(_HASH_SCRIPT, source.results_dir, *(f"./{e.path}" for e in wanted))
+            hashed = pod.script(_HASH_SCRIPT, source.results_dir,
+                                stdin=volumecopy.names_stdin(e.path for e in wanted))
             if hashed.returncode != 0:
                 raise TaoError(f"hashing the results failed: {_said(hashed.stderr)}")
             hashes = {n: f.sha256 for n, f in volumecopy.parse_listing(hashed.stdout).items() if f.sha256}
@@ -217,7 +222,7 @@ def _receive(
     problems: list[str] = []
 
     def read(stream: Any) -> None:
-        with tarfile.open(fileobj=stream, mode="r|") as tar:
+        with tarfile.open(fileobj=stream, mode="r|", ignore_zeros=True) as tar:
             for member in tar:
                 name = volumecopy.member_name(member.name, "member")
                 if not member.isfile() or name not in wanted:
@@ -246,7 +251,8 @@ def _receive(
                 done.append(name)
 
     os.makedirs(dest, exist_ok=True)
-    sent = pod.exec(["sh", "-c", _TAR_SCRIPT, "sh", source.results_dir, *(f"./{e.path}" for e in send)],
+    names = volumecopy.names_stdin(e.path for e in send)
+    sent = pod.exec(["sh", "-c", _TAR_SCRIPT, "sh", source.results_dir], feed=lambda pipe: pipe.write(names),
                     reader=read)
     if sent.returncode != 0:
         raise TaoError(f"the copy from the volume stopped: {_said(sent.stderr)}; files already verified are kept, "

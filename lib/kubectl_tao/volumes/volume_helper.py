@@ -260,11 +260,12 @@ class HelperPod:
         return self.kc.pipe(self.exec_args(command), feed=feed, sink=sink, reader=reader, namespaced=False,
                             check=False)
 
-    def script(self, text: str, *args: str) -> Completed:
-        """`sh -c TEXT sh ARGS...` in the pod (fixed text; values only as positional arguments), stdout kept:
-        for listings, never for file data."""
+    def script(self, text: str, *args: str, stdin: bytes | None = None) -> Completed:
+        """`sh -c TEXT sh ARGS...` in the pod (fixed text; values only as positional arguments, or as STDIN: a
+        list of names goes there, never on the command line), stdout kept: for listings, never for file data."""
         chunks: list[bytes] = []
-        done = self.exec(["sh", "-c", text, "sh", *args], sink=chunks.append)
+        feed = None if stdin is None else (lambda pipe: pipe.write(stdin))
+        done = self.exec(["sh", "-c", text, "sh", *args], feed=feed, sink=chunks.append)
         return Completed(b"".join(chunks).decode("utf-8", errors="replace"), done.stderr, done.returncode)
 
     def remove(self) -> str | None:

@@ -95,6 +95,11 @@ def hash_script() -> str:
     return 'cd -- "$1" || exit 1; tr \'\\n\' \'\\000\' | xargs -0 sha256sum || :; exit 0'
 
 
+def names_stdin(names: Iterable[str]) -> bytes:
+    """NAMES as a helper script reads them from stdin: `./<name>`, one a line (a name holds no newline)."""
+    return "".join(f"./{name}\n" for name in names).encode("utf-8", "surrogateescape")
+
+
 def parse_listing(text: str) -> dict[str, RemoteFile]:
     """The helper's listing (listing_script) as name -> size and hash; lines it cannot read are left out."""
     sizes: dict[str, int] = {}

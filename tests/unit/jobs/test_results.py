@@ -239,3 +239,35 @@ def test_a_tensorboard_pod_that_cannot_start_names_the_image_flag_of_its_verb(fa
     with pytest.raises(TaoError, match=r"ErrImagePull: not found; fix it \(--image, --node-selector"):
         results.tensorboard(Kubectl(ClusterOptions()), source, image="img:1", port=16006, timeout=30,
                             on_ready=lambda _url: None, on_output=lambda _data: None)
+
+
+def test_a_pull_sends_the_file_names_on_stdin_never_on_the_command_line(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from support.shell_pod import ShellPod
+
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl
+
+    _tensorboard_pod(fake_kubectl)
+    pod = ShellPod()
+    monkeypatch.setattr(Kubectl, "pipe", lambda _kc, args, **kwargs: pod.pipe(args, **kwargs))
+    volume = tmp_path / "volume"
+    run = volume / "results" / "j"
+    (run / "train").mkdir(parents=True)
+    count = results._TAR_FILES + 200  # more than one tar archive in the stream
+    names = [f"train/model_epoch_{i}.pth" for i in range(count)] + ["a name with spaces.txt", "train/status.json"]
+    for name in names:
+        (run / name).write_text(f"content of {name}")
+    dest = tmp_path / "out"
+    (dest / "train").mkdir(parents=True)
+    (dest / "train" / "status.json").write_text("content of train/status.json")  # already here: skipped
+    source = results.ResultsSource("j", "ns", "tao-data", str(volume), str(run), {}, [])
+    pulled = results.pull(Kubectl(ClusterOptions()), source, paths=[], dest=str(dest), latest=False,
+                          image="busybox:1.37.0", timeout=5)
+    assert (pulled.pulled, pulled.skipped, pulled.verified) == (count + 1, 1, count + 1)
+    assert all((dest / name).read_text() == f"content of {name}" for name in names)
+    hashing, tarring = [(args, stdin) for script, args, stdin in pod.calls
+                        if script in (results._HASH_SCRIPT, results._TAR_SCRIPT)]
+    assert hashing[0] == tarring[0] == [str(run)]  # the directory alone on the command line
+    assert sorted(hashing[1].decode().splitlines()) == sorted(f"./{name}" for name in names)
+    assert sorted(tarring[1].decode().splitlines()) == sorted(f"./{n}" for n in names if n != "train/status.json")

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from support.fake_kubectl import FakeKubectl
+from support.shell_pod import ShellPod
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import EXIT_USAGE, TaoError, UsageError
@@ -247,48 +248,11 @@ def test_collect_refuses_a_missing_path_a_fifo_and_two_sources_of_one_name(tmp_p
         datacopy.collect([])
 
 
-class _ShellPod:
-    """The helper pod's `exec` run by this machine's sh, tar, find, stat and sha256sum: the volume is a local
-    folder mounted at its own path (PushRequest.mount_path), so each script runs as it runs in the pod."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, list[str], bytes]] = []  # (script, positional arguments, stdin)
-        self.interrupt_at: tuple[str, int] | None = None  # (script, which call of it): Ctrl-C once it has run
-        self.sigterm_ignored: list[bool] = []  # per call: was SIGTERM held while it ran
-
-    def pipe(self, args: list[str], *, feed: Any = None, sink: Any = None, reader: Any = None,
-             **_: Any) -> Completed:
-        import io
-        import subprocess
-
-        command = args[args.index("--") + 1:]
-        stdin = b""
-        if feed is not None:
-            buffer = io.BytesIO()
-            feed(buffer)
-            stdin = buffer.getvalue()
-        import signal
-
-        self.calls.append((command[2], command[4:], stdin))
-        self.sigterm_ignored.append(signal.getsignal(signal.SIGTERM) == signal.SIG_IGN)
-        done = subprocess.run(command, input=stdin, capture_output=True, check=False)
-        if self.interrupt_at is not None and self.interrupt_at == (command[2], self.scripts().count(command[2])):
-            raise KeyboardInterrupt  # as kubectl.pipe raises it: the process stopped, the caller interrupted
-        if reader is not None:
-            reader(io.BytesIO(done.stdout))
-        elif sink is not None:
-            sink(done.stdout)
-        return Completed("", done.stderr.decode(), done.returncode)
-
-    def scripts(self) -> list[str]:
-        return [script for script, _, _ in self.calls]
-
-
 @pytest.fixture
-def shell_pod(fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch) -> _ShellPod:
+def shell_pod(fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch) -> ShellPod:
     _claim(fake_kubectl)
     _answer_start(fake_kubectl, _pod("Running", containerStatuses=[{"state": {"running": {}}}]))
-    pod = _ShellPod()
+    pod = ShellPod()
     monkeypatch.setattr(Kubectl, "pipe", lambda _kc, args, **kwargs: pod.pipe(args, **kwargs))
     return pod
 
@@ -299,7 +263,7 @@ def _push(volume: Path, *sources: Path, to: str | None = None) -> datacopy.PushR
 
 
 def test_push_skips_what_is_there_and_sends_the_rest_as_one_tar_verified_before_it_is_moved(
-    fake_kubectl: FakeKubectl, shell_pod: _ShellPod, tmp_path: Path
+    fake_kubectl: FakeKubectl, shell_pod: ShellPod, tmp_path: Path
 ) -> None:
     specs = tmp_path / "specs"
     specs.mkdir()
@@ -324,7 +288,7 @@ def test_push_skips_what_is_there_and_sends_the_rest_as_one_tar_verified_before_
 
 
 def test_push_lists_only_the_names_it_sends_and_hashes_only_files_of_a_matching_size(
-    shell_pod: _ShellPod, tmp_path: Path
+    shell_pod: ShellPod, tmp_path: Path
 ) -> None:
     local = tmp_path / "local"
     (local / "specs").mkdir(parents=True)
@@ -361,7 +325,7 @@ def test_a_file_the_volume_cannot_hash_is_sent_again_not_a_failure(tmp_path: Pat
 
 
 def test_a_file_pushed_where_the_target_has_a_directory_is_refused_naming_it(
-    shell_pod: _ShellPod, tmp_path: Path
+    shell_pod: ShellPod, tmp_path: Path
 ) -> None:
     local = tmp_path / "local"
     local.mkdir()
@@ -376,7 +340,7 @@ def test_a_file_pushed_where_the_target_has_a_directory_is_refused_naming_it(
 
 
 def test_a_folder_pushed_where_the_target_has_a_file_of_its_name_is_refused(
-    shell_pod: _ShellPod, tmp_path: Path
+    shell_pod: ShellPod, tmp_path: Path
 ) -> None:
     (tmp_path / "local" / "specs").mkdir(parents=True)
     (tmp_path / "local" / "specs" / "a.yaml").write_text("x")
@@ -390,7 +354,7 @@ def test_a_folder_pushed_where_the_target_has_a_file_of_its_name_is_refused(
 
 @pytest.mark.parametrize("where", ["stream", "verify", "move"])
 def test_ctrl_c_during_a_push_removes_the_staging_directory_before_the_helper_pod(
-    fake_kubectl: FakeKubectl, shell_pod: _ShellPod, tmp_path: Path, where: str
+    fake_kubectl: FakeKubectl, shell_pod: ShellPod, tmp_path: Path, where: str
 ) -> None:
     (tmp_path / "local").mkdir()
     (tmp_path / "local" / "a.txt").write_text("a")
@@ -408,7 +372,7 @@ def test_ctrl_c_during_a_push_removes_the_staging_directory_before_the_helper_po
 
 
 def test_an_interrupted_push_keeps_the_batches_already_moved_and_the_next_push_skips_them(
-    shell_pod: _ShellPod, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    shell_pod: ShellPod, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(datacopy, "_BATCH_FILES", 2)
     local = tmp_path / "specs"
