@@ -23,12 +23,12 @@ Exit codes: 0 pushed, 1 the copy or the helper pod failed, 2 bad input (a missin
 target, a claim missing or not Bound; nothing created), 3 cluster unreachable."""
 
 INTERRUPTED = (
-    "error: interrupted; the helper pod was removed and nothing unverified got a final name: push again to resume "
-    "(what arrived is skipped)"
+    "error: interrupted; nothing unverified got a final name and the staging directory was removed; the batches "
+    "already verified and moved are kept: push again to resume (they are skipped)"
 )
 
 INTERRUPTED_PULL = (
-    "error: interrupted; the helper pod was removed and no partial file was kept: pull again to resume (what "
+    "error: interrupted; no partial file was kept: pull again to resume (what "
     "arrived is skipped)"
 )
 

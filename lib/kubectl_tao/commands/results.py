@@ -233,7 +233,7 @@ def tensorboard_command(
             on_output=output,
         )
     except KeyboardInterrupt:
-        info("stopped; the TensorBoard pod was removed")
+        info("stopped")
         return 0
     return 0
 

@@ -128,6 +128,18 @@ def classify_stderr(stderr: str) -> str:
     return ""
 
 
+# What kubectl prints when a port-forward or exec stream it had established fails at the pod's end (client-go's
+# tools/portforward: "an error occurred forwarding L -> R: ...", ErrLostConnectionToPod): the API server answered,
+# so its "connection refused" (nothing listening in the pod yet) is no unreachable cluster.
+_STREAM_SIDE_MARKERS = ("an error occurred forwarding", "lost connection to pod")
+
+
+def stream_side_failure(stderr: str) -> bool:
+    """Whether STDERR tells of a stream that failed inside the pod (never a credentials refusal)."""
+    low = stderr.lower()
+    return any(m in low for m in _STREAM_SIDE_MARKERS) and classify_stderr(stderr) != "Unauthorized"
+
+
 def _scrub(text: str) -> str:
     from kubectl_tao.core.redact import redact_text
 
@@ -399,7 +411,10 @@ class Kubectl:
         self._trace(full, started, returncode)
         if fed:
             raise fed[0]
-        return self.settle(Completed("", _decode(b"".join(errors)), returncode), check=check)
+        done = Completed("", _decode(b"".join(errors)), returncode)
+        if returncode != 0 and not check and stream_side_failure(done.stderr):
+            return done  # the far end of an established stream failed, not the API server
+        return self.settle(done, check=check)
 
     def exec(self, args: list[str], *, namespaced: bool = True) -> None:
         """Replace this process with kubectl (for `logs -f`: kubectl then owns the terminal and signals)."""

@@ -16,7 +16,7 @@ from typing import Any
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import GateError, KubectlError, TaoError
 from kubectl_tao.core.valueclass import Value, record
-from kubectl_tao.k8s.kubectl import Kubectl, classify_stderr
+from kubectl_tao.k8s.kubectl import Kubectl, classify_stderr, first_error_line
 
 UID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Kind, name and UID of each created object: the go-template keeps Secret data out of this process.
@@ -289,9 +289,10 @@ def teardown(
     return done
 
 
-def remove_helper_pod(kc: Kubectl, namespace: str, name: str, uid: str | None) -> bool:
+def remove_helper_pod(kc: Kubectl, namespace: str, name: str, uid: str | None) -> str | None:
     """Delete a volume helper pod by name with its UID as precondition and no grace period (it only sleeps):
-    True when it was deleted, False when it was gone already or the name now belongs to another pod (left alone).
+    None when it was deleted, was gone already or the name now belongs to another pod (left alone); else why it
+    could not be deleted (kubectl's line: the cluster unreachable, permission refused, ...).
     No UID (the create was interrupted before it answered): by its name alone, a random one this process chose.
     Never raises for the cluster's answer: it runs on every way out, Ctrl-C included."""
     body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
@@ -304,7 +305,9 @@ def remove_helper_pod(kc: Kubectl, namespace: str, name: str, uid: str | None) -
         check=False,
         best_effort=True,
     )
-    return result.returncode == 0
+    if result.returncode == 0 or classify_stderr(result.stderr) in ("NotFound", "Conflict"):
+        return None  # deleted; or gone already; or the UID precondition failed (another pod of that name)
+    return first_error_line(result.stderr) or f"kubectl exited with {result.returncode}"
 
 
 def left_behind_note(namespace: str, left: list[str]) -> str:

@@ -1,10 +1,11 @@
 """`data push`: local files and folders onto a volume through the volume helper pod.
 
-One listing of the target (size and SHA-256 of every file there) decides what is skipped; the rest travels as
+A listing of what the target holds under the pushed names (sizes, then the SHA-256 of the files whose size
+matches a local one) decides what is skipped; the rest travels as
 one tar stream over `kubectl exec -i` into a staging directory on the same volume (no archive on either side,
 memory flat), is verified there against the hashes taken while it was read, and only then moved under its final
-names (a rename). An interrupted push leaves nothing half-written under a final name, and the next push skips
-what already arrived.
+names (a rename), batch by batch. An interrupted push leaves nothing half-written under a final name, nor its
+staging directory, and keeps the batches already moved: the next push skips those.
 """
 
 from __future__ import annotations
@@ -191,14 +192,8 @@ def push(
     )
     stage = posixpath.join(request.mount_path, volumecopy.STAGING_DIR, name)
     with volume_helper.helper_pod(kc, manifest, timeout=request.start_timeout) as pod:
-        early = _EarlyHashes(local)  # while the pod hashes the target, this side hashes its own files
-        try:
-            listed = pod.script(volumecopy.listing_script(), target)
-        finally:
-            early.stop()
-        _check(listed, f"listing {target}")
-        remote = volumecopy.parse_listing(listed.stdout)
-        plan = volumecopy.plan_push(local, remote, early.sha256)
+        remote, local_sha256 = _remote(pod, target, local)
+        plan = volumecopy.plan_push(local, remote, local_sha256)
         sent_bytes = sum(item.size for item in plan.send)
         if on_plan is not None:
             on_plan(len(plan.send), sent_bytes)
@@ -211,12 +206,85 @@ def push(
     )
 
 
+def _remote(
+    pod: volume_helper.HelperPod, target: str, local: list[volumecopy.LocalFile]
+) -> tuple[dict[str, volumecopy.RemoteFile], Callable[[volumecopy.LocalFile], str]]:
+    """What the target holds under the names pushed: sizes (and directories) of those top-level names only,
+    then the SHA-256 of the files whose size matches a local one; this side hashes its own meanwhile."""
+    tops = sorted({item.name.split("/", 1)[0] for item in local})
+    early = _EarlyHashes(local)
+    try:
+        listed = pod.script(volumecopy.names_listing_script(), target, *(f"./{top}" for top in tops))
+        _check(listed, f"listing {target}")
+        remote = volumecopy.parse_listing(listed.stdout)
+        candidates = volumecopy.to_hash(local, remote)
+        if candidates:
+            hashed = pod.script(volumecopy.hash_script(), target, stdin=volumecopy.names_stdin(
+                item.name for item in candidates))
+            _check(hashed, f"hashing files in {target}")
+            for name, found in volumecopy.parse_listing(hashed.stdout).items():
+                if name in remote and found.sha256:
+                    remote[name] = remote[name].replaced(sha256=found.sha256)
+    finally:
+        early.stop()
+    return remote, early.sha256
+
+
+# A push travels in batches, each its own tar stream, verified and moved under its final names before the next
+# starts: an interrupted push keeps every batch already moved, and the next push skips those files.
+_BATCH_BYTES = 1 << 30
+_BATCH_FILES = 5000
+
+
+def batches(items: list[volumecopy.LocalFile]) -> list[list[volumecopy.LocalFile]]:
+    """ITEMS in order, cut so a batch holds at most _BATCH_FILES files and, unless one file is larger,
+    _BATCH_BYTES."""
+    out: list[list[volumecopy.LocalFile]] = []
+    size = 0
+    for item in items:
+        if not out or len(out[-1]) >= _BATCH_FILES or (out[-1] and size + item.size > _BATCH_BYTES):
+            out.append([])
+            size = 0
+        out[-1].append(item)
+        size += item.size
+    return out
+
+
 def _send(
     pod: volume_helper.HelperPod,
     items: list[volumecopy.LocalFile],
     stage: str,
     target: str,
     on_bytes: Callable[[int], None] | None,
+) -> int:
+    """Send ITEMS batch by batch; the staging directory is removed on every way out (an error, Ctrl-C,
+    SIGTERM), with those signals held meanwhile, before the helper pod goes."""
+    moved = 0
+    try:
+        for batch in batches(items):
+            moved += _send_batch(pod, batch, stage, target, on_bytes, moved)
+    except BaseException:
+        import contextlib
+
+        with volume_helper.signals_held(), contextlib.suppress(Exception):
+            pod.script(_REMOVE_SCRIPT, stage)  # best effort: a staged file never carries a final name anyway
+        raise
+    return moved
+
+
+def _kept(moved: int) -> str:
+    if moved:
+        return f"{moved} file(s) already verified and moved are kept and skipped by the next push"
+    return "nothing was written under its final name"
+
+
+def _send_batch(
+    pod: volume_helper.HelperPod,
+    items: list[volumecopy.LocalFile],
+    stage: str,
+    target: str,
+    on_bytes: Callable[[int], None] | None,
+    moved: int,
 ) -> int:
     import tarfile
 
@@ -240,26 +308,20 @@ def _send(
                         raise TaoError(f"LOCAL {item.path}: {exc}; push again") from None
                 digests[item.name] = reader.digest.hexdigest()
 
-    try:
-        sent = pod.exec(["sh", "-c", _EXTRACT_SCRIPT, "sh", stage], feed=feed)
-        if sent.returncode != 0:
-            at = f" while sending {current[0]}" if current else ""
-            raise TaoError(f"the copy to the volume stopped{at}: {_said(sent.stderr)}; nothing was written under "
-                           "its final name; free space or fix the cause and push again (what arrived is skipped)")
-        arrived = pod.script(volumecopy.listing_script(), stage)
-        _check(arrived, "verifying the copy")
-        problems = volumecopy.verify(digests, volumecopy.parse_listing(arrived.stdout))
-        if problems:
-            raise TaoError(f"verification failed for {len(problems)} file(s): {problems[0]}; nothing was moved "
-                           "under its final name; push again")
-        moved = pod.script(_MOVE_SCRIPT, stage, target)
-        _check(moved, f"moving the verified files into {target}")
-    except TaoError:
-        import contextlib
-
-        with contextlib.suppress(TaoError):  # best effort: a staged file never carries a final name anyway
-            pod.script(_REMOVE_SCRIPT, stage)
-        raise
+    sent = pod.exec(["sh", "-c", _EXTRACT_SCRIPT, "sh", stage], feed=feed)
+    if sent.returncode != 0:
+        at = f" while sending {current[0]}" if current else ""
+        raise TaoError(f"the copy to the volume stopped{at}: {_said(sent.stderr)}; {_kept(moved)}; free space or "
+                       "fix the cause and push again (what arrived is skipped)")
+    arrived = pod.script(volumecopy.listing_script(), stage)
+    _check(arrived, "verifying the copy")
+    problems = volumecopy.verify(digests, volumecopy.parse_listing(arrived.stdout))
+    if problems:
+        where = "nothing of this batch was moved under its final name" if moved else \
+            "nothing was moved under its final name"
+        raise TaoError(f"verification failed for {len(problems)} file(s): {problems[0]}; {where}; push again")
+    moved_now = pod.script(_MOVE_SCRIPT, stage, target)
+    _check(moved_now, f"moving the verified files into {target}")
     return len(digests)
 
 

@@ -23,8 +23,12 @@ from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.volumes import resultsview, volume_helper, volumecopy
 
 _PART = ".kubectl-tao-part"
-_HASH_SCRIPT = 'cd -- "$1" && shift && sha256sum -- "$@"'
-_TAR_SCRIPT = 'cd -- "$1" && shift && tar -cf - -- "$@"'
+# Both read the names (`./<path>`, one a line) from stdin: thousands of files never make a long command line
+# (xargs; not `tar -T`, which some busybox builds leave out). The tar stream is one archive per _TAR_FILES names,
+# one after the other: the reader reads across their end-of-archive blocks (ignore_zeros).
+_TAR_FILES = 1000
+_HASH_SCRIPT = 'cd -- "$1" && tr \'\\n\' \'\\000\' | xargs -0 sha256sum'
+_TAR_SCRIPT = f'cd -- "$1" && tr \'\\n\' \'\\000\' | xargs -0 -n {_TAR_FILES} tar -cf - --'
 
 
 @record(frozen=True)
@@ -185,7 +189,8 @@ def pull(
         wanted = wanted_files(listing.entries, paths, latest)
         hashes: dict[str, str] = {}
         if wanted:
-            hashed = pod.script(_HASH_SCRIPT, source.results_dir, *(f"./{e.path}" for e in wanted))
+            hashed = pod.script(_HASH_SCRIPT, source.results_dir,
+                                stdin=volumecopy.names_stdin(e.path for e in wanted))
             if hashed.returncode != 0:
                 raise TaoError(f"hashing the results failed: {_said(hashed.stderr)}")
             hashes = {n: f.sha256 for n, f in volumecopy.parse_listing(hashed.stdout).items() if f.sha256}
@@ -217,7 +222,7 @@ def _receive(
     problems: list[str] = []
 
     def read(stream: Any) -> None:
-        with tarfile.open(fileobj=stream, mode="r|") as tar:
+        with tarfile.open(fileobj=stream, mode="r|", ignore_zeros=True) as tar:
             for member in tar:
                 name = volumecopy.member_name(member.name, "member")
                 if not member.isfile() or name not in wanted:
@@ -246,7 +251,8 @@ def _receive(
                 done.append(name)
 
     os.makedirs(dest, exist_ok=True)
-    sent = pod.exec(["sh", "-c", _TAR_SCRIPT, "sh", source.results_dir, *(f"./{e.path}" for e in send)],
+    names = volumecopy.names_stdin(e.path for e in send)
+    sent = pod.exec(["sh", "-c", _TAR_SCRIPT, "sh", source.results_dir], feed=lambda pipe: pipe.write(names),
                     reader=read)
     if sent.returncode != 0:
         raise TaoError(f"the copy from the volume stopped: {_said(sent.stderr)}; files already verified are kept, "
@@ -291,7 +297,9 @@ def tensorboard(
     """TensorBoard over the job's results until interrupted (Ctrl-C): the pod, then `kubectl port-forward` on
     127.0.0.1:PORT; the pod is removed on every way out. A port-forward that ends by itself is a failure."""
     volume_helper.check_claim(kc, source.namespace, source.pvc)
-    with volume_helper.helper_pod(kc, tensorboard_manifest(source, image), timeout=timeout) as pod:
+    with volume_helper.helper_pod(kc, tensorboard_manifest(source, image), timeout=timeout,
+                                  image_flag="--image") as pod:
+        _wait_listening(pod, timeout)
         on_ready(f"http://127.0.0.1:{port}/")
         ended = kc.pipe(
             ["port-forward", "--address", "127.0.0.1", "-n", pod.namespace, f"pod/{pod.name}",
@@ -299,3 +307,35 @@ def tensorboard(
             sink=on_output, namespaced=False, check=False,
         )
         raise TaoError(f"the port-forward to {pod.name} ended: {_said(ended.stderr)}; run again (another --port?)")
+
+
+# Connects to TensorBoard's port on the pod's loopback (argv[1]); exits non-zero while nothing listens there.
+_LISTENING_PY = 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 2).close()'
+# The image's python (TensorBoard is a Python program) runs it; 127 when it has none.
+_LISTENING_SCRIPT = (
+    'for py in python3 python; do if command -v "$py" >/dev/null 2>&1; then exec "$py" -c "$1" "$2"; fi; done; '
+    "exit 127"
+)
+_NO_PYTHON = 127
+
+
+def _wait_listening(pod: volume_helper.HelperPod, timeout: float) -> None:
+    """Until TensorBoard accepts a connection inside the pod (an early browser connect would end the
+    port-forward): a TaoError when its container ends first, or nothing listens within TIMEOUT seconds. An image
+    without python cannot be asked: the port-forward starts at once."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        probe = pod.exec(["sh", "-c", _LISTENING_SCRIPT, "sh", _LISTENING_PY, str(TENSORBOARD_PORT)])
+        if probe.returncode in (0, _NO_PYTHON):
+            return
+        seen = pod.kc.json(["get", "pod", pod.name, "-n", pod.namespace], namespaced=False) or {}
+        problem = None if volume_helper.is_running(seen) else volume_helper.start_problem(seen, [])
+        if problem is not None:
+            raise TaoError(f"TensorBoard in {pod.namespace}/{pod.name} stopped before it listened: {problem}; fix "
+                           "it (--image) and run again")
+        if time.monotonic() >= deadline:
+            raise TaoError(f"TensorBoard in {pod.namespace}/{pod.name} did not listen on port {TENSORBOARD_PORT} "
+                           f"within {timeout:g}s; run again with a longer --timeout")
+        time.sleep(1.0)

@@ -14,7 +14,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TextIO
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import KubectlError, TaoError, UsageError
@@ -26,6 +26,9 @@ from kubectl_tao.k8s.kubectl import Completed, Kubectl
 DEFAULT_HELPER_IMAGE = "docker.io/library/busybox:1.37.0"
 HELPER_IMAGE_ENV = "KUBECTL_TAO_HELPER_IMAGE"
 HELPER_UID = 1000  # user, group and fsGroup: a volume whose driver applies fsGroup is writable by it
+# The kubelet applies fsGroup (group owner, setgid, group rw) only when the volume's root does not already carry
+# it: without this, "Always" walks and rewrites every file of the volume at every mount.
+FS_GROUP_CHANGE_POLICY = "OnRootMismatch"
 HELPER_LIFETIME = 6 * 3600  # seconds: the pod's own end when nobody deletes it
 CONTAINER = "helper"
 # Waiting reasons of a container that will not start by waiting longer.
@@ -85,6 +88,7 @@ def helper_pod_manifest(
             "runAsUser": HELPER_UID,
             "runAsGroup": HELPER_UID,
             "fsGroup": HELPER_UID,
+            "fsGroupChangePolicy": FS_GROUP_CHANGE_POLICY,
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "containers": [
@@ -192,14 +196,16 @@ class HelperPod:
     """One helper pod: `start` creates it and waits until it runs, `exec` streams a command in it, `remove`
     deletes it (UID-pinned; safe to call twice)."""
 
-    def __init__(self, kc: Kubectl, manifest: dict[str, Any]) -> None:
+    def __init__(self, kc: Kubectl, manifest: dict[str, Any], image_flag: str = "--helper-image") -> None:
         self.kc = kc
         self.manifest = manifest
+        self.image_flag = image_flag  # the verb's flag that picks the image, named when the pod cannot start
         self.name: str = manifest["metadata"]["name"]
         self.namespace: str = manifest["metadata"]["namespace"]
         self.uid: str | None = None
         self.created = False
         self.removed = False
+        self.not_removed: str | None = None  # why the delete failed, when it did
 
     def start(self, timeout: float) -> None:
         self.created = True  # from here on, a way out removes it (by name while the UID is not known yet)
@@ -220,7 +226,7 @@ class HelperPod:
             if problem is not None:
                 raise TaoError(
                     f"the volume helper pod {self.namespace}/{self.name} could not start: {problem}; "
-                    "fix it (--helper-image, --node-selector, --toleration) and run again"
+                    f"fix it ({self.image_flag}, --node-selector, --toleration) and run again"
                 )
             polls += 1
             time.sleep(0.5)
@@ -254,37 +260,80 @@ class HelperPod:
         return self.kc.pipe(self.exec_args(command), feed=feed, sink=sink, reader=reader, namespaced=False,
                             check=False)
 
-    def script(self, text: str, *args: str) -> Completed:
-        """`sh -c TEXT sh ARGS...` in the pod (fixed text; values only as positional arguments), stdout kept:
-        for listings, never for file data."""
+    def script(self, text: str, *args: str, stdin: bytes | None = None) -> Completed:
+        """`sh -c TEXT sh ARGS...` in the pod (fixed text; values only as positional arguments, or as STDIN: a
+        list of names goes there, never on the command line), stdout kept: for listings, never for file data."""
         chunks: list[bytes] = []
-        done = self.exec(["sh", "-c", text, "sh", *args], sink=chunks.append)
+        feed = None if stdin is None else (lambda pipe: pipe.write(stdin))
+        done = self.exec(["sh", "-c", text, "sh", *args], feed=feed, sink=chunks.append)
         return Completed(b"".join(chunks).decode("utf-8", errors="replace"), done.stderr, done.returncode)
 
-    def remove(self) -> None:
+    def remove(self) -> str | None:
+        """Delete the pod; None when it is gone, else one line saying it was not, with the command that removes
+        it."""
         if self.created and not self.removed:
             self.removed = True
-            objects.remove_helper_pod(self.kc, self.namespace, self.name, self.uid)
+            failed = objects.remove_helper_pod(self.kc, self.namespace, self.name, self.uid)
+            if failed is not None:
+                self.not_removed = (
+                    f"warning: could not remove the volume helper pod {self.namespace}/{self.name} "
+                    f"({_one_line(failed)}); delete it with `kubectl delete pod -n {self.namespace} {self.name}`"
+                )
+        return self.not_removed
 
 
 def _interrupted(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
+_HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 @contextmanager
-def helper_pod(kc: Kubectl, manifest: dict[str, Any], *, timeout: float) -> Iterator[HelperPod]:
+def signals_held() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP ignored for the body (a cleanup that must run to its end), then restored as
+    they were. Off the main thread (where signals cannot be set) the body just runs."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {sig: signal.signal(sig, signal.SIG_IGN) for sig in _HELD}
+    try:
+        yield
+    finally:
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
+
+
+@contextmanager
+def helper_pod(
+    kc: Kubectl,
+    manifest: dict[str, Any],
+    *,
+    timeout: float,
+    image_flag: str = "--helper-image",
+    out: TextIO | None = None,
+) -> Iterator[HelperPod]:
     """A started helper pod for the body of the `with`; removed afterwards whatever happened (SIGTERM and SIGHUP
-    are turned into the Ctrl-C path meanwhile, and the removal itself is not interrupted by them)."""
-    pod = HelperPod(kc, manifest)
+    are turned into the Ctrl-C path meanwhile, and the removal itself is not interrupted by them). A removal that
+    fails is told in one line on OUT (stderr), with the command that removes the pod."""
+    pod = HelperPod(kc, manifest, image_flag)
     watched = (signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.signal(sig, _interrupted) for sig in watched}
     try:
         pod.start(timeout)
         yield pod
     finally:
-        held = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, *watched)}
         try:
-            pod.remove()
+            with signals_held():
+                failed = pod.remove()
+            if failed is not None:
+                import sys
+
+                stream = out if out is not None else sys.stderr
+                stream.write(failed + "\n")
+                stream.flush()
         finally:
-            for sig, handler in held.items():
-                signal.signal(sig, previous.get(sig, handler))
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)

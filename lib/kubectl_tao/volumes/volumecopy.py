@@ -32,6 +32,7 @@ class LocalFile(Value):
 class RemoteFile(Value):
     size: int | None = None
     sha256: str | None = None
+    is_dir: bool = False
 
 
 def member_name(name: str, what: str = "path") -> str:
@@ -74,11 +75,40 @@ def listing_script() -> str:
     )
 
 
+def names_listing_script() -> str:
+    """The helper's listing under directory $1 of only the names after it (`./<top>`, what a push sends there):
+    `S <size> ./<name>` for a file, `D ./<name>` for a directory, no hash (hash_script takes those, for the files
+    whose size matches). The staging directory is never walked. A name that is not there, or a directory it
+    cannot read, lists nothing (what is not listed is sent again): it always exits 0."""
+    return (
+        'cd -- "$1" 2>/dev/null || exit 0; shift; '
+        'for t do if [ -e "$t" ] || [ -L "$t" ]; then '
+        f"find \"$t\" -path ./{STAGING_DIR} -prune "
+        "-o -type d -exec stat -c 'D %n' {} + -o -type f -exec stat -c 'S %s %n' {} + || :; "
+        "fi; done; exit 0"
+    )
+
+
+def hash_script() -> str:
+    """`<sha256>  ./<name>` for each name read from stdin (one a line, under directory $1); a file it cannot read
+    is left out (and so sent again), never a failure."""
+    return 'cd -- "$1" || exit 1; tr \'\\n\' \'\\000\' | xargs -0 sha256sum || :; exit 0'
+
+
+def names_stdin(names: Iterable[str]) -> bytes:
+    """NAMES as a helper script reads them from stdin: `./<name>`, one a line (a name holds no newline)."""
+    return "".join(f"./{name}\n" for name in names).encode("utf-8", "surrogateescape")
+
+
 def parse_listing(text: str) -> dict[str, RemoteFile]:
     """The helper's listing (listing_script) as name -> size and hash; lines it cannot read are left out."""
     sizes: dict[str, int] = {}
     hashes: dict[str, str] = {}
+    dirs: set[str] = set()
     for line in text.splitlines():
+        if line.startswith("D ./"):
+            dirs.add(line[4:])
+            continue
         if line.startswith("S "):
             size, _, name = line[2:].partition(" ")
             if size.isdigit() and name.startswith("./"):
@@ -87,7 +117,15 @@ def parse_listing(text: str) -> dict[str, RemoteFile]:
         digest, _, name = line.partition("  ")
         if _SHA256.fullmatch(digest) and name.startswith("./"):
             hashes[name[2:]] = digest
-    return {name: RemoteFile(sizes.get(name), hashes.get(name)) for name in {*sizes, *hashes}}
+    found = {name: RemoteFile(sizes.get(name), hashes.get(name)) for name in {*sizes, *hashes}}
+    found.update((name, RemoteFile(is_dir=True)) for name in dirs if name not in found)
+    return found
+
+
+def to_hash(local: Iterable[LocalFile], remote: dict[str, RemoteFile]) -> list[LocalFile]:
+    """The local files whose name is a file of the same size on the volume: only those are worth hashing there."""
+    return [item for item in local if (there := remote.get(item.name)) is not None and not there.is_dir
+            and there.size == item.size]
 
 
 @record(frozen=True)
@@ -100,11 +138,21 @@ def plan_push(
     local: Iterable[LocalFile], remote: dict[str, RemoteFile], sha256_of: Callable[[LocalFile], str]
 ) -> PushPlan:
     """Which files travel: a file already there with the same size and SHA-256 is skipped (the local file is
-    hashed only when the sizes match)."""
+    hashed only when the sizes match). A file where the volume has a directory of that name, or under a name the
+    volume has as a file, is refused (it would be nested into the directory, or cannot be made)."""
     send: list[LocalFile] = []
     skip: list[LocalFile] = []
     for item in local:
         there = remote.get(item.name)
+        if there is not None and there.is_dir:
+            raise UsageError(f"LOCAL {item.path}: the target already has a directory {item.name}; remove or rename "
+                             "it on the volume, or push to another --to")
+        parts = item.name.split("/")
+        for depth in range(1, len(parts)):
+            above = remote.get("/".join(parts[:depth]))
+            if above is not None and not above.is_dir:
+                raise UsageError(f"LOCAL {item.path}: the target has a file {'/'.join(parts[:depth])} where "
+                                 f"{item.name} needs a directory; remove or rename it, or push to another --to")
         if there is not None and there.size == item.size and there.sha256 and there.sha256 == sha256_of(item):
             skip.append(item)
         else:

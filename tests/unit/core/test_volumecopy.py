@@ -81,6 +81,15 @@ def test_the_listing_pairs_sizes_and_hashes_by_name() -> None:
     assert volumecopy.parse_listing("") == {}
 
 
+def test_the_listing_of_the_pushed_names_marks_directories() -> None:
+    text = "D ./specs\nD ./specs/sub\nS 3 ./specs/a\n"
+    assert volumecopy.parse_listing(text) == {
+        "specs": RemoteFile(is_dir=True), "specs/sub": RemoteFile(is_dir=True), "specs/a": RemoteFile(3, None)
+    }
+    local = [LocalFile("specs/a", "/l/a", 3), LocalFile("specs/b", "/l/b", 3), LocalFile("specs/sub", "/l/s", 0)]
+    assert volumecopy.to_hash(local, volumecopy.parse_listing(text)) == [local[0]]
+
+
 def test_a_file_is_skipped_only_with_the_same_size_and_hash_and_hashed_only_when_the_size_matches() -> None:
     same = LocalFile("a", "/l/a", 3)
     other_hash = LocalFile("b", "/l/b", 3)

@@ -151,6 +151,8 @@ def test_tensorboard_forwards_on_127_0_0_1_and_removes_its_pod_on_ctrl_c(
     forwarded: list[list[str]] = []
 
     def pipe(self: Kubectl, args: list[str], **_: Any) -> Completed:
+        if args[0] == "exec":
+            return Completed("", "", 0)  # TensorBoard listens
         forwarded.append(args)
         raise KeyboardInterrupt
 
@@ -164,3 +166,108 @@ def test_tensorboard_forwards_on_127_0_0_1_and_removes_its_pod_on_ctrl_c(
     ((args,),) = [(a,) for a in forwarded]
     assert args[:3] == ["port-forward", "--address", "127.0.0.1"] and args[-1] == "16006:6006"
     assert [c.argv[:2] for c in fake_kubectl.calls if c.argv[0] == "delete"] == [["delete", "--raw"]]
+
+
+_RUNNING = {"status": {"phase": "Running", "containerStatuses": [{"state": {"running": {}}}]}}
+
+
+def _tensorboard_pod(fake_kubectl: Any, pod: dict[str, Any] = _RUNNING) -> None:
+    fake_kubectl.on("get", "persistentvolumeclaim", data={"status": {"phase": "Bound"}})
+    fake_kubectl.on("create", stdout="Pod tao-volume-x 0b8f7c1e-1111-4222-8333-444455556666\n")
+    fake_kubectl.on("get", "pod", data=pod)
+    fake_kubectl.on("get", "events", data={"items": []})
+    fake_kubectl.on("delete", "--raw")
+
+
+def test_tensorboard_prints_the_url_only_once_the_port_answers_inside_the_pod(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl
+
+    _tensorboard_pod(fake_kubectl)
+    monkeypatch.setattr("time.sleep", lambda _s: None)
+    seen: list[str] = []
+    probes = iter([1, 1, 0])  # refused twice (TensorBoard still loading), then it listens
+
+    def pipe(self: Kubectl, args: list[str], **_: Any) -> Completed:
+        if args[0] == "exec":
+            seen.append("probe")
+            assert args[-2:] == [results._LISTENING_PY, "6006"]
+            return Completed("", "ConnectionRefusedError: [Errno 111] Connection refused\n", next(probes))
+        seen.append("port-forward")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    source = results.ResultsSource("j", "ns", "tao-data", "/workspace", "/workspace/results/j", {}, [])
+    with pytest.raises(KeyboardInterrupt):
+        results.tensorboard(Kubectl(ClusterOptions()), source, image="img:1", port=16006, timeout=30,
+                            on_ready=lambda url: seen.append(url), on_output=lambda _data: None)
+    assert seen == ["probe", "probe", "probe", "http://127.0.0.1:16006/", "port-forward"]
+
+
+def test_tensorboard_that_stops_before_it_listens_fails_in_one_line_naming_image(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_tao.core.errors import TaoError
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl
+
+    _tensorboard_pod(fake_kubectl)
+    ended = {"status": {"phase": "Failed", "containerStatuses": [{"state": {"terminated": {
+        "reason": "Error", "message": "ModuleNotFoundError: No module named 'tensorboard'"}}}]}}
+    answers = iter([_RUNNING, ended])
+    monkeypatch.setattr(Kubectl, "json", lambda self, args, **_: next(answers) if args[:2] == ["get", "pod"]
+                        else {"status": {"phase": "Bound"}})
+    urls: list[str] = []
+    monkeypatch.setattr(Kubectl, "pipe", lambda self, args, **_: Completed(
+        "", "error: unable to upgrade connection: container not found (\"helper\")\n", 1))
+    source = results.ResultsSource("j", "ns", "tao-data", "/workspace", "/workspace/results/j", {}, [])
+    with pytest.raises(TaoError) as raised:
+        results.tensorboard(Kubectl(ClusterOptions()), source, image="img:1", port=16006, timeout=30,
+                            on_ready=urls.append, on_output=lambda _data: None)
+    assert "stopped before it listened: it ended (Failed) before it was used: Error ModuleNotFoundError" in str(
+        raised.value)
+    assert "(--image)" in str(raised.value) and urls == []
+
+
+def test_a_tensorboard_pod_that_cannot_start_names_the_image_flag_of_its_verb(fake_kubectl: Any) -> None:
+    from kubectl_tao.core.errors import TaoError
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl
+
+    _tensorboard_pod(fake_kubectl, {"status": {"phase": "Pending", "containerStatuses": [{"state": {"waiting": {
+        "reason": "ErrImagePull", "message": "not found"}}}]}})
+    source = results.ResultsSource("j", "ns", "tao-data", "/workspace", "/workspace/results/j", {}, [])
+    with pytest.raises(TaoError, match=r"ErrImagePull: not found; fix it \(--image, --node-selector"):
+        results.tensorboard(Kubectl(ClusterOptions()), source, image="img:1", port=16006, timeout=30,
+                            on_ready=lambda _url: None, on_output=lambda _data: None)
+
+
+def test_a_pull_sends_the_file_names_on_stdin_never_on_the_command_line(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from support.shell_pod import ShellPod
+
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl
+
+    _tensorboard_pod(fake_kubectl)
+    pod = ShellPod()
+    monkeypatch.setattr(Kubectl, "pipe", lambda _kc, args, **kwargs: pod.pipe(args, **kwargs))
+    volume = tmp_path / "volume"
+    run = volume / "results" / "j"
+    (run / "train").mkdir(parents=True)
+    count = results._TAR_FILES + 200  # more than one tar archive in the stream
+    names = [f"train/model_epoch_{i}.pth" for i in range(count)] + ["a name with spaces.txt", "train/status.json"]
+    for name in names:
+        (run / name).write_text(f"content of {name}")
+    dest = tmp_path / "out"
+    (dest / "train").mkdir(parents=True)
+    (dest / "train" / "status.json").write_text("content of train/status.json")  # already here: skipped
+    source = results.ResultsSource("j", "ns", "tao-data", str(volume), str(run), {}, [])
+    pulled = results.pull(Kubectl(ClusterOptions()), source, paths=[], dest=str(dest), latest=False,
+                          image="busybox:1.37.0", timeout=5)
+    assert (pulled.pulled, pulled.skipped, pulled.verified) == (count + 1, 1, count + 1)
+    assert all((dest / name).read_text() == f"content of {name}" for name in names)
+    hashing, tarring = [(args, stdin) for script, args, stdin in pod.calls
+                        if script in (results._HASH_SCRIPT, results._TAR_SCRIPT)]
+    assert hashing[0] == tarring[0] == [str(run)]  # the directory alone on the command line
+    assert sorted(hashing[1].decode().splitlines()) == sorted(f"./{name}" for name in names)
+    assert sorted(tarring[1].decode().splitlines()) == sorted(f"./{n}" for n in names if n != "train/status.json")

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from support.fake_kubectl import FakeKubectl
+from support.shell_pod import ShellPod
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import EXIT_USAGE, TaoError, UsageError
@@ -42,6 +43,15 @@ def test_the_helper_pod_is_labelled_non_root_tokenless_and_drops_every_capabilit
     claim = {"claimName": "tao-data", "readOnly": False}
     assert spec["volumes"] == [{"name": "volume", "persistentVolumeClaim": claim}]
     assert "nodeSelector" not in spec and "tolerations" not in spec
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_the_helper_asks_the_kubelet_to_change_group_ownership_only_when_the_volume_root_lacks_it(
+    read_only: bool,
+) -> None:
+    context = _manifest(read_only=read_only)["spec"]["securityContext"]
+    assert context["fsGroup"] == volume_helper.HELPER_UID
+    assert context["fsGroupChangePolicy"] == "OnRootMismatch"  # never the default "Always": a walk of every file
 
 
 def test_a_read_only_helper_mounts_read_only_and_takes_the_placement_given() -> None:
@@ -127,6 +137,44 @@ def test_the_helper_is_removed_by_name_and_uid_when_the_body_is_interrupted(fake
     assert body["preconditions"] == {"uid": UID} and body["gracePeriodSeconds"] == 0
 
 
+@pytest.mark.parametrize("stderr", [
+    'Error from server (NotFound): pods "tao-volume-1" not found',
+    'Error from server (Conflict): Operation cannot be fulfilled on Pod "tao-volume-1": Precondition failed: UID in '
+    f"precondition: {UID}, UID in object meta: 7d2c1e0a-9999-4aaa-8bbb-ccccdddd0000",
+])
+def test_a_helper_already_gone_or_replaced_is_no_failure_and_says_nothing(
+    fake_kubectl: FakeKubectl, stderr: str
+) -> None:
+    import io
+
+    fake_kubectl.on("delete", "--raw", stderr=stderr + "\n", rc=1)
+    _answer_start(fake_kubectl, _pod("Running", containerStatuses=[{"state": {"running": {}}}]))
+    said = io.StringIO()
+    with volume_helper.helper_pod(Kubectl(ClusterOptions()), _manifest(read_only=False), timeout=5, out=said) as pod:
+        pass
+    assert said.getvalue() == "" and pod.not_removed is None
+
+
+def test_a_helper_whose_delete_fails_is_named_in_one_line_with_the_command_that_removes_it(
+    fake_kubectl: FakeKubectl,
+) -> None:
+    import io
+
+    refused = ('Error from server (Forbidden): pods "tao-volume-1" is forbidden: User "alice" cannot delete resource '
+               '"pods" in API group "" in the namespace "ns"')
+    fake_kubectl.on("delete", "--raw", stderr=refused + "\n", rc=1)
+    _answer_start(fake_kubectl, _pod("Running", containerStatuses=[{"state": {"running": {}}}]))
+    said = io.StringIO()
+    with pytest.raises(KeyboardInterrupt), volume_helper.helper_pod(
+        Kubectl(ClusterOptions()), _manifest(read_only=False), timeout=5, out=said
+    ):
+        raise KeyboardInterrupt
+    assert said.getvalue() == (
+        f"warning: could not remove the volume helper pod ns/tao-volume-1 ({refused}); delete it with "
+        "`kubectl delete pod -n ns tao-volume-1`\n"
+    )
+
+
 def test_a_helper_that_cannot_pull_its_image_fails_in_one_line_and_is_removed(fake_kubectl: FakeKubectl) -> None:
     waiting = {"reason": "ImagePullBackOff", "message": 'Back-off pulling image "busybox:9"'}
     _answer_start(fake_kubectl, _pod(containerStatuses=[{"state": {"waiting": waiting}}]))
@@ -200,50 +248,159 @@ def test_collect_refuses_a_missing_path_a_fifo_and_two_sources_of_one_name(tmp_p
         datacopy.collect([])
 
 
-def test_push_skips_what_is_there_and_sends_the_rest_as_one_tar_verified_before_it_is_moved(
-    fake_kubectl: FakeKubectl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import hashlib
-    import io
-    import tarfile
+@pytest.fixture
+def shell_pod(fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch) -> ShellPod:
+    _claim(fake_kubectl)
+    _answer_start(fake_kubectl, _pod("Running", containerStatuses=[{"state": {"running": {}}}]))
+    pod = ShellPod()
+    monkeypatch.setattr(Kubectl, "pipe", lambda _kc, args, **kwargs: pod.pipe(args, **kwargs))
+    return pod
 
+
+def _push(volume: Path, *sources: Path, to: str | None = None) -> datacopy.PushResult:
+    request = datacopy.PushRequest(sources=[str(s) for s in sources], pvc="tao-data", to=to, mount_path=str(volume))
+    return datacopy.push(Kubectl(ClusterOptions()), "ns", request)
+
+
+def test_push_skips_what_is_there_and_sends_the_rest_as_one_tar_verified_before_it_is_moved(
+    fake_kubectl: FakeKubectl, shell_pod: ShellPod, tmp_path: Path
+) -> None:
     specs = tmp_path / "specs"
     specs.mkdir()
     (specs / "same.txt").write_text("same")
     (specs / "new.txt").write_text("brand new")
-    same_hash = hashlib.sha256(b"same").hexdigest()
-    new_hash = hashlib.sha256(b"brand new").hexdigest()
-    _claim(fake_kubectl)
-    _answer_start(fake_kubectl, _pod("Running", containerStatuses=[{"state": {"running": {}}}]))
-    received: dict[str, bytes] = {}
-    scripts: list[list[str]] = []
-
-    def pipe(self: Kubectl, args: list[str], *, feed: Any = None, sink: Any = None, **_: Any) -> Completed:
-        command = args[args.index("--") + 1:]
-        scripts.append(command[4:])
-        if feed is not None:  # the tar stream, read back as the pod's tar would
-            buffer = io.BytesIO()
-            feed(buffer)
-            with tarfile.open(fileobj=io.BytesIO(buffer.getvalue()), mode="r|") as tar:
-                for member in tar:
-                    received[member.name] = tar.extractfile(member).read()  # type: ignore[union-attr]
-        elif command[4:] == ["/workspace/inputs"]:
-            sink(f"S 4 ./specs/same.txt\n{same_hash}  ./specs/same.txt\n".encode())
-        elif command[4].startswith("/workspace/.kubectl-tao-staging/") and len(command) == 5:
-            sink(f"S 9 ./specs/new.txt\n{new_hash}  ./specs/new.txt\n".encode())
-        return Completed("", "", 0)
-
-    monkeypatch.setattr(Kubectl, "pipe", pipe)
-    request = datacopy.PushRequest(sources=[str(specs)], pvc="tao-data", to="inputs")
-    result = datacopy.push(Kubectl(ClusterOptions()), "ns", request)
-    assert received == {"specs/new.txt": b"brand new"}
-    assert (result.sent, result.skipped, result.verified, result.target) == (1, 1, 1, "/workspace/inputs")
-    stage = scripts[1][0]
-    assert scripts == [["/workspace/inputs"], [stage], [stage], [stage, "/workspace/inputs"]]
+    volume = tmp_path / "volume"
+    (volume / "inputs" / "specs").mkdir(parents=True)
+    (volume / "inputs" / "specs" / "same.txt").write_text("same")
+    result = _push(volume, specs, to="inputs")
+    assert (result.sent, result.skipped, result.verified, result.target) == (1, 1, 1, f"{volume}/inputs")
+    assert (volume / "inputs" / "specs" / "new.txt").read_text() == "brand new"
+    assert list((volume / datacopy.volumecopy.STAGING_DIR).iterdir()) == []  # the staging directory is removed
+    scripts = shell_pod.scripts()
+    assert scripts[0] == datacopy.volumecopy.names_listing_script()
+    assert scripts[1] == datacopy.volumecopy.hash_script()
+    assert scripts[2:4] == [datacopy._EXTRACT_SCRIPT, datacopy.volumecopy.listing_script()]
+    assert scripts[4] == datacopy._MOVE_SCRIPT and len(scripts) == 5
     assert len(_deletes(fake_kubectl)) == 1
     assert result.summary() == (
-        "pushed 1 file(s) (9 B) to pvc/tao-data:/workspace/inputs, 1 unchanged skipped (4 B), 1 verified"
+        f"pushed 1 file(s) (9 B) to pvc/tao-data:{volume}/inputs, 1 unchanged skipped (4 B), 1 verified"
     )
+
+
+def test_push_lists_only_the_names_it_sends_and_hashes_only_files_of_a_matching_size(
+    shell_pod: ShellPod, tmp_path: Path
+) -> None:
+    local = tmp_path / "local"
+    (local / "specs").mkdir(parents=True)
+    (local / "specs" / "a.yaml").write_text("a: 1\n")
+    (local / "specs" / "b.yaml").write_text("b: 22\n")
+    (local / "train.yaml").write_text("x")
+    volume = tmp_path / "volume"
+    (volume / "specs").mkdir(parents=True)
+    (volume / "specs" / "a.yaml").write_text("a: 1\n")  # same size and hash: skipped
+    (volume / "specs" / "b.yaml").write_text("b: 3\n")  # another size: sent, never hashed there
+    (volume / "datasets" / "coco").mkdir(parents=True)  # a big tree beside what is pushed: never walked
+    (volume / "datasets" / "coco" / "img.jpg").write_bytes(b"\xff" * 64)
+    (volume / datacopy.volumecopy.STAGING_DIR / "old").mkdir(parents=True)
+    result = _push(volume, local / "specs", local / "train.yaml")
+    assert (result.sent, result.skipped) == (2, 1)
+    (listing, hashing, *_rest) = shell_pod.calls
+    assert listing[1] == [str(volume), "./specs", "./train.yaml"]
+    assert hashing[1] == [str(volume)] and hashing[2] == b"./specs/a.yaml\n"
+    assert (volume / "specs" / "b.yaml").read_text() == "b: 22\n"
+
+
+def test_a_file_the_volume_cannot_hash_is_sent_again_not_a_failure(tmp_path: Path) -> None:
+    import subprocess
+
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    (volume / "a").write_text("a")
+    done = subprocess.run(["sh", "-c", datacopy.volumecopy.hash_script(), "sh", str(volume)],
+                          input=b"./gone\n./a\n", capture_output=True, check=False)
+    assert done.returncode == 0 and b"./gone" in done.stderr  # sha256sum's own complaint, and it goes on
+    assert datacopy.volumecopy.parse_listing(done.stdout.decode()) == {
+        "a": datacopy.volumecopy.RemoteFile(None, "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb")
+    }
+
+
+def test_a_file_pushed_where_the_target_has_a_directory_is_refused_naming_it(
+    shell_pod: ShellPod, tmp_path: Path
+) -> None:
+    local = tmp_path / "local"
+    local.mkdir()
+    (local / "train.yaml").write_text("x")
+    volume = tmp_path / "volume"
+    (volume / "train.yaml").mkdir(parents=True)
+    with pytest.raises(UsageError, match=r"train\.yaml: the target already has a directory train\.yaml") as raised:
+        _push(volume, local / "train.yaml")
+    assert raised.value.exit_code == EXIT_USAGE
+    assert os.listdir(volume / "train.yaml") == []  # nothing nested into it
+    assert datacopy._EXTRACT_SCRIPT not in shell_pod.scripts()  # refused before anything travelled
+
+
+def test_a_folder_pushed_where_the_target_has_a_file_of_its_name_is_refused(
+    shell_pod: ShellPod, tmp_path: Path
+) -> None:
+    (tmp_path / "local" / "specs").mkdir(parents=True)
+    (tmp_path / "local" / "specs" / "a.yaml").write_text("x")
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    (volume / "specs").write_text("a file")
+    with pytest.raises(UsageError, match=r"the target has a file specs where specs/a\.yaml needs a directory"):
+        _push(volume, tmp_path / "local" / "specs")
+    assert (volume / "specs").read_text() == "a file"
+
+
+@pytest.mark.parametrize("where", ["stream", "verify", "move"])
+def test_ctrl_c_during_a_push_removes_the_staging_directory_before_the_helper_pod(
+    fake_kubectl: FakeKubectl, shell_pod: ShellPod, tmp_path: Path, where: str
+) -> None:
+    (tmp_path / "local").mkdir()
+    (tmp_path / "local" / "a.txt").write_text("a")
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    script = {"stream": datacopy._EXTRACT_SCRIPT, "verify": datacopy.volumecopy.listing_script(),
+              "move": datacopy._MOVE_SCRIPT}[where]
+    shell_pod.interrupt_at = (script, 1)
+    with pytest.raises(KeyboardInterrupt):
+        _push(volume, tmp_path / "local" / "a.txt")
+    assert shell_pod.scripts()[-1] == datacopy._REMOVE_SCRIPT
+    assert shell_pod.sigterm_ignored[-1] and not any(shell_pod.sigterm_ignored[:-1])  # held only while cleaning
+    assert list((volume / datacopy.volumecopy.STAGING_DIR).iterdir()) == []
+    assert len(_deletes(fake_kubectl)) == 1
+
+
+def test_an_interrupted_push_keeps_the_batches_already_moved_and_the_next_push_skips_them(
+    shell_pod: ShellPod, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(datacopy, "_BATCH_FILES", 2)
+    local = tmp_path / "specs"
+    local.mkdir()
+    for i in range(5):
+        (local / f"f{i}.txt").write_text(f"file {i}")
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    shell_pod.interrupt_at = (datacopy._EXTRACT_SCRIPT, 2)  # Ctrl-C during the second batch's stream
+    with pytest.raises(KeyboardInterrupt):
+        _push(volume, local)
+    assert sorted(os.listdir(volume / "specs")) == ["f0.txt", "f1.txt"]  # the first batch, verified and moved
+    assert list((volume / datacopy.volumecopy.STAGING_DIR).iterdir()) == []
+    shell_pod.interrupt_at = None
+    again = _push(volume, local)
+    assert (again.sent, again.skipped, again.verified) == (3, 2, 3)
+    assert sorted(os.listdir(volume / "specs")) == [f"f{i}.txt" for i in range(5)]
+
+
+def test_batches_cut_by_count_and_bytes_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubectl_tao.volumes.volumecopy import LocalFile
+
+    monkeypatch.setattr(datacopy, "_BATCH_FILES", 3)
+    monkeypatch.setattr(datacopy, "_BATCH_BYTES", 100)
+    items = [LocalFile(f"f{i}", f"/l/f{i}", size) for i, size in enumerate([10, 10, 10, 10, 95, 500, 1])]
+    assert [[i.name for i in b] for b in datacopy.batches(items)] == [
+        ["f0", "f1", "f2"], ["f3"], ["f4"], ["f5"], ["f6"]
+    ]
 
 
 def test_a_failed_verification_moves_nothing_and_removes_the_staged_files(

@@ -250,6 +250,28 @@ def test_pipe_streams_stdin_and_stdout_in_chunks_without_holding_either(tmp_path
     assert done.stderr == "--namespace=n|exec|-i|pod|--|tar|-x|"
 
 
+_POD_ID = "c353599ce53b5bdd85fa23a93c1fd3f858be75a95dfe0d2956ce7ed1cee4c2b3"
+# client-go's port-forward, when nothing listens on the pod's port yet (containerd's answer inside the message)
+_FORWARD_REFUSED = (
+    "E1206 20:01:02.123456   4242 portforward.go:409] an error occurred forwarding 16006 -> 6006: error forwarding "
+    f"port 6006 to pod {_POD_ID}, uid : failed to execute portforward in network namespace "
+    '"/var/run/netns/cni-742d1a4e-4966-9085-47a1-fae6be80bc99": failed to connect to localhost:6006 inside '
+    f'namespace "{_POD_ID}", IPv4: dial '
+    "tcp4 127.0.0.1:6006: connect: connection refused IPv6 dial tcp6 [::1]:6006: connect: connection refused\n"
+    "error: lost connection to pod\n"
+)
+
+
+def test_a_port_forward_refused_inside_the_pod_is_no_unreachable_cluster(tmp_path: Path) -> None:
+    stand_in = _stand_in(tmp_path, f"cat >&2 <<'EOF'\n{_FORWARD_REFUSED}EOF\nexit 1\n")
+    ended = Kubectl(ClusterOptions(), binary=stand_in).pipe(["port-forward", "pod/x", "16006:6006"], check=False)
+    assert (ended.returncode, ended.stderr) == (1, _FORWARD_REFUSED)
+    unreachable = "Unable to connect to the server: dial tcp 10.0.0.1:6443: connect: connection refused\n"
+    stand_in = _stand_in(tmp_path, f"echo '{unreachable.strip()}' >&2; exit 1\n")
+    with pytest.raises(ClusterUnreachableError, match="cluster unreachable"):
+        Kubectl(ClusterOptions(), binary=stand_in).pipe(["port-forward", "pod/x", "16006:6006"], check=False)
+
+
 def test_pipe_reports_the_exit_code_and_a_failing_feed_stops_kubectl(tmp_path: Path) -> None:
     kc = Kubectl(ClusterOptions(), binary=_stand_in(tmp_path, 'cat >/dev/null; echo "tar: write error" >&2; exit 1\n'))
     failed = kc.pipe(["exec", "-i", "pod"], feed=lambda pipe: pipe.write(b"data"), check=False)
