@@ -32,8 +32,16 @@ start() { # COMPONENT BINARY ARGS...
   local name=$1
   shift
   # setsid: the component survives the Ctrl-C of whoever ran `up`; `down` stops it by pid.
-  # 9>&-: the component must not inherit (and hold) the up/down lock.
-  setsid "$@" >>"$dir/logs/$name.log" 2>&1 </dev/null 9>&- &
+  # Only stdin, stdout and stderr reach it: an inherited descriptor would stay open for the component's whole
+  # life, and a lock on it held: the up/down lock (fd 9), or one of whoever ran `up` (`flock FILE local-cluster
+  # up` runs it with the lock's descriptor open).
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -le 2 ] || eval "exec $fd>&-" 2>/dev/null || true
+    done
+    exec setsid "$@" >>"$dir/logs/$name.log" 2>&1 </dev/null
+  ) &
   local pid=$! tries=0
   echo "$pid" >"$dir/pids/$name.pid"
   # Until the child has exec'd, its /proc cmdline is this script's, and `ours` (so `alive`) would report a

@@ -20,6 +20,8 @@ real_cni_dir=${KUBECTL_TAO_CNI_DIR:-/usr/lib/cni}
 
 # shellcheck source-path=SCRIPTDIR source=local-cluster-s3.sh
 . "$repo/scripts/local-cluster-s3.sh"
+# shellcheck source-path=SCRIPTDIR source=local-cluster-apirelay.sh
+. "$repo/scripts/local-cluster-apirelay.sh"
 
 real_node_name() { echo "real-node-$1"; }
 real_dir() { echo "$dir/real/$1"; }
@@ -65,11 +67,12 @@ real_preflight() {
   if [ -n "$routes" ]; then
     die "addresses in $real_subnet are already routed on this machine (${routes%%$'\n'*}); real nodes need that subnet"
   fi
-  [ "$prebuilt" = 0 ] || return 0 # no cluster DNS, no S3 store
+  [ "$prebuilt" = 0 ] || return 0 # no cluster DNS, no S3 store, no API server relay
   if ! python3 -c 'import socket,sys; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 53))' 2>/dev/null; then
     die "UDP port 53 is in use on this machine (needed by the cluster DNS on $real_gw:53); stop what listens there or set KUBECTL_TAO_REAL_NODES=0"
   fi
   s3_preflight
+  api_relay_preflight
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -192,7 +195,8 @@ EOF
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",
-        "ranges": [[{"subnet": "$real_subnet", "rangeStart": "10.88.$(( i + 1 )).2", "rangeEnd": "10.88.$(( i + 1 )).254"}]]
+        "ranges": [[{"subnet": "$real_subnet", "rangeStart": "10.88.$(( i + 1 )).2", "rangeEnd": "10.88.$(( i + 1 )).254"}]],
+        "routes": $(api_relay_routes)
       }
     }
   ]
@@ -476,6 +480,7 @@ real_components() { # the components of every recorded real node, plus coredns
   for n in $(real_nodes_recorded); do echo "$n-fakegpu $n-kubelet $n-containerd"; done
   [ -f "$dir/pids/coredns.pid" ] && echo coredns
   [ -f "$dir/pids/s3.pid" ] && echo s3
+  [ -f "$dir/pids/api-relay.pid" ] && echo api-relay
   return 0
 }
 
@@ -517,6 +522,7 @@ real_stop_all() { # everything of the real nodes, then the bridge (veths go with
   real_cgroups_undelegate
   terminate 5 coredns
   s3_stop
+  api_relay_stop
   if [ -f "$dir/real/bridge" ] && ip link show "$real_bridge" >/dev/null 2>&1; then
     local i
     for (( i = 0; i < 50; i++ )); do
@@ -557,6 +563,7 @@ real_up() { # after the API server is up: bridge, DNS, nodes; does not wait for 
     real_rbac
     start coredns "$(coredns_bin)" -conf "$dir/real/Corefile"
     s3_up
+    api_relay_up # before the nodes: their CNI config routes the ClusterIP to it
   fi
   mapfile -t ports < <(free_ports "$real_nodes")
   for (( i = 0; i < real_nodes; i++ )); do
@@ -610,5 +617,6 @@ real_status() { # prints the rows; returns 1 if anything of a real node is not r
     fi
   fi
   s3_status || ok=1
+  api_relay_status || ok=1
   return "$ok"
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # scripts/local-cluster with real nodes: bad settings and a busy port stop `up` with one line and
-# nothing running; a real `up` shows each node's kubelet and containerd, and `down` leaves no mount,
-# iptables rule, bridge, veth, network namespace, cgroup or process of its own.
+# nothing running; a real `up` shows each node's kubelet and containerd and the API server relay (on the bridge
+# gateway, with its iptables nat chain), and `down` leaves no mount, iptables rule or chain, bridge, veth, network
+# namespace, cgroup or process of its own.
 # The up/down test needs root, the Debian packages of scripts/install-cluster-deps and the cached
 # builds; it runs its own one-node cluster, so no other cluster with real nodes may be up.
 
@@ -21,6 +22,8 @@ setup() {
 teardown() {
   if [ -n "${LISTENER:-}" ]; then kill "$LISTENER" 2>/dev/null || true; fi
   "$LOCAL_CLUSTER" down >/dev/null 2>&1 || true
+  # The empty chain a test made (-X refuses a chain that has rules or is jumped to).
+  if [ -n "${MADE_CHAIN:-}" ]; then iptables -t nat -X KUBECTL-TAO-API 2>/dev/null || true; fi
 }
 
 needs_real_nodes() {
@@ -32,7 +35,7 @@ needs_real_nodes() {
 # Everything a cluster with real nodes could leave on the host; prints what it finds.
 host_leftovers() {
   grep -E "$KUBECTL_TAO_CLUSTER_DIR|real-node" /proc/mounts || true
-  iptables-save 2>/dev/null | grep -E '^(-A|:)KUBE-' || true
+  iptables-save 2>/dev/null | grep -E '^(-A|:)KUBE-|KUBECTL-TAO' || true
   ip -o link show | grep -E 'ktbr|veth|cni' || true
   ip netns list 2>/dev/null || true
   ls -d /sys/fs/cgroup/*/kubectl-tao-real-node-* /sys/fs/cgroup/kubectl-tao-real-node-* 2>/dev/null || true
@@ -96,6 +99,29 @@ host_leftovers() {
   assert_output ""
 }
 
+@test "no iptables, or a nat chain of another cluster, stops up with one line and nothing running" {
+  needs_real_nodes
+  mkdir -p "$BATS_TEST_TMPDIR/bin"
+  for tool in /usr/local/bin/* /usr/bin/* /usr/sbin/* /bin/* /sbin/*; do
+    case "${tool##*/}" in iptables) continue ;; esac
+    [ -e "$BATS_TEST_TMPDIR/bin/${tool##*/}" ] || ln -s "$tool" "$BATS_TEST_TMPDIR/bin/${tool##*/}"
+  done
+  PATH="$BATS_TEST_TMPDIR/bin" run --separate-stderr "$LOCAL_CLUSTER" up
+  assert_failure 1
+  assert_equal "$stderr" "local-cluster: real nodes need 'iptables' (the nat rule that sends pods' API server traffic to the relay); install it with: scripts/install-cluster-deps (or set KUBECTL_TAO_REAL_NODES=0)"
+  [ ! -e "$KUBECTL_TAO_CLUSTER_DIR" ]
+  iptables -t nat -N KUBECTL-TAO-API
+  MADE_CHAIN=1
+  run --separate-stderr "$LOCAL_CLUSTER" up
+  iptables -t nat -X KUBECTL-TAO-API
+  assert_failure 1
+  [[ "$stderr" == "local-cluster: the iptables nat chain KUBECTL-TAO-API already exists: another local cluster with real nodes runs"* ]]
+  [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+  [ ! -e "$KUBECTL_TAO_CLUSTER_DIR" ]
+  run host_leftovers
+  assert_output ""
+}
+
 @test "up starts a real node with its kubelet and containerd; down leaves nothing on the host" {
   needs_real_nodes
   # A closed connection of an earlier store, in TIME_WAIT on the store's port, must not stop up.
@@ -116,6 +142,20 @@ conn.close(); cli.close(); srv.close()'
   assert_output --regexp "real-node-0 containerd +running"
   assert_output --regexp "coredns +running"
   assert_output --regexp "s3 \(versitygw\) +running \(pid [0-9]+\) on http://10.88.0.1:9000"
+  assert_output --regexp "api relay +running \(pid [0-9]+\) on 10.88.0.1:[0-9]+ -> 127.0.0.1:[0-9]+"
+  assert_output --partial "pods reach the API server at 10.96.0.1:443 (iptables nat chain KUBECTL-TAO-API"
+  # The relay listens on the bridge gateway only; the chain sends the ClusterIP's port 443 to it and anything
+  # else for the ClusterIP to the gateway itself.
+  relay_port=$(cat "$KUBECTL_TAO_CLUSTER_DIR/real/api-relay.port")
+  run ss -Hltn "sport = :$relay_port"
+  assert_output --regexp "10\.88\.0\.1:$relay_port"
+  refute_output --regexp "(0\.0\.0\.0|\*|\[::\]):$relay_port"
+  run iptables -t nat -S KUBECTL-TAO-API
+  assert_success
+  assert_output --partial "-A KUBECTL-TAO-API -p tcp -m tcp --dport 443 -j DNAT --to-destination 10.88.0.1:$relay_port"
+  assert_output --partial "-A KUBECTL-TAO-API -j DNAT --to-destination 10.88.0.1"
+  run iptables -t nat -S PREROUTING
+  assert_output --partial "-A PREROUTING -d 10.96.0.1/32 -i ktbr0 -j KUBECTL-TAO-API"
   # The S3 store answers on the bridge gateway only (an unsigned request: S3's AccessDenied), with
   # credentials of its own in the cluster directory.
   run curl -s -o /dev/null -w '%{http_code}' http://10.88.0.1:9000/

@@ -8,8 +8,9 @@ step's pod makes): a passed gate unsuspends the next step, whose pod then starts
 removes the held steps (GATE_FAILED); the token may do nothing else (list, read pods or Secrets, create Jobs,
 touch another Job: forbidden).
 What needs pods that reach the API server (the release runs in the step's pod): the chain runs by itself in order
-after `workflow run` returned. A cluster whose pods cannot reach the API server (the local cluster has no
-kube-proxy and its API server listens on 127.0.0.1) skips those, saying so.
+after `workflow run` returned. The local cluster's pods reach it at the `kubernetes` Service's address (its relay
+and nat chain: docs/local-cluster.md); a cluster whose pods cannot fails those tests, saying so, instead of
+skipping them.
 
 Skipped when the cluster has no real nodes (KUBECTL_TAO_REAL_NODES=0).
 """
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 from support.cluster import Tao, kubectl, wait_for
 
+from .test_real_api_relay import api_from_a_pod
 from .test_real_pods import REAL_NODE_LABEL, images, real  # noqa: F401
 
 pytestmark = pytest.mark.e2e
@@ -93,14 +95,10 @@ def labelled(t: Tao, name: str) -> list[str]:
     return [line for line in out.splitlines() if line]
 
 
-def pods_can_reach_the_api_server() -> bool:
-    """Whether the `kubernetes` Service has an endpoint a pod can reach (not loopback, and a kube-proxy or the
-    like to route its ClusterIP): the local cluster has neither."""
-    slices = json.loads(kubectl("get", "endpointslices", "-n", "default", "-l",
-                                "kubernetes.io/service-name=kubernetes", "-o", "json").stdout)["items"]
-    addresses = [a for s in slices for e in s.get("endpoints") or [] for a in e.get("addresses") or []]
-    proxies = kubectl("get", "pods", "-A", "-l", "k8s-app=kube-proxy", "-o", "name", check=False).stdout.strip()
-    return bool(addresses) and not all(a.startswith("127.") for a in addresses) and bool(proxies)
+def pods_can_reach_the_api_server(t: Tao, image: str) -> tuple[bool, str]:
+    """Whether a pod of T's namespace on a real node reads the API server at KUBERNETES_SERVICE_HOST:PORT with its
+    ServiceAccount token and CA, as a step's release does (tried for real, in a pod); what the pod said."""
+    return api_from_a_pod(t, image)
 
 
 def test_run_creates_every_step_held_behind_the_first_and_cancel_leaves_nothing(
@@ -146,10 +144,11 @@ def test_run_creates_every_step_held_behind_the_first_and_cancel_leaves_nothing(
 
 
 @pytest.fixture()
-def releasing(real: Tao) -> Tao:  # noqa: F811
-    if not pods_can_reach_the_api_server():
-        pytest.skip("this cluster's pods cannot reach the API server (no kube-proxy; the API server listens on "
-                    "127.0.0.1), so a step's release cannot run in its pod here")
+def releasing(real: Tao, images: dict[str, str]) -> Tao:  # noqa: F811
+    reached, said = pods_can_reach_the_api_server(real, images["TORCH_IMAGE"])
+    if not reached:
+        pytest.fail("this cluster's pods cannot reach the API server at the kubernetes Service's address, so a "
+                    f"step's release cannot run in its pod (the pod said: {said}); see docs/local-cluster.md")
     return real
 
 
@@ -169,7 +168,9 @@ def test_a_failed_gate_ends_the_chain_and_removes_the_held_steps(
 ) -> None:
     created = run_workflow(releasing, workflow_file(releasing, images["TORCH_IMAGE"], gate=0.9))
     name = created["name"]
-    wait_for(lambda: status(releasing, name)["state"] != "RUNNING", 300, message="the workflow to end")
+    # The release removes the held steps (GATE_FAILED) in the first step's pod, before that step has ended.
+    wait_for(lambda: (seen := status(releasing, name))["state"] != "RUNNING" and seen["steps"][0]["state"] != "RUNNING",
+             300, message="the workflow and its first step to end")
     seen = status(releasing, name)
     assert seen["state"] == "GATE_FAILED" and "train.val_mAP >= 0.9" in seen["reason"] and "0.7" in seen["reason"]
     assert [s["state"] for s in seen["steps"]] == ["COMPLETE", "NOT_RUN", "NOT_RUN"]
@@ -179,8 +180,8 @@ def test_a_failed_gate_ends_the_chain_and_removes_the_held_steps(
 
 
 # ---------------------------------------------------------------- the release against the real API server
-# A pod of this cluster cannot reach the API server, so here the release script runs on the host, with the run's
-# own ServiceAccount token (TokenRequest), against the real API server: the same HTTP calls a step's pod makes.
+# Here the release script runs on the host, with the run's own ServiceAccount token (TokenRequest), against the
+# real API server: the same HTTP calls a step's pod makes, while the test holds the first step running.
 
 RELEASE = Path(__file__).resolve().parents[2] / "templates" / "k8s" / "workflow-release.py"
 
