@@ -96,7 +96,7 @@ def test_krew_installs_it_offline_and_it_runs_with_a_bare_python3(
     decoder = subprocess.run(
         [str(bare_python_dir / "python3"), "-c",
          "import sys, pathlib; sys.path.insert(0, sys.argv[1] + '/lib'); from kubectl_tao.cli import bootstrap; "
-         "bootstrap.add_bundled_packages(pathlib.Path(sys.argv[1])); from kubectl_tao.k8s import gatelists; "
+         "bootstrap.add_bundled_packages(pathlib.Path(sys.argv[1])); from kubectl_tao.gates import gatelists; "
          "print(gatelists._decoders().__name__)", str(store)],
         capture_output=True, text=True, env=env, check=False, timeout=60)
     assert (decoder.returncode, decoder.stdout) == (0, "kubectl_tao.gates.gatetypes\n"), decoder.stderr
