@@ -96,9 +96,10 @@ def check_seconds(**given: float | None) -> None:
 NoHeadersOption = typer.Option(False, "--no-headers", help="Omit the table header line.")
 
 
-def verb_group(name: str, help: str, epilog: str) -> typer.Typer:
+def verb_group(name: str, help: str, epilog: str, cls: Any = None) -> typer.Typer:
     """The typer app of a verb with subcommands (`probe nccl`, `record open`, `secret image-pull`): its help
-    when called bare, no completion of its own, plain-text help."""
+    when called bare, no completion of its own, plain-text help; CLS, a click group class of its own."""
     return typer.Typer(
-        name=name, help=help, no_args_is_help=True, add_completion=False, rich_markup_mode=None, epilog=epilog
+        name=name, cls=cls, help=help, no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+        epilog=epilog,
     )

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import typer
 
-from kubectl_tao.commands.common import VerbCommand, output_option, session
+from kubectl_tao.commands.common import VerbCommand, output_option, session, verb_group
 
 PUSH_FORMATS = ("text", "json", "yaml")
 
@@ -32,14 +35,7 @@ INTERRUPTED_PULL = (
     "arrived is skipped)"
 )
 
-data_app = typer.Typer(
-    name="data",
-    help="Put specs and data onto a job's volume (a helper pod and kubectl exec).",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    epilog=EPILOG,
-)
+data_app = verb_group("data", "Put specs and data onto a job's volume (a helper pod and kubectl exec).", EPILOG)
 
 
 @data_app.command("push", epilog=EPILOG, cls=VerbCommand)
@@ -57,9 +53,8 @@ def push(
     output: str = output_option(PUSH_FORMATS, "text"),
 ) -> int:
     """Copy files and folders onto a volume: skip what is there, verify what was sent."""
-    import sys
 
-    from kubectl_tao.cli.output import check_format, emit, emit_data
+    from kubectl_tao.cli.output import check_format
     from kubectl_tao.commands.common import check_seconds
     from kubectl_tao.core.flagvalues import parse_key_values, parse_toleration
     from kubectl_tao.core.names import validate_abs_path, validate_dns_subdomain
@@ -80,18 +75,29 @@ def push(
         start_timeout=timeout,
     )
     sess = session()
+    return copy_with_progress(
+        lambda on_plan, on_bytes: datacopy.push(
+            sess.kubectl(), sess.namespace(), request, on_plan=on_plan, on_bytes=on_bytes
+        ),
+        fmt,
+        INTERRUPTED,
+    )
+
+
+def copy_with_progress(copy: Callable[[Any, Any], Any], fmt: str, interrupted: str) -> int:
+    """Run COPY(on_plan, on_bytes) with a progress line on a terminal stderr, then print its result in FMT (a
+    one-line summary as text); Ctrl-C: the INTERRUPTED line and exit 130. `data push` and `results pull`."""
+    import sys
+
+    from kubectl_tao.cli.output import emit, emit_data, info
+
     bar = Progress(sys.stderr) if sys.stderr.isatty() else None
     try:
-        result = datacopy.push(
-            sess.kubectl(), sess.namespace(), request,
-            on_plan=bar.plan if bar else None, on_bytes=bar.add if bar else None,
-        )
+        result = copy(bar.plan if bar else None, bar.add if bar else None)
     except KeyboardInterrupt:
-        from kubectl_tao.cli.output import info
-
         if bar is not None:
             sys.stderr.write("\n")  # off the progress line
-        info(INTERRUPTED)
+        info(interrupted)
         return 130
     if bar is not None:
         bar.done()

@@ -8,7 +8,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from kubectl_tao.commands.common import VerbCommand, output_option, record_store, session
+from kubectl_tao.commands.common import VerbCommand, output_option, record_store, session, verb_group
 
 RESULTS_FORMATS = ("table", "json", "yaml")
 PULL_FORMATS = ("text", "json", "yaml")
@@ -53,14 +53,9 @@ class _ResultsGroup(TyperGroup):
         return super().parse_args(ctx, args)
 
 
-results_app = typer.Typer(
-    name="results",
+results_app = verb_group(
+    "results", "A job's results directory: list it (results JOB) or copy files out (results pull JOB).", EPILOG,
     cls=_ResultsGroup,
-    help="A job's results directory: list it (results JOB) or copy files out (results pull JOB).",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    epilog=EPILOG,
 )
 
 _HELPER_IMAGE_HELP = "Image of the helper pod [$KUBECTL_TAO_HELPER_IMAGE, else busybox]."
@@ -152,11 +147,10 @@ def pull_command(
     output: str = output_option(PULL_FORMATS, "text"),
 ) -> int:
     """Copy a job's results here: skip what is here, verify what arrives."""
-    import sys
 
-    from kubectl_tao.cli.output import check_format, emit, emit_data, info
+    from kubectl_tao.cli.output import check_format
     from kubectl_tao.commands.common import check_seconds
-    from kubectl_tao.commands.data import INTERRUPTED_PULL, Progress
+    from kubectl_tao.commands.data import INTERRUPTED_PULL, copy_with_progress
     from kubectl_tao.core.errors import UsageError
     from kubectl_tao.volumes import results, volume_helper
 
@@ -166,22 +160,14 @@ def pull_command(
         raise UsageError("--latest takes the latest checkpoint only: leave the PATHs out, or --latest")
     image = volume_helper.helper_image(helper_image)
     source = _source(job, node_selector, toleration)
-    bar = Progress(sys.stderr) if sys.stderr.isatty() else None
-    try:
-        result = results.pull(
+    return copy_with_progress(
+        lambda on_plan, on_bytes: results.pull(
             session().kubectl(), source, paths=list(paths or []), dest=dest or source.record_id, latest=latest,
-            image=image, timeout=timeout, on_plan=bar.plan if bar else None, on_bytes=bar.add if bar else None,
-        )
-    except KeyboardInterrupt:
-        if bar is not None:
-            sys.stderr.write("\n")
-        info(INTERRUPTED_PULL)
-        return 130
-    if bar is not None:
-        bar.done()
-    if not emit_data(fmt, result.as_dict()):
-        emit(result.summary() + "\n")
-    return 0
+            image=image, timeout=timeout, on_plan=on_plan, on_bytes=on_bytes,
+        ),
+        fmt,
+        INTERRUPTED_PULL,
+    )
 
 
 TENSORBOARD_EPILOG = f"""\b

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from kubectl_tao.commands.common import MANIFEST_FORMATS, VerbCommand, output_option, session
+from kubectl_tao.commands.common import MANIFEST_FORMATS, VerbCommand, output_option, session, verb_group
 
 if TYPE_CHECKING:
     from kubectl_tao.workflows.runs import StepPlan
@@ -30,13 +30,8 @@ step's `when` gate passes (docs/workflows.md: the mechanism and its RBAC).
 Exit codes: 0 ok, 1 a gate refused or a step failed, 2 bad workflow file or flags, 3 cluster unreachable,
 4 a step can never fit this cluster."""
 
-workflow_app = typer.Typer(
-    name="workflow",
-    help="Run several jobs in order in the cluster (train -> evaluate -> prune -> ...), from one file.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    epilog=EPILOG,
+workflow_app = verb_group(
+    "workflow", "Run several jobs in order in the cluster (train -> evaluate -> prune -> ...), from one file.", EPILOG
 )
 
 RENDER_EPILOG = """\b
