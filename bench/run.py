@@ -391,6 +391,43 @@ def bench_startup(b: Bench, rows: list[bl.Row], info: dict[str, Any]) -> None:
                            target="none", result=bl.MISSED if heavy else bl.MET))
 
 
+def import_profile(argv: Sequence[str], env: dict[str, str],
+                   ok: Sequence[int] = (0,)) -> tuple[float, list[tuple[str, float]]]:
+    """One run of ARGV under `python -X importtime`: the milliseconds spent importing, and the top-level imports
+    (the modules the program itself asked for, each with everything it pulled in) by cumulative time, largest
+    first."""
+    proc = subprocess.run([str(VENV_PYTHON), "-X", "importtime", *argv], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    if proc.returncode not in ok:
+        raise BenchError(f"{' '.join(argv[:3])} under -X importtime exited {proc.returncode}: {proc.stderr[-300:]}")
+    top: list[tuple[str, float]] = []
+    for line in proc.stderr.splitlines():
+        if not line.startswith("import time:") or line.count("|") != 2:
+            continue
+        _, cumulative, name = line.split("|")
+        if cumulative.strip().isdigit() and not name.startswith("  "):  # depth 0: asked for by the program
+            top.append((name.strip(), int(cumulative) / 1000))
+    return sum(ms for _, ms in top), sorted(top, key=lambda item: -item[1])
+
+
+def import_rows(rows: list[bl.Row], phase: str, verb: str, argv: Sequence[str], env: dict[str, str],
+                ok: Sequence[int] = (0,), before_argv: Sequence[str] | None = None) -> None:
+    """Rows for `python -X importtime` of VERB: the total and the five costliest top-level imports, for this
+    checkout and (with --before) for the other one."""
+    runs = [("", argv)] + ([(f" (--before {BEFORE})", before_argv)] if before_argv is not None else [])
+    for label, args in runs:
+        timed(list(args), env, ok=ok)  # bytecode written: the profile counts imports, not compiles
+        total, top = import_profile(args, env, ok)
+        rows.append(bl.Row(phase, f"imports of `{verb}`{label} (python -X importtime)", f"{total:.0f} ms",
+                           reference=", ".join(f"{name} {ms:.0f} ms" for name, ms in top[:5])))
+
+
+def machine_idle_row(rows: list[bl.Row], phase: str, loads: Sequence[float]) -> None:
+    idle = max(loads) < IDLE_LOAD
+    rows.append(bl.Row(phase, f"machine idle while {phase} was timed (1-min load average below {IDLE_LOAD:g})",
+                       "yes" if idle else "no", reference="load " + "/".join(f"{x:.2f}" for x in loads)))
+
+
 def imports_of(argv: Sequence[str], env: dict[str, str], watched: Sequence[str]) -> tuple[list[str], float]:
     """Which of the `watched` modules one run of ARGV imports (python -X importtime), and the import time."""
     proc = subprocess.run([str(VENV_PYTHON), "-X", "importtime", *argv], env=env, capture_output=True,
@@ -1099,6 +1136,7 @@ def bench_submit(b: Bench, rows: list[bl.Row], ns: str, state: Path, gpus: int, 
         (bare_tuned if tuned else bare).append(time.perf_counter() - started)
 
     bare_tuned: list[float] = []  # the same calls with the Go settings the plugin gives its short kubectl calls
+    load_before = os.getloadavg()[0]
     run_tao()  # warm-up (bytecode cache, API server caches); not counted
     run_bare(0)
     tao.clear(), busy.clear(), calls.clear(), bare.clear(), before.clear()
@@ -1111,6 +1149,7 @@ def bench_submit(b: Bench, rows: list[bl.Row], ns: str, state: Path, gpus: int, 
             run_bare(index, tuned=True)
             run_bare(index)
             run_tao()
+    load_after = os.getloadavg()[0]
     value, reference = bl.median(tao), bl.median(bare)
     r = bl.ratio(value, reference)
     rows.append(bl.Row("submit", f"kubectl tao submit --gpus {gpus} (tier A, PVC)", bl.fmt_seconds(value),
@@ -1132,6 +1171,10 @@ def bench_submit(b: Bench, rows: list[bl.Row], ns: str, state: Path, gpus: int, 
                        bl.fmt_seconds(kubectl_busy), reference="", ratio="", target=""))
     rows.append(bl.Row("submit", "  of which Python (start-up + validation, record, render, lint)",
                        bl.fmt_seconds(max(value - kubectl_busy, 0.0))))
+    machine_idle_row(rows, "submit", (load_before, load_after))
+    submit_argv = ["submit", *job_args(gpus, RUN_SECONDS)]
+    import_rows(rows, "submit", f"submit --gpus {gpus}", [str(PLUGIN), *submit_argv], b.tao_env(ns, state),
+                before_argv=[str(BEFORE / "kubectl-tao"), *submit_argv] if BEFORE is not None else None)
     info[f"submit{gpus}"] = {"tao": value, "bare": reference, "busy": kubectl_busy, "calls": max(calls)}
 
 
@@ -1152,6 +1195,7 @@ def bench_status(b: Bench, rows: list[bl.Row], ns: str, state: Path) -> str:
     calls: list[int] = []
     before: list[float] = []
     before_argv = [str(BEFORE / "kubectl-tao"), "status", record_id] if BEFORE is not None else None
+    load_before = os.getloadavg()[0]
     for _ in range(b.repeat):
         trace = b.trace_file()
         tao.append(timed(argv, b.tao_env(ns, state, trace))[0])
@@ -1160,14 +1204,15 @@ def bench_status(b: Bench, rows: list[bl.Row], ns: str, state: Path) -> str:
             before.append(timed(before_argv, b.tao_env(ns, state))[0])
         bare.append(timed([b.kubectl, "get", "job", job, "-n", ns], b.env)[0])
         bare_tuned.append(timed([b.kubectl, "get", "job", job, "-n", ns], {**b.env, **SHORT_CALL_GO_ENV})[0])
+    load_after = os.getloadavg()[0]
     value, reference, tuned = bl.median(tao), bl.median(bare), bl.median(bare_tuned)
     watched = HEAVY_MODULES
     loaded, total_ms = imports_of(argv, b.tao_env(ns, state), watched)
     rows.append(bl.Row("status", f"imports at `status JOB` ({', '.join(watched)})", ", ".join(loaded) or "none",
                        reference=f"imports {total_ms:.0f} ms", target="none",
                        result=bl.MISSED if loaded else bl.MET))
-    rows.append(bl.Row("status", "kubectl calls per `kubectl tao status`", "/".join(map(str, calls)),
-                       target="1", result=bl.MET if set(calls) == {1} else bl.MISSED))
+    rows.append(bl.Row("status", "kubectl calls per `kubectl tao status` (the Job's read, rank 0's progress read)",
+                       "/".join(map(str, calls)), target="<= 2", result=bl.MET if max(calls) <= 2 else bl.MISSED))
     rows.append(bl.Row("status", "kubectl tao status JOB", bl.fmt_seconds(value),
                        reference=f"{bl.fmt_seconds(reference)} kubectl get job",
                        ratio=f"{bl.ratio(value, reference):.2f}x", target=f"<= {STATUS_TARGET:g}x",
@@ -1182,6 +1227,8 @@ def bench_status(b: Bench, rows: list[bl.Row], ns: str, state: Path) -> str:
     rows.append(bl.Row("status", f"  the same against kubectl get job run with {go_env}, as the plugin runs it",
                        bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(tuned)} kubectl get job",
                        ratio=f"{bl.ratio(value, tuned):.2f}x", target=""))
+    machine_idle_row(rows, "status", (load_before, load_after))
+    import_rows(rows, "status", "status JOB", argv, b.tao_env(ns, state), before_argv=before_argv)
     return record_id
 
 
@@ -1231,6 +1278,7 @@ def bench_explain(b: Bench, rows: list[bl.Row]) -> None:
     bare: list[float] = []
     calls: list[int] = []
     said = ""
+    load_before = os.getloadavg()[0]
     for _ in range(b.repeat):
         restore()
         trace = b.trace_file()
@@ -1239,8 +1287,12 @@ def bench_explain(b: Bench, rows: list[bl.Row]) -> None:
         calls.append(sum(1 for line in read_lines(trace) if "logs" in json.loads(line)["argv"]))
         said = out.stdout
         bare.append(timed([b.kubectl, "logs", pod, "-n", ns, "-c", "tao", "--tail=300"], b.env)[0])
+    load_after = os.getloadavg()[0]
     if "(ProgramError, ERR_PROGRAM)" not in said:
         raise BenchError(f"explain did not name the cause: {said.strip()[-300:]}")
+    restore()
+    import_rows(rows, "explain", "explain JOB (failed, every rank's log read)", argv, b.tao_env(ns, state), ok=(1,),
+                before_argv=[str(BEFORE / "kubectl-tao"), "explain", record_id] if BEFORE is not None else None)
     timed([str(PLUGIN), "status", record_id], b.tao_env(ns, state))  # captures the ending and the cause
     kept = [timed(argv, b.tao_env(ns, state), ok=(1,))[0] for _ in range(b.repeat)]
     value, reference = bl.median(tao), bl.median(bare)
@@ -1253,6 +1305,7 @@ def bench_explain(b: Bench, rows: list[bl.Row]) -> None:
     rows.append(bl.Row("explain", "  the same once the record holds the cause (no log read)",
                        bl.fmt_seconds(bl.median(kept)), reference=f"{bl.fmt_seconds(reference)} kubectl logs",
                        ratio=f"{bl.ratio(bl.median(kept), reference):.2f}x"))
+    machine_idle_row(rows, "explain", (load_before, load_after))
     b.drop_namespace(ns, wait=False)
 
 
