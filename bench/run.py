@@ -41,6 +41,9 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
   nvidia-smi a rank; a Job made by hand and tracked by `record open` + `record mark`, since kubectl-tao's own
   multi-node Jobs put one rank on each node) vs the same 8 bare `kubectl exec POD -- nvidia-smi --query-gpu=...`
   calls run at once, its wall time, and whether the machine was idle (1-min load average);
+- workflow: `workflow run` of a 5-step workflow (every step's gates, the release RBAC, 5 held-or-running Jobs) vs
+  the bare `kubectl create -f` calls of the objects it renders, one after the other; on the real nodes, the
+  release latency (a step's command ending to its successor's pod created) over 10 two-step runs, median and max;
 - peers (unless --no-peers): `sky --help` (SkyPilot) and `torchx --help`, each installed from PyPI into its own
   virtualenv under ~/.cache/kubectl-tao/bench-peers/ (skipped with a note when the install fails).
 

@@ -225,6 +225,29 @@ def test_resume_after_a_failed_middle_step_runs_only_the_rest(
     assert last.read_text() == f"{new['export']} after {new['evaluate']} after {ids['train']} after none"
 
 
+def test_once_status_captured_every_ending_nothing_of_the_run_is_left_and_status_still_tells(
+    releasing: Tao, images: dict[str, str]  # noqa: F811
+) -> None:
+    path = workflow_file(releasing, images["TORCH_IMAGE"])
+    path.write_text(path.read_text().replace("  network-arch: real\n", "  network-arch: real\n  ttl-seconds: 0\n"))
+    created = run_workflow(releasing, path)
+    name = created["name"]
+    for step in created["steps"]:  # kept until its ending is captured: created without a TTL
+        job = json.loads(releasing.kubectl("get", "job", step["job"].split("/", 1)[1], "-o", "json").stdout)
+        assert "ttlSecondsAfterFinished" not in job["spec"]
+    wait_for(lambda: status(releasing, name)["state"] != "RUNNING", 300, message="the workflow to end")
+    # Each `status` that saw a step finished wrote its ending into the step's record, then set its TTL (0 here):
+    # the Jobs go, and the release RBAC, which they own, goes with the last of them.
+    wait_for(lambda: labelled(releasing, name) == [], 120, message="every object of the workflow to go")
+    seen = status(releasing, name)
+    assert seen["state"] == "COMPLETE", seen
+    assert [s["state"] for s in seen["steps"]] == ["COMPLETE", "COMPLETE", "COMPLETE"]
+    for step in created["steps"]:
+        shown = releasing("status", step["id"], "-o", "json")
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout)["state"] == "COMPLETE"
+
+
 # ---------------------------------------------------------------- the release against the real API server
 # Here the release script runs on the host, with the run's own ServiceAccount token (TokenRequest), against the
 # real API server: the same HTTP calls a step's pod makes, while the test holds the first step running.
