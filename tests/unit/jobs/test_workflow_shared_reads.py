@@ -59,7 +59,11 @@ def cluster(fake: FakeKubectl) -> None:
     review, granted = review_answer()
     fake.on(*review, stdout=granted)
     fake.on("version", data=fixture_json("version-gke-1.30.json"))
-    fake.capacity({"kind": "List", "items": fixture_json("nodes-2x8.json")["items"]})
+    holding = {"kind": "Pod", "metadata": {"name": "other", "namespace": "team"},  # 6 GPUs of gpu-node-0 in use
+               "spec": {"nodeName": "gpu-node-0", "containers": [{"name": "c", "resources": {
+                   "requests": {"nvidia.com/gpu": "6"}, "limits": {"nvidia.com/gpu": "6"}}}]},
+               "status": {"phase": "Running"}}
+    fake.capacity({"kind": "List", "items": [*fixture_json("nodes-2x8.json")["items"], holding]})
     fake.on("get", "persistentvolumeclaim/data", stdout="PersistentVolumeClaim data Bound \n")
     fake.on("get", "persistentvolumeclaim/pending", stdout="PersistentVolumeClaim pending Pending \n")
     fake.on("get", "persistentvolumeclaim/gone", stderr='persistentvolumeclaims "gone" not found', rc=1)
@@ -67,7 +71,9 @@ def cluster(fake: FakeKubectl) -> None:
 
 REQUESTS = [
     GateRequest(SUBMIT, "tao", gpus=1, pvc="data"),
-    GateRequest(SUBMIT, "tao", gpus=8, pvc="data"),  # fits a node whole
+    GateRequest(SUBMIT, "tao", gpus=8, pvc="data"),  # fits the free node whole
+    GateRequest(SUBMIT, "tao", gpus=4, pvc="data"),  # fits beside the pod in use
+    GateRequest(SUBMIT, "tao", gpus=8, nodes=2, gang_mode="off", pvc="data"),  # must queue: one node is in use
     GateRequest(SUBMIT, "tao", gpus=16, pvc="data"),  # no node has 16 GPUs: never fits
     GateRequest(SUBMIT, "tao", gpus=0, pvc="pending"),  # a PVC not bound: refused
     GateRequest(SUBMIT, "tao", gpus=1, pvc="data", image="nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt"),  # a warning
@@ -106,10 +112,11 @@ def test_every_step_gated_from_shared_reads_gets_the_verdicts_it_gets_alone(
     kinds = {entry[0] for entry in alone}
     assert kinds == {"refused", "passed"}  # both kinds of outcome are compared
     assert any(entry[0] == "passed" and entry[2] for entry in alone)  # and a warning
-    # The distinct first reads, once each: the nodes, the pods, the reviews, the version, three PVCs; a step's
-    # follow-up read (the DRA devices of the two that never fit) stays its own.
+    # The distinct first reads, once each: the nodes, the pods, the version, three PVCs and two sets of reviews
+    # (a multi-node job also needs Services); a step's follow-up read (the DRA devices of the two that never fit
+    # and of the one that must queue) stays its own.
     dra = [argv for argv in fake_kubectl.argvs() if argv[:1] == ["get"] and "resourceslices" in argv[1]]
-    assert len(dra) == 2 and len(fake_kubectl.argvs()) - len(dra) == 7 < alone_calls
+    assert len(dra) == 3 and len(fake_kubectl.argvs()) - len(dra) == 8 < alone_calls
 
 
 def test_reads_that_differ_are_not_shared(fake_kubectl: FakeKubectl) -> None:
