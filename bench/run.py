@@ -41,6 +41,9 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
   nvidia-smi a rank; a Job made by hand and tracked by `record open` + `record mark`, since kubectl-tao's own
   multi-node Jobs put one rank on each node) vs the same 8 bare `kubectl exec POD -- nvidia-smi --query-gpu=...`
   calls run at once, its wall time, and whether the machine was idle (1-min load average);
+- workflow: `workflow run` of a 5-step workflow (every step's gates, the release RBAC, 5 held-or-running Jobs) vs
+  the bare `kubectl create -f` calls of the objects it renders, one after the other; on the real nodes, the
+  release latency (a step's command ending to its successor's pod created) over 10 two-step runs, median and max;
 - peers (unless --no-peers): `sky --help` (SkyPilot) and `torchx --help`, each installed from PyPI into its own
   virtualenv under ~/.cache/kubectl-tao/bench-peers/ (skipped with a note when the install fails).
 
@@ -108,7 +111,7 @@ PEERS = (  # (name, PyPI package, command)
 )
 PEER_INSTALL_TIMEOUT_S = 300
 PHASES = ("startup", "instructions", "peers", "capacity", "submit", "status", "verbs", "list", "redaction", "explain",
-          "progress", "progress-status", "top", "data")
+          "progress", "progress-status", "top", "data", "workflow")
 DATA_TARGET = 1.3  # data push of a tree vs `kubectl cp` of the same tree into a pod that mounts the same claim
 DATA_RESKIP_SECONDS = 3.0  # a second push of the same tree (every file skipped)
 DATA_RSS_KIB = 64 * 1024  # the plugin's peak memory during a push, whatever the size
@@ -1594,6 +1597,160 @@ def bench_top(b: Bench, rows: list[bl.Row]) -> None:
     b.drop_namespace(ns, wait=False)
 
 
+# ----------------------------------------------------------------------------------------------- workflow
+
+WORKFLOW_TARGET = 2.0  # `workflow run` of a 5-step workflow vs the bare kubectl creates of the same objects
+RELEASE_TARGET_S = 5.0  # median, a step's end to its successor's pod created (in the cluster, no client)
+RELEASE_RUNS = 10
+WORKFLOW_STEP_LABEL = "kubectl-tao.io/workflow-step"
+
+
+def five_step_workflow(image: str) -> str:
+    """A TAO-shaped chain of 5 steps on the kwok GPU nodes (the first stays running: only creation is timed)."""
+    steps = [("train", "train", None), ("evaluate", "evaluate", "train.val_mAP >= 0.5"), ("prune", "prune", None),
+             ("retrain", "retrain", None), ("export", "export", None)]
+    lines = ["apiVersion: kubectl-tao/v1", "kind: Workflow", "metadata: {name: bench}",
+             f"defaults: {{image: {json.dumps(image)}, pvc: tao-data, gpus: 1, network-arch: dino, "
+             f"annotation: {json.dumps(STAY_RUNNING)}}}", "steps:"]
+    for name, action, when in steps:
+        lines.append(f"- name: {name}")
+        lines.append(f"  action: {action}")
+        if when:
+            lines.append(f"  when: {when}")
+        lines.append(f"  command: dino {action} -e /workspace/specs/{action}.yaml results_dir=${{{name}.results}}")
+    return "\n".join(lines) + "\n"
+
+
+def bare_workflow_creates(rendered: dict[str, Any], ns: str) -> list[str]:
+    """The objects `workflow render` printed, as the run creates them (the release RBAC in one call, then each
+    step's objects in one call, the last step first), moved into namespace NS: one JSON List per call."""
+    rbac, steps = [], {}
+    for obj in rendered["items"]:
+        obj = json.loads(json.dumps(obj))
+        obj["metadata"].pop("namespace", None)
+        for subject in obj.get("subjects") or []:
+            subject["namespace"] = ns
+        step = (obj["metadata"].get("labels") or {}).get(WORKFLOW_STEP_LABEL)
+        if step is None:
+            rbac.append(obj)
+        else:
+            steps.setdefault(step, []).append(obj)
+    return [json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+            for items in [rbac, *reversed(list(steps.values()))] if items]
+
+
+def bench_workflow_run(b: Bench, rows: list[bl.Row]) -> None:
+    """`workflow run` of a 5-step workflow (every step's gates and server dry run, the RBAC, 5 Jobs, the RBAC's
+    owners) vs the bare `kubectl create -f` calls that create the same objects, one after the other."""
+    log("workflow run of 5 steps vs the bare kubectl creates")
+    ns, state = b.namespace("workflow")
+    path = b.work / "five-steps.yaml"
+    path.write_text(five_step_workflow(IMAGE))
+    _, proc = timed([str(PLUGIN), "workflow", "render", str(path), "-o", "json"], b.tao_env(ns, state))
+    payloads = bare_workflow_creates(json.loads(proc.stdout), ns)
+    tao: list[float] = []
+    bare: list[float] = []
+    busy: list[float] = []
+    calls: list[int] = []
+
+    def run_tao() -> None:
+        trace = b.trace_file()
+        elapsed, out = timed([str(PLUGIN), "workflow", "run", str(path), "-o", "json"], b.tao_env(ns, state, trace))
+        lines = read_lines(trace)
+        tao.append(elapsed)
+        busy.append(bl.kubectl_busy_seconds(lines))
+        calls.append(len(lines))
+        timed([str(PLUGIN), "workflow", "cancel", json.loads(out.stdout)["name"]], b.tao_env(ns, state))
+
+    def run_bare(index: int) -> None:
+        target = f"tao-bench-{b.run_id}-wfbare{index}"
+        b.k("create", "namespace", target)
+        b.namespaces.append(target)
+        started = time.perf_counter()
+        for payload in payloads:
+            timed([b.kubectl, "create", "-n", target, "-f", "-", "-o", "name"], b.env, input=payload)
+        bare.append(time.perf_counter() - started)
+        b.drop_namespace(target, wait=False)
+
+    run_tao()  # warm-up (bytecode cache, API server caches); not counted
+    run_bare(0)
+    tao.clear(), busy.clear(), calls.clear(), bare.clear()
+    for index in range(1, b.repeat + 1):
+        if index % 2:
+            run_tao()
+            run_bare(index)
+        else:
+            run_bare(index)
+            run_tao()
+    value, reference = bl.median(tao), bl.median(bare)
+    r = bl.ratio(value, reference)
+    rows.append(bl.Row("workflow", "kubectl tao workflow run: 5 steps (gates, RBAC, 5 Jobs)", bl.fmt_seconds(value),
+                       reference=f"{bl.fmt_seconds(reference)} bare ({len(payloads)} creates)", ratio=f"{r:.2f}x",
+                       target=f"<= {WORKFLOW_TARGET:g}x", result=bl.verdict(r, WORKFLOW_TARGET)))
+    kubectl_busy = bl.median(busy)
+    rows.append(bl.Row("workflow", f"  of which kubectl running ({max(calls)} calls, every step's gates at once)",
+                       bl.fmt_seconds(kubectl_busy)))
+    rows.append(bl.Row("workflow", "  of which Python (start-up, file, plans, records, render, lint)",
+                       bl.fmt_seconds(max(value - kubectl_busy, 0.0))))
+    b.drop_namespace(ns, wait=False)
+
+
+def release_workflow(image: str) -> str:
+    """Two steps on the real nodes: the first prints the time its command ends, the second is released by it."""
+    toleration = json.dumps(f"{REAL_NODE_LABEL}=true:NoSchedule")
+    placement = f"node-selector: {REAL_NODE_LABEL}=true, toleration: {toleration}"
+    return (
+        "apiVersion: kubectl-tao/v1\nkind: Workflow\nmetadata: {name: release}\n"
+        f"defaults: {{image: {json.dumps(image)}, pvc: tao-data, gpus: 0, network-arch: bench, {placement}}}\n"
+        "steps:\n"
+        "- name: first\n  action: run\n"
+        "  command: python3 -c 'import time; print(\"step-end %.6f\" % time.time(), flush=True)'\n"
+        "- name: second\n  action: run\n  command: 'true'\n"
+    )
+
+
+def bench_workflow_release(b: Bench, rows: list[bl.Row]) -> None:
+    """Release latency: from the first step's command ending (the time it prints, this machine's clock: the real
+    nodes run here) to the second step's pod created (seen by a watch on it), RELEASE_RUNS runs of a two-step
+    workflow on the real nodes, one after the other, with nothing on the client between `workflow run` and the
+    release (the release runs in the first step's pod)."""
+    images = real_node_images(b)
+    if images is None:
+        rows.append(bl.Row("workflow", "release latency: skipped (needs two real nodes)", "-"))
+        return
+    log(f"workflow release latency, {RELEASE_RUNS} runs on the real nodes")
+    ns, state = b.namespace("release")
+    path = b.work / "release.yaml"
+    path.write_text(release_workflow(images["TORCH_IMAGE"]))
+    latencies: list[float] = []
+    for _ in range(RELEASE_RUNS):
+        _, out = timed([str(PLUGIN), "workflow", "run", str(path), "-o", "json"], b.tao_env(ns, state))
+        created = json.loads(out.stdout)
+        first, second = (step["job"].split("/", 1)[1] for step in created["steps"])
+        watch = subprocess.Popen([b.kubectl, "get", "pods", "-n", ns, "-l", f"job-name={second}", "--watch", "-o",
+                                  "name"], env=b.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            assert watch.stdout is not None
+            line = watch.stdout.readline()  # blocks until the pod exists
+            seen = time.time()
+        finally:
+            watch.kill()
+            watch.wait()
+        if not line.strip():
+            raise BenchError(f"the watch on step second's pods of {created['name']} ended without a pod")
+        said = b.k("logs", "-n", ns, f"job/{first}", "-c", "tao")
+        ends = [float(text.split()[1]) for text in said.splitlines() if text.startswith("step-end ")]
+        if not ends:
+            raise BenchError(f"step first of {created['name']} printed no end time: {said.strip()[-300:]}")
+        latencies.append(seen - ends[-1])
+    value = bl.median(latencies)
+    rows.append(bl.Row("workflow", f"release latency: a step's end to its successor's pod ({RELEASE_RUNS} runs, "
+                       "real nodes)", f"median {value:.2f} s", reference=f"max {max(latencies):.2f} s",
+                       target=f"<= {RELEASE_TARGET_S:g} s median",
+                       result=bl.verdict(value, RELEASE_TARGET_S)))
+    b.drop_namespace(ns, wait=False)
+
+
 # ----------------------------------------------------------------------------------------------- data
 
 
@@ -2281,6 +2438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_phase("progress-status", lambda: bench_progress_status(b, rows))
         run_phase("top", lambda: bench_top(b, rows))
         run_phase("data", lambda: bench_data(b, rows, args.data_files, args.data_mib))
+        run_phase("workflow", lambda: bench_workflow_run(b, rows), lambda: bench_workflow_release(b, rows))
         run_phase("list", lambda: bench_list_history(b, rows), lambda: bench_list(b, rows, sizes, args.parallel, info))
     except (BenchError, subprocess.TimeoutExpired) as exc:
         failed = str(exc)

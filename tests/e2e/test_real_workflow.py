@@ -179,6 +179,75 @@ def test_a_failed_gate_ends_the_chain_and_removes_the_held_steps(
                          for j in held), 60, message="the held steps to be removed")
 
 
+def test_resume_after_a_failed_middle_step_runs_only_the_rest(
+    releasing: Tao, images: dict[str, str]  # noqa: F811
+) -> None:
+    path = workflow_file(releasing, images["TORCH_IMAGE"])
+    volume: Path = releasing.volume  # type: ignore[attr-defined]
+    # The middle step fails (exit 3) until /workspace/evaluate-fixed exists: the fix made before the resume.
+    failing = ("if [ -e /workspace/evaluate-fixed ]; then code=0; else code=3; fi; "
+               "python3 /workspace/step.py ${evaluate.results} ${train.results}/train/model.pth 0.6 $code")
+    text = path.read_text()
+    path.write_text(text.replace(
+        "python3 /workspace/step.py ${evaluate.results} ${train.results}/train/model.pth 0.6 0", failing))
+    created = run_workflow(releasing, path)
+    name = created["name"]
+    ids = {s["name"]: s["id"] for s in created["steps"]}
+    wait_for(lambda: status(releasing, name)["state"] != "RUNNING", 300, message="the workflow to end")
+    seen = status(releasing, name)
+    assert seen["state"] == "ERROR" and seen["reason"].startswith("step evaluate failed"), seen
+    assert [s["state"] for s in seen["steps"]] == ["COMPLETE", "ERROR", "NOT_RUN"]
+    train_results = volume / "results" / ids["train"] / "train"
+    checkpoint = (train_results / "model.pth").read_text()
+    assert checkpoint == f"{ids['train']} after none"
+    written = (train_results / "model.pth").stat().st_mtime_ns
+
+    (volume / "evaluate-fixed").write_text("fixed\n")
+    resumed = releasing("workflow", "resume", name, "-o", "json", timeout=300)
+    assert resumed.returncode == 0, resumed.stderr + resumed.stdout
+    again = json.loads(resumed.stdout)
+    assert [s["name"] for s in again["steps"]] == ["evaluate", "export"]  # train is not run again
+    assert [s["held"] for s in again["steps"]] == [False, True]  # evaluate starts at once: train finished
+    new = {s["name"]: s["id"] for s in again["steps"]}
+    assert releasing.extra(new["evaluate"])["resumed_from"] == name
+    wait_for(lambda: status(releasing, again["name"])["state"] != "RUNNING", 300, message="the resumed run to end")
+    done = status(releasing, again["name"])
+    assert done["state"] == "COMPLETE", done
+    assert [s["state"] for s in done["steps"]] == ["COMPLETE", "COMPLETE"]
+    # The first step ran once: its checkpoint untouched, one status.json line, one Job of step train.
+    assert (train_results / "model.pth").read_text() == checkpoint
+    assert (train_results / "model.pth").stat().st_mtime_ns == written
+    assert len((train_results / "status.json").read_text().splitlines()) == 1
+    trains = releasing.kubectl("get", "jobs", "-l", "kubectl-tao.io/workflow-step=train", "-o", "name").stdout
+    assert trains.split() == [f"job.batch/{created['steps'][0]['job'].split('/', 1)[1]}"]
+    # The resumed steps wrote into their old results directories, reading the finished step's checkpoint.
+    last = volume / "results" / ids["export"] / "train" / "model.pth"
+    assert last.read_text() == f"{new['export']} after {new['evaluate']} after {ids['train']} after none"
+
+
+def test_once_status_captured_every_ending_nothing_of_the_run_is_left_and_status_still_tells(
+    releasing: Tao, images: dict[str, str]  # noqa: F811
+) -> None:
+    path = workflow_file(releasing, images["TORCH_IMAGE"])
+    path.write_text(path.read_text().replace("  network-arch: real\n", "  network-arch: real\n  ttl-seconds: 0\n"))
+    created = run_workflow(releasing, path)
+    name = created["name"]
+    for step in created["steps"]:  # kept until its ending is captured: created without a TTL
+        job = json.loads(releasing.kubectl("get", "job", step["job"].split("/", 1)[1], "-o", "json").stdout)
+        assert "ttlSecondsAfterFinished" not in job["spec"]
+    wait_for(lambda: status(releasing, name)["state"] != "RUNNING", 300, message="the workflow to end")
+    # Each `status` that saw a step finished wrote its ending into the step's record, then set its TTL (0 here):
+    # the Jobs go, and the release RBAC, which they own, goes with the last of them.
+    wait_for(lambda: labelled(releasing, name) == [], 120, message="every object of the workflow to go")
+    seen = status(releasing, name)
+    assert seen["state"] == "COMPLETE", seen
+    assert [s["state"] for s in seen["steps"]] == ["COMPLETE", "COMPLETE", "COMPLETE"]
+    for step in created["steps"]:
+        shown = releasing("status", step["id"], "-o", "json")
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout)["state"] == "COMPLETE"
+
+
 # ---------------------------------------------------------------- the release against the real API server
 # Here the release script runs on the host, with the run's own ServiceAccount token (TokenRequest), against the
 # real API server: the same HTTP calls a step's pod makes, while the test holds the first step running.

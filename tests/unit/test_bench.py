@@ -393,3 +393,31 @@ def test_seconds_before_a_verb_runs_from_the_first_calls_start_to_that_verbs_fir
     assert bl.seconds_before(trace, "exec") == pytest.approx(0.3)
     assert bl.seconds_before(trace, "logs") is None  # no such call
     assert bl.seconds_before([json.dumps({"argv": ["exec"], "ms": 5})], "exec") is None  # an older trace: no start
+
+
+def test_the_workflow_phase_creates_bare_what_workflow_render_prints(
+    cli: Any, tmp_path: Path, tao_env: Path
+) -> None:
+    """bench/run.py --only workflow: its 5-step file is a valid workflow, and the bare creates it times against
+    `workflow run` are the rendered objects, in the run's order (the RBAC, then each step, the last first), moved
+    into the bare namespace."""
+    bench_run = _load_bench_run()
+    path = tmp_path / "five.yaml"
+    path.write_text(bench_run.five_step_workflow(bench_run.IMAGE))
+    code, out, err = cli("workflow", "render", str(path), "-o", "json")
+    assert code == 0, err
+    rendered = json.loads(out)
+    payloads = [json.loads(text)["items"] for text in bench_run.bare_workflow_creates(rendered, "bare")]
+    assert len(payloads) == 6
+    assert [o["kind"] for o in payloads[0]] == ["ServiceAccount", "Role", "RoleBinding"] * 4
+    steps = [next(o for o in items if o["kind"] == "Job")["metadata"]["labels"][bench_run.WORKFLOW_STEP_LABEL]
+             for items in payloads[1:]]
+    assert steps == ["export", "retrain", "prune", "evaluate", "train"]
+    assert sum(len(items) for items in payloads) == len(rendered["items"])
+    assert all("namespace" not in o["metadata"] for items in payloads for o in items)
+    assert {s["namespace"] for o in payloads[0] for s in o.get("subjects") or []} == {"bare"}
+    release = tmp_path / "release.yaml"
+    release.write_text(bench_run.release_workflow("kubectl-tao.local/torch:1"))
+    code, out, err = cli("workflow", "render", str(release), "-o", "json")
+    assert code == 0, err
+    assert "step-end" in out

@@ -78,7 +78,7 @@ class Run:
     """One verb's pass through the gate list: the reads started at once, what each gate saw (`facts`, by gate
     name; a TaoError for a look that refused) and, for submit, the LaterFit still reading DRA GPUs."""
 
-    def __init__(self, kc: Kubectl, request: GateRequest) -> None:
+    def __init__(self, kc: Kubectl, request: GateRequest, shared: SharedReads | None = None) -> None:
         self.kc, self.request = kc, request
         self.gates = [g for g in GATES if request.verb in g.verbs and g.wanted(request)]
         calls: dict[str, Call] = {}
@@ -89,7 +89,7 @@ class Run:
         self._shared: dict[str, Any] = {}
         self._follow_ups: dict[str, FollowUp] = {}
         self._read = set(calls)
-        self._batch = kc.start_many(calls)
+        self._batch: Any = (shared or kc).start_many(calls)
 
     def reads(self, key: str) -> bool:
         return key in self._read
@@ -149,12 +149,60 @@ class Run:
             follow_up.stop()
 
 
+class SharedReads:
+    """The first round trip of several Runs at once (a workflow's steps, gated before any is created): each
+    distinct read (its key, command line and options) is started once, by the first Run that names it, and every
+    Run that names it reads that one answer. Each Run still looks and judges on its own, so every verdict is the
+    one it would be alone; only identical reads are shared (the nodes, the pods, the version, the same PVC), never a
+    step's server dry run (its objects differ)."""
+
+    def __init__(self, kc: Kubectl) -> None:
+        self.kc = kc
+        self._started: dict[str, tuple[Any, str]] = {}
+
+    def start_many(self, calls: dict[str, Call]) -> SharedBatch:
+        fresh = {key: call for key, call in calls.items() if _identity(key, call) not in self._started}
+        if fresh:
+            batch = self.kc.start_many(fresh)
+            for key, call in fresh.items():
+                self._started[_identity(key, call)] = (batch, key)
+        return SharedBatch({key: self._started[_identity(key, call)] for key, call in calls.items()})
+
+
+class SharedBatch:
+    """A Run's view of SharedReads: its keys, each answered by the batch that started that read."""
+
+    def __init__(self, picks: dict[str, tuple[Any, str]]) -> None:
+        self._picks = picks
+
+    def result(self, key: str) -> Completed | TaoError:
+        batch, started_as = self._picks[key]
+        answer: Completed | TaoError = batch.result(started_as)
+        return answer
+
+    def results(self) -> dict[str, Completed | TaoError]:
+        return {key: self.result(key) for key in self._picks}
+
+
+def _identity(key: str, call: Call) -> str:
+    """A read as SharedReads compares them: its key, arguments and options; a reader function by its name (the
+    same reader reduces the same answer the same way; gates/capacity.calls makes a fresh closure per call)."""
+    args, options = call
+    shown = {name: (f"{value.__module__}.{value.__qualname__}" if callable(value) else value)
+             for name, value in options.items()}
+    return json.dumps([key, args, shown], sort_keys=True, default=repr)
+
+
 # ------------------------------------------------------------------------------------------- the verbs
 
 
 def for_submit(kc: Kubectl, request: GateRequest, warnings: list[str]) -> Gates:
     """Submit's gates: the first refusal is raised (nothing was created); the warnings are added to WARNINGS."""
-    run = Run(kc, request)
+    return judge_submit(Run(kc, request), warnings)
+
+
+def judge_submit(run: Run, warnings: list[str]) -> Gates:
+    """for_submit over a Run whose reads were started already (a workflow starts every step's at once)."""
     try:
         for verdict in run.verdicts():
             _act_on(verdict, warnings)
@@ -166,7 +214,7 @@ def for_submit(kc: Kubectl, request: GateRequest, warnings: list[str]) -> Gates:
         run.close()
     fit = run.facts.get("capacity")
     fit_dict = fit.noted.to_dict() if fit is not None and fit.verdict is not None else None
-    return Gates(request, fit_dict, warnings, run.facts["gang"].mechanism, run.later)
+    return Gates(run.request, fit_dict, warnings, run.facts["gang"].mechanism, run.later)
 
 
 def _act_on(verdict: Verdict, warnings: list[str]) -> None:

@@ -73,9 +73,15 @@ def run_gates(
     that must queue, the DRA read still to settle (Gates). `dry_objects`: the job's objects, dry-run by the
     server in the same process as the permission reviews."""
     from kubectl_tao.gates import checks
+
+    return checks.for_submit(kc, gate_request(plan, namespace, server, dry_objects), list(plan.warnings))
+
+
+def gate_request(plan: Plan, namespace: str, server: str, dry_objects: list[dict[str, Any]] | None) -> Any:
+    """What the gates are asked for this plan (gates/gaterequest.GateRequest)."""
     from kubectl_tao.gates.gaterequest import SUBMIT, GateRequest
 
-    request = GateRequest(
+    return GateRequest(
         SUBMIT,
         namespace,
         gpus=plan.gpus,
@@ -100,7 +106,6 @@ def run_gates(
         probe_warning=not plan.skip_probe_warning,
         objects=dry_objects,
     )
-    return checks.for_submit(kc, request, list(plan.warnings))
 
 
 # ---------------------------------------------------------------- apply
@@ -224,6 +229,33 @@ def prepare(
 ) -> Prepared:
     """execute()'s first half: the record id (NAME when given), the manifests, the gates and the server dry run,
     read-only. STORE None: a server dry run of its own (placeholder credentials, nothing reserved)."""
+    return finish_prepare(begin_prepare(kc, plan, namespace=namespace, target_server=target_server, store=store,
+                                        name=name))
+
+
+@record
+class Begun(Value):
+    """prepare() with its gates' reads on their way (finish_prepare judges them)."""
+
+    plan: Plan
+    namespace: str
+    record_id: str
+    job_name: str
+    secret: str | None
+    payload: list[dict[str, Any]] | None
+    rendered: list[dict[str, Any]]
+    run: Any  # gates/checks.Run
+    real: bool
+
+
+def begin_prepare(
+    kc: Kubectl, plan: Plan, *, namespace: str, target_server: str, store: Any, name: str | None = None,
+    shared: Any = None,
+) -> Begun:
+    """prepare()'s reads started, not judged: the record id, the manifests (when known before the gates) and
+    the gates' Run. SHARED (gates/checks.SharedReads): the reads other plans' gates started already are read
+    from theirs (a workflow's steps)."""
+    from kubectl_tao.gates import checks
     from kubectl_tao.k8s import gang
 
     record_id = _new_id(plan, store, name) if store is not None else (name or _new_id(plan, None))
@@ -236,17 +268,27 @@ def prepare(
                               gang.choose(plan.nodes, plan.queue, None, plan.gang_mode, plan.topology))
         _lint(rendered)
         payload = _payload(plan, rendered, job_name, namespace, real=store is not None)
-        gated = run_gates(kc, plan, namespace, target_server, payload)
-    else:
-        gated = run_gates(kc, plan, namespace, target_server)
+    run = checks.Run(kc, gate_request(plan, namespace, target_server, payload), shared)
+    return Begun(plan, namespace, record_id, job_name, secret, payload, rendered, run, store is not None)
+
+
+def finish_prepare(begun: Begun) -> Prepared:
+    """begin_prepare()'s gates judged (the first refusal raised) and, for a job whose manifests wait for the gang
+    mechanism, the manifests."""
+    from kubectl_tao.gates import checks
+    from kubectl_tao.k8s import gang
+
+    plan, rendered, payload = begun.plan, begun.rendered, begun.payload
+    gated = checks.judge_submit(begun.run, list(plan.warnings))
+    if payload is None:
         try:
-            rendered = gang.apply(plan.render(job_name, record_id, secret), gated.mechanism)
+            rendered = gang.apply(plan.render(begun.job_name, begun.record_id, begun.secret), gated.mechanism)
             _lint(rendered)
         except BaseException:
             gated.stop()
             raise
-        payload = _payload(plan, rendered, job_name, namespace, real=store is not None)
-    return Prepared(record_id, job_name, secret, payload, rendered, gated)
+        payload = _payload(plan, rendered, begun.job_name, begun.namespace, real=begun.real)
+    return Prepared(begun.record_id, begun.job_name, begun.secret, payload, rendered, gated)
 
 
 def launch(

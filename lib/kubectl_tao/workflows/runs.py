@@ -100,24 +100,13 @@ def run(
     """Check every step, then create the run; what was created (run id, each step's record and Job).
     EXTRA_FIELDS go into every step's record additions (`resume`: the run it resumes)."""
     from kubectl_tao.jobs import plan as planning
-    from kubectl_tao.jobs.submit import launch, prepare
+    from kubectl_tao.jobs.submit import launch
     from kubectl_tao.k8s import objects
 
     run_id = new_run_id(workflow)
     made = _made_part(workflow, steps, run_id, results)
     store = store_factory()
-    prepared: dict[str, Any] = {}
-    try:
-        for step in made:  # every step's gates and server dry run before anything is created
-            try:
-                prepared[step.name] = prepare(kc, step.plan, namespace=namespace, target_server=server, store=store,
-                                              name=step.record_id)
-            except TaoError as exc:
-                raise type(exc)(f"step {step.name}: {exc.message} (nothing was created)") from None
-    except BaseException:
-        for ready in prepared.values():
-            ready.gated.stop()
-        raise
+    prepared = gate_steps(kc, made, namespace=namespace, server=server, store=store)
     on_progress(f"workflow {run_id}: every step's gates passed; creating {len(made)} steps")
     rbac = rbac_objects(run_id, namespace, workflow, {step.name: step.job_name for step in steps})
     created: list[StepPlan] = []
@@ -160,6 +149,46 @@ def run(
         "steps": [{"name": step.name, "id": step.record_id, "job": f"{namespace}/{step.job_name}",
                    "held": workflow.step(step.name).after is not None} for step in made],
     }
+
+
+def gate_steps(kc: Kubectl, steps: list[StepPlan], *, namespace: str, server: str, store: Any) -> dict[str, Any]:
+    """Every step's gates and server dry run (jobs/submit.prepare), before anything is created: the reads of
+    every step start at once, each distinct read once (gates/checks.SharedReads: one read of the nodes, the pods,
+    the version, a PVC several steps mount), then each step is judged from them in order, as `submit` judges it,
+    so the first step refused is the one named. The Prepared steps, by name."""
+    from kubectl_tao.gates.checks import SharedReads
+    from kubectl_tao.jobs.submit import begin_prepare, finish_prepare
+
+    shared = SharedReads(kc)
+    begun: dict[str, Any] = {}
+    prepared: dict[str, Any] = {}
+    failed: tuple[str, TaoError] | None = None
+    try:
+        for step in steps:  # every step's reads on their way
+            try:
+                begun[step.name] = begin_prepare(kc, step.plan, namespace=namespace, target_server=server,
+                                                 store=store, name=step.record_id, shared=shared)
+            except TaoError as exc:  # the steps before it are judged first: their refusal comes first
+                failed = (step.name, exc)
+                break
+        for step in steps:
+            if step.name not in begun:
+                break
+            try:
+                prepared[step.name] = finish_prepare(begun.pop(step.name))
+            except TaoError as exc:
+                failed = (step.name, exc)
+                break
+        if failed is not None:
+            name, exc = failed
+            raise type(exc)(f"step {name}: {exc.message} (nothing was created)") from None
+    except BaseException:
+        for left in begun.values():
+            left.run.close()
+        for ready in prepared.values():
+            ready.gated.stop()
+        raise
+    return prepared
 
 
 def _why(exc: BaseException) -> str:
