@@ -416,7 +416,7 @@ def _spec_plan(
     if not job.command:
         raise UsageError("--command is required (or --action-request)")
     tier = job.storage_tier.upper()
-    gpus, nodes = job.gpus, job.nodes
+    nodes = job.nodes
     from kubectl_tao.k8s.gang import check_mode
 
     gang_mode = check_mode(job.gang, nodes=nodes, queue=job.queue)
@@ -485,20 +485,15 @@ def _spec_plan(
         record["results_dir"] = results_dir
     else:
         record["results_root"] = results_root
-    return Job(
+    return _job(
+        job,
         record=record,
         render=render_objects,
-        image=job.image,
-        gpus=gpus,
-        nodes=nodes,
         credentials=credentials,
         pvc=job.pvc if tier == "A" else None,
         secret_refs={existing_secret: []} if existing_secret else {},
-        image_pull_secret=job.image_pull_secret,
         node_selector=dict(spec.node_selector),
-        tolerations=[t for t in spec.tolerations],
-        gpu_product=job.gpu_product,
-        queue=job.queue,
+        tolerations=list(spec.tolerations),
         min_version=min_version,
         min_version_feature=feature,
         warnings=warnings,
@@ -506,8 +501,14 @@ def _spec_plan(
         notes=nccl.notes,
         gang_mode=gang_mode,
         topology=topology,
-        max_restarts=job.max_restarts,
     )
+
+
+def _job(request: JobRequest, **decided: Any) -> Job:
+    """The Job of REQUEST: each flag of a Job field's name as given (image, GPUs, nodes, claim, pull Secret, GPU
+    product, queue, restarts), then what build DECIDED (parsed, checked, or the action request's own)."""
+    given = {name: getattr(request, name) for name in Job._fields if name in request._fields}
+    return Job(**{**given, **decided})
 
 
 def _topology(job: JobRequest) -> tuple[Any, str]:
@@ -718,7 +719,8 @@ def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -
     render_objects(kubernetes_job_name(probe), probe, secret_name_for(kubernetes_job_name(probe)) if creds else None)
     if placement.queue_name is not None:
         warnings.append(f"the Job is created suspended; Kueue starts it when queue {placement.queue_name!r} admits it")
-    return Job(
+    return _job(
+        job,
         record={
             "platform": "kubernetes",
             "image": image,
@@ -733,12 +735,8 @@ def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -
         gpus=gpus,
         nodes=1,
         credentials=creds,
-        pvc=job.pvc,
         secret_refs={existing_secret: forward} if existing_secret else {},
-        image_pull_secret=job.image_pull_secret,
         node_selector=dict(placement.node_selector),
         tolerations=[dict(t) for t in placement.tolerations],
-        gpu_product=job.gpu_product,
-        queue=placement.queue_name,
         warnings=warnings,
     )
