@@ -229,10 +229,12 @@ def _unrendered(job_name: str, record_id: str, secret: str | None) -> Objects:
 
 def _min_version(nodes: int, retries_per_index: int | None) -> tuple[tuple[int, int] | None, str]:
     """The server version a job needs, and for what (Indexed Jobs' pod failure policy per index; multi-node)."""
+    from kubectl_tao.core.serverversion import MULTI_NODE_MIN_VERSION, RETRIES_PER_INDEX_MIN_VERSION
+
     if retries_per_index is not None:
-        return (1, 29), "--retries-per-index"
+        return RETRIES_PER_INDEX_MIN_VERSION, "--retries-per-index"
     if nodes > 1:
-        return (1, 28), "multi-node jobs"
+        return MULTI_NODE_MIN_VERSION, "multi-node jobs"
     return None, ""
 
 
