@@ -9,11 +9,14 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import UsageError
 from kubectl_tao.core.valueclass import Factory, Value, record
+
+if TYPE_CHECKING:
+    from kubectl_tao.manifests.render import JobSpec
 
 GPU_TOLERATION = contract.GPU_TOLERATION
 TIERS = ("A", "C")
@@ -353,7 +356,7 @@ _SPEC_NAMES = {
 }
 
 
-def job_spec(job: JobRequest, namespace: str, *, nccl: _Nccl | None = None, **own: Any) -> Any:
+def job_spec(job: JobRequest, namespace: str, *, nccl: _Nccl | None = None, **own: Any) -> JobSpec:
     """The render.JobSpec of the request JOB in NAMESPACE, validated (render.spec_from_options): the one
     derivation of a JobSpec from the job flags. OWN: what the request does not say (name, record id, results
     directory, Secret; render_job's backoff limit and TTL), given last. NCCL: the NCCL settings (_nccl_settings:
