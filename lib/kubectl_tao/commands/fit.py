@@ -51,11 +51,11 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Say whether a job of G GPUs x N nodes fits now, must queue, or never fits."""
         from kubectl_tao.cli.output import check_format, emit, emit_data, info
-        from kubectl_tao.core.contract import GPU_TOLERATION
         from kubectl_tao.core.errors import EXIT_FAILURE, EXIT_NEVER_FITS, EXIT_OK, UsageError
         from kubectl_tao.core.flagvalues import check_shape, check_toleration, parse_key_values, parse_toleration
         from kubectl_tao.core.topology import parse as parse_topology
         from kubectl_tao.gates import fit as fitting
+        from kubectl_tao.jobs.plan import shape
 
         fmt = check_format(output, DATA_FORMATS)
         check_shape(gpus, nodes)  # the bounds submit and render apply
@@ -69,20 +69,10 @@ def register(app: typer.Typer) -> None:
             except UsageError as exc:
                 raise UsageError(f"--toleration #{index + 1}: {exc.message}; use KEY[=VALUE][:EFFECT]") from None
             tolerations.append(item)
-        if gpus > 0:
-            tolerations.append(dict(GPU_TOLERATION))
+        job = shape(gpus, nodes, node_selector=selector, tolerations=tolerations, gpu_product=gpu_product,
+                    queue=queue, topology=wanted_topology)
         sess = session()
-        report = fitting.check(
-            sess.kubectl(),
-            sess.namespace(),
-            gpus,
-            nodes,
-            node_selector=selector,
-            tolerations=tolerations,
-            gpu_product=gpu_product,
-            queue=queue,
-            topology=wanted_topology,
-        )
+        report = fitting.check(sess.kubectl(), sess.namespace(), job)
         if not emit_data(fmt, report.to_dict()):
             for note in report.notes:
                 info(f"note: {note}")

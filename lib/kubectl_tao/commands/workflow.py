@@ -210,7 +210,7 @@ def _typed(step: str, key: str, value: Any, path: str) -> Any:
 
 
 def plan_steps(path: str, workflow: Workflow, namespace: str, server: str, *, credentials: bool) -> list[StepPlan]:
-    """Every step's submit Plan, checked as submit checks its flags, with its record id minted and its
+    """Every step's Job (jobs/plan.build), checked as submit checks its flags, with its record id minted and its
     references resolved. CREDENTIALS False: only the credential names are read (render)."""
     from kubectl_tao.core.errors import UsageError
     from kubectl_tao.core.flagtable import JOB_FLAGS

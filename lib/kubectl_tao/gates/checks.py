@@ -348,7 +348,7 @@ def _cluster_look(run: Run) -> gatefacts.ClusterSeen:
 
 
 def _needed(request: GateRequest) -> list[permissions.Permission]:
-    return permissions.needed(credentials=request.credentials, service=request.nodes > 1, patch_job=request.patch_job)
+    return permissions.needed(credentials=request.credentials, service=request.nodes > 1, patch_job=request.patches_job)
 
 
 def _optional(request: GateRequest) -> list[permissions.Permission]:
@@ -526,7 +526,8 @@ def _server_version(run: Run) -> Any:
 
 
 def _probe_wanted(request: GateRequest) -> bool:
-    return request.nodes > 1 and bool(request.server) and request.probe_warning and request.min_version is not None
+    wanted = request.nodes > 1 and bool(request.server) and request.min_version is not None
+    return wanted and not request.skip_probe_warning
 
 
 def _probe_look(run: Run) -> str | None:

@@ -12,7 +12,6 @@ DRA GPUs).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubectl_tao.core.valueclass import Factory, Value, record
@@ -39,34 +38,14 @@ class FitReport(Value):
         return data
 
 
-def check(
-    kc: Kubectl,
-    namespace: str,
-    gpus: int,
-    nodes: int,
-    *,
-    node_selector: Mapping[str, str] | None = None,
-    tolerations: Sequence[Mapping[str, Any]] | None = None,
-    gpu_product: str | None = None,
-    queue: str | None = None,
-    topology: Any = None,
-) -> FitReport:
-    """The fit verdict of GPUS x NODES, with the LocalQueue whose quota counted (--queue, else the namespace's
-    default or only one), notes (the queue's; why DRA GPUs were not counted) and the gang mechanism."""
+def check(kc: Kubectl, namespace: str, job: Any) -> FitReport:
+    """The fit verdict of JOB (jobs/plan.Job; `fit` tells its shape, plan.shape), with the LocalQueue whose quota
+    counted (its queue, else the namespace's default or only one), notes (the queue's; why DRA GPUs were not
+    counted) and the gang mechanism."""
     from kubectl_tao.gates import checks
-    from kubectl_tao.gates.gaterequest import FIT, GateRequest
+    from kubectl_tao.gates.gaterequest import FIT, asked
 
-    request = GateRequest(
-        FIT,
-        namespace,
-        gpus=gpus,
-        nodes=nodes,
-        node_selector=dict(node_selector or {}),
-        tolerations=[dict(t) for t in tolerations or []],
-        gpu_product=gpu_product,
-        queue=queue,
-        topology=topology,
-    )
+    request = asked(FIT, namespace, job)
     seen = checks.for_fit(kc, request)
     queued, fitted = seen["queue"], seen["capacity"]
     notes = [*queued.notes, *([fitted.dra_note] if fitted.dra_note else [])]

@@ -1,5 +1,6 @@
-"""What the gates are asked (gates/checks.py): a job's shape, and the verb asking. Pure data, the one thing the
-gates need before their reads start; their judges (gates/verdicts.py) are loaded once the reads are on their way."""
+"""What the gates are asked (gates/checks.py): a job (jobs/plan.Job), and what only the verb asking knows. Pure
+data, the one thing the gates need before their reads start; their judges (gates/verdicts.py) are loaded once the
+reads are on their way. `asked` is the one place a GateRequest is made."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ NO_KUBECONFIG = "(none exists)"  # how k8s/kubeconfig.searched marks a kubeconfi
 
 @record
 class GateRequest(Value):
-    """What the gates are asked about: a job (submit: from its Plan), or what preflight and fit were told."""
+    """What the gates are asked about: the job's fields by the Job's own names (`asked`), then the verb's."""
 
     verb: str  # SUBMIT | PREFLIGHT | FIT
     namespace: str
@@ -31,10 +32,10 @@ class GateRequest(Value):
     image_pull_secret: str | None = None
     image: str = ""
     credentials: bool = False  # a credential Secret is created with the job
-    patch_job: bool = False  # `status` patches the Job (--keep-until-captured)
+    patches_job: bool = False  # `status` patches the Job (--keep-until-captured)
     gang_mode: str = "auto"  # --gang
     server: str = ""  # the API server's URL: its cached NCCL probe result (multi-node)
-    probe_warning: bool = True  # False for the NCCL probe itself
+    skip_probe_warning: bool = False  # the NCCL probe itself: no warning about the last probe
     topology: Any = None  # topology.Topology of --topology (None: anywhere)
     max_restarts: int = 0  # --max-restarts: the server must keep container restart rules
     objects: list[dict[str, Any]] | None = None  # the job's objects, dry-run by the server with the reviews
@@ -44,3 +45,20 @@ class GateRequest(Value):
     optional_permissions: bool = False  # preflight: also ask for exec, port-forward and service proxy (WARN)
     kubeconfig: str = ""  # where kubectl looks for its kubeconfig, and the context: named when unreachable
     context: str = ""
+
+
+# What the verb knows and the job does not: the rest of a GateRequest's fields are the Job's, by the same names.
+VERB_FIELDS = frozenset(
+    {"verb", "namespace", "server", "objects", "node_runtime", "min_driver", "min_cuda", "optional_permissions",
+     "kubeconfig", "context"}
+)
+
+
+def asked(verb: str, namespace: str, job: Any, **told: Any) -> GateRequest:
+    """What VERB asks the gates about JOB (jobs/plan.Job: built by plan.build, or plan.shape for preflight and
+    fit) in NAMESPACE: every field the gates read of a job, taken from it by its own name (whether credentials
+    come with it: whether the Job has any), then TOLD, what only the verb knows (the server, the dry-run
+    objects, preflight's node checks; preflight's `credentials`, which it is told as a yes or no)."""
+    taken = {name: getattr(job, name) for name in GateRequest._fields if name not in VERB_FIELDS}
+    taken["credentials"] = bool(taken["credentials"])
+    return GateRequest(verb, namespace, **{**taken, **told})

@@ -1,6 +1,7 @@
-"""Turn a job request (the job flags, typed) into a validated submit Plan: every file read and every value
-checked before any cluster call, so bad input exits 2 with nothing created. This is where a request is
-validated; render and the store take what the Plan hands them."""
+"""Turn a job request (the job flags, typed) into the one Job value: every file read and every value checked
+before any cluster call, so bad input exits 2 with nothing created. This is where a request is validated, once;
+render (Job.render), the gates (gates/gaterequest.asked), submit, the probe, resubmit and a workflow's steps all
+take the Job `build` returns. A JobSpec is derived from the request by `job_spec` alone."""
 
 from __future__ import annotations
 
@@ -8,19 +9,23 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import UsageError
 from kubectl_tao.core.valueclass import Factory, Value, record
 
+if TYPE_CHECKING:
+    from kubectl_tao.manifests.render import JobSpec
+
 GPU_TOLERATION = contract.GPU_TOLERATION
 TIERS = ("A", "C")
 
 
-@record
-class Plan(Value):
-    """Everything submit needs, validated locally before any cluster call."""
+@record(frozen=True)
+class Job(Value):
+    """One job, validated locally before any cluster call (`build`), immutable (`replaced` makes a changed copy).
+    The gates read its fields by their own names (gates/gaterequest.asked); `render` gives its objects."""
 
     record: dict[str, Any]  # platform, image, network_arch, action, storage_tier, results_dir, upload_excludes
     render: Callable[[str, str, str | None], list[dict[str, Any]]]  # (job_name, record_id, secret) -> objects
@@ -38,7 +43,7 @@ class Plan(Value):
     min_version: tuple[int, int] | None = None
     min_version_feature: str = ""
     warnings: list[str] = Factory(list)
-    require_fit_now: bool = False
+    require_fit_now: bool = False  # --require-fit-now: a job that would queue is refused
     skip_probe_warning: bool = False  # the NCCL probe itself: no warning about the last probe
     notes: list[str] = Factory(list)  # what was decided for the user (printed, not warnings)
     patches_job: bool = False  # --keep-until-captured: `status` sets the Job's TTL once the history is captured
@@ -177,8 +182,8 @@ def build(
     *,
     server: str = "",
     finish: Callable[[Objects], Objects] | None = None,
-) -> Plan:
-    """The Plan of JOB in NAMESPACE with these CREDENTIALS; SERVER (the API server's URL) picks the NCCL
+) -> Job:
+    """The Job of the request JOB in NAMESPACE with these CREDENTIALS; SERVER (the API server's URL) picks the NCCL
     settings this cluster's last probe passed with, for a multi-node job (none without it). FINISH, when
     given, makes the caller's own additions to the objects each time they are rendered (the NCCL probe's
     label and scratch volume)."""
@@ -187,6 +192,53 @@ def build(
             raise ValueError("finish applies to a job of --image/--command: an action request's objects are its own")
         return _action_plan(job, namespace, credentials)
     return _spec_plan(job, namespace, credentials, _probe_settings(job, server), finish)
+
+
+def shape(
+    gpus: int,
+    nodes: int,
+    *,
+    node_selector: dict[str, str] | None = None,
+    tolerations: Sequence[dict[str, Any]] = (),
+    gpu_product: str | None = None,
+    queue: str | None = None,
+    topology: Any = None,
+    pvc: str | None = None,
+) -> Job:
+    """A job known by its shape alone, what `preflight` and `fit` are told (GPUS per node x NODES, where it may
+    run, its claim): the gates take it as they take a built Job. The GPU taint is tolerated as a built job
+    tolerates it. It has no image, command or record, so it is never rendered."""
+    min_version, feature = _min_version(nodes, None)
+    return Job(
+        record={},
+        render=_unrendered,
+        image="",
+        gpus=gpus,
+        nodes=nodes,
+        pvc=pvc,
+        node_selector=dict(node_selector or {}),
+        tolerations=[dict(t) for t in tolerations] + ([dict(GPU_TOLERATION)] if gpus > 0 else []),
+        gpu_product=gpu_product,
+        queue=queue,
+        topology=topology,
+        min_version=min_version,
+        min_version_feature=feature,
+    )
+
+
+def _unrendered(job_name: str, record_id: str, secret: str | None) -> Objects:
+    raise ValueError("a job known by its shape alone (plan.shape) has no objects to render")
+
+
+def _min_version(nodes: int, retries_per_index: int | None) -> tuple[tuple[int, int] | None, str]:
+    """The server version a job needs, and for what (Indexed Jobs' pod failure policy per index; multi-node)."""
+    from kubectl_tao.core.serverversion import MULTI_NODE_MIN_VERSION, RETRIES_PER_INDEX_MIN_VERSION
+
+    if retries_per_index is not None:
+        return RETRIES_PER_INDEX_MIN_VERSION, "--retries-per-index"
+    if nodes > 1:
+        return MULTI_NODE_MIN_VERSION, "multi-node jobs"
+    return None, ""
 
 
 def _probe_settings(job: JobRequest, server: str) -> tuple[dict[str, str], str]:
@@ -288,12 +340,35 @@ def _s3_tools_image(job: JobRequest, tier: str) -> dict[str, str]:
     return {"s3_tools_image": str(image)}
 
 
-def spec_options(job: JobRequest, namespace: str, nccl: _Nccl | None = None) -> dict[str, Any]:
-    """The job flags of JOB as render.spec_from_options's keywords, all but the name, record id, results
-    directory and Secret (which depend on the record): the one mapping of a request onto a JobSpec, which
-    validates the values. NCCL: the NCCL settings (_nccl_settings: with a cached probe's); else the flags'."""
+# The job flags a JobSpec field of another name takes as they are; a flag whose name is a JobSpec field's is taken
+# by that name. What a JobSpec holds in another form than the flag (tier, mount, TTL, NCCL, placement, topology,
+# stall watch, flight recorder, tools image) is derived in `job_spec`; the other flags are the record's, the
+# Secret's or the gates' (tests/unit/jobs/test_job_value.py checks that every flag reaches one of them).
+_SPEC_NAMES = {
+    "s3_input": "s3_inputs",
+    "upload_exclude": "upload_excludes",
+    "label": "labels",
+    "annotation": "annotations",
+    "active_deadline": "active_deadline_seconds",
+    "queue": "queue_name",
+    "rendezvous_timeout": "rendezvous_timeout_seconds",
+    "termination_grace_period": "termination_grace_seconds",
+}
+
+
+def job_spec(job: JobRequest, namespace: str, *, nccl: _Nccl | None = None, **own: Any) -> JobSpec:
+    """The render.JobSpec of the request JOB in NAMESPACE, validated (render.spec_from_options): the one
+    derivation of a JobSpec from the job flags. OWN: what the request does not say (name, record id, results
+    directory, Secret; render_job's backoff limit and TTL), given last. NCCL: the NCCL settings (_nccl_settings:
+    with a cached probe's); else the flags'."""
     from kubectl_tao.manifests import render
 
+    fields = set(render.JobSpec._fields)
+    taken = {
+        _SPEC_NAMES.get(key, key): getattr(job, key)
+        for key in job._fields
+        if _SPEC_NAMES.get(key, key) in fields
+    }
     tier = job.storage_tier.upper()
     if nccl is None:
         nccl = _nccl_settings(job, job.nodes, ({}, ""))
@@ -304,41 +379,24 @@ def spec_options(job: JobRequest, namespace: str, nccl: _Nccl | None = None) -> 
     if job.gpus > 0:
         tolerations.append(GPU_TOLERATION)
     topology, _ = _topology(job)
-    return dict(
-        image=job.image,
-        command=job.command,
+    derived = dict(
         namespace=namespace,
-        gpus=job.gpus,
-        nodes=job.nodes,
         storage_tier=tier,
-        pvc=job.pvc,
         mount_path=job.mount_path or render.DEFAULT_MOUNT_PATH,
-        image_pull_secret=job.image_pull_secret,
         ttl_seconds=None if job.keep_until_captured else job.ttl_seconds,
-        shm_size=job.shm_size,
-        s3_inputs=list(job.s3_input),
-        s3_output=job.s3_output,
-        upload_excludes=list(job.upload_exclude),
         **_s3_tools_image(job, tier),
-        labels=list(job.label),
-        annotations=list(job.annotation),
-        master_port=job.master_port,
-        launcher=job.launcher,
         nccl_socket_ifname=nccl.socket_ifname,
         nccl_ib_hca=nccl.ib_hca,
         nccl_env=nccl.env,
-        active_deadline_seconds=job.active_deadline,
         node_selector=node_selector,
         tolerations=tolerations,
-        queue_name=job.queue,
-        retries_per_index=job.retries_per_index,
-        rendezvous_timeout_seconds=job.rendezvous_timeout,
         topology=topology.annotations() if topology is not None and job.queue else None,
-        max_restarts=job.max_restarts,
-        termination_grace_seconds=job.termination_grace_period,
         flight_recorder=not job.no_flight_recorder,
         stall_timeout_seconds=_stall_timeout(job),
     )
+    if "s3_tools_image" not in derived:
+        taken.pop("s3_tools_image")  # render's default image
+    return render.spec_from_options(**{**taken, **derived, **own})
 
 
 def _spec_plan(
@@ -347,7 +405,7 @@ def _spec_plan(
     credentials: dict[str, str],
     probed: tuple[dict[str, str], str],
     finish: Callable[[Objects], Objects] | None = None,
-) -> Plan:
+) -> Job:
     from kubectl_tao.core.names import is_under, kubernetes_job_name, secret_name_for
     from kubectl_tao.manifests import render
     from kubectl_tao.store.recordfields import normalize_results_dir
@@ -363,7 +421,7 @@ def _spec_plan(
     if not job.command:
         raise UsageError("--command is required (or --action-request)")
     tier = job.storage_tier.upper()
-    gpus, nodes = job.gpus, job.nodes
+    nodes = job.nodes
     from kubectl_tao.k8s.gang import check_mode
 
     gang_mode = check_mode(job.gang, nodes=nodes, queue=job.queue)
@@ -397,14 +455,15 @@ def _spec_plan(
         return None if tier == "C" and not results_dir else results_for(record_id)
 
     nccl = _nccl_settings(job, nodes, probed)
-    base = spec_options(job, namespace, nccl)
     probe_name = kubernetes_job_name(probe_id)
-    spec = render.spec_from_options(
+    spec = job_spec(
+        job,
+        namespace,
+        nccl=nccl,
         name=probe_name,
         record_id=probe_id,
         results_dir=spec_results(probe_id),
         env_secret=existing_secret or (secret_name_for(probe_name) if credentials else None),
-        **base,
     )
     warnings = render.warnings_for(spec) + ([topology_warning] if topology_warning else [])
 
@@ -418,12 +477,7 @@ def _spec_plan(
         objects = render.render(final)  # which validates the spec, once
         return finish(objects) if finish is not None else objects
 
-    min_version = None
-    feature = ""
-    if job.retries_per_index is not None:
-        min_version, feature = (1, 29), "--retries-per-index"
-    elif nodes > 1:
-        min_version, feature = (1, 28), "multi-node jobs"
+    min_version, feature = _min_version(nodes, job.retries_per_index)
     record = {
         "platform": "kubernetes",
         "image": job.image,
@@ -436,20 +490,15 @@ def _spec_plan(
         record["results_dir"] = results_dir
     else:
         record["results_root"] = results_root
-    return Plan(
+    return _job(
+        job,
         record=record,
         render=render_objects,
-        image=job.image,
-        gpus=gpus,
-        nodes=nodes,
         credentials=credentials,
         pvc=job.pvc if tier == "A" else None,
         secret_refs={existing_secret: []} if existing_secret else {},
-        image_pull_secret=job.image_pull_secret,
         node_selector=dict(spec.node_selector),
-        tolerations=[t for t in spec.tolerations],
-        gpu_product=job.gpu_product,
-        queue=job.queue,
+        tolerations=list(spec.tolerations),
         min_version=min_version,
         min_version_feature=feature,
         warnings=warnings,
@@ -457,8 +506,14 @@ def _spec_plan(
         notes=nccl.notes,
         gang_mode=gang_mode,
         topology=topology,
-        max_restarts=job.max_restarts,
     )
+
+
+def _job(request: JobRequest, **decided: Any) -> Job:
+    """The Job of REQUEST: each flag of a Job field's name as given (image, GPUs, nodes, claim, pull Secret, GPU
+    product, queue, restarts), then what build DECIDED (parsed, checked, or the action request's own)."""
+    given = {name: getattr(request, name) for name in Job._fields if name in request._fields}
+    return Job(**{**given, **decided})
 
 
 def _topology(job: JobRequest) -> tuple[Any, str]:
@@ -615,7 +670,7 @@ def _placement(job: JobRequest, gpus: int) -> Any:
     )
 
 
-def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -> Plan:
+def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -> Job:
     from kubectl_tao.core.names import kubernetes_job_name, secret_name_for
     from kubectl_tao.manifests.action import render_action_objects, validate_request
     from kubectl_tao.store.recordids import preview_id
@@ -669,7 +724,8 @@ def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -
     render_objects(kubernetes_job_name(probe), probe, secret_name_for(kubernetes_job_name(probe)) if creds else None)
     if placement.queue_name is not None:
         warnings.append(f"the Job is created suspended; Kueue starts it when queue {placement.queue_name!r} admits it")
-    return Plan(
+    return _job(
+        job,
         record={
             "platform": "kubernetes",
             "image": image,
@@ -684,12 +740,8 @@ def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -
         gpus=gpus,
         nodes=1,
         credentials=creds,
-        pvc=job.pvc,
         secret_refs={existing_secret: forward} if existing_secret else {},
-        image_pull_secret=job.image_pull_secret,
         node_selector=dict(placement.node_selector),
         tolerations=[dict(t) for t in placement.tolerations],
-        gpu_product=job.gpu_product,
-        queue=placement.queue_name,
         warnings=warnings,
     )

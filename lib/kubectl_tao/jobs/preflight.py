@@ -137,23 +137,16 @@ def cluster_checks(
     """The gates' verdicts for a job of GPUS x NODES (the GPU taint tolerated, as submit does) in NAMESPACE,
     with the PVC and, with NEED_SECRETS, a credential Secret; SERVER: the API server's URL (its cached NCCL
     probe result); KUBECONFIG and CONTEXT: where kubectl looked (named if the cluster cannot be reached)."""
-    from kubectl_tao.core.contract import GPU_TOLERATION
-    from kubectl_tao.core.serverversion import MULTI_NODE_MIN_VERSION
     from kubectl_tao.gates import checks
-    from kubectl_tao.gates.gaterequest import PREFLIGHT, GateRequest
+    from kubectl_tao.gates.gaterequest import PREFLIGHT, asked
+    from kubectl_tao.jobs.plan import shape
 
     min_driver, min_cuda = minimums()
-    request = GateRequest(
+    job = shape(gpus, nodes, gpu_product=gpu_product, queue=queue, pvc=pvc)
+    request = asked(
         PREFLIGHT,
         namespace,
-        gpus=gpus,
-        nodes=nodes,
-        tolerations=[dict(GPU_TOLERATION)] if gpus > 0 else [],
-        gpu_product=gpu_product,
-        queue=queue,
-        min_version=MULTI_NODE_MIN_VERSION if nodes > 1 else None,
-        min_version_feature="multi-node jobs" if nodes > 1 else "",
-        pvc=pvc,
+        job,
         credentials=need_secrets,
         server=server,
         node_runtime=not skipping_node_runtime(),

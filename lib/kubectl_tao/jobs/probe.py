@@ -44,7 +44,7 @@ from kubectl_tao.core.valueclass import Factory, Value, plain, record
 from kubectl_tao.jobs import cancel as cancelling
 from kubectl_tao.jobs import track, wait
 from kubectl_tao.jobs.flags import job_request
-from kubectl_tao.jobs.plan import JobRequest, Plan, build
+from kubectl_tao.jobs.plan import Job, JobRequest, build
 from kubectl_tao.jobs.submit import execute
 from kubectl_tao.jobs.track import Observation, Tracked
 from kubectl_tao.jobs.wait import PULL_REASONS
@@ -218,8 +218,8 @@ def _finish(opts: ProbeOptions) -> Callable[[list[dict[str, Any]]], list[dict[st
     return finish
 
 
-def build_plan(opts: ProbeOptions, namespace: str) -> Plan:
-    """The submit Plan of a probe: plan.build's, from the probe's job request. No server is given, so the NCCL
+def build_plan(opts: ProbeOptions, namespace: str) -> Job:
+    """The Job of a probe: plan.build's, from the probe's job request. No server is given, so the NCCL
     settings of an earlier probe are not applied to this one; its warnings are about the stand-in claim
     (a given --pvc is checked by the PVC gate), so there are none."""
     validate_options(opts)

@@ -33,7 +33,7 @@ from kubectl_tao.core.errors import (
 )
 from kubectl_tao.core.names import kubernetes_job_name, secret_name_for
 from kubectl_tao.core.valueclass import Value, record
-from kubectl_tao.jobs.plan import Plan
+from kubectl_tao.jobs.plan import Job
 from kubectl_tao.k8s import objects
 from kubectl_tao.k8s.kubectl import Kubectl
 
@@ -58,14 +58,14 @@ class Outcome(Value):
 # ---------------------------------------------------------------- gates
 
 
-def gang_detected(plan: Plan) -> bool:
+def gang_detected(plan: Job) -> bool:
     """Whether the gates must find out the gang mechanism (multi-node, no --queue, --gang not off): only then
     are the manifests unknown until the gates have run."""
     return plan.nodes > 1 and not plan.queue and plan.gang_mode != "off"
 
 
 def run_gates(
-    kc: Kubectl, plan: Plan, namespace: str, server: str = "", dry_objects: list[dict[str, Any]] | None = None
+    kc: Kubectl, plan: Job, namespace: str, server: str = "", dry_objects: list[dict[str, Any]] | None = None
 ) -> Gates:
     """The gate list (gates/checks.py) over this plan, read-only, before anything is created: the first refusal is
     raised. Returns the fit verdict (as a dict), the plan's warnings and the gates' (including a cached NCCL
@@ -77,35 +77,11 @@ def run_gates(
     return checks.for_submit(kc, gate_request(plan, namespace, server, dry_objects), list(plan.warnings))
 
 
-def gate_request(plan: Plan, namespace: str, server: str, dry_objects: list[dict[str, Any]] | None) -> Any:
-    """What the gates are asked for this plan (gates/gaterequest.GateRequest)."""
-    from kubectl_tao.gates.gaterequest import SUBMIT, GateRequest
+def gate_request(plan: Job, namespace: str, server: str, dry_objects: list[dict[str, Any]] | None) -> Any:
+    """What the gates are asked for this job (gates/gaterequest.GateRequest)."""
+    from kubectl_tao.gates.gaterequest import SUBMIT, asked
 
-    return GateRequest(
-        SUBMIT,
-        namespace,
-        gpus=plan.gpus,
-        nodes=plan.nodes,
-        node_selector=plan.node_selector,
-        tolerations=plan.tolerations,
-        gpu_product=plan.gpu_product,
-        queue=plan.queue,
-        topology=plan.topology,
-        require_fit_now=plan.require_fit_now,
-        min_version=plan.min_version,
-        min_version_feature=plan.min_version_feature,
-        pvc=plan.pvc,
-        secret_refs=plan.secret_refs,
-        image_pull_secret=plan.image_pull_secret,
-        image=plan.image,
-        credentials=bool(plan.credentials),
-        patch_job=plan.patches_job,
-        gang_mode=plan.gang_mode,
-        max_restarts=plan.max_restarts,
-        server=server,
-        probe_warning=not plan.skip_probe_warning,
-        objects=dry_objects,
-    )
+    return asked(SUBMIT, namespace, plan, server=server, objects=dry_objects)
 
 
 # ---------------------------------------------------------------- apply
@@ -113,8 +89,8 @@ def gate_request(plan: Plan, namespace: str, server: str, dry_objects: list[dict
 
 def plan_request(
     job: JobRequest, namespace: str, *, server: str, on_progress: Callable[[str], None], values: bool = True
-) -> Plan:
-    """The Plan of a job request: the refusals that name a flag first (jobs/flags.checked_warnings), the
+) -> Job:
+    """The Job of a job request: the refusals that name a flag first (jobs/flags.checked_warnings), the
     credentials read (VALUES False: their names only, for a manifest that names the Secret), the plan built; then
     the image warnings and the plan's notes said through ON_PROGRESS."""
     from kubectl_tao.jobs import plan as planning
@@ -160,8 +136,9 @@ def submit_request(
         job = job.replaced(keep_until_captured=True)
         held = "wait"
     the_plan = plan_request(job, namespace, server=target_server, on_progress=on_progress)
-    the_plan.require_fit_now = require_fit_now
-    the_plan.record.update(record_fields or {})
+    the_plan = the_plan.replaced(
+        require_fit_now=require_fit_now, record={**the_plan.record, **(record_fields or {})}
+    )
     if dry_run == "none":
         store_factory()  # a bad TAO_STATE_DIR is bad input: refuse before any cluster call
     return execute(
@@ -183,7 +160,7 @@ def submit_request(
 
 def execute(
     kc: Kubectl,
-    plan: Plan,
+    plan: Job,
     *,
     namespace: str,
     target_server: str,
@@ -225,7 +202,7 @@ class Prepared(Value):
 
 
 def prepare(
-    kc: Kubectl, plan: Plan, *, namespace: str, target_server: str, store: Any, name: str | None = None
+    kc: Kubectl, plan: Job, *, namespace: str, target_server: str, store: Any, name: str | None = None
 ) -> Prepared:
     """execute()'s first half: the record id (NAME when given), the manifests, the gates and the server dry run,
     read-only. STORE None: a server dry run of its own (placeholder credentials, nothing reserved)."""
@@ -237,7 +214,7 @@ def prepare(
 class Begun(Value):
     """prepare() with its gates' reads on their way (finish_prepare judges them)."""
 
-    plan: Plan
+    plan: Job
     namespace: str
     record_id: str
     job_name: str
@@ -249,7 +226,7 @@ class Begun(Value):
 
 
 def begin_prepare(
-    kc: Kubectl, plan: Plan, *, namespace: str, target_server: str, store: Any, name: str | None = None,
+    kc: Kubectl, plan: Job, *, namespace: str, target_server: str, store: Any, name: str | None = None,
     shared: Any = None,
 ) -> Begun:
     """prepare()'s reads started, not judged: the record id, the manifests (when known before the gates) and
@@ -293,7 +270,7 @@ def finish_prepare(begun: Begun) -> Prepared:
 
 def launch(
     kc: Kubectl,
-    plan: Plan,
+    plan: Job,
     prepared: Prepared,
     store: Any,
     *,
@@ -315,7 +292,7 @@ def launch(
 
 def _launch(
     kc: Kubectl,
-    plan: Plan,
+    plan: Job,
     gated: Gates,
     store: Any,
     record_id: str,
@@ -418,7 +395,7 @@ def _launch(
     return Outcome(record_id, job_name, namespace, rendered, warnings, gated.fit, uid, "none", mechanism.to_dict())
 
 
-def _new_id(plan: Plan, store: Any, wanted: str | None = None) -> str:
+def _new_id(plan: Job, store: Any, wanted: str | None = None) -> str:
     """A record id for this submit, minted before the gates so the manifests they dry-run carry it; `open`
     writes it afterwards (O_EXCL: a concurrent submit can never take the same id). Without a store (a server
     dry run) nothing is reserved. WANTED: an id minted earlier (a workflow names its steps' Jobs in each
@@ -439,7 +416,7 @@ def _new_id(plan: Plan, store: Any, wanted: str | None = None) -> str:
 
 
 def _payload(
-    plan: Plan, rendered: list[dict[str, Any]], job_name: str, namespace: str, *, real: bool
+    plan: Job, rendered: list[dict[str, Any]], job_name: str, namespace: str, *, real: bool
 ) -> list[dict[str, Any]]:
     """What `create` (and its dry run) receive: the credential Secret first, then the manifests. A dry run
     of its own (`real` False) sends placeholder values: the shape is checked, the credentials never leave."""
@@ -498,7 +475,7 @@ def roll_back(
     )
 
 
-def created_names(plan: Plan, job_name: str, secret: str | None) -> list[str]:
+def created_names(plan: Job, job_name: str, secret: str | None) -> list[str]:
     """`kind/name` of everything a submit of this plan creates."""
     names = [f"secret/{secret}"] if secret else []
     if plan.nodes > 1:
@@ -507,7 +484,7 @@ def created_names(plan: Plan, job_name: str, secret: str | None) -> list[str]:
 
 
 def _dry(
-    plan: Plan,
+    plan: Job,
     namespace: str,
     verdict: dict[str, Any] | None,
     warnings: list[str],

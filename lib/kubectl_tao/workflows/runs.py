@@ -34,7 +34,7 @@ class StepPlan(Value):
     record_id: str
     job_name: str
     results: str | None  # the results directory its pods see (None: tier C, uploaded to S3)
-    plan: Any  # jobs/submit.Plan
+    plan: Any  # jobs/plan.Job
     warnings: list[str] = Factory(list)
     request: Any = None  # the step's JobRequest before the release wrapped its command (the record keeps it)
 
