@@ -27,6 +27,7 @@ RESERVED = "quota-reserved"
 ADMITTED = "admitted"
 EVICTED = "evicted"
 DEACTIVATED = "deactivated"
+WORKFLOW_HELD = "workflow-held"  # a workflow step's Workload, created inactive until the step before it succeeds
 FINISHED = "finished"
 
 
@@ -69,6 +70,9 @@ class Admission(Value):
             return f"waiting for admission ({where}): Kueue has made no Workload for the Job yet"
         if self.state == INADMISSIBLE:
             return f"Kueue cannot admit the job ({where}){said}"
+        if self.state == WORKFLOW_HELD:
+            return (f"held by its workflow: Workload {self.workload} ({where}) stays inactive until the step "
+                    "before it succeeds and activates it")
         if self.state == DEACTIVATED:
             return f"Kueue deactivated the job's Workload {self.workload} ({where}){said}"
         if self.state == EVICTED:
@@ -134,6 +138,10 @@ def admission(job: Mapping[str, Any] | None, workloads_json: Any) -> Admission |
 
     if _is_true(conditions, "Finished"):
         return make(FINISHED, conditions["Finished"])
+    if spec.get("active") is False and not _is_true(conditions, "Evicted") and contract.WORKFLOW_LABEL in (
+        (workload.get("metadata") or {}).get("labels") or {}
+    ):
+        return make(WORKFLOW_HELD, {})
     if spec.get("active") is False:
         return make(DEACTIVATED, conditions.get("Evicted") or conditions.get("Deactivated") or {})
     if _is_true(conditions, "Admitted"):

@@ -306,7 +306,7 @@ def _queue_state(
         return live, ""
     workload = workloads.get(str(name))
     seen = kueue.admission(job, {"items": [workload] if workload else []})
-    if seen is None or seen.state == kueue.DEACTIVATED:
+    if seen is None or seen.state == kueue.WORKFLOW_HELD:
         return HELD, ""
     if seen.state == kueue.NO_WORKLOAD:
         return PENDING, f"its Kueue Workload {name} is missing; `kubectl tao workflow cancel` and run it again"

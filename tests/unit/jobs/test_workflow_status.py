@@ -80,7 +80,8 @@ def workload(name: str, *, active: bool, conditions: list[dict[str, str]] | None
     status: dict[str, Any] = {"conditions": conditions or []}
     if cluster_queue:
         status["admission"] = {"clusterQueue": cluster_queue}
-    return {"metadata": {"name": name, "labels": {"kueue.x-k8s.io/job-uid": f"uid-{name}"}},
+    return {"metadata": {"name": name, "labels": {"kueue.x-k8s.io/job-uid": f"uid-{name}",
+                                                  "kubectl-tao.io/workflow": "wf-1"}},
             "spec": {"active": active, "queueName": "team"}, "status": status}
 
 
