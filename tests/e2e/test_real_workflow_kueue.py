@@ -152,6 +152,15 @@ def test_cancel_removes_the_held_steps_workloads_too(queued: tuple[Tao, Queue], 
     name = created["name"]
     jobs = [s["job"].split("/", 1)[1] for s in created["steps"]]
     wait_for(lambda: pods(t, jobs[0]) != "", 120, message="the first step to start")
+    # The first step's token may activate the next step's Workload and no other (RBAC, asked of the server).
+    account = f"system:serviceaccount:{t.namespace}:tao-wf-{name}-train"
+
+    def may(*what: str) -> bool:
+        return t.kubectl("auth", "can-i", *what, "--as", account, check=False).stdout.strip() == "yes"
+
+    assert may("patch", f"{WORKLOADS}/{jobs[1]}")
+    assert not may("patch", f"{WORKLOADS}/{jobs[2]}") and not may("patch", f"{WORKLOADS}/{jobs[0]}")
+    assert not may("list", WORKLOADS) and not may("create", WORKLOADS) and not may("delete", f"{WORKLOADS}/{jobs[1]}")
     result = t("workflow", "cancel", name, "-o", "json")
     assert result.returncode == 0, result.stderr
     deleted = json.loads(result.stdout)["deleted"]

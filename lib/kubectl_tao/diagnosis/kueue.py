@@ -114,6 +114,16 @@ def pick_workload(workloads_json: Any, job_uid: str | None) -> Mapping[str, Any]
     return max(mine, key=lambda w: str((w.get("metadata") or {}).get("creationTimestamp") or ""))
 
 
+def _held_by_workflow(workload: Mapping[str, Any], conditions: Mapping[str, Mapping[str, Any]]) -> bool:
+    """An inactive Workload of a workflow step that nobody but its spec.active holds back: Kueue evicts every
+    inactive Workload with reason `Deactivated` (workload_controller.go), and one Kueue deactivated itself
+    (requeuing limit, ...) with `Deactivated` plus the cause (`DeactivatedDueTo...`)."""
+    labels = (workload.get("metadata") or {}).get("labels") or {}
+    evicted = conditions.get("Evicted") or {}
+    return contract.WORKFLOW_LABEL in labels and (not _is_true(conditions, "Evicted")
+                                                  or evicted.get("reason") == "Deactivated")
+
+
 def admission(job: Mapping[str, Any] | None, workloads_json: Any) -> Admission | None:
     """Kueue's state of a Job submitted to a LocalQueue; None for a Job without the queue label."""
     queue = queue_of(job)
@@ -138,9 +148,7 @@ def admission(job: Mapping[str, Any] | None, workloads_json: Any) -> Admission |
 
     if _is_true(conditions, "Finished"):
         return make(FINISHED, conditions["Finished"])
-    if spec.get("active") is False and not _is_true(conditions, "Evicted") and contract.WORKFLOW_LABEL in (
-        (workload.get("metadata") or {}).get("labels") or {}
-    ):
+    if spec.get("active") is False and _held_by_workflow(workload, conditions):
         return make(WORKFLOW_HELD, {})
     if spec.get("active") is False:
         return make(DEACTIVATED, conditions.get("Evicted") or conditions.get("Deactivated") or {})

@@ -113,10 +113,16 @@ def test_a_workflow_steps_inactive_workload_is_held_by_its_workflow_not_deactiva
     (finding,) = kueue_findings(adm.to_dict(), None, "tao", "j")
     assert finding.code == "workflow-held"
     assert finding.cause == "the job is a workflow step held until the step before it succeeds"
-    workload["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "Deactivated",
-                                             "message": "The workload is deactivated"})
+    # Kueue evicts every inactive Workload, with reason Deactivated: still the workflow's hold.
+    evicted = {"type": "Evicted", "status": "True", "reason": "Deactivated", "message": "The workload is deactivated"}
+    workload["status"]["conditions"].append(evicted)
     adm = kueue.admission(queued_job(), {"items": [workload]})
-    assert adm is not None and adm.state == "deactivated"  # evicted after it ran: Kueue's doing, not a hold
+    assert adm is not None and adm.state == "workflow-held"
+    # Kueue's own deactivation names its cause (here its requeuing limit): not a hold.
+    evicted.update(reason="DeactivatedDueToRequeuingLimitExceeded",
+                   message="The workload is deactivated due to exceeding the maximum number of re-queuing retries")
+    adm = kueue.admission(queued_job(), {"items": [workload]})
+    assert adm is not None and adm.state == "deactivated"
 
 
 def test_a_job_without_a_queue_has_no_admission() -> None:

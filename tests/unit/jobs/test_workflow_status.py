@@ -77,6 +77,9 @@ def queued(item: dict[str, Any]) -> dict[str, Any]:
 
 def workload(name: str, *, active: bool, conditions: list[dict[str, str]] | None = None,
              cluster_queue: str | None = None) -> dict[str, Any]:
+    if conditions is None and not active:  # Kueue evicts every inactive Workload (workload_controller.go)
+        conditions = [{"type": "Evicted", "status": "True", "reason": "Deactivated",
+                       "message": "The workload is deactivated"}]
     status: dict[str, Any] = {"conditions": conditions or []}
     if cluster_queue:
         status["admission"] = {"clusterQueue": cluster_queue}
