@@ -1,9 +1,11 @@
 # kubectl-tao workflow release (docs/workflows.md), run by python3 in a step's rank 0 after the user's command.
 # argv[1]: the command's exit status. KUBECTL_TAO_WF_PLAN: this step's Job and, for each successor, its Job, the
-# Jobs after it and its gate (the KPI, the comparison, the results directory whose status.json holds the KPI).
+# Jobs after it, its gate (the KPI, the comparison, the results directory whose status.json holds the KPI) and,
+# for a step held in a Kueue queue, its Workload.
 # Exit 0 (the release passed), else the command's status, so the pod ends as the user's command did.
-# The only calls: PATCH a successor's spec.suspend to false, DELETE held Jobs, PATCH this Job's gate annotation,
-# all with the pod's ServiceAccount token, whose Role names exactly these Jobs.
+# The only calls: PATCH a successor's spec.suspend to false (or its Kueue Workload's spec.active to true), DELETE
+# held Jobs, PATCH this Job's gate annotation, all with the pod's ServiceAccount token, whose Role names exactly
+# these Jobs and Workloads.
 import json
 import os
 import ssl
@@ -21,7 +23,11 @@ def say(text):
     print("kubectl-tao workflow: " + text, flush=True)
 
 
-def api(method, job, body, patch="application/merge-patch+json"):
+JOBS = "/apis/batch/v1"
+WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2"
+
+
+def api(method, job, body, patch="application/merge-patch+json", group=JOBS, resource="jobs"):
     host = os.environ["KUBERNETES_SERVICE_HOST"]
     port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
     if ":" in host:
@@ -30,7 +36,7 @@ def api(method, job, body, patch="application/merge-patch+json"):
         namespace = f.read().strip()
     with open(SA + "/token") as f:
         token = f.read().strip()
-    url = f"https://{host}:{port}/apis/batch/v1/namespaces/{namespace}/jobs/{job}"
+    url = f"https://{host}:{port}{group}/namespaces/{namespace}/{resource}/{job}"
     data = None
     headers = {"Authorization": "Bearer " + token, "Accept": "application/json"}
     if body is not None:
@@ -100,6 +106,15 @@ def main():
                 api("PATCH", plan["job"], {"metadata": {"annotations": {GATE_ANNOTATION: json.dumps(outcomes)}}})
                 remove(held, f"gate {shown} failed: {seen}")
                 continue
+        if step.get("workload"):  # held in a Kueue queue: activate its Workload, Kueue admits it
+            if api("PATCH", step["workload"], {"spec": {"active": True}}, group=WORKLOADS,
+                   resource="workloads") == 404:
+                say("step {} (Workload {}) was already removed; nothing to release".format(
+                    step["name"], step["workload"]))
+                continue
+            say("released step {} (Workload {} active: Kueue admits it through its queue)".format(
+                step["name"], step["workload"]))
+            continue
         if api("PATCH", step["job"], {"spec": {"suspend": False}}) == 404:
             say("step {} (Job {}) was already removed; nothing to release".format(step["name"], step["job"]))
             continue

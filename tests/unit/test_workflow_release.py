@@ -190,3 +190,63 @@ def test_the_wrapper_forwards_term_to_the_command_and_hands_its_status_to_the_re
     out = wrapper.stdout.read()
     assert wrapper.wait() == 0
     assert out.splitlines() == ["command got TERM", "release got 7"]
+
+
+def queued_plan(results: Path) -> dict[str, Any]:
+    found = plan(results)
+    found["next"][0]["workload"] = "j-eval"
+    return found
+
+
+def test_a_queued_successor_is_released_by_activating_its_kueue_workload_not_by_unsuspending_its_job(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status_json(tmp_path, {"val_mAP": 0.7})
+    module, _calls = load(monkeypatch, queued_plan(tmp_path))
+    calls: list[tuple[str, str, Any, dict[str, Any]]] = []
+    monkeypatch.setattr(module, "api", lambda method, name, body, patch="", **where: calls.append(
+        (method, name, body, where)) or 200)
+    assert run(module, monkeypatch, 0) == 0
+    assert calls[0] == ("PATCH", "j-eval", {"spec": {"active": True}},
+                        {"group": "/apis/kueue.x-k8s.io/v1beta2", "resource": "workloads"})
+    assert all(body != {"spec": {"suspend": False}} for _m, _n, body, _w in calls)  # Kueue unsuspends it
+    assert "released step evaluate (Workload j-eval active" in capsys.readouterr().out
+
+
+def test_a_failed_command_removes_a_queued_successors_job_which_takes_its_workload_with_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    module, calls = load(monkeypatch, queued_plan(tmp_path))
+    assert run(module, monkeypatch, 3) == 3
+    assert [(m, j) for m, j, _ in calls] == [("DELETE", "j-eval"), ("DELETE", "j-export")]
+
+
+def test_the_workload_patch_goes_to_kueues_workload_api_with_a_merge_patch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    spec = importlib.util.spec_from_file_location("workflow_release", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (tmp_path / "namespace").write_text("tao\n")
+    (tmp_path / "token").write_text("t\n")
+    monkeypatch.setattr(module, "SA", str(tmp_path))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setattr(module.ssl, "create_default_context", lambda cafile: None)
+    sent: list[Any] = []
+
+    class Answer:
+        status = 200
+
+        def __enter__(self) -> Any:
+            return self
+
+        def __exit__(self, *_: Any) -> None:
+            return None
+
+    monkeypatch.setattr(module.urllib.request, "urlopen", lambda request, **_: sent.append(request) or Answer())
+    assert module.api("PATCH", "w-1", {"spec": {"active": True}}, group=module.WORKLOADS, resource="workloads") == 200
+    request = sent[0]
+    assert request.full_url == "https://10.0.0.1:443/apis/kueue.x-k8s.io/v1beta2/namespaces/tao/workloads/w-1"
+    assert request.get_method() == "PATCH" and json.loads(request.data) == {"spec": {"active": True}}
+    assert request.get_header("Content-type") == "application/merge-patch+json"

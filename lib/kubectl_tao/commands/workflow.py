@@ -94,7 +94,6 @@ _REFUSED = {
     "action_request": "an action request names its own command; give the step `image` and `command`",
     "staging_map": "it belongs to --action-request, which a workflow step does not take",
     "config_source": "it belongs to --action-request, which a workflow step does not take",
-    "queue": "Kueue queues are not supported in workflows yet; leave `queue` out",
     "keep_until_captured": "every workflow step is kept until its ending is captured; leave it out",
 }
 

@@ -27,12 +27,20 @@ VOLUME_HELPER_COMPONENT = "volume-helper"
 
 # ---------------------------------------------------------------- labels and annotations Kubernetes sets
 POD_JOB_LABEL = "job-name"  # the Job controller's label on every pod of a Job (how Jobs made elsewhere are found)
+# The Job controller's other labels on a Job's pod template, which Kueue's Job integration leaves out of a
+# Workload's pod set (its cleanLabels keeps only batch.kubernetes.io/job-name).
+JOB_CONTROLLER_POD_LABELS = frozenset({POD_JOB_LABEL, "controller-uid", "batch.kubernetes.io/controller-uid"})
 COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 # Kueue's pod-template annotations for topology-aware scheduling (--topology LABEL, LABEL:preferred).
 KUEUE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 KUEUE_JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"  # Kueue's label on the Workload it makes for a Job: the Job's UID
+# Kueue's Job label naming a Workload made beforehand, which Kueue then uses instead of making one (a workflow's
+# queued steps: their Workloads are created inactive and activated by the release).
+KUEUE_PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+KUEUE_WORKLOAD_API = "kueue.x-k8s.io/v1beta2"
+KUEUE_WORKLOAD_RESOURCE = "workload.kueue.x-k8s.io"  # as `kubectl delete -o name` names a Workload
 # Keys a user may not set on a job's labels or annotations: the ones above and those of the Job controller/Kueue.
 RESERVED_KEY_PREFIXES = (OWN_KEY_PREFIX, "batch.kubernetes.io/", "kueue.x-k8s.io/")
 RESERVED_LABELS = frozenset({MANAGED_BY_LABEL, JOB_LABEL, POD_JOB_LABEL, "controller-uid", "job-index"})

@@ -647,6 +647,16 @@ def kueue_findings(admission_data: Mapping[str, Any], quota: Any, namespace: str
         else:
             fix = "a cluster admin must create or fix the ClusterQueue named above (`kubectl get clusterqueues`)"
         found.append(Finding("Kueue cannot admit the job", f"{reason}: {message}", fix, "kueue-inadmissible"))
+    elif state == kueue.WORKFLOW_HELD:
+        found.append(
+            Finding(
+                "the job is a workflow step held until the step before it succeeds",
+                f"Workload {workload} has spec.active: false",
+                "the step before it activates the Workload when it succeeds (and its gate passes); "
+                "`kubectl tao workflow status` shows the run",
+                "workflow-held",
+            )
+        )
     elif state == kueue.DEACTIVATED:
         found.append(
             Finding(

@@ -27,6 +27,7 @@ RESERVED = "quota-reserved"
 ADMITTED = "admitted"
 EVICTED = "evicted"
 DEACTIVATED = "deactivated"
+WORKFLOW_HELD = "workflow-held"  # a workflow step's Workload, created inactive until the step before it succeeds
 FINISHED = "finished"
 
 
@@ -69,6 +70,9 @@ class Admission(Value):
             return f"waiting for admission ({where}): Kueue has made no Workload for the Job yet"
         if self.state == INADMISSIBLE:
             return f"Kueue cannot admit the job ({where}){said}"
+        if self.state == WORKFLOW_HELD:
+            return (f"held by its workflow: Workload {self.workload} ({where}) stays inactive until the step "
+                    "before it succeeds and activates it")
         if self.state == DEACTIVATED:
             return f"Kueue deactivated the job's Workload {self.workload} ({where}){said}"
         if self.state == EVICTED:
@@ -110,6 +114,16 @@ def pick_workload(workloads_json: Any, job_uid: str | None) -> Mapping[str, Any]
     return max(mine, key=lambda w: str((w.get("metadata") or {}).get("creationTimestamp") or ""))
 
 
+def _held_by_workflow(workload: Mapping[str, Any], conditions: Mapping[str, Mapping[str, Any]]) -> bool:
+    """An inactive Workload of a workflow step that nobody but its spec.active holds back: Kueue evicts every
+    inactive Workload with reason `Deactivated` (workload_controller.go), and one Kueue deactivated itself
+    (requeuing limit, ...) with `Deactivated` plus the cause (`DeactivatedDueTo...`)."""
+    labels = (workload.get("metadata") or {}).get("labels") or {}
+    evicted = conditions.get("Evicted") or {}
+    return contract.WORKFLOW_LABEL in labels and (not _is_true(conditions, "Evicted")
+                                                  or evicted.get("reason") == "Deactivated")
+
+
 def admission(job: Mapping[str, Any] | None, workloads_json: Any) -> Admission | None:
     """Kueue's state of a Job submitted to a LocalQueue; None for a Job without the queue label."""
     queue = queue_of(job)
@@ -134,6 +148,8 @@ def admission(job: Mapping[str, Any] | None, workloads_json: Any) -> Admission |
 
     if _is_true(conditions, "Finished"):
         return make(FINISHED, conditions["Finished"])
+    if spec.get("active") is False and _held_by_workflow(workload, conditions):
+        return make(WORKFLOW_HELD, {})
     if spec.get("active") is False:
         return make(DEACTIVATED, conditions.get("Evicted") or conditions.get("Deactivated") or {})
     if _is_true(conditions, "Admitted"):

@@ -212,9 +212,12 @@ def _delete_options(uid: str | None) -> str:
     return json.dumps(body)
 
 
-def _delete_job(kc: Kubectl, namespace: str, name: str, uid: str | None) -> bool:
-    """True when a Job was deleted, False when there was none. Conflict = a different object: refuse."""
-    path = f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}"
+def _delete_job(kc: Kubectl, namespace: str, name: str, uid: str | None, *, workload: bool = False) -> bool:
+    """True when a Job (WORKLOAD: a queued workflow step's Kueue Workload) was deleted, False when there was
+    none. Conflict = a different object: refuse."""
+    path = (f"/apis/{contract.KUEUE_WORKLOAD_API}/namespaces/{namespace}/workloads/{name}" if workload
+            else f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")
+    kind = "Workload" if workload else "Job"
     try:
         kc.run(["delete", "--raw", path, "-f", "-"], stdin=_delete_options(uid), namespaced=False)
     except KubectlError as exc:
@@ -222,8 +225,8 @@ def _delete_job(kc: Kubectl, namespace: str, name: str, uid: str | None) -> bool
             return False
         if exc.reason == "Conflict" or "precondition" in exc.message.lower():
             raise GateError(
-                f"Job {namespace}/{name} does not have the UID {uid} the record was pinned to: it is a different "
-                "Job with the same name; it was not deleted"
+                f"{kind} {namespace}/{name} does not have the UID {uid} the record was pinned to: it is a different "
+                f"{kind} with the same name; it was not deleted"
             ) from None
         raise
     return True
@@ -241,6 +244,7 @@ def teardown(
     created: list[str] | None = None,
     selector: str | None = None,
     kinds: str | None = None,
+    workloads: list[tuple[str, str]] | None = None,
 ) -> Teardown:
     """Remove the objects of job `name` in `namespace`; idempotent.
 
@@ -253,10 +257,18 @@ def teardown(
     strict: a failed label delete raises; otherwise what is left is listed into `left` (when even that listing
     fails: `created`, what the caller may have created, else a description of the selector).
     selector, kinds: other labelled objects than a job's (a workflow run's release RBAC), with job="keep".
+    workloads: name and UID of Kueue Workloads to delete, each with its UID as precondition (a queued workflow
+    step's; gone already: nothing to do; another Workload has the name now: left alone, named in `left`).
     """
     done = Teardown([], [])
     if job == "name" and _delete_job(kc, namespace, name, uid):
         done.deleted.append(f"job.batch/{name}")
+    for workload, workload_uid in workloads or []:
+        try:
+            if _delete_job(kc, namespace, workload, workload_uid, workload=True):
+                done.deleted.append(f"{contract.KUEUE_WORKLOAD_RESOURCE}/{workload}")
+        except GateError:
+            done.left.append(f"{contract.KUEUE_WORKLOAD_RESOURCE}/{workload} (another Workload has the name now)")
     if not labelled:
         return done
     selector = selector or contract.job_selector(name)

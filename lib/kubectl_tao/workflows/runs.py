@@ -20,7 +20,7 @@ from kubectl_tao.core.errors import GateError, TaoError
 from kubectl_tao.core.names import secret_name_for
 from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
-from kubectl_tao.workflows.objects import rbac_objects, release_plan, selector, step_objects
+from kubectl_tao.workflows.objects import rbac_objects, release_plan, selector, step_objects, workload_object
 from kubectl_tao.workflows.spec import Workflow
 
 # Workflow and step states (`workflow status`).
@@ -55,31 +55,43 @@ def _made_part(
     script = load_template("workflow-release.py")
     jobs = {step.name: step.job_name for step in steps}
     results = {**(known or {}), **{step.name: step.results or "" for step in steps}}
+    queued = _queued(steps)
     made = []
     for step in steps:
         releases = bool(workflow.successors(step.name))
-        plan = release_plan(workflow, step.name, jobs, results) if releases else None
+        plan = release_plan(workflow, step.name, jobs, results, queued) if releases else None
         inner = step.plan.render
 
         def render(job_name: str, record_id: str, secret: str | None, *, _inner: Any = inner,
                    _name: str = step.name, _plan: Any = plan) -> list[dict[str, Any]]:
             return step_objects(_inner(job_name, record_id, secret), run_id=run_id, step=_name,
                                 held=workflow.step(_name).after is not None, plan=_plan,
-                                release_script=script)
+                                release_script=script, queued=_name in queued)
 
         made.append(step.replaced(plan=step.plan.replaced(render=render)))
     return made
+
+
+def _queued(steps: list[StepPlan]) -> set[str]:
+    """The steps submitted to a Kueue LocalQueue (`queue`): held and released through their Workloads."""
+    return {step.name for step in steps if getattr(step.plan, "queue", None)}
 
 
 def render_run(kc: Kubectl, workflow: Workflow, steps: list[StepPlan], namespace: str, *, run_id: str) -> list[Any]:
     """Every object `run` would create, offline: the release RBAC, then each step's (first step first)."""
     from kubectl_tao.jobs.submit import execute
 
-    objects: list[Any] = rbac_objects(run_id, namespace, workflow, {step.name: step.job_name for step in steps})
+    queued = _queued(steps)
+    objects: list[Any] = rbac_objects(run_id, namespace, workflow, {step.name: step.job_name for step in steps},
+                                      queued)
     for step in _made_part(workflow, steps, run_id):
         outcome = execute(kc, step.plan, namespace=namespace, target_server="", target_context="",
                           dry_run="client", store_factory=lambda: None, name=step.record_id)
         objects.extend(outcome.objects)
+        if step.name in queued:  # `run` makes it from the Job as stored (its UID, the server's defaults)
+            objects.extend(workload_object(run_id, {**job, "metadata": {"namespace": namespace, **job["metadata"]}},
+                                           active=workflow.step(step.name).after is None)
+                           for job in outcome.objects if job.get("kind") == "Job")
     return objects
 
 
@@ -108,7 +120,8 @@ def run(
     store = store_factory()
     prepared = gate_steps(kc, made, namespace=namespace, server=server, store=store)
     on_progress(f"workflow {run_id}: every step's gates passed; creating {len(made)} steps")
-    rbac = rbac_objects(run_id, namespace, workflow, {step.name: step.job_name for step in steps})
+    queued = _queued(steps)
+    rbac = rbac_objects(run_id, namespace, workflow, {step.name: step.job_name for step in steps}, queued)
     created: list[StepPlan] = []
     uids: dict[str, str] = {}
     try:
@@ -131,6 +144,8 @@ def run(
             )
             created.append(step)
             uids[step.job_name] = str(outcome.job_uid)
+        if queued:
+            _create_workloads(kc, workflow, run_id, namespace, [s for s in made if s.name in queued], uids)
         _own_rbac(kc, namespace, uids, rbac)
     except TaoError as exc:
         for ready in prepared.values():
@@ -193,6 +208,24 @@ def gate_steps(kc: Kubectl, steps: list[StepPlan], *, namespace: str, server: st
 
 def _why(exc: BaseException) -> str:
     return exc.message if isinstance(exc, TaoError) else f"interrupted ({type(exc).__name__})"
+
+
+def _create_workloads(
+    kc: Kubectl, workflow: Workflow, run_id: str, namespace: str, steps: list[StepPlan], uids: dict[str, str]
+) -> None:
+    """The Workloads of the queued STEPS (one read of their Jobs as stored, one create): Kueue keeps each such Job
+    suspended until its Workload exists and is admitted; a held step's Workload is created inactive."""
+    from kubectl_tao.k8s import objects
+
+    jobs = read_jobs(kc, namespace, run_id)
+    made = []
+    for step in steps:
+        job = jobs.get(step.job_name)
+        if job is None or str((job.get("metadata") or {}).get("uid")) != uids.get(step.job_name):
+            raise GateError(f"step {step.name}: its Job {namespace}/{step.job_name} was not found as created, so "
+                               "its Kueue Workload could not be made from it")
+        made.append(workload_object(run_id, job, active=workflow.step(step.name).after is None))
+    objects.create(kc, made, namespace)
 
 
 def _own_rbac(kc: Kubectl, namespace: str, uids: dict[str, str], rbac: list[dict[str, Any]]) -> None:
@@ -288,6 +321,27 @@ def _job_state(job: dict[str, Any] | None) -> str | None:
     return RUNNING if (status.get("active") or status.get("ready")) else PENDING
 
 
+def _queue_state(
+    job: dict[str, Any] | None, workloads: dict[str, dict[str, Any]]
+) -> tuple[str | None, str]:
+    """The step's state and Kueue's word on it, for a step whose Job names a Workload (held or released through
+    Kueue): a suspended Job whose Workload is inactive is HELD; one whose Workload is active waits in the queue
+    (PENDING, with Kueue's reason); otherwise the Job's own state."""
+    from kubectl_tao.diagnosis import kueue
+
+    live = _job_state(job)
+    name = ((job or {}).get("metadata") or {}).get("labels", {}).get(contract.KUEUE_PREBUILT_WORKLOAD_LABEL)
+    if live != HELD or not name:
+        return live, ""
+    workload = workloads.get(str(name))
+    seen = kueue.admission(job, {"items": [workload] if workload else []})
+    if seen is None or seen.state == kueue.WORKFLOW_HELD:
+        return HELD, ""
+    if seen.state == kueue.NO_WORKLOAD:
+        return PENDING, f"its Kueue Workload {name} is missing; `kubectl tao workflow cancel` and run it again"
+    return PENDING, seen.line()
+
+
 def _failed_message(job: dict[str, Any] | None) -> str:
     """The Job's Failed condition, as `reason: message` (the record says more once `status` has read it)."""
     for condition in ((job or {}).get("status") or {}).get("conditions") or []:
@@ -296,14 +350,16 @@ def _failed_message(job: dict[str, Any] | None) -> str:
     return ""
 
 
-def _released(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]]) -> set[str]:
+def _released(
+    rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]], workloads: dict[str, dict[str, Any]]
+) -> set[str]:
     """The steps that released a successor: only a step whose command succeeded (and whose gate passed) lets
     the step after it run, so a successor whose Job runs unsuspended, or that completed, says its predecessor
     completed even once the predecessor's Job is gone (its TTL) and its record was never settled."""
     ran: set[str] = set()
     for rec, extra in reversed(rows):  # the steps in run order: a successor comes after its predecessor
         name = str(extra.get("workflow_step"))
-        live = _job_state(jobs.get(str(extra.get("job_name"))))
+        live = _queue_state(jobs.get(str(extra.get("job_name"))), workloads)[0]
         if name in ran or (live is not None and live != HELD) or rec.state == "COMPLETE":
             after = extra.get("workflow_after")
             if isinstance(after, str):
@@ -311,8 +367,12 @@ def _released(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, 
     return ran
 
 
-def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The run's state from its steps' records and the Jobs read now (by Job name): `workflow status -o json`."""
+def judge(
+    rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]],
+    workloads: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The run's state from its steps' records and the Jobs read now (by Job name) and, for a run with a Kueue
+    queue, its steps' Workloads (by name): `workflow status -o json`."""
     from kubectl_tao.progress.model import from_stored, main_kpi, progress_cell
 
     steps, gates = [], {}
@@ -325,12 +385,13 @@ def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]
                     gates[outcome["step"]] = outcome
             except (ValueError, TypeError, KeyError):
                 pass
-    released = _released(rows, jobs)
+    workloads = workloads or {}
+    released = _released(rows, jobs, workloads)
     state, reason = COMPLETE, ""
     for rec, extra in rows:
         name, job = str(extra.get("workflow_step")), jobs.get(str(extra.get("job_name")))
-        live = _job_state(job)
-        row_reason = ""
+        live, queued_reason = _queue_state(job, workloads)
+        row_reason = queued_reason
         not_run = extra.get("workflow_not_run")
         if isinstance(not_run, dict) and live is None:  # closed by an earlier `workflow status` (below)
             step_state, row_reason = NOT_RUN, str(not_run.get("reason") or "")
@@ -348,7 +409,8 @@ def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]
             step_state = NOT_RUN
         gate = gates.get(name)
         if gate is not None and gate.get("passed"):
-            row_reason = f"gate {gate.get('gate')} passed: the value was {gate.get('value'):g}"
+            row_reason = f"gate {gate.get('gate')} passed: the value was {gate.get('value'):g}" + (
+                f"; {queued_reason}" if queued_reason else "")
         if step_state == HELD:
             row_reason = f"held until {extra.get('workflow_after')} succeeds" + (
                 f" and {extra.get('workflow_when')}" if extra.get("workflow_when") else "")
@@ -380,6 +442,19 @@ def judge(rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]
                 row["state"] = NOT_RUN
     name = str(rows[0][1].get("workflow"))
     return {"name": name, "state": state, "reason": reason, "steps": steps}
+
+
+def read_workloads(kc: Kubectl, namespace: str, run_id: str) -> dict[str, dict[str, Any]]:
+    """The Kueue Workloads of a run's queued steps (by name; they carry the run's label)."""
+    from kubectl_tao.diagnosis.kueue import WORKLOADS
+
+    listed = kc.json(["get", WORKLOADS, "-n", namespace, "-l", selector(run_id), "-o", "json"], namespaced=False)
+    return {str(item["metadata"]["name"]): item for item in (listed or {}).get("items") or []}
+
+
+def _queued_jobs(jobs: dict[str, dict[str, Any]]) -> bool:
+    return any(contract.KUEUE_PREBUILT_WORKLOAD_LABEL in ((job.get("metadata") or {}).get("labels") or {})
+               for job in jobs.values())
 
 
 def read_jobs(kc: Kubectl, namespace: str, run_id: str) -> dict[str, dict[str, Any]]:
@@ -417,8 +492,9 @@ def status(kc: Kubectl, store: Any, run_id: str, *, server: str = "") -> dict[st
     rows = step_records(store, run_id)
     namespace = str(rows[0][1].get("namespace"))
     jobs = read_jobs(kc, namespace, run_id)
+    workloads = read_workloads(kc, namespace, run_id) if _queued_jobs(jobs) else {}
     rows = _settle_finished(kc, store, rows, jobs, server)
-    seen = judge(rows, jobs)
+    seen = judge(rows, jobs, workloads)
     records = {rec.id: rec for rec, _extra in rows}
     parents = {str(extra.get("workflow_step")): extra.get("workflow_after") for _rec, extra in rows}
 
@@ -456,6 +532,7 @@ def cancel(kc: Kubectl, store: Any, run_id: str, *, server: str) -> dict[str, An
 
     rows = step_records(store, run_id)
     namespace = str(rows[0][1].get("namespace"))
+    pinned = _workloads_of(kc, namespace, run_id, rows)  # read before their Jobs go (the GC may take them)
     deleted: list[str] = []
     for rec, extra in rows:
         tracked = tracking.load(store, rec.id)
@@ -467,8 +544,28 @@ def cancel(kc: Kubectl, store: Any, run_id: str, *, server: str) -> dict[str, An
         result = canceling.cancel(kc, store, tracked, server=server, wait=False,
                                   message=f"workflow {run_id} canceled by user")
         deleted += result.deleted
+    if pinned:
+        deleted += objects.teardown(kc, namespace, run_id, job="keep", labelled=False, workloads=pinned).deleted
     deleted += _delete_rbac(kc, run_id, namespace)
     return {"name": run_id, "state": CANCELED, "deleted": deleted}
+
+
+def _workloads_of(
+    kc: Kubectl, namespace: str, run_id: str, rows: list[tuple[Any, dict[str, Any]]]
+) -> list[tuple[str, str]]:
+    """Name and UID of each Kueue Workload of the run's queued steps that belongs to a step's pinned Job (its
+    controller owner or Kueue's job-uid label is that Job's UID); none for a run without a queue."""
+    if not any(((extra.get("request") or {}).get("flags") or {}).get("queue") for _rec, extra in rows):
+        return []
+    uids = {str(extra.get("job_uid")) for _rec, extra in rows if extra.get("job_uid")}
+    found = []
+    for name, item in sorted(read_workloads(kc, namespace, run_id).items()):
+        meta = item.get("metadata") or {}
+        owners = {str(ref.get("uid")) for ref in meta.get("ownerReferences") or [] if ref.get("controller")}
+        owner = (meta.get("labels") or {}).get(contract.KUEUE_JOB_UID_LABEL)
+        if uids & (owners | {str(owner)}) and meta.get("uid"):
+            found.append((name, str(meta["uid"])))
+    return found
 
 
 def runs(store: Any) -> list[dict[str, Any]]:

@@ -55,6 +55,29 @@ def test_render_holds_every_step_but_the_first_and_resolves_results(cli: Any, tm
     assert "${train.results}" not in json.dumps(objects)
 
 
+def test_render_with_a_queue_holds_the_steps_through_inactive_kueue_workloads(cli: Any, tmp_path: Path) -> None:
+    objects = rendered(cli, tmp_path, THREE.replace("network-arch: dino}", "network-arch: dino, queue: team}"))
+    jobs = jobs_of(objects)
+    for job in jobs.values():  # every step waits for Kueue's admission of the Workload its label names
+        assert job["spec"]["suspend"] is True
+        assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team"
+        assert job["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] == job["metadata"]["name"]
+    workloads = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Workload"}
+    assert set(workloads) == {job["metadata"]["name"] for job in jobs.values()}
+    active = {step: workloads[job["metadata"]["name"]]["spec"]["active"] for step, job in jobs.items()}
+    assert active == {"train": True, "evaluate": False, "export": False}
+    evaluate = workloads[jobs["evaluate"]["metadata"]["name"]]
+    assert evaluate["apiVersion"] == "kueue.x-k8s.io/v1beta2" and evaluate["spec"]["queueName"] == "team"
+    assert evaluate["spec"]["podSets"][0]["name"] == "main" and evaluate["spec"]["podSets"][0]["count"] == 1
+    assert evaluate["spec"]["podSets"][0]["template"]["spec"] == jobs["evaluate"]["spec"]["template"]["spec"]
+    role = next(o for o in objects if o["kind"] == "Role" and o["metadata"]["name"].endswith("-train"))
+    assert role["rules"][-1] == {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"],
+                                 "resourceNames": [jobs["evaluate"]["metadata"]["name"]], "verbs": ["patch"]}
+    env = {e["name"]: e["value"] for e in jobs["train"]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    plan = json.loads(env["KUBECTL_TAO_WF_PLAN"])
+    assert plan["next"][0]["workload"] == jobs["evaluate"]["metadata"]["name"]
+
+
 def test_render_gives_each_releasing_step_its_own_token_whose_role_reaches_only_the_steps_after_it(
     cli: Any, tmp_path: Path
 ) -> None:
@@ -111,7 +134,7 @@ def test_every_object_carries_the_workflow_label(cli: Any, tmp_path: Path) -> No
         ("gpus: eight", "step 'a': gpus is a string, not a whole number (e.g. 8) (what --gpus takes)"),
         ("gpus: -1", "step 'a': "),
         ("ttl-seconds: -5", "step 'a': "),
-        ("queue: q", "step 'a': queue: Kueue queues are not supported in workflows yet"),
+        ("queue: Team_A", "step 'a': "),
         ("action-request: r.json", "step 'a': action-request: an action request names its own command"),
         ("max-restarts: 2", "step 'a': "),
         ("stall-timeout: soon", "step 'a': "),

@@ -100,6 +100,31 @@ def test_evicted_and_deactivated_workloads() -> None:
     assert adm is not None and (adm.state, adm.status_reason) == ("deactivated", "Deactivated")
 
 
+def test_a_workflow_steps_inactive_workload_is_held_by_its_workflow_not_deactivated_by_kueue() -> None:
+    from kubectl_tao.diagnosis.diagnose import kueue_findings
+
+    workload = copy.deepcopy(fixture_json("kueue-workload-pending.json"))
+    workload["spec"]["active"] = False
+    workload["metadata"].setdefault("labels", {})["kubectl-tao.io/workflow"] = "chain-1a2b3c"
+    adm = kueue.admission(queued_job(), {"items": [workload]})
+    assert adm is not None and adm.state == "workflow-held"
+    assert adm.line().startswith("held by its workflow: Workload ")
+    assert adm.line().endswith("stays inactive until the step before it succeeds and activates it")
+    (finding,) = kueue_findings(adm.to_dict(), None, "tao", "j")
+    assert finding.code == "workflow-held"
+    assert finding.cause == "the job is a workflow step held until the step before it succeeds"
+    # Kueue evicts every inactive Workload, with reason Deactivated: still the workflow's hold.
+    evicted = {"type": "Evicted", "status": "True", "reason": "Deactivated", "message": "The workload is deactivated"}
+    workload["status"]["conditions"].append(evicted)
+    adm = kueue.admission(queued_job(), {"items": [workload]})
+    assert adm is not None and adm.state == "workflow-held"
+    # Kueue's own deactivation names its cause (here its requeuing limit): not a hold.
+    evicted.update(reason="DeactivatedDueToRequeuingLimitExceeded",
+                   message="The workload is deactivated due to exceeding the maximum number of re-queuing retries")
+    adm = kueue.admission(queued_job(), {"items": [workload]})
+    assert adm is not None and adm.state == "deactivated"
+
+
 def test_a_job_without_a_queue_has_no_admission() -> None:
     job = queued_job()
     del job["metadata"]["labels"][kueue.QUEUE_LABEL]

@@ -67,6 +67,68 @@ def test_a_failed_step_ends_the_run_and_the_removed_steps_did_not_run() -> None:
     assert [s["state"] for s in seen["steps"]] == ["ERROR", "NOT_RUN", "NOT_RUN"]
 
 
+def queued(item: dict[str, Any]) -> dict[str, Any]:
+    """JOB as a queued step's: Kueue's queue label and the label naming its prebuilt Workload (named as the Job)."""
+    name = item["metadata"]["name"]
+    item["metadata"]["uid"] = f"uid-{name}"
+    item["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team", "kueue.x-k8s.io/prebuilt-workload-name": name}
+    return item
+
+
+def workload(name: str, *, active: bool, conditions: list[dict[str, str]] | None = None,
+             cluster_queue: str | None = None) -> dict[str, Any]:
+    if conditions is None and not active:  # Kueue evicts every inactive Workload (workload_controller.go)
+        conditions = [{"type": "Evicted", "status": "True", "reason": "Deactivated",
+                       "message": "The workload is deactivated"}]
+    status: dict[str, Any] = {"conditions": conditions or []}
+    if cluster_queue:
+        status["admission"] = {"clusterQueue": cluster_queue}
+    return {"metadata": {"name": name, "labels": {"kueue.x-k8s.io/job-uid": f"uid-{name}",
+                                                  "kubectl-tao.io/workflow": "wf-1"}},
+            "spec": {"active": active, "queueName": "team"}, "status": status}
+
+
+def test_a_queued_step_is_held_while_its_workload_is_inactive_and_waits_in_the_queue_once_released() -> None:
+    jobs = {"j-train": queued(job("j-train", active=1)), "j-evaluate": queued(job("j-evaluate", suspend=True)),
+            "j-export": queued(job("j-export", suspend=True))}
+    workloads = {"j-evaluate": workload("j-evaluate", active=False), "j-export": workload("j-export", active=False)}
+    seen = judge(ROWS, jobs, workloads)
+    assert [s["state"] for s in seen["steps"]] == ["RUNNING", "HELD", "HELD"] and seen["state"] == "RUNNING"
+    assert seen["steps"][1]["reason"] == "held until train succeeds and train.val_mAP >= 0.5"
+
+    jobs["j-train"] = queued(job("j-train", condition="Complete"))
+    pending = [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
+                "message": "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu"}]
+    workloads["j-evaluate"] = workload("j-evaluate", active=True, conditions=pending)
+    seen = judge(ROWS, jobs, workloads)
+    assert [s["state"] for s in seen["steps"]] == ["COMPLETE", "PENDING", "HELD"] and seen["state"] == "RUNNING"
+    assert seen["steps"][1]["reason"] == ("waiting for admission (Kueue LocalQueue team): couldn't assign flavors "
+                                          "to pod set main: insufficient quota for nvidia.com/gpu")
+
+    admitted = [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": ""},
+                {"type": "Admitted", "status": "True", "reason": "Admitted", "message": ""}]
+    workloads["j-evaluate"] = workload("j-evaluate", active=True, conditions=admitted, cluster_queue="cq")
+    seen = judge(ROWS, jobs, workloads)
+    assert seen["steps"][1]["state"] == "PENDING"
+    assert seen["steps"][1]["reason"] == ("admitted by Kueue (Kueue LocalQueue team, ClusterQueue cq); the Job is "
+                                          "being started")
+
+
+def test_a_released_queued_step_makes_its_gone_predecessor_complete_but_a_held_one_does_not() -> None:
+    jobs = {"j-evaluate": queued(job("j-evaluate", suspend=True)), "j-export": queued(job("j-export", suspend=True))}
+    held = {"j-evaluate": workload("j-evaluate", active=False), "j-export": workload("j-export", active=False)}
+    assert [s["state"] for s in judge(ROWS, jobs, held)["steps"]] == ["NOT_RUN", "HELD", "HELD"]
+    released = {**held, "j-evaluate": workload("j-evaluate", active=True)}
+    assert [s["state"] for s in judge(ROWS, jobs, released)["steps"]] == ["COMPLETE", "PENDING", "HELD"]
+
+
+def test_a_queued_step_whose_workload_is_missing_says_so() -> None:
+    jobs = {"j-train": queued(job("j-train", suspend=True))}
+    seen = judge(ROWS[:1], jobs, {})
+    assert seen["steps"][0]["state"] == "PENDING"
+    assert seen["steps"][0]["reason"].startswith("its Kueue Workload j-train is missing")
+
+
 def test_a_canceled_run_is_canceled() -> None:
     rows = [row(s, i, state="CANCELED") for i, s in enumerate(("train", "evaluate", "export"))]
     assert judge(rows, {})["state"] == "CANCELED"
