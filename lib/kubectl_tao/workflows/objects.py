@@ -55,12 +55,17 @@ def wrap_command(command: str) -> str:
     TERM and INT forwarded to it (sh is the container's PID 1 and has no default action for them: without the
     forwarding an eviction or a cancel would SIGKILL the command after the grace period, never TERMed); the
     wrapper waits for it, again whenever a forwarded signal cut the wait short, then runs the release with its
-    exit status. The container ends with the release's status (the command's, or 1 if the release failed)."""
+    exit status. The container ends with the release's status (the command's, or 1 if the release failed).
+    The traps are set before the command starts (a subshell resets them to the default), so a signal that comes
+    at once is not lost: it is kept and sent to the command as soon as it runs."""
     child, signal = f'"${CHILD_VAR}"', SIGNAL_VAR
+    forward = f'[ -z "${{{CHILD_VAR}:-}}" ] || kill -SIG {child} 2>/dev/null'
     return (
+        f"{CHILD_VAR}=\n{signal}=\n"
+        f"trap '{signal}=TERM; {forward.replace('SIG', 'TERM')}' TERM\n"
+        f"trap '{signal}=INT; {forward.replace('SIG', 'INT')}' INT\n"
         f"(\n{command}\n) &\n{CHILD_VAR}=$!\n"
-        f"trap '{signal}=TERM; kill -TERM {child} 2>/dev/null' TERM\n"
-        f"trap '{signal}=INT; kill -INT {child} 2>/dev/null' INT\n"
+        f'[ -z "${signal}" ] || kill -"${signal}" {child} 2>/dev/null\n'
         "while :; do\n"
         f"  {signal}=\n"
         f"  wait {child}\n"
