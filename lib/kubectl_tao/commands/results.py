@@ -82,7 +82,7 @@ def show(
     """List a job's results directory: sizes, times, checkpoints by epoch, the latest marked, status.json."""
     from kubectl_tao.cli.output import check_format, emit, emit_data, table
     from kubectl_tao.commands.common import check_seconds
-    from kubectl_tao.volumes import results, resultsview, volume_helper, volumecopy
+    from kubectl_tao.volumes import results, resultsview, volume_helper
 
     fmt = check_format(output, RESULTS_FORMATS)
     check_seconds(timeout=timeout)
@@ -92,19 +92,27 @@ def show(
     statuses = _statuses(listing.statuses)
     if emit_data(fmt, {
         "job": source.record_id, "pvc": source.pvc, "results_dir": source.results_dir,
-        "files": [e.as_dict() for e in listing.entries], "status": statuses,
+        "files": [e.as_dict() for e in listing.entries], "dirs": [d.as_dict() for d in listing.folders],
+        "status": statuses,
     }):
         return 0
     emit(f"job {source.record_id}: {source.results_dir} on pvc/{source.pvc}\n")
-    rows = [
-        (_tree_name(e.path), "-" if e.size is None else volumecopy.human_bytes(e.size), _when(e.mtime),
-         resultsview.note(e))
-        for e in listing.entries
-    ]
+    rows = [_row(item) for item in resultsview.tree(listing.entries, listing.folders)]
     emit(table(rows, ["PATH", "SIZE", "MODIFIED", "NOTE"]) if rows else "(empty)\n")
     for path, summary in statuses.items():
         emit(f"{path}: {summary['line']}\n")
     return 0
+
+
+def _row(item: Any) -> tuple[str, str, str, str]:
+    """A table row of the tree: a directory is `name/` with the total size and number of files under it."""
+    from kubectl_tao.volumes import resultsview, volumecopy
+
+    if isinstance(item, resultsview.Folder):
+        return (_tree_name(item.path) + "/", volumecopy.human_bytes(item.size), _when(item.mtime),
+                f"{item.files} file(s)")
+    size = "-" if item.size is None else volumecopy.human_bytes(item.size)
+    return (_tree_name(item.path), size, _when(item.mtime), resultsview.note(item))
 
 
 def _tree_name(path: str) -> str:

@@ -89,6 +89,7 @@ class Listing(Value):
     source: ResultsSource
     entries: list[resultsview.Entry]
     statuses: dict[str, str]
+    folders: list[resultsview.Folder]
 
 
 def _list(pod: volume_helper.HelperPod, source: ResultsSource) -> Listing:
@@ -100,8 +101,9 @@ def _list(pod: volume_helper.HelperPod, source: ResultsSource) -> Listing:
         )
     if listed.returncode != 0:
         raise TaoError(f"listing {source.results_dir} failed: {_said(listed.stderr)}")
-    entries, statuses = resultsview.parse_results_listing(listed.stdout)
-    return Listing(source, resultsview.arrange(entries), statuses)
+    listed_folders: list[str] = []
+    entries, statuses = resultsview.parse_results_listing(listed.stdout, listed_folders)
+    return Listing(source, resultsview.arrange(entries), statuses, resultsview.folders_of(entries, listed_folders))
 
 
 def list_results(kc: Kubectl, source: ResultsSource, *, image: str, timeout: float) -> Listing:

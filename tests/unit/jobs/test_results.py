@@ -271,3 +271,58 @@ def test_a_pull_sends_the_file_names_on_stdin_never_on_the_command_line(
     assert hashing[0] == tarring[0] == [str(run)]  # the directory alone on the command line
     assert sorted(hashing[1].decode().splitlines()) == sorted(f"./{name}" for name in names)
     assert sorted(tarring[1].decode().splitlines()) == sorted(f"./{n}" for n in names if n != "train/status.json")
+
+
+def test_directories_are_listed_with_the_total_size_and_count_of_the_files_under_them() -> None:
+    folders: list[str] = []
+    listing = LISTING + "D 1796583100 ./train\nD 1796583200 ./empty\n"
+    entries, _ = resultsview.parse_results_listing(listing, folders)
+    assert folders == ["train 1796583100", "empty 1796583200"]
+    found = {f.path: f for f in resultsview.folders_of(entries, folders)}
+    # the regular files under train/ (links count nothing); an empty directory is listed too
+    assert found["train"] == resultsview.Folder("train", 10 + 11 + 12 + 5, 1796583100, 4)
+    assert found["empty"] == resultsview.Folder("empty", 0, 1796583200, 0)
+
+
+def test_a_directory_nobody_listed_gets_the_newest_time_under_it() -> None:
+    # an S3 prefix has no directories: they are made from the files' names
+    entries = [Entry("a/b/x.txt", 3, 100), Entry("a/y.txt", 4, 300), Entry("z.txt", 1, 50)]
+    assert resultsview.folders_of(entries) == [resultsview.Folder("a", 7, 300, 2),
+                                               resultsview.Folder("a/b", 3, 100, 1)]
+
+
+def test_the_tree_puts_each_directory_before_its_contents_after_its_parents_files() -> None:
+    folders: list[str] = []
+    entries, _ = resultsview.parse_results_listing(
+        LISTING + "F 1 1 ./train/eval/kpi.json\nF 2 2 ./zz.txt\nD 5 ./train\nD 6 ./train/eval\n", folders)
+    arranged = resultsview.arrange(entries)
+    shown = [(e.path, isinstance(e, resultsview.Folder))
+             for e in resultsview.tree(arranged, resultsview.folders_of(arranged, folders))]
+    assert shown == [
+        ("a name with spaces.txt", False), ("zz.txt", False), ("train", True),
+        ("train/dino_model_latest.pth", False), ("train/escape", False), ("train/experiment.yaml", False),
+        ("train/up", False), ("train/dino_model_epoch_1.pth", False), ("train/dino_model_epoch_2.pth", False),
+        ("train/dino_model_epoch_10.pth", False), ("train/eval", True), ("train/eval/kpi.json", False),
+    ]
+
+
+def test_results_lists_the_tree_through_the_helpers_own_script(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from support.shell_pod import ShellPod
+
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl
+
+    _tensorboard_pod(fake_kubectl)
+    pod = ShellPod()
+    monkeypatch.setattr(Kubectl, "pipe", lambda _kc, args, **kwargs: pod.pipe(args, **kwargs))
+    run = tmp_path / "results" / "j"
+    (run / "train" / "eval").mkdir(parents=True)
+    (run / "empty").mkdir()
+    (run / "train" / "model_epoch_1.pth").write_bytes(b"x" * 1000)
+    (run / "train" / "eval" / "kpi.json").write_bytes(b"y" * 24)
+    source = results.ResultsSource("j", "ns", "tao-data", str(tmp_path), str(run), {}, [])
+    listing = results.list_results(Kubectl(ClusterOptions()), source, image="busybox:1.37.0", timeout=5)
+    folders = {f.path: (f.size, f.files) for f in listing.folders}
+    assert folders == {"empty": (0, 0), "train": (1024, 2), "train/eval": (24, 1)}
+    assert all(f.mtime is not None and f.mtime > 0 for f in listing.folders)
