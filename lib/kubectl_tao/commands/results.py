@@ -19,8 +19,10 @@ its Job is gone. `results JOB` shows every file with its size and time, checkpoi
 *_latest.pth stands for marked, and the status.json summary. `results pull` copies files into --dest (default
 ./<job id>/): one tar stream over kubectl exec, a file already there with the same size and SHA-256 skipped, each
 one verified before it gets its final name; links are not copied (--latest takes the file a *_latest.pth names).
-Exit codes: 0 ok, 1 the helper pod or the copy failed, 2 bad input (a record without a volume, storage tier C, a
-PATH escaping the directory), 3 cluster unreachable."""
+A storage tier C job's results are read from its S3 prefix in the same pod, by a second container in the job's S3
+client image with the job's credential Secret as its environment (never printed).
+Exit codes: 0 ok, 1 the helper pod or the copy failed, 2 bad input (a record without a volume, a tier C job whose
+credential Secret is gone, a PATH escaping the directory), 3 cluster unreachable."""
 
 EPILOG = f"""\b
 Examples:
@@ -91,12 +93,12 @@ def show(
     listing = results.list_results(session().kubectl(), source, image=image, timeout=timeout)
     statuses = _statuses(listing.statuses)
     if emit_data(fmt, {
-        "job": source.record_id, "pvc": source.pvc, "results_dir": source.results_dir,
+        "job": source.record_id, "pvc": source.pvc or None, "results_dir": source.shown,
         "files": [e.as_dict() for e in listing.entries], "dirs": [d.as_dict() for d in listing.folders],
         "status": statuses,
     }):
         return 0
-    emit(f"job {source.record_id}: {source.results_dir} on pvc/{source.pvc}\n")
+    emit(f"job {source.record_id}: {source.where}\n")
     rows = [_row(item) for item in resultsview.tree(listing.entries, listing.folders)]
     emit(table(rows, ["PATH", "SIZE", "MODIFIED", "NOTE"]) if rows else "(empty)\n")
     for path, summary in statuses.items():

@@ -29,9 +29,51 @@ def results_listing_script() -> str:
         "find . -mindepth 1 -type d -exec stat -c 'D %Y %n' {} + && "
         "find . -type l -exec sh -c 'for f do printf \"L %s %s\\nT %s\\n\" \"$(stat -c %Y \"$f\")\" \"$f\" "
         "\"$(readlink \"$f\")\"; done' sh {} + && "
-        f"for s in ./status.json ./*/status.json; do if [ -f \"$s\" ]; then printf '@@status %s\\n' \"$s\"; "
-        f"tail -c {STATUS_TAIL_BYTES} \"$s\"; printf '\\n@@end\\n'; fi; done"
+        + _STATUS_TAILS
     )
+
+
+# The tail of each status.json at the top of the current directory and one level down, between `@@status` and
+# `@@end` lines.
+_STATUS_TAILS = (
+    f"for s in ./status.json ./*/status.json; do if [ -f \"$s\" ]; then printf '@@status %s\\n' \"$s\"; "
+    f"tail -c {STATUS_TAIL_BYTES} \"$s\"; printf '\\n@@end\\n'; fi; done"
+)
+
+
+def status_tails_script() -> str:
+    """The helper's `@@status` part of the listing alone, over directory $1 (exit 3 when it does not exist)."""
+    return 'cd -- "$1" 2>/dev/null || exit 3; ' + _STATUS_TAILS
+
+
+def status_paths(entries: list[Entry]) -> list[str]:
+    """The status.json files `results` reads: at the top and one level down."""
+    return sorted(e.path for e in entries if e.link is None and (
+        e.path == "status.json" or (e.path.count("/") == 1 and e.path.endswith("/status.json"))))
+
+
+def parse_s3_listing(text: str, prefix: str) -> list[Entry]:
+    """The objects under PREFIX as entries, from `aws s3api list-objects-v2 --output json` (AWS CLI v1 or v2;
+    the CLI joins the pages). A key ending in `/` (a console's folder marker) and the prefix itself are left out;
+    S3 has no links. `LastModified` is ISO 8601 (`...T12:00:00+00:00` or `...T12:00:00.000Z`)."""
+    import json
+    from datetime import datetime
+
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the S3 listing is not JSON: {exc.msg}") from None
+    entries = []
+    for item in (data or {}).get("Contents") or []:
+        key = str(item.get("Key") or "")
+        if not key.startswith(prefix) or key.endswith("/") or key == prefix:
+            continue
+        try:
+            mtime: int | None = int(datetime.fromisoformat(str(item.get("LastModified"))).timestamp())
+        except ValueError:
+            mtime = None
+        entries.append(Entry(key[len(prefix):], int(item.get("Size") or 0), mtime))
+    return entries
 
 
 @record(frozen=True)

@@ -102,7 +102,7 @@ def test_the_source_is_the_records_claim_mount_and_placement() -> None:
 @pytest.mark.parametrize(
     ("tracked", "said"),
     [
-        (_Tracked("s3://bucket/out", {"pvc": None}), "its results are in S3 (s3://bucket/out, storage tier C)"),
+        (_Tracked("s3://bucket/out", None), "its record does not say where and how its S3 results (s3://bucket/out)"),
         (_Tracked("/workspace/r", None), "its record names no volume"),
         (_Tracked("/data/r", {"pvc": "tao-data", "mount_path": "/workspace"}), "is not on its volume (/workspace)"),
     ],
