@@ -220,6 +220,11 @@ def _wait_both(pod: volume_helper.HelperPod, source: ResultsSource, timeout: flo
         if len(statuses) >= 2 and all((c.get("state") or {}).get("running") is not None for c in statuses):
             return
         problem = volume_helper.start_problem(seen, [])
+        ended = [c for c in statuses if (c.get("state") or {}).get("terminated")]
+        if problem is None and ended:  # one container ended while the other runs (no `sleep` in its image?)
+            gone = ended[0]["state"]["terminated"]
+            said = " ".join(str(x) for x in (gone.get("reason"), gone.get("message")) if x) or "no reason given"
+            problem = f"its {ended[0].get('name') or 'container'} container ended: {' '.join(said.split())[:300]}"
         if problem is None and time.monotonic() >= deadline:
             problem = f"it did not start within {timeout:g}s"
         if problem is not None:

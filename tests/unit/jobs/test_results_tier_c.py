@@ -215,3 +215,17 @@ def test_tensorboard_of_a_tier_c_job_is_refused_with_exit_2(fake_kubectl: Any) -
         results.tensorboard(Kubectl(ClusterOptions()), _source(), image="img:1", port=6006, timeout=5,
                             on_ready=lambda _u: None, on_output=lambda _d: None)
     assert got.value.exit_code == 2
+
+
+def test_an_s3_container_that_ends_while_the_helper_runs_is_named(fake_kubectl: Any) -> None:
+    fake_kubectl.on("get", "secret", stdout="secret/tao-creds-job-1\n")
+    fake_kubectl.on("create", stdout=f"Pod tao-volume-x {UID}\n")
+    fake_kubectl.on("get", "pod", data={"status": {"phase": "Running", "containerStatuses": [
+        {"name": "helper", "state": {"running": {}}},
+        {"name": "s3", "state": {"terminated": {"reason": "StartError", "message":
+                                                'exec: "sleep": executable file not found in $PATH'}}}]}})
+    fake_kubectl.on("get", "events", data={"items": []})
+    fake_kubectl.on("delete", "--raw")
+    with pytest.raises(TaoError, match=r"could not start: its s3 container ended: StartError exec: \"sleep\""):
+        results.list_results(Kubectl(ClusterOptions()), _source(), image="busybox:1.37.0", timeout=5)
+    assert [c.argv[:2] for c in fake_kubectl.calls if c.argv[0] == "delete"] == [["delete", "--raw"]]
