@@ -518,17 +518,48 @@ def tensorboard(
     with volume_helper.helper_pod(kc, tensorboard_manifest(source, image), timeout=timeout,
                                   image_flag="--image") as pod:
         _wait_listening(pod, timeout)
-        on_ready(f"http://127.0.0.1:{port}/")
         ended = kc.pipe(
             ["port-forward", "--address", "127.0.0.1", "-n", pod.namespace, f"pod/{pod.name}",
              f"{port}:{TENSORBOARD_PORT}"],
-            sink=on_output, namespaced=False, check=False,
+            sink=_when_forwarding(port, lambda: on_ready(f"http://127.0.0.1:{port}/"), on_output), namespaced=False,
+            check=False,
         )
         raise TaoError(f"the port-forward to {pod.name} ended: {_said(ended.stderr)}; run again (another --port?)")
 
 
-# Connects to TensorBoard's port on the pod's loopback (argv[1]); exits non-zero while nothing listens there.
-_LISTENING_PY = 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 2).close()'
+def _when_forwarding(
+    port: int, ready: Callable[[], None], on_output: Callable[[bytes], None]
+) -> Callable[[bytes], None]:
+    """A sink for kubectl port-forward's stdout that hands it on and calls READY once, at its line
+    `Forwarding from 127.0.0.1:PORT -> 6006` (client-go's portforward writes it once the local port listens), so
+    the URL is printed only when a browser can connect."""
+    seen = bytearray()
+    said = f"Forwarding from 127.0.0.1:{port} -> ".encode()
+    done = False
+
+    def sink(data: bytes) -> None:
+        nonlocal done
+        on_output(data)
+        if not done:
+            seen.extend(data)
+            if said in seen:
+                done = True
+                ready()
+            else:
+                del seen[:max(0, len(seen) - len(said))]
+
+    return sink
+
+
+# Connects to TensorBoard's port on the pod's loopback (argv[1]); exits 1 while nothing listens there, silently:
+# python's "Connection refused" on kubectl's stderr would read as an unreachable cluster.
+_LISTENING_PY = (
+    "import socket, sys\n"
+    "try:\n"
+    "    socket.create_connection(('127.0.0.1', int(sys.argv[1])), 2).close()\n"
+    "except OSError:\n"
+    "    sys.exit(1)\n"
+)
 # The image's python (TensorBoard is a Python program) runs it; 127 when it has none.
 _LISTENING_SCRIPT = (
     'for py in python3 python; do if command -v "$py" >/dev/null 2>&1; then exec "$py" -c "$1" "$2"; fi; done; '

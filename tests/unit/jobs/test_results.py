@@ -150,10 +150,13 @@ def test_tensorboard_forwards_on_127_0_0_1_and_removes_its_pod_on_ctrl_c(
     fake_kubectl.on("delete", "--raw")
     forwarded: list[list[str]] = []
 
-    def pipe(self: Kubectl, args: list[str], **_: Any) -> Completed:
+    def pipe(self: Kubectl, args: list[str], *, sink: Any = None, **_: Any) -> Completed:
         if args[0] == "exec":
             return Completed("", "", 0)  # TensorBoard listens
         forwarded.append(args)
+        assert urls == []  # not before kubectl listens on the local port
+        sink(b"Forwarding from 127.0.0.1:160")  # client-go's line, in two pieces
+        sink(b"06 -> 6006\n")
         raise KeyboardInterrupt
 
     monkeypatch.setattr(Kubectl, "pipe", pipe)
@@ -189,12 +192,13 @@ def test_tensorboard_prints_the_url_only_once_the_port_answers_inside_the_pod(
     seen: list[str] = []
     probes = iter([1, 1, 0])  # refused twice (TensorBoard still loading), then it listens
 
-    def pipe(self: Kubectl, args: list[str], **_: Any) -> Completed:
+    def pipe(self: Kubectl, args: list[str], *, sink: Any = None, **_: Any) -> Completed:
         if args[0] == "exec":
             seen.append("probe")
             assert args[-2:] == [results._LISTENING_PY, "6006"]
-            return Completed("", "ConnectionRefusedError: [Errno 111] Connection refused\n", next(probes))
+            return Completed("", "command terminated with exit code 1\n", next(probes))
         seen.append("port-forward")
+        sink(b"Forwarding from 127.0.0.1:16006 -> 6006\n")
         raise KeyboardInterrupt
 
     monkeypatch.setattr(Kubectl, "pipe", pipe)
@@ -202,7 +206,27 @@ def test_tensorboard_prints_the_url_only_once_the_port_answers_inside_the_pod(
     with pytest.raises(KeyboardInterrupt):
         results.tensorboard(Kubectl(ClusterOptions()), source, image="img:1", port=16006, timeout=30,
                             on_ready=lambda url: seen.append(url), on_output=lambda _data: None)
-    assert seen == ["probe", "probe", "probe", "http://127.0.0.1:16006/", "port-forward"]
+    assert seen == ["probe", "probe", "probe", "port-forward", "http://127.0.0.1:16006/"]
+
+
+def test_no_url_is_printed_when_the_port_forward_never_listens(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_tao.core.errors import TaoError
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl
+
+    _tensorboard_pod(fake_kubectl)
+    said = "Unable to listen on port 16006: Listeners failed to create with the following errors: [unable to create " \
+           "listener: Error listen tcp4 127.0.0.1:16006: bind: address already in use]\nerror: unable to listen on " \
+           "any of the requested ports: [{16006 6006}]\n"
+    monkeypatch.setattr(Kubectl, "pipe", lambda self, args, **_: Completed("", "", 0) if args[0] == "exec"
+                        else Completed("", said, 1))
+    urls: list[str] = []
+    source = results.ResultsSource("j", "ns", "tao-data", "/workspace", "/workspace/results/j", {}, [])
+    with pytest.raises(TaoError, match=r"the port-forward to tao-volume-\w+ ended: error: unable to listen on any"):
+        results.tensorboard(Kubectl(ClusterOptions()), source, image="img:1", port=16006, timeout=30,
+                            on_ready=urls.append, on_output=lambda _data: None)
+    assert urls == []
 
 
 def test_tensorboard_that_stops_before_it_listens_fails_in_one_line_naming_image(
@@ -326,3 +350,24 @@ def test_results_lists_the_tree_through_the_helpers_own_script(
     folders = {f.path: (f.size, f.files) for f in listing.folders}
     assert folders == {"empty": (0, 0), "train": (1024, 2), "train/eval": (24, 1)}
     assert all(f.mtime is not None and f.mtime > 0 for f in listing.folders)
+
+
+def test_the_listening_probe_is_silent_so_kubectl_never_reads_as_unreachable() -> None:
+    # Run here as in the pod: exit 1 and nothing on stderr while the port is closed (python's "Connection refused"
+    # there would make kubectl's answer read as an unreachable cluster), exit 0 once something listens.
+    import socket
+    import subprocess
+
+    from kubectl_tao.k8s.kubectl import classify_stderr
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+        closed = subprocess.run(["sh", "-c", results._LISTENING_SCRIPT, "sh", results._LISTENING_PY, port],
+                                capture_output=True, text=True, check=False)
+        sock.listen()
+        listening = subprocess.run(["sh", "-c", results._LISTENING_SCRIPT, "sh", results._LISTENING_PY, port],
+                                   capture_output=True, text=True, check=False)
+    assert (closed.returncode, closed.stderr) == (1, "")
+    assert classify_stderr(closed.stderr + "command terminated with exit code 1\n") != "Unreachable"
+    assert listening.returncode == 0
