@@ -15,8 +15,9 @@ PULL_FORMATS = ("text", "json", "yaml")
 
 ABOUT = """Reads the job's results directory on its volume through a short-lived helper pod that mounts the claim
 read-only (docs/data.md), with the claim, mount path and placement the record kept: while the job runs and after
-its Job is gone. `results JOB` shows every file with its size and time, checkpoints in epoch order, the file each
-*_latest.pth stands for marked, and the status.json summary. `results pull` copies files into --dest (default
+its Job is gone. `results JOB` shows the tree: each directory with the total size of the files under it, every
+file with its size and time, checkpoints in epoch order, the file each *_latest.pth stands for marked, and the
+status.json summary. `results pull` copies files into --dest (default
 ./<job id>/): one tar stream over kubectl exec, a file already there with the same size and SHA-256 skipped, each
 one verified before it gets its final name; links are not copied (--latest takes the file a *_latest.pth names).
 A storage tier C job's results are read from its S3 prefix in the same pod, by a second container in the job's S3
