@@ -210,8 +210,12 @@ def test_results_are_listed_and_pulled_from_the_record_after_the_job_is_gone(
     assert files["train/dino_model_epoch_1.pth"]["size"] == 200000
     assert files["train/escape"]["link_out"] is True
     assert data["status"]["train/status.json"]["kpi"] == {"loss": 0.25}
+    (train,) = data["dirs"]  # its total: the regular files under it, links counting nothing
+    assert (train["path"], train["files"]) == ("train", 4)
+    assert train["size"] == sum(f["size"] for f in data["files"] if f["link"] is None)
     table = t("results", record_id, timeout=240)
     assert table.returncode == 0, table.stderr
+    assert any(line.split()[:1] == ["train/"] and "4 file(s)" in line for line in table.stdout.splitlines())
     assert "epoch 10, latest" in table.stdout and "outside the results directory: not followed" in table.stdout
 
     dest = tmp_path / "out"

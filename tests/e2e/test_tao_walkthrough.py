@@ -7,7 +7,7 @@ that no longer matches the page fails the test, so the page and its test cannot 
 file layout the page assumes) is not run: the test writes specs/ and data/ itself. A ```sh long-running block
 (`results tensorboard`, which stays until Ctrl-C) runs in a subshell whose exit code is kept; the real nodes'
 torch image has no TensorBoard, so here it ends by itself with its documented failure line (exit 1) and leaves no
-pod, which the test asserts. Its success path (the URL answering) is not run here: no local image has TensorBoard.
+pod, which the test asserts. Its success path (the URL answering) runs in test_real_tensorboard.py with a stand-in.
 
 Skipped when the cluster has no real nodes (KUBECTL_TAO_REAL_NODES=0).
 """

@@ -15,12 +15,15 @@ PULL_FORMATS = ("text", "json", "yaml")
 
 ABOUT = """Reads the job's results directory on its volume through a short-lived helper pod that mounts the claim
 read-only (docs/data.md), with the claim, mount path and placement the record kept: while the job runs and after
-its Job is gone. `results JOB` shows every file with its size and time, checkpoints in epoch order, the file each
-*_latest.pth stands for marked, and the status.json summary. `results pull` copies files into --dest (default
+its Job is gone. `results JOB` shows the tree: each directory with the total size of the files under it, every
+file with its size and time, checkpoints in epoch order, the file each *_latest.pth stands for marked, and the
+status.json summary. `results pull` copies files into --dest (default
 ./<job id>/): one tar stream over kubectl exec, a file already there with the same size and SHA-256 skipped, each
 one verified before it gets its final name; links are not copied (--latest takes the file a *_latest.pth names).
-Exit codes: 0 ok, 1 the helper pod or the copy failed, 2 bad input (a record without a volume, storage tier C, a
-PATH escaping the directory), 3 cluster unreachable."""
+A storage tier C job's results are read from its S3 prefix in the same pod, by a second container in the job's S3
+client image with the job's credential Secret as its environment (never printed).
+Exit codes: 0 ok, 1 the helper pod or the copy failed, 2 bad input (a record without a volume, a tier C job whose
+credential Secret is gone, a PATH escaping the directory), 3 cluster unreachable."""
 
 EPILOG = f"""\b
 Examples:
@@ -82,7 +85,7 @@ def show(
     """List a job's results directory: sizes, times, checkpoints by epoch, the latest marked, status.json."""
     from kubectl_tao.cli.output import check_format, emit, emit_data, table
     from kubectl_tao.commands.common import check_seconds
-    from kubectl_tao.volumes import results, resultsview, volume_helper, volumecopy
+    from kubectl_tao.volumes import results, resultsview, volume_helper
 
     fmt = check_format(output, RESULTS_FORMATS)
     check_seconds(timeout=timeout)
@@ -91,20 +94,28 @@ def show(
     listing = results.list_results(session().kubectl(), source, image=image, timeout=timeout)
     statuses = _statuses(listing.statuses)
     if emit_data(fmt, {
-        "job": source.record_id, "pvc": source.pvc, "results_dir": source.results_dir,
-        "files": [e.as_dict() for e in listing.entries], "status": statuses,
+        "job": source.record_id, "pvc": source.pvc or None, "results_dir": source.shown,
+        "files": [e.as_dict() for e in listing.entries], "dirs": [d.as_dict() for d in listing.folders],
+        "status": statuses,
     }):
         return 0
-    emit(f"job {source.record_id}: {source.results_dir} on pvc/{source.pvc}\n")
-    rows = [
-        (_tree_name(e.path), "-" if e.size is None else volumecopy.human_bytes(e.size), _when(e.mtime),
-         resultsview.note(e))
-        for e in listing.entries
-    ]
+    emit(f"job {source.record_id}: {source.where}\n")
+    rows = [_row(item) for item in resultsview.tree(listing.entries, listing.folders)]
     emit(table(rows, ["PATH", "SIZE", "MODIFIED", "NOTE"]) if rows else "(empty)\n")
     for path, summary in statuses.items():
         emit(f"{path}: {summary['line']}\n")
     return 0
+
+
+def _row(item: Any) -> tuple[str, str, str, str]:
+    """A table row of the tree: a directory is `name/` with the total size and number of files under it."""
+    from kubectl_tao.volumes import resultsview, volumecopy
+
+    if isinstance(item, resultsview.Folder):
+        return (_tree_name(item.path) + "/", volumecopy.human_bytes(item.size), _when(item.mtime),
+                f"{item.files} file(s)")
+    size = "-" if item.size is None else volumecopy.human_bytes(item.size)
+    return (_tree_name(item.path), size, _when(item.mtime), resultsview.note(item))
 
 
 def _tree_name(path: str) -> str:

@@ -40,22 +40,54 @@ class ResultsSource(Value):
     results_dir: str
     node_selector: dict[str, str]
     tolerations: list[dict[str, Any]]
+    s3: str | None = None  # storage tier C: the job's S3 prefix (`results_dir` is then the pod's local copy)
+    secret: str | None = None  # tier C: the job's credential Secret (its name; the values never leave the pod)
+    tools_image: str | None = None  # tier C: the job's S3 client image (--s3-tools-image)
+
+    @property
+    def shown(self) -> str:
+        """Where the results are, as the user knows it: the S3 prefix, else the directory on the claim."""
+        return self.s3 or self.results_dir
+
+    @property
+    def where(self) -> str:
+        return f"{self.s3} (storage tier C)" if self.s3 else f"{self.results_dir} on pvc/{self.pvc}"
+
+
+# Tier C: the helper pod's two containers share an emptyDir at S3_DIR: the S3 container (the job's S3 client
+# image, the job's credential Secret as its environment) downloads into it; the helper container (busybox) reads it
+# (read-only) with the scripts of the claim path.
+S3_CONTAINER = "s3"
+S3_DIR = "/kubectl-tao-s3"
+S3_PULL_DIR = f"{S3_DIR}/pull"
+S3_STATUS_DIR = f"{S3_DIR}/status"
+# The names older TAO tooling uses for the credentials, as the job's own tier C steps read them.
+_S3_ENV = "".join(
+    f'if [ -z "${{{new}:-}}" ] && [ -n "${{{old}:-}}" ]; then export {new}="${old}"; fi; '
+    for new, old in (("AWS_ACCESS_KEY_ID", "ACCESS_KEY"), ("AWS_SECRET_ACCESS_KEY", "SECRET_KEY"),
+                     ("AWS_ENDPOINT_URL", "S3_ENDPOINT_URL"), ("AWS_DEFAULT_REGION", "CLOUD_REGION"))
+)
+# $1 bucket, $2 prefix (ends in /): every object under it, as JSON (the CLI joins the pages).
+_S3_LIST_SCRIPT = _S3_ENV + 'exec aws s3api list-objects-v2 --bucket "$1" --prefix "$2" --output json'
+# $1 bucket, $2 prefix, $3 local directory: the objects named on stdin (`./<name>`, one a line), one by one.
+_S3_FETCH_SCRIPT = _S3_ENV + (
+    'while IFS= read -r n; do n=${n#./}; '
+    'aws s3 cp --only-show-errors "s3://$1/$2$n" "$3/$n" || exit 1; done'
+)
+# $1 bucket, $2 prefix, $3 local directory: every object under the prefix, in one call.
+_S3_FETCH_ALL_SCRIPT = _S3_ENV + 'exec aws s3 cp --recursive --only-show-errors "s3://$1/$2" "$3/"'
 
 
 def source_of(
     tracked: Any, *, node_selector: list[str] | None = None, tolerations: list[str] | None = None
 ) -> ResultsSource:
     """Where a job's results are, from its record; the job's own placement unless flags are given."""
-    from kubectl_tao.core.flagvalues import parse_key_values, parse_toleration
-
     record_id = tracked.id
     results_dir = str(tracked.record.get("results_dir") or "")
-    if results_dir.startswith("s3://"):
-        raise UsageError(
-            f"job {record_id}: its results are in S3 ({results_dir}, storage tier C), which `results` does not read "
-            "yet; list them with your S3 client (`aws s3 ls --recursive`)"
-        )
     flags = ((tracked.extra.get("request") or {}).get("flags")) or {}
+    selector, tolerating = _placement(flags, node_selector, tolerations)
+    if results_dir.startswith("s3://"):
+        return _s3_source(tracked, results_dir, flags, selector, tolerating)
     pvc, mount_path = flags.get("pvc"), flags.get("mount_path") or "/workspace"
     if not pvc or not tracked.namespace:
         raise UsageError(
@@ -64,24 +96,182 @@ def source_of(
         )
     if not names.is_under(results_dir, mount_path):
         raise UsageError(f"job {record_id}: its results directory {results_dir} is not on its volume ({mount_path})")
-    if node_selector or tolerations:
-        selector = parse_key_values(list(node_selector or []), "node selector")
-        tolerating = [parse_toleration(t) for t in tolerations or []]
-    else:
-        selector = parse_key_values(list(flags.get("node_selector") or []), "node selector")
-        if flags.get("gpu_product"):
-            selector.update(parse_key_values([contract.gpu_product_selector(flags["gpu_product"])], "gpu product"))
-        tolerating = [parse_toleration(t) for t in flags.get("toleration") or []]
-        if int(flags.get("gpus") or 0) > 0:
-            tolerating.append(dict(contract.GPU_TOLERATION))  # it may be placed where the job ran
     return ResultsSource(record_id, tracked.namespace, pvc, mount_path, results_dir, selector, tolerating)
 
 
+def _placement(
+    flags: dict[str, Any], node_selector: list[str] | None, tolerations: list[str] | None
+) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """The helper pod's placement: the flags given, else the job's own (its GPU toleration included)."""
+    from kubectl_tao.core.flagvalues import parse_key_values, parse_toleration
+
+    if node_selector or tolerations:
+        return (parse_key_values(list(node_selector or []), "node selector"),
+                [parse_toleration(t) for t in tolerations or []])
+    selector = parse_key_values(list(flags.get("node_selector") or []), "node selector")
+    if flags.get("gpu_product"):
+        selector.update(parse_key_values([contract.gpu_product_selector(flags["gpu_product"])], "gpu product"))
+    tolerating = [parse_toleration(t) for t in flags.get("toleration") or []]
+    if int(flags.get("gpus") or 0) > 0:
+        tolerating.append(dict(contract.GPU_TOLERATION))  # it may be placed where the job ran
+    return selector, tolerating
+
+
+def _s3_source(
+    tracked: Any, uri: str, flags: dict[str, Any], selector: dict[str, str], tolerating: list[dict[str, Any]]
+) -> ResultsSource:
+    """A tier C job's results: its S3 prefix, read with its credential Secret and its S3 client image."""
+    from kubectl_tao.manifests.render import DEFAULT_S3_TOOLS_IMAGE
+
+    bucket, _, _ = uri[len("s3://"):].partition("/")
+    if not bucket or not tracked.namespace or not tracked.extra.get("request"):
+        raise UsageError(
+            f"job {tracked.id}: its record does not say where and how its S3 results ({uri}) are read (a record of "
+            "another tool, or written before kubectl-tao kept the request); read them with your S3 client"
+        )
+    secrets = [str(name) for name in tracked.extra.get("secret_names") or []]
+    image = str(flags.get("s3_tools_image") or DEFAULT_S3_TOOLS_IMAGE)
+    return ResultsSource(tracked.id, tracked.namespace, "", S3_DIR, S3_PULL_DIR, selector, tolerating,
+                         s3=uri.rstrip("/") + "/", secret=secrets[0] if secrets else None, tools_image=image)
+
+
+def _s3_parts(source: ResultsSource) -> tuple[str, str]:
+    """The bucket and the key prefix (ending in /) of a tier C source."""
+    bucket, _, prefix = str(source.s3)[len("s3://"):].partition("/")
+    return bucket, prefix
+
+
 def _manifest(source: ResultsSource, image: str) -> dict[str, Any]:
+    if source.s3:
+        return s3_manifest(source, image)
     return volume_helper.helper_pod_manifest(
         volume_helper.helper_name(), source.namespace, source.pvc, image=image, mount_path=source.mount_path,
         read_only=True, node_selector=source.node_selector, tolerations=source.tolerations,
     )
+
+
+def s3_manifest(source: ResultsSource, image: str) -> dict[str, Any]:
+    """The tier C helper pod: the volume helper (IMAGE, least privilege, the same labels and lifetime) with an
+    emptyDir instead of the claim, read-only in its container, and a second container in the job's S3 client image
+    with the job's credential Secret as its environment (`envFrom`: never in argv, the manifest or a log), which
+    downloads into the emptyDir."""
+    import copy
+
+    pod = volume_helper.helper_pod_manifest(
+        volume_helper.helper_name(), source.namespace, "unused", image=image, mount_path=S3_DIR, read_only=True,
+        node_selector=source.node_selector, tolerations=source.tolerations,
+    )
+    spec = pod["spec"]
+    spec["volumes"] = [{"name": "volume", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}]
+    helper = spec["containers"][0]
+    s3 = copy.deepcopy(helper)
+    s3.update(
+        name=S3_CONTAINER,
+        image=str(source.tools_image),
+        volumeMounts=[{"name": "volume", "mountPath": S3_DIR}, {"name": "tmp", "mountPath": "/tmp"}],
+        env=[{"name": "HOME", "value": "/tmp"}],  # the AWS CLI's own files; the root filesystem is read-only
+    )
+    if source.secret:
+        s3["envFrom"] = [{"secretRef": {"name": source.secret, "optional": False}}]
+    spec["containers"].append(s3)
+    return pod
+
+
+def _check_secret(kc: Kubectl, source: ResultsSource) -> None:
+    """The job's credential Secret must still exist (it is removed with its Job): its name only, never its data."""
+    if not source.secret:
+        return
+    found = kc.run(["get", "secret", source.secret, "-n", source.namespace, "-o", "name"], namespaced=False,
+                   check=False)
+    if found.returncode == 0:
+        return
+    error = kc.error_for(found.stderr)
+    if getattr(error, "reason", None) == "NotFound":
+        raise UsageError(
+            f"job {source.record_id}: its credential Secret {source.namespace}/{source.secret} is gone (it is "
+            f"removed with the job's Job), so its S3 results ({source.s3}) cannot be read with it; read them with "
+            "your S3 client (`aws s3 cp --recursive`)"
+        )
+    if getattr(error, "reason", None) != "Forbidden":  # not allowed to read Secrets: the pod may still use it
+        raise error
+
+
+def _s3_exec(pod: volume_helper.HelperPod, script: str, *args: str, stdin: bytes | None = None) -> Any:
+    """`sh -c SCRIPT sh ARGS...` in the tier C pod's S3 container, stdout kept (a listing, never file data)."""
+    from kubectl_tao.k8s.kubectl import Completed
+
+    chunks: list[bytes] = []
+    feed = None if stdin is None else (lambda pipe: pipe.write(stdin))
+    done = pod.kc.pipe(
+        ["exec", "-i", pod.name, "-n", pod.namespace, "-c", S3_CONTAINER, "--", "sh", "-c", script, "sh", *args],
+        feed=feed, sink=chunks.append, namespaced=False, check=False,
+    )
+    return Completed(b"".join(chunks).decode("utf-8", errors="replace"), done.stderr, done.returncode)
+
+
+def _wait_both(pod: volume_helper.HelperPod, source: ResultsSource, timeout: float) -> None:
+    """Until both containers of the tier C pod run (the helper's start waits for one)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = pod.kc.json(["get", "pod", pod.name, "-n", pod.namespace], namespaced=False) or {}
+        statuses = (seen.get("status") or {}).get("containerStatuses") or []
+        if len(statuses) >= 2 and all((c.get("state") or {}).get("running") is not None for c in statuses):
+            return
+        problem = volume_helper.start_problem(seen, [])
+        ended = [c for c in statuses if (c.get("state") or {}).get("terminated")]
+        if problem is None and ended:  # one container ended while the other runs (no `sleep` in its image?)
+            gone = ended[0]["state"]["terminated"]
+            said = " ".join(str(x) for x in (gone.get("reason"), gone.get("message")) if x) or "no reason given"
+            problem = f"its {ended[0].get('name') or 'container'} container ended: {' '.join(said.split())[:300]}"
+        if problem is None and time.monotonic() >= deadline:
+            problem = f"it did not start within {timeout:g}s"
+        if problem is not None:
+            raise TaoError(
+                f"the tier C helper pod {pod.namespace}/{pod.name} could not start: {problem}; its S3 client runs "
+                f"in the job's --s3-tools-image ({source.tools_image}), the reader in --helper-image: fix it and "
+                "run again"
+            )
+        time.sleep(0.5)
+
+
+def _list_s3(pod: volume_helper.HelperPod, source: ResultsSource) -> Listing:
+    bucket, prefix = _s3_parts(source)
+    listed = _s3_exec(pod, _S3_LIST_SCRIPT, bucket, prefix)
+    if listed.returncode != 0:
+        raise TaoError(f"listing {source.s3} failed: {_said(listed.stderr)}")
+    try:
+        entries = resultsview.parse_s3_listing(listed.stdout, prefix)
+    except ValueError as exc:
+        raise TaoError(f"listing {source.s3} failed: {exc}") from None
+    if not entries:
+        raise TaoError(
+            f"job {source.record_id}: nothing under its S3 results prefix {source.s3} (yet): a tier C job uploads "
+            "its results when its command ends"
+        )
+    statuses: dict[str, str] = {}
+    wanted = resultsview.status_paths(entries)
+    if wanted:
+        fetched = _s3_exec(pod, _S3_FETCH_SCRIPT, bucket, prefix, S3_STATUS_DIR, stdin=volumecopy.names_stdin(wanted))
+        if fetched.returncode != 0:
+            raise TaoError(f"reading {source.s3}{wanted[0]} failed: {_said(fetched.stderr)}")
+        tails = pod.script(resultsview.status_tails_script(), S3_STATUS_DIR)
+        statuses = resultsview.parse_results_listing(tails.stdout)[1] if tails.returncode == 0 else {}
+    return Listing(source, resultsview.arrange(entries), statuses, resultsview.folders_of(entries))
+
+
+def _fetch_s3(pod: volume_helper.HelperPod, source: ResultsSource, wanted: list[resultsview.Entry],
+              everything: bool) -> None:
+    """The chosen objects into the pod's emptyDir (S3_PULL_DIR), where the claim path's hashing and tar read them."""
+    bucket, prefix = _s3_parts(source)
+    if everything:
+        fetched = _s3_exec(pod, _S3_FETCH_ALL_SCRIPT, bucket, prefix, S3_PULL_DIR)
+    else:
+        fetched = _s3_exec(pod, _S3_FETCH_SCRIPT, bucket, prefix, S3_PULL_DIR,
+                           stdin=volumecopy.names_stdin(e.path for e in wanted))
+    if fetched.returncode != 0:
+        raise TaoError(f"downloading {source.s3} in the helper pod failed: {_said(fetched.stderr)}; pull again")
 
 
 @record(frozen=True)
@@ -89,6 +279,7 @@ class Listing(Value):
     source: ResultsSource
     entries: list[resultsview.Entry]
     statuses: dict[str, str]
+    folders: list[resultsview.Folder]
 
 
 def _list(pod: volume_helper.HelperPod, source: ResultsSource) -> Listing:
@@ -100,14 +291,34 @@ def _list(pod: volume_helper.HelperPod, source: ResultsSource) -> Listing:
         )
     if listed.returncode != 0:
         raise TaoError(f"listing {source.results_dir} failed: {_said(listed.stderr)}")
-    entries, statuses = resultsview.parse_results_listing(listed.stdout)
-    return Listing(source, resultsview.arrange(entries), statuses)
+    listed_folders: list[str] = []
+    entries, statuses = resultsview.parse_results_listing(listed.stdout, listed_folders)
+    return Listing(source, resultsview.arrange(entries), statuses, resultsview.folders_of(entries, listed_folders))
+
+
+def _image_flag(source: ResultsSource) -> str:
+    """What picks the images a helper pod that cannot start names."""
+    return f"--helper-image, or the job's --s3-tools-image {source.tools_image}" if source.s3 else "--helper-image"
+
+
+def _check(kc: Kubectl, source: ResultsSource) -> None:
+    if source.s3:
+        _check_secret(kc, source)
+    else:
+        volume_helper.check_claim(kc, source.namespace, source.pvc)
+
+
+def _listing(pod: volume_helper.HelperPod, source: ResultsSource, timeout: float) -> Listing:
+    if source.s3:
+        _wait_both(pod, source, timeout)
+        return _list_s3(pod, source)
+    return _list(pod, source)
 
 
 def list_results(kc: Kubectl, source: ResultsSource, *, image: str, timeout: float) -> Listing:
-    volume_helper.check_claim(kc, source.namespace, source.pvc)
-    with volume_helper.helper_pod(kc, _manifest(source, image), timeout=timeout) as pod:
-        return _list(pod, source)
+    _check(kc, source)
+    with volume_helper.helper_pod(kc, _manifest(source, image), timeout=timeout, image_flag=_image_flag(source)) as pod:
+        return _listing(pod, source, timeout)
 
 
 @record(frozen=True)
@@ -183,11 +394,13 @@ def pull(
         raise UsageError(f"--dest {dest}: not a directory; name a directory (it is created when missing)")
     for given in paths:
         volumecopy.member_name(given, "PATH")
-    volume_helper.check_claim(kc, source.namespace, source.pvc)
-    with volume_helper.helper_pod(kc, _manifest(source, image), timeout=timeout) as pod:
-        listing = _list(pod, source)
+    _check(kc, source)
+    with volume_helper.helper_pod(kc, _manifest(source, image), timeout=timeout, image_flag=_image_flag(source)) as pod:
+        listing = _listing(pod, source, timeout)
         wanted = wanted_files(listing.entries, paths, latest)
         hashes: dict[str, str] = {}
+        if wanted and source.s3:
+            _fetch_s3(pod, source, wanted, everything=not paths and not latest)
         if wanted:
             hashed = pod.script(_HASH_SCRIPT, source.results_dir,
                                 stdin=volumecopy.names_stdin(e.path for e in wanted))
@@ -296,21 +509,57 @@ def tensorboard(
 ) -> None:
     """TensorBoard over the job's results until interrupted (Ctrl-C): the pod, then `kubectl port-forward` on
     127.0.0.1:PORT; the pod is removed on every way out. A port-forward that ends by itself is a failure."""
+    if source.s3:
+        raise UsageError(
+            f"job {source.record_id}: its results are in S3 ({source.s3}, storage tier C); TensorBoard here reads a "
+            f"claim: `kubectl tao results pull {source.record_id}`, then run `tensorboard --logdir {source.record_id}`"
+        )
     volume_helper.check_claim(kc, source.namespace, source.pvc)
     with volume_helper.helper_pod(kc, tensorboard_manifest(source, image), timeout=timeout,
                                   image_flag="--image") as pod:
         _wait_listening(pod, timeout)
-        on_ready(f"http://127.0.0.1:{port}/")
         ended = kc.pipe(
             ["port-forward", "--address", "127.0.0.1", "-n", pod.namespace, f"pod/{pod.name}",
              f"{port}:{TENSORBOARD_PORT}"],
-            sink=on_output, namespaced=False, check=False,
+            sink=_when_forwarding(port, lambda: on_ready(f"http://127.0.0.1:{port}/"), on_output), namespaced=False,
+            check=False,
         )
         raise TaoError(f"the port-forward to {pod.name} ended: {_said(ended.stderr)}; run again (another --port?)")
 
 
-# Connects to TensorBoard's port on the pod's loopback (argv[1]); exits non-zero while nothing listens there.
-_LISTENING_PY = 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 2).close()'
+def _when_forwarding(
+    port: int, ready: Callable[[], None], on_output: Callable[[bytes], None]
+) -> Callable[[bytes], None]:
+    """A sink for kubectl port-forward's stdout that hands it on and calls READY once, at its line
+    `Forwarding from 127.0.0.1:PORT -> 6006` (client-go's portforward writes it once the local port listens), so
+    the URL is printed only when a browser can connect."""
+    seen = bytearray()
+    said = f"Forwarding from 127.0.0.1:{port} -> ".encode()
+    done = False
+
+    def sink(data: bytes) -> None:
+        nonlocal done
+        on_output(data)
+        if not done:
+            seen.extend(data)
+            if said in seen:
+                done = True
+                ready()
+            else:
+                del seen[:max(0, len(seen) - len(said))]
+
+    return sink
+
+
+# Connects to TensorBoard's port on the pod's loopback (argv[1]); exits 1 while nothing listens there, silently:
+# python's "Connection refused" on kubectl's stderr would read as an unreachable cluster.
+_LISTENING_PY = (
+    "import socket, sys\n"
+    "try:\n"
+    "    socket.create_connection(('127.0.0.1', int(sys.argv[1])), 2).close()\n"
+    "except OSError:\n"
+    "    sys.exit(1)\n"
+)
 # The image's python (TensorBoard is a Python program) runs it; 127 when it has none.
 _LISTENING_SCRIPT = (
     'for py in python3 python; do if command -v "$py" >/dev/null 2>&1; then exec "$py" -c "$1" "$2"; fi; done; '

@@ -102,7 +102,7 @@ def test_the_source_is_the_records_claim_mount_and_placement() -> None:
 @pytest.mark.parametrize(
     ("tracked", "said"),
     [
-        (_Tracked("s3://bucket/out", {"pvc": None}), "its results are in S3 (s3://bucket/out, storage tier C)"),
+        (_Tracked("s3://bucket/out", None), "its record does not say where and how its S3 results (s3://bucket/out)"),
         (_Tracked("/workspace/r", None), "its record names no volume"),
         (_Tracked("/data/r", {"pvc": "tao-data", "mount_path": "/workspace"}), "is not on its volume (/workspace)"),
     ],
@@ -150,10 +150,13 @@ def test_tensorboard_forwards_on_127_0_0_1_and_removes_its_pod_on_ctrl_c(
     fake_kubectl.on("delete", "--raw")
     forwarded: list[list[str]] = []
 
-    def pipe(self: Kubectl, args: list[str], **_: Any) -> Completed:
+    def pipe(self: Kubectl, args: list[str], *, sink: Any = None, **_: Any) -> Completed:
         if args[0] == "exec":
             return Completed("", "", 0)  # TensorBoard listens
         forwarded.append(args)
+        assert urls == []  # not before kubectl listens on the local port
+        sink(b"Forwarding from 127.0.0.1:160")  # client-go's line, in two pieces
+        sink(b"06 -> 6006\n")
         raise KeyboardInterrupt
 
     monkeypatch.setattr(Kubectl, "pipe", pipe)
@@ -189,12 +192,13 @@ def test_tensorboard_prints_the_url_only_once_the_port_answers_inside_the_pod(
     seen: list[str] = []
     probes = iter([1, 1, 0])  # refused twice (TensorBoard still loading), then it listens
 
-    def pipe(self: Kubectl, args: list[str], **_: Any) -> Completed:
+    def pipe(self: Kubectl, args: list[str], *, sink: Any = None, **_: Any) -> Completed:
         if args[0] == "exec":
             seen.append("probe")
             assert args[-2:] == [results._LISTENING_PY, "6006"]
-            return Completed("", "ConnectionRefusedError: [Errno 111] Connection refused\n", next(probes))
+            return Completed("", "command terminated with exit code 1\n", next(probes))
         seen.append("port-forward")
+        sink(b"Forwarding from 127.0.0.1:16006 -> 6006\n")
         raise KeyboardInterrupt
 
     monkeypatch.setattr(Kubectl, "pipe", pipe)
@@ -202,7 +206,27 @@ def test_tensorboard_prints_the_url_only_once_the_port_answers_inside_the_pod(
     with pytest.raises(KeyboardInterrupt):
         results.tensorboard(Kubectl(ClusterOptions()), source, image="img:1", port=16006, timeout=30,
                             on_ready=lambda url: seen.append(url), on_output=lambda _data: None)
-    assert seen == ["probe", "probe", "probe", "http://127.0.0.1:16006/", "port-forward"]
+    assert seen == ["probe", "probe", "probe", "port-forward", "http://127.0.0.1:16006/"]
+
+
+def test_no_url_is_printed_when_the_port_forward_never_listens(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_tao.core.errors import TaoError
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl
+
+    _tensorboard_pod(fake_kubectl)
+    said = "Unable to listen on port 16006: Listeners failed to create with the following errors: [unable to create " \
+           "listener: Error listen tcp4 127.0.0.1:16006: bind: address already in use]\nerror: unable to listen on " \
+           "any of the requested ports: [{16006 6006}]\n"
+    monkeypatch.setattr(Kubectl, "pipe", lambda self, args, **_: Completed("", "", 0) if args[0] == "exec"
+                        else Completed("", said, 1))
+    urls: list[str] = []
+    source = results.ResultsSource("j", "ns", "tao-data", "/workspace", "/workspace/results/j", {}, [])
+    with pytest.raises(TaoError, match=r"the port-forward to tao-volume-\w+ ended: error: unable to listen on any"):
+        results.tensorboard(Kubectl(ClusterOptions()), source, image="img:1", port=16006, timeout=30,
+                            on_ready=urls.append, on_output=lambda _data: None)
+    assert urls == []
 
 
 def test_tensorboard_that_stops_before_it_listens_fails_in_one_line_naming_image(
@@ -271,3 +295,79 @@ def test_a_pull_sends_the_file_names_on_stdin_never_on_the_command_line(
     assert hashing[0] == tarring[0] == [str(run)]  # the directory alone on the command line
     assert sorted(hashing[1].decode().splitlines()) == sorted(f"./{name}" for name in names)
     assert sorted(tarring[1].decode().splitlines()) == sorted(f"./{n}" for n in names if n != "train/status.json")
+
+
+def test_directories_are_listed_with_the_total_size_and_count_of_the_files_under_them() -> None:
+    folders: list[str] = []
+    listing = LISTING + "D 1796583100 ./train\nD 1796583200 ./empty\n"
+    entries, _ = resultsview.parse_results_listing(listing, folders)
+    assert folders == ["train 1796583100", "empty 1796583200"]
+    found = {f.path: f for f in resultsview.folders_of(entries, folders)}
+    # the regular files under train/ (links count nothing); an empty directory is listed too
+    assert found["train"] == resultsview.Folder("train", 10 + 11 + 12 + 5, 1796583100, 4)
+    assert found["empty"] == resultsview.Folder("empty", 0, 1796583200, 0)
+
+
+def test_a_directory_nobody_listed_gets_the_newest_time_under_it() -> None:
+    # an S3 prefix has no directories: they are made from the files' names
+    entries = [Entry("a/b/x.txt", 3, 100), Entry("a/y.txt", 4, 300), Entry("z.txt", 1, 50)]
+    assert resultsview.folders_of(entries) == [resultsview.Folder("a", 7, 300, 2),
+                                               resultsview.Folder("a/b", 3, 100, 1)]
+
+
+def test_the_tree_puts_each_directory_before_its_contents_after_its_parents_files() -> None:
+    folders: list[str] = []
+    entries, _ = resultsview.parse_results_listing(
+        LISTING + "F 1 1 ./train/eval/kpi.json\nF 2 2 ./zz.txt\nD 5 ./train\nD 6 ./train/eval\n", folders)
+    arranged = resultsview.arrange(entries)
+    shown = [(e.path, isinstance(e, resultsview.Folder))
+             for e in resultsview.tree(arranged, resultsview.folders_of(arranged, folders))]
+    assert shown == [
+        ("a name with spaces.txt", False), ("zz.txt", False), ("train", True),
+        ("train/dino_model_latest.pth", False), ("train/escape", False), ("train/experiment.yaml", False),
+        ("train/up", False), ("train/dino_model_epoch_1.pth", False), ("train/dino_model_epoch_2.pth", False),
+        ("train/dino_model_epoch_10.pth", False), ("train/eval", True), ("train/eval/kpi.json", False),
+    ]
+
+
+def test_results_lists_the_tree_through_the_helpers_own_script(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from support.shell_pod import ShellPod
+
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl
+
+    _tensorboard_pod(fake_kubectl)
+    pod = ShellPod()
+    monkeypatch.setattr(Kubectl, "pipe", lambda _kc, args, **kwargs: pod.pipe(args, **kwargs))
+    run = tmp_path / "results" / "j"
+    (run / "train" / "eval").mkdir(parents=True)
+    (run / "empty").mkdir()
+    (run / "train" / "model_epoch_1.pth").write_bytes(b"x" * 1000)
+    (run / "train" / "eval" / "kpi.json").write_bytes(b"y" * 24)
+    source = results.ResultsSource("j", "ns", "tao-data", str(tmp_path), str(run), {}, [])
+    listing = results.list_results(Kubectl(ClusterOptions()), source, image="busybox:1.37.0", timeout=5)
+    folders = {f.path: (f.size, f.files) for f in listing.folders}
+    assert folders == {"empty": (0, 0), "train": (1024, 2), "train/eval": (24, 1)}
+    assert all(f.mtime is not None and f.mtime > 0 for f in listing.folders)
+
+
+def test_the_listening_probe_is_silent_so_kubectl_never_reads_as_unreachable() -> None:
+    # Run here as in the pod: exit 1 and nothing on stderr while the port is closed (python's "Connection refused"
+    # there would make kubectl's answer read as an unreachable cluster), exit 0 once something listens.
+    import socket
+    import subprocess
+
+    from kubectl_tao.k8s.kubectl import classify_stderr
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+        closed = subprocess.run(["sh", "-c", results._LISTENING_SCRIPT, "sh", results._LISTENING_PY, port],
+                                capture_output=True, text=True, check=False)
+        sock.listen()
+        listening = subprocess.run(["sh", "-c", results._LISTENING_SCRIPT, "sh", results._LISTENING_PY, port],
+                                   capture_output=True, text=True, check=False)
+    assert (closed.returncode, closed.stderr) == (1, "")
+    assert classify_stderr(closed.stderr + "command terminated with exit code 1\n") != "Unreachable"
+    assert listening.returncode == 0

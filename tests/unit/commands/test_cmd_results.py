@@ -1,0 +1,77 @@
+"""`results JOB` as printed: the tree with its directories (total size, number of files), files, checkpoints by
+epoch, the latest marked; `-o json` keeps files and directories apart."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from support.fake_kubectl import FakeKubectl
+
+from kubectl_tao.store.records import RecordStore
+
+UID = "0b9b6c1e-1111-2222-3333-444455556666"
+LISTING = (
+    "F 2048 1796583000 ./train/model_epoch_2.pth\nF 1024 1796583000 ./train/model_epoch_10.pth\n"
+    "F 10 1796583002 ./train/eval/kpi.json\nF 5 1796583003 ./log.txt\n"
+    "L 1796583001 ./train/model_latest.pth\nT model_epoch_10.pth\n"
+    "D 1796583100 ./train\nD 1796583200 ./train/eval\nD 1796583300 ./empty\n"
+)
+
+
+def _claim_job(fake: FakeKubectl, monkeypatch: pytest.MonkeyPatch, listing: str = LISTING) -> str:
+    from kubectl_tao.jobs.flags import job_request
+    from kubectl_tao.jobs.plan import stored
+    from kubectl_tao.k8s.kubectl import Completed, Kubectl
+
+    store = RecordStore()
+    rid = store.open(platform="kubernetes", image="busybox", network_arch="dino", action="train",
+                     storage_tier="A", results_root="/workspace/results").id
+    store.mark(rid, "RUNNING", message="yes", backend_ref="tao-jobs/gone-job")
+    store.update_extra(rid, namespace="tao-jobs", job_name="gone-job", api_server="https://127.0.0.1:6443",
+                       request=stored(job_request(image="busybox", command="true", pvc="data", gpus=0)))
+    fake.on("get", "persistentvolumeclaim", data={"status": {"phase": "Bound"}})
+    fake.on("create", stdout=f"Pod tao-volume-x {UID}\n")
+    fake.on("get", "pod", data={"status": {"phase": "Running", "containerStatuses": [{"state": {"running": {}}}]}})
+    fake.on("delete", "--raw")
+
+    def pipe(self: Kubectl, args: list[str], *, sink: Any = None, **_: Any) -> Completed:
+        sink(listing.encode())
+        return Completed("", "", 0)
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    return rid
+
+
+def test_the_table_shows_each_directory_with_its_total_before_its_contents(
+    cli: Any, fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rid = _claim_job(fake_kubectl, monkeypatch)
+    code, out, err = cli("results", rid)
+    assert code == 0, err
+    rows = [line.split() for line in out.splitlines()[2:]]
+    assert [row[0] for row in rows] == ["log.txt", "empty/", "train/", "model_latest.pth", "model_epoch_2.pth",
+                                        "model_epoch_10.pth", "eval/", "kpi.json"]
+    by_name = {row[0]: row for row in rows}
+    assert by_name["train/"][1:3] == ["3.0", "KiB"] and by_name["train/"][-2:] == ["3", "file(s)"]
+    assert by_name["empty/"][-2:] == ["0", "file(s)"]
+    assert by_name["eval/"][1:3] == ["10", "B"] and by_name["eval/"][-2:] == ["1", "file(s)"]
+    assert "2026-12-06T" in " ".join(by_name["train/"])  # the directory's own time, UTC
+    assert "\n  eval/" in out and "\n    kpi.json" in out  # indented one level per directory
+
+
+def test_json_lists_directories_apart_from_files(
+    cli: Any, fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rid = _claim_job(fake_kubectl, monkeypatch)
+    code, out, err = cli("results", rid, "-o", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert {f["path"] for f in data["files"]} == {"train/model_epoch_2.pth", "train/model_epoch_10.pth",
+                                                  "train/eval/kpi.json", "log.txt", "train/model_latest.pth"}
+    assert data["dirs"] == [
+        {"path": "empty", "size": 0, "mtime": 1796583300, "files": 0},
+        {"path": "train", "size": 3082, "mtime": 1796583100, "files": 3},
+        {"path": "train/eval", "size": 10, "mtime": 1796583200, "files": 1},
+    ]

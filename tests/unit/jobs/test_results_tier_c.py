@@ -1,0 +1,231 @@
+"""`results` and `results pull` of a storage tier C job: its S3 prefix read in the helper pod by a second container
+(the job's S3 client image, the job's credential Secret as its environment), the files handed to the claim path's
+hashing and tar through the pod's emptyDir. The pod is played by this machine's shell (support/shell_pod.py) and
+the S3 client by a stand-in `aws` over a local folder (one folder per bucket), which speaks the two calls the
+helper makes: `s3api list-objects-v2 --output json` and `s3 cp [--recursive]`."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.shell_pod import ShellPod
+
+from kubectl_tao.core.errors import TaoError, UsageError
+from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl
+from kubectl_tao.volumes import results
+
+STAND_IN_AWS = r'''#!/usr/bin/env python3
+"""A stand-in for the two AWS CLI calls of the tier C helper, over $FAKE_S3/<bucket>/<key>."""
+import datetime, json, os, shutil, sys
+
+root = os.environ["FAKE_S3"]
+if not os.environ.get("AWS_SECRET_ACCESS_KEY"):
+    sys.exit("Unable to locate credentials. You can configure credentials by running \"aws configure\".")
+args = sys.argv[1:]
+with open(os.path.join(root, ".calls"), "a") as log:
+    log.write(json.dumps(args) + "\n")
+if args[:2] == ["s3api", "list-objects-v2"]:
+    bucket, prefix = args[args.index("--bucket") + 1], args[args.index("--prefix") + 1]
+    items = []
+    for folder, _, files in os.walk(os.path.join(root, bucket)):
+        for name in files:
+            path = os.path.join(folder, name)
+            key = os.path.relpath(path, os.path.join(root, bucket))
+            if key.startswith(prefix):
+                when = datetime.datetime.fromtimestamp(os.stat(path).st_mtime, datetime.timezone.utc)
+                items.append({"Key": key, "LastModified": when.isoformat(), "Size": os.path.getsize(path)})
+    print(json.dumps({"Contents": sorted(items, key=lambda i: i["Key"])} if items else {}))
+elif args[:2] == ["s3", "cp"]:
+    source, dest = [a for a in args[2:] if not a.startswith("--")]
+    bucket, _, key = source[len("s3://"):].partition("/")
+    if "--recursive" in args:
+        shutil.copytree(os.path.join(root, bucket, key), dest, dirs_exist_ok=True)
+    else:
+        if not os.path.exists(os.path.join(root, bucket, key)):
+            sys.exit(f"fatal error: An error occurred (404) when calling the HeadObject operation: "
+                     f"Key \"{key}\" does not exist")
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copy(os.path.join(root, bucket, key), dest)
+else:
+    sys.exit(f"unexpected: {args}")
+'''
+SECRET_VALUE = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+UID = "0b8f7c1e-1111-4222-8333-444455556666"
+BOTH_RUNNING = {"status": {"phase": "Running", "containerStatuses": [
+    {"name": "helper", "state": {"running": {}}}, {"name": "s3", "state": {"running": {}}}]}}
+
+
+@pytest.fixture
+def s3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The store (a folder per bucket), the stand-in `aws` first on PATH, the pod's emptyDir under tmp_path."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    aws = bin_dir / "aws"
+    aws.write_text(STAND_IN_AWS)
+    aws.chmod(aws.stat().st_mode | stat.S_IXUSR)
+    store = tmp_path / "store"
+    (store / "bucket" / "out" / "job-1" / "train").mkdir(parents=True)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_S3", str(store))
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_VALUE)  # what the job's Secret gives the S3 container
+    pod_dir = tmp_path / "pod"
+    monkeypatch.setattr(results, "S3_PULL_DIR", str(pod_dir / "pull"))
+    monkeypatch.setattr(results, "S3_STATUS_DIR", str(pod_dir / "status"))
+    return store / "bucket" / "out" / "job-1"
+
+
+def _source(**changed: Any) -> results.ResultsSource:
+    source = results.ResultsSource("job-1", "ns", "", results.S3_DIR, results.S3_PULL_DIR, {}, [],
+                                   s3="s3://bucket/out/job-1/", secret="tao-creds-job-1", tools_image="aws-cli:2")
+    return source.replaced(**changed)
+
+
+def _pod(fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch) -> ShellPod:
+    fake_kubectl.on("get", "secret", stdout="secret/tao-creds-job-1\n")
+    fake_kubectl.on("create", stdout=f"Pod tao-volume-x {UID}\n")
+    fake_kubectl.on("get", "pod", data=BOTH_RUNNING)
+    fake_kubectl.on("get", "events", data={"items": []})
+    fake_kubectl.on("delete", "--raw")
+    pod = ShellPod()
+    monkeypatch.setattr(Kubectl, "pipe", lambda _kc, args, **kwargs: pod.pipe(args, **kwargs))
+    return pod
+
+
+class _Tracked:
+    def __init__(self) -> None:
+        self.id, self.namespace = "job-1", "ns"
+        self.record = {"results_dir": "s3://bucket/out/job-1"}
+        self.extra = {"secret_names": ["tao-creds-job-1"], "request": {"flags": {
+            "storage_tier": "C", "s3_tools_image": "mirror.example/aws-cli:2", "gpus": 1, "node_selector": ["pool=a"]}}}
+
+
+def test_a_tier_c_record_reads_its_prefix_with_its_secret_and_its_s3_client_image() -> None:
+    source = results.source_of(_Tracked())
+    assert (source.s3, source.secret, source.tools_image) == (
+        "s3://bucket/out/job-1/", "tao-creds-job-1", "mirror.example/aws-cli:2")
+    assert source.node_selector == {"pool": "a"} and source.where == "s3://bucket/out/job-1/ (storage tier C)"
+    pod = results.s3_manifest(source, "busybox:1.37.0")
+    helper, s3 = pod["spec"]["containers"]
+    assert s3["envFrom"] == [{"secretRef": {"name": "tao-creds-job-1", "optional": False}}]
+    assert "envFrom" not in helper and s3["image"] == "mirror.example/aws-cli:2"
+    assert {"name": "volume", "mountPath": results.S3_DIR, "readOnly": True} in helper["volumeMounts"]
+    assert {"name": "volume", "emptyDir": {}} in pod["spec"]["volumes"]
+    assert not any("persistentVolumeClaim" in v for v in pod["spec"]["volumes"])
+    for container in (helper, s3):  # the volume helper's least privilege, both containers
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True
+        assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert pod["spec"]["automountServiceAccountToken"] is False and pod["spec"]["securityContext"]["runAsNonRoot"]
+    assert pod["metadata"]["labels"]["app.kubernetes.io/component"] == "volume-helper"
+    assert "tao-creds" not in json.dumps(helper) and SECRET_VALUE not in json.dumps(pod)
+
+
+def test_results_lists_the_prefix_as_a_tree_with_the_status_summary(
+    s3: Path, fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pod = _pod(fake_kubectl, monkeypatch)
+    (s3 / "train" / "model_epoch_2.pth").write_bytes(b"a" * 300)
+    (s3 / "train" / "model_epoch_10.pth").write_bytes(b"b" * 200)
+    (s3 / "train" / "status.json").write_text('{"status": "SUCCESS", "epoch": 10, "kpi": {"loss": 0.1}}\n')
+    (s3.parent / "job-10").mkdir()
+    (s3.parent / "job-10" / "other.txt").write_text("another job's")  # a neighbour sharing the key prefix "job-1"
+    listing = results.list_results(Kubectl(ClusterOptions()), _source(), image="busybox:1.37.0", timeout=5)
+    assert [e.path for e in listing.entries] == ["train/status.json", "train/model_epoch_2.pth",
+                                                 "train/model_epoch_10.pth"]
+    assert [(f.path, f.size, f.files) for f in listing.folders] == [("train", 300 + 200 + 57, 3)]
+    assert '"epoch": 10' in listing.statuses["train/status.json"]
+    # the credentials never reach a command line: only the bucket, the prefix and a directory do
+    assert all(SECRET_VALUE not in " ".join(args) for _, args, _ in pod.calls)
+    assert all(" ".join(c.argv).count(SECRET_VALUE) == 0 for c in fake_kubectl.calls)
+
+
+def test_pull_downloads_in_the_pod_then_skips_and_verifies_as_the_claim_path(
+    s3: Path, fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _pod(fake_kubectl, monkeypatch)
+    (s3 / "train" / "model_epoch_1.pth").write_bytes(os.urandom(5000))
+    (s3 / "train" / "model_latest.pth").write_bytes(b"latest")  # uploaded as a file: S3 has no links
+    (s3 / "log.txt").write_text("log")
+    dest = tmp_path / "out"
+    kc = Kubectl(ClusterOptions())
+    pulled = results.pull(kc, _source(), paths=[], dest=str(dest), latest=False, image="busybox:1.37.0", timeout=5)
+    assert (pulled.pulled, pulled.skipped, pulled.verified) == (3, 0, 3)
+    assert (dest / "train" / "model_epoch_1.pth").read_bytes() == (s3 / "train" / "model_epoch_1.pth").read_bytes()
+    again = results.pull(kc, _source(), paths=[], dest=str(dest), latest=False, image="busybox:1.37.0", timeout=5)
+    assert (again.pulled, again.skipped) == (0, 3)  # resumed: every file here already, by size and SHA-256
+    one = results.pull(kc, _source(), paths=["log.txt"], dest=str(tmp_path / "one"), latest=False,
+                       image="busybox:1.37.0", timeout=5)
+    assert one.pulled == 1 and sorted(p.name for p in (tmp_path / "one").rglob("*")) == ["log.txt"]
+    calls = [json.loads(line) for line in (s3.parents[2] / ".calls").read_text().splitlines()]
+    cps = [c for c in calls if c[:2] == ["s3", "cp"]]
+    assert "--recursive" in cps[0] and cps[-1][-2:] == ["s3://bucket/out/job-1/log.txt",
+                                                        f"{results.S3_PULL_DIR}/log.txt"]
+
+
+def test_a_prefix_with_nothing_under_it_fails_in_one_line(
+    s3: Path, fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _pod(fake_kubectl, monkeypatch)
+    with pytest.raises(TaoError, match=r"nothing under its S3 results prefix s3://bucket/out/job-1/ \(yet\)") as got:
+        results.list_results(Kubectl(ClusterOptions()), _source(), image="busybox:1.37.0", timeout=5)
+    assert got.value.exit_code == 1
+    assert [c.argv[:2] for c in fake_kubectl.calls if c.argv[0] == "delete"] == [["delete", "--raw"]]
+
+
+def test_refused_credentials_fail_with_the_s3_clients_line_and_no_secret(
+    s3: Path, fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _pod(fake_kubectl, monkeypatch)
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    with pytest.raises(TaoError, match=r"listing s3://bucket/out/job-1/ failed: Unable to locate credentials"):
+        results.list_results(Kubectl(ClusterOptions()), _source(), image="busybox:1.37.0", timeout=5)
+
+
+def test_a_secret_gone_with_its_job_is_refused_with_exit_2_before_any_pod(fake_kubectl: Any) -> None:
+    fake_kubectl.on("get", "secret", stderr='Error from server (NotFound): secrets "tao-creds-job-1" not found',
+                    rc=1)
+    with pytest.raises(UsageError, match=r"its credential Secret ns/tao-creds-job-1 is gone") as got:
+        results.list_results(Kubectl(ClusterOptions()), _source(), image="busybox:1.37.0", timeout=5)
+    assert got.value.exit_code == 2
+    assert not [c for c in fake_kubectl.calls if c.argv[0] == "create"]
+    (read,) = [c.argv for c in fake_kubectl.calls if c.argv[:2] == ["get", "secret"] or "secret" in c.argv]
+    assert read[-2:] == ["-o", "name"]  # its name only: the Secret's data is never read
+
+
+def test_an_s3_client_image_that_cannot_start_is_named(fake_kubectl: Any) -> None:
+    fake_kubectl.on("get", "secret", stdout="secret/tao-creds-job-1\n")
+    fake_kubectl.on("create", stdout=f"Pod tao-volume-x {UID}\n")
+    fake_kubectl.on("get", "pod", data={"status": {"phase": "Pending", "containerStatuses": [
+        {"name": "helper", "state": {"running": {}}},
+        {"name": "s3", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}}]}})
+    fake_kubectl.on("get", "events", data={"items": []})
+    fake_kubectl.on("delete", "--raw")
+    with pytest.raises(TaoError, match=r"could not start: ImagePullBackOff: Back-off pulling image; fix it "
+                                       r"\(--helper-image, or the job's --s3-tools-image aws-cli:2, --node-selector"):
+        results.list_results(Kubectl(ClusterOptions()), _source(), image="busybox:1.37.0", timeout=5)
+    assert [c.argv[:2] for c in fake_kubectl.calls if c.argv[0] == "delete"] == [["delete", "--raw"]]
+
+
+def test_tensorboard_of_a_tier_c_job_is_refused_with_exit_2(fake_kubectl: Any) -> None:
+    with pytest.raises(UsageError, match=r"results are in S3 .*`kubectl tao results pull job-1`") as got:
+        results.tensorboard(Kubectl(ClusterOptions()), _source(), image="img:1", port=6006, timeout=5,
+                            on_ready=lambda _u: None, on_output=lambda _d: None)
+    assert got.value.exit_code == 2
+
+
+def test_an_s3_container_that_ends_while_the_helper_runs_is_named(fake_kubectl: Any) -> None:
+    fake_kubectl.on("get", "secret", stdout="secret/tao-creds-job-1\n")
+    fake_kubectl.on("create", stdout=f"Pod tao-volume-x {UID}\n")
+    fake_kubectl.on("get", "pod", data={"status": {"phase": "Running", "containerStatuses": [
+        {"name": "helper", "state": {"running": {}}},
+        {"name": "s3", "state": {"terminated": {"reason": "StartError", "message":
+                                                'exec: "sleep": executable file not found in $PATH'}}}]}})
+    fake_kubectl.on("get", "events", data={"items": []})
+    fake_kubectl.on("delete", "--raw")
+    with pytest.raises(TaoError, match=r"could not start: its s3 container ended: StartError exec: \"sleep\""):
+        results.list_results(Kubectl(ClusterOptions()), _source(), image="busybox:1.37.0", timeout=5)
+    assert [c.argv[:2] for c in fake_kubectl.calls if c.argv[0] == "delete"] == [["delete", "--raw"]]
