@@ -125,7 +125,7 @@ def newest_records(
     tracked = []
     for record, extra, cached in shown:
         if cached and full:
-            record, extra = _read(store, str(record["id"]), problems) or (record, extra)
+            record, extra = _read(store, Record(record).id, problems) or (record, extra)
         tracked.append(Tracked(Record(record), extra))
     return tracked, len(rows)
 
@@ -149,7 +149,7 @@ def observe_all(
         for t in tracked
         if t.on_kubernetes
         and t.id not in unsafe
-        and (not t.extra.get("api_server") or t.extra.get("api_server") == server)
+        and (not t.k8s.api_server or t.k8s.api_server == server)
     ]
     need_live = live and any(not t.terminal and t.job_name and t.launched_here for t in here)
     index = live_objects(kc, {t.namespace for t in here if t.namespace}) if need_live else {}
@@ -161,7 +161,7 @@ def observe_all(
         elif t.id in unsafe:
             out.append(_from_record(t, [unsafe[t.id]]))
         elif t.id not in here_ids:
-            out.append(_from_record(t, [f"submitted to another cluster ({t.extra.get('api_server')})"]))
+            out.append(_from_record(t, [f"submitted to another cluster ({t.k8s.api_server})"]))
         elif t.terminal or not t.job_name or not live:
             out.append(_from_record(t, []))
         elif not t.launched_here:

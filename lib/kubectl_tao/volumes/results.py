@@ -49,13 +49,13 @@ def source_of(
     from kubectl_tao.core.flagvalues import parse_key_values, parse_toleration
 
     record_id = tracked.id
-    results_dir = str(tracked.record.get("results_dir") or "")
+    results_dir = tracked.job.results_dir
     if results_dir.startswith("s3://"):
         raise UsageError(
             f"job {record_id}: its results are in S3 ({results_dir}, storage tier C), which `results` does not read "
             "yet; list them with your S3 client (`aws s3 ls --recursive`)"
         )
-    flags = ((tracked.extra.get("request") or {}).get("flags")) or {}
+    flags = tracked.k8s.flags
     pvc, mount_path = flags.get("pvc"), flags.get("mount_path") or "/workspace"
     if not pvc or not tracked.namespace:
         raise UsageError(
