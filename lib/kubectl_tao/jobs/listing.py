@@ -19,6 +19,7 @@ from kubectl_tao.core import contract
 from kubectl_tao.core.errors import KubectlError, TaoError
 from kubectl_tao.jobs.track import Observation, Tracked, _from_record, lookup_problem, observe
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
+from kubectl_tao.store.jobrecord import K8sRecord
 
 SELECTOR = contract.MANAGED_SELECTOR
 SELECTOR_QUERY = contract.MANAGED_SELECTOR_QUERY
@@ -74,7 +75,8 @@ def live_objects(kc: Kubectl, namespaces: set[str]) -> dict[tuple[str, str], tup
 def _read(store: Any, record_id: str, problems: list[str]) -> tuple[dict, dict] | None:
     """One record and its additions from their files; None when the record cannot be read: not JSON, not
     valid against its schema (`store.show` validates with records.record_problem), naming another id, or with
-    unreadable kubectl-tao data. Each such record is described in `problems` and skipped."""
+    unreadable kubectl-tao data (or data of a schema_version this release does not read). Each such record is
+    described in `problems` and skipped."""
     try:
         record = store.show(record_id)
     except TaoError as exc:
@@ -82,6 +84,7 @@ def _read(store: Any, record_id: str, problems: list[str]) -> tuple[dict, dict] 
         return None
     try:
         extra = store.get_extra(record_id) or {}
+        K8sRecord.from_stored(extra)  # a version this release cannot read (written by a newer one)
     except TaoError as exc:  # its kubectl-tao data is unreadable: skip it, not everyone's list
         problems.append(f"{exc.message}; job {record_id} skipped")
         return None
