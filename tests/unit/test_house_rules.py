@@ -358,3 +358,61 @@ def test_one_teardown_removes_a_jobs_objects() -> None:
         if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "_delete_job"
     }
     assert callers == {"teardown"}
+
+
+# A stored job record is read through store/jobrecord.py's typed values (Tracked.job, Tracked.k8s): a read of
+# `record["key"]`, `record.get("key")` (or `rec`, `extra`, `extras`, `x.record`, `x.extra`) outside store/ is a new
+# string-key reader. Each module allowed one says why.
+RECORD_NAMES = {"record", "rec", "extra", "extras"}
+RECORD_READS_ALLOWED = {
+    "jobs/early_read.py": "reads the two files raw, before the store checks them, only to prestart the first "
+                          "kubectl call of `status` (a guess the checked, typed record then confirms or drops)",
+    "jobs/resubmit.py": "turns the request a record kept back into a JobRequest, flag by flag with its own "
+                        "errors (the job value's reader, beside the typed record)",
+    "jobs/submit.py": "`plan.record` is the fields a record is opened with (recordfields.open_fields), before "
+                      "any record exists, not a stored record",
+}
+
+
+def _record_key_reads(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, text) of each string-key read of a record: NAME["key"] or NAME.get("key"), NAME a record name or
+    an attribute of that name; writes (a subscript assigned to) are not reads."""
+
+    def named(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Name) and node.id in RECORD_NAMES:
+            return node.id
+        if isinstance(node, ast.Attribute) and node.attr in RECORD_NAMES:
+            return f"….{node.attr}"
+        return None
+
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and named(node.value)
+                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)):
+            found.append((node.lineno, f'{named(node.value)}["{node.slice.value}"]'))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+              and named(node.func.value) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)):
+            found.append((node.lineno, f'{named(node.func.value)}.get("{node.args[0].value}")'))
+    return found
+
+
+def test_records_are_read_typed_outside_the_store() -> None:
+    offenders, used = [], set()
+    for path in sorted(LIB.rglob("*.py")):
+        relative = path.relative_to(LIB).as_posix()
+        if relative.startswith("store/"):
+            continue
+        reads = _record_key_reads(ast.parse(path.read_text(encoding="utf-8")))
+        if reads and relative in RECORD_READS_ALLOWED:
+            used.add(relative)
+            continue
+        offenders += [f"{relative}:{line}: {text}" for line, text in reads]
+    assert offenders == [], "read the record through Tracked.job / Tracked.k8s (store/jobrecord.py)"
+    assert used == set(RECORD_READS_ALLOWED), "an allowed module no longer reads keys: drop it from the list"
+
+
+def test_the_record_read_check_finds_a_planted_read() -> None:
+    planted = ast.parse('a = tracked.extra.get("nodes")\nb = record["id"]\nrecord["x"] = 1\nc = rec.get(key)\n'
+                        'd = row.get("id")\n')
+    assert [text for _line, text in _record_key_reads(planted)] == ['….extra.get("nodes")', 'record["id"]']

@@ -41,7 +41,7 @@ def _check_attempt(tracked: Any, pods: list[dict[str, Any]], attempt: int | None
 
     if attempt is not None and previous:
         raise UsageError("give --attempt K or --previous, not both")
-    found = history.of_job(tracked.extra, pods)
+    found = history.of_job(tracked.k8s.max_restarts, tracked.k8s.attempts, pods)
     if found is None:
         raise UsageError(
             f"--attempt/--previous: job {tracked.id} was not submitted with --max-restarts, so it has one attempt; "
@@ -56,7 +56,7 @@ def _check_attempt(tracked: Any, pods: list[dict[str, Any]], attempt: int | None
         )
     if wanted == current:
         return
-    request = (tracked.extra.get("request") or {}).get("flags") or {}  # mount_path, pvc: stored by name
+    request = tracked.k8s.flags  # mount_path, pvc: stored by name
     where = table.gang_dir(str(request.get("mount_path") or "/workspace"), tracked.id)
     pvc = request.get("pvc") or "the job's PVC"
     raise TaoError(
@@ -101,7 +101,7 @@ def register(app: typer.Typer) -> None:
         tracked = tracking.load(store, job)
         tracking.refuse_other_platform(tracked, "read the logs of")
         tracking.check_pin(tracked, sess.target().server, force=force)
-        nodes = int(tracked.extra.get("nodes") or 1)
+        nodes = int(tracked.k8s.nodes or 1)
         if rank is not None and rank >= nodes:
             raise UsageError(f"--rank {rank}: job {tracked.id} has ranks 0..{nodes - 1}")
         multi = nodes > 1
@@ -112,12 +112,13 @@ def register(app: typer.Typer) -> None:
         if errors:
             return _errors(kc, tracked, pods, rank=rank, multi=multi)
         if not pods:
-            history = tracked.extra.get("history")
-            if live_job is not None and not history:
+            history = tracked.k8s.history
+            if live_job is not None and (history is None or history.empty):
                 info(f"job {tracked.id}: no pod has started yet")
                 return 0
             info(f"job {tracked.id}: the Job is gone; showing the log tail captured when it ended")
-            for line in from_history(history, rank=rank, multi=multi):
+            captured = [(kept.rank, kept.tail_lines) for kept in history.ranks] if history is not None else []
+            for line in from_history(captured, rank=rank, multi=multi):
                 if raw:
                     emit_raw(line + "\n")
                 else:
@@ -173,21 +174,22 @@ def _errors(kc: Kubectl, tracked: Tracked, pods: list[dict[str, object]], *, ran
             found = rank_of(pod, job_name)
             texts.append((int(found) if found is not None else (0 if not multi else None), text))
     else:
-        history = tracked.extra.get("history") or {}
-        if not history.get("ranks"):
+        history = tracked.k8s.history
+        if history is None or not history.ranks:
             info(f"job {tracked.id}: no pod has started yet" if tracked.job_name else f"job {tracked.id}: no logs")
             return 0
         info(f"job {tracked.id}: the Job is gone; reading the log tail captured when it ended")
-        kept = [entry for entry in history["ranks"] if entry.get("errors")]
+        kept = [entry for entry in history.ranks if entry.errors]
         if kept:  # the blocks found in what was read when it ended: print them as kept
             for entry in kept:
-                if rank is None or entry.get("rank") == rank:
-                    for line in entry["errors"]:
-                        log_line(f"[rank {entry.get('rank')}] {line}" if multi else str(line))
+                if rank is None or entry.rank == rank:
+                    for line in entry.errors or ():
+                        log_line(f"[rank {entry.rank}] {line}" if multi else str(line))
             return 0
-        texts = [(entry.get("rank"), "\n".join(entry.get("log_tail") or [])) for entry in history["ranks"]]
+        texts = [(entry.rank, "\n".join(entry.tail_lines)) for entry in history.ranks]
     shown = 0
-    per_pod = ranklogs.ranks_per_pod(tracked.extra)  # a [rankN]: outside a pod's own ranks is its program's text
+    # a [rankN]: outside a pod's own ranks is its program's text
+    per_pod = ranklogs.ranks_per_pod(tracked.k8s.flags, tracked.k8s.nodes, tracked.k8s.gpus)
     for pod_rank, text in sorted(texts, key=lambda item: -1 if item[0] is None else item[0]):
         for block_rank, block in ranklogs.error_blocks(text, pod_rank, per_pod):
             if rank is not None and block_rank != rank and pod_rank != rank:

@@ -9,6 +9,7 @@ from kubectl_tao.cli.output import as_list, check_format, dump_json, dump_yaml, 
 from kubectl_tao.core.ages import age
 from kubectl_tao.core.sanitize import sanitize
 from kubectl_tao.jobs.track import Observation
+from kubectl_tao.store.jobrecord import K8sRecord
 
 HEADERS = ["NAME", "STATE", "GPUS", "NODES", "AGE", "REASON"]
 WIDE = ["NAMESPACE", "JOB", "IMAGE", "RESULTS", "PROGRESS", "KPI"]
@@ -16,14 +17,14 @@ PROGRESS_HEADERS = ["PROGRESS", "ETA"]  # status: where a job's progress is know
 
 
 def row(obs: Observation, wide: bool) -> list[Any]:
-    extra = obs.tracked.extra
+    job, k8s = obs.tracked.job, obs.tracked.k8s
     reason = obs.reason or ("" if obs.state in ("RUNNING", "COMPLETE") else obs.message)
     cells: list[Any] = [
         obs.tracked.id,
         obs.state,
-        extra.get("gpus", "-"),
-        extra.get("nodes", "-"),
-        age(obs.tracked.record.get("submitted_at")),
+        "-" if k8s.gpus is None else k8s.gpus,
+        "-" if k8s.nodes is None else k8s.nodes,
+        age(job.submitted_at),
         (reason or "")[:80],
     ]
     if wide:
@@ -33,8 +34,8 @@ def row(obs: Observation, wide: bool) -> list[Any]:
         cells += [
             obs.tracked.namespace or "-",
             obs.tracked.job_name or "-",
-            obs.tracked.record.get("image", "-"),
-            obs.tracked.record.get("results_dir", "-"),
+            job.image or "-",
+            job.results_dir or "-",
             progress_cell(progress) or "-",
             main_kpi(progress) or "-",
         ]
@@ -71,7 +72,7 @@ def progress_lines(obs: Observation, now: datetime) -> str:
     if where is None:
         from kubectl_tao.progress.model import from_stored
 
-        where = from_stored(obs.tracked.extra.get("progress"))[1]
+        where = from_stored(obs.tracked.k8s.progress)[1]
     cell = progress_cell(progress)
     eta = eta_cell(progress, now) if running else ""
     said = [cell or "no epoch or step count yet"]
@@ -92,10 +93,10 @@ def progress_lines(obs: Observation, now: datetime) -> str:
     return sanitize(_scrubbed(text), multiline=True)
 
 
-def _workflow_cell(extra: dict[str, Any]) -> str:
+def _workflow_cell(k8s: K8sRecord) -> str:
     """RUN/STEP of a job that is a step of a workflow run (`workflow run`), else empty."""
-    run, step = extra.get("workflow"), extra.get("workflow_step")
-    return f"{run}/{step}" if isinstance(run, str) and isinstance(step, str) else ""
+    run, step = k8s.workflow, k8s.workflow_step
+    return f"{run}/{step}" if run is not None and step is not None else ""
 
 
 def _restarts_cell(view: dict[str, Any] | None) -> str:
@@ -103,7 +104,8 @@ def _restarts_cell(view: dict[str, Any] | None) -> str:
 
 
 def rank_rows(obs: Observation) -> list[list[Any]]:
-    ranks = (obs.live or {}).get("ranks") or (obs.tracked.extra.get("history") or {}).get("ranks") or []
+    history = obs.tracked.k8s.history
+    ranks = (obs.live or {}).get("ranks") or [r.to_stored() for r in (history.ranks if history else ())]
     return [
         [
             r.get("rank"),
@@ -158,7 +160,7 @@ def show(observations: list[Observation], output: str, no_headers: bool, *, rank
         rows_shown = [row(o, wide) for o in observations]
         headers = HEADERS + (WIDE if wide else [])
         views = [o.restart_view() for o in observations]
-        steps = [_workflow_cell(o.tracked.extra) for o in observations]
+        steps = [_workflow_cell(o.tracked.k8s) for o in observations]
         if any(steps):  # a column only where a job is a step of a workflow run
             headers = [*headers, "WORKFLOW"]
             rows_shown = [[*cells, step or "-"] for cells, step in zip(rows_shown, steps, strict=True)]

@@ -144,7 +144,10 @@ def list_(output: str = output_option(ACTION_FORMATS), no_headers: bool = NoHead
     if fmt == "name":
         emit("".join(f"{r.id}\n" for r in records))
     elif not emit_data(fmt, as_list([dict(r) for r in records])):
-        rows = [[r.id, r.get("platform"), r.effective_state, r.get("results_dir")] for r in records]
+        from kubectl_tao.store.jobrecord import JobRecord
+
+        typed = [JobRecord.from_stored(r) for r in records]
+        rows = [[r.id, r.platform, r.effective_state, r.results_dir] for r in typed]
         emit(table(rows, ["ID", "PLATFORM", "STATE", "RESULTS_DIR"], no_headers=no_headers))
     return 0
 

@@ -63,7 +63,9 @@ def resubmit(
     )
 
     def link(new_id: str) -> None:
-        earlier = list(store.get_extra(tracked.id).get("resubmitted_as") or [])
+        from kubectl_tao.store.jobrecord import K8sRecord
+
+        earlier = list(K8sRecord.from_stored(store.get_extra(tracked.id)).resubmitted_as)
         store.update_extra(tracked.id, resubmitted_as=[*earlier, new_id])
 
     return run_submit(

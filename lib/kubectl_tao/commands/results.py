@@ -217,7 +217,7 @@ def tensorboard_command(
         raise UsageError(f"--port {port}: give a port from 1 to 65535")
     tracked = tracking.load(record_store(), job)
     source = results.source_of(tracked, node_selector=node_selector, tolerations=toleration)
-    chosen = validate_image(image or str(tracked.record.get("image") or ""), "--image" if image else "the job's image")
+    chosen = validate_image(image or tracked.job.image, "--image" if image else "the job's image")
 
     def output(data: bytes) -> None:
         sys.stderr.write(data.decode("utf-8", errors="replace"))

@@ -424,17 +424,16 @@ def resume(
     target = sess.target()
     store = lazy_record_store()
     rows = runs.step_records(store(), name)
-    namespace = str(rows[0][1].get("namespace"))
+    namespace = str(rows[0][1].namespace)
     left = runs.resumable(runs.status(sess.kubectl(), store(), name, server=target.server))
     workflow = runs.resumed_workflow(rows, left)
-    results = {str(extra.get("workflow_step")): str(extra.get("results_seen_as") or rec.get("results_dir") or "")
-               for rec, extra in rows}
+    results = {str(extra.workflow_step): extra.results_seen_as or rec.results_dir for rec, extra in rows}
     steps = []
     for rec, extra in rows:
-        step = str(extra.get("workflow_step"))
+        step = str(extra.workflow_step)
         if step not in left:
             continue
-        plain = request_from_record(rec.id, rec, extra, None)  # into its old results directory
+        plain = request_from_record(rec.id, rec.to_stored(), extra.to_stored(), None)  # into its old results dir
         request = plain
         if workflow.successors(step):
             request = plain.replaced(command=wrap_command(plain.command))
@@ -449,7 +448,7 @@ def resume(
                                         the_plan, [], plain))
     created = runs.run(sess.kubectl(), workflow, steps, namespace=namespace, server=target.server,
                             context=target.context, store_factory=store,
-                            source=str(rows[0][1].get("workflow_file") or ""), on_progress=info,
+                            source=rows[0][1].workflow_file or "", on_progress=info,
                             extra_fields={"resumed_from": name}, results=results)
     if fmt == "name":
         emit(f"workflow/{created['name']}\n")

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Iterator
-from typing import Any
+from collections.abc import Collection, Iterable, Iterator, Sequence
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import GateError
@@ -82,17 +81,20 @@ def kubectl_args(
     return args
 
 
-def from_history(history: dict[str, Any] | None, *, rank: int | None, multi: bool) -> list[str]:
-    """The captured log tails, one line each (prefixed `[rank K] ` when `multi`), for the caller to print."""
-    if not history or not history.get("ranks"):
+def from_history(
+    ranks: Sequence[tuple[int | None, Sequence[str]]], *, rank: int | None, multi: bool
+) -> list[str]:
+    """The captured log tails, one line each (prefixed `[rank K] ` when `multi`), for the caller to print.
+    RANKS: (rank, its log tail's lines) for each rank the record's history captured."""
+    if not ranks:
         raise GateError(
             "the Job is gone (ttlSecondsAfterFinished or deleted) and no log tail was captured for it; "
             "results live in the record's results_dir"
         )
     lines = []
-    for entry in history["ranks"]:
-        if rank is not None and entry.get("rank") != rank:
+    for number, tail in ranks:
+        if rank is not None and number != rank:
             continue
-        for line in entry.get("log_tail") or []:
-            lines.append(f"[rank {entry.get('rank')}] {line}" if multi else str(line))
+        for line in tail:
+            lines.append(f"[rank {number}] {line}" if multi else str(line))
     return lines

@@ -75,8 +75,7 @@ def redacted(e: Explanation) -> Explanation:
 
 
 def _last_message(tracked: Tracked) -> str:
-    transitions = tracked.record.get("transitions") or []
-    return str(transitions[-1].get("message", "")) if transitions else ""
+    return tracked.job.last_message
 
 
 def _loads(result: Completed) -> Any:
@@ -110,19 +109,19 @@ def from_history(tracked: Tracked) -> Explanation:
             "not-launched",
         )
         return Explanation(rid, ns, name, state, "", last, "record", [finding])
-    history = tracked.extra.get("history") or {}
-    if history.get("state"):
+    history = tracked.k8s.history
+    if history is not None and history.state:
         status = st.JobStatus(
-            state=str(history["state"]),
-            reason=str(history.get("reason") or ""),
-            message=str(history.get("message") or ""),
-            err_class=history.get("err_class"),
-            total=max(len(history.get("ranks") or []), 1),
-            first_failed_rank=history.get("first_failed_rank"),
+            state=history.state,
+            reason=history.reason or "",
+            message=history.message or "",
+            err_class=history.err_class,
+            total=max(len(history.ranks), 1),
+            first_failed_rank=history.first_failed_rank,
         )
-        note = f"the Job is gone; explained from the history the record captured at {history.get('captured_at')}"
+        note = f"the Job is gone; explained from the history the record captured at {history.captured_at}"
     elif tracked.terminal:
-        status = st.JobStatus(state=state, reason="", message=last, err_class=tracked.record.get("err_class"))
+        status = st.JobStatus(state=state, reason="", message=last, err_class=tracked.job.err_class)
         note = "the Job is gone and the record kept no history; explained from the record's last state"
     else:
         status = st.job_status(None, [])
@@ -202,7 +201,7 @@ def explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fal
     """Findings for a record's Job: live when the Job exists, else from the record; redacted. A job submitted
     with --max-restarts also says why each of its attempts ended."""
     found = _explain_job(kc, tracked, server=server, force=force)
-    if tracked.extra.get("max_restarts"):
+    if tracked.k8s.max_restarts:
         found.restarts = _restarts_said(kc, tracked, found)
     return redacted(found)
 
@@ -220,7 +219,7 @@ def _restarts_said(kc: Kubectl, tracked: Tracked, found: Explanation) -> list[st
             pods = []
         view = observe_restarts(kc, None, tracked, pods)
     else:
-        view = history.of_job(tracked.extra) or history.History(0, ())
+        view = history.of_job(tracked.k8s.max_restarts, tracked.k8s.attempts) or history.History(0, ())
     return view.said()
 
 
@@ -301,7 +300,7 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
         status, events, pods, nodes=node_list, job=tracked.id, namespace=ns, job_name=name, no_gpu_hint=hint,
         queue_quota=queue_quota, diagnosis=cause,
     )
-    gang_finding = gang.finding(gang_view, gpus=tracked.extra.get("gpus")) if gang_view else None
+    gang_finding = gang.finding(gang_view, gpus=tracked.k8s.gpus) if gang_view else None
     if gang_finding is not None and status.state == st.PENDING:
         found.insert(0, gang_finding)
     reason = str(cause["cause"]) if cause and names_a_cause(cause) else status.reason
@@ -314,7 +313,7 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
 def _logs_call(tracked: Tracked) -> tuple[list[str], dict[str, Any]]:
     from kubectl_tao.diagnosis import ranklogs
 
-    ranks = int(tracked.extra.get("nodes") or 1)
+    ranks = int(tracked.k8s.nodes or 1)
     container = "tao" if tracked.launched_here else None
     return ranklogs.logs_call(tracked.namespace or "default", tracked.pod_selector, ranks + 4, container=container)
 
@@ -331,14 +330,14 @@ def _log_diagnosis(
     kept = diagnosis_of(tracked)
     if kept is not None:
         return kept
-    ranks = int(tracked.extra.get("nodes") or 1)
+    ranks = int(tracked.k8s.nodes or 1)
     read = ranklogs.read_logs(
         kc, tracked.namespace or "default", tracked.pod_selector, ranks + 4,
         container="tao" if tracked.launched_here else None, names=ranklogs.pod_names(pods), answer=answer,
     )
     notes.extend(read.notes)
-    found = ranklogs.diagnose(read, status.to_dict(), gpus=tracked.extra.get("gpus"),
-                                    per_pod=ranklogs.ranks_per_pod(tracked.extra))
+    per_pod = ranklogs.ranks_per_pod(tracked.k8s.flags, tracked.k8s.nodes, tracked.k8s.gpus)
+    found = ranklogs.diagnose(read, status.to_dict(), gpus=tracked.k8s.gpus, per_pod=per_pod)
     if found is not None:
         found = ranklogs.with_dumps(found, pods)
     if found is None and not read.notes:

@@ -345,12 +345,11 @@ def rank_logs(
     return out
 
 
-def ranks_per_pod(extra: Mapping[str, Any]) -> int | None:
+def ranks_per_pod(flags: Mapping[str, Any], nodes: int | None, gpus: int | None) -> int | None:
     """The torchrun workers each pod of a job runs, when kubectl-tao launched them: a multi-node job with
     `--launcher torchrun` runs max(--gpus, 1) a pod (render.py's NPROC_PER_NODE), global ranks by node rank;
-    None for any other job (one pod runs whatever its command starts)."""
-    flags = (extra.get("request") or {}).get("flags") or {}
-    nodes, gpus = extra.get("nodes"), extra.get("gpus")
+    None for any other job (one pod runs whatever its command starts). FLAGS: the job flags the record kept
+    (K8sRecord.flags, {} for a Job launched another way); NODES and GPUS: the record's."""
     if flags.get("launcher") != "torchrun" or not isinstance(nodes, int) or nodes < 2 or not isinstance(gpus, int):
         return None
     return max(gpus, 1)

@@ -57,7 +57,7 @@ def cancel(
         # --force skips the cluster pin only: the Job is deleted with the pinned UID as a precondition, or,
         # when none was pinned, only after its label and record annotation show it is this record's. A record
         # launched the reference's way names its Job by backend_ref alone: that name is the claim.
-        uid = tracked.extra.get("job_uid")
+        uid = tracked.k8s.job_uid
         if not uid and tracked.launched_here:
             uid = objects.owned_job_uid(kc, ns, name, tracked.id)
         how = "name" if uid or not tracked.launched_here else "keep"

@@ -19,6 +19,7 @@ from kubectl_tao.core import contract
 from kubectl_tao.core.errors import KubectlError, TaoError
 from kubectl_tao.jobs.track import Observation, Tracked, _from_record, lookup_problem, observe
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
+from kubectl_tao.store.jobrecord import K8sRecord
 
 SELECTOR = contract.MANAGED_SELECTOR
 SELECTOR_QUERY = contract.MANAGED_SELECTOR_QUERY
@@ -74,7 +75,8 @@ def live_objects(kc: Kubectl, namespaces: set[str]) -> dict[tuple[str, str], tup
 def _read(store: Any, record_id: str, problems: list[str]) -> tuple[dict, dict] | None:
     """One record and its additions from their files; None when the record cannot be read: not JSON, not
     valid against its schema (`store.show` validates with records.record_problem), naming another id, or with
-    unreadable kubectl-tao data. Each such record is described in `problems` and skipped."""
+    unreadable kubectl-tao data (or data of a schema_version this release does not read). Each such record is
+    described in `problems` and skipped."""
     try:
         record = store.show(record_id)
     except TaoError as exc:
@@ -82,6 +84,7 @@ def _read(store: Any, record_id: str, problems: list[str]) -> tuple[dict, dict] 
         return None
     try:
         extra = store.get_extra(record_id) or {}
+        K8sRecord.from_stored(extra)  # a version this release cannot read (written by a newer one)
     except TaoError as exc:  # its kubectl-tao data is unreadable: skip it, not everyone's list
         problems.append(f"{exc.message}; job {record_id} skipped")
         return None
@@ -125,7 +128,7 @@ def newest_records(
     tracked = []
     for record, extra, cached in shown:
         if cached and full:
-            record, extra = _read(store, str(record["id"]), problems) or (record, extra)
+            record, extra = _read(store, Record(record).id, problems) or (record, extra)
         tracked.append(Tracked(Record(record), extra))
     return tracked, len(rows)
 
@@ -149,7 +152,7 @@ def observe_all(
         for t in tracked
         if t.on_kubernetes
         and t.id not in unsafe
-        and (not t.extra.get("api_server") or t.extra.get("api_server") == server)
+        and (not t.k8s.api_server or t.k8s.api_server == server)
     ]
     need_live = live and any(not t.terminal and t.job_name and t.launched_here for t in here)
     index = live_objects(kc, {t.namespace for t in here if t.namespace}) if need_live else {}
@@ -161,7 +164,7 @@ def observe_all(
         elif t.id in unsafe:
             out.append(_from_record(t, [unsafe[t.id]]))
         elif t.id not in here_ids:
-            out.append(_from_record(t, [f"submitted to another cluster ({t.extra.get('api_server')})"]))
+            out.append(_from_record(t, [f"submitted to another cluster ({t.k8s.api_server})"]))
         elif t.terminal or not t.job_name or not live:
             out.append(_from_record(t, []))
         elif not t.launched_here:

@@ -43,7 +43,7 @@ WHY_NO_STATUS_JSON = "no status.json"
 def kept(tracked: Tracked) -> tuple[Progress | None, str | None]:
     """The progress the record keeps (the last one read, or the final one of a job that ended) and where it
     was read."""
-    return from_stored(tracked.extra.get("progress"))
+    return from_stored(tracked.k8s.progress)
 
 
 def rank0(obs: Observation) -> dict[str, Any] | None:
@@ -79,10 +79,10 @@ def _container(tracked: Tracked) -> list[str]:
 def exec_args(tracked: Tracked, pod: str) -> list[str]:
     """The status.json read (progress/execread.py): by the Job for a one-pod job kubectl-tao launched (the call
     `status` prestarts), else into rank 0's POD."""
-    nodes = tracked.extra.get("nodes")
+    nodes = tracked.k8s.nodes
     target = exec_target(str(tracked.job_name), pod, launched_here=tracked.launched_here,
-                         nodes=nodes if isinstance(nodes, int) else 1)
-    return exec_call(str(tracked.namespace), target, str(tracked.record.get("results_dir") or ""),
+                         nodes=nodes if nodes is not None else 1)
+    return exec_call(str(tracked.namespace), target, tracked.job.results_dir,
                      launched_here=tracked.launched_here)
 
 
@@ -103,17 +103,17 @@ def parse_exec(stdout: str) -> tuple[Progress | None, str] | None:
 
 def _hint(tracked: Tracked, now: datetime) -> dict[str, Any] | None:
     """The record's note that rank 0's log answers (exec refused or failed; no status.json, for a while)."""
-    hint = tracked.extra.get("progress_read")
-    if not isinstance(hint, dict) or hint.get("from") != FROM_LOG:
+    hint = tracked.k8s.progress_read
+    if hint is None or hint.from_ != FROM_LOG:
         return None
-    if hint.get("why") != WHY_FORBIDDEN:  # no status.json yet, or an exec that failed: tried again later
-        until = _moment(hint.get("retry_at"))
-        at = _moment(hint.get("at"))
+    if hint.why != WHY_FORBIDDEN:  # no status.json yet, or an exec that failed: tried again later
+        until = _moment(hint.retry_at)
+        at = _moment(hint.at)
         if until is None and at is not None:
             until = at + timedelta(seconds=RETRY_EXEC_SECONDS)
         if until is None or now >= until:
             return None
-    return hint
+    return hint.to_stored()
 
 
 def read(kc: Kubectl, store: Any, obs: Observation, *, update: bool = True, now: datetime | None = None) -> None:
@@ -180,7 +180,7 @@ def keep(store: Any, tracked: Tracked, progress: Progress | None, where: str | N
     fields: dict[str, Any] = {}
     if progress is not None:
         value = stored(progress, where)
-        if value != tracked.extra.get("progress"):
+        if value != tracked.k8s.progress:
             fields["progress"] = value
     if hint is not None:
         fields["progress_read"] = hint

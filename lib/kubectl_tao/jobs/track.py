@@ -16,6 +16,7 @@ from kubectl_tao.core.errors import GateError, TaoError
 from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.restarts import history
+from kubectl_tao.store.jobrecord import JobRecord, K8sRecord
 from kubectl_tao.store.records import INCOMPLETE_SUBMIT_PHASES, ROLLING_BACK
 
 LOG_TAIL_LINES = 50
@@ -24,34 +25,51 @@ DEFAULT_TTL_SECONDS = 3600
 
 @record
 class Tracked(Value):
-    """A record with what kubectl-tao knows about its Kubernetes objects."""
+    """A record with what kubectl-tao knows about its Kubernetes objects. `record` and `extra` are the two
+    files as the store read them (what it writes back); `job` and `k8s` are the same, typed
+    (store/jobrecord.py), and are what every reader uses."""
 
     record: dict[str, Any]
     extra: dict[str, Any]
 
     @property
+    def job(self) -> JobRecord:
+        """The record, typed (read again after `record` is replaced)."""
+        cached = self.__dict__.get("_job")
+        if cached is None or cached[0] is not self.record:
+            cached = (self.record, JobRecord.from_stored(self.record))
+            self.__dict__["_job"] = cached
+        return cached[1]
+
+    @property
+    def k8s(self) -> K8sRecord:
+        """kubectl-tao's additions, typed (read again after `extra` is replaced)."""
+        cached = self.__dict__.get("_k8s")
+        if cached is None or cached[0] is not self.extra:
+            cached = (self.extra, K8sRecord.from_stored(self.extra))
+            self.__dict__["_k8s"] = cached
+        return cached[1]
+
+    @property
     def id(self) -> str:
-        return str(self.record["id"])
+        return self.job.id
 
     @property
     def namespace(self) -> str | None:
-        return self._kept_or_ref("namespace", 0)
+        return self.k8s.namespace or self._ref_part(0)
 
     @property
     def job_name(self) -> str | None:
-        return self._kept_or_ref("job_name", 1)
+        return self.k8s.job_name or self._ref_part(1)
 
-    def _kept_or_ref(self, key: str, part: int) -> str | None:
-        """The sibling file's KEY, else PART (0 namespace, 1 name) of the record's backend_ref NAMESPACE/NAME."""
-        kept = self.extra.get(key)
-        if kept:
-            return str(kept)
-        ref = self.record.get("backend_ref") or ""
+    def _ref_part(self, part: int) -> str | None:
+        """PART (0 namespace, 1 name) of the record's backend_ref NAMESPACE/NAME."""
+        ref = self.job.backend_ref or ""
         return ref.split("/", 1)[part] if "/" in ref else None
 
     @property
     def platform(self) -> str:
-        return str(self.record.get("platform") or "")
+        return self.job.platform
 
     @property
     def on_kubernetes(self) -> bool:
@@ -62,7 +80,7 @@ class Tracked(Value):
     def launched_here(self) -> bool:
         """True when kubectl-tao's submit created the Job (its objects carry the tao-job label); False for a
         Job launched the reference's way (the record tool plus a Job made by hand or by another tool)."""
-        return bool(self.extra.get("job_name"))
+        return bool(self.k8s.job_name)
 
     @property
     def pod_selector(self) -> str:
@@ -70,12 +88,11 @@ class Tracked(Value):
 
     @property
     def record_state(self) -> str:
-        transitions = self.record.get("transitions") or []
-        return str(self.record.get("terminal_state") or (transitions[-1]["state"] if transitions else "PENDING"))
+        return self.job.state
 
     @property
     def terminal(self) -> bool:
-        return self.record.get("terminal_state") in contract.TERMINAL_STATES
+        return self.job.terminal
 
 
 @record
@@ -100,18 +117,17 @@ class Observation(Value):
             return self.progress
         from kubectl_tao.progress.model import from_stored
 
-        return from_stored(self.tracked.extra.get("progress"))[0]
+        return from_stored(self.tracked.k8s.progress)[0]
 
     def restart_view(self) -> dict[str, Any] | None:
         """Restarts, attempt and why each attempt ended, for a job submitted with --max-restarts (else None)."""
         if self.restarts is not None:
             return self.restarts
-        found = history.of_job(self.tracked.extra)
+        found = history.of_job(self.tracked.k8s.max_restarts, self.tracked.k8s.attempts)
         return None if found is None else found.view()
 
     def to_dict(self) -> dict[str, Any]:
-        record = self.tracked.record
-        extra = self.tracked.extra
+        job, k8s = self.tracked.job, self.tracked.k8s
         return {
             "id": self.tracked.id,
             "state": self.state,
@@ -120,14 +136,14 @@ class Observation(Value):
             "err_class": self.err_class,
             "namespace": self.tracked.namespace,
             "job": self.tracked.job_name,
-            "backend_ref": record.get("backend_ref"),
-            "image": record.get("image"),
-            "gpus": extra.get("gpus"),
-            "nodes": extra.get("nodes"),
-            "submitted_at": record.get("submitted_at"),
-            "results_dir": record.get("results_dir"),
+            "backend_ref": job.backend_ref,
+            "image": job.image,
+            "gpus": k8s.gpus,
+            "nodes": k8s.nodes,
+            "submitted_at": job.submitted_at,
+            "results_dir": job.results_dir,
             "live": self.live,
-            "history": extra.get("history"),
+            "history": _stored(k8s.history),
             "notes": self.notes,
             **self._restart_fields(),
             **self._progress_field(),
@@ -165,24 +181,24 @@ def lookup_problem(tracked: Tracked) -> str | None:
         return None
     from kubectl_tao.store.recordfields import is_kubernetes_ref, is_namespace, is_object_name
 
-    ref, extra = tracked.record.get("backend_ref"), tracked.extra
+    ref, k8s = tracked.job.backend_ref, tracked.k8s
     fix = "kubectl-tao does not look it up; open a new record for the Job"
     if ref and not is_kubernetes_ref(ref):
         return f"its backend_ref is not NAMESPACE/NAME (a DNS-1123 label, '/', a DNS-1123 subdomain); {fix}"
-    if extra.get("namespace") and not is_namespace(extra["namespace"]):
+    if "namespace" in k8s.other or (k8s.namespace and not is_namespace(k8s.namespace)):
         return f"its kubectl-tao data names a namespace that is not a DNS-1123 label; {fix}"
-    if extra.get("job_name") and not is_object_name(extra["job_name"]):
+    if "job_name" in k8s.other or (k8s.job_name and not is_object_name(k8s.job_name)):
         return f"its kubectl-tao data names a Job that is not a DNS-1123 subdomain; {fix}"
     return None
 
 
 def check_pin(tracked: Tracked, server: str, *, force: bool = False) -> None:
     """Refuse to act for a record on a cluster other than the one it was submitted to."""
-    pinned = tracked.extra.get("api_server")
+    pinned = tracked.k8s.api_server
     if force or not pinned or not server or pinned == server:
         return
     raise GateError(
-        f"job {tracked.id} was submitted to {pinned} (context {tracked.extra.get('context') or '?'}), but kubectl "
+        f"job {tracked.id} was submitted to {pinned} (context {tracked.k8s.context or '?'}), but kubectl "
         f"now points at {server}; switch with --context/--kubeconfig, or pass --force to look anyway"
     )
 
@@ -191,8 +207,13 @@ def refuse_other_platform(tracked: Tracked, verb: str) -> None:
     if not tracked.on_kubernetes:
         raise GateError(
             f"job {tracked.id} runs on platform {tracked.platform or '?'} (backend_ref "
-            f"{tracked.record.get('backend_ref')}); kubectl-tao does not {verb} it: use that platform's own tools"
+            f"{tracked.job.backend_ref}); kubectl-tao does not {verb} it: use that platform's own tools"
         )
+
+
+def _stored(part: Any) -> Any:
+    """A typed part as the record stores it (None stays None)."""
+    return None if part is None else part.to_stored()
 
 
 class Fetching:
@@ -287,7 +308,7 @@ def start_fetch(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fal
 def reads_gang(tracked: Tracked) -> bool:
     """A live job submitted with native gang scheduling: its PodGroup is read along with the Job."""
     # contract's spelling, not k8s.gang's: importing gang for this test cost status more than its own work
-    return tracked.extra.get("gang") == contract.GANG_NATIVE and not tracked.terminal and tracked.launched_here
+    return tracked.k8s.gang == contract.GANG_NATIVE and not tracked.terminal and tracked.launched_here
 
 
 def read_admission(kc: Kubectl, job: dict[str, Any] | None) -> Any:
@@ -306,7 +327,7 @@ def read_admission(kc: Kubectl, job: dict[str, Any] | None) -> Any:
 
 
 def check_uid(tracked: Tracked, job: dict[str, Any] | None, *, force: bool = False) -> None:
-    pinned = tracked.extra.get("job_uid")
+    pinned = tracked.k8s.job_uid
     if job is None or not pinned or force:
         return
     uid = job["metadata"].get("uid")
@@ -345,7 +366,7 @@ def observe(
     if not fetched:
         job, pods, groups = (started or Fetching(kc, tracked)).result()
     check_uid(tracked, job, force=force)
-    if not tracked.terminal and tracked.extra.get("submit_phase") == ROLLING_BACK:
+    if not tracked.terminal and tracked.k8s.submit_phase == ROLLING_BACK:
         return finish_rollback(kc, store if update else None, tracked)
     pods = pods or []
     if job is None and not tracked.terminal and store is not None:
@@ -371,11 +392,11 @@ def observe(
     obs = Observation(tracked, status.state, status.reason, message, status.err_class, status.to_dict())
     _told_by_logs(obs)
     obs.job_ttl = ((job or {}).get("spec") or {}).get("ttlSecondsAfterFinished")
-    if tracked.extra.get("max_restarts") and job is not None:
+    if tracked.k8s.max_restarts and job is not None:
         obs.restarts = observe_restarts(kc, store if update else None, tracked, pods).view()
     if job is None:
         return _settle_missing(kc, store, tracked, obs, update)
-    if update and not tracked.terminal and tracked.extra.get("submit_phase") in INCOMPLETE_SUBMIT_PHASES:
+    if update and not tracked.terminal and tracked.k8s.submit_phase in INCOMPLETE_SUBMIT_PHASES:
         # The submit was cut off (API server gone) after the Job was created: finish what it left undone (owner
         # references for its Secret/Service, the UID pin), so TTL or cancel removes them with it.
         from kubectl_tao.k8s import objects
@@ -393,7 +414,7 @@ def observe_restarts(kc: Kubectl, store: Any, tracked: Tracked, pods: list[dict[
     head of the current attempt's log tells (the entrypoint prints the ends of the earlier attempts first: the
     kubelet removes the containers of a RestartAllContainers, their messages with them). New ends are kept in
     the record (STORE; None: not written)."""
-    found = history.of_job(tracked.extra, pods) or history.History(0, ())
+    found = history.of_job(tracked.k8s.max_restarts, tracked.k8s.attempts, pods) or history.History(0, ())
     if found.unexplained and tracked.namespace:
         pod = max(pods, key=lambda p: max([s.get("restartCount") or 0 for s in
                                            (p.get("status") or {}).get("containerStatuses") or []] or [0]))
@@ -412,8 +433,7 @@ def observe_restarts(kc: Kubectl, store: Any, tracked: Tracked, pods: list[dict[
 
 def diagnosis_of(tracked: Tracked) -> dict[str, Any] | None:
     """The cause the job's logs showed, as its history captured it (diagnosis/ranklogs.py), or None."""
-    found = (tracked.extra.get("history") or {}).get("diagnosis")
-    return found if isinstance(found, dict) and found.get("cause") else None
+    return tracked.k8s.history.cause if tracked.k8s.history is not None else None
 
 
 def cause_told(tracked: Tracked) -> dict[str, Any] | None:
@@ -432,19 +452,18 @@ def _told_by_logs(obs: Observation) -> None:
     if found is not None and obs.state == "ERROR" and obs.reason in OVERRIDDEN_REASONS:
         obs.reason = str(found["cause"])
         obs.err_class = found.get("err_class") or obs.err_class
-        obs.message = str((obs.tracked.extra.get("history") or {}).get("message") or obs.message)
+        kept = obs.tracked.k8s.history
+        obs.message = str((kept.message if kept is not None else None) or obs.message)
 
 
 def _from_record(tracked: Tracked, notes: list[str]) -> Observation:
-    transitions = tracked.record.get("transitions") or []
-    last = transitions[-1] if transitions else {}
     found = cause_told(tracked) if tracked.record_state == "ERROR" else None
     return Observation(
         tracked,
         tracked.record_state,
         str(found["cause"]) if found else "",
-        str(last.get("message", "")),
-        tracked.record.get("err_class"),
+        tracked.job.last_message,
+        tracked.job.err_class,
         None,
         notes,
     )
@@ -452,8 +471,8 @@ def _from_record(tracked: Tracked, notes: list[str]) -> Observation:
 
 def _settle_missing(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, update: bool) -> Observation:
     """Job not found: either a submit that never finished creating it, or a Job deleted (TTL, by hand)."""
-    phase = tracked.extra.get("submit_phase")
-    if phase in ("dry-run", "creating") and not tracked.extra.get("job_uid"):
+    phase = tracked.k8s.submit_phase
+    if phase in ("dry-run", "creating") and not tracked.k8s.job_uid:
         namespace = tracked.namespace or "default"
         from kubectl_tao.k8s import objects
 
@@ -485,7 +504,7 @@ def finish_rollback(kc: Kubectl, store: Any, tracked: Tracked) -> Observation:
     from kubectl_tao.k8s import objects
 
     namespace = tracked.namespace or "default"
-    rollback = tracked.extra.get("rollback") or {}
+    rollback = tracked.k8s.rollback or {}
     reason = str(rollback.get("message") or "not launched")
     if store is None:
         return _from_record(tracked, ["the submit failed; `status` removes what it may have left and settles it"])
@@ -500,19 +519,18 @@ def finish_rollback(kc: Kubectl, store: Any, tracked: Tracked) -> Observation:
         extra={"submit_phase": "rolled-back", "left_behind": []},
     )
     tracked.record, tracked.extra = store.show(tracked.id), store.get_extra(tracked.id)
-    return Observation(tracked, "ERROR", "NotLaunched", message, tracked.record.get("err_class"), None, [])
+    return Observation(tracked, "ERROR", "NotLaunched", message, tracked.job.err_class, None, [])
 
 
 def _write_back(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation, pods: list[dict[str, Any]]) -> None:
     if tracked.terminal:
         return
     message = obs.message or obs.reason or obs.state.lower()
-    transitions = tracked.record.get("transitions") or []
-    last = transitions[-1] if transitions else {}
+    last = tracked.job.last
     if obs.state in ("COMPLETE", "ERROR"):
         capture_history(kc, store, tracked, obs, pods)
         message = obs.message or obs.reason or obs.state.lower()  # the logs may have named the cause
-    elif last.get("state") == obs.state and last.get("message") == message:
+    elif last is not None and last.state == obs.state and last.message == message:
         return
     store.mark(
         tracked.id,
@@ -532,7 +550,8 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
 
     texts: dict[str, str] = {}
     found = None
-    per_pod = ranklogs.ranks_per_pod(tracked.extra)  # where a [rankN]: is torch's (ranklogs.own_ranks)
+    # where a [rankN]: is torch's (ranklogs.own_ranks)
+    per_pod = ranklogs.ranks_per_pod(tracked.k8s.flags, tracked.k8s.nodes, tracked.k8s.gpus)
     if pods and tracked.namespace and tracked.job_name:
         container = "tao" if tracked.launched_here else None  # a Job made elsewhere: its default container
         failed = obs.state == "ERROR"
@@ -545,7 +564,7 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
         texts = read.texts
         if failed:
             if obs.reason in ranklogs.OVERRIDDEN_REASONS:
-                found = ranklogs.diagnose(read, obs.live, gpus=tracked.extra.get("gpus"), per_pod=per_pod)
+                found = ranklogs.diagnose(read, obs.live, gpus=tracked.k8s.gpus, per_pod=per_pod)
                 found = ranklogs.with_dumps(found, pods) if found is not None else None
             obs.notes.extend(read.notes)
     from datetime import UTC, datetime
@@ -583,25 +602,25 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
     }
     if found is not None:
         history["diagnosis"] = found.to_dict()
-    held = bool(tracked.extra.get("keep_until_captured"))
+    held = bool(tracked.k8s.keep_until_captured)
     fields: dict[str, Any] = {"history": history}
     from kubectl_tao.progress.kept import ended
 
     rank0 = next((r for r in ranks if r.get("rank") in (0, None)), None)
-    progress = ended(tracked.extra.get("progress"), texts.get(str(rank0.get("pod"))) if rank0 else None)
+    progress = ended(tracked.k8s.progress, texts.get(str(rank0.get("pod"))) if rank0 else None)
     if progress is not None:
         fields["progress"] = progress  # the final progress: `status` and `list -o wide` show it once the Job is gone
-    if tracked.extra.get("ttl_hold"):
+    if tracked.k8s.ttl_hold:
         fields["ttl_hold"] = None  # captured: a waiter leaving now has nothing to give back
     store.update_extra(tracked.id, **fields)
-    tracked.extra.update(fields)
+    tracked.extra = {**tracked.extra, **fields}
     if held:
         # The history is safe in the record now: let ttlSecondsAfterFinished remove the Job.
         set_ttl(kc, tracked, held_ttl(tracked))
 
 
 def held_ttl(tracked: Tracked) -> int:
-    ttl = tracked.extra.get("ttl_seconds")
+    ttl = tracked.k8s.ttl_seconds
     return DEFAULT_TTL_SECONDS if ttl is None else int(ttl)
 
 
@@ -611,15 +630,15 @@ def set_ttl(kc: Kubectl, tracked: Tracked, ttl: int | None) -> bool:
         return False
     from kubectl_tao.k8s import objects
 
-    return objects.set_ttl(kc, tracked.namespace, tracked.job_name, tracked.extra.get("job_uid"), ttl)
+    return objects.set_ttl(kc, tracked.namespace, tracked.job_name, tracked.k8s.job_uid, ttl)
 
 
 def hold_ttl(kc: Kubectl, store: Any, tracked: Tracked, ttl: int, holder: str) -> bool:
     """Keep a waited-on Job from being deleted by its TTL before its ending is captured: the record says so
     first (so whoever captures the history sets the TTL back), then the TTL is removed from the Job."""
-    if tracked.extra.get("history"):
+    if tracked.k8s.history is not None and not tracked.k8s.history.empty:
         return False
-    ours = not tracked.extra.get("keep_until_captured")  # else already held (--wait, --keep-until-captured)
+    ours = not tracked.k8s.keep_until_captured  # else already held (--wait, --keep-until-captured)
     if ours:
         tracked.extra = store.update_extra(tracked.id, keep_until_captured=True, ttl_seconds=ttl, ttl_hold=holder)
     if set_ttl(kc, tracked, None):
@@ -631,7 +650,7 @@ def hold_ttl(kc: Kubectl, store: Any, tracked: Tracked, ttl: int, holder: str) -
 
 def release_ttl(kc: Kubectl, store: Any, tracked: Tracked) -> None:
     """A waiter leaving before the ending was captured gives the Job its TTL back."""
-    if not tracked.extra.get("ttl_hold"):
+    if not tracked.k8s.ttl_hold:
         return
     set_ttl(kc, tracked, held_ttl(tracked))
     tracked.extra = store.update_extra(tracked.id, keep_until_captured=False, ttl_hold=None)

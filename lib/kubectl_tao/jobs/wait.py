@@ -41,7 +41,7 @@ class WaitTimeout(TaoError):
 
 def progress_line(obs: Observation, elapsed: float) -> str:
     live = obs.live or {}
-    total = live.get("total") or (obs.tracked.extra.get("nodes") or 1)
+    total = live.get("total") or (obs.tracked.k8s.nodes or 1)
     running = sum(1 for r in live.get("ranks", []) if r.get("phase") == "Running")
     text = f"{obs.tracked.id}  {obs.state:<8}  ranks running {running}/{total}  {int(elapsed)}s"
     if obs.reason:
@@ -219,7 +219,7 @@ def fire(
     klass = obs.reason or "Unschedulable"
     ns, name = tracked.namespace, tracked.job_name
     if ns and name:
-        objects.teardown(kc, ns, name, job="name", uid=tracked.extra.get("job_uid"))
+        objects.teardown(kc, ns, name, job="name", uid=tracked.k8s.job_uid)
     message = f"{dog} {int(seconds)}s exceeded while {klass}: {obs.message or obs.reason}; fix: {fix_for(klass)}"
     store.mark(tracked.id, "ERROR", message=message, source="agent", err_class="ERR_INFRA")
     tracked.record = store.show(tracked.id)

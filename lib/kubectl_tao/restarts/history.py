@@ -169,13 +169,16 @@ def _merged(known: Iterable[AttemptEnd], found: Iterable[AttemptEnd]) -> tuple[A
     return tuple(ends[key] for key in sorted(ends))
 
 
-def of_job(extra: Mapping[str, Any], pods: Iterable[Mapping[str, Any]] = ()) -> History | None:
-    """THE history of a job from its record's extra (``max_restarts``, the ``attempts`` kept) and, when the Job
-    is live, its PODS (restart counts, termination messages); None for a job without --max-restarts."""
-    limit = extra.get("max_restarts")
+def of_job(
+    max_restarts: int | None, attempts: Iterable[Mapping[str, Any]] = (), pods: Iterable[Mapping[str, Any]] = ()
+) -> History | None:
+    """THE history of a job from what its record keeps (its --max-restarts, the ATTEMPTS' ends, as
+    store/jobrecord.K8sRecord types them) and, when the Job is live, its PODS (restart counts, termination
+    messages); None for a job without --max-restarts."""
+    limit = max_restarts
     if not limit:
         return None
-    recorded = tuple(AttemptEnd.from_dict(end) for end in extra.get("attempts") or [])
+    recorded = tuple(AttemptEnd.from_dict(end) for end in attempts)
     in_place, messages = rank_restarts(pods)
     ends = _merged(recorded, parse_history(messages))
     return History(int(limit), ends, in_place, tuple(sorted(recorded, key=lambda end: end.attempt)))

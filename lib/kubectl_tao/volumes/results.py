@@ -83,8 +83,8 @@ def source_of(
 ) -> ResultsSource:
     """Where a job's results are, from its record; the job's own placement unless flags are given."""
     record_id = tracked.id
-    results_dir = str(tracked.record.get("results_dir") or "")
-    flags = ((tracked.extra.get("request") or {}).get("flags")) or {}
+    results_dir = tracked.job.results_dir
+    flags = tracked.k8s.flags
     selector, tolerating = _placement(flags, node_selector, tolerations)
     if results_dir.startswith("s3://"):
         return _s3_source(tracked, results_dir, flags, selector, tolerating)
@@ -124,12 +124,12 @@ def _s3_source(
     from kubectl_tao.manifests.render import DEFAULT_S3_TOOLS_IMAGE
 
     bucket, _, _ = uri[len("s3://"):].partition("/")
-    if not bucket or not tracked.namespace or not tracked.extra.get("request"):
+    if not bucket or not tracked.namespace or tracked.k8s.request is None:
         raise UsageError(
             f"job {tracked.id}: its record does not say where and how its S3 results ({uri}) are read (a record of "
             "another tool, or written before kubectl-tao kept the request); read them with your S3 client"
         )
-    secrets = [str(name) for name in tracked.extra.get("secret_names") or []]
+    secrets = list(tracked.k8s.secret_names)
     image = str(flags.get("s3_tools_image") or DEFAULT_S3_TOOLS_IMAGE)
     return ResultsSource(tracked.id, tracked.namespace, "", S3_DIR, S3_PULL_DIR, selector, tolerating,
                          s3=uri.rstrip("/") + "/", secret=secrets[0] if secrets else None, tools_image=image)

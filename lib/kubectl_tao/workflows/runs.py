@@ -20,6 +20,7 @@ from kubectl_tao.core.errors import GateError, TaoError
 from kubectl_tao.core.names import secret_name_for
 from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.store.jobrecord import JobRecord, K8sRecord
 from kubectl_tao.workflows.objects import rbac_objects, release_plan, selector, step_objects, workload_object
 from kubectl_tao.workflows.spec import Workflow
 
@@ -287,9 +288,9 @@ def _delete_rbac(kc: Kubectl, run_id: str, namespace: str) -> list[str]:
 # ---------------------------------------------------------------- status
 
 
-def step_records(store: Any, run_id: str) -> list[Any]:
-    """The records of run RUN_ID's steps, in the order they run (GateError when there are none; UsageError for
-    a name no run can have)."""
+def step_records(store: Any, run_id: str) -> list[tuple[JobRecord, K8sRecord]]:
+    """The records of run RUN_ID's steps, typed, in the order they run (GateError when there are none;
+    UsageError for a name no run can have)."""
     import re
 
     from kubectl_tao.core.errors import UsageError
@@ -299,9 +300,9 @@ def step_records(store: Any, run_id: str) -> list[Any]:
                          "`kubectl tao workflow list` shows them")
     found = []
     for rec in store.list():
-        extra = store.get_extra(rec.id)
-        if extra.get("workflow") == run_id:
-            found.append((int(extra.get("workflow_index") or 0), rec, extra))
+        extra = K8sRecord.from_stored(store.get_extra(rec.id))
+        if extra.workflow == run_id:
+            found.append((extra.workflow_index or 0, JobRecord.from_stored(rec), extra))
     if not found:
         raise GateError(f"no workflow {run_id!r} in this state directory; `kubectl tao workflow list` shows them")
     return [(rec, extra) for _index, rec, extra in sorted(found, key=lambda item: item[0])]
@@ -351,24 +352,24 @@ def _failed_message(job: dict[str, Any] | None) -> str:
 
 
 def _released(
-    rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]], workloads: dict[str, dict[str, Any]]
+    rows: list[tuple[JobRecord, K8sRecord]], jobs: dict[str, dict[str, Any]], workloads: dict[str, dict[str, Any]]
 ) -> set[str]:
     """The steps that released a successor: only a step whose command succeeded (and whose gate passed) lets
     the step after it run, so a successor whose Job runs unsuspended, or that completed, says its predecessor
     completed even once the predecessor's Job is gone (its TTL) and its record was never settled."""
     ran: set[str] = set()
     for rec, extra in reversed(rows):  # the steps in run order: a successor comes after its predecessor
-        name = str(extra.get("workflow_step"))
-        live = _queue_state(jobs.get(str(extra.get("job_name"))), workloads)[0]
+        name = str(extra.workflow_step)
+        live = _queue_state(jobs.get(str(extra.job_name)), workloads)[0]
         if name in ran or (live is not None and live != HELD) or rec.state == "COMPLETE":
-            after = extra.get("workflow_after")
+            after = extra.workflow_after
             if isinstance(after, str):
                 ran.add(after)
     return ran
 
 
 def judge(
-    rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]],
+    rows: list[tuple[JobRecord, K8sRecord]], jobs: dict[str, dict[str, Any]],
     workloads: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The run's state from its steps' records and the Jobs read now (by Job name) and, for a run with a Kueue
@@ -377,7 +378,7 @@ def judge(
 
     steps, gates = [], {}
     for _rec, extra in rows:
-        job = jobs.get(str(extra.get("job_name")))
+        job = jobs.get(str(extra.job_name))
         if job is not None:
             raw = ((job.get("metadata") or {}).get("annotations") or {}).get(contract.WORKFLOW_GATE_ANNOTATION)
             try:
@@ -389,11 +390,11 @@ def judge(
     released = _released(rows, jobs, workloads)
     state, reason = COMPLETE, ""
     for rec, extra in rows:
-        name, job = str(extra.get("workflow_step")), jobs.get(str(extra.get("job_name")))
+        name, job = str(extra.workflow_step), jobs.get(str(extra.job_name))
         live, queued_reason = _queue_state(job, workloads)
         row_reason = queued_reason
-        not_run = extra.get("workflow_not_run")
-        if isinstance(not_run, dict) and live is None:  # closed by an earlier `workflow status` (below)
+        not_run = extra.workflow_not_run
+        if not_run is not None and live is None:  # closed by an earlier `workflow status` (below)
             step_state, row_reason = NOT_RUN, str(not_run.get("reason") or "")
             if not_run.get("run_state") in (ERROR, GATE_FAILED) and state not in (ERROR, CANCELED):
                 state, reason = str(not_run["run_state"]), str(not_run.get("run_reason") or row_reason)
@@ -412,8 +413,8 @@ def judge(
             row_reason = f"gate {gate.get('gate')} passed: the value was {gate.get('value'):g}" + (
                 f"; {queued_reason}" if queued_reason else "")
         if step_state == HELD:
-            row_reason = f"held until {extra.get('workflow_after')} succeeds" + (
-                f" and {extra.get('workflow_when')}" if extra.get("workflow_when") else "")
+            row_reason = f"held until {extra.workflow_after} succeeds" + (
+                f" and {extra.workflow_when}" if extra.workflow_when else "")
         if gate is not None and not gate.get("passed"):
             value = gate.get("value")
             seen = "no value in status.json" if value is None else f"the value was {value:g}"
@@ -422,14 +423,14 @@ def judge(
             if state not in (ERROR, CANCELED):
                 state, reason = GATE_FAILED, f"step {name}: {row_reason}"
         if step_state == ERROR and state != CANCELED:
-            said = ((rec.get("transitions") or [{}])[-1]).get("message") or "" if rec.state == "ERROR" else ""
+            said = rec.last_message if rec.state == "ERROR" else ""
             said = said or _failed_message(job)
             state, reason = ERROR, f"step {name} failed" + (f": {said}" if said else "") + (
                 f"; `kubectl tao explain {rec.id}` shows the cause")
         if step_state == CANCELED:
             state, reason = CANCELED, "canceled"
-        kept = from_stored(extra.get("progress"))[0]  # what the step's record keeps (`status` writes it)
-        steps.append({"name": name, "state": step_state, "job": extra.get("job_name"), "id": rec.id,
+        kept = from_stored(extra.progress)[0]  # what the step's record keeps (`status` writes it)
+        steps.append({"name": name, "state": step_state, "job": extra.job_name, "id": rec.id,
                       "reason": row_reason, "progress": progress_cell(kept), "kpi": main_kpi(kept)})
     if state == COMPLETE and any(s["state"] != COMPLETE for s in steps):
         if any(s["state"] in (HELD, PENDING, RUNNING) for s in steps):
@@ -440,7 +441,7 @@ def judge(
         for row in steps:
             if row["state"] in (HELD, PENDING) and not row["reason"].startswith("gate"):
                 row["state"] = NOT_RUN
-    name = str(rows[0][1].get("workflow"))
+    name = str(rows[0][1].workflow)
     return {"name": name, "state": state, "reason": reason, "steps": steps}
 
 
@@ -463,8 +464,8 @@ def read_jobs(kc: Kubectl, namespace: str, run_id: str) -> dict[str, dict[str, A
 
 
 def _settle_finished(
-    kc: Kubectl, store: Any, rows: list[tuple[Any, dict[str, Any]]], jobs: dict[str, dict[str, Any]], server: str
-) -> list[tuple[Any, dict[str, Any]]]:
+    kc: Kubectl, store: Any, rows: list[tuple[JobRecord, K8sRecord]], jobs: dict[str, dict[str, Any]], server: str
+) -> list[tuple[JobRecord, K8sRecord]]:
     """Each step whose Job is seen finished while its record is still open gets its ending written, as `status`
     writes a job's (jobs/track.observe: COMPLETE or ERROR, the ranks' history, the cause), so the record keeps it
     once the Job's TTL removes the Job; a step whose rollback the API server cut off has it finished (observe's
@@ -474,13 +475,13 @@ def _settle_finished(
 
     settled = []
     for rec, extra in rows:
-        job = jobs.get(str(extra.get("job_name")))
+        job = jobs.get(str(extra.job_name))
         finished = job is not None and _job_state(job) in (COMPLETE, ERROR)
-        if not rec.terminal and (finished or extra.get("submit_phase") == ROLLING_BACK):
+        if not rec.terminal and (finished or extra.submit_phase == ROLLING_BACK):
             # Not settled now when it fails (a read failed, another Job took the name): the live Job shows it.
             with contextlib.suppress(TaoError):
                 tracking.observe(kc, store, tracking.load(store, rec.id), server=server)
-            rec, extra = store.show(rec.id), store.get_extra(rec.id)
+            rec, extra = JobRecord.from_stored(store.show(rec.id)), K8sRecord.from_stored(store.get_extra(rec.id))
         settled.append((rec, extra))
     return settled
 
@@ -490,13 +491,13 @@ def status(kc: Kubectl, store: Any, run_id: str, *, server: str = "") -> dict[st
     (_settle_finished); a step the run removed (its Job gone, its record still open) has its record closed
     CANCELED with why it did not run."""
     rows = step_records(store, run_id)
-    namespace = str(rows[0][1].get("namespace"))
+    namespace = str(rows[0][1].namespace)
     jobs = read_jobs(kc, namespace, run_id)
     workloads = read_workloads(kc, namespace, run_id) if _queued_jobs(jobs) else {}
     rows = _settle_finished(kc, store, rows, jobs, server)
     seen = judge(rows, jobs, workloads)
     records = {rec.id: rec for rec, _extra in rows}
-    parents = {str(extra.get("workflow_step")): extra.get("workflow_after") for _rec, extra in rows}
+    parents = {str(extra.workflow_step): extra.workflow_after for _rec, extra in rows}
 
     def after(name: str, top: str) -> bool:
         at = parents.get(name)
@@ -531,14 +532,13 @@ def cancel(kc: Kubectl, store: Any, run_id: str, *, server: str) -> dict[str, An
     from kubectl_tao.k8s import objects
 
     rows = step_records(store, run_id)
-    namespace = str(rows[0][1].get("namespace"))
+    namespace = str(rows[0][1].namespace)
     pinned = _workloads_of(kc, namespace, run_id, rows)  # read before their Jobs go (the GC may take them)
     deleted: list[str] = []
     for rec, extra in rows:
         tracked = tracking.load(store, rec.id)
         if tracked.terminal:  # its outcome stays in the record; its objects still go
-            done = objects.teardown(kc, namespace, str(extra.get("job_name")), job="name",
-                                    uid=extra.get("job_uid"))
+            done = objects.teardown(kc, namespace, str(extra.job_name), job="name", uid=extra.job_uid)
             deleted += done.deleted
             continue
         result = canceling.cancel(kc, store, tracked, server=server, wait=False,
@@ -551,13 +551,13 @@ def cancel(kc: Kubectl, store: Any, run_id: str, *, server: str) -> dict[str, An
 
 
 def _workloads_of(
-    kc: Kubectl, namespace: str, run_id: str, rows: list[tuple[Any, dict[str, Any]]]
+    kc: Kubectl, namespace: str, run_id: str, rows: list[tuple[JobRecord, K8sRecord]]
 ) -> list[tuple[str, str]]:
     """Name and UID of each Kueue Workload of the run's queued steps that belongs to a step's pinned Job (its
     controller owner or Kueue's job-uid label is that Job's UID); none for a run without a queue."""
-    if not any(((extra.get("request") or {}).get("flags") or {}).get("queue") for _rec, extra in rows):
+    if not any(extra.flags.get("queue") for _rec, extra in rows):
         return []
-    uids = {str(extra.get("job_uid")) for _rec, extra in rows if extra.get("job_uid")}
+    uids = {str(extra.job_uid) for _rec, extra in rows if extra.job_uid}
     found = []
     for name, item in sorted(read_workloads(kc, namespace, run_id).items()):
         meta = item.get("metadata") or {}
@@ -572,13 +572,13 @@ def runs(store: Any) -> list[dict[str, Any]]:
     """Every workflow run in the store, from its steps' records (no cluster read)."""
     found: dict[str, dict[str, Any]] = {}
     for rec in store.list():
-        extra = store.get_extra(rec.id)
-        run_id = extra.get("workflow")
-        if not isinstance(run_id, str):
+        extra = K8sRecord.from_stored(store.get_extra(rec.id))
+        run_id = extra.workflow
+        if run_id is None:
             continue
-        row = found.setdefault(run_id, {"name": run_id, "workflow": extra.get("workflow_name"),
-                                        "namespace": extra.get("namespace"), "steps": 0,
-                                        "submitted": rec.get("submitted_at") or ""})
+        row = found.setdefault(run_id, {"name": run_id, "workflow": extra.workflow_name,
+                                        "namespace": extra.namespace, "steps": 0,
+                                        "submitted": JobRecord.from_stored(rec).submitted_at})
         row["steps"] += 1
     return sorted(found.values(), key=lambda row: row["name"])
 
@@ -599,19 +599,19 @@ def resumable(seen: dict[str, Any]) -> list[str]:
     return left
 
 
-def resumed_workflow(rows: list[tuple[Any, dict[str, Any]]], left: list[str]) -> Workflow:
+def resumed_workflow(rows: list[tuple[JobRecord, K8sRecord]], left: list[str]) -> Workflow:
     """The steps LEFT as a workflow of their own: a step whose predecessor finished starts at once (its gate
     passed when that step released it), the others keep their predecessor and gate."""
     from kubectl_tao.workflows.spec import Step, parse_gate
 
     steps = []
     for _rec, extra in rows:
-        name = str(extra.get("workflow_step"))
+        name = str(extra.workflow_step)
         if name not in left:
             continue
-        after = extra.get("workflow_after")
+        after = extra.workflow_after
         keeps = isinstance(after, str) and after in left
-        when = extra.get("workflow_when") if keeps else None
+        when = extra.workflow_when if keeps else None
         steps.append(Step(name, after if keeps else None,
                           parse_gate(when, f"step {name}: when") if isinstance(when, str) else None))
-    return Workflow(str(rows[0][1].get("workflow_name") or rows[0][1].get("workflow")), steps)
+    return Workflow(str(rows[0][1].workflow_name or rows[0][1].workflow), steps)

@@ -28,13 +28,13 @@ def test_rank_selector_and_tail() -> None:
 
 
 def test_history_is_given_per_rank() -> None:
-    history = {"ranks": [{"rank": 0, "log_tail": ["a"]}, {"rank": 1, "log_tail": ["b", "c"]}]}
-    assert from_history(history, rank=1, multi=True) == ["[rank 1] b", "[rank 1] c"]
+    ranks = [(0, ["a"]), (1, ["b", "c"])]
+    assert from_history(ranks, rank=1, multi=True) == ["[rank 1] b", "[rank 1] c"]
 
 
 def test_no_history_after_ttl_says_so() -> None:
     with pytest.raises(GateError, match="no log tail was captured"):
-        from_history(None, rank=None, multi=False)
+        from_history([], rank=None, multi=False)
 
 
 def test_logs_keeps_a_line_with_its_rank_when_a_log_ends_without_a_newline() -> None:

@@ -249,10 +249,10 @@ def test_error_blocks_tell_ranks_apart_by_the_ranks_a_pod_runs() -> None:
 
 
 def test_the_ranks_a_pod_runs_are_known_for_multi_node_torchrun_jobs_only() -> None:
-    torchrun = {"request": {"flags": {"launcher": "torchrun"}}}
-    assert ranklogs.ranks_per_pod({**torchrun, "nodes": 2, "gpus": 8}) == 8
-    assert ranklogs.ranks_per_pod({**torchrun, "nodes": 2, "gpus": 0}) == 1
-    assert ranklogs.ranks_per_pod({**torchrun, "nodes": 1, "gpus": 8}) is None  # one pod: its command decides
-    assert ranklogs.ranks_per_pod({"request": {"flags": {"launcher": "tao"}}, "nodes": 2, "gpus": 8}) is None
-    assert ranklogs.ranks_per_pod({"nodes": 2, "gpus": 8}) is None  # a Job launched another way
+    torchrun = {"launcher": "torchrun"}
+    assert ranklogs.ranks_per_pod(torchrun, 2, 8) == 8
+    assert ranklogs.ranks_per_pod(torchrun, 2, 0) == 1
+    assert ranklogs.ranks_per_pod(torchrun, 1, 8) is None  # one pod: its command decides
+    assert ranklogs.ranks_per_pod({"launcher": "tao"}, 2, 8) is None
+    assert ranklogs.ranks_per_pod({}, 2, 8) is None  # a Job launched another way (no request kept)
 

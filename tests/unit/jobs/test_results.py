@@ -5,6 +5,7 @@ from typing import Any
 import pytest
 
 from kubectl_tao.core.errors import UsageError
+from kubectl_tao.store.jobrecord import JobRecord, K8sRecord
 from kubectl_tao.volumes import results, resultsview
 from kubectl_tao.volumes.resultsview import Entry
 
@@ -83,8 +84,8 @@ def test_a_pull_takes_all_files_the_paths_named_or_the_latest() -> None:
 class _Tracked:
     def __init__(self, results_dir: str, flags: dict[str, Any] | None, namespace: str | None = "ns") -> None:
         self.id = "dino-train-1"
-        self.record = {"results_dir": results_dir}
-        self.extra = {"request": {"flags": flags}} if flags is not None else {}
+        self.job = JobRecord.from_stored({"results_dir": results_dir})
+        self.k8s = K8sRecord.from_stored({"request": {"flags": flags}} if flags is not None else {})
         self.namespace = namespace
 
 

@@ -8,16 +8,18 @@ from typing import Any
 import pytest
 
 from kubectl_tao.core.errors import GateError
+from kubectl_tao.store.jobrecord import JobRecord, K8sRecord
 from kubectl_tao.store.records import Record
 from kubectl_tao.workflows.runs import judge
 
 
 def row(step: str, index: int, state: str = "RUNNING", after: str | None = None, when: str | None = None,
-        message: str = "") -> tuple[Record, dict[str, Any]]:
-    rec = Record({"id": f"id-{step}", "transitions": [{"state": state, "message": message}]})
+        message: str = "", progress: dict[str, Any] | None = None) -> tuple[JobRecord, K8sRecord]:
+    rec = JobRecord.from_stored({"id": f"id-{step}", "transitions": [{"state": state, "message": message}]})
     extra = {"workflow": "wf-1", "workflow_step": step, "workflow_index": index, "job_name": f"j-{step}",
-             "workflow_after": after, "workflow_when": when, "namespace": "tao"}
-    return rec, extra
+             "workflow_after": after, "workflow_when": when, "namespace": "tao",
+             **({"progress": progress} if progress is not None else {})}
+    return rec, K8sRecord.from_stored(extra)
 
 
 def job(name: str, *, suspend: bool = False, condition: str | None = None, active: int = 0,
@@ -163,9 +165,8 @@ def test_a_failed_job_whose_record_is_not_settled_yet_shows_the_jobs_condition()
 
 def test_a_passed_gate_and_the_kept_progress_show_on_the_step() -> None:
     gate = [{"step": "evaluate", "gate": "train.val_mAP >= 0.5", "value": 0.61, "passed": True}]
-    rows = [row("train", 0), row("evaluate", 1, after="train", when="train.val_mAP >= 0.5")]
-    rows[0][1]["progress"] = {"source": "status.json", "epoch": 80, "max_epoch": 80, "percent": 100.0,
-                              "kpi": {"val_mAP": 0.61}}
+    kept = {"source": "status.json", "epoch": 80, "max_epoch": 80, "percent": 100.0, "kpi": {"val_mAP": 0.61}}
+    rows = [row("train", 0, progress=kept), row("evaluate", 1, after="train", when="train.val_mAP >= 0.5")]
     seen = judge(rows, {"j-train": job("j-train", condition="Complete", gate=gate),
                         "j-evaluate": job("j-evaluate", active=1)})
     assert seen["steps"][1]["reason"] == "gate train.val_mAP >= 0.5 passed: the value was 0.61"

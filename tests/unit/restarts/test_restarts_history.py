@@ -60,13 +60,13 @@ def _pod(restarts: int, message: str = "") -> dict[str, object]:
 
 
 def test_a_job_without_max_restarts_has_no_history() -> None:
-    assert history.of_job({}) is None
-    assert history.of_job({"max_restarts": 0, "attempts": []}, [_pod(3)]) is None
+    assert history.of_job(None) is None
+    assert history.of_job(0, [], [_pod(3)]) is None
 
 
 def test_the_history_merges_the_records_ends_with_the_pods_messages_and_says_when_the_record_misses_some() -> None:
     recorded = [end.to_dict() for end in history.parse_history([RESTART_1])]
-    found = history.of_job({"max_restarts": 2, "attempts": recorded}, [_pod(1, FAIL_2)])
+    found = history.of_job(2, recorded, [_pod(1, FAIL_2)])
     assert found is not None
     assert [end.attempt for end in found.ends] == [1, 2] and found.changed and not found.unexplained
     view = found.view()
@@ -77,17 +77,17 @@ def test_the_history_merges_the_records_ends_with_the_pods_messages_and_says_whe
         "attempt 1 ended: rank 1 exit 137 (SIGKILL); the gang restarted (counted)",
         "attempt 2 ended: rank 0 exit 1 (program error); the job failed",
     ]
-    same = history.of_job({"max_restarts": 2, "attempts": found.stored()})
+    same = history.of_job(2, found.stored())
     assert same is not None and not same.changed and same.attempt == 2
 
 
 def test_restarts_the_kubelet_counted_that_no_end_explains_are_read_from_a_log() -> None:
-    found = history.of_job({"max_restarts": 3}, [_pod(2), _pod(1)])
+    found = history.of_job(3, (), [_pod(2), _pod(1)])
     assert found is not None and found.unexplained and found.view()["restarts"] == 2 and found.attempt == 3
     told = found.with_said([f"{RESTART_1}\nkubectl-tao attempt=2 rank=0 exit=139 decision=restart counted=1 "
                             "reason=SIGSEGV\nEpoch 1"])
     assert not told.unexplained and told.changed and [end.attempt for end in told.ends] == [1, 2]
     # a record's end wins over another reading of the same attempt
-    kept = history.of_job({"max_restarts": 3, "attempts": told.stored()}).with_said(  # type: ignore[union-attr]
+    kept = history.of_job(3, told.stored()).with_said(  # type: ignore[union-attr]
         ["kubectl-tao attempt=1 rank=0 exit=1 decision=fail counted=0 reason=x"])
     assert kept.ends[0].exit_code == 137

@@ -96,3 +96,18 @@ def test_a_bad_record_cannot_be_marked(cli: Any) -> None:
     code, _, err = cli("record", "mark", bad_id, "--state", "RUNNING")
     assert code == 1 and "does not match job-record.schema.json" in err
     assert path.read_text(encoding="utf-8") == before
+
+
+def test_a_sibling_file_of_a_newer_schema_version_skips_only_its_job_in_list_and_stops_its_status(cli: Any) -> None:
+    good, newer = _good(), _good()
+    store = _store()
+    store.extras_dir.mkdir(parents=True, exist_ok=True)
+    store.extra_path(newer).write_text(json.dumps({"schema_version": 2, "id": newer}), encoding="utf-8")
+    code, out, err = cli("list", "--no-live")
+    assert code == 0 and good in out and newer not in out
+    assert err == (f"warning: kubectl-tao data of job record {newer} has schema_version 2, which this kubectl-tao "
+                   f"cannot read (it reads 1); upgrade kubectl-tao; job {newer} skipped\n")
+    code, out, err = cli("status", newer)
+    assert (code, out) == (1, "")
+    assert err == (f"error: kubectl-tao data of job record {newer} has schema_version 2, which this kubectl-tao "
+                   "cannot read (it reads 1); upgrade kubectl-tao\n")
