@@ -17,6 +17,7 @@ from support.shell_pod import ShellPod
 
 from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl
+from kubectl_tao.store.jobrecord import JobRecord, K8sRecord
 from kubectl_tao.volumes import results
 
 STAND_IN_AWS = r'''#!/usr/bin/env python3
@@ -99,9 +100,10 @@ def _pod(fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch) -> ShellPod:
 class _Tracked:
     def __init__(self) -> None:
         self.id, self.namespace = "job-1", "ns"
-        self.record = {"results_dir": "s3://bucket/out/job-1"}
-        self.extra = {"secret_names": ["tao-creds-job-1"], "request": {"flags": {
-            "storage_tier": "C", "s3_tools_image": "mirror.example/aws-cli:2", "gpus": 1, "node_selector": ["pool=a"]}}}
+        self.job = JobRecord.from_stored({"results_dir": "s3://bucket/out/job-1"})
+        self.k8s = K8sRecord.from_stored({"secret_names": ["tao-creds-job-1"], "request": {"flags": {
+            "storage_tier": "C", "s3_tools_image": "mirror.example/aws-cli:2", "gpus": 1,
+            "node_selector": ["pool=a"]}}})
 
 
 def test_a_tier_c_record_reads_its_prefix_with_its_secret_and_its_s3_client_image() -> None:
