@@ -24,13 +24,24 @@ from kubectl_tao.volumes import volume_helper, volumecopy
 
 _READ = 1 << 20
 
-# Moves every staged file ($1) under its final name in the target ($2), then removes the staging directory.
+# Moves every staged file ($1) under its final name in the target ($2): its directories made first (one mkdir for
+# all), then the files, whose `stat` afterwards (STAT_FORMAT) is what the volume's record keeps; then removes the
+# staging directory.
 _MOVE_SCRIPT = (
-    'cd -- "$1" && find . -type f -exec sh -c '
-    "'for f do mkdir -p -- \"$0/${f%/*}\" && mv -f -- \"$f\" \"$0/$f\" || exit 1; done' \"$2\" {} + "
+    'mkdir -p -- "$2" && cd -- "$1" && find . -type d -exec sh -c \'cd -- "$0" && mkdir -p -- "$@"\' "$2" {} + '
+    "&& find . -type f -exec sh -c 'for f do mv -f -- \"$f\" \"$0/$f\" || exit 1; done; "
+    f"cd -- \"$0\" && stat -c \"{volumecopy.STAT_FORMAT}\" -- \"$@\"' \"$2\" {{}} + "
     '&& cd / && rm -rf -- "$1"'
 )
-_EXTRACT_SCRIPT = 'mkdir -p -- "$1" && cd -- "$1" && tar -xf -'
+# Extracts the tar on stdin into the staging directory $1 and hashes each file as soon as tar has moved on to the
+# next one (tar -v names a member before it writes it), so the verification runs while the stream still flows:
+# `<sha256>  ./<name>` a file. The last line of the names is "/" (never a member's name) only when tar succeeded;
+# without it the last, maybe partial, file is not hashed and the script fails.
+_EXTRACT_SCRIPT = (
+    'mkdir -p -- "$1" && cd -- "$1" || exit 1; { tar -xvf - && echo /; } | '
+    '{ IFS= read -r prev || exit 1; while IFS= read -r n; do sha256sum -- "./$prev" || :; prev=$n; done; '
+    '[ "$prev" = / ]; }'
+)
 _REMOVE_SCRIPT = 'rm -rf -- "$1"'
 
 
@@ -182,6 +193,8 @@ def push(
     on_bytes: Callable[[int], None] | None = None,
 ) -> PushResult:
     """Push REQUEST's files; ON_PLAN(files, bytes) once what travels is known, ON_BYTES as it travels."""
+    import time
+
     target = volumecopy.target_dir(request.mount_path, request.to)
     local = collect(request.sources)
     volume_helper.check_claim(kc, namespace, request.pvc)
@@ -191,33 +204,83 @@ def push(
         node_selector=request.node_selector, tolerations=request.tolerations,
     )
     stage = posixpath.join(request.mount_path, volumecopy.STAGING_DIR, name)
-    with volume_helper.helper_pod(kc, manifest, timeout=request.start_timeout) as pod:
-        remote, local_sha256 = _remote(pod, target, local)
-        plan = volumecopy.plan_push(local, remote, local_sha256)
-        sent_bytes = sum(item.size for item in plan.send)
-        if on_plan is not None:
-            on_plan(len(plan.send), sent_bytes)
-        verified = 0
-        if plan.send:
-            verified = _send(pod, plan.send, stage, target, on_bytes)
+    record = _Record(volumecopy.record_path(request.mount_path, target), time.time())
+    early = _EarlyHashes(local)  # while the helper pod starts and lists: hashes a second push needs
+    try:
+        with volume_helper.helper_pod(kc, manifest, timeout=request.start_timeout) as pod:
+            remote, local_sha256 = _remote(pod, target, local, record, early)
+            plan = volumecopy.plan_push(local, remote, local_sha256)
+            for item in plan.skip:
+                record.keep(item.name, remote[item.name])
+            sent_bytes = sum(item.size for item in plan.send)
+            if on_plan is not None:
+                on_plan(len(plan.send), sent_bytes)
+            verified = 0
+            if plan.send:
+                verified = _send(pod, plan.send, stage, target, on_bytes, record)
+            record.write(pod)
+    finally:
+        early.stop()
     return PushResult(
         namespace, request.pvc, target, len(plan.send), sent_bytes, len(plan.skip),
         sum(item.size for item in plan.skip), verified,
     )
 
 
+class _Record:
+    """The volume's record of the target's hashes (volumecopy.RECORD_DIR): the lines the listing read, updated
+    with the files this push skipped (their hash taken after the stat the listing made, or the record's own) and
+    the files it moved (their verified hash with the stat taken after the move), written back whole at the end
+    when it changed. A moved file is recorded only when that stat shows it as tar wrote it (the size sent, the
+    local modification time to the second) and that time is older than the push by more than _RACY seconds: a
+    write to it since would show in its modification time."""
+
+    _RACY = 2
+
+    def __init__(self, path: str, started: float) -> None:
+        self.path, self.started = path, started
+        self.read: dict[str, str] = {}
+        self.lines: dict[str, str] = {}
+
+    def load(self, listing: str) -> None:
+        self.read = volumecopy.parse_record(listing)
+        self.lines = dict(self.read)
+
+    def keep(self, name: str, there: volumecopy.RemoteFile) -> None:
+        if there.sha256 and there.stat:
+            self.lines[name] = volumecopy.record_line(name, there.sha256, there.stat)
+
+    def moved(self, name: str, sha256: str, size: int, mtime: int, stat: str | None) -> None:
+        self.lines.pop(name, None)
+        seen = volumecopy.stat_mtime(stat) if stat else None
+        if stat is None or seen is None or seen != (mtime, True) or mtime > self.started - self._RACY:
+            return
+        if stat.split(" ")[1] == str(size):
+            self.lines[name] = volumecopy.record_line(name, sha256, stat)
+
+    def write(self, pod: volume_helper.HelperPod) -> None:
+        """Best effort: a record that cannot be written only costs the next push a hashing."""
+        if self.lines == self.read:
+            return
+        text = "".join(self.lines[name] for name in sorted(self.lines))
+        pod.script(volumecopy.record_write_script(), posixpath.dirname(self.path), self.path,
+                   stdin=text.encode("utf-8", "surrogateescape"))
+
+
 def _remote(
-    pod: volume_helper.HelperPod, target: str, local: list[volumecopy.LocalFile]
+    pod: volume_helper.HelperPod, target: str, local: list[volumecopy.LocalFile], record: _Record,
+    early: _EarlyHashes,
 ) -> tuple[dict[str, volumecopy.RemoteFile], Callable[[volumecopy.LocalFile], str]]:
-    """What the target holds under the names pushed: sizes (and directories) of those top-level names only,
-    then the SHA-256 of the files whose size matches a local one; this side hashes its own meanwhile."""
+    """What the target holds under the names pushed: sizes (and directories) of those top-level names only, with
+    the hashes the volume's record still vouches for; then the SHA-256 of the other files whose size matches a
+    local one. This side hashes its own meanwhile (EARLY), stopped once the listing is back."""
     tops = sorted({item.name.split("/", 1)[0] for item in local})
-    early = _EarlyHashes(local)
     try:
-        listed = pod.script(volumecopy.names_listing_script(), target, *(f"./{top}" for top in tops))
+        listed = pod.script(volumecopy.names_listing_script(), target, record.path, *(f"./{top}" for top in tops))
         _check(listed, f"listing {target}")
         remote = volumecopy.parse_listing(listed.stdout)
-        candidates = volumecopy.to_hash(local, remote)
+        record.load(listed.stdout)
+        candidates = [item for item in volumecopy.to_hash(local, remote) if not remote[item.name].sha256]
         if candidates:
             hashed = pod.script(volumecopy.hash_script(), target, stdin=volumecopy.names_stdin(
                 item.name for item in candidates))
@@ -256,13 +319,14 @@ def _send(
     stage: str,
     target: str,
     on_bytes: Callable[[int], None] | None,
+    record: _Record,
 ) -> int:
     """Send ITEMS batch by batch; the staging directory is removed on every way out (an error, Ctrl-C,
     SIGTERM), with those signals held meanwhile, before the helper pod goes."""
     moved = 0
     try:
         for batch in batches(items):
-            moved += _send_batch(pod, batch, stage, target, on_bytes, moved)
+            moved += _send_batch(pod, batch, stage, target, on_bytes, moved, record)
     except BaseException:
         import contextlib
 
@@ -285,10 +349,14 @@ def _send_batch(
     target: str,
     on_bytes: Callable[[int], None] | None,
     moved: int,
+    record: _Record,
 ) -> int:
+    """One tar stream into the staging directory, hashed there file by file as it is extracted; the hashes must
+    equal those taken here while each file was read; then the batch is moved under its final names."""
     import tarfile
 
     digests: dict[str, str] = {}
+    mtimes: dict[str, int] = {}
     current: list[str] = []
 
     def feed(pipe: Any) -> None:
@@ -307,21 +375,26 @@ def _send_batch(
                     except OSError as exc:
                         raise TaoError(f"LOCAL {item.path}: {exc}; push again") from None
                 digests[item.name] = reader.digest.hexdigest()
+                mtimes[item.name] = int(st.st_mtime)
 
-    sent = pod.exec(["sh", "-c", _EXTRACT_SCRIPT, "sh", stage], feed=feed)
+    hashed: list[bytes] = []
+    sent = pod.exec(["sh", "-c", _EXTRACT_SCRIPT, "sh", stage], feed=feed, sink=hashed.append)
     if sent.returncode != 0:
         at = f" while sending {current[0]}" if current else ""
         raise TaoError(f"the copy to the volume stopped{at}: {_said(sent.stderr)}; {_kept(moved)}; free space or "
                        "fix the cause and push again (what arrived is skipped)")
-    arrived = pod.script(volumecopy.listing_script(), stage)
-    _check(arrived, "verifying the copy")
-    problems = volumecopy.verify(digests, volumecopy.parse_listing(arrived.stdout))
+    arrived = volumecopy.parse_listing(b"".join(hashed).decode("utf-8", "surrogateescape"))
+    problems = volumecopy.verify(digests, arrived)
     if problems:
         where = "nothing of this batch was moved under its final name" if moved else \
             "nothing was moved under its final name"
         raise TaoError(f"verification failed for {len(problems)} file(s): {problems[0]}; {where}; push again")
     moved_now = pod.script(_MOVE_SCRIPT, stage, target)
     _check(moved_now, f"moving the verified files into {target}")
+    after = volumecopy.parse_listing(moved_now.stdout)
+    for item in items:
+        record.moved(item.name, digests[item.name], item.size, mtimes[item.name],
+                     (after.get(item.name) or volumecopy.RemoteFile()).stat)
     return len(digests)
 
 

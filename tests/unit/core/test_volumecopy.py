@@ -123,3 +123,36 @@ def test_human_bytes() -> None:
     assert [volumecopy.human_bytes(n) for n in (0, 1023, 1536, 5 * 1024**2, 3 * 1024**4)] == [
         "0 B", "1023 B", "1.5 KiB", "5.0 MiB", "3072.0 GiB"
     ]
+
+
+def test_a_record_line_gives_a_hash_only_to_a_file_listed_with_the_same_stat() -> None:
+    stat = "12 3 1700000000 2023-11-14 22:13:20.000000000 +0000|2026-12-06 22:16:19.748449767 +0000"
+    moved = "12 3 1700000000 2023-11-14 22:13:20.000000000 +0000|2026-12-06 22:20:00.000000001 +0000"
+    text = (
+        f"F {stat}|./same\n"
+        f"F {moved}|./touched\n"
+        "D ./dir\n"
+        + volumecopy.record_line("same", A_HASH, stat)
+        + volumecopy.record_line("touched", B_HASH, stat)
+        + volumecopy.record_line("gone", B_HASH, stat)
+    )
+    listed = volumecopy.parse_listing(text)
+    assert listed["same"] == RemoteFile(3, A_HASH, stat=stat)
+    assert listed["touched"] == RemoteFile(3, None, stat=moved)  # its change time moved on: hashed again
+    assert "gone" not in listed and listed["dir"] == RemoteFile(is_dir=True)
+    assert sorted(volumecopy.parse_record(text)) == ["gone", "same", "touched"]
+
+
+def test_a_name_with_a_bar_or_spaces_survives_the_stat_line() -> None:
+    stat = "7 5 1700000000 2023-11-14 22:13:20.000000000 +0000|2023-11-14 22:13:21.5 +0000"
+    listed = volumecopy.parse_listing(f"F {stat}|./a |b c.txt\n")
+    assert listed == {"a |b c.txt": RemoteFile(5, None, stat=stat)}
+    assert volumecopy.stat_mtime(stat) == (1_700_000_000, True)
+    assert volumecopy.stat_mtime("7 5 1700000000 2023-11-14 22:13:20.25 +0000|x") == (1_700_000_000, False)
+
+
+def test_the_record_of_a_target_is_named_after_its_path_under_the_mount() -> None:
+    one = volumecopy.record_path("/workspace", "/workspace/data")
+    assert one.startswith(f"/workspace/{volumecopy.RECORD_DIR}/")
+    assert volumecopy.record_path("/mnt", "/mnt/data").rsplit("/", 1)[1] == one.rsplit("/", 1)[1]
+    assert volumecopy.record_path("/workspace", "/workspace") != one
