@@ -170,18 +170,30 @@ class _EarlyHashes:
         return self._done.get(item.path) or sha256_file(item.path)
 
 
-class _HashingReader:
-    """A file read for tarfile that hashes and counts what passes (progress)."""
+_BLOCK = 512  # a tar archive is made of 512-byte blocks; two zero blocks end it
 
-    def __init__(self, handle: Any, on_bytes: Callable[[int], None] | None) -> None:
-        self.handle, self.on_bytes, self.digest = handle, on_bytes, hashlib.sha256()
 
-    def read(self, size: int = -1) -> bytes:
-        data = self.handle.read(size)
-        self.digest.update(data)
-        if self.on_bytes is not None and data:
-            self.on_bytes(len(data))
-        return bytes(data)
+def _tar_member(pipe: Any, info: Any, handle: Any, buffer: memoryview, on_bytes: Callable[[int], None] | None) -> str:
+    """One regular file into the tar stream PIPE: INFO's header (GNU format: a long name as tar's LongLink
+    member), then INFO.size bytes of HANDLE read into BUFFER, hashed as they pass, then the padding to a block.
+    Returns their SHA-256. The bytes go from the read buffer to the pipe with no copy in between."""
+    import tarfile
+
+    digest = hashlib.sha256()
+    pipe.write(info.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape"))
+    left = info.size
+    while left:
+        count = handle.readinto(buffer[:min(len(buffer), left)])
+        if not count:
+            raise TaoError(f"LOCAL {handle.name}: it changed while it was pushed (shorter than it was); push again")
+        chunk = buffer[:count]
+        digest.update(chunk)
+        pipe.write(chunk)
+        if on_bytes is not None:
+            on_bytes(count)
+        left -= count
+    pipe.write(bytes(-info.size % _BLOCK))
+    return digest.hexdigest()
 
 
 def push(
@@ -360,22 +372,23 @@ def _send_batch(
     current: list[str] = []
 
     def feed(pipe: Any) -> None:
-        with tarfile.open(fileobj=pipe, mode="w|", format=tarfile.GNU_FORMAT, bufsize=_READ) as tar:
-            for item in items:
-                current[:] = [item.name]
-                info = tarfile.TarInfo(item.name)
-                st = os.stat(item.path)
-                if st.st_size != item.size:
-                    raise TaoError(f"LOCAL {item.path}: it changed while it was pushed; push again")
-                info.size, info.mtime, info.mode = item.size, int(st.st_mtime), 0o644 | (st.st_mode & 0o111)
-                with open(item.path, "rb") as handle:
-                    reader = _HashingReader(handle, on_bytes)
-                    try:
-                        tar.addfile(info, reader)  # type: ignore[arg-type]
-                    except OSError as exc:
-                        raise TaoError(f"LOCAL {item.path}: {exc}; push again") from None
-                digests[item.name] = reader.digest.hexdigest()
-                mtimes[item.name] = int(st.st_mtime)
+        buffer = memoryview(bytearray(_READ))
+        for item in items:
+            current[:] = [item.name]
+            info = tarfile.TarInfo(item.name)
+            st = os.stat(item.path)
+            if st.st_size != item.size:
+                raise TaoError(f"LOCAL {item.path}: it changed while it was pushed; push again")
+            info.size, info.mtime, info.mode = item.size, int(st.st_mtime), 0o644 | (st.st_mode & 0o111)
+            try:
+                with open(item.path, "rb", buffering=0) as handle:
+                    digests[item.name] = _tar_member(pipe, info, handle, buffer, on_bytes)
+            except BrokenPipeError:
+                raise  # kubectl ended: its exit code and message say why
+            except OSError as exc:
+                raise TaoError(f"LOCAL {item.path}: {exc}; push again") from None
+            mtimes[item.name] = int(st.st_mtime)
+        pipe.write(bytes(2 * _BLOCK))
 
     hashed: list[bytes] = []
     sent = pod.exec(["sh", "-c", _EXTRACT_SCRIPT, "sh", stage], feed=feed, sink=hashed.append)

@@ -229,7 +229,6 @@ def _receive(
     """SEND as one tar stream, each file written to its part name and hashed as it arrives, while a second exec
     hashes the same files in the pod; a file is renamed to its final name only when both hashes agree. Every
     part file left is removed on the way out (an error, Ctrl-C)."""
-    import tarfile
     import threading
 
     wanted = {e.path for e in send}
@@ -244,25 +243,23 @@ def _receive(
             failed.append(exc)
 
     def read(stream: Any) -> None:
-        with tarfile.open(fileobj=stream, mode="r|", ignore_zeros=True) as tar:
-            for member in tar:
-                name = volumecopy.member_name(member.name, "member")
-                if not member.isfile() or name not in wanted:
-                    continue  # only the regular files asked for; never a link, device or other name
-                final = _local_path(dest, name)
-                os.makedirs(os.path.dirname(final), exist_ok=True)
-                part = final + _PART
-                digest = hashlib.sha256()
-                handle = tar.extractfile(member)
-                assert handle is not None
-                arrived[name] = (part, final, "")
-                with open(part, "wb") as out:
-                    while chunk := handle.read(1 << 20):
-                        digest.update(chunk)
-                        out.write(chunk)
-                        if on_bytes is not None:
-                            on_bytes(len(chunk))
-                arrived[name] = (part, final, digest.hexdigest())
+        buffer = memoryview(bytearray(1 << 20))
+        for member, chunks in volumecopy.tar_entries(stream, buffer):
+            name = volumecopy.member_name(member.name, "member")
+            if not member.isfile() or name not in wanted:
+                continue  # only the regular files asked for; never a link, device or other name
+            final = _local_path(dest, name)
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+            part = final + _PART
+            digest = hashlib.sha256()
+            arrived[name] = (part, final, "")
+            with open(part, "wb", buffering=0) as out:
+                for chunk in chunks:
+                    digest.update(chunk)
+                    out.write(chunk)
+                    if on_bytes is not None:
+                        on_bytes(len(chunk))
+            arrived[name] = (part, final, digest.hexdigest())
 
     os.makedirs(dest, exist_ok=True)
     names = volumecopy.names_stdin(e.path for e in send)

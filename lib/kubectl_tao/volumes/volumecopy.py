@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
-from kubectl_tao.core.errors import UsageError
+from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.valueclass import Value, record
 
 _BAD_CHARS = re.compile(r"[\x00\n\r]")
@@ -255,3 +256,90 @@ def human_bytes(count: int) -> str:
             return f"{count} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} TiB"  # pragma: no cover - the loop returns at GiB
+
+
+def _exactly(stream: Any, count: int) -> bytes | None:
+    """COUNT bytes of STREAM; None at its end before the first byte; a TaoError when it ends within them."""
+    data = stream.read(count)
+    while data and len(data) < count:
+        more = stream.read(count - len(data))
+        if not more:
+            break
+        data += more
+    if not data:
+        return None
+    if len(data) < count:
+        raise TaoError("the tar stream from the volume ended in the middle of a file; pull again")
+    return bytes(data)
+
+
+def _pax_values(data: bytes) -> dict[str, str]:
+    """A pax extended header's records (`<length> <key>=<value>\\n`) by key."""
+    values: dict[str, str] = {}
+    at = 0
+    while at < len(data):
+        length = data[at:].split(b" ", 1)[0]
+        if not length.isdigit() or int(length) <= 0:
+            break
+        record = data[at:at + int(length)]
+        key, _, value = record[len(length) + 1:].rstrip(b"\n").partition(b"=")
+        values[key.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
+        at += int(length)
+    return values
+
+
+def tar_entries(stream: Any, buffer: memoryview) -> Iterator[tuple[Any, Iterator[memoryview]]]:
+    """The members of the tar archives on STREAM, one after the other (zero blocks between them skipped), each
+    with its data as chunks read into BUFFER (valid until the next chunk; what the caller leaves is skipped).
+    GNU long names and pax `path`/`size` records are applied. Reads each byte once, without copies between the
+    stream and the buffer (tarfile's stream mode copies every chunk more than once)."""
+    import tarfile
+
+    pending: dict[str, str] = {}
+    while True:
+        header = _exactly(stream, tarfile.BLOCKSIZE)
+        if header is None:
+            return
+        if header == bytes(tarfile.BLOCKSIZE):
+            continue  # the end of one archive; another may follow
+        try:
+            info = tarfile.TarInfo.frombuf(header, "utf-8", "surrogateescape")
+        except tarfile.HeaderError as exc:
+            raise TaoError(f"the stream from the volume is not a tar archive ({exc}); pull again") from None
+        padded = info.size + (-info.size % tarfile.BLOCKSIZE)
+        if info.type in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE):
+            data = (_exactly(stream, padded) or b"")[:info.size]
+            if info.type == tarfile.GNUTYPE_LONGNAME:
+                pending["path"] = data.rstrip(b"\0").decode("utf-8", "surrogateescape")
+            elif info.type == tarfile.XHDTYPE:
+                pending.update((k, v) for k, v in _pax_values(data).items() if k in ("path", "size"))
+            continue
+        if "path" in pending:
+            info.name = pending["path"]
+        if pending.get("size", "").isdigit() and info.isreg():
+            info.size = int(pending["size"])
+            padded = info.size + (-info.size % tarfile.BLOCKSIZE)
+        pending = {}
+        left = [info.size if info.isreg() else 0]
+        chunks = _chunks(stream, left, buffer)
+        yield info, chunks
+        for _ in chunks:
+            pass  # what the caller did not read
+        _skip(stream, padded - info.size if info.isreg() else padded)
+
+
+def _chunks(stream: Any, left: list[int], buffer: memoryview) -> Iterator[memoryview]:
+    while left[0]:
+        count = stream.readinto(buffer[:min(len(buffer), left[0])])
+        if not count:
+            raise TaoError("the tar stream from the volume ended in the middle of a file; pull again")
+        left[0] -= count
+        yield buffer[:count]
+
+
+def _skip(stream: Any, count: int) -> None:
+    while count:
+        data = stream.read(min(count, 1 << 20))
+        if not data:
+            raise TaoError("the tar stream from the volume ended in the middle of a file; pull again")
+        count -= len(data)

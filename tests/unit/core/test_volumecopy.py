@@ -156,3 +156,55 @@ def test_the_record_of_a_target_is_named_after_its_path_under_the_mount() -> Non
     assert one.startswith(f"/workspace/{volumecopy.RECORD_DIR}/")
     assert volumecopy.record_path("/mnt", "/mnt/data").rsplit("/", 1)[1] == one.rsplit("/", 1)[1]
     assert volumecopy.record_path("/workspace", "/workspace") != one
+
+
+def _archive(fmt: int, files: dict[str, bytes]) -> bytes:
+    import io
+    import tarfile
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=fmt) as tar:
+        folder = tarfile.TarInfo("dir")
+        folder.type = tarfile.DIRTYPE
+        tar.addfile(folder)
+        link = tarfile.TarInfo("dir/link")
+        link.type, link.linkname = tarfile.SYMTYPE, "../" + "x" * (120 if fmt != tarfile.USTAR_FORMAT else 20)
+        tar.addfile(link)
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["gnu", "pax", "ustar"])
+def test_tar_entries_reads_members_of_archives_back_to_back_with_long_names(fmt: str) -> None:
+    import io
+    import tarfile
+
+    form = {"gnu": tarfile.GNU_FORMAT, "pax": tarfile.PAX_FORMAT, "ustar": tarfile.USTAR_FORMAT}[fmt]
+    long = "d" * 80 + "/" + "f" * 90 + ".pth"
+    first = {long: b"w" * 1500, "empty": b"", "a": b"a" * 512}
+    second = {"later/b.bin": bytes(range(256)) * 9}
+    stream = io.BytesIO(_archive(form, first) + _archive(form, second))
+    got: dict[str, bytes] = {}
+    kinds: list[str] = []
+    for member, chunks in volumecopy.tar_entries(stream, memoryview(bytearray(1000))):
+        kinds.append(member.name if member.isfile() else f"({member.name})")
+        if member.isfile() and member.name != "empty":
+            got[member.name] = b"".join(bytes(c) for c in chunks)  # "empty" left unread: skipped all the same
+    assert got == {long: first[long], "a": first["a"], "later/b.bin": second["later/b.bin"]}
+    assert kinds == ["(dir)", "(dir/link)", long, "empty", "a", "(dir)", "(dir/link)", "later/b.bin"]
+
+
+def test_tar_entries_refuses_a_cut_stream_and_one_that_is_not_tar() -> None:
+    import io
+
+    from kubectl_tao.core.errors import TaoError
+
+    whole = _archive(0, {"a": b"a" * 3000})
+    with pytest.raises(TaoError, match="ended in the middle of a file; pull again"):
+        for _member, chunks in volumecopy.tar_entries(io.BytesIO(whole[:2048]), memoryview(bytearray(512))):
+            list(chunks)
+    with pytest.raises(TaoError, match="is not a tar archive"):
+        list(volumecopy.tar_entries(io.BytesIO(b"<html>" + bytes(506)), memoryview(bytearray(512))))

@@ -530,3 +530,19 @@ def test_a_file_modified_moments_before_the_push_is_not_recorded(shell_pod: Shel
     _push(volume, specs)
     record = Path(datacopy.volumecopy.record_path(str(volume), str(volume))).read_text()
     assert "./specs/old.txt" in record and "fresh.txt" not in record
+
+
+def test_the_stream_carries_long_names_empty_and_odd_sized_files_as_tar_reads_them(
+    shell_pod: ShellPod, tmp_path: Path
+) -> None:
+    deep = tmp_path / "specs" / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    files = {deep / ("f" * 90 + ".yaml"): b"x" * 513, tmp_path / "specs" / "empty": b"",
+             tmp_path / "specs" / "big.bin": os.urandom((1 << 20) + 7)}
+    for path, data in files.items():
+        path.write_bytes(data)
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    assert _push(volume, tmp_path / "specs").verified == 3
+    for path, data in files.items():
+        assert (volume / path.relative_to(tmp_path)).read_bytes() == data
