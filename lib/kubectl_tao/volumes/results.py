@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kubectl_tao.core import contract, names
-from kubectl_tao.core.atomicwrite import publish_streamed
+from kubectl_tao.core.atomicwrite import fsync_file, publish_synced
 from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
@@ -227,8 +227,10 @@ def _receive(
     on_bytes: Callable[[int], None] | None,
 ) -> int:
     """SEND as one tar stream, each file written to its part name and hashed as it arrives, while a second exec
-    hashes the same files in the pod; a file is renamed to its final name only when both hashes agree. Every
+    hashes the same files in the pod, and a thread puts each part on disk (fsync) as soon as it is written; a
+    file is renamed to its final name only when both hashes agree (each directory fsynced once after). Every
     part file left is removed on the way out (an error, Ctrl-C)."""
+    import queue
     import threading
 
     wanted = {e.path for e in send}
@@ -242,7 +244,22 @@ def _receive(
         except BaseException as exc:  # raised in the caller once the stream is read
             failed.append(exc)
 
+    written: queue.Queue[str | None] = queue.Queue()
+
+    def sync() -> None:
+        while (part := written.get()) is not None:
+            try:
+                fsync_file(Path(part))
+            except BaseException as exc:  # raised in the caller once the stream is read
+                failed.append(exc)
+                return
+
     def read(stream: Any) -> None:
+        # a stream cut mid-file: that file stays unverified; kubectl's exit code says why the stream ended
+        with contextlib.suppress(volumecopy.StreamCut):
+            read_all(stream)
+
+    def read_all(stream: Any) -> None:
         buffer = memoryview(bytearray(1 << 20))
         for member, chunks in volumecopy.tar_entries(stream, buffer):
             name = volumecopy.member_name(member.name, "member")
@@ -260,34 +277,43 @@ def _receive(
                     if on_bytes is not None:
                         on_bytes(len(chunk))
             arrived[name] = (part, final, digest.hexdigest())
+            written.put(part)
 
     os.makedirs(dest, exist_ok=True)
     names = volumecopy.names_stdin(e.path for e in send)
     hasher = threading.Thread(target=hash_there, daemon=True)
+    syncer = threading.Thread(target=sync, daemon=True)
     done: list[str] = []
     problems: list[str] = []
     try:
         hasher.start()
-        sent = pod.exec(["sh", "-c", _TAR_SCRIPT, "sh", source.results_dir], feed=lambda pipe: pipe.write(names),
-                        reader=read)
-        if sent.returncode != 0:
-            raise TaoError(f"the copy from the volume stopped: {_said(sent.stderr)}; files already verified are "
-                           "kept, pull again to resume")
-        hasher.join()
-        if failed:
+        syncer.start()
+        try:
+            sent = pod.exec(["sh", "-c", _TAR_SCRIPT, "sh", source.results_dir],
+                            feed=lambda pipe: pipe.write(names), reader=read)
+        finally:
+            written.put(None)
+            syncer.join()
+        hasher.join()  # a cut stream too: the files that arrived whole and match are kept for the next pull
+        if failed and sent.returncode == 0:
             raise failed[0]
+        verified: list[tuple[Path, Path]] = []
         for name in sorted(arrived):
             part, final, digest = arrived[name]
-            if digest != hashed.get(name):
+            if digest and digest == hashed.get(name):
+                verified.append((Path(part), Path(final)))
+                done.append(name)
+            elif digest and sent.returncode == 0:
                 problems.append(f"{name}: its SHA-256 changed while it was pulled (the job still writes it?)")
-                continue
-            publish_streamed(Path(part), Path(final))
-            done.append(name)
+        publish_synced(verified)
+        if sent.returncode != 0:
+            raise TaoError(f"the copy from the volume stopped: {_said(sent.stderr)}; {len(done)} file(s) that "
+                           "arrived whole and verified are kept, pull again to resume")
     finally:
         for part, _final, _digest in arrived.values():  # no half or unverified file left, not even as a part
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(part)
-    missing = sorted(wanted - set(arrived))
+    missing = sorted(wanted - set(done) - {p.split(":")[0] for p in problems})
     problems += [f"{name}: missing from the stream" for name in missing]
     if problems:
         raise TaoError(f"verification failed for {len(problems)} file(s): {problems[0]}; pull again")

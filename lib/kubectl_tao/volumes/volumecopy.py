@@ -258,6 +258,13 @@ def human_bytes(count: int) -> str:
     return f"{value:.1f} TiB"  # pragma: no cover - the loop returns at GiB
 
 
+class StreamCut(TaoError):
+    """A tar stream that ended in the middle of a member (the connection cut, the far end stopped)."""
+
+    def __init__(self) -> None:
+        super().__init__("the tar stream from the volume ended in the middle of a file; pull again")
+
+
 def _exactly(stream: Any, count: int) -> bytes | None:
     """COUNT bytes of STREAM; None at its end before the first byte; a TaoError when it ends within them."""
     data = stream.read(count)
@@ -269,7 +276,7 @@ def _exactly(stream: Any, count: int) -> bytes | None:
     if not data:
         return None
     if len(data) < count:
-        raise TaoError("the tar stream from the volume ended in the middle of a file; pull again")
+        raise StreamCut
     return bytes(data)
 
 
@@ -332,7 +339,7 @@ def _chunks(stream: Any, left: list[int], buffer: memoryview) -> Iterator[memory
     while left[0]:
         count = stream.readinto(buffer[:min(len(buffer), left[0])])
         if not count:
-            raise TaoError("the tar stream from the volume ended in the middle of a file; pull again")
+            raise StreamCut
         left[0] -= count
         yield buffer[:count]
 
@@ -341,5 +348,5 @@ def _skip(stream: Any, count: int) -> None:
     while count:
         data = stream.read(min(count, 1 << 20))
         if not data:
-            raise TaoError("the tar stream from the volume ended in the middle of a file; pull again")
+            raise StreamCut
         count -= len(data)

@@ -303,3 +303,38 @@ def test_a_pulled_file_whose_hash_in_the_pod_differs_is_not_renamed_and_no_part_
         results.pull(Kubectl(ClusterOptions()), source, paths=[], dest=str(dest), latest=False,
                      image="busybox:1.37.0", timeout=5)
     assert [p.name for p in dest.rglob("*") if p.is_file()] == []  # neither the file nor its part name
+
+
+def test_a_pull_cut_mid_stream_keeps_the_files_that_arrived_whole_and_verified_and_no_part(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import io
+
+    from support.shell_pod import ShellPod
+
+    from kubectl_tao.core.errors import TaoError
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl
+
+    _tensorboard_pod(fake_kubectl)
+    pod = ShellPod()
+
+    def pipe(_kc: Kubectl, args: list[str], **kwargs: Any) -> Completed:
+        if results._TAR_SCRIPT not in args:
+            return pod.pipe(args, **kwargs)
+        whole = io.BytesIO()
+        pod.pipe(args, **{**kwargs, "reader": lambda stream: whole.write(stream.read())})
+        kwargs["reader"](io.BytesIO(whole.getvalue()[:3 * 1024]))  # the connection cut inside the second file
+        return Completed("", "error: lost connection to pod\n", 1)
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    run = tmp_path / "volume" / "results" / "j"
+    run.mkdir(parents=True)
+    (run / "a.bin").write_bytes(b"a" * 1000)
+    (run / "b.bin").write_bytes(b"b" * 5000)
+    dest = tmp_path / "out"
+    source = results.ResultsSource("j", "ns", "tao-data", str(tmp_path / "volume"), str(run), {}, [])
+    with pytest.raises(TaoError, match=r"the copy from the volume stopped: error: lost connection to pod; 1 "
+                                       r"file\(s\) that arrived whole and verified are kept, pull again to resume"):
+        results.pull(Kubectl(ClusterOptions()), source, paths=[], dest=str(dest), latest=False,
+                     image="busybox:1.37.0", timeout=5)
+    assert sorted(p.name for p in dest.iterdir()) == ["a.bin"] and (dest / "a.bin").read_bytes() == b"a" * 1000
