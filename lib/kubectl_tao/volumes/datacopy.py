@@ -1,11 +1,12 @@
 """`data push`: local files and folders onto a volume through the volume helper pod.
 
-A listing of what the target holds under the pushed names (sizes, then the SHA-256 of the files whose size
-matches a local one) decides what is skipped; the rest travels as
-one tar stream over `kubectl exec -i` into a staging directory on the same volume (no archive on either side,
-memory flat), is verified there against the hashes taken while it was read, and only then moved under its final
-names (a rename), batch by batch. An interrupted push leaves nothing half-written under a final name, nor its
-staging directory, and keeps the batches already moved: the next push skips those.
+A listing of what the target holds under the pushed names (sizes and `stat`, with the volume's record of the
+hashes it verified earlier; then the SHA-256 of the other files whose size matches a local one) decides what is
+skipped; the rest travels as one tar stream over `kubectl exec -i` into a staging directory on the same volume (no
+archive on either side, memory flat), hashed there file by file as tar extracts it and checked against the hashes
+taken while it was read here, and only then moved under its final names (a rename), batch by batch. An
+interrupted push leaves nothing half-written under a final name, nor its staging directory, and keeps the batches
+already moved: the next push skips those.
 """
 
 from __future__ import annotations
