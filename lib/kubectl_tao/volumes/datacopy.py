@@ -15,7 +15,9 @@ import hashlib
 import os
 import posixpath
 import stat
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kubectl_tao.core.errors import TaoError, UsageError
@@ -137,38 +139,122 @@ def sha256_file(path: str) -> str:
     return digest.hexdigest()
 
 
-class _EarlyHashes:
-    """Local files hashed on a thread while the helper lists the target (which hashes every file there): a second
-    push of a big tree hashes both sides at once instead of one after the other. Stopped as soon as the listing is
-    back (a first push, into an empty target, wastes almost nothing); a file it did not reach is hashed on demand."""
+_RACY_NS = 2_000_000_000  # a file changed this close to its hashing is not remembered (timestamps are coarse)
 
-    def __init__(self, items: list[volumecopy.LocalFile]) -> None:
+
+def _stat_key(st: os.stat_result) -> str:
+    return f"{st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}"
+
+
+def cache_path(sources: list[str]) -> Path | None:
+    """This machine's record of the hashes of SOURCES' files: `$XDG_CACHE_HOME/kubectl-tao/sha256/<name>` (else
+    `~/.cache/...`), one file per set of sources (named after their real paths)."""
+    root = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(root):
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        root = os.path.join(home, ".cache")
+    name = hashlib.sha256("\0".join(sorted(os.path.realpath(s) for s in sources)).encode("utf-8", "surrogateescape"))
+    return Path(root) / "kubectl-tao" / "sha256" / name.hexdigest()[:32]
+
+
+class _LocalHashes:
+    """The SHA-256 of the local files. A file whose device, inode, size, modification and change times (ns) are
+    those this machine's record (cache_path) holds for it takes the hash recorded; the others are hashed on a
+    thread started at once (while the helper pod starts and lists the target), stopped once the listing is back (a
+    first push, into an empty target, wastes almost nothing), or on demand. A hash is remembered only when the
+    file's stat was the same before and after it was read, and its change time more than _RACY_NS older than the
+    read (a write since changes the change time, which no program can set). What the stream hashed is remembered
+    the same way (`remember`); `save` writes the record back after a push that succeeded."""
+
+    def __init__(self, items: list[volumecopy.LocalFile], record: Path | None) -> None:
         import threading
 
+        self._record = record
+        self._known: dict[str, tuple[str, str]] = self._load(record)  # path -> (stat key, sha256)
         self._done: dict[str, str] = {}
+        self._fresh: dict[str, tuple[str, str]] = {}
+        self._paths = [item.path for item in items]
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(list(items),), daemon=True)
         self._thread.start()
 
+    @staticmethod
+    def _load(record: Path | None) -> dict[str, tuple[str, str]]:
+        known: dict[str, tuple[str, str]] = {}
+        if record is None:
+            return known
+        try:
+            with open(record, encoding="utf-8", errors="surrogateescape") as handle:
+                text = handle.read(64 << 20)
+        except OSError:
+            return known
+        for line in text.splitlines():
+            fields = line.split(" ", 6)
+            if len(fields) == 7 and len(fields[0]) == 64:
+                known[fields[6]] = (" ".join(fields[1:6]), fields[0])
+        return known
+
+    def _hash(self, path: str, stop: Any = None) -> str | None:
+        started = time.time_ns()
+        before = os.stat(path)
+        key = _stat_key(before)
+        if (known := self._known.get(path)) is not None and known[0] == key:
+            return known[1]
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            while chunk := handle.read(_READ):
+                if stop is not None and stop.is_set():
+                    return None  # checked a chunk at a time: stopping never waits for a big file
+                digest.update(chunk)
+        self.remember(path, before, digest.hexdigest(), started)
+        return digest.hexdigest()
+
+    def remember(self, path: str, before: os.stat_result, sha256: str, started: int) -> None:
+        """SHA256 of PATH read from STARTED (ns) on, whose stat was BEFORE then: kept when it still is."""
+        try:
+            after = os.stat(path)
+        except OSError:
+            return
+        if _stat_key(after) == _stat_key(before) and before.st_ctime_ns < started - _RACY_NS:
+            self._fresh[path] = (_stat_key(before), sha256)
+
     def _run(self, items: list[volumecopy.LocalFile]) -> None:
         for item in items:
-            digest = hashlib.sha256()
             try:
-                with open(item.path, "rb") as handle:
-                    while chunk := handle.read(_READ):
-                        if self._stopped.is_set():
-                            return  # checked a chunk at a time: stopping never waits for a big file
-                        digest.update(chunk)
+                found = self._hash(item.path, self._stopped)
             except OSError:
                 return  # the plan hashes it again and reports the error there
-            self._done[item.path] = digest.hexdigest()
+            if found is None:
+                return
+            self._done[item.path] = found
 
     def stop(self) -> None:
         self._stopped.set()
         self._thread.join()
 
     def sha256(self, item: volumecopy.LocalFile) -> str:
-        return self._done.get(item.path) or sha256_file(item.path)
+        return self._done.get(item.path) or self._hash(item.path) or ""
+
+    def save(self) -> None:
+        """The record of this push's files (best effort: one that cannot be written costs a hashing, no more)."""
+        if self._record is None:
+            return
+        lines = []
+        for path in self._paths:
+            entry = self._fresh.get(path) or self._known.get(path)
+            if entry is not None and "\n" not in path:
+                lines.append(f"{entry[1]} {entry[0]} {path}\n")
+        if sorted(lines) == sorted(f"{sha} {key} {path}\n" for path, (key, sha) in self._known.items()):
+            return
+        from kubectl_tao.core.atomicwrite import write_atomically
+
+        try:
+            self._record.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            write_atomically(self._record, "".join(lines).encode("utf-8", "surrogateescape"))
+        except OSError:
+            pass
 
 
 _BLOCK = 512  # a tar archive is made of 512-byte blocks; two zero blocks end it
@@ -218,7 +304,7 @@ def push(
     )
     stage = posixpath.join(request.mount_path, volumecopy.STAGING_DIR, name)
     record = _Record(volumecopy.record_path(request.mount_path, target), time.time())
-    early = _EarlyHashes(local)  # while the helper pod starts and lists: hashes a second push needs
+    early = _LocalHashes(local, cache_path(request.sources))  # while the helper pod starts and lists
     try:
         with volume_helper.helper_pod(kc, manifest, timeout=request.start_timeout) as pod:
             remote, local_sha256 = _remote(pod, target, local, record, early)
@@ -230,8 +316,9 @@ def push(
                 on_plan(len(plan.send), sent_bytes)
             verified = 0
             if plan.send:
-                verified = _send(pod, plan.send, stage, target, on_bytes, record)
+                verified = _send(pod, plan.send, stage, target, on_bytes, record, early)
             record.write(pod)
+        early.save()
     finally:
         early.stop()
     return PushResult(
@@ -282,7 +369,7 @@ class _Record:
 
 def _remote(
     pod: volume_helper.HelperPod, target: str, local: list[volumecopy.LocalFile], record: _Record,
-    early: _EarlyHashes,
+    early: _LocalHashes,
 ) -> tuple[dict[str, volumecopy.RemoteFile], Callable[[volumecopy.LocalFile], str]]:
     """What the target holds under the names pushed: sizes (and directories) of those top-level names only, with
     the hashes the volume's record still vouches for; then the SHA-256 of the other files whose size matches a
@@ -333,13 +420,14 @@ def _send(
     target: str,
     on_bytes: Callable[[int], None] | None,
     record: _Record,
+    hashes: _LocalHashes,
 ) -> int:
     """Send ITEMS batch by batch; the staging directory is removed on every way out (an error, Ctrl-C,
     SIGTERM), with those signals held meanwhile, before the helper pod goes."""
     moved = 0
     try:
         for batch in batches(items):
-            moved += _send_batch(pod, batch, stage, target, on_bytes, moved, record)
+            moved += _send_batch(pod, batch, stage, target, on_bytes, moved, record, hashes)
     except BaseException:
         import contextlib
 
@@ -363,6 +451,7 @@ def _send_batch(
     on_bytes: Callable[[int], None] | None,
     moved: int,
     record: _Record,
+    hashes: _LocalHashes,
 ) -> int:
     """One tar stream into the staging directory, hashed there file by file as it is extracted; the hashes must
     equal those taken here while each file was read; then the batch is moved under its final names."""
@@ -381,6 +470,7 @@ def _send_batch(
             if st.st_size != item.size:
                 raise TaoError(f"LOCAL {item.path}: it changed while it was pushed; push again")
             info.size, info.mtime, info.mode = item.size, int(st.st_mtime), 0o644 | (st.st_mode & 0o111)
+            started = time.time_ns()
             try:
                 with open(item.path, "rb", buffering=0) as handle:
                     digests[item.name] = _tar_member(pipe, info, handle, buffer, on_bytes)
@@ -389,6 +479,7 @@ def _send_batch(
             except OSError as exc:
                 raise TaoError(f"LOCAL {item.path}: {exc}; push again") from None
             mtimes[item.name] = int(st.st_mtime)
+            hashes.remember(item.path, st, digests[item.name], started)
         pipe.write(bytes(2 * _BLOCK))
 
     hashed: list[bytes] = []

@@ -468,7 +468,7 @@ def test_local_hashes_taken_during_the_listing_equal_those_taken_on_demand(tmp_p
         path = tmp_path / f"f{i}"
         path.write_bytes(os.urandom(3 * 1024 * 1024 + i))
         items.append(LocalFile(f"f{i}", str(path), path.stat().st_size))
-    early = datacopy._EarlyHashes(items)
+    early = datacopy._LocalHashes(items, None)
     early.stop()  # wherever it got to: the rest is hashed on demand, the same way
     assert [early.sha256(item) for item in items] == [
         hashlib.sha256(Path(item.path).read_bytes()).hexdigest() for item in items
@@ -546,3 +546,47 @@ def test_the_stream_carries_long_names_empty_and_odd_sized_files_as_tar_reads_th
     assert _push(volume, tmp_path / "specs").verified == 3
     for path, data in files.items():
         assert (volume / path.relative_to(tmp_path)).read_bytes() == data
+
+
+def test_this_machine_remembers_the_hashes_so_a_second_push_reads_no_unchanged_local_file(
+    shell_pod: ShellPod, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(datacopy, "_RACY_NS", 0)  # the files were written a moment ago: no margin here
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    for i in range(3):
+        (specs / f"f{i}.txt").write_text(f"file {i}")
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    _push(volume, specs)
+    record = datacopy.cache_path([str(specs)])
+    assert record is not None and record.parent == tmp_path / "cache" / "kubectl-tao" / "sha256"
+    assert len(record.read_text().splitlines()) == 3
+    read: list[str] = []
+    real_open = open
+
+    def watched(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(path).startswith(str(specs)):
+            read.append(str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", watched)
+    (specs / "f1.txt").write_text("FILE 1")  # same size, other bytes: its change time moves on
+    again = _push(volume, specs)
+    assert (again.sent, again.skipped) == (1, 2)
+    assert read.count(str(specs / "f1.txt")) >= 1 and not {str(specs / "f0.txt"), str(specs / "f2.txt")} & set(read)
+    assert (volume / "specs" / "f1.txt").read_text() == "FILE 1"
+
+
+def test_a_file_changed_moments_before_it_is_hashed_is_not_remembered(tmp_path: Path) -> None:
+    from kubectl_tao.volumes.volumecopy import LocalFile
+
+    path = tmp_path / "fresh"
+    path.write_text("fresh")
+    record = tmp_path / "record"
+    hashes = datacopy._LocalHashes([LocalFile("fresh", str(path), 5)], record)
+    hashes.stop()
+    assert len(hashes.sha256(LocalFile("fresh", str(path), 5))) == 64
+    hashes.save()
+    assert not record.exists() or record.read_text() == ""  # its change time is within the margin: not trusted
