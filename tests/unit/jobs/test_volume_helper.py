@@ -590,3 +590,23 @@ def test_a_file_changed_moments_before_it_is_hashed_is_not_remembered(tmp_path: 
     assert len(hashes.sha256(LocalFile("fresh", str(path), 5))) == 64
     hashes.save()
     assert not record.exists() or record.read_text() == ""  # its change time is within the margin: not trusted
+
+
+def test_a_record_the_volume_cannot_take_is_no_failure_of_the_push(
+    shell_pod: ShellPod, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_tao.core.errors import KubectlError
+
+    def pipe(_kc: Kubectl, args: list[str], **kwargs: Any) -> Completed:
+        if datacopy.volumecopy.record_write_script() in args:
+            raise KubectlError("Unable to connect to the server: dial tcp 127.0.0.1:6443: connect: connection refused")
+        return shell_pod.pipe(args, **kwargs)
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "a.txt").write_text("a")
+    _aged(tmp_path / "specs" / "a.txt")
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    assert _push(volume, tmp_path / "specs").verified == 1
+    assert (volume / "specs" / "a.txt").read_text() == "a"
