@@ -77,6 +77,16 @@ def test_a_tree_is_pushed_verified_skipped_the_second_time_and_read_by_a_job(
     assert _tree(volume / "inputs" / "specs") == _tree(specs)
     third = _push(t, busybox, str(specs), "--to", "inputs", "-o", "json")
     assert (json.loads(third.stdout)["sent"], json.loads(third.stdout)["skipped"]) == (0, 4)
+    assert len(list((volume / ".kubectl-tao-sha256").iterdir())) == 1  # the record of the target's hashes
+
+    # bytes changed on the volume behind the record's back, size and modification time kept: sent again
+    there = volume / "inputs" / "specs" / "nested" / "deeper" / "data.bin"
+    kept = there.stat()
+    there.write_bytes(os.urandom(kept.st_size))
+    os.utime(there, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    fourth = _push(t, busybox, str(specs), "--to", "inputs", "-o", "json")
+    assert (json.loads(fourth.stdout)["sent"], json.loads(fourth.stdout)["skipped"]) == (1, 3), fourth.stderr
+    assert _tree(volume / "inputs" / "specs") == _tree(specs)
 
     result = t(
         "submit", "--image", busybox, "--network-arch", "data", "--action", "read", "--gpus", "0", "--pvc",

@@ -45,13 +45,25 @@ def write_atomically(path: Path, data: bytes, *, replace: bool = True) -> bool:
 def publish_streamed(part: Path, path: Path) -> None:
     """A file a streaming copy wrote in pieces under PART (next to PATH, never read by anyone) published at PATH
     the same way: fsynced, `os.replace`d, the directory fsynced (`results pull`: a file too big to hold whole)."""
-    fd = os.open(part, os.O_RDONLY)
+    fsync_file(part)
+    publish_synced([(part, path)])
+
+
+def fsync_file(path: Path) -> None:
+    """PATH's data on disk (a part file once written; a copy of many files does it beside the stream)."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(part, path)
-    fsync_dir(path.parent)
+
+
+def publish_synced(pairs: list[tuple[Path, Path]]) -> None:
+    """Parts already fsynced (fsync_file), each `os.replace`d to its path, then each directory fsynced once."""
+    for part, path in pairs:
+        os.replace(part, path)
+    for directory in sorted({path.parent for _part, path in pairs}):
+        fsync_dir(directory)
 
 
 def fsync_dir(directory: Path) -> None:

@@ -2,13 +2,15 @@
 helper pod (the claim mounted read-only), while the job runs and after its Job is gone.
 
 The record keeps the claim, the mount path and the placement of the job's request, and the results directory.
-`pull` lists the directory, takes the SHA-256 of the files it wants in the pod, skips each local file that
-already has that size and hash, and streams the rest as one tar over `kubectl exec` (no archive on either side),
-writing each to `<name>.kubectl-tao-part`, hashing it as it arrives and renaming it only when the hash matches.
+`pull` lists the directory, takes the SHA-256 in the pod of the files this side has at the same size, skips each
+that has the same hash, and streams the rest as one tar over `kubectl exec` (no archive on either side), writing
+each to `<name>.kubectl-tao-part` and hashing it as it arrives, while a second exec hashes the same files in the
+pod; a file is renamed only when the two hashes agree.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Callable
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kubectl_tao.core import contract, names
-from kubectl_tao.core.atomicwrite import publish_streamed
+from kubectl_tao.core.atomicwrite import fsync_file, publish_synced
 from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
@@ -398,78 +400,132 @@ def pull(
     with volume_helper.helper_pod(kc, _manifest(source, image), timeout=timeout, image_flag=_image_flag(source)) as pod:
         listing = _listing(pod, source, timeout)
         wanted = wanted_files(listing.entries, paths, latest)
-        hashes: dict[str, str] = {}
         if wanted and source.s3:
             _fetch_s3(pod, source, wanted, everything=not paths and not latest)
-        if wanted:
-            hashed = pod.script(_HASH_SCRIPT, source.results_dir,
-                                stdin=volumecopy.names_stdin(e.path for e in wanted))
-            if hashed.returncode != 0:
-                raise TaoError(f"hashing the results failed: {_said(hashed.stderr)}")
-            hashes = {n: f.sha256 for n, f in volumecopy.parse_listing(hashed.stdout).items() if f.sha256}
+        # Only a file this side already has at the same size may be skipped: only those are hashed before the
+        # copy; the others are hashed in the pod while they travel (verified before their rename).
+        present = [e for e in wanted if _same_size(_local_path(dest, e.path), e.size)]
+        hashes = _hashes(pod, source, present)
         send, skip = [], []
         for entry in wanted:
             local = _local_path(dest, entry.path)
-            same = (os.path.isfile(local) and os.path.getsize(local) == entry.size
-                    and hashes.get(entry.path) == _sha256(local))
+            same = entry in present and hashes.get(entry.path) == _sha256(local)
             (skip if same else send).append(entry)
         total = sum(e.size or 0 for e in send)
         if on_plan is not None:
             on_plan(len(send), total)
-        verified = _receive(pod, source, send, hashes, dest, on_bytes) if send else 0
+        verified = _receive(pod, source, send, dest, on_bytes) if send else 0
     return PullResult(source.record_id, dest, len(send), total, len(skip), sum(e.size or 0 for e in skip), verified)
+
+
+def _same_size(path: str, size: int | None) -> bool:
+    return os.path.isfile(path) and os.path.getsize(path) == size
+
+
+def _hashes(pod: volume_helper.HelperPod, source: ResultsSource, entries: list[resultsview.Entry]) -> dict[str, str]:
+    """The SHA-256 of ENTRIES in the pod (names on stdin), by name."""
+    if not entries:
+        return {}
+    hashed = pod.script(_HASH_SCRIPT, source.results_dir, stdin=volumecopy.names_stdin(e.path for e in entries))
+    if hashed.returncode != 0:
+        raise TaoError(f"hashing the results failed: {_said(hashed.stderr)}")
+    return {n: f.sha256 for n, f in volumecopy.parse_listing(hashed.stdout).items() if f.sha256}
 
 
 def _receive(
     pod: volume_helper.HelperPod,
     source: ResultsSource,
     send: list[resultsview.Entry],
-    hashes: dict[str, str],
     dest: str,
     on_bytes: Callable[[int], None] | None,
 ) -> int:
-    import tarfile
+    """SEND as one tar stream, each file written to its part name and hashed as it arrives, while a second exec
+    hashes the same files in the pod, and a thread puts each part on disk (fsync) as soon as it is written; a
+    file is renamed to its final name only when both hashes agree (each directory fsynced once after). Every
+    part file left is removed on the way out (an error, Ctrl-C)."""
+    import queue
+    import threading
 
     wanted = {e.path for e in send}
-    done: list[str] = []
-    problems: list[str] = []
+    arrived: dict[str, tuple[str, str, str]] = {}  # name -> (part, final, SHA-256 of what arrived)
+    hashed: dict[str, str] = {}
+    failed: list[BaseException] = []
+
+    def hash_there() -> None:
+        try:
+            hashed.update(_hashes(pod, source, send))
+        except BaseException as exc:  # raised in the caller once the stream is read
+            failed.append(exc)
+
+    written: queue.Queue[str | None] = queue.Queue()
+
+    def sync() -> None:
+        while (part := written.get()) is not None:
+            try:
+                fsync_file(Path(part))
+            except BaseException as exc:  # raised in the caller once the stream is read
+                failed.append(exc)
+                return
 
     def read(stream: Any) -> None:
-        with tarfile.open(fileobj=stream, mode="r|", ignore_zeros=True) as tar:
-            for member in tar:
-                name = volumecopy.member_name(member.name, "member")
-                if not member.isfile() or name not in wanted:
-                    continue  # only the regular files asked for; never a link, device or other name
-                final = _local_path(dest, name)
-                os.makedirs(os.path.dirname(final), exist_ok=True)
-                part = final + _PART
-                digest = hashlib.sha256()
-                handle = tar.extractfile(member)
-                assert handle is not None
-                try:
-                    with open(part, "wb") as out:
-                        while chunk := handle.read(1 << 20):
-                            digest.update(chunk)
-                            out.write(chunk)
-                            if on_bytes is not None:
-                                on_bytes(len(chunk))
-                except BaseException:  # Ctrl-C or a cut stream: no half file left, not even under its part name
-                    os.unlink(part)
-                    raise
-                if digest.hexdigest() != hashes.get(name):
-                    os.unlink(part)
-                    problems.append(f"{name}: its SHA-256 changed while it was pulled (the job still writes it?)")
-                    continue
-                publish_streamed(Path(part), Path(final))
-                done.append(name)
+        # a stream cut mid-file: that file stays unverified; kubectl's exit code says why the stream ended
+        with contextlib.suppress(volumecopy.StreamCut):
+            read_all(stream)
+
+    def read_all(stream: Any) -> None:
+        buffer = memoryview(bytearray(1 << 20))
+        for member, chunks in volumecopy.tar_entries(stream, buffer):
+            name = volumecopy.member_name(member.name, "member")
+            if not member.isfile() or name not in wanted:
+                continue  # only the regular files asked for; never a link, device or other name
+            final = _local_path(dest, name)
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+            part = final + _PART
+            digest = hashlib.sha256()
+            arrived[name] = (part, final, "")
+            with open(part, "wb", buffering=0) as out:
+                for chunk in chunks:
+                    digest.update(chunk)
+                    out.write(chunk)
+                    if on_bytes is not None:
+                        on_bytes(len(chunk))
+            arrived[name] = (part, final, digest.hexdigest())
+            written.put(part)
 
     os.makedirs(dest, exist_ok=True)
     names = volumecopy.names_stdin(e.path for e in send)
-    sent = pod.exec(["sh", "-c", _TAR_SCRIPT, "sh", source.results_dir], feed=lambda pipe: pipe.write(names),
-                    reader=read)
-    if sent.returncode != 0:
-        raise TaoError(f"the copy from the volume stopped: {_said(sent.stderr)}; files already verified are kept, "
-                       "pull again to resume")
+    hasher = threading.Thread(target=hash_there, daemon=True)
+    syncer = threading.Thread(target=sync, daemon=True)
+    done: list[str] = []
+    problems: list[str] = []
+    try:
+        hasher.start()
+        syncer.start()
+        try:
+            sent = pod.exec(["sh", "-c", _TAR_SCRIPT, "sh", source.results_dir],
+                            feed=lambda pipe: pipe.write(names), reader=read)
+        finally:
+            written.put(None)
+            syncer.join()
+        hasher.join()  # a cut stream too: the files that arrived whole and match are kept for the next pull
+        if failed and sent.returncode == 0:
+            raise failed[0]
+        verified: list[tuple[Path, Path]] = []
+        for name in sorted(arrived):
+            part, final, digest = arrived[name]
+            if digest and digest == hashed.get(name):
+                verified.append((Path(part), Path(final)))
+                done.append(name)
+            elif digest and sent.returncode == 0:
+                problems.append(f"{name}: its SHA-256 changed while it was pulled (the job still writes it?)")
+        publish_synced(verified)
+        if sent.returncode != 0:
+            raise TaoError(f"the copy from the volume stopped: {_said(sent.stderr)}; {len(done)} file(s) that "
+                           "arrived whole and verified are kept, pull again to resume")
+    finally:
+        for part, _final, _digest in arrived.values():  # no half or unverified file left, not even as a part
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(part)
     missing = sorted(wanted - set(done) - {p.split(":")[0] for p in problems})
     problems += [f"{name}: missing from the stream" for name in missing]
     if problems:

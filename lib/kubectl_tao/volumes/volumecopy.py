@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
-from kubectl_tao.core.errors import UsageError
+from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.valueclass import Value, record
 
 _BAD_CHARS = re.compile(r"[\x00\n\r]")
@@ -19,6 +20,12 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 # Where a push stages what it sends before it is verified and moved under its final name (same volume, so the
 # move is a rename): outside the target, so a listing of the target never sees a half-sent file.
 STAGING_DIR = ".kubectl-tao-staging"
+# Where the volume keeps, per push target, the SHA-256 of each file a push verified or hashed there, keyed by the
+# file's inode, size, modification and change times (`stat`): a later push takes a file's hash from it while that
+# key is unchanged instead of reading the file again (any write changes the change time, which no program sets).
+RECORD_DIR = ".kubectl-tao-sha256"
+# `stat -c` of a file in the listings: F <inode> <size> <mtime s> <mtime>|<ctime>|./<name> (busybox and GNU alike).
+STAT_FORMAT = "F %i %s %Y %y|%z|%n"
 
 
 @record(frozen=True)
@@ -33,6 +40,7 @@ class RemoteFile(Value):
     size: int | None = None
     sha256: str | None = None
     is_dir: bool = False
+    stat: str | None = None  # "<inode> <size> <mtime s> <mtime>|<ctime>" as listed: the key of the volume's record
 
 
 def member_name(name: str, what: str = "path") -> str:
@@ -76,17 +84,38 @@ def listing_script() -> str:
 
 
 def names_listing_script() -> str:
-    """The helper's listing under directory $1 of only the names after it (`./<top>`, what a push sends there):
-    `S <size> ./<name>` for a file, `D ./<name>` for a directory, no hash (hash_script takes those, for the files
-    whose size matches). The staging directory is never walked. A name that is not there, or a directory it
-    cannot read, lists nothing (what is not listed is sent again): it always exits 0."""
+    """The helper's listing under directory $1 of only the names after $2 (`./<top>`, what a push sends there):
+    `F <inode> <size> <mtime s> <mtime>|<ctime>|./<name>` for a file (STAT_FORMAT), `D ./<name>` for a directory,
+    then the volume's record for this target ($2, `R <sha256> <stat key>|./<name>` lines), no hash of its own
+    (hash_script takes those, for the files whose size matches and whose record does not hold). The staging and
+    record directories are never walked. A name that is not there, or a directory it cannot read, lists nothing
+    (what is not listed is sent again): it always exits 0."""
     return (
-        'cd -- "$1" 2>/dev/null || exit 0; shift; '
+        'cd -- "$1" 2>/dev/null || exit 0; record=$2; shift 2; '
         'for t do if [ -e "$t" ] || [ -L "$t" ]; then '
-        f"find \"$t\" -path ./{STAGING_DIR} -prune "
-        "-o -type d -exec stat -c 'D %n' {} + -o -type f -exec stat -c 'S %s %n' {} + || :; "
-        "fi; done; exit 0"
+        f"find \"$t\" \\( -path ./{STAGING_DIR} -o -path ./{RECORD_DIR} \\) -prune "
+        f"-o -type d -exec stat -c 'D %n' {{}} + -o -type f -exec stat -c '{STAT_FORMAT}' {{}} + || :; "
+        'fi; done; cat -- "$record" 2>/dev/null; exit 0'
     )
+
+
+def record_path(mount_path: str, target: str) -> str:
+    """The volume's record file for a push into TARGET: one per target directory, named after its path relative
+    to the mount path (the same file whatever the mount path of a later push)."""
+    import hashlib
+
+    relative = posixpath.relpath(target, mount_path)
+    return posixpath.join(mount_path, RECORD_DIR, hashlib.sha256(relative.encode("utf-8", "surrogateescape"))
+                          .hexdigest()[:32])
+
+
+def record_write_script() -> str:
+    """Replaces the record file $2 (in directory $1) by stdin, whole (a temporary file renamed over it)."""
+    return 'mkdir -p -- "$1" && cat > "$2.$$" && mv -f -- "$2.$$" "$2"'
+
+
+def record_line(name: str, sha256: str, stat: str) -> str:
+    return f"R {sha256} {stat}|./{name}\n"
 
 
 def hash_script() -> str:
@@ -100,14 +129,47 @@ def names_stdin(names: Iterable[str]) -> bytes:
     return "".join(f"./{name}\n" for name in names).encode("utf-8", "surrogateescape")
 
 
+def _stat_line(rest: str) -> tuple[str, str, int] | None:
+    """`<inode> <size> <mtime s> <mtime>|<ctime>|./<name>` -> (name, stat key, size), or None."""
+    parts = rest.split("|", 2)
+    if len(parts) != 3 or not parts[2].startswith("./"):
+        return None
+    fields = parts[0].split(" ")
+    if len(fields) < 3 or not fields[1].isdigit():
+        return None
+    return parts[2][2:], f"{parts[0]}|{parts[1]}", int(fields[1])
+
+
+def stat_mtime(stat: str) -> tuple[int, bool] | None:
+    """The modification time of a stat key in whole seconds, and whether it is exactly that (no fraction)."""
+    fields = stat.split(" ")
+    if len(fields) < 4 or not fields[2].lstrip("-").isdigit():
+        return None
+    fraction = fields[4].partition(".")[2] if len(fields) > 4 else ""
+    return int(fields[2]), fraction.strip("0") == ""
+
+
 def parse_listing(text: str) -> dict[str, RemoteFile]:
-    """The helper's listing (listing_script) as name -> size and hash; lines it cannot read are left out."""
+    """The helper's listings (names_listing_script, hash_script, sha256sum lines) as name -> size and hash; a
+    record line gives the hash of a file listed with the very same stat key; lines it cannot read are left out."""
     sizes: dict[str, int] = {}
+    stats: dict[str, str] = {}
     hashes: dict[str, str] = {}
+    recorded: dict[str, tuple[str, str]] = {}
     dirs: set[str] = set()
     for line in text.splitlines():
         if line.startswith("D ./"):
             dirs.add(line[4:])
+            continue
+        if line.startswith("F "):
+            found = _stat_line(line[2:])
+            if found is not None:
+                sizes[found[0]], stats[found[0]] = found[2], found[1]
+            continue
+        if line.startswith("R "):
+            digest, found = line[2:66], _stat_line(line[67:])
+            if _SHA256.fullmatch(digest) and found is not None:
+                recorded[found[0]] = (found[1], digest)
             continue
         if line.startswith("S "):
             size, _, name = line[2:].partition(" ")
@@ -117,9 +179,23 @@ def parse_listing(text: str) -> dict[str, RemoteFile]:
         digest, _, name = line.partition("  ")
         if _SHA256.fullmatch(digest) and name.startswith("./"):
             hashes[name[2:]] = digest
-    found = {name: RemoteFile(sizes.get(name), hashes.get(name)) for name in {*sizes, *hashes}}
+    for name, (stat, digest) in recorded.items():
+        if name not in hashes and stats.get(name) == stat:
+            hashes[name] = digest
+    found = {name: RemoteFile(sizes.get(name), hashes.get(name), stat=stats.get(name)) for name in {*sizes, *hashes}}
     found.update((name, RemoteFile(is_dir=True)) for name in dirs if name not in found)
     return found
+
+
+def parse_record(text: str) -> dict[str, str]:
+    """The record lines of a listing, by name: the line as it stands (kept for the names a push leaves alone)."""
+    kept: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.startswith("R ") and _SHA256.fullmatch(line[2:66]):
+            found = _stat_line(line[67:])
+            if found is not None:
+                kept[found[0]] = line + "\n"
+    return kept
 
 
 def to_hash(local: Iterable[LocalFile], remote: dict[str, RemoteFile]) -> list[LocalFile]:
@@ -180,3 +256,97 @@ def human_bytes(count: int) -> str:
             return f"{count} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} TiB"  # pragma: no cover - the loop returns at GiB
+
+
+class StreamCut(TaoError):
+    """A tar stream that ended in the middle of a member (the connection cut, the far end stopped)."""
+
+    def __init__(self) -> None:
+        super().__init__("the tar stream from the volume ended in the middle of a file; pull again")
+
+
+def _exactly(stream: Any, count: int) -> bytes | None:
+    """COUNT bytes of STREAM; None at its end before the first byte; a TaoError when it ends within them."""
+    data = stream.read(count)
+    while data and len(data) < count:
+        more = stream.read(count - len(data))
+        if not more:
+            break
+        data += more
+    if not data:
+        return None
+    if len(data) < count:
+        raise StreamCut
+    return bytes(data)
+
+
+def _pax_values(data: bytes) -> dict[str, str]:
+    """A pax extended header's records (`<length> <key>=<value>\\n`) by key."""
+    values: dict[str, str] = {}
+    at = 0
+    while at < len(data):
+        length = data[at:].split(b" ", 1)[0]
+        if not length.isdigit() or int(length) <= 0:
+            break
+        record = data[at:at + int(length)]
+        key, _, value = record[len(length) + 1:].rstrip(b"\n").partition(b"=")
+        values[key.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
+        at += int(length)
+    return values
+
+
+def tar_entries(stream: Any, buffer: memoryview) -> Iterator[tuple[Any, Iterator[memoryview]]]:
+    """The members of the tar archives on STREAM, one after the other (zero blocks between them skipped), each
+    with its data as chunks read into BUFFER (valid until the next chunk; what the caller leaves is skipped).
+    GNU long names and pax `path`/`size` records are applied. Reads each byte once, without copies between the
+    stream and the buffer (tarfile's stream mode copies every chunk more than once)."""
+    import tarfile
+
+    pending: dict[str, str] = {}
+    while True:
+        header = _exactly(stream, tarfile.BLOCKSIZE)
+        if header is None:
+            return
+        if header == bytes(tarfile.BLOCKSIZE):
+            continue  # the end of one archive; another may follow
+        try:
+            info = tarfile.TarInfo.frombuf(header, "utf-8", "surrogateescape")
+        except tarfile.HeaderError as exc:
+            raise TaoError(f"the stream from the volume is not a tar archive ({exc}); pull again") from None
+        padded = info.size + (-info.size % tarfile.BLOCKSIZE)
+        if info.type in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE):
+            data = (_exactly(stream, padded) or b"")[:info.size]
+            if info.type == tarfile.GNUTYPE_LONGNAME:
+                pending["path"] = data.rstrip(b"\0").decode("utf-8", "surrogateescape")
+            elif info.type == tarfile.XHDTYPE:
+                pending.update((k, v) for k, v in _pax_values(data).items() if k in ("path", "size"))
+            continue
+        if "path" in pending:
+            info.name = pending["path"]
+        if pending.get("size", "").isdigit() and info.isreg():
+            info.size = int(pending["size"])
+            padded = info.size + (-info.size % tarfile.BLOCKSIZE)
+        pending = {}
+        left = [info.size if info.isreg() else 0]
+        chunks = _chunks(stream, left, buffer)
+        yield info, chunks
+        for _ in chunks:
+            pass  # what the caller did not read
+        _skip(stream, padded - info.size if info.isreg() else padded)
+
+
+def _chunks(stream: Any, left: list[int], buffer: memoryview) -> Iterator[memoryview]:
+    while left[0]:
+        count = stream.readinto(buffer[:min(len(buffer), left[0])])
+        if not count:
+            raise StreamCut
+        left[0] -= count
+        yield buffer[:count]
+
+
+def _skip(stream: Any, count: int) -> None:
+    while count:
+        data = stream.read(min(count, 1 << 20))
+        if not data:
+            raise StreamCut
+        count -= len(data)

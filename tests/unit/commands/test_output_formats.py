@@ -154,19 +154,16 @@ def _data_push(fake: FakeKubectl, monkeypatch: pytest.MonkeyPatch, tao_env: Path
     fake.on("create", stdout=f"Pod tao-volume-x {UID}\n")
     fake.on("get", "pod", data={"status": {"phase": "Running", "containerStatuses": [{"state": {"running": {}}}]}})
     fake.on("delete", "--raw")
-    staged: list[str] = []
 
     def pipe(self: Kubectl, args: list[str], *, feed: Any = None, sink: Any = None, **_: Any) -> Completed:
-        if feed is not None:
+        if feed is not None:  # the extraction: each file's hash as it arrived
             buffer = io.BytesIO()
             feed(buffer)
             with tarfile.open(fileobj=io.BytesIO(buffer.getvalue()), mode="r|") as tar:
                 for member in tar:
                     data = tar.extractfile(member).read()  # type: ignore[union-attr]
-                    digest = hashlib.sha256(data).hexdigest()
-                    staged.append(f"S {len(data)} ./{member.name}\n{digest}  ./{member.name}\n")
-        elif args[-1].startswith("/workspace/.kubectl-tao-staging/") and sink is not None:
-            sink("".join(staged).encode())
+                    if sink is not None:
+                        sink(f"{hashlib.sha256(data).hexdigest()}  ./{member.name}\n".encode())
         return Completed("", "", 0)
 
     monkeypatch.setattr(Kubectl, "pipe", pipe)

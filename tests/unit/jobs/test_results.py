@@ -291,11 +291,78 @@ def test_a_pull_sends_the_file_names_on_stdin_never_on_the_command_line(
                           image="busybox:1.37.0", timeout=5)
     assert (pulled.pulled, pulled.skipped, pulled.verified) == (count + 1, 1, count + 1)
     assert all((dest / name).read_text() == f"content of {name}" for name in names)
-    hashing, tarring = [(args, stdin) for script, args, stdin in pod.calls
-                        if script in (results._HASH_SCRIPT, results._TAR_SCRIPT)]
-    assert hashing[0] == tarring[0] == [str(run)]  # the directory alone on the command line
-    assert sorted(hashing[1].decode().splitlines()) == sorted(f"./{name}" for name in names)
-    assert sorted(tarring[1].decode().splitlines()) == sorted(f"./{n}" for n in names if n != "train/status.json")
+    hashing = [(args, stdin) for script, args, stdin in pod.calls if script == results._HASH_SCRIPT]
+    (tarring,) = [(args, stdin) for script, args, stdin in pod.calls if script == results._TAR_SCRIPT]
+    assert [args for args, _ in hashing] == [[str(run)]] * 2 and tarring[0] == [str(run)]  # the directory alone
+    # first the file this side has at the same size (the skip check), then, beside the stream, the files it sends
+    assert hashing[0][1].decode().splitlines() == ["./train/status.json"]
+    sent = sorted(f"./{n}" for n in names if n != "train/status.json")
+    assert sorted(hashing[1][1].decode().splitlines()) == sorted(tarring[1].decode().splitlines()) == sent
+
+
+def test_a_pulled_file_whose_hash_in_the_pod_differs_is_not_renamed_and_no_part_file_is_left(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from support.shell_pod import ShellPod
+
+    from kubectl_tao.core.errors import TaoError
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl
+
+    _tensorboard_pod(fake_kubectl)
+    pod = ShellPod()
+
+    def pipe(_kc: Kubectl, args: list[str], **kwargs: Any) -> Completed:
+        if results._HASH_SCRIPT in args:  # the pod's hash of a file the job rewrote meanwhile
+            kwargs["sink"](f"{'0' * 64}  ./train/model_epoch_1.pth\n".encode())
+            return Completed("", "", 0)
+        return pod.pipe(args, **kwargs)
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    run = tmp_path / "volume" / "results" / "j"
+    (run / "train").mkdir(parents=True)
+    (run / "train" / "model_epoch_1.pth").write_text("weights")
+    dest = tmp_path / "out"
+    source = results.ResultsSource("j", "ns", "tao-data", str(tmp_path / "volume"), str(run), {}, [])
+    with pytest.raises(TaoError, match=r"verification failed for 1 file\(s\): train/model_epoch_1.pth: its SHA-256 "
+                                       r"changed while it was pulled"):
+        results.pull(Kubectl(ClusterOptions()), source, paths=[], dest=str(dest), latest=False,
+                     image="busybox:1.37.0", timeout=5)
+    assert [p.name for p in dest.rglob("*") if p.is_file()] == []  # neither the file nor its part name
+
+
+def test_a_pull_cut_mid_stream_keeps_the_files_that_arrived_whole_and_verified_and_no_part(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import io
+
+    from support.shell_pod import ShellPod
+
+    from kubectl_tao.core.errors import TaoError
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl
+
+    _tensorboard_pod(fake_kubectl)
+    pod = ShellPod()
+
+    def pipe(_kc: Kubectl, args: list[str], **kwargs: Any) -> Completed:
+        if results._TAR_SCRIPT not in args:
+            return pod.pipe(args, **kwargs)
+        whole = io.BytesIO()
+        pod.pipe(args, **{**kwargs, "reader": lambda stream: whole.write(stream.read())})
+        kwargs["reader"](io.BytesIO(whole.getvalue()[:3 * 1024]))  # the connection cut inside the second file
+        return Completed("", "error: lost connection to pod\n", 1)
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    run = tmp_path / "volume" / "results" / "j"
+    run.mkdir(parents=True)
+    (run / "a.bin").write_bytes(b"a" * 1000)
+    (run / "b.bin").write_bytes(b"b" * 5000)
+    dest = tmp_path / "out"
+    source = results.ResultsSource("j", "ns", "tao-data", str(tmp_path / "volume"), str(run), {}, [])
+    with pytest.raises(TaoError, match=r"the copy from the volume stopped: error: lost connection to pod; 1 "
+                                       r"file\(s\) that arrived whole and verified are kept, pull again to resume"):
+        results.pull(Kubectl(ClusterOptions()), source, paths=[], dest=str(dest), latest=False,
+                     image="busybox:1.37.0", timeout=5)
+    assert sorted(p.name for p in dest.iterdir()) == ["a.bin"] and (dest / "a.bin").read_bytes() == b"a" * 1000
 
 
 def test_directories_are_listed_with_the_total_size_and_count_of_the_files_under_them() -> None:

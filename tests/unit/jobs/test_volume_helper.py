@@ -279,8 +279,7 @@ def test_push_skips_what_is_there_and_sends_the_rest_as_one_tar_verified_before_
     scripts = shell_pod.scripts()
     assert scripts[0] == datacopy.volumecopy.names_listing_script()
     assert scripts[1] == datacopy.volumecopy.hash_script()
-    assert scripts[2:4] == [datacopy._EXTRACT_SCRIPT, datacopy.volumecopy.listing_script()]
-    assert scripts[4] == datacopy._MOVE_SCRIPT and len(scripts) == 5
+    assert scripts[2:] == [datacopy._EXTRACT_SCRIPT, datacopy._MOVE_SCRIPT, datacopy.volumecopy.record_write_script()]
     assert len(_deletes(fake_kubectl)) == 1
     assert result.summary() == (
         f"pushed 1 file(s) (9 B) to pvc/tao-data:{volume}/inputs, 1 unchanged skipped (4 B), 1 verified"
@@ -305,7 +304,8 @@ def test_push_lists_only_the_names_it_sends_and_hashes_only_files_of_a_matching_
     result = _push(volume, local / "specs", local / "train.yaml")
     assert (result.sent, result.skipped) == (2, 1)
     (listing, hashing, *_rest) = shell_pod.calls
-    assert listing[1] == [str(volume), "./specs", "./train.yaml"]
+    record = datacopy.volumecopy.record_path(str(volume), str(volume))
+    assert listing[1] == [str(volume), record, "./specs", "./train.yaml"]
     assert hashing[1] == [str(volume)] and hashing[2] == b"./specs/a.yaml\n"
     assert (volume / "specs" / "b.yaml").read_text() == "b: 22\n"
 
@@ -352,7 +352,7 @@ def test_a_folder_pushed_where_the_target_has_a_file_of_its_name_is_refused(
     assert (volume / "specs").read_text() == "a file"
 
 
-@pytest.mark.parametrize("where", ["stream", "verify", "move"])
+@pytest.mark.parametrize("where", ["stream", "move"])
 def test_ctrl_c_during_a_push_removes_the_staging_directory_before_the_helper_pod(
     fake_kubectl: FakeKubectl, shell_pod: ShellPod, tmp_path: Path, where: str
 ) -> None:
@@ -360,8 +360,7 @@ def test_ctrl_c_during_a_push_removes_the_staging_directory_before_the_helper_po
     (tmp_path / "local" / "a.txt").write_text("a")
     volume = tmp_path / "volume"
     volume.mkdir()
-    script = {"stream": datacopy._EXTRACT_SCRIPT, "verify": datacopy.volumecopy.listing_script(),
-              "move": datacopy._MOVE_SCRIPT}[where]
+    script = {"stream": datacopy._EXTRACT_SCRIPT, "move": datacopy._MOVE_SCRIPT}[where]
     shell_pod.interrupt_at = (script, 1)
     with pytest.raises(KeyboardInterrupt):
         _push(volume, tmp_path / "local" / "a.txt")
@@ -414,11 +413,10 @@ def test_a_failed_verification_moves_nothing_and_removes_the_staged_files(
     def pipe(self: Kubectl, args: list[str], *, feed: Any = None, sink: Any = None, **_: Any) -> Completed:
         command = args[args.index("--") + 1:]
         scripts.append(command[2])
-        if feed is not None:
+        if feed is not None:  # the extraction hashes what arrived: not what was sent
             with open(os.devnull, "wb") as sink_file:
                 feed(sink_file)
-        elif "sha256sum" in command[2] and command[4] != "/workspace":
-            sink(f"S 1 ./a.txt\n{'0' * 64}  ./a.txt\n".encode())
+            sink(f"{'0' * 64}  ./a.txt\n".encode())
         return Completed("", "", 0)
 
     monkeypatch.setattr(Kubectl, "pipe", pipe)
@@ -470,8 +468,145 @@ def test_local_hashes_taken_during_the_listing_equal_those_taken_on_demand(tmp_p
         path = tmp_path / f"f{i}"
         path.write_bytes(os.urandom(3 * 1024 * 1024 + i))
         items.append(LocalFile(f"f{i}", str(path), path.stat().st_size))
-    early = datacopy._EarlyHashes(items)
+    early = datacopy._LocalHashes(items, None)
     early.stop()  # wherever it got to: the rest is hashed on demand, the same way
     assert [early.sha256(item) for item in items] == [
         hashlib.sha256(Path(item.path).read_bytes()).hexdigest() for item in items
     ]
+
+
+def _aged(*paths: Path) -> None:
+    """Modification times well before the push: a moved file is recorded only when its time cannot be today's."""
+    for path in paths:
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+
+
+def test_a_second_push_takes_the_hashes_the_volume_recorded_and_hashes_nothing_there(
+    shell_pod: ShellPod, tmp_path: Path
+) -> None:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    for i in range(3):
+        (specs / f"f{i}.txt").write_text(f"file {i}")
+        _aged(specs / f"f{i}.txt")
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    assert _push(volume, specs).verified == 3
+    record = Path(datacopy.volumecopy.record_path(str(volume), str(volume)))
+    assert len(record.read_text().splitlines()) == 3
+    first = len(shell_pod.calls)
+    again = _push(volume, specs)
+    assert (again.sent, again.skipped) == (0, 3)
+    assert shell_pod.scripts()[first:] == [datacopy.volumecopy.names_listing_script()]  # no hashing, no rewrite
+
+
+def test_a_file_rewritten_on_the_volume_after_it_was_recorded_is_hashed_again_and_sent(
+    shell_pod: ShellPod, tmp_path: Path
+) -> None:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "a.txt").write_text("aaaa")
+    _aged(specs / "a.txt")
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    _push(volume, specs)
+    (volume / "specs" / "a.txt").write_text("bbbb")  # same size, other bytes: its change time moves on
+    _aged(volume / "specs" / "a.txt")  # even with its modification time set back
+    first = len(shell_pod.calls)
+    again = _push(volume, specs)
+    assert (again.sent, again.skipped) == (1, 0)
+    assert datacopy.volumecopy.hash_script() in shell_pod.scripts()[first:]
+    assert (volume / "specs" / "a.txt").read_text() == "aaaa"
+
+
+def test_a_file_modified_moments_before_the_push_is_not_recorded(shell_pod: ShellPod, tmp_path: Path) -> None:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "fresh.txt").write_text("fresh")  # its time is now: a write after the move could keep it unseen
+    (specs / "old.txt").write_text("old")
+    _aged(specs / "old.txt")
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    _push(volume, specs)
+    record = Path(datacopy.volumecopy.record_path(str(volume), str(volume))).read_text()
+    assert "./specs/old.txt" in record and "fresh.txt" not in record
+
+
+def test_the_stream_carries_long_names_empty_and_odd_sized_files_as_tar_reads_them(
+    shell_pod: ShellPod, tmp_path: Path
+) -> None:
+    deep = tmp_path / "specs" / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    files = {deep / ("f" * 90 + ".yaml"): b"x" * 513, tmp_path / "specs" / "empty": b"",
+             tmp_path / "specs" / "big.bin": os.urandom((1 << 20) + 7)}
+    for path, data in files.items():
+        path.write_bytes(data)
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    assert _push(volume, tmp_path / "specs").verified == 3
+    for path, data in files.items():
+        assert (volume / path.relative_to(tmp_path)).read_bytes() == data
+
+
+def test_this_machine_remembers_the_hashes_so_a_second_push_reads_no_unchanged_local_file(
+    shell_pod: ShellPod, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(datacopy, "_RACY_NS", 0)  # the files were written a moment ago: no margin here
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    for i in range(3):
+        (specs / f"f{i}.txt").write_text(f"file {i}")
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    _push(volume, specs)
+    record = datacopy.cache_path([str(specs)])
+    assert record is not None and record.parent == tmp_path / "cache" / "kubectl-tao" / "sha256"
+    assert len(record.read_text().splitlines()) == 3
+    read: list[str] = []
+    real_open = open
+
+    def watched(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(path).startswith(str(specs)):
+            read.append(str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", watched)
+    (specs / "f1.txt").write_text("FILE 1")  # same size, other bytes: its change time moves on
+    again = _push(volume, specs)
+    assert (again.sent, again.skipped) == (1, 2)
+    assert read.count(str(specs / "f1.txt")) >= 1 and not {str(specs / "f0.txt"), str(specs / "f2.txt")} & set(read)
+    assert (volume / "specs" / "f1.txt").read_text() == "FILE 1"
+
+
+def test_a_file_changed_moments_before_it_is_hashed_is_not_remembered(tmp_path: Path) -> None:
+    from kubectl_tao.volumes.volumecopy import LocalFile
+
+    path = tmp_path / "fresh"
+    path.write_text("fresh")
+    record = tmp_path / "record"
+    hashes = datacopy._LocalHashes([LocalFile("fresh", str(path), 5)], record)
+    hashes.stop()
+    assert len(hashes.sha256(LocalFile("fresh", str(path), 5))) == 64
+    hashes.save()
+    assert not record.exists() or record.read_text() == ""  # its change time is within the margin: not trusted
+
+
+def test_a_record_the_volume_cannot_take_is_no_failure_of_the_push(
+    shell_pod: ShellPod, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_tao.core.errors import KubectlError
+
+    def pipe(_kc: Kubectl, args: list[str], **kwargs: Any) -> Completed:
+        if datacopy.volumecopy.record_write_script() in args:
+            raise KubectlError("Unable to connect to the server: dial tcp 127.0.0.1:6443: connect: connection refused")
+        return shell_pod.pipe(args, **kwargs)
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "a.txt").write_text("a")
+    _aged(tmp_path / "specs" / "a.txt")
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    assert _push(volume, tmp_path / "specs").verified == 1
+    assert (volume / "specs" / "a.txt").read_text() == "a"
