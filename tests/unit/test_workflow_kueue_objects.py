@@ -163,7 +163,7 @@ def test_run_refuses_to_make_a_workload_for_a_job_it_did_not_create() -> None:
 
 def test_cancel_removes_only_the_workloads_of_the_runs_pinned_jobs_each_by_its_uid() -> None:
     from kubectl_tao.k8s import objects
-    from kubectl_tao.store.records import Record
+    from kubectl_tao.store.jobrecord import JobRecord, K8sRecord
     from kubectl_tao.workflows.runs import _workloads_of
 
     ours = workload_object("chain-1a2b3c", STORED, active=False)
@@ -172,10 +172,11 @@ def test_cancel_removes_only_the_workloads_of_the_runs_pinned_jobs_each_by_its_u
     other["metadata"].update(name="elsewhere", uid="w-2", ownerReferences=[{"uid": "x", "controller": True}],
                              labels={})
     kc = Recorder({"workloads.kueue.x-k8s.io": {"items": [ours, other]}})
-    rows = [(Record({"id": "a"}), {"job_uid": STORED["metadata"]["uid"],  # type: ignore[index]
-                                   "request": {"flags": {"queue": "team"}}})]
+    rows = [(JobRecord.from_stored({"id": "a"}), K8sRecord.from_stored({
+        "job_uid": STORED["metadata"]["uid"], "request": {"flags": {"queue": "team"}}}))]  # type: ignore[index]
     assert _workloads_of(kc, "tao", "chain-1a2b3c", rows) == [("chain-evaluate-1a2b3c", "w-1")]  # type: ignore[arg-type]
-    assert _workloads_of(kc, "tao", "chain-1a2b3c", [(Record({"id": "a"}), {"request": {"flags": {}}})]) == []  # type: ignore[arg-type]
+    unqueued = [(JobRecord.from_stored({"id": "a"}), K8sRecord.from_stored({"request": {"flags": {}}}))]
+    assert _workloads_of(kc, "tao", "chain-1a2b3c", unqueued) == []
 
     path = "/apis/kueue.x-k8s.io/v1beta2/namespaces/tao/workloads/chain-evaluate-1a2b3c"
     done = objects.teardown(kc, "tao", "chain-1a2b3c", job="keep", labelled=False,  # type: ignore[arg-type]
