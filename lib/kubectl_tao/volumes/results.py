@@ -43,6 +43,7 @@ class ResultsSource(Value):
     s3: str | None = None  # storage tier C: the job's S3 prefix (`results_dir` is then the pod's local copy)
     secret: str | None = None  # tier C: the job's credential Secret (its name; the values never leave the pod)
     tools_image: str | None = None  # tier C: the job's S3 client image (--s3-tools-image)
+    secret_of_job: bool = True  # tier C: `secret` is the job's per-job Secret (gone with its Job), not a user's
 
     @property
     def shown(self) -> str:
@@ -101,7 +102,8 @@ def source_of(
 
             source = source.replaced(tools_image=validate_image(s3_tools_image, "--s3-tools-image"))
         if env_secret:
-            source = source.replaced(secret=names.validate_dns_subdomain(env_secret, "--env-secret"))
+            source = source.replaced(secret=names.validate_dns_subdomain(env_secret, "--env-secret"),
+                                     secret_of_job=False)
         return source
     for given, flag in ((s3_tools_image, "--s3-tools-image"), (env_secret, "--env-secret"), (env_file, "--env-file")):
         if given:
@@ -150,9 +152,11 @@ def _s3_source(
             "another tool, or written before kubectl-tao kept the request); read them with your S3 client"
         )
     secrets = [str(name) for name in tracked.extra.get("secret_names") or []]
+    users = flags.get("env_secret_name")  # a job submitted with --env-secret NAME: that Secret, kept by its user
     image = str(flags.get("s3_tools_image") or DEFAULT_S3_TOOLS_IMAGE)
     return ResultsSource(tracked.id, tracked.namespace, "", S3_DIR, S3_PULL_DIR, selector, tolerating,
-                         s3=uri.rstrip("/") + "/", secret=secrets[0] if secrets else None, tools_image=image)
+                         s3=uri.rstrip("/") + "/", secret=secrets[0] if secrets else (str(users) if users else None),
+                         tools_image=image, secret_of_job=bool(secrets))
 
 
 def _s3_parts(source: ResultsSource) -> tuple[str, str]:
@@ -235,10 +239,11 @@ def _check_secret(kc: Kubectl, source: ResultsSource, given: bool) -> None:
                 f"--env-secret {source.secret}: no Secret of that name in namespace {source.namespace}; name an "
                 "existing one, or give the credentials with --env-file FILE"
             )
+        why = "it is removed with the job's Job" if source.secret_of_job else "the job's --env-secret"
         raise UsageError(
-            f"job {source.record_id}: its credential Secret {source.namespace}/{source.secret} is gone (it is "
-            f"removed with the job's Job); give the S3 credentials for {source.s3} again with --env-file FILE "
-            "('-' = stdin), or name an existing Secret with --env-secret NAME"
+            f"job {source.record_id}: its credential Secret {source.namespace}/{source.secret} is gone ({why}); "
+            f"give the S3 credentials for {source.s3} again with --env-file FILE ('-' = stdin), or name an "
+            "existing Secret with --env-secret NAME"
         )
     if getattr(error, "reason", None) != "Forbidden":  # not allowed to read Secrets: the pod may still use it
         raise error

@@ -343,3 +343,19 @@ def test_an_env_secret_that_does_not_exist_is_refused_with_exit_2(fake_kubectl: 
         results.list_results(Kubectl(ClusterOptions()), _source(secret="my-s3"), image="busybox:1.37.0", timeout=5,
                              env_secret=True)
     assert got.value.exit_code == 2 and not [c for c in fake_kubectl.calls if c.argv[0] == "create"]
+
+
+def test_a_job_submitted_with_its_users_secret_is_read_with_that_secret_and_told_when_it_is_gone(
+    fake_kubectl: Any
+) -> None:
+    tracked = _Tracked()
+    tracked.extra = {"secret_names": [], "request": {"flags": {"storage_tier": "C", "env_secret_name": "team-s3"}}}
+    source = results.source_of(tracked)
+    assert (source.secret, source.secret_of_job) == ("team-s3", False)
+    assert results.s3_manifest(source, "busybox:1.37.0")["spec"]["containers"][1]["envFrom"] == [
+        {"secretRef": {"name": "team-s3", "optional": False}}]
+    fake_kubectl.on("get", "secret", stderr='Error from server (NotFound): secrets "team-s3" not found', rc=1)
+    with pytest.raises(UsageError, match=r"its credential Secret ns/team-s3 is gone \(the job's --env-secret\); "
+                                         r"give the S3 credentials .* again with --env-file FILE") as got:
+        results.list_results(Kubectl(ClusterOptions()), source, image="busybox:1.37.0", timeout=5)
+    assert got.value.exit_code == 2
