@@ -1,7 +1,9 @@
 """`results` and `results pull` of a storage tier C job on the local cluster's real nodes: the job uploads its results
 to the cluster's real S3 store (versitygw), then the helper pod's S3 container (the job's s3-tools image, the job's
 credential Secret as its environment) lists and downloads the prefix and the plugin lists and pulls it as from a
-claim. The credential appears in no output, no command line and no manifest; no helper pod is left.
+claim. The credential appears in no output, no command line and no manifest; no helper pod is left. A job whose
+Secret went with its Job is read with the credentials given again (`--env-file`): a Secret the helper pod owns,
+removed with it.
 
 Skipped when the cluster has no real nodes (KUBECTL_TAO_REAL_NODES=0).
 """
@@ -85,8 +87,8 @@ def test_a_tier_c_jobs_results_are_listed_and_pulled_from_its_s3_prefix(
     wait_for(lambda: _helpers(real) == [], 60, message="the helper pods to go")
 
 
-def test_a_tier_c_job_whose_secret_is_gone_is_refused_with_exit_2(
-    real: Tao, store: Store, tools_image: str, cluster: Cluster  # noqa: F811
+def test_a_tier_c_job_whose_secret_is_gone_is_refused_then_read_with_the_credentials_given_again(
+    real: Tao, store: Store, tools_image: str, cluster: Cluster, tmp_path: Path  # noqa: F811
 ) -> None:
     real.env["KUBECTL_TAO_HELPER_IMAGE"] = real_images(cluster)["BUSYBOX_IMAGE"]
     prefix = f"e2e/{real.namespace}/gone-{secrets.token_hex(4)}"
@@ -100,5 +102,25 @@ def test_a_tier_c_job_whose_secret_is_gone_is_refused_with_exit_2(
              message="the job's Secret to go with its Job")
     refused = real("results", record_id, timeout=120)
     assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert "credential Secret" in refused.stderr and "is gone" in refused.stderr
+    assert "credential Secret" in refused.stderr and "is gone" in refused.stderr and "--env-file" in refused.stderr
     assert _helpers(real) == []
+
+    # The credentials given again (stdin, then a file): a Secret of the helper pod's own, gone with it.
+    listed = real("results", record_id, "--env-file", "-", "-o", "json", input=store.env_file.read_text(),
+                  timeout=300)
+    assert listed.returncode == 0, listed.stderr
+    assert [f["path"] for f in json.loads(listed.stdout)["files"]] == ["x.txt"]
+    dest = tmp_path / "out"
+    pulled = real("results", "pull", record_id, "--env-file", str(store.env_file), "--dest", str(dest),
+                  "--s3-tools-image", tools_image, timeout=300)
+    assert pulled.returncode == 0, pulled.stderr
+    assert (dest / "x.txt").read_text() == "x\n"
+    wait_for(lambda: _helpers(real) == [], 60, message="the helper pods to go")
+    assert real.kubectl("get", "secrets", "-l", HELPER_SELECTOR, "-o", "name").stdout.split() == []
+    said = listed.stdout + listed.stderr + pulled.stdout + pulled.stderr
+    kept = [p.read_text() for p in real.state_dir.rglob("*.json") if p.is_file()]
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        value = store.creds[key]
+        assert value not in said
+        assert all(value not in " ".join(call) for call in real.kubectl_calls())
+        assert all(value not in text for text in kept)  # no record file holds it

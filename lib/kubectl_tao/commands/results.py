@@ -21,7 +21,9 @@ status.json summary. `results pull` copies files into --dest (default
 ./<job id>/): one tar stream over kubectl exec, a file already there with the same size and SHA-256 skipped, each
 one verified before it gets its final name; links are not copied (--latest takes the file a *_latest.pth names).
 A storage tier C job's results are read from its S3 prefix in the same pod, by a second container in the job's S3
-client image with the job's credential Secret as its environment (never printed).
+client image (--s3-tools-image) with the job's credential Secret as its environment (never printed). A job's
+per-job Secret goes with its Job: then give the credentials with --env-file (a Secret owned by the helper pod,
+from stdin, deleted with it) or name an existing Secret with --env-secret.
 Exit codes: 0 ok, 1 the helper pod or the copy failed, 2 bad input (a record without a volume, a tier C job whose
 credential Secret is gone, a PATH escaping the directory), 3 cluster unreachable."""
 
@@ -42,6 +44,7 @@ Examples:
   kubectl tao results pull dino-train-3f9a1c
   kubectl tao results pull dino-train-3f9a1c --latest
   kubectl tao results pull dino-train-3f9a1c train/status.json --dest ./out
+  kubectl tao results pull dino-train-3f9a1c --env-file s3.env
 
 \b
 {ABOUT}"""
@@ -66,11 +69,37 @@ _SELECTOR_HELP = "KEY=VALUE node label for the helper pod (repeat; default: the 
 _TOLERATION_HELP = "KEY[=VALUE][:EFFECT] for the helper pod (repeat; default: the job's)."
 
 
-def _source(job: str, node_selector: list[str] | None, toleration: list[str] | None) -> Any:
+_ENV_FILE_HELP = (
+    "Storage tier C: KEY=VALUE file ('-' = stdin) with the S3 credentials, for a Secret that lives as long as the "
+    "helper pod (instead of the job's Secret, which goes with its Job)."
+)
+_EXISTING_HELP = "Storage tier C: an existing Secret with the S3 credentials (instead of the job's)."
+_S3_TOOLS_HELP = "Storage tier C: the S3 client image of the helper pod (default: the job's --s3-tools-image)."
+
+
+def _source(job: str, node_selector: list[str] | None, toleration: list[str] | None, s3_tools_image: str | None,
+            env_secret: str | None, env_file: str | None) -> Any:
     from kubectl_tao.jobs import track as tracking
     from kubectl_tao.volumes.results import source_of
 
-    return source_of(tracking.load(record_store(), job), node_selector=node_selector, tolerations=toleration)
+    return source_of(tracking.load(record_store(), job), node_selector=node_selector, tolerations=toleration,
+                     s3_tools_image=s3_tools_image, env_secret=env_secret, env_file=env_file)
+
+
+def _credentials(env_file: str | None, env_secret: str | None) -> dict[str, str] | None:
+    """The credentials of --env-file (read, checked and named as submit reads them), or None."""
+    from kubectl_tao.core.errors import UsageError
+    from kubectl_tao.jobs.plan import read_credentials
+
+    if not env_file:
+        return None
+    if env_secret:
+        raise UsageError("--env-file and --env-secret both name the S3 credentials: give one")
+    credentials = read_credentials(env_file, None)
+    if not credentials:
+        raise UsageError(f"--env-file {env_file}: no KEY=VALUE line in it; give the S3 credentials (AWS_ACCESS_KEY_ID, "
+                         "AWS_SECRET_ACCESS_KEY, ...)")
+    return credentials
 
 
 @results_app.command("show", epilog=SHOW_EPILOG, cls=VerbCommand, hidden=True)
@@ -79,6 +108,9 @@ def show(
     helper_image: str = typer.Option(None, "--helper-image", help=_HELPER_IMAGE_HELP),
     node_selector: list[str] = typer.Option(None, "--node-selector", help=_SELECTOR_HELP),
     toleration: list[str] = typer.Option(None, "--toleration", help=_TOLERATION_HELP),
+    env_file: str = typer.Option(None, "--env-file", help=_ENV_FILE_HELP),
+    env_secret: str = typer.Option(None, "--env-secret", help=_EXISTING_HELP),
+    s3_tools_image: str = typer.Option(None, "--s3-tools-image", help=_S3_TOOLS_HELP),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds the helper pod may take to start."),
     output: str = output_option(RESULTS_FORMATS),
 ) -> int:
@@ -90,8 +122,10 @@ def show(
     fmt = check_format(output, RESULTS_FORMATS)
     check_seconds(timeout=timeout)
     image = volume_helper.helper_image(helper_image)
-    source = _source(job, node_selector, toleration)
-    listing = results.list_results(session().kubectl(), source, image=image, timeout=timeout)
+    source = _source(job, node_selector, toleration, s3_tools_image, env_secret, env_file)
+    credentials = _credentials(env_file, env_secret)
+    listing = results.list_results(session().kubectl(), source, image=image, timeout=timeout,
+                                   credentials=credentials, env_secret=bool(env_secret))
     statuses = _statuses(listing.statuses)
     if emit_data(fmt, {
         "job": source.record_id, "pvc": source.pvc or None, "results_dir": source.shown,
@@ -154,6 +188,9 @@ def pull_command(
     helper_image: str = typer.Option(None, "--helper-image", help=_HELPER_IMAGE_HELP),
     node_selector: list[str] = typer.Option(None, "--node-selector", help=_SELECTOR_HELP),
     toleration: list[str] = typer.Option(None, "--toleration", help=_TOLERATION_HELP),
+    env_file: str = typer.Option(None, "--env-file", help=_ENV_FILE_HELP),
+    env_secret: str = typer.Option(None, "--env-secret", help=_EXISTING_HELP),
+    s3_tools_image: str = typer.Option(None, "--s3-tools-image", help=_S3_TOOLS_HELP),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds the helper pod may take to start."),
     output: str = output_option(PULL_FORMATS, "text"),
 ) -> int:
@@ -170,11 +207,13 @@ def pull_command(
     if latest and paths:
         raise UsageError("--latest takes the latest checkpoint only: leave the PATHs out, or --latest")
     image = volume_helper.helper_image(helper_image)
-    source = _source(job, node_selector, toleration)
+    source = _source(job, node_selector, toleration, s3_tools_image, env_secret, env_file)
+    credentials = _credentials(env_file, env_secret)
     return copy_with_progress(
         lambda on_plan, on_bytes: results.pull(
             session().kubectl(), source, paths=list(paths or []), dest=dest or source.record_id, latest=latest,
-            image=image, timeout=timeout, on_plan=on_plan, on_bytes=on_bytes,
+            image=image, timeout=timeout, on_plan=on_plan, on_bytes=on_bytes, credentials=credentials,
+            env_secret=bool(env_secret),
         ),
         fmt,
         INTERRUPTED_PULL,

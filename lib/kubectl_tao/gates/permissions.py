@@ -74,12 +74,19 @@ def optional() -> list[Permission]:
     them): exec and port-forward into a pod, the service proxy, and the volume helper pod of `data push`
     (create, get and delete a pod, list events for why it does not start). kubectl opens exec and port-forward over
     a WebSocket (authorized as `get`) and falls back to SPDY (`create`); from Kubernetes 1.35 the API server
-    asks for `create` on the WebSocket too (AuthorizePodWebsocketUpgradeCreatePermission), so both are asked."""
+    asks for `create` on the WebSocket too (AuthorizePodWebsocketUpgradeCreatePermission), so both are asked.
+    `results` and `results pull` of a storage tier C job check that its credential Secret is still there (`get`)
+    or, given `--env-file`, create a Secret for the helper pod, make the pod its owner and delete it (`create`,
+    `patch`, `delete`)."""
     return [
         Permission("create", "pods"),
         Permission("get", "pods"),
         Permission("delete", "pods"),
         Permission("list", "events"),
+        Permission("create", "secrets"),
+        Permission("get", "secrets"),
+        Permission("patch", "secrets"),
+        Permission("delete", "secrets"),
         Permission("create", "pods/exec"),
         Permission("get", "pods/exec"),
         Permission("create", "pods/portforward"),

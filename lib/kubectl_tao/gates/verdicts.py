@@ -140,8 +140,8 @@ def permissions(request: GateRequest, seen: PermissionsSeen) -> list[Verdict]:
         names = _verbs_by_resource(seen.optional_missing)
         found.append(warn(
             f"optional: you may not {names} in namespace {ns}; reading from a running job's pods needs them "
-            "(exec, port-forward, service proxy: progress, GPU use, TensorBoard; a helper pod: `data push`); "
-            "jobs still run",
+            "(exec, port-forward, service proxy: progress, GPU use, TensorBoard; a helper pod: `data push`, "
+            "`results`; Secrets: a storage tier C job's `results` after its Job is gone); jobs still run",
             "ask a cluster admin for a Role that grants them",
         ))
     elif seen.optional:

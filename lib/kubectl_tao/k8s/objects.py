@@ -307,11 +307,37 @@ def remove_helper_pod(kc: Kubectl, namespace: str, name: str, uid: str | None) -
     could not be deleted (kubectl's line: the cluster unreachable, permission refused, ...).
     No UID (the create was interrupted before it answered): by its name alone, a random one this process chose.
     Never raises for the cluster's answer: it runs on every way out, Ctrl-C included."""
+    return _remove_raw(kc, f"/api/v1/namespaces/{namespace}/pods/{name}", uid)
+
+
+def remove_helper_secret(kc: Kubectl, namespace: str, name: str, uid: str | None) -> str | None:
+    """Delete a helper pod's short-lived credential Secret as `remove_helper_pod` deletes the pod (UID-pinned; gone
+    already, e.g. with its owner the pod, is no error)."""
+    return _remove_raw(kc, f"/api/v1/namespaces/{namespace}/secrets/{name}", uid)
+
+
+def own_by_pod(kc: Kubectl, namespace: str, pod: str, pod_uid: str, secrets: list[str]) -> bool:
+    """Make SECRETS children of the helper pod (one patch call), so the garbage collector removes them with it
+    should this process be killed before it deletes them; False when the patch was refused (they are still
+    deleted on every way out)."""
+    owner = [{"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": pod_uid}]
+    targets = [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace}}
+               for name in secrets]
+    done = kc.run(
+        ["patch", "-f", "-", "--type=merge", "-p", json.dumps({"metadata": {"ownerReferences": owner}}), "-o", "name"],
+        stdin=stream(targets),
+        namespaced=False,
+        check=False,
+    )
+    return done.returncode == 0
+
+
+def _remove_raw(kc: Kubectl, path: str, uid: str | None) -> str | None:
     body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
     if uid:
         body["preconditions"] = {"uid": uid}
     result = kc.run(
-        ["delete", "--raw", f"/api/v1/namespaces/{namespace}/pods/{name}", "-f", "-"],
+        ["delete", "--raw", path, "-f", "-"],
         stdin=json.dumps(body),
         namespaced=False,
         check=False,

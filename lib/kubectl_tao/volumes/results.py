@@ -45,6 +45,7 @@ class ResultsSource(Value):
     s3: str | None = None  # storage tier C: the job's S3 prefix (`results_dir` is then the pod's local copy)
     secret: str | None = None  # tier C: the job's credential Secret (its name; the values never leave the pod)
     tools_image: str | None = None  # tier C: the job's S3 client image (--s3-tools-image)
+    secret_of_job: bool = True  # tier C: `secret` is the job's per-job Secret (gone with its Job), not a user's
 
     @property
     def shown(self) -> str:
@@ -81,15 +82,36 @@ _S3_FETCH_ALL_SCRIPT = _S3_ENV + 'exec aws s3 cp --recursive --only-show-errors 
 
 
 def source_of(
-    tracked: Any, *, node_selector: list[str] | None = None, tolerations: list[str] | None = None
+    tracked: Any,
+    *,
+    node_selector: list[str] | None = None,
+    tolerations: list[str] | None = None,
+    s3_tools_image: str | None = None,
+    env_secret: str | None = None,
+    env_file: str | None = None,
 ) -> ResultsSource:
-    """Where a job's results are, from its record; the job's own placement unless flags are given."""
+    """Where a job's results are, from its record; the job's own placement unless flags are given. For storage
+    tier C, S3_TOOLS_IMAGE replaces the job's S3 client image and ENV_SECRET (an existing Secret) its credential
+    Secret; ENV_FILE (the flag's value, only named here) says credentials are given for this run."""
     record_id = tracked.id
     results_dir = tracked.job.results_dir
     flags = tracked.k8s.flags
     selector, tolerating = _placement(flags, node_selector, tolerations)
     if results_dir.startswith("s3://"):
-        return _s3_source(tracked, results_dir, flags, selector, tolerating)
+        source = _s3_source(tracked, results_dir, flags, selector, tolerating)
+        if s3_tools_image:
+            from kubectl_tao.core.names import validate_image
+
+            source = source.replaced(tools_image=validate_image(s3_tools_image, "--s3-tools-image"))
+        if env_secret:
+            source = source.replaced(secret=names.validate_dns_subdomain(env_secret, "--env-secret"),
+                                     secret_of_job=False)
+        return source
+    for given, flag in ((s3_tools_image, "--s3-tools-image"), (env_secret, "--env-secret"), (env_file, "--env-file")):
+        if given:
+            raise UsageError(
+                f"{flag}: job {record_id} keeps its results on a volume, not in S3 (storage tier C); leave {flag} out"
+            )
     pvc, mount_path = flags.get("pvc"), flags.get("mount_path") or "/workspace"
     if not pvc or not tracked.namespace:
         raise UsageError(
@@ -132,9 +154,11 @@ def _s3_source(
             "another tool, or written before kubectl-tao kept the request); read them with your S3 client"
         )
     secrets = list(tracked.k8s.secret_names)
+    users = flags.get("env_secret_name")  # a job submitted with --env-secret NAME: that Secret, kept by its user
     image = str(flags.get("s3_tools_image") or DEFAULT_S3_TOOLS_IMAGE)
     return ResultsSource(tracked.id, tracked.namespace, "", S3_DIR, S3_PULL_DIR, selector, tolerating,
-                         s3=uri.rstrip("/") + "/", secret=secrets[0] if secrets else None, tools_image=image)
+                         s3=uri.rstrip("/") + "/", secret=secrets[0] if secrets else (str(users) if users else None),
+                         tools_image=image, secret_of_job=bool(secrets))
 
 
 def _s3_parts(source: ResultsSource) -> tuple[str, str]:
@@ -179,8 +203,31 @@ def s3_manifest(source: ResultsSource, image: str) -> dict[str, Any]:
     return pod
 
 
-def _check_secret(kc: Kubectl, source: ResultsSource) -> None:
-    """The job's credential Secret must still exist (it is removed with its Job): its name only, never its data."""
+def run_secret(pod: dict[str, Any], credentials: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The tier C pod reading CREDENTIALS (an env-file given for this run) instead of the job's Secret: a Secret of
+    its own (named after the pod, labelled as the helper's, created with it from stdin and deleted with it) as the
+    S3 container's environment. The Secret object carries the values: it only ever travels on kubectl's stdin."""
+    import copy
+
+    name = f"{pod['metadata']['name']}-s3"
+    namespace = pod["metadata"]["namespace"]
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace, "labels": contract.volume_helper_labels()},
+        "type": "Opaque",
+        "stringData": dict(credentials),
+    }
+    pod = copy.deepcopy(pod)
+    for container in pod["spec"]["containers"]:
+        if container["name"] == S3_CONTAINER:
+            container["envFrom"] = [{"secretRef": {"name": name, "optional": False}}]
+    return pod, secret
+
+
+def _check_secret(kc: Kubectl, source: ResultsSource, given: bool) -> None:
+    """The credential Secret (the job's, or GIVEN with --env-secret) must exist (the job's per-job Secret is removed
+    with its Job): its name only, never its data."""
     if not source.secret:
         return
     found = kc.run(["get", "secret", source.secret, "-n", source.namespace, "-o", "name"], namespaced=False,
@@ -189,10 +236,16 @@ def _check_secret(kc: Kubectl, source: ResultsSource) -> None:
         return
     error = kc.error_for(found.stderr)
     if getattr(error, "reason", None) == "NotFound":
+        if given:
+            raise UsageError(
+                f"--env-secret {source.secret}: no Secret of that name in namespace {source.namespace}; name an "
+                "existing one, or give the credentials with --env-file FILE"
+            )
+        why = "it is removed with the job's Job" if source.secret_of_job else "the job's --env-secret"
         raise UsageError(
-            f"job {source.record_id}: its credential Secret {source.namespace}/{source.secret} is gone (it is "
-            f"removed with the job's Job), so its S3 results ({source.s3}) cannot be read with it; read them with "
-            "your S3 client (`aws s3 cp --recursive`)"
+            f"job {source.record_id}: its credential Secret {source.namespace}/{source.secret} is gone ({why}); "
+            f"give the S3 credentials for {source.s3} again with --env-file FILE ('-' = stdin), or name an "
+            "existing Secret with --env-secret NAME"
         )
     if getattr(error, "reason", None) != "Forbidden":  # not allowed to read Secrets: the pod may still use it
         raise error
@@ -303,11 +356,22 @@ def _image_flag(source: ResultsSource) -> str:
     return f"--helper-image, or the job's --s3-tools-image {source.tools_image}" if source.s3 else "--helper-image"
 
 
-def _check(kc: Kubectl, source: ResultsSource) -> None:
+def _check(kc: Kubectl, source: ResultsSource, credentials: dict[str, str] | None, env_secret: bool) -> None:
     if source.s3:
-        _check_secret(kc, source)
+        if not credentials:  # given credentials replace the job's Secret, whether it is there or not
+            _check_secret(kc, source, env_secret)
     else:
         volume_helper.check_claim(kc, source.namespace, source.pvc)
+
+
+def _pod(kc: Kubectl, source: ResultsSource, image: str, timeout: float,
+         credentials: dict[str, str] | None) -> Any:
+    """The helper pod's context manager: with a Secret of its own when CREDENTIALS are given (tier C)."""
+    manifest, secrets = _manifest(source, image), []
+    if source.s3 and credentials:
+        manifest, secret = run_secret(manifest, credentials)
+        secrets.append(secret)
+    return volume_helper.helper_pod(kc, manifest, timeout=timeout, image_flag=_image_flag(source), secrets=secrets)
 
 
 def _listing(pod: volume_helper.HelperPod, source: ResultsSource, timeout: float) -> Listing:
@@ -317,9 +381,12 @@ def _listing(pod: volume_helper.HelperPod, source: ResultsSource, timeout: float
     return _list(pod, source)
 
 
-def list_results(kc: Kubectl, source: ResultsSource, *, image: str, timeout: float) -> Listing:
-    _check(kc, source)
-    with volume_helper.helper_pod(kc, _manifest(source, image), timeout=timeout, image_flag=_image_flag(source)) as pod:
+def list_results(kc: Kubectl, source: ResultsSource, *, image: str, timeout: float,
+                 credentials: dict[str, str] | None = None, env_secret: bool = False) -> Listing:
+    """The results listing; a tier C job's read with CREDENTIALS (an env-file's) when given, else with its
+    credential Secret (ENV_SECRET: the one named with --env-secret)."""
+    _check(kc, source, credentials, env_secret)
+    with _pod(kc, source, image, timeout, credentials) as pod:
         return _listing(pod, source, timeout)
 
 
@@ -391,13 +458,15 @@ def pull(
     timeout: float,
     on_plan: Callable[[int, int], None] | None = None,
     on_bytes: Callable[[int], None] | None = None,
+    credentials: dict[str, str] | None = None,
+    env_secret: bool = False,
 ) -> PullResult:
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise UsageError(f"--dest {dest}: not a directory; name a directory (it is created when missing)")
     for given in paths:
         volumecopy.member_name(given, "PATH")
-    _check(kc, source)
-    with volume_helper.helper_pod(kc, _manifest(source, image), timeout=timeout, image_flag=_image_flag(source)) as pod:
+    _check(kc, source, credentials, env_secret)
+    with _pod(kc, source, image, timeout, credentials) as pod:
         listing = _listing(pod, source, timeout)
         wanted = wanted_files(listing.entries, paths, latest)
         if wanted and source.s3:

@@ -194,11 +194,16 @@ def is_running(pod: dict[str, Any]) -> bool:
 
 class HelperPod:
     """One helper pod: `start` creates it and waits until it runs, `exec` streams a command in it, `remove`
-    deletes it (UID-pinned; safe to call twice)."""
+    deletes it (UID-pinned; safe to call twice). SECRETS are short-lived Secrets the pod reads (credentials given
+    for this one run): created with it in the same `kubectl create -f -` (their values only on stdin), made its
+    children (gone with it should this process be killed), and deleted after it on every way out."""
 
-    def __init__(self, kc: Kubectl, manifest: dict[str, Any], image_flag: str = "--helper-image") -> None:
+    def __init__(self, kc: Kubectl, manifest: dict[str, Any], image_flag: str = "--helper-image",
+                 secrets: list[dict[str, Any]] | None = None) -> None:
         self.kc = kc
         self.manifest = manifest
+        self.secrets = list(secrets or [])
+        self.secret_uids: dict[str, str | None] = {s["metadata"]["name"]: None for s in self.secrets}
         self.image_flag = image_flag  # the verb's flag that picks the image, named when the pod cannot start
         self.name: str = manifest["metadata"]["name"]
         self.namespace: str = manifest["metadata"]["namespace"]
@@ -209,8 +214,13 @@ class HelperPod:
 
     def start(self, timeout: float) -> None:
         self.created = True  # from here on, a way out removes it (by name while the UID is not known yet)
-        made = objects.create(self.kc, [self.manifest], self.namespace)
+        made = objects.create(self.kc, [*self.secrets, self.manifest], self.namespace)
         self.uid = next((o["metadata"]["uid"] for o in made if o.get("kind") == "Pod"), None)
+        for obj in made:
+            if obj.get("kind") == "Secret" and obj["metadata"]["name"] in self.secret_uids:
+                self.secret_uids[obj["metadata"]["name"]] = obj["metadata"]["uid"]
+        if self.secrets and self.uid:
+            objects.own_by_pod(self.kc, self.namespace, self.name, self.uid, list(self.secret_uids))
         deadline = time.monotonic() + timeout
         polls = 0
         while True:
@@ -274,10 +284,22 @@ class HelperPod:
         if self.created and not self.removed:
             self.removed = True
             failed = objects.remove_helper_pod(self.kc, self.namespace, self.name, self.uid)
-            if failed is not None:
+            left = [f"pod/{self.name}"] if failed is not None else []
+            for secret, uid in self.secret_uids.items():
+                gone = objects.remove_helper_secret(self.kc, self.namespace, secret, uid)
+                if gone is not None:
+                    failed = failed or gone
+                    left.append(f"secret/{secret}")
+            if left == [f"pod/{self.name}"]:
                 self.not_removed = (
                     f"warning: could not remove the volume helper pod {self.namespace}/{self.name} "
-                    f"({_one_line(failed)}); delete it with `kubectl delete pod -n {self.namespace} {self.name}`"
+                    f"({_one_line(str(failed))}); delete it with `kubectl delete pod -n {self.namespace} {self.name}`"
+                )
+            elif left:
+                self.not_removed = (
+                    f"warning: could not remove the volume helper's {', '.join(left)} in namespace {self.namespace} "
+                    f"({_one_line(str(failed))}); delete them with "
+                    f"`kubectl delete -n {self.namespace} {' '.join(left)}`"
                 )
         return self.not_removed
 
@@ -314,11 +336,12 @@ def helper_pod(
     timeout: float,
     image_flag: str = "--helper-image",
     out: TextIO | None = None,
+    secrets: list[dict[str, Any]] | None = None,
 ) -> Iterator[HelperPod]:
     """A started helper pod for the body of the `with`; removed afterwards whatever happened (SIGTERM and SIGHUP
     are turned into the Ctrl-C path meanwhile, and the removal itself is not interrupted by them). A removal that
     fails is told in one line on OUT (stderr), with the command that removes the pod."""
-    pod = HelperPod(kc, manifest, image_flag)
+    pod = HelperPod(kc, manifest, image_flag, secrets)
     watched = (signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.signal(sig, _interrupted) for sig in watched}
     try:

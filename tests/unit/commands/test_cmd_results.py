@@ -75,3 +75,71 @@ def test_json_lists_directories_apart_from_files(
         {"path": "train", "size": 3082, "mtime": 1796583100, "files": 3},
         {"path": "train/eval", "size": 10, "mtime": 1796583200, "files": 1},
     ]
+
+
+S3_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+def _tier_c_job(fake: FakeKubectl, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A tier C job whose Job and per-job Secret are gone; the helper pod's S3 listing has one file."""
+    from kubectl_tao.jobs.flags import job_request
+    from kubectl_tao.jobs.plan import stored
+    from kubectl_tao.k8s.kubectl import Completed, Kubectl
+    from kubectl_tao.volumes import volume_helper
+
+    store = RecordStore()
+    rid = store.open(platform="kubernetes", image="busybox", network_arch="dino", action="train",
+                     storage_tier="C", results_root="s3://bucket/out").id
+    store.mark(rid, "RUNNING", message="yes", backend_ref="tao-jobs/gone-job")
+    store.update_extra(rid, namespace="tao-jobs", job_name="gone-job", api_server="https://127.0.0.1:6443",
+                       secret_names=["tao-creds-gone-job"],
+                       request=stored(job_request(image="busybox", command="true", storage_tier="C", pvc=None,
+                                                  s3_output="s3://bucket/out", gpus=0)))
+    monkeypatch.setattr(volume_helper, "helper_name", lambda: "tao-volume-x")
+    fake.on("get", "secret", stderr='Error from server (NotFound): secrets "tao-creds-gone-job" not found', rc=1)
+    fake.on("create", stdout=f"Secret tao-volume-x-s3 {UID}\nPod tao-volume-x {UID}\n")
+    fake.on("patch", stdout="secret/tao-volume-x-s3\n")
+    fake.on("get", "pod", data={"status": {"phase": "Running", "containerStatuses": [
+        {"name": "helper", "state": {"running": {}}}, {"name": "s3", "state": {"running": {}}}]}})
+    fake.on("delete", "--raw")
+    listing = {"Contents": [{"Key": f"out/{rid}/log.txt", "Size": 3, "LastModified": "2026-12-06T10:00:00+00:00"}]}
+
+    def pipe(self: Kubectl, args: list[str], *, sink: Any = None, **_: Any) -> Completed:
+        sink(json.dumps(listing).encode())
+        return Completed("", "", 0)
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    return rid
+
+
+def test_env_file_on_stdin_reads_a_tier_c_job_whose_secret_is_gone(
+    cli: Any, fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rid = _tier_c_job(fake_kubectl, monkeypatch)
+    refused = cli("results", rid)
+    assert refused[0] == 2 and "--env-file FILE ('-' = stdin), or name an existing Secret with --env-secret" in \
+        refused[2]
+    code, out, err = cli("results", rid, "--env-file", "-", "-o", "json",
+                         stdin=f"export ACCESS_KEY=AKIAIOSFODNN7EXAMPLE\nSECRET_KEY={S3_SECRET}\n")
+    assert code == 0, err
+    assert [f["path"] for f in json.loads(out)["files"]] == ["log.txt"]
+    (create,) = [c for c in fake_kubectl.calls if c.argv[0] == "create"]
+    secret = json.loads(create.stdin or "")["items"][0]
+    assert secret["stringData"] == {"AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE", "AWS_SECRET_ACCESS_KEY": S3_SECRET}
+    assert S3_SECRET not in out + err + refused[1] + refused[2]
+    assert all(S3_SECRET not in " ".join(c.argv) for c in fake_kubectl.calls)
+
+
+def test_results_env_file_is_checked_as_submits_and_not_given_with_env_secret(
+    cli: Any, fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    rid = _tier_c_job(fake_kubectl, monkeypatch)
+    code, _, err = cli("results", "pull", rid, "--env-file", "-", stdin=f"{S3_SECRET}\n")
+    assert code == 2 and "stdin:1: env-file line has no '='" in err and S3_SECRET not in err
+    code, _, err = cli("results", rid, "--env-file", "-", stdin="# nothing\n")
+    assert code == 2 and "--env-file -: no KEY=VALUE line in it" in err
+    code, _, err = cli("results", rid, "--env-file", str(tmp_path / "missing.env"))
+    assert code == 2 and "--env-file: cannot read" in err
+    code, _, err = cli("results", rid, "--env-file", "-", "--env-secret", "my-s3", stdin="A=b\n")
+    assert code == 2 and "--env-file and --env-secret both name the S3 credentials: give one" in err
+    assert not [c for c in fake_kubectl.calls if c.argv[0] == "create"]

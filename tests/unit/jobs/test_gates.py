@@ -79,9 +79,25 @@ def test_preflight_asks_with_access_reviews_as_submit_does_never_auth_can_i(
     assert preflight_lines(out, "permissions") == [
         "OK: permissions: you may create, get, list and delete jobs.batch; list pods; create, patch, list and delete "
         "secrets in namespace tao-jobs",
-        "OK: permissions: optional: you may create, get and delete pods; list events; create and get pods/exec; "
-        "create and get pods/portforward; get services/proxy in namespace tao-jobs",
+        "OK: permissions: optional: you may create, get and delete pods; list events; create, get, patch and delete "
+        "secrets; create and get pods/exec; create and get pods/portforward; get services/proxy in namespace "
+        "tao-jobs",
     ]
+
+
+def test_denied_secret_reads_and_creates_warn_for_tier_c_results_and_submit_does_not_ask(
+    cli: Any, fake_kubectl: FakeKubectl
+) -> None:
+    cluster(fake_kubectl, deny=("get secrets", "create secrets"))
+    code, out, err = cli("preflight", "--gpus", "8", "--pvc", "data")
+    assert code == 0, out + err
+    [required, optional] = preflight_lines(out, "permissions")
+    assert required.startswith("OK: permissions: you may create, get, list and delete jobs.batch")
+    assert optional.startswith("WARN: permissions: optional: you may not create and get secrets in namespace "
+                               "tao-jobs;")
+    assert "Secrets: a storage tier C job's `results` after its Job is gone" in optional
+    code, _, err = cli(*SUBMIT_ARGS)  # a job without credentials needs neither
+    assert code == 0, err
 
 
 def test_a_denied_optional_permission_warns_and_submit_does_not_ask_for_it(

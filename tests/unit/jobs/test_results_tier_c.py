@@ -193,6 +193,8 @@ def test_a_secret_gone_with_its_job_is_refused_with_exit_2_before_any_pod(fake_k
     with pytest.raises(UsageError, match=r"its credential Secret ns/tao-creds-job-1 is gone") as got:
         results.list_results(Kubectl(ClusterOptions()), _source(), image="busybox:1.37.0", timeout=5)
     assert got.value.exit_code == 2
+    assert "again with --env-file FILE ('-' = stdin), or name an existing Secret with --env-secret NAME" in str(
+        got.value)
     assert not [c for c in fake_kubectl.calls if c.argv[0] == "create"]
     (read,) = [c.argv for c in fake_kubectl.calls if c.argv[:2] == ["get", "secret"] or "secret" in c.argv]
     assert read[-2:] == ["-o", "name"]  # its name only: the Secret's data is never read
@@ -231,3 +233,132 @@ def test_an_s3_container_that_ends_while_the_helper_runs_is_named(fake_kubectl: 
     with pytest.raises(TaoError, match=r"could not start: its s3 container ended: StartError exec: \"sleep\""):
         results.list_results(Kubectl(ClusterOptions()), _source(), image="busybox:1.37.0", timeout=5)
     assert [c.argv[:2] for c in fake_kubectl.calls if c.argv[0] == "delete"] == [["delete", "--raw"]]
+
+
+SECRET_UID = "7d0c2a9e-5555-4666-8777-888899990000"
+GIVEN = {"AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE", "AWS_SECRET_ACCESS_KEY": SECRET_VALUE}
+
+
+def _run_secret_pod(fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch) -> ShellPod:
+    """A tier C helper pod created with a Secret of its own (the job's is gone: `get secret` would say NotFound)."""
+    from kubectl_tao.volumes import volume_helper
+
+    monkeypatch.setattr(volume_helper, "helper_name", lambda: "tao-volume-x")
+    fake_kubectl.on("get", "secret", stderr='Error from server (NotFound): secrets "tao-creds-job-1" not found',
+                    rc=1)
+    fake_kubectl.on("create", stdout=f"Secret tao-volume-x-s3 {SECRET_UID}\nPod tao-volume-x {UID}\n")
+    fake_kubectl.on("patch", stdout="secret/tao-volume-x-s3\n")
+    fake_kubectl.on("get", "pod", data=BOTH_RUNNING)
+    fake_kubectl.on("get", "events", data={"items": []})
+    fake_kubectl.on("delete", "--raw")
+    pod = ShellPod()
+    monkeypatch.setattr(Kubectl, "pipe", lambda _kc, args, **kwargs: pod.pipe(args, **kwargs))
+    return pod
+
+
+def _deletes(fake_kubectl: Any) -> list[tuple[str, dict[str, Any]]]:
+    return [(c.argv[2], json.loads(c.stdin or "{}")) for c in fake_kubectl.calls if c.argv[:2] == ["delete", "--raw"]]
+
+
+def test_given_credentials_read_a_job_whose_secret_is_gone_through_a_secret_the_pod_owns(
+    s3: Path, fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _run_secret_pod(fake_kubectl, monkeypatch)
+    (s3 / "train" / "model_epoch_1.pth").write_bytes(os.urandom(3000))
+    pulled = results.pull(Kubectl(ClusterOptions()), _source(), paths=[], dest=str(tmp_path / "out"), latest=False,
+                          image="busybox:1.37.0", timeout=5, credentials=GIVEN)
+    assert (pulled.pulled, pulled.verified) == (1, 1)
+    assert not [c for c in fake_kubectl.calls if c.argv[:2] == ["get", "secret"]]  # the job's Secret is not asked
+    (create,) = [c for c in fake_kubectl.calls if c.argv[0] == "create"]
+    secret, pod = json.loads(create.stdin or "")["items"]
+    assert (secret["kind"], secret["metadata"]["name"], secret["stringData"]) == ("Secret", "tao-volume-x-s3", GIVEN)
+    assert secret["metadata"]["labels"]["app.kubernetes.io/component"] == "volume-helper"
+    assert [c["envFrom"] for c in pod["spec"]["containers"] if c["name"] == "s3"] == [
+        [{"secretRef": {"name": "tao-volume-x-s3", "optional": False}}]]
+    assert "tao-creds-job-1" not in json.dumps(pod)
+    (patch,) = [c for c in fake_kubectl.calls if c.argv[0] == "patch"]  # the pod owns it: gone with it
+    owner = json.loads(patch.argv[patch.argv.index("-p") + 1])["metadata"]["ownerReferences"]
+    assert owner == [{"apiVersion": "v1", "kind": "Pod", "name": "tao-volume-x", "uid": UID}]
+    assert json.loads(patch.stdin or "")["items"][0]["metadata"]["name"] == "tao-volume-x-s3"
+    assert _deletes(fake_kubectl) == [  # then removed, each pinned to its own UID: the pod first
+        ("/api/v1/namespaces/ns/pods/tao-volume-x",
+         {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0, "preconditions": {"uid": UID}}),
+        ("/api/v1/namespaces/ns/secrets/tao-volume-x-s3",
+         {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0, "preconditions": {"uid": SECRET_UID}}),
+    ]
+    for value in GIVEN.values():  # the values only ever travel on the create's stdin
+        assert all(value not in " ".join(c.argv) for c in fake_kubectl.calls)
+        assert [c for c in fake_kubectl.calls if value in (c.stdin or "")] == [create]
+
+
+def test_ctrl_c_while_listing_with_given_credentials_still_removes_the_pod_and_its_secret(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _run_secret_pod(fake_kubectl, monkeypatch)
+
+    def interrupted(*_args: Any, **_kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Kubectl, "pipe", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        results.list_results(Kubectl(ClusterOptions()), _source(), image="busybox:1.37.0", timeout=5,
+                             credentials=GIVEN)
+    assert [path for path, _ in _deletes(fake_kubectl)] == [
+        "/api/v1/namespaces/ns/pods/tao-volume-x", "/api/v1/namespaces/ns/secrets/tao-volume-x-s3"]
+
+
+def test_a_secret_that_cannot_be_removed_is_named_with_the_command_that_removes_it(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_tao.volumes import volume_helper
+
+    fake_kubectl.on("delete", "--raw", "/api/v1/namespaces/ns/secrets/tao-volume-x-s3",
+                    stderr='Error from server (Forbidden): secrets "tao-volume-x-s3" is forbidden', rc=1)
+    _run_secret_pod(fake_kubectl, monkeypatch)
+    pod, secret = results.run_secret(results.s3_manifest(_source(), "busybox:1.37.0"), GIVEN)
+    helper = volume_helper.HelperPod(Kubectl(ClusterOptions()), pod, secrets=[secret])
+    helper.start(5)
+    said = helper.remove()
+    assert said is not None and "could not remove the volume helper's secret/tao-volume-x-s3 in namespace ns" in said
+    assert said.endswith("`kubectl delete -n ns secret/tao-volume-x-s3`") and SECRET_VALUE not in said
+
+
+def test_flags_replace_the_jobs_s3_client_image_and_secret_and_are_refused_for_a_claim() -> None:
+    source = results.source_of(_Tracked(), s3_tools_image="air.example/aws-cli:2", env_secret="my-s3")
+    assert (source.tools_image, source.secret) == ("air.example/aws-cli:2", "my-s3")
+    assert results.s3_manifest(source, "busybox:1.37.0")["spec"]["containers"][1]["image"] == "air.example/aws-cli:2"
+    claim = _Tracked()
+    claim.job = JobRecord.from_stored({"results_dir": "/workspace/results/job-1"})
+    claim.k8s = K8sRecord.from_stored({"request": {"flags": {"pvc": "data", "mount_path": "/workspace"}}})
+    for flag, given in (("--s3-tools-image", {"s3_tools_image": "img:1"}), ("--env-secret", {"env_secret": "s"}),
+                        ("--env-file", {"env_file": "s3.env"})):
+        with pytest.raises(UsageError, match=rf"^{flag}: job job-1 keeps its results on a volume") as got:
+            results.source_of(claim, **given)
+        assert got.value.exit_code == 2
+    with pytest.raises(UsageError, match=r"--env-secret"):
+        results.source_of(_Tracked(), env_secret="Not_A_Name")
+
+
+def test_an_env_secret_that_does_not_exist_is_refused_with_exit_2(fake_kubectl: Any) -> None:
+    fake_kubectl.on("get", "secret", stderr='Error from server (NotFound): secrets "my-s3" not found', rc=1)
+    with pytest.raises(UsageError, match=r"^--env-secret my-s3: no Secret of that name in namespace ns") as got:
+        results.list_results(Kubectl(ClusterOptions()), _source(secret="my-s3"), image="busybox:1.37.0", timeout=5,
+                             env_secret=True)
+    assert got.value.exit_code == 2 and not [c for c in fake_kubectl.calls if c.argv[0] == "create"]
+
+
+def test_a_job_submitted_with_its_users_secret_is_read_with_that_secret_and_told_when_it_is_gone(
+    fake_kubectl: Any
+) -> None:
+    tracked = _Tracked()
+    tracked.k8s = K8sRecord.from_stored(
+        {"secret_names": [], "request": {"flags": {"storage_tier": "C", "env_secret_name": "team-s3"}}})
+    source = results.source_of(tracked)
+    assert (source.secret, source.secret_of_job) == ("team-s3", False)
+    assert results.s3_manifest(source, "busybox:1.37.0")["spec"]["containers"][1]["envFrom"] == [
+        {"secretRef": {"name": "team-s3", "optional": False}}]
+    fake_kubectl.on("get", "secret", stderr='Error from server (NotFound): secrets "team-s3" not found', rc=1)
+    with pytest.raises(UsageError, match=r"its credential Secret ns/team-s3 is gone \(the job's --env-secret\); "
+                                         r"give the S3 credentials .* again with --env-file FILE") as got:
+        results.list_results(Kubectl(ClusterOptions()), source, image="busybox:1.37.0", timeout=5)
+    assert got.value.exit_code == 2
