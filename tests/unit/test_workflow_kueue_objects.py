@@ -190,3 +190,79 @@ def test_cancel_removes_only_the_workloads_of_the_runs_pinned_jobs_each_by_its_u
                              labelled=False, workloads=[("chain-evaluate-1a2b3c", "w-1")])
     assert other.deleted == [] and other.left == [
         "workload.kueue.x-k8s.io/chain-evaluate-1a2b3c (another Workload has the name now)"]
+
+
+class _Plan:
+    def __init__(self, queue: str | None) -> None:
+        self.queue, self.patches_job, self.credentials = queue, False, False
+
+
+def _ordered_run(monkeypatch: Any, queues: dict[str, str | None], fail_on: str | None = None) -> list[Any]:
+    """workflow run's creates in the order they happen, for a three-step chain whose steps have QUEUES; FAIL_ON:
+    the event that is refused (a Workload create, a step's launch)."""
+    import types
+
+    from kubectl_tao.jobs import submit
+    from kubectl_tao.k8s import objects
+    from kubectl_tao.workflows import runs
+
+    events: list[Any] = []
+
+    def happen(event: Any) -> None:
+        events.append(event)
+        if event == fail_on:
+            raise GateError(f"refused {event}")
+
+    def launch(_kc: Any, _plan: Any, _ready: Any, _store: Any, **kw: Any) -> Any:
+        happen(("job", kw["extra"]["workflow_step"]))
+        return types.SimpleNamespace(job_uid=f"u-{kw['extra']['workflow_step']}")
+
+    def workloads(_kc: Any, _wf: Any, _run: str, _ns: str, steps: list[Any], uids: dict[str, str]) -> None:
+        assert all(step.job_name in uids for step in steps)  # only of Jobs already created
+        happen(("workloads", [step.name for step in steps]))
+
+    def removed(_kc: Any, _store: Any, _run: str, _ns: str, steps: list[Any], _rbac: Any, _message: str) -> str:
+        events.append(("removed", [step.name for step in steps]))
+        return "nothing of the run is left"
+
+    monkeypatch.setattr(runs, "_made_part", lambda _wf, steps, _run, _known=None: steps)
+    monkeypatch.setattr(runs, "gate_steps", lambda _kc, steps, **_kw: {
+        s.name: types.SimpleNamespace(gated=types.SimpleNamespace(stop=lambda: None)) for s in steps})
+    monkeypatch.setattr(submit, "launch", launch)
+    monkeypatch.setattr(objects, "create", lambda _kc, objs, _ns: happen(("rbac", len(objs))))
+    monkeypatch.setattr(runs, "_create_workloads", workloads)
+    monkeypatch.setattr(runs, "_own_rbac", lambda *_a: None)
+    monkeypatch.setattr(runs, "_remove", removed)
+    steps = [runs.StepPlan(name=name, record_id=f"id-{name}", job_name=f"chain-{name}-1a2b3c", results=None,
+                           plan=_Plan(queue)) for name, queue in queues.items()]
+    try:
+        runs.run(None, chain(*queues), steps, namespace="tao", server="", context="",  # type: ignore[arg-type]
+                 store_factory=lambda: None, source="chain.yaml")
+    except GateError as exc:
+        events.append(("error", exc.message))
+    return events
+
+
+def test_a_first_step_without_a_queue_starts_only_once_the_held_steps_workloads_exist(monkeypatch: Any) -> None:
+    # It runs at once: were its successor's Workload made after it, a quick first step's release would find no
+    # Workload to activate, and the queued step would stay held for ever.
+    events = _ordered_run(monkeypatch, {"train": None, "evaluate": "team", "export": "team"})
+    assert events == [("rbac", 6), ("job", "export"), ("job", "evaluate"), ("workloads", ["export", "evaluate"]),
+                      ("job", "train")]
+
+
+def test_a_queued_first_step_has_every_workload_made_in_one_create_after_it(monkeypatch: Any) -> None:
+    # Kueue keeps a queued first step suspended until its Workload exists: one create of all of them suffices.
+    events = _ordered_run(monkeypatch, {"train": "team", "evaluate": "team", "export": None})
+    assert events == [("rbac", 6), ("job", "export"), ("job", "evaluate"), ("job", "train"),
+                      ("workloads", ["train", "evaluate"])]
+
+
+def test_a_refused_workload_create_removes_every_step_created_and_the_rbac(monkeypatch: Any) -> None:
+    for queues, refused in (({"train": "team", "evaluate": "team", "export": "team"},
+                             ("workloads", ["train", "evaluate", "export"])),
+                            ({"train": None, "evaluate": "team", "export": "team"},
+                             ("workloads", ["export", "evaluate"]))):
+        events = _ordered_run(monkeypatch, queues, fail_on=refused)  # type: ignore[arg-type]
+        made = [name for kind, name in events if kind == "job"]
+        assert events[-2:] == [("removed", made), ("error", f"refused {refused} (nothing of the run is left)")]

@@ -127,7 +127,16 @@ def run(
     try:
         if rbac:  # a run with one step releases nothing
             objects.create(kc, rbac, namespace)
-        for step in reversed(made):  # the held ones first: a step never ends before what it releases exists
+        # The held steps first (the last first), then the first step: a step never ends before what it releases
+        # exists. A queued step's Workload is made from its stored Job, so after it; a first step without a queue
+        # runs at once, so the held steps' Workloads come before it (its release activates them), while a queued
+        # first step waits for its own Workload and lets all of them come in one create after it.
+        held = [step for step in reversed(made) if workflow.step(step.name).after is not None]
+        first = [step for step in made if workflow.step(step.name).after is None]
+        early = [step for step in held if step.name in queued] if any(s.name not in queued for s in first) else []
+        for step in [*held, *first]:
+            if early and step.name == first[0].name:
+                _create_workloads(kc, workflow, run_id, namespace, early, uids)
             index = [s.name for s in workflow.steps].index(step.name)
             spec = workflow.step(step.name)
             outcome = launch(
@@ -144,8 +153,9 @@ def run(
             )
             created.append(step)
             uids[step.job_name] = str(outcome.job_uid)
-        if queued:
-            _create_workloads(kc, workflow, run_id, namespace, [s for s in made if s.name in queued], uids)
+        late = [s for s in made if s.name in queued and s.name not in {e.name for e in early}]
+        if late:
+            _create_workloads(kc, workflow, run_id, namespace, late, uids)
         _own_rbac(kc, namespace, uids, rbac)
     except TaoError as exc:
         for ready in prepared.values():
