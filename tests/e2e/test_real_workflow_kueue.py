@@ -42,9 +42,10 @@ def queued(real: Tao, images: dict[str, str]) -> Iterator[tuple[Tao, Queue]]:  #
     queue.delete()
 
 
-def queued_file(t: Tao, image: str, *, first: str = "sleep 15; ") -> Path:
+def queued_file(t: Tao, image: str, *, first: str = "sleep 15; ", first_queued: bool = True) -> Path:
     volume: Path = t.volume  # type: ignore[attr-defined]
     (volume / "step.py").write_text(STEP)
+    own = "\n  queue: team" if first_queued else ""
     text = f"""\
 apiVersion: kubectl-tao/v1
 kind: Workflow
@@ -54,18 +55,19 @@ defaults:
   pvc: tao-data
   gpus: 1
   network-arch: real
-  queue: team
   node-selector: {REAL_NODE_LABEL}=true
   toleration: {REAL_NODE_LABEL}=true:NoSchedule
 steps:
 - name: train
   action: train
-  command: {first}python3 /workspace/step.py ${{train.results}} - 0.7 0
+  command: {first}python3 /workspace/step.py ${{train.results}} - 0.7 0{own}
 - name: evaluate
   when: train.val_mAP >= 0.5
+  queue: team
   action: evaluate
   command: sleep 15; python3 /workspace/step.py ${{evaluate.results}} ${{train.results}}/train/model.pth 0.6 0
 - name: export
+  queue: team
   action: export
   command: python3 /workspace/step.py ${{export.results}} ${{evaluate.results}}/train/model.pth 0.6 0
 """
@@ -172,3 +174,41 @@ def test_cancel_removes_the_held_steps_workloads_too(queued: tuple[Tao, Queue], 
     wait_for(lambda: t.kubectl("get", f"jobs,pods,{WORKLOADS}", "-l", selector, "-o", "name").stdout == "", 90,
              message="the run's Jobs, pods and Workloads to go")
     assert status(t, name)["state"] == "CANCELED"
+
+
+def test_a_first_step_without_a_queue_starts_after_its_queued_successors_workloads_exist(
+    queued: tuple[Tao, Queue], images: dict[str, str], tmp_path: Path  # noqa: F811
+) -> None:
+    # The first step runs at once (no queue) and ends quickly: its release must find the next step's Workload,
+    # so `workflow run` makes the held steps' Workloads before it creates the first step's Job.
+    t, queue = queued
+    trace = tmp_path / "trace.jsonl"
+    t.env["KUBECTL_TAO_TRACE"] = str(trace)
+    try:
+        created = run_workflow(t, queued_file(t, images["TORCH_IMAGE"], first="", first_queued=False))
+    finally:
+        del t.env["KUBECTL_TAO_TRACE"]
+    name = created["name"]
+    jobs = {s["name"]: s["job"].split("/", 1)[1] for s in created["steps"]}
+    calls = [json.loads(line)["argv"] for line in trace.read_text().splitlines()]
+    creates = [i for i, argv in enumerate(calls) if "create" in argv and not any("--dry-run" in a for a in argv)]
+    (read,) = [i for i, argv in enumerate(calls) if "jobs" in argv and f"kubectl-tao.io/workflow={name}" in
+               " ".join(argv) and "get" in argv]
+    # The RBAC, the held steps' Jobs, the one read of them, their Workloads, then the first step's Job.
+    assert [i > read for i in creates] == [False, False, False, True, True], calls
+    print(f"workflow run, 3 steps, the two held ones queued: {len(calls)} kubectl calls")
+    assert "kueue.x-k8s.io/prebuilt-workload-name" not in json.loads(
+        t.kubectl("get", "job", jobs["train"], "-o", "json").stdout)["metadata"]["labels"]
+
+    wait_for(lambda: status(t, name)["state"] != "RUNNING", 300, message="the workflow to end")
+    seen = status(t, name)
+    assert seen["state"] == "COMPLETE", seen
+    logs = t.kubectl("logs", f"job/{jobs['train']}").stdout
+    assert f"released step evaluate (Workload {jobs['evaluate']} active" in logs
+    for held in ("evaluate", "export"):  # each went through the queue
+        workload = workload_of(t, jobs[held])
+        assert workload["status"]["admission"]["clusterQueue"] == queue.cq
+        assert condition(workload, "Finished").get("status") == "True", workload
+    ids = [s["id"] for s in created["steps"]]
+    last = t.volume / "results" / ids[2] / "train" / "model.pth"  # type: ignore[attr-defined]
+    assert last.read_text() == f"{ids[2]} after {ids[1]} after {ids[0]} after none"

@@ -118,10 +118,11 @@ def run(
     run_id = new_run_id(workflow)
     made = _made_part(workflow, steps, run_id, results)
     store = store_factory()
-    prepared = gate_steps(kc, made, namespace=namespace, server=server, store=store)
-    on_progress(f"workflow {run_id}: every step's gates passed; creating {len(made)} steps")
     queued = _queued(steps)
     rbac = rbac_objects(run_id, namespace, workflow, {step.name: step.job_name for step in steps}, queued)
+    prepared = gate_steps(kc, made, namespace=namespace, server=server, store=store,
+                          own=(bool(rbac), bool(queued)))
+    on_progress(f"workflow {run_id}: every step's gates passed; creating {len(made)} steps")
     created: list[StepPlan] = []
     uids: dict[str, str] = {}
     try:
@@ -176,11 +177,17 @@ def run(
     }
 
 
-def gate_steps(kc: Kubectl, steps: list[StepPlan], *, namespace: str, server: str, store: Any) -> dict[str, Any]:
+def gate_steps(
+    kc: Kubectl, steps: list[StepPlan], *, namespace: str, server: str, store: Any,
+    own: tuple[bool, bool] = (False, False),
+) -> dict[str, Any]:
     """Every step's gates and server dry run (jobs/submit.prepare), before anything is created: the reads of
     every step start at once, each distinct read once (gates/checks.SharedReads: one read of the nodes, the pods,
     the version, a PVC several steps mount), then each step is judged from them in order, as `submit` judges it,
-    so the first step refused is the one named. The Prepared steps, by name."""
+    so the first step refused is the one named. OWN (the release RBAC, the queued steps' Workloads): the
+    permissions the run's own objects need are asked beside those reads (one review call) and judged after the
+    steps. The Prepared steps, by name."""
+    from kubectl_tao.gates import permissions
     from kubectl_tao.gates.checks import SharedReads
     from kubectl_tao.jobs.submit import begin_prepare, finish_prepare
 
@@ -188,6 +195,11 @@ def gate_steps(kc: Kubectl, steps: list[StepPlan], *, namespace: str, server: st
     begun: dict[str, Any] = {}
     prepared: dict[str, Any] = {}
     failed: tuple[str, TaoError] | None = None
+    wanted = permissions.workflow_needed(release=own[0], workloads=own[1])
+    review = None
+    if wanted:
+        args, options = permissions.review_call(wanted, namespace)
+        review = kc.start(args, **options)
     try:
         for step in steps:  # every step's reads on their way
             try:
@@ -207,13 +219,40 @@ def gate_steps(kc: Kubectl, steps: list[StepPlan], *, namespace: str, server: st
         if failed is not None:
             name, exc = failed
             raise type(exc)(f"step {name}: {exc.message} (nothing was created)") from None
+        if review is not None:
+            _judge_own(kc, review.wait(check=False), wanted, namespace)
+            review = None
     except BaseException:
+        if review is not None:
+            review.stop()
         for left in begun.values():
             left.run.close()
         for ready in prepared.values():
             ready.gated.stop()
         raise
     return prepared
+
+
+def _judge_own(kc: Kubectl, answer: Any, wanted: list[Any], namespace: str) -> None:
+    """The review of the run's own permissions (gate_steps): a GateError naming what is missing, or that they
+    could not be checked (the API server unreachable: its own error, exit 3)."""
+    from kubectl_tao.core.errors import ClusterUnreachableError
+    from kubectl_tao.gates import permissions
+
+    if answer.returncode != 0 and not permissions.answered(answer.stdout):
+        error = kc.error_for(answer.stderr)
+        if isinstance(error, ClusterUnreachableError):
+            raise type(error)(f"{error.message} (nothing was created)")
+        raise GateError(f"could not check your permissions in namespace {namespace} ({error.message}); "
+                        "`workflow run` needs to know it may create and remove its release RBAC and Workloads "
+                        "before it creates anything (nothing was created)")
+    missing = permissions.denied(wanted, answer.stdout)
+    if missing:
+        names = ", ".join(p.text for p in missing)
+        raise GateError(f"permission denied: you may not {names} in namespace {namespace}; `workflow run` needs "
+                        "them for the run's release RBAC and its queued steps' Kueue Workloads, and to remove "
+                        f"them (check with `kubectl auth can-i {missing[0].text} -n {namespace}`); ask a cluster "
+                        "admin for a Role that grants them, or use -n (nothing was created)")
 
 
 def _why(exc: BaseException) -> str:

@@ -51,8 +51,9 @@ def test_a_five_step_run_reads_the_nodes_pods_and_pvc_once_and_dry_runs_each_ste
     dry_runs = [argv for argv in fake_kubectl.argvs() if "--dry-run=server" in argv]
     assert len(dry_runs) == 5  # each step's own objects, with its permission reviews
     creates = [argv for argv in fake_kubectl.argvs() if argv[:2] == ["create", "-f"] and argv not in dry_runs]
-    # The reads (nodes, pods, PVC), the 5 dry runs; the RBAC and 5 step creates; the RBAC's owners.
-    assert len(creates) == 6 and len(fake_kubectl.argvs()) == 3 + 5 + 6 + 1
+    # The reads (nodes, pods, PVC), the 5 dry runs, the review of the run's own permissions; the RBAC and 5 step
+    # creates; the RBAC's owners.
+    assert len(creates) == 6 and len(fake_kubectl.argvs()) == 3 + 5 + 1 + 6 + 1
 
 
 def cluster(fake: FakeKubectl) -> None:
