@@ -217,9 +217,15 @@ def _ordered_run(monkeypatch: Any, queues: dict[str, str | None], fail_on: str |
         happen(("job", kw["extra"]["workflow_step"]))
         return types.SimpleNamespace(job_uid=f"u-{kw['extra']['workflow_step']}")
 
-    def workloads(_kc: Any, _wf: Any, _run: str, _ns: str, steps: list[Any], uids: dict[str, str]) -> None:
+    def workloads(_kc: Any, _wf: Any, _run: str, _ns: str, steps: list[Any], uids: dict[str, str],
+                  priority: Any) -> None:
         assert all(step.job_name in uids for step in steps)  # only of Jobs already created
+        assert priority == ("tao-default", 100)
         happen(("workloads", [step.name for step in steps]))
+
+    classes = {"items": [{"metadata": {"name": "tao-default"}, "value": 100, "globalDefault": True}]}
+    kc = types.SimpleNamespace(start=lambda args, **_kw: types.SimpleNamespace(
+        wait=lambda **_w: types.SimpleNamespace(returncode=0, stdout=json.dumps(classes)), stop=lambda: None))
 
     def removed(_kc: Any, _store: Any, _run: str, _ns: str, steps: list[Any], _rbac: Any, _message: str) -> str:
         events.append(("removed", [step.name for step in steps]))
@@ -236,7 +242,7 @@ def _ordered_run(monkeypatch: Any, queues: dict[str, str | None], fail_on: str |
     steps = [runs.StepPlan(name=name, record_id=f"id-{name}", job_name=f"chain-{name}-1a2b3c", results=None,
                            plan=_Plan(queue)) for name, queue in queues.items()]
     try:
-        runs.run(None, chain(*queues), steps, namespace="tao", server="", context="",  # type: ignore[arg-type]
+        runs.run(kc, chain(*queues), steps, namespace="tao", server="", context="",  # type: ignore[arg-type]
                  store_factory=lambda: None, source="chain.yaml")
     except GateError as exc:
         events.append(("error", exc.message))
@@ -266,3 +272,39 @@ def test_a_refused_workload_create_removes_every_step_created_and_the_rbac(monke
         events = _ordered_run(monkeypatch, queues, fail_on=refused)  # type: ignore[arg-type]
         made = [name for kind, name in events if kind == "job"]
         assert events[-2:] == [("removed", made), ("error", f"refused {refused} (nothing of the run is left)")]
+
+
+def test_the_workload_gets_the_global_default_priority_class_as_kueue_gives_a_job_naming_none() -> None:
+    from kubectl_tao.workflows.objects import default_priority
+
+    listed = {"items": [
+        {"metadata": {"name": "system-node-critical"}, "value": 2000001000},
+        {"metadata": {"name": "team-default"}, "value": 1000, "globalDefault": True},
+        {"metadata": {"name": "raced-default"}, "value": 500, "globalDefault": True},  # Kueue takes the lowest
+    ]}
+    assert default_priority(listed) == ("raced-default", 500)
+    assert default_priority({"items": [{"metadata": {"name": "high"}, "value": 9}]}) is None
+    made = workload_object("chain-1a2b3c", STORED, active=False, priority=("raced-default", 500))
+    assert made["spec"]["priorityClassRef"] == {"group": "scheduling.k8s.io", "kind": "PriorityClass",
+                                                "name": "raced-default"}
+    assert made["spec"]["priority"] == 500
+    # No global default: Kueue's priority 0 without a ref, which is what a Workload without either means to it.
+    bare = workload_object("chain-1a2b3c", STORED, active=False)
+    assert "priorityClassRef" not in bare["spec"] and "priority" not in bare["spec"]
+
+
+def test_priority_classes_that_cannot_be_read_are_a_warning_and_kueues_default() -> None:
+    import types
+
+    from kubectl_tao.k8s.kubectl import Kubectl
+    from kubectl_tao.workflows.runs import _priority
+
+    said: list[str] = []
+    denied = types.SimpleNamespace(wait=lambda **_kw: types.SimpleNamespace(
+        returncode=1, stdout="", stderr='Error from server (Forbidden): priorityclasses.scheduling.k8s.io is '
+        'forbidden: User "alice" cannot list resource "priorityclasses" in API group "scheduling.k8s.io" at the '
+        "cluster scope"))
+    assert _priority(Kubectl(), denied, said.append) is None
+    (line,) = said
+    assert line.startswith("warning: could not read the cluster's priorityclasses.scheduling.k8s.io (")
+    assert "priority 0" in line and "list priorityclasses.scheduling.k8s.io" in line

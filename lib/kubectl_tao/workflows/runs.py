@@ -20,7 +20,14 @@ from kubectl_tao.core.errors import GateError, TaoError
 from kubectl_tao.core.names import secret_name_for
 from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
-from kubectl_tao.workflows.objects import rbac_objects, release_plan, selector, step_objects, workload_object
+from kubectl_tao.workflows.objects import (
+    PRIORITY_CLASSES,
+    rbac_objects,
+    release_plan,
+    selector,
+    step_objects,
+    workload_object,
+)
 from kubectl_tao.workflows.spec import Workflow
 
 # Workflow and step states (`workflow status`).
@@ -120,8 +127,17 @@ def run(
     store = store_factory()
     queued = _queued(steps)
     rbac = rbac_objects(run_id, namespace, workflow, {step.name: step.job_name for step in steps}, queued)
-    prepared = gate_steps(kc, made, namespace=namespace, server=server, store=store,
-                          own=(bool(rbac), bool(queued)))
+    # Kueue gives a Job that names no priority the global default PriorityClass, but fills no prebuilt Workload:
+    # the run reads them beside the gates and sets it itself.
+    classes = kc.start(["get", PRIORITY_CLASSES, "-o", "json"], namespaced=False) if queued else None
+    try:
+        prepared = gate_steps(kc, made, namespace=namespace, server=server, store=store,
+                              own=(bool(rbac), bool(queued)))
+    except BaseException:
+        if classes is not None:
+            classes.stop()
+        raise
+    priority = _priority(kc, classes, on_progress) if classes is not None else None
     on_progress(f"workflow {run_id}: every step's gates passed; creating {len(made)} steps")
     created: list[StepPlan] = []
     uids: dict[str, str] = {}
@@ -137,7 +153,7 @@ def run(
         early = [step for step in held if step.name in queued] if any(s.name not in queued for s in first) else []
         for step in [*held, *first]:
             if early and step.name == first[0].name:
-                _create_workloads(kc, workflow, run_id, namespace, early, uids)
+                _create_workloads(kc, workflow, run_id, namespace, early, uids, priority)
             index = [s.name for s in workflow.steps].index(step.name)
             spec = workflow.step(step.name)
             outcome = launch(
@@ -156,7 +172,7 @@ def run(
             uids[step.job_name] = str(outcome.job_uid)
         late = [s for s in made if s.name in queued and s.name not in {e.name for e in early}]
         if late:
-            _create_workloads(kc, workflow, run_id, namespace, late, uids)
+            _create_workloads(kc, workflow, run_id, namespace, late, uids, priority)
         _own_rbac(kc, namespace, uids, rbac)
     except TaoError as exc:
         for ready in prepared.values():
@@ -259,8 +275,28 @@ def _why(exc: BaseException) -> str:
     return exc.message if isinstance(exc, TaoError) else f"interrupted ({type(exc).__name__})"
 
 
+def _priority(kc: Kubectl, classes: Any, on_progress: Callable[[str], None]) -> tuple[str, int] | None:
+    """The global default PriorityClass from the read CLASSES (objects.default_priority); a read that failed
+    (PriorityClasses are cluster-scoped: a namespace's user often may not list them) is a warning, and the
+    Workloads get Kueue's default priority 0."""
+    import json as jsonlib
+
+    from kubectl_tao.workflows.objects import default_priority
+
+    answer = classes.wait(check=False)
+    if answer.returncode == 0:
+        with contextlib.suppress(ValueError):
+            return default_priority(jsonlib.loads(answer.stdout or "{}"))
+    said = kc.error_for(answer.stderr).message if answer.returncode else "not JSON"
+    on_progress(f"warning: could not read the cluster's {PRIORITY_CLASSES} ({said}); the queued steps' Kueue "
+                "Workloads get priority 0, which is Kueue's only when no PriorityClass is the global default "
+                f"(ask for `list {PRIORITY_CLASSES}` to have it read)")
+    return None
+
+
 def _create_workloads(
-    kc: Kubectl, workflow: Workflow, run_id: str, namespace: str, steps: list[StepPlan], uids: dict[str, str]
+    kc: Kubectl, workflow: Workflow, run_id: str, namespace: str, steps: list[StepPlan], uids: dict[str, str],
+    priority: tuple[str, int] | None = None,
 ) -> None:
     """The Workloads of the queued STEPS (one read of their Jobs as stored, one create): Kueue keeps each such Job
     suspended until its Workload exists and is admitted; a held step's Workload is created inactive."""
@@ -273,7 +309,7 @@ def _create_workloads(
         if job is None or str((job.get("metadata") or {}).get("uid")) != uids.get(step.job_name):
             raise GateError(f"step {step.name}: its Job {namespace}/{step.job_name} was not found as created, so "
                                "its Kueue Workload could not be made from it")
-        made.append(workload_object(run_id, job, active=workflow.step(step.name).after is None))
+        made.append(workload_object(run_id, job, active=workflow.step(step.name).after is None, priority=priority))
     objects.create(kc, made, namespace)
 
 
