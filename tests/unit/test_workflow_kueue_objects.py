@@ -308,3 +308,32 @@ def test_priority_classes_that_cannot_be_read_are_a_warning_and_kueues_default()
     (line,) = said
     assert line.startswith("warning: could not read the cluster's priorityclasses.scheduling.k8s.io (")
     assert "priority 0" in line and "list priorityclasses.scheduling.k8s.io" in line
+
+
+def test_ctrl_c_while_the_priority_classes_are_read_stops_every_steps_gates_and_creates_nothing(
+    monkeypatch: Any,
+) -> None:
+    import types
+
+    from kubectl_tao.jobs import submit
+    from kubectl_tao.workflows import runs
+
+    stopped: list[str] = []
+    removed: list[Any] = []
+
+    def interrupted(**_kw: Any) -> Any:
+        raise KeyboardInterrupt
+
+    kc = types.SimpleNamespace(start=lambda args, **_kw: types.SimpleNamespace(wait=interrupted, stop=lambda: None))
+    monkeypatch.setattr(runs, "_made_part", lambda _wf, steps, _run, _known=None: steps)
+    monkeypatch.setattr(runs, "gate_steps", lambda _kc, steps, **_kw: {
+        s.name: types.SimpleNamespace(gated=types.SimpleNamespace(stop=lambda s=s: stopped.append(s.name)))
+        for s in steps})
+    monkeypatch.setattr(submit, "launch", lambda *_a, **_kw: pytest.fail("nothing may be created"))
+    monkeypatch.setattr(runs, "_remove", lambda _kc, _st, _run, _ns, steps, _rbac, _msg: removed.append(steps))
+    steps = [runs.StepPlan(name=name, record_id=f"id-{name}", job_name=f"chain-{name}-1a2b3c", results=None,
+                           plan=_Plan("team")) for name in ("train", "evaluate")]
+    with pytest.raises(KeyboardInterrupt):
+        runs.run(kc, chain("train", "evaluate"), steps, namespace="tao", server="", context="",  # type: ignore[arg-type]
+                 store_factory=lambda: None, source="chain.yaml")
+    assert sorted(stopped) == ["evaluate", "train"] and removed == [[]]

@@ -137,11 +137,11 @@ def run(
         if classes is not None:
             classes.stop()
         raise
-    priority = _priority(kc, classes, on_progress) if classes is not None else None
     on_progress(f"workflow {run_id}: every step's gates passed; creating {len(made)} steps")
     created: list[StepPlan] = []
     uids: dict[str, str] = {}
     try:
+        priority = _priority(kc, classes, on_progress) if classes is not None else None
         if rbac:  # a run with one step releases nothing
             objects.create(kc, rbac, namespace)
         # The held steps first (the last first), then the first step: a step never ends before what it releases
