@@ -182,42 +182,28 @@ def test_a_first_step_without_a_queue_starts_after_its_queued_successors_workloa
     # The first step runs at once (no queue) and ends quickly: its release must find the next step's Workload,
     # so `workflow run` makes the held steps' Workloads before it creates the first step's Job.
     t, queue = queued
-    trace = tmp_path / "trace.jsonl"
-    t.env["KUBECTL_TAO_TRACE"] = str(trace)
-    # A global default PriorityClass: Kueue gives it to the Workload of a Job that names no priority, and the
-    # run's prebuilt Workloads must carry it as Kueue would.
+    # A global default PriorityClass (kept until the run ends: the pods get their priority from it when they are
+    # created): Kueue gives it to the Workload of a Job that names no priority, and the run's prebuilt Workloads
+    # must carry it as Kueue would.
     default = f"wf-default-{t.namespace}"[:63]
     t.kubectl("create", "-f", "-", input=json.dumps({
         "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": default},
         "value": 7, "globalDefault": True}))
     try:
-        created = run_workflow(t, queued_file(t, images["TORCH_IMAGE"], first="", first_queued=False))
-        del t.env["KUBECTL_TAO_TRACE"]
-        plain = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "kueue-made", "labels": {
-            "kueue.x-k8s.io/queue-name": "team"}}, "spec": {"suspend": True, "template": {"spec": {
-                "restartPolicy": "Never", "containers": [{"name": "c", "image": images["TORCH_IMAGE"],
-                                                          "command": ["true"]}]}}}}
-        t.kubectl("create", "-f", "-", input=json.dumps(plain))
-        theirs: dict[str, Any] = {}
+        queued_run(t, queue, images["TORCH_IMAGE"], tmp_path, default)
+    finally:
+        t.kubectl("delete", "priorityclass", default, "--wait=false", check=False)
 
-        def kueue_made() -> bool:
-            listed = json.loads(t.kubectl("get", WORKLOADS, "-o", "json").stdout)["items"]
-            theirs.update(next((w for w in listed if (w["metadata"].get("ownerReferences") or [{}])[0].get("name")
-                                == "kueue-made"), {}))
-            return bool(theirs)
 
-        wait_for(kueue_made, 60, message="Kueue to make the plain Job's Workload")
-        t.kubectl("delete", "job", "kueue-made", "--wait=false")
+def queued_run(t: Tao, queue: Queue, image: str, tmp_path: Path, default: str) -> None:
+    trace = tmp_path / "trace.jsonl"
+    t.env["KUBECTL_TAO_TRACE"] = str(trace)
+    try:
+        created = run_workflow(t, queued_file(t, image, first="", first_queued=False))
     finally:
         t.env.pop("KUBECTL_TAO_TRACE", None)
-        t.kubectl("delete", "priorityclass", default, "--wait=false", check=False)
     name = created["name"]
     jobs = {s["name"]: s["job"].split("/", 1)[1] for s in created["steps"]}
-    for held in ("evaluate", "export"):  # the priority Kueue reads, as on the Workload Kueue made itself
-        spec = workload_of(t, jobs[held])["spec"]
-        assert (spec.get("priorityClassRef"), spec.get("priority")) == (
-            theirs["spec"].get("priorityClassRef"), theirs["spec"].get("priority")) == (
-            {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": default}, 7), (spec, theirs["spec"])
     calls = [json.loads(line)["argv"] for line in trace.read_text().splitlines()]
     creates = [i for i, argv in enumerate(calls) if argv[:2] == ["create", "-f"]]  # not a dry run, not a review
     (read,) = [i for i, argv in enumerate(calls) if "jobs" in argv and f"kubectl-tao.io/workflow={name}" in
@@ -227,6 +213,28 @@ def test_a_first_step_without_a_queue_starts_after_its_queued_successors_workloa
     print(f"workflow run, 3 steps, the two held ones queued: {len(calls)} kubectl calls")
     assert "kueue.x-k8s.io/prebuilt-workload-name" not in json.loads(
         t.kubectl("get", "job", jobs["train"], "-o", "json").stdout)["metadata"]["labels"]
+
+    # The priority Kueue reads, as on the Workload Kueue makes itself for a plain queued Job.
+    plain = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "kueue-made", "labels": {
+        "kueue.x-k8s.io/queue-name": "team"}}, "spec": {"suspend": True, "template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": image,
+                                                      "command": ["true"]}]}}}}
+    t.kubectl("create", "-f", "-", input=json.dumps(plain))
+    theirs: dict[str, Any] = {}
+
+    def kueue_made() -> bool:
+        listed = json.loads(t.kubectl("get", WORKLOADS, "-o", "json").stdout)["items"]
+        theirs.update(next((w for w in listed if (w["metadata"].get("ownerReferences") or [{}])[0].get("name")
+                            == "kueue-made"), {}))
+        return bool(theirs)
+
+    wait_for(kueue_made, 60, message="Kueue to make the plain Job's Workload")
+    t.kubectl("delete", "job", "kueue-made", "--wait=false")
+    for held in ("evaluate", "export"):
+        spec = workload_of(t, jobs[held])["spec"]
+        assert (spec.get("priorityClassRef"), spec.get("priority")) == (
+            theirs["spec"].get("priorityClassRef"), theirs["spec"].get("priority")) == (
+            {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": default}, 7), (spec, theirs["spec"])
 
     wait_for(lambda: status(t, name)["state"] != "RUNNING", 300, message="the workflow to end")
     seen = status(t, name)
