@@ -42,9 +42,10 @@ def queued(real: Tao, images: dict[str, str]) -> Iterator[tuple[Tao, Queue]]:  #
     queue.delete()
 
 
-def queued_file(t: Tao, image: str, *, first: str = "sleep 15; ") -> Path:
+def queued_file(t: Tao, image: str, *, first: str = "sleep 15; ", first_queued: bool = True) -> Path:
     volume: Path = t.volume  # type: ignore[attr-defined]
     (volume / "step.py").write_text(STEP)
+    own = "\n  queue: team" if first_queued else ""
     text = f"""\
 apiVersion: kubectl-tao/v1
 kind: Workflow
@@ -54,18 +55,19 @@ defaults:
   pvc: tao-data
   gpus: 1
   network-arch: real
-  queue: team
   node-selector: {REAL_NODE_LABEL}=true
   toleration: {REAL_NODE_LABEL}=true:NoSchedule
 steps:
 - name: train
   action: train
-  command: {first}python3 /workspace/step.py ${{train.results}} - 0.7 0
+  command: {first}python3 /workspace/step.py ${{train.results}} - 0.7 0{own}
 - name: evaluate
   when: train.val_mAP >= 0.5
+  queue: team
   action: evaluate
   command: sleep 15; python3 /workspace/step.py ${{evaluate.results}} ${{train.results}}/train/model.pth 0.6 0
 - name: export
+  queue: team
   action: export
   command: python3 /workspace/step.py ${{export.results}} ${{evaluate.results}}/train/model.pth 0.6 0
 """
@@ -172,3 +174,77 @@ def test_cancel_removes_the_held_steps_workloads_too(queued: tuple[Tao, Queue], 
     wait_for(lambda: t.kubectl("get", f"jobs,pods,{WORKLOADS}", "-l", selector, "-o", "name").stdout == "", 90,
              message="the run's Jobs, pods and Workloads to go")
     assert status(t, name)["state"] == "CANCELED"
+
+
+def test_a_first_step_without_a_queue_starts_after_its_queued_successors_workloads_exist(
+    queued: tuple[Tao, Queue], images: dict[str, str], tmp_path: Path  # noqa: F811
+) -> None:
+    # The first step runs at once (no queue) and ends quickly: its release must find the next step's Workload,
+    # so `workflow run` makes the held steps' Workloads before it creates the first step's Job.
+    t, queue = queued
+    # A global default PriorityClass (kept until the run ends: the pods get their priority from it when they are
+    # created): Kueue gives it to the Workload of a Job that names no priority, and the run's prebuilt Workloads
+    # must carry it as Kueue would.
+    default = f"wf-default-{t.namespace}"[:63]
+    t.kubectl("create", "-f", "-", input=json.dumps({
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": default},
+        "value": 7, "globalDefault": True}))
+    try:
+        queued_run(t, queue, images["TORCH_IMAGE"], tmp_path, default)
+    finally:
+        t.kubectl("delete", "priorityclass", default, "--wait=false", check=False)
+
+
+def queued_run(t: Tao, queue: Queue, image: str, tmp_path: Path, default: str) -> None:
+    trace = tmp_path / "trace.jsonl"
+    t.env["KUBECTL_TAO_TRACE"] = str(trace)
+    try:
+        created = run_workflow(t, queued_file(t, image, first="", first_queued=False))
+    finally:
+        t.env.pop("KUBECTL_TAO_TRACE", None)
+    name = created["name"]
+    jobs = {s["name"]: s["job"].split("/", 1)[1] for s in created["steps"]}
+    calls = [json.loads(line)["argv"] for line in trace.read_text().splitlines()]
+    creates = [i for i, argv in enumerate(calls) if argv[:2] == ["create", "-f"]]  # not a dry run, not a review
+    (read,) = [i for i, argv in enumerate(calls) if "jobs" in argv and f"kubectl-tao.io/workflow={name}" in
+               " ".join(argv) and "get" in argv]
+    # The RBAC, the held steps' Jobs, the one read of them, their Workloads, then the first step's Job.
+    assert [i > read for i in creates] == [False, False, False, True, True], calls
+    print(f"workflow run, 3 steps, the two held ones queued: {len(calls)} kubectl calls")
+    assert "kueue.x-k8s.io/prebuilt-workload-name" not in json.loads(
+        t.kubectl("get", "job", jobs["train"], "-o", "json").stdout)["metadata"]["labels"]
+
+    # The priority Kueue reads, as on the Workload Kueue makes itself for a plain queued Job.
+    plain = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "kueue-made", "labels": {
+        "kueue.x-k8s.io/queue-name": "team"}}, "spec": {"suspend": True, "template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": image,
+                                                      "command": ["true"]}]}}}}
+    t.kubectl("create", "-f", "-", input=json.dumps(plain))
+    theirs: dict[str, Any] = {}
+
+    def kueue_made() -> bool:
+        listed = json.loads(t.kubectl("get", WORKLOADS, "-o", "json").stdout)["items"]
+        theirs.update(next((w for w in listed if (w["metadata"].get("ownerReferences") or [{}])[0].get("name")
+                            == "kueue-made"), {}))
+        return bool(theirs)
+
+    wait_for(kueue_made, 60, message="Kueue to make the plain Job's Workload")
+    t.kubectl("delete", "job", "kueue-made", "--wait=false")
+    for held in ("evaluate", "export"):
+        spec = workload_of(t, jobs[held])["spec"]
+        assert (spec.get("priorityClassRef"), spec.get("priority")) == (
+            theirs["spec"].get("priorityClassRef"), theirs["spec"].get("priority")) == (
+            {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": default}, 7), (spec, theirs["spec"])
+
+    wait_for(lambda: status(t, name)["state"] != "RUNNING", 300, message="the workflow to end")
+    seen = status(t, name)
+    assert seen["state"] == "COMPLETE", seen
+    logs = t.kubectl("logs", f"job/{jobs['train']}").stdout
+    assert f"released step evaluate (Workload {jobs['evaluate']} active" in logs
+    for held in ("evaluate", "export"):  # each went through the queue
+        workload = workload_of(t, jobs[held])
+        assert workload["status"]["admission"]["clusterQueue"] == queue.cq
+        assert condition(workload, "Finished").get("status") == "True", workload
+    ids = [s["id"] for s in created["steps"]]
+    last = t.volume / "results" / ids[2] / "train" / "model.pth"  # type: ignore[attr-defined]
+    assert last.read_text() == f"{ids[2]} after {ids[1]} after {ids[0]} after none"

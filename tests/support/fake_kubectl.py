@@ -70,13 +70,14 @@ def open_kubernetes_record(store: Any, **fields: Any) -> Any:
 
 def review_answer(*, deny: tuple[str, ...] = ()) -> tuple[tuple[str, ...], str]:
     """The argv prefix of submit's one SelfSubjectAccessReview call, and an answer granting every permission
-    submit can need and preflight's optional ones, except those in DENY (their text, e.g. "create jobs.batch",
-    "create pods/exec")."""
+    submit can need, preflight's optional ones and `workflow run`'s own, except those in DENY (their text, e.g.
+    "create jobs.batch", "create pods/exec")."""
     from kubectl_tao.gates import permissions
 
     rows = "".join(
         f"{p.verb} {p.resource} {p.group or '-'} {'false' if p.text in deny else 'true'}\n"
-        for p in [*permissions.needed(credentials=True, service=True, patch_job=True), *permissions.optional()]
+        for p in [*permissions.needed(credentials=True, service=True, patch_job=True), *permissions.optional(),
+                  *permissions.workflow_needed(release=True, workloads=True)]
     )
     return ("create", "-o", permissions.REVIEW_TEMPLATE), rows
 

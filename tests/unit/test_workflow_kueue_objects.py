@@ -191,3 +191,150 @@ def test_cancel_removes_only_the_workloads_of_the_runs_pinned_jobs_each_by_its_u
                              labelled=False, workloads=[("chain-evaluate-1a2b3c", "w-1")])
     assert other.deleted == [] and other.left == [
         "workload.kueue.x-k8s.io/chain-evaluate-1a2b3c (another Workload has the name now)"]
+
+
+class _Plan:
+    def __init__(self, queue: str | None) -> None:
+        self.queue, self.patches_job, self.credentials = queue, False, False
+
+
+def _ordered_run(monkeypatch: Any, queues: dict[str, str | None], fail_on: str | None = None) -> list[Any]:
+    """workflow run's creates in the order they happen, for a three-step chain whose steps have QUEUES; FAIL_ON:
+    the event that is refused (a Workload create, a step's launch)."""
+    import types
+
+    from kubectl_tao.jobs import submit
+    from kubectl_tao.k8s import objects
+    from kubectl_tao.workflows import runs
+
+    events: list[Any] = []
+
+    def happen(event: Any) -> None:
+        events.append(event)
+        if event == fail_on:
+            raise GateError(f"refused {event}")
+
+    def launch(_kc: Any, _plan: Any, _ready: Any, _store: Any, **kw: Any) -> Any:
+        happen(("job", kw["extra"]["workflow_step"]))
+        return types.SimpleNamespace(job_uid=f"u-{kw['extra']['workflow_step']}")
+
+    def workloads(_kc: Any, _wf: Any, _run: str, _ns: str, steps: list[Any], uids: dict[str, str],
+                  priority: Any) -> None:
+        assert all(step.job_name in uids for step in steps)  # only of Jobs already created
+        assert priority == ("tao-default", 100)
+        happen(("workloads", [step.name for step in steps]))
+
+    classes = {"items": [{"metadata": {"name": "tao-default"}, "value": 100, "globalDefault": True}]}
+    kc = types.SimpleNamespace(start=lambda args, **_kw: types.SimpleNamespace(
+        wait=lambda **_w: types.SimpleNamespace(returncode=0, stdout=json.dumps(classes)), stop=lambda: None))
+
+    def removed(_kc: Any, _store: Any, _run: str, _ns: str, steps: list[Any], _rbac: Any, _message: str) -> str:
+        events.append(("removed", [step.name for step in steps]))
+        return "nothing of the run is left"
+
+    monkeypatch.setattr(runs, "_made_part", lambda _wf, steps, _run, _known=None: steps)
+    monkeypatch.setattr(runs, "gate_steps", lambda _kc, steps, **_kw: {
+        s.name: types.SimpleNamespace(gated=types.SimpleNamespace(stop=lambda: None)) for s in steps})
+    monkeypatch.setattr(submit, "launch", launch)
+    monkeypatch.setattr(objects, "create", lambda _kc, objs, _ns: happen(("rbac", len(objs))))
+    monkeypatch.setattr(runs, "_create_workloads", workloads)
+    monkeypatch.setattr(runs, "_own_rbac", lambda *_a: None)
+    monkeypatch.setattr(runs, "_remove", removed)
+    steps = [runs.StepPlan(name=name, record_id=f"id-{name}", job_name=f"chain-{name}-1a2b3c", results=None,
+                           plan=_Plan(queue)) for name, queue in queues.items()]
+    try:
+        runs.run(kc, chain(*queues), steps, namespace="tao", server="", context="",  # type: ignore[arg-type]
+                 store_factory=lambda: None, source="chain.yaml")
+    except GateError as exc:
+        events.append(("error", exc.message))
+    return events
+
+
+def test_a_first_step_without_a_queue_starts_only_once_the_held_steps_workloads_exist(monkeypatch: Any) -> None:
+    # It runs at once: were its successor's Workload made after it, a quick first step's release would find no
+    # Workload to activate, and the queued step would stay held for ever.
+    events = _ordered_run(monkeypatch, {"train": None, "evaluate": "team", "export": "team"})
+    assert events == [("rbac", 6), ("job", "export"), ("job", "evaluate"), ("workloads", ["export", "evaluate"]),
+                      ("job", "train")]
+
+
+def test_a_queued_first_step_has_every_workload_made_in_one_create_after_it(monkeypatch: Any) -> None:
+    # Kueue keeps a queued first step suspended until its Workload exists: one create of all of them suffices.
+    events = _ordered_run(monkeypatch, {"train": "team", "evaluate": "team", "export": None})
+    assert events == [("rbac", 6), ("job", "export"), ("job", "evaluate"), ("job", "train"),
+                      ("workloads", ["train", "evaluate"])]
+
+
+def test_a_refused_workload_create_removes_every_step_created_and_the_rbac(monkeypatch: Any) -> None:
+    for queues, refused in (({"train": "team", "evaluate": "team", "export": "team"},
+                             ("workloads", ["train", "evaluate", "export"])),
+                            ({"train": None, "evaluate": "team", "export": "team"},
+                             ("workloads", ["export", "evaluate"]))):
+        events = _ordered_run(monkeypatch, queues, fail_on=refused)  # type: ignore[arg-type]
+        made = [name for kind, name in events if kind == "job"]
+        assert events[-2:] == [("removed", made), ("error", f"refused {refused} (nothing of the run is left)")]
+
+
+def test_the_workload_gets_the_global_default_priority_class_as_kueue_gives_a_job_naming_none() -> None:
+    from kubectl_tao.workflows.objects import default_priority
+
+    listed = {"items": [
+        {"metadata": {"name": "system-node-critical"}, "value": 2000001000},
+        {"metadata": {"name": "team-default"}, "value": 1000, "globalDefault": True},
+        {"metadata": {"name": "raced-default"}, "value": 500, "globalDefault": True},  # Kueue takes the lowest
+    ]}
+    assert default_priority(listed) == ("raced-default", 500)
+    assert default_priority({"items": [{"metadata": {"name": "high"}, "value": 9}]}) is None
+    made = workload_object("chain-1a2b3c", STORED, active=False, priority=("raced-default", 500))
+    assert made["spec"]["priorityClassRef"] == {"group": "scheduling.k8s.io", "kind": "PriorityClass",
+                                                "name": "raced-default"}
+    assert made["spec"]["priority"] == 500
+    # No global default: Kueue's priority 0 without a ref, which is what a Workload without either means to it.
+    bare = workload_object("chain-1a2b3c", STORED, active=False)
+    assert "priorityClassRef" not in bare["spec"] and "priority" not in bare["spec"]
+
+
+def test_priority_classes_that_cannot_be_read_are_a_warning_and_kueues_default() -> None:
+    import types
+
+    from kubectl_tao.k8s.kubectl import Kubectl
+    from kubectl_tao.workflows.runs import _priority
+
+    said: list[str] = []
+    denied = types.SimpleNamespace(wait=lambda **_kw: types.SimpleNamespace(
+        returncode=1, stdout="", stderr='Error from server (Forbidden): priorityclasses.scheduling.k8s.io is '
+        'forbidden: User "alice" cannot list resource "priorityclasses" in API group "scheduling.k8s.io" at the '
+        "cluster scope"))
+    assert _priority(Kubectl(), denied, said.append) is None
+    (line,) = said
+    assert line.startswith("warning: could not read the cluster's priorityclasses.scheduling.k8s.io (")
+    assert "priority 0" in line and "list priorityclasses.scheduling.k8s.io" in line
+
+
+def test_ctrl_c_while_the_priority_classes_are_read_stops_every_steps_gates_and_creates_nothing(
+    monkeypatch: Any,
+) -> None:
+    import types
+
+    from kubectl_tao.jobs import submit
+    from kubectl_tao.workflows import runs
+
+    stopped: list[str] = []
+    removed: list[Any] = []
+
+    def interrupted(**_kw: Any) -> Any:
+        raise KeyboardInterrupt
+
+    kc = types.SimpleNamespace(start=lambda args, **_kw: types.SimpleNamespace(wait=interrupted, stop=lambda: None))
+    monkeypatch.setattr(runs, "_made_part", lambda _wf, steps, _run, _known=None: steps)
+    monkeypatch.setattr(runs, "gate_steps", lambda _kc, steps, **_kw: {
+        s.name: types.SimpleNamespace(gated=types.SimpleNamespace(stop=lambda s=s: stopped.append(s.name)))
+        for s in steps})
+    monkeypatch.setattr(submit, "launch", lambda *_a, **_kw: pytest.fail("nothing may be created"))
+    monkeypatch.setattr(runs, "_remove", lambda _kc, _st, _run, _ns, steps, _rbac, _msg: removed.append(steps))
+    steps = [runs.StepPlan(name=name, record_id=f"id-{name}", job_name=f"chain-{name}-1a2b3c", results=None,
+                           plan=_Plan("team")) for name in ("train", "evaluate")]
+    with pytest.raises(KeyboardInterrupt):
+        runs.run(kc, chain("train", "evaluate"), steps, namespace="tao", server="", context="",  # type: ignore[arg-type]
+                 store_factory=lambda: None, source="chain.yaml")
+    assert sorted(stopped) == ["evaluate", "train"] and removed == [[]]

@@ -89,7 +89,8 @@ class Run:
         self._shared: dict[str, Any] = {}
         self._follow_ups: dict[str, FollowUp] = {}
         self._read = set(calls)
-        self._batch: Any = (shared or kc).start_many(calls)
+        self.reader: Any = shared or kc  # round trip 2's reads (`json`): once for every Run sharing SharedReads
+        self._batch: Any = self.reader.start_many(calls)
 
     def reads(self, key: str) -> bool:
         return key in self._read
@@ -159,6 +160,24 @@ class SharedReads:
     def __init__(self, kc: Kubectl) -> None:
         self.kc = kc
         self._started: dict[str, tuple[Any, str]] = {}
+        self._read: dict[str, Any] = {}
+
+    def json(self, args: list[str], **options: Any) -> Any:
+        """Kubectl.json for a read after the first round trip (a queued step's ClusterQueue and topology), made
+        once for every Run that asks it alike; each gets its own copy of the answer (a TaoError is raised
+        again)."""
+        import copy
+
+        key = _identity("json", (args, options))
+        if key not in self._read:
+            try:
+                self._read[key] = self.kc.json(args, **options)
+            except TaoError as exc:
+                self._read[key] = exc
+        found = self._read[key]
+        if isinstance(found, TaoError):
+            raise found
+        return copy.deepcopy(found)
 
     def start_many(self, calls: dict[str, Call]) -> SharedBatch:
         fresh = {key: call for key, call in calls.items() if _identity(key, call) not in self._started}
@@ -600,9 +619,9 @@ def _queue_look(run: Run) -> gatefacts.QueueSeen:
     from kubectl_tao.gates.queues import check_topology, read_queue
 
     request = run.request
-    quota, local_queue, notes = read_queue(run.kc, run.answer("queues"), request.queue, request.namespace)
+    quota, local_queue, notes = read_queue(run.reader, run.answer("queues"), request.queue, request.namespace)
     if request.queue and request.topology is not None:
-        notes += check_topology(run.kc, quota, request.topology)
+        notes += check_topology(run.reader, quota, request.topology)
     return gatefacts.QueueSeen(quota, local_queue, tuple(notes), _capacity_known(run))
 
 

@@ -69,6 +69,18 @@ def needed(*, credentials: bool, service: bool, patch_job: bool = False) -> list
     return out
 
 
+def workflow_needed(*, release: bool, workloads: bool) -> list[Permission]:
+    """What `workflow run` does beyond its steps' submits (workflows/runs.py), and its rollback and `workflow
+    cancel` undo: the RELEASE RBAC (a ServiceAccount, Role and RoleBinding per releasing step, created, patched
+    with their owners, removed by label) and the queued steps' Kueue WORKLOADS (created; patch, which RBAC's
+    escalation check asks of whoever creates a Role that may patch them; listed and removed by `cancel`)."""
+    verbs = ("create", "patch", "list", "delete")
+    kinds = [("serviceaccounts", ""), ("roles", "rbac.authorization.k8s.io"),
+             ("rolebindings", "rbac.authorization.k8s.io")] if release else []
+    kinds += [("workloads", "kueue.x-k8s.io")] if workloads else []
+    return [Permission(verb, resource, group) for resource, group in kinds for verb in verbs]
+
+
 def optional() -> list[Permission]:
     """What reading from a running job's pods takes (preflight warns where they are denied; jobs run without
     them): exec and port-forward into a pod, the service proxy, and the volume helper pod of `data push`

@@ -179,7 +179,24 @@ def step_objects(
     return objects
 
 
-def workload_object(run_id: str, job: Mapping[str, Any], *, active: bool) -> dict[str, Any]:
+PRIORITY_CLASSES = "priorityclasses.scheduling.k8s.io"
+
+
+def default_priority(listed: Mapping[str, Any] | None) -> tuple[str, int] | None:
+    """The PriorityClass Kueue gives a Job's Workload when the Job names none (no WorkloadPriorityClass label, no
+    priorityClassName): the global default one, the lowest value when several are (Kueue v0.17.0
+    pkg/util/priority getDefaultPriorityClass); None: there is none, and Kueue's priority is 0 with no ref."""
+    found: tuple[str, int] | None = None
+    for item in (listed or {}).get("items") or []:
+        value = item.get("value")
+        if item.get("globalDefault") is True and isinstance(value, int) and (found is None or value < found[1]):
+            found = (str((item.get("metadata") or {}).get("name")), value)
+    return found
+
+
+def workload_object(
+    run_id: str, job: Mapping[str, Any], *, active: bool, priority: tuple[str, int] | None = None
+) -> dict[str, Any]:
     """The Workload of a queued step, from its Job as the API server stored it (JOB: `kubectl get job -o json`).
 
     Its pod set is the one Kueue's Job integration builds (pkg/controller/jobs/job: one pod set `main`, count
@@ -187,7 +204,10 @@ def workload_object(run_id: str, job: Mapping[str, Any], *, active: bool) -> dic
     annotations), so Kueue's check that a prebuilt Workload matches its Job (count, containers, init containers
     and tolerations, compared as stored) holds; the Job is its controller owner, so Kueue adopts it as the
     Job's own and the garbage collector removes it with the Job. ACTIVE false: Kueue neither admits it nor
-    counts it against quota until the release activates it."""
+    counts it against quota until the release activates it. PRIORITY: the global default PriorityClass
+    (default_priority), set as Kueue sets it on the Workloads it makes (`spec.priorityClassRef` and
+    `spec.priority`; pkg/controller/jobframework ExtractPriority), since Kueue fills neither into a prebuilt one;
+    a step's Job names no priority class of its own (no job flag sets one)."""
     meta, spec = job.get("metadata") or {}, job.get("spec") or {}
     template = spec.get("template") or {}
     parallelism = int(spec.get("parallelism") if spec.get("parallelism") is not None else 1)
@@ -216,12 +236,12 @@ def workload_object(run_id: str, job: Mapping[str, Any], *, active: bool) -> dic
         workload_meta["labels"][contract.KUEUE_JOB_UID_LABEL] = str(uid)
         workload_meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid,
                                              "controller": True}]
-    return {
-        "apiVersion": contract.KUEUE_WORKLOAD_API,
-        "kind": "Workload",
-        "metadata": workload_meta,
-        "spec": {"active": active, "queueName": labels.get(contract.QUEUE_LABEL), "podSets": [pod_set]},
-    }
+    spec_out: dict[str, Any] = {"active": active, "queueName": labels.get(contract.QUEUE_LABEL), "podSets": [pod_set]}
+    if priority is not None:
+        spec_out["priorityClassRef"] = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": priority[0]}
+        spec_out["priority"] = priority[1]
+    return {"apiVersion": contract.KUEUE_WORKLOAD_API, "kind": "Workload", "metadata": workload_meta,
+            "spec": spec_out}
 
 
 def labels_of_step(run_id: str, job_labels: Mapping[str, Any]) -> dict[str, str]:

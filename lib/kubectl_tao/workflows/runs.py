@@ -21,7 +21,14 @@ from kubectl_tao.core.names import secret_name_for
 from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.store.jobrecord import JobRecord, K8sRecord
-from kubectl_tao.workflows.objects import rbac_objects, release_plan, selector, step_objects, workload_object
+from kubectl_tao.workflows.objects import (
+    PRIORITY_CLASSES,
+    rbac_objects,
+    release_plan,
+    selector,
+    step_objects,
+    workload_object,
+)
 from kubectl_tao.workflows.spec import Workflow
 
 # Workflow and step states (`workflow status`).
@@ -119,16 +126,35 @@ def run(
     run_id = new_run_id(workflow)
     made = _made_part(workflow, steps, run_id, results)
     store = store_factory()
-    prepared = gate_steps(kc, made, namespace=namespace, server=server, store=store)
-    on_progress(f"workflow {run_id}: every step's gates passed; creating {len(made)} steps")
     queued = _queued(steps)
     rbac = rbac_objects(run_id, namespace, workflow, {step.name: step.job_name for step in steps}, queued)
+    # Kueue gives a Job that names no priority the global default PriorityClass, but fills no prebuilt Workload:
+    # the run reads them beside the gates and sets it itself.
+    classes = kc.start(["get", PRIORITY_CLASSES, "-o", "json"], namespaced=False) if queued else None
+    try:
+        prepared = gate_steps(kc, made, namespace=namespace, server=server, store=store,
+                              own=(bool(rbac), bool(queued)))
+    except BaseException:
+        if classes is not None:
+            classes.stop()
+        raise
+    on_progress(f"workflow {run_id}: every step's gates passed; creating {len(made)} steps")
     created: list[StepPlan] = []
     uids: dict[str, str] = {}
     try:
+        priority = _priority(kc, classes, on_progress) if classes is not None else None
         if rbac:  # a run with one step releases nothing
             objects.create(kc, rbac, namespace)
-        for step in reversed(made):  # the held ones first: a step never ends before what it releases exists
+        # The held steps first (the last first), then the first step: a step never ends before what it releases
+        # exists. A queued step's Workload is made from its stored Job, so after it; a first step without a queue
+        # runs at once, so the held steps' Workloads come before it (its release activates them), while a queued
+        # first step waits for its own Workload and lets all of them come in one create after it.
+        held = [step for step in reversed(made) if workflow.step(step.name).after is not None]
+        first = [step for step in made if workflow.step(step.name).after is None]
+        early = [step for step in held if step.name in queued] if any(s.name not in queued for s in first) else []
+        for step in [*held, *first]:
+            if early and step.name == first[0].name:
+                _create_workloads(kc, workflow, run_id, namespace, early, uids, priority)
             index = [s.name for s in workflow.steps].index(step.name)
             spec = workflow.step(step.name)
             outcome = launch(
@@ -145,8 +171,9 @@ def run(
             )
             created.append(step)
             uids[step.job_name] = str(outcome.job_uid)
-        if queued:
-            _create_workloads(kc, workflow, run_id, namespace, [s for s in made if s.name in queued], uids)
+        late = [s for s in made if s.name in queued and s.name not in {e.name for e in early}]
+        if late:
+            _create_workloads(kc, workflow, run_id, namespace, late, uids, priority)
         _own_rbac(kc, namespace, uids, rbac)
     except TaoError as exc:
         for ready in prepared.values():
@@ -167,11 +194,17 @@ def run(
     }
 
 
-def gate_steps(kc: Kubectl, steps: list[StepPlan], *, namespace: str, server: str, store: Any) -> dict[str, Any]:
+def gate_steps(
+    kc: Kubectl, steps: list[StepPlan], *, namespace: str, server: str, store: Any,
+    own: tuple[bool, bool] = (False, False),
+) -> dict[str, Any]:
     """Every step's gates and server dry run (jobs/submit.prepare), before anything is created: the reads of
     every step start at once, each distinct read once (gates/checks.SharedReads: one read of the nodes, the pods,
     the version, a PVC several steps mount), then each step is judged from them in order, as `submit` judges it,
-    so the first step refused is the one named. The Prepared steps, by name."""
+    so the first step refused is the one named. OWN (the release RBAC, the queued steps' Workloads): the
+    permissions the run's own objects need are asked beside those reads (one review call) and judged after the
+    steps. The Prepared steps, by name."""
+    from kubectl_tao.gates import permissions
     from kubectl_tao.gates.checks import SharedReads
     from kubectl_tao.jobs.submit import begin_prepare, finish_prepare
 
@@ -179,6 +212,11 @@ def gate_steps(kc: Kubectl, steps: list[StepPlan], *, namespace: str, server: st
     begun: dict[str, Any] = {}
     prepared: dict[str, Any] = {}
     failed: tuple[str, TaoError] | None = None
+    wanted = permissions.workflow_needed(release=own[0], workloads=own[1])
+    review = None
+    if wanted:
+        args, options = permissions.review_call(wanted, namespace)
+        review = kc.start(args, **options)
     try:
         for step in steps:  # every step's reads on their way
             try:
@@ -198,7 +236,12 @@ def gate_steps(kc: Kubectl, steps: list[StepPlan], *, namespace: str, server: st
         if failed is not None:
             name, exc = failed
             raise type(exc)(f"step {name}: {exc.message} (nothing was created)") from None
+        if review is not None:
+            _judge_own(kc, review.wait(check=False), wanted, namespace)
+            review = None
     except BaseException:
+        if review is not None:
+            review.stop()
         for left in begun.values():
             left.run.close()
         for ready in prepared.values():
@@ -207,12 +250,54 @@ def gate_steps(kc: Kubectl, steps: list[StepPlan], *, namespace: str, server: st
     return prepared
 
 
+def _judge_own(kc: Kubectl, answer: Any, wanted: list[Any], namespace: str) -> None:
+    """The review of the run's own permissions (gate_steps): a GateError naming what is missing, or that they
+    could not be checked (the API server unreachable: its own error, exit 3)."""
+    from kubectl_tao.core.errors import ClusterUnreachableError
+    from kubectl_tao.gates import permissions
+
+    if answer.returncode != 0 and not permissions.answered(answer.stdout):
+        error = kc.error_for(answer.stderr)
+        if isinstance(error, ClusterUnreachableError):
+            raise type(error)(f"{error.message} (nothing was created)")
+        raise GateError(f"could not check your permissions in namespace {namespace} ({error.message}); "
+                        "`workflow run` needs to know it may create and remove its release RBAC and Workloads "
+                        "before it creates anything (nothing was created)")
+    missing = permissions.denied(wanted, answer.stdout)
+    if missing:
+        names = ", ".join(p.text for p in missing)
+        raise GateError(f"permission denied: you may not {names} in namespace {namespace}; `workflow run` needs "
+                        "them for the run's release RBAC and its queued steps' Kueue Workloads, and to remove "
+                        f"them (check with `kubectl auth can-i {missing[0].text} -n {namespace}`); ask a cluster "
+                        "admin for a Role that grants them, or use -n (nothing was created)")
+
+
 def _why(exc: BaseException) -> str:
     return exc.message if isinstance(exc, TaoError) else f"interrupted ({type(exc).__name__})"
 
 
+def _priority(kc: Kubectl, classes: Any, on_progress: Callable[[str], None]) -> tuple[str, int] | None:
+    """The global default PriorityClass from the read CLASSES (objects.default_priority); a read that failed
+    (PriorityClasses are cluster-scoped: a namespace's user often may not list them) is a warning, and the
+    Workloads get Kueue's default priority 0."""
+    import json as jsonlib
+
+    from kubectl_tao.workflows.objects import default_priority
+
+    answer = classes.wait(check=False)
+    if answer.returncode == 0:
+        with contextlib.suppress(ValueError):
+            return default_priority(jsonlib.loads(answer.stdout or "{}"))
+    said = kc.error_for(answer.stderr).message if answer.returncode else "not JSON"
+    on_progress(f"warning: could not read the cluster's {PRIORITY_CLASSES} ({said}); the queued steps' Kueue "
+                "Workloads get priority 0, which is Kueue's only when no PriorityClass is the global default "
+                f"(ask for `list {PRIORITY_CLASSES}` to have it read)")
+    return None
+
+
 def _create_workloads(
-    kc: Kubectl, workflow: Workflow, run_id: str, namespace: str, steps: list[StepPlan], uids: dict[str, str]
+    kc: Kubectl, workflow: Workflow, run_id: str, namespace: str, steps: list[StepPlan], uids: dict[str, str],
+    priority: tuple[str, int] | None = None,
 ) -> None:
     """The Workloads of the queued STEPS (one read of their Jobs as stored, one create): Kueue keeps each such Job
     suspended until its Workload exists and is admitted; a held step's Workload is created inactive."""
@@ -225,7 +310,7 @@ def _create_workloads(
         if job is None or str((job.get("metadata") or {}).get("uid")) != uids.get(step.job_name):
             raise GateError(f"step {step.name}: its Job {namespace}/{step.job_name} was not found as created, so "
                                "its Kueue Workload could not be made from it")
-        made.append(workload_object(run_id, job, active=workflow.step(step.name).after is None))
+        made.append(workload_object(run_id, job, active=workflow.step(step.name).after is None, priority=priority))
     objects.create(kc, made, namespace)
 
 

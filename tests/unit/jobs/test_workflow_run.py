@@ -217,3 +217,44 @@ def test_a_rollback_that_removed_everything_marks_the_created_steps_error(
     state = tao_env / "state" / "jobs"
     states = sorted(json.loads(p.read_text())["transitions"][-1]["state"] for p in state.glob("*.json"))
     assert states == ["ERROR", "ERROR"]  # the step created, and the one refused
+
+
+def test_a_run_whose_own_objects_are_not_permitted_is_refused_before_anything_is_created(
+    cli: Any, fake_kubectl: FakeKubectl, tmp_path: Path, tao_env: Path
+) -> None:
+    # The steps' own permissions are granted, not the release RBAC's: a Role could not be created, and the
+    # steps would run with nothing to release them.
+    from support.fake_kubectl import review_answer
+
+    review, denied = review_answer(deny=("create roles.rbac.authorization.k8s.io",
+                                         "delete serviceaccounts"))
+    fake_kubectl.on(*review, stdout=denied)
+    answer_pvc_submit(fake_kubectl)
+    code, _out, err = cli("workflow", "run", write(tmp_path))
+    assert code == 1 and err.count("\n") == 1, err
+    assert err.startswith("error: permission denied: you may not delete serviceaccounts, create "
+                          "roles.rbac.authorization.k8s.io in namespace tao-jobs; `workflow run` needs them")
+    assert "(nothing was created)" in err
+    assert real_creates(fake_kubectl) == []
+    assert not list((tao_env / "state").rglob("*.json"))
+
+
+def test_a_queued_run_asks_for_the_workloads_it_creates_and_removes(fake_kubectl: FakeKubectl) -> None:
+    import pytest
+
+    from kubectl_tao.core.errors import GateError
+    from kubectl_tao.k8s.kubectl import Kubectl
+    from kubectl_tao.workflows.runs import gate_steps
+
+    fake_kubectl.on("create", "-o", stdout="create workloads kueue.x-k8s.io false\n")
+    with pytest.raises(GateError) as refused:
+        gate_steps(Kubectl(), [], namespace="tao", server="", store=None, own=(False, True))
+    assert refused.value.message.startswith(
+        "permission denied: you may not create workloads.kueue.x-k8s.io, patch workloads.kueue.x-k8s.io, list "
+        "workloads.kueue.x-k8s.io, delete workloads.kueue.x-k8s.io in namespace tao; `workflow run` needs them")
+    (asked,) = fake_kubectl.calls
+    reviews = json.loads(asked.stdin or "")["items"]
+    assert {(r["spec"]["resourceAttributes"]["verb"], r["spec"]["resourceAttributes"]["resource"],
+             r["spec"]["resourceAttributes"]["group"], r["spec"]["resourceAttributes"]["namespace"])
+            for r in reviews} == {(verb, "workloads", "kueue.x-k8s.io", "tao")
+                                  for verb in ("create", "patch", "list", "delete")}

@@ -51,8 +51,9 @@ def test_a_five_step_run_reads_the_nodes_pods_and_pvc_once_and_dry_runs_each_ste
     dry_runs = [argv for argv in fake_kubectl.argvs() if "--dry-run=server" in argv]
     assert len(dry_runs) == 5  # each step's own objects, with its permission reviews
     creates = [argv for argv in fake_kubectl.argvs() if argv[:2] == ["create", "-f"] and argv not in dry_runs]
-    # The reads (nodes, pods, PVC), the 5 dry runs; the RBAC and 5 step creates; the RBAC's owners.
-    assert len(creates) == 6 and len(fake_kubectl.argvs()) == 3 + 5 + 6 + 1
+    # The reads (nodes, pods, PVC), the 5 dry runs, the review of the run's own permissions; the RBAC and 5 step
+    # creates; the RBAC's owners.
+    assert len(creates) == 6 and len(fake_kubectl.argvs()) == 3 + 5 + 1 + 6 + 1
 
 
 def cluster(fake: FakeKubectl) -> None:
@@ -129,3 +130,43 @@ def test_reads_that_differ_are_not_shared(fake_kubectl: FakeKubectl) -> None:
     assert not isinstance(first, TaoError) and "data Bound" in first.stdout
     assert not isinstance(second, TaoError) and second.returncode == 1
     assert len(fake_kubectl.argvs()) == 2
+
+
+QUEUED = [
+    GateRequest(SUBMIT, "tao", gpus=1, pvc="data", queue="team"),
+    GateRequest(SUBMIT, "tao", gpus=4, pvc="data", queue="team"),
+    GateRequest(SUBMIT, "tao", gpus=12, pvc="data", queue="team"),  # more than the ClusterQueue has free
+    GateRequest(SUBMIT, "tao", gpus=1, pvc="data", queue="other"),  # no such LocalQueue: refused
+]
+
+
+def test_queued_steps_read_their_clusterqueue_once_and_get_the_verdicts_they_get_alone(
+    fake_kubectl: FakeKubectl,
+) -> None:
+    cluster(fake_kubectl)
+    fake_kubectl.on("get", "localqueues.kueue.x-k8s.io", data={"kind": "List", "items": [
+        fixture_json("kueue-localqueue.json")]})
+    fake_kubectl.on("get", "clusterqueues.kueue.x-k8s.io", data=fixture_json("kueue-clusterqueue.json"))
+    kc = Kubectl()
+    alone = [outcome(lambda request=request: checks.for_submit(kc, request, [])) for request in QUEUED]
+    cq_read = ["get", "clusterqueues.kueue.x-k8s.io", "team-cq", "-o", "json"]
+    assert fake_kubectl.argvs().count(cq_read) == 3  # each queued step alone reads it
+    fake_kubectl.calls.clear()
+
+    shared = checks.SharedReads(kc)
+    runs = [checks.Run(kc, request, shared) for request in QUEUED]
+    together = [outcome(lambda run=run: checks.judge_submit(run, [])) for run in runs]
+
+    assert together == alone
+    assert {entry[0] for entry in alone} == {"refused", "passed"}
+    assert fake_kubectl.argvs().count(cq_read) == 1  # round trip 2 of every step that asks it alike: one read
+
+
+def test_a_failed_shared_follow_up_read_is_each_steps_own_refusal(fake_kubectl: FakeKubectl) -> None:
+    fake_kubectl.on("get", "clusterqueues.kueue.x-k8s.io", rc=1,
+                    stderr='Error from server (NotFound): clusterqueues.kueue.x-k8s.io "team-cq" not found')
+    shared = checks.SharedReads(Kubectl())
+    for _ in range(2):
+        with pytest.raises(TaoError, match="not found"):
+            shared.json(["get", "clusterqueues.kueue.x-k8s.io", "team-cq"], namespaced=False)
+    assert len(fake_kubectl.argvs()) == 1
