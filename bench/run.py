@@ -27,7 +27,7 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
 - redaction (no cluster needed: `--only redaction` runs without one): `redact_log_line` and `sanitize` over one
   log line of 100 KB, 400 KB and 1 MB of three kinds (training-log text, a random base64-like run, and a run that
   made the old rules rescan the line from every word), and the growth 100 KB -> 1 MB (linear: 10x); the
-  readers of job text (causes.classify_log, causes.error_blocks, nccldebug.read) over six hostile texts, and
+  readers of job text (causes.cause_in_log, causes.error_blocks, nccldebug.read) over six hostile texts, and
   over the same texts ten times as long; each family of job-text patterns (a cause's signs and facts reader, the
   line readers, nccldebug, the attempt history) over adversarial lines (runs of digits, repeated separators, a
   pattern's own start repeated) of 1 KB and 4 KB, and the growth between them (linear: 4x);
@@ -735,12 +735,12 @@ def hostile_logs(scale: int) -> list[str]:
 
 
 def read_hostile(texts: list[str]) -> float:
-    """Seconds the job-text readers (classify_log, error_blocks, nccldebug.read) take over TEXTS."""
+    """Seconds the job-text readers (cause_in_log, error_blocks, nccldebug.read) take over TEXTS."""
     from kubectl_tao.diagnosis import causes, nccldebug
 
     started = time.perf_counter()
     for text in texts:
-        causes.classify_log(text)
+        causes.cause_in_log(text)
         causes.error_blocks(text)
         nccldebug.read(text)
     return time.perf_counter() - started
@@ -1444,7 +1444,7 @@ def bench_progress_status(b: Bench, rows: list[bl.Row]) -> None:
                        result=bl.verdict(bl.ratio(value, reference), PROGRESS_STATUS_TARGET)))
     split_rows(rows, "progress-status", value, busy, before_exec, tuned=(tuned, "get job + exec tail"),
                kubectl="the Job and pods read and the exec, started together",
-               python="start-up, classify, the status.json read, table",
+               python="start-up, the job state read, the status.json read, table",
                gap="from the first call's start to the exec's (one-pod job: both start at once)")
 
     log("status of the same job finished vs kubectl get job")

@@ -103,7 +103,7 @@ FEATURE_LAYERS = {
         "checks": "jobs", "fit": "jobs", "gpus": "jobs",
     },
     "diagnosis": {
-        "causes": "pure", "causefacts": "pure", "classify": "pure", "diagnose": "pure", "nccldebug": "pure",
+        "causes": "pure", "causefacts": "pure", "jobstate": "pure", "diagnose": "pure", "nccldebug": "pure",
         "kueue": "pure",
         "ranklogs": "jobs", "explain": "jobs",
     },

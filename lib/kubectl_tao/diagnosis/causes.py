@@ -9,7 +9,7 @@ read by the fact readers of ``diagnosis/causefacts.py``, which the table names.
 
 Two entry points, both pure (text in, a ``Diagnosis`` out):
 
-* ``classify_log(text, rank=None)``: one log (one pod's output), or ``None`` when it shows no error;
+* ``cause_in_log(text, rank=None)``: one log (one pod's output), or ``None`` when it shows no error;
 * ``diagnose(logs, ...)``: a job from the logs of its ranks (``RankLog``): which rank failed first and why.
   A hang or a timeout names the rank that stopped first: the one that printed no timeout of its own.
 
@@ -776,7 +776,7 @@ def _read(text: str, rank: int | None) -> _Read:
     return _Read(lines, found, root, times)
 
 
-def classify_log(text: str, rank: int | None = None) -> Diagnosis | None:
+def cause_in_log(text: str, rank: int | None = None) -> Diagnosis | None:
     """One pod's output -> the cause it shows (its ``err_class`` says whether a retry can help), or None when
     it shows no error. ``rank``: the pod's rank, used where the text does not say one. Pure, linear."""
     return diagnose([RankLog(rank, text)])

@@ -13,7 +13,7 @@ from typing import Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.valueclass import Value, plain, record
-from kubectl_tao.diagnosis import classify as st
+from kubectl_tao.diagnosis import jobstate as st
 from kubectl_tao.diagnosis import kueue
 from kubectl_tao.gates.gpufit import GPU_PRODUCT_LABEL, GPU_RESOURCE, NodeGpus, total_allocatable
 from kubectl_tao.restarts.table import EXIT_UPLOAD_FAILED

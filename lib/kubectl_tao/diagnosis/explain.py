@@ -17,7 +17,7 @@ from typing import Any
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.valueclass import Factory, Value, record
-from kubectl_tao.diagnosis import classify as st
+from kubectl_tao.diagnosis import jobstate as st
 from kubectl_tao.diagnosis import kueue
 from kubectl_tao.diagnosis.causes import names_a_cause
 from kubectl_tao.diagnosis.diagnose import Finding

@@ -38,7 +38,7 @@ READ_LINES = 300
 READ_BYTES = 64 * 1024
 REREADS = 5  # reads of one rank after the first: 300 -> 75 -> 18 -> 4 -> 1 lines at most
 TAIL_LINES = 50  # the lines per rank the record keeps (core/logs.from_history prints them once the Job is gone)
-# classify reasons the logs may name better: the program failed, no more; the stall watch ended it (its line)
+# job_status reasons the logs may name better: the program failed, no more; the stall watch ended it (its line)
 OVERRIDDEN_REASONS = ("ExitCode", "Stalled")
 _PREFIX = re.compile(r"^\[pod/(?P<pod>[^/\]]+)/(?P<container>[^\]]+)\] ?(?P<line>.*)$", re.DOTALL)
 _NEXT = re.compile(r"\[pod/(?P<pod>[^/\[\]\s]+)/[^/\[\]\s]+\] |error: ")  # what kubectl writes at a pod's start
@@ -325,7 +325,7 @@ def own_ranks(text: str, rank: int | None, per_pod: int | None) -> str:
 def rank_logs(
     read: LogRead, ranks: Sequence[Mapping[str, Any]], *, per_pod: int | None = None
 ) -> list[causes.RankLog]:
-    """The read texts of the ranks `classify` lists (its latest pod per rank), with their pod and node; PER_POD:
+    """The read texts of the ranks `job_status` lists (its latest pod per rank), with their pod and node; PER_POD:
     the processes each pod runs, when known (see own_ranks)."""
     out = []
     for rank in ranks:

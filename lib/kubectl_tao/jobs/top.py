@@ -18,7 +18,7 @@ from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.redact import redact_cluster_text
 from kubectl_tao.core.sanitize import sanitize
 from kubectl_tao.core.valueclass import Value, record
-from kubectl_tao.diagnosis.classify import MAIN_CONTAINER, pod_rank
+from kubectl_tao.diagnosis.jobstate import MAIN_CONTAINER, pod_rank
 from kubectl_tao.jobs import track as tracking
 from kubectl_tao.k8s.kubectl import Completed, Kubectl
 from kubectl_tao.progress import gpuuse

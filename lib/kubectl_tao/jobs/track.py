@@ -375,11 +375,11 @@ def observe(
         tracked.record, tracked.extra = store.show(tracked.id), store.get_extra(tracked.id)
     if job is None and tracked.terminal:
         return _from_record(tracked, ["the Job is gone (ttlSecondsAfterFinished); showing the record"])
-    from kubectl_tao.diagnosis.classify import classify  # here, not above: imported while status's kubectl runs
+    from kubectl_tao.diagnosis.jobstate import job_status  # here, not above: imported while status's kubectl runs
 
-    status = classify(job, pods, [])
+    status = job_status(job, pods, [])
     if not fetched and status.reason == "Suspended":
-        status = classify(job, pods, [], admission=read_admission(kc, job))
+        status = job_status(job, pods, [], admission=read_admission(kc, job))
     if job is not None and groups is not None:
         from kubectl_tao.k8s.gang import annotate
 

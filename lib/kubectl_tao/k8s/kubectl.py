@@ -106,7 +106,7 @@ class Completed(Value):
     value: Any = None
 
 
-def classify_stderr(stderr: str) -> str:
+def kubectl_error_kind(stderr: str) -> str:
     """Name the kind of failure kubectl reported: Unreachable, NotFound, Forbidden, ... or ''."""
     low = stderr.lower()
     if any(marker in low for marker in _CREDENTIAL_MARKERS):
@@ -137,7 +137,7 @@ _STREAM_SIDE_MARKERS = ("an error occurred forwarding", "lost connection to pod"
 def stream_side_failure(stderr: str) -> bool:
     """Whether STDERR tells of a stream that failed inside the pod (never a credentials refusal)."""
     low = stderr.lower()
-    return any(m in low for m in _STREAM_SIDE_MARKERS) and classify_stderr(stderr) != "Unauthorized"
+    return any(m in low for m in _STREAM_SIDE_MARKERS) and kubectl_error_kind(stderr) != "Unauthorized"
 
 
 def _scrub(text: str) -> str:
@@ -269,7 +269,7 @@ class Kubectl:
             raise TaoError(f"kubectl {args[0]} returned output that is not JSON: {exc.msg}") from None
 
     def error_for(self, stderr: str) -> TaoError:
-        reason = classify_stderr(stderr)
+        reason = kubectl_error_kind(stderr)
         message = first_error_line(stderr) or "kubectl failed without a message"
         # Quoted inside a sentence of ours, kubectl's line goes without its own "error: ".
         said = message[len("error: "):] if message.lower().startswith("error: ") else message

@@ -16,7 +16,7 @@ from typing import Any
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import GateError, KubectlError, TaoError
 from kubectl_tao.core.valueclass import Value, record
-from kubectl_tao.k8s.kubectl import Kubectl, classify_stderr, first_error_line
+from kubectl_tao.k8s.kubectl import Kubectl, first_error_line, kubectl_error_kind
 
 UID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Kind, name and UID of each created object: the go-template keeps Secret data out of this process.
@@ -292,7 +292,7 @@ def teardown(
         best_effort=True,  # a server gone mid-rollback: name what was created, and still settle the record
     )
     if listed.returncode != 0:
-        unreachable = classify_stderr(listed.stderr) == "Unreachable"
+        unreachable = kubectl_error_kind(listed.stderr) == "Unreachable"
         return Teardown(done.deleted, created or [f"objects labelled {selector}"], unreachable)
     for line in listed.stdout.splitlines():
         kind, _, left_name = line.strip().partition("/")
@@ -343,7 +343,7 @@ def _remove_raw(kc: Kubectl, path: str, uid: str | None) -> str | None:
         check=False,
         best_effort=True,
     )
-    if result.returncode == 0 or classify_stderr(result.stderr) in ("NotFound", "Conflict"):
+    if result.returncode == 0 or kubectl_error_kind(result.stderr) in ("NotFound", "Conflict"):
         return None  # deleted; or gone already; or the UID precondition failed (another pod of that name)
     return first_error_line(result.stderr) or f"kubectl exited with {result.returncode}"
 

@@ -17,7 +17,7 @@ Decisions (what the entrypoint does with a rank's exit code; docs/restarts.md):
   assert aborts with SIGABRT, yet it fails again);
 - any code the table does not hold is a program error: final, unless the output shows an ERR_INFRA sign.
 
-Imports nothing but core/valueclass.py: diagnosis/classify.py and manifests/render.py read it at start-up.
+Imports nothing but core/valueclass.py: diagnosis/jobstate.py and manifests/render.py read it at start-up.
 """
 
 from __future__ import annotations

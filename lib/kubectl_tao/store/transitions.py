@@ -21,7 +21,7 @@ OPEN is not a stored state: ``effective_state`` reports OPEN for a record that i
 has no ``backend_ref`` (opened, never launched).  ``mark --state OPEN`` is refused.
 
 ``err_class`` goes only with ERROR: ERR_INFRA (the platform failed the job; retrying can help) or
-ERR_PROGRAM (the job itself failed; retrying the same request cannot help).  See ``classify_oom``.
+ERR_PROGRAM (the job itself failed; retrying the same request cannot help).  See ``oom_error_class``.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ OPENING_MESSAGE = "record opened before launch"
 MAX_MESSAGE_CHARS = 4096
 
 
-def classify_oom() -> str:
+def oom_error_class() -> str:
     """The err_class of a container killed for memory (OOMKilled, exit 137): ERR_INFRA.
 
     The reference contradicts itself here.  We take its Kubernetes status table's answer: an OOM kill

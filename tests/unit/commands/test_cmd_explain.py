@@ -312,7 +312,7 @@ GANG_MESSAGE = "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s
 def serve_native_gang(fake: FakeKubectl) -> str:
     """A 2 x 8 Job submitted with spec.scheduling gang (minCount 2) whose PodGroup the scheduler holds:
     both pods exist, none is bound, PodGroupInitiallyScheduled=False. Built on the pending-gpu recording."""
-    from kubectl_tao.diagnosis import classify
+    from kubectl_tao.diagnosis import jobstate
     from kubectl_tao.k8s import gang
 
     job = fixture_json("pending-gpu.job.json")
@@ -324,7 +324,7 @@ def serve_native_gang(fake: FakeKubectl) -> str:
     for index in range(2):
         copy = json.loads(json.dumps(pod))
         copy["metadata"]["name"] = f"{name}-{index}-q9w4z"
-        copy["metadata"]["annotations"] = {classify.INDEX_KEY: str(index)}
+        copy["metadata"]["annotations"] = {jobstate.INDEX_KEY: str(index)}
         copy["spec"]["schedulingGroup"] = {"podGroupName": group}
         copy["status"]["conditions"][0]["message"] = GANG_MESSAGE
         pods.append(copy)

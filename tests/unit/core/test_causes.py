@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kubectl_tao.diagnosis import causes
-from kubectl_tao.diagnosis.causes import ERR_INFRA, ERR_PROGRAM, RankLog, classify_log, diagnose
+from kubectl_tao.diagnosis.causes import ERR_INFRA, ERR_PROGRAM, RankLog, cause_in_log, diagnose
 
 CORPUS_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "failures"
 CORPUS: list[dict[str, Any]] = json.loads((CORPUS_DIR / "corpus.json").read_text(encoding="utf-8"))
@@ -76,7 +76,7 @@ def test_every_corpus_cause_has_a_row_and_every_row_is_reached() -> None:
 
 @pytest.mark.parametrize("entry", SINGLE, ids=[entry["file"] for entry in SINGLE])
 def test_each_log_names_its_cause_class_and_evidence_line(entry: dict[str, Any]) -> None:
-    found = classify_log(_text(entry["file"]), _pod_rank(entry))
+    found = cause_in_log(_text(entry["file"]), _pod_rank(entry))
     assert found is not None
     assert found.cause == REASON[entry["cause"]]
     assert found.err_class == entry["err_class"]
@@ -126,7 +126,7 @@ def test_single_pod_of_four_ranks_names_the_raising_rank() -> None:
         "python-exception--single-pod-4-ranks.log",
         "python-exception--debian-torch-1.13-single-pod-4-ranks.log",
     ):
-        found = classify_log(_text(name))
+        found = cause_in_log(_text(name))
         assert found is not None
         assert (found.cause, found.rank, found.facts["local_rank"]) == ("ProgramError", 3, 3)
         assert found.facts["exception"] == "ValueError"
@@ -144,38 +144,38 @@ def test_root_cause_block_is_read() -> None:
 
 
 def test_oom_reads_sizes_and_tells_when_fragmentation_is_worth_a_setting() -> None:
-    docs = classify_log(_text("cuda-oom--pytorch-org-docs-url.log"))
+    docs = cause_in_log(_text("cuda-oom--pytorch-org-docs-url.log"))
     assert docs is not None
     assert docs.facts["tried"] == "2.00 GiB" and docs.facts["capacity"] == "79.25 GiB"
     assert docs.facts["free"] == "1.21 GiB" and docs.facts["reserved_unallocated"] == "2.87 GiB"
     assert docs.facts["fragmented"] is True
     assert "expandable_segments:True" in docs.detail
-    pod = classify_log(_text("cuda-oom--torch-2.15-in-pod.log"))
+    pod = cause_in_log(_text("cuda-oom--torch-2.15-in-pod.log"))
     assert pod is not None
     assert (pod.rank, pod.facts["gpu"], pod.facts["tried"], pod.facts["capacity"]) == (3, 3, "20.00 GiB", "139.81 GiB")
     assert pod.facts["fragmented"] is False and "expandable_segments" not in pod.detail
     assert "asked for 20.00 GiB; GPU 3 has 139.81 GiB in total, 17.94 GiB free" in pod.detail
-    old = classify_log(_text("cuda-oom--torch-2.1-max-split-size.log"))
+    old = cause_in_log(_text("cuda-oom--torch-2.1-max-split-size.log"))
     assert old is not None and old.facts["capacity"] == "79.15 GiB", "torch 2.1 spelled it 'capacty'"
     assert old.facts["reserved_unallocated"] == "522.05 MiB"
 
 
 def test_store_timeout_counts_the_ranks_that_joined() -> None:
-    found = classify_log(_text("store-timeout--tcpstore-clients.rank0.log"), 0)
+    found = cause_in_log(_text("store-timeout--tcpstore-clients.rank0.log"), 0)
     assert found is not None
     assert (found.facts["joined"], found.facts["expected"]) == (1, 2)
     assert "1/2 ranks joined; 1 never reached rank 0" in found.detail
-    client = classify_log(_text("store-timeout--debian-torch-1.13-client-connect.rank1.log"), 1)
+    client = cause_in_log(_text("store-timeout--debian-torch-1.13-client-connect.rank1.log"), 1)
     assert client is not None
     assert client.facts["master"] == "llama-ft-0.llama-ft:29500" and client.facts["timeout_ms"] == 20000
 
 
 def test_nccl_errors_keep_their_last_error_line_and_kind() -> None:
-    system = classify_log(_text("nccl-system-error--ib-reg-mr.rank0.log"), 0)
+    system = cause_in_log(_text("nccl-system-error--ib-reg-mr.rank0.log"), 0)
     assert system is not None and system.cause == "NcclSystemError" and system.err_class == ERR_INFRA
     assert system.context == ["[rank0]: Call to ibv_reg_mr failed with error Cannot allocate memory"]
     assert system.facts["nccl_version"] == "2.30.7"
-    dup = classify_log(_text("nccl-invalid-usage--duplicate-gpu.log"))
+    dup = cause_in_log(_text("nccl-invalid-usage--duplicate-gpu.log"))
     assert dup is not None and dup.err_class == ERR_PROGRAM and "--nproc_per_node" in dup.fix
     peer = diagnose([RankLog(0, _text("rank-killed--nccl-peer.rank0.log"))])
     assert peer is not None and peer.cause == "NcclRemoteError"
@@ -183,7 +183,7 @@ def test_nccl_errors_keep_their_last_error_line_and_kind() -> None:
 
 
 def test_watchdog_timeout_names_op_and_seq() -> None:
-    found = classify_log(_text("nccl-watchdog-timeout--allreduce.rank0.log"), 0)
+    found = cause_in_log(_text("nccl-watchdog-timeout--allreduce.rank0.log"), 0)
     assert found is not None
     assert (found.facts["op"], found.facts["seq"], found.facts["timeout_ms"]) == ("ALLREDUCE", 1244, 600000)
 
@@ -194,35 +194,35 @@ def test_no_gpu_is_the_jobs_own_error_when_it_asked_for_none() -> None:
     assert asked is not None and asked.err_class == ERR_INFRA
     none = diagnose(logs, gpus_requested=0)
     assert none is not None and none.err_class == ERR_PROGRAM and "--gpus" in none.fix
-    cpu = classify_log(_text("no-gpu--debian-torch-1.13-not-compiled.log"))
+    cpu = cause_in_log(_text("no-gpu--debian-torch-1.13-not-compiled.log"))
     assert cpu is not None and "CPU-only build" in cpu.fix
 
 
 def test_access_denied_says_which_service_and_never_the_credential() -> None:
     for entry in CORPUS:
         text = _text(entry["file"])
-        found = classify_log(text, _pod_rank(entry))
+        found = cause_in_log(text, _pod_rank(entry))
         assert found is not None
         shown = json.dumps(found.to_dict()) + json.dumps(causes.error_blocks(text))
         assert not CREDENTIAL.search(shown), entry["file"]
-    echoed = classify_log(_text("hf-auth--invalid-token-echoed.log"))
+    echoed = cause_in_log(_text("hf-auth--invalid-token-echoed.log"))
     assert echoed is not None and echoed.facts["what"] == "Hugging Face: invalid token"
-    s3 = classify_log(_text("s3-access-denied--get-object.log"))
+    s3 = cause_in_log(_text("s3-access-denied--get-object.log"))
     assert s3 is not None and s3.facts["operation"] == "GetObject" and "S3" in s3.fix
 
 
 def test_a_credential_on_the_evidence_line_is_redacted() -> None:
     token = "hf_" + "FakeCanaryUnitx7Q2mR9vL4nB8kT3wZab"
-    found = classify_log(f"Traceback (most recent call last):\nValueError: bad token HF_TOKEN={token}\n")
+    found = cause_in_log(f"Traceback (most recent call last):\nValueError: bad token HF_TOKEN={token}\n")
     assert found is not None and found.cause == "ProgramError"
     assert token not in found.evidence and "REDACTED" in found.evidence
 
 
 def test_escape_sequences_are_removed_and_lines_capped() -> None:
-    found = classify_log("\x1b[31mRuntimeError: No CUDA GPUs are available\x1b[0m\x1b]0;title\x07\n")
+    found = cause_in_log("\x1b[31mRuntimeError: No CUDA GPUs are available\x1b[0m\x1b]0;title\x07\n")
     assert found is not None and found.cause == "NoGpuVisible"
     assert found.evidence == "RuntimeError: No CUDA GPUs are available"
-    long = classify_log("ValueError: " + "x" * 10_000)
+    long = cause_in_log("ValueError: " + "x" * 10_000)
     assert long is not None and len(long.evidence) < causes.EVIDENCE_CHARS + 40
     assert long.evidence.endswith("more characters]")
 
@@ -237,7 +237,7 @@ def test_unknown_output_falls_back_to_the_last_error_looking_lines() -> None:
     quiet = diagnose([RankLog(0, "just a line\n")])
     assert quiet is not None and quiet.evidence == "just a line", "never nothing while something was printed"
     assert diagnose([RankLog(0, ""), RankLog(1, "\n\n")]) is None
-    assert classify_log("") is None
+    assert cause_in_log("") is None
 
 
 def test_error_blocks_give_each_ranks_first_exception() -> None:
@@ -264,7 +264,7 @@ def test_hostile_text_gets_a_bounded_answer() -> None:
         "\n".join("ValueError: x" for _ in range(50_000)),
     ]
     for text in hostile:
-        found = classify_log(text)
+        found = cause_in_log(text)
         assert found is not None and len(found.evidence or "") <= causes.EVIDENCE_CHARS + 40
         for _, block in causes.error_blocks(text):
             assert 0 < len(block) <= 40 and all(len(line) <= 4 * causes.LINE_CHARS for line in block)
@@ -302,7 +302,7 @@ def test_docs_table_is_the_modules_table() -> None:
     ],
 )
 def test_an_out_of_memory_outside_pytorchs_allocator_is_cuda_oom(line: str) -> None:
-    found = causes.classify_log(f"step 3\n{line}\n", 0)
+    found = causes.cause_in_log(f"step 3\n{line}\n", 0)
     assert found is not None and found.cause == "CudaOOM" and found.err_class == ERR_PROGRAM
 
 
@@ -358,7 +358,7 @@ def test_each_cuda_cause_is_named_whichever_api_printed_the_error(row: tuple[Any
 
     code, runtime, driver, text, reason = row
     for program, line in _as_programs_print(code, runtime, driver, text).items():
-        found = causes.classify_log(f"step 3 loss 0.41\nTraceback (most recent call last):\n{line}\n", 0)
+        found = causes.cause_in_log(f"step 3 loss 0.41\nTraceback (most recent call last):\n{line}\n", 0)
         assert found is not None and found.cause == reason, (program, line)
         assert found.err_class == causes.BY_NAME[reason].err_class
         if runtime in line or driver in line:  # the name says the code: explain shows both
@@ -381,18 +381,18 @@ def test_an_illegal_memory_access_raised_from_a_cupy_kernel_is_named() -> None:
         "cupy_backends.cuda.api.driver.CUDADriverError: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was "
         "encountered\n"
     )
-    found = causes.classify_log(text, 1)
+    found = causes.cause_in_log(text, 1)
     assert found is not None and (found.cause, found.err_class, found.rank) == ("IllegalMemoryAccess", ERR_PROGRAM, 1)
     assert found.evidence.startswith("cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorIllegalAddress")
     assert found.detail == "CUDA error 700 (cudaErrorIllegalAddress)"
 
 
 def test_the_stall_watchs_line_names_stalled_and_a_program_saying_stalled_does_not() -> None:
-    found = classify_log(_text("stalled--tao-train-hang.log"))
+    found = cause_in_log(_text("stalled--tao-train-hang.log"))
     assert found is not None and (found.cause, found.err_class) == ("Stalled", ERR_INFRA)
     assert found.detail == "no output and no status.json growth for 10s"
     assert "--max-restarts" in found.fix and "--stall-timeout" in found.fix
-    other = classify_log("kubectl-tao: stalled: the program printed this itself\n")
+    other = cause_in_log("kubectl-tao: stalled: the program printed this itself\n")
     assert other is not None and other.cause != "Stalled" and not causes.names_a_cause(other)
 
 

@@ -9,8 +9,8 @@ import pytest
 from support import FIXTURES as FIXTURES_ROOT
 
 from kubectl_tao.diagnosis import diagnose
-from kubectl_tao.diagnosis.classify import JobStatus, job_status
 from kubectl_tao.diagnosis.diagnose import explain
+from kubectl_tao.diagnosis.jobstate import JobStatus, job_status
 from kubectl_tao.gates import gpufit
 
 FIXTURES = FIXTURES_ROOT / "k8s"
@@ -226,9 +226,9 @@ def test_program_error_without_a_log_diagnosis_points_at_the_logs() -> None:
 
 
 def test_a_log_diagnosis_becomes_the_finding_of_a_failed_program() -> None:
-    from kubectl_tao.diagnosis.causes import classify_log
+    from kubectl_tao.diagnosis.causes import cause_in_log
 
-    cause = classify_log("Traceback (most recent call last):\nModuleNotFoundError: No module named 'timm'\n", 0)
+    cause = cause_in_log("Traceback (most recent call last):\nModuleNotFoundError: No module named 'timm'\n", 0)
     assert cause is not None
     found = findings("exit-code", diagnosis=cause.to_dict())
     assert codes(found) == ["log:MissingModule"]

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from kubectl_tao.core.errors import UsageError
-from kubectl_tao.diagnosis.classify import JobStatus
 from kubectl_tao.diagnosis.diagnose import explain
+from kubectl_tao.diagnosis.jobstate import JobStatus
 from kubectl_tao.gates import gatelists, gpufit, gpuhealth, gpuinventory
 
 NOW = datetime(2026, 12, 5, 7, 10, 0, tzinfo=UTC)

@@ -15,8 +15,8 @@ import pytest
 from support.fake_kubectl import FakeKubectl, fixture_json, review_answer
 
 from kubectl_tao.diagnosis import kueue
-from kubectl_tao.diagnosis.classify import job_status
 from kubectl_tao.diagnosis.diagnose import explain
+from kubectl_tao.diagnosis.jobstate import job_status
 from kubectl_tao.gates.gpufit import NodeGpus, fit
 from kubectl_tao.gates.quota import FlavorGpus, QueueQuota, queue_quota
 from kubectl_tao.store.records import RecordStore

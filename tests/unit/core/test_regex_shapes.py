@@ -849,7 +849,7 @@ def test_causes_compiles_its_patterns_once_where_the_walk_sees_them(monkeypatch:
         return real(pattern, flags)
 
     monkeypatch.setattr(causes, "_rx", recording)
-    read = [causes.classify_log(log.read_text(encoding="utf-8", errors="replace")) for log in FAILURES.glob("*.log")]
+    read = [causes.cause_in_log(log.read_text(encoding="utf-8", errors="replace")) for log in FAILURES.glob("*.log")]
     assert sum(1 for d in read if d is not None and d.facts) > 10  # the fact readers ran
     assert built == []
 
@@ -857,9 +857,9 @@ def test_causes_compiles_its_patterns_once_where_the_walk_sees_them(monkeypatch:
 def test_a_line_is_read_on_its_first_characters_only() -> None:
     """What keeps the remaining per-line work (a search that restarts at each character) linear in the text."""
     oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
-    found = causes.classify_log(oom)
+    found = causes.cause_in_log(oom)
     assert found is not None and found.cause == "CudaOOM"
-    cut = causes.classify_log("x" * causes.LINE_CHARS + oom)
+    cut = causes.cause_in_log("x" * causes.LINE_CHARS + oom)
     assert cut is None or cut.cause != "CudaOOM"
     ib = "n NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>"
     assert nccldebug.read(ib).ib_devices == ["[0]mlx5_0:1/IB"]

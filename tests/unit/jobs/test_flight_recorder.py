@@ -68,7 +68,7 @@ def test_a_collective_timeout_names_the_dumps_and_the_command() -> None:
     assert told.facts["flight_recorder"] == where
     assert f"`torchfrtrace {where}`" in told.fix and "nccl_trace_rank_N" in told.fix
     assert ranklogs.with_dumps(found, [_job(flight_recorder=False)["spec"]["template"]]) == found
-    oom = causes.classify_log((CORPUS / "cuda-oom--torch-2.15-in-pod.log").read_text())
+    oom = causes.cause_in_log((CORPUS / "cuda-oom--torch-2.15-in-pod.log").read_text())
     assert oom is not None and ranklogs.with_dumps(oom, pods) == oom, "only hangs and lost peers"
 
 

@@ -426,7 +426,7 @@ def test_the_listening_probe_is_silent_so_kubectl_never_reads_as_unreachable() -
     import socket
     import subprocess
 
-    from kubectl_tao.k8s.kubectl import classify_stderr
+    from kubectl_tao.k8s.kubectl import kubectl_error_kind
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -437,5 +437,5 @@ def test_the_listening_probe_is_silent_so_kubectl_never_reads_as_unreachable() -
         listening = subprocess.run(["sh", "-c", results._LISTENING_SCRIPT, "sh", results._LISTENING_PY, port],
                                    capture_output=True, text=True, check=False)
     assert (closed.returncode, closed.stderr) == (1, "")
-    assert classify_stderr(closed.stderr + "command terminated with exit code 1\n") != "Unreachable"
+    assert kubectl_error_kind(closed.stderr + "command terminated with exit code 1\n") != "Unreachable"
     assert listening.returncode == 0

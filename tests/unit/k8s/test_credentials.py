@@ -10,7 +10,7 @@ import pytest
 from support.fake_kubectl import review_answer
 
 from kubectl_tao.core.errors import EXIT_UNREACHABLE, ClusterUnreachableError, CredentialsRefusedError, KubectlError
-from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl, classify_stderr
+from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl, kubectl_error_kind
 
 UNAUTHORIZED = "error: You must be logged in to the server (Unauthorized)"
 EXEC_PLUGIN = (
@@ -31,7 +31,7 @@ SUBMIT = ["submit", "--image", "busybox:1.36", "--command", "true", "--gpus", "0
     ],
 )
 def test_refused_credentials_are_classified_before_network_errors(stderr: str) -> None:
-    assert classify_stderr(stderr) == "Unauthorized"
+    assert kubectl_error_kind(stderr) == "Unauthorized"
 
 
 def test_refused_credentials_exit_3_with_the_fix() -> None:

@@ -12,7 +12,7 @@ import pytest
 from support.fake_kubectl import FakeKubectl, answer_pvc_submit
 
 from kubectl_tao.core.errors import ClusterUnreachableError, TaoError, UsageError
-from kubectl_tao.diagnosis import classify as st
+from kubectl_tao.diagnosis import jobstate as st
 from kubectl_tao.k8s import gang
 from kubectl_tao.k8s.kubectl import Completed
 

@@ -10,9 +10,9 @@ from kubectl_tao.core.errors import ClusterUnreachableError, KubectlError, TaoEr
 from kubectl_tao.k8s.kubectl import (
     ClusterOptions,
     Kubectl,
-    classify_stderr,
     discard_prestarted,
     first_error_line,
+    kubectl_error_kind,
     prestart,
 )
 
@@ -63,7 +63,7 @@ from kubectl_tao.k8s.kubectl import (
     ],
 )
 def test_stderr_is_classified(stderr: str, reason: str) -> None:
-    assert classify_stderr(stderr) == reason
+    assert kubectl_error_kind(stderr) == reason
 
 
 def test_error_line_is_scrubbed() -> None:

@@ -205,7 +205,7 @@ def _decided_by_untranslated(text: str) -> bool:
 @pytest.mark.parametrize("entry", CORPUS, ids=[e["file"] for e in CORPUS])
 def test_the_pods_reading_of_one_ranks_output_is_explains(entry: dict[str, Any]) -> None:
     text = (CORPUS_DIR / entry["file"]).read_text(encoding="utf-8")
-    row, diagnosis = signs.output_cause(text), causes.classify_log(text)
+    row, diagnosis = signs.output_cause(text), causes.cause_in_log(text)
     assert diagnosis is not None
     if row is None:
         # no sign in it (explain quotes the last error-looking lines) or only one ERE cannot say: the exit
@@ -406,7 +406,7 @@ def test_the_pod_and_python_name_the_same_cause_on_unicode_and_invalid_bytes(tmp
     ],
 )
 def test_explain_reads_a_line_as_the_pod_does(line: str, named: bool) -> None:
-    found = causes.classify_log(line + "\n")
+    found = causes.cause_in_log(line + "\n")
     assert (found is not None and found.cause in ("CollectiveTimeout", "RankKilled", "CudaOOM")) is named
 
 

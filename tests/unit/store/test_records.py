@@ -21,7 +21,7 @@ from kubectl_tao.store.recordfields import normalize_platform, normalize_results
 from kubectl_tao.store.recordids import make_id
 from kubectl_tao.store.records import LOG_TAIL_MAX_BYTES, LOG_TAIL_MAX_LINES, RecordStore, schema_errors
 from kubectl_tao.store.statedir import state_dir as default_state_dir
-from kubectl_tao.store.transitions import ALLOWED_TRANSITIONS, STATES, TERMINAL_STATES, classify_oom, effective_state
+from kubectl_tao.store.transitions import ALLOWED_TRANSITIONS, STATES, TERMINAL_STATES, effective_state, oom_error_class
 
 OPEN_ARGS: dict[str, Any] = {
     "platform": "kubernetes",
@@ -307,7 +307,7 @@ def test_messages_are_redacted_and_capped(store: RecordStore) -> None:
 
 
 def test_oom_is_an_infrastructure_error() -> None:
-    assert classify_oom() == "ERR_INFRA"
+    assert oom_error_class() == "ERR_INFRA"
 
 
 # ------------------------------------------------------------------------------------------------

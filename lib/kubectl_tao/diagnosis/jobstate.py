@@ -91,7 +91,7 @@ INFRA_JOB_REASONS = {"DeadlineExceeded"}
 
 @record(frozen=True)
 class RankStatus(Value):
-    """One rank's pod as classify sees it (`to_dict` keys in field order: status and list `-o json`)."""
+    """One rank's pod as job_status sees it (`to_dict` keys in field order: status and list `-o json`)."""
 
     rank: int
     pod: str
@@ -111,7 +111,7 @@ class RankStatus(Value):
 
 @record
 class JobStatus(Value):
-    """What classify makes of a Job and its pods; classify fills it in as it goes (`to_dict` keys in
+    """What job_status makes of a Job and its pods; job_status fills it in as it goes (`to_dict` keys in
     field order: status and list `-o json`)."""
 
     state: str
@@ -383,7 +383,7 @@ def parse_scheduler_message(message: str) -> dict[str, int]:
     return out
 
 
-def classify_unschedulable(message: str) -> str:
+def unschedulable_reason(message: str) -> str:
     """The reason class for a scheduler message: PVCNotFound, PVCNotBound, Insufficient nvidia.com/gpu or
     Unschedulable."""
     low = message.lower()
@@ -540,9 +540,6 @@ def job_status(job: Mapping[str, Any] | None, pods: Any, events: Any = None, *, 
     return result
 
 
-classify = job_status  # the name the tracking module uses
-
-
 def _failure_words(rank: RankStatus) -> str:
     if rank.exit_code not in (None, 0):
         return f"exit code {rank.exit_code}"
@@ -648,7 +645,7 @@ def _explain_pending(
         if rank.node is None and rank.reason == "SchedulingGated":
             return "SchedulingGated", _rank_prefix(rank, total) + (rank.message or "scheduling gates are set")
         if rank.node is None and (rank.reason == "Unschedulable" or rank.message):
-            return classify_unschedulable(rank.message), _rank_prefix(rank, total) + rank.message
+            return unschedulable_reason(rank.message), _rank_prefix(rank, total) + rank.message
     found = _from_events(events, pending, pods_missing)
     if found is not None:
         return found
@@ -677,7 +674,7 @@ def _from_events(
             continue
         kind, name, reason, message, _ = event_fields(event)
         if reason == "FailedScheduling" and name in unscheduled:
-            return classify_unschedulable(message), message
+            return unschedulable_reason(message), message
         if reason in ("FailedMount", "FailedAttachVolume") and name in waiting:
             low = message.lower()
             if 'persistentvolumeclaim "' in low and "not found" in low:

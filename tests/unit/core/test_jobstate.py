@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from support import FIXTURES as FIXTURES_ROOT
 
-from kubectl_tao.diagnosis import classify as st
-from kubectl_tao.diagnosis.classify import job_status
+from kubectl_tao.diagnosis import jobstate as st
+from kubectl_tao.diagnosis.jobstate import job_status
 
 FIXTURES = FIXTURES_ROOT / "k8s"
 
@@ -328,10 +328,10 @@ def test_waiting_problem_beats_an_unschedulable_sibling() -> None:
 
 
 def test_unbound_claim_is_its_own_reason() -> None:
-    assert st.classify_unschedulable(
+    assert st.unschedulable_reason(
         "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims."
     ) == "PVCNotBound"
-    assert st.classify_unschedulable("0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.") \
+    assert st.unschedulable_reason("0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.") \
         == "Unschedulable"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubectl_tao.diagnosis.classify import job_events
+from kubectl_tao.diagnosis.jobstate import job_events
 
 
 def event(kind: str, name: str, when: str, reason: str = "Noted") -> dict[str, Any]:
