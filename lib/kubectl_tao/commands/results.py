@@ -23,7 +23,8 @@ one verified before it gets its final name; links are not copied (--latest takes
 A storage tier C job's results are read from its S3 prefix in the same pod, by a second container in the job's S3
 client image with the job's credential Secret as its environment (never printed).
 Exit codes: 0 ok, 1 the helper pod or the copy failed, 2 bad input (a record without a volume, a tier C job whose
-credential Secret is gone, a PATH escaping the directory), 3 cluster unreachable."""
+credential Secret is gone, a PATH escaping the directory), 3 cluster unreachable, 130 interrupted (Ctrl-C: a pull
+keeps the files verified by then, no partial file, and removes the pod)."""
 
 EPILOG = f"""\b
 Examples:

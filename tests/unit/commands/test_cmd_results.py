@@ -75,3 +75,21 @@ def test_json_lists_directories_apart_from_files(
         {"path": "train", "size": 3082, "mtime": 1796583100, "files": 3},
         {"path": "train/eval", "size": 10, "mtime": 1796583200, "files": 1},
     ]
+
+
+def test_ctrl_c_mid_pull_exits_130_in_one_line_saying_how_many_verified_files_are_kept(
+    cli: Any, fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_tao.volumes import results
+
+    rid = _claim_job(fake_kubectl, monkeypatch)
+
+    def interrupted(*_args: Any, **_kwargs: Any) -> int:
+        raise results.PullInterrupted(2)
+
+    monkeypatch.setattr(results, "_receive", interrupted)
+    code, out, err = cli("results", "pull", rid, "--dest", "out")
+    assert code == 130 and out == ""
+    assert err == ("error: interrupted; 2 file(s) that arrived whole and verified are kept, no partial file: pull "
+                   "again to resume (they are skipped)\n")
+    assert [c.argv[:2] for c in fake_kubectl.calls if c.argv[0] == "delete"] == [["delete", "--raw"]]
