@@ -524,8 +524,8 @@ def _receive(
             sent = pod.exec(["sh", "-c", _TAR_SCRIPT, "sh", source.results_dir],
                             feed=lambda pipe: pipe.write(names), reader=read)
         finally:
-            written.put(None)
-            syncer.join()
+            written.put(None)  # an interrupt does not wait for it: the verified parts are fsynced as they are kept
+        syncer.join()
         hasher.join()  # a cut stream too: the files that arrived whole and match are kept for the next pull
         if failed and sent.returncode == 0:
             raise failed[0]
@@ -585,17 +585,16 @@ def _keep_verified(arrived: dict[str, tuple[str, str, str]], hashed: dict[str, s
     """On an interrupt: the parts that arrived whole and whose hash the pod has already sent, the same, put on disk
     and renamed to their names as the normal end does (fsync, replace, each directory fsynced); how many. A
     second interrupt meanwhile stops it (the caller removes the parts left): nothing waits on the cluster here."""
-    verified = [
+    agreed = [
         (Path(part), Path(final)) for name, (part, final, digest) in sorted(arrived.items())
-        if digest and digest == hashed.get(name) and os.path.exists(part)
+        if digest and digest == hashed.get(name)
     ]
-    try:
-        for part, _final in verified:
+    with contextlib.suppress(KeyboardInterrupt):
+        waiting = [(part, final) for part, final in agreed if part.exists()]  # not renamed by the normal end
+        for part, _final in waiting:
             fsync_file(part)
-        publish_synced(verified)
-    except KeyboardInterrupt:
-        return sum(1 for part, _final in verified if not part.exists())  # those renamed before it came
-    return len(verified)
+        publish_synced(waiting)
+    return sum(1 for part, _final in agreed if not part.exists())  # renamed (the parts left are removed after)
 
 
 class _Stopped(Exception):
