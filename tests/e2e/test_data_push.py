@@ -1,13 +1,14 @@
 """`data push` on the real nodes (docs/data.md): a tree goes onto a Bound claim through the volume helper pod and
 lands byte for byte; a second push skips every file; a job reads what was pushed; a SIGINT mid-copy leaves no
-helper pod and no file under a final name that was not verified; bad input is refused with exit 2 and creates
-nothing. Skipped when the cluster has no real nodes."""
+helper pod and no file under a final name that was not verified (a pull keeps the verified ones); bad input is
+refused with exit 2 and creates nothing. Skipped when the cluster has no real nodes."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -252,7 +253,7 @@ def test_results_are_listed_and_pulled_from_the_record_after_the_job_is_gone(
     wait_for(lambda: _helpers(t) == [], 60, message="the TensorBoard pod to go")
 
 
-def test_sigint_mid_pull_removes_the_helper_pod_and_keeps_no_partial_file(
+def test_sigint_mid_pull_removes_the_helper_pod_keeps_the_verified_files_and_no_partial_file(
     claim: tuple[Tao, Path, str], tmp_path: Path
 ) -> None:
     t, volume, busybox = claim
@@ -277,18 +278,27 @@ def test_sigint_mid_pull_removes_the_helper_pod_and_keeps_no_partial_file(
     proc = subprocess.Popen([TAO, "results", "pull", record_id, "--dest", str(dest)], env=t.env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: any(dest.rglob("*.kubectl-tao-part")), 120, interval=0.02, message="the pull to begin")
+        # two files arrived whole and a third is arriving (a part stays until the end): the pod hashes beside
+        wait_for(lambda: len(list(dest.rglob("*.kubectl-tao-part"))) >= 3, 120, interval=0.02,
+                 message="two files to arrive")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, (out, err)
-    assert err.startswith("error: interrupted; no partial file was kept"), err
+    said = re.match(r"error: interrupted; (\d+) file\(s\) that arrived whole and verified are kept, no partial "
+                    r"file: pull again to resume", err)
+    assert said is not None, err
+    kept = _tree(dest / "big")
     assert not any(dest.rglob("*.kubectl-tao-part"))
+    assert len(kept) == int(said.group(1)) >= 1, err  # the files whose hashes agreed by then, whole
+    assert all(_tree(big)[name] == digest for name, digest in kept.items())
     wait_for(lambda: _helpers(t) == [], 60, message="the helper pod to go")
 
-    resumed = t("results", "pull", record_id, "--dest", str(dest), timeout=240)
+    resumed = t("results", "pull", record_id, "--dest", str(dest), "-o", "json", timeout=240)
     assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads(resumed.stdout)
+    assert (summary["skipped"], summary["pulled"]) == (len(kept), 6 - len(kept))  # the kept files do not travel
     assert _tree(dest / "big") == _tree(big)
     assert _helpers(t) == []

@@ -31,8 +31,8 @@ INTERRUPTED = (
 )
 
 INTERRUPTED_PULL = (
-    "error: interrupted; no partial file was kept: pull again to resume (what "
-    "arrived is skipped)"
+    "error: interrupted; {kept} file(s) that arrived whole and verified are kept, no partial file: pull again to "
+    "resume (they are skipped)"
 )
 
 data_app = verb_group("data", "Put specs and data onto a job's volume (a helper pod and kubectl exec).", EPILOG)
@@ -86,7 +86,8 @@ def push(
 
 def copy_with_progress(copy: Callable[[Any, Any], Any], fmt: str, interrupted: str) -> int:
     """Run COPY(on_plan, on_bytes) with a progress line on a terminal stderr, then print its result in FMT (a
-    one-line summary as text); Ctrl-C: the INTERRUPTED line and exit 130. `data push` and `results pull`."""
+    one-line summary as text); Ctrl-C: the INTERRUPTED line (`{kept}` in it: the files the interrupt kept, its
+    `kept`, else 0) and exit 130. `data push` and `results pull`."""
     import sys
 
     from kubectl_tao.cli.output import emit, emit_data, info
@@ -94,10 +95,10 @@ def copy_with_progress(copy: Callable[[Any, Any], Any], fmt: str, interrupted: s
     bar = Progress(sys.stderr) if sys.stderr.isatty() else None
     try:
         result = copy(bar.plan if bar else None, bar.add if bar else None)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         if bar is not None:
             sys.stderr.write("\n")  # off the progress line
-        info(interrupted)
+        info(interrupted.replace("{kept}", str(getattr(exc, "kept", 0))))
         return 130
     if bar is not None:
         bar.done()

@@ -25,7 +25,8 @@ client image (--s3-tools-image) with the job's credential Secret as its environm
 per-job Secret goes with its Job: then give the credentials with --env-file (a Secret owned by the helper pod,
 from stdin, deleted with it) or name an existing Secret with --env-secret.
 Exit codes: 0 ok, 1 the helper pod or the copy failed, 2 bad input (a record without a volume, a tier C job whose
-credential Secret is gone, a PATH escaping the directory), 3 cluster unreachable."""
+credential Secret is gone, a PATH escaping the directory), 3 cluster unreachable, 130 interrupted (Ctrl-C: a pull
+keeps the files verified by then, no partial file, and removes the pod)."""
 
 EPILOG = f"""\b
 Examples:

@@ -5,7 +5,8 @@ The record keeps the claim, the mount path and the placement of the job's reques
 `pull` lists the directory, takes the SHA-256 in the pod of the files this side has at the same size, skips each
 that has the same hash, and streams the rest as one tar over `kubectl exec` (no archive on either side), writing
 each to `<name>.kubectl-tao-part` and hashing it as it arrives, while a second exec hashes the same files in the
-pod; a file is renamed only when the two hashes agree.
+pod; a file is renamed only when the two hashes agree. Ctrl-C (SIGTERM, SIGHUP) renames the parts that agree by
+then and removes the others, so an interrupted pull resumes from what was verified.
 """
 
 from __future__ import annotations
@@ -31,6 +32,17 @@ _PART = ".kubectl-tao-part"
 _TAR_FILES = 1000
 _HASH_SCRIPT = 'cd -- "$1" && tr \'\\n\' \'\\000\' | xargs -0 sha256sum'
 _TAR_SCRIPT = f'cd -- "$1" && tr \'\\n\' \'\\000\' | xargs -0 -n {_TAR_FILES} tar -cf - --'
+# The hashes of the files a pull streams, read while it streams: one `sha256sum` per batch of names (an empty line
+# ends one), so the lines of a batch come when it is hashed (sha256sum's stdout to a pipe is written when it ends),
+# not when the last file is: a big file is a batch of its own, small ones go together (few processes).
+_HASH_STREAM_SCRIPT = (
+    'cd -- "$1" || exit 1; rc=0; set --; '
+    'while IFS= read -r n; do '
+    'if [ -n "$n" ]; then set -- "$@" "$n"; elif [ "$#" -gt 0 ]; then sha256sum "$@" || rc=1; set --; fi; done; '
+    'if [ "$#" -gt 0 ]; then sha256sum "$@" || rc=1; fi; exit "$rc"'
+)
+_HASH_BATCH_BYTES = 32 << 20
+_HASH_BATCH_FILES = 256
 
 
 @record(frozen=True)
@@ -509,20 +521,27 @@ def _receive(
     on_bytes: Callable[[int], None] | None,
 ) -> int:
     """SEND as one tar stream, each file written to its part name and hashed as it arrives, while a second exec
-    hashes the same files in the pod, and a thread puts each part on disk (fsync) as soon as it is written; a
-    file is renamed to its final name only when both hashes agree (each directory fsynced once after). Every
-    part file left is removed on the way out (an error, Ctrl-C)."""
+    hashes the same files in the pod (its lines read as they come), and a thread puts each part on disk (fsync) as
+    soon as it is written; a file is renamed to its final name only when both hashes agree (each directory fsynced
+    once after). Ctrl-C (SIGTERM, SIGHUP) still renames the parts verified by then (`_keep_verified`) and raises
+    PullInterrupted; every other part is removed on the way out (an error, Ctrl-C)."""
     import queue
     import threading
 
     wanted = {e.path for e in send}
     arrived: dict[str, tuple[str, str, str]] = {}  # name -> (part, final, SHA-256 of what arrived)
-    hashed: dict[str, str] = {}
+    hashed: dict[str, str] = {}  # the pod's hashes so far (a line at a time, from the hashing thread)
     failed: list[BaseException] = []
+    stop = threading.Event()
 
     def hash_there() -> None:
         try:
-            hashed.update(_hashes(pod, source, send))
+            hashed_lines = _HashLines(hashed, stop)
+            there = pod.exec(["sh", "-c", _HASH_STREAM_SCRIPT, "sh", source.results_dir],
+                             feed=lambda pipe: pipe.write(_hash_batches(send)), sink=hashed_lines)
+            hashed_lines.end()
+            if there.returncode != 0:
+                raise TaoError(f"hashing the results failed: {_said(there.stderr)}")
         except BaseException as exc:  # raised in the caller once the stream is read
             failed.append(exc)
 
@@ -574,8 +593,8 @@ def _receive(
             sent = pod.exec(["sh", "-c", _TAR_SCRIPT, "sh", source.results_dir],
                             feed=lambda pipe: pipe.write(names), reader=read)
         finally:
-            written.put(None)
-            syncer.join()
+            written.put(None)  # an interrupt does not wait for it: the verified parts are fsynced as they are kept
+        syncer.join()
         hasher.join()  # a cut stream too: the files that arrived whole and match are kept for the next pull
         if failed and sent.returncode == 0:
             raise failed[0]
@@ -591,15 +610,87 @@ def _receive(
         if sent.returncode != 0:
             raise TaoError(f"the copy from the volume stopped: {_said(sent.stderr)}; {len(done)} file(s) that "
                            "arrived whole and verified are kept, pull again to resume")
+    except KeyboardInterrupt as exc:
+        stop.set()  # the pod's hashing ends at its next line; the helper pod's removal ends it in any case
+        raise PullInterrupted(_keep_verified(arrived, dict(hashed))) from exc
     finally:
-        for part, _final, _digest in arrived.values():  # no half or unverified file left, not even as a part
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(part)
+        with volume_helper.signals_held():  # no half or unverified file left, not even as a part
+            for part, _final, _digest in arrived.values():
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(part)
     missing = sorted(wanted - set(done) - {p.split(":")[0] for p in problems})
     problems += [f"{name}: missing from the stream" for name in missing]
     if problems:
         raise TaoError(f"verification failed for {len(problems)} file(s): {problems[0]}; pull again")
     return len(done)
+
+
+def _hash_batches(entries: list[resultsview.Entry]) -> bytes:
+    """ENTRIES' names for _HASH_STREAM_SCRIPT: `./<name>` a line, an empty line after each batch (up to
+    _HASH_BATCH_FILES names or _HASH_BATCH_BYTES, a bigger file alone)."""
+    lines: list[str] = []
+    count = size = 0
+    for entry in entries:
+        if count and (entry.size or 0) >= _HASH_BATCH_BYTES:
+            lines.append("\n")
+            count = size = 0
+        lines.append(f"./{entry.path}\n")
+        count, size = count + 1, size + (entry.size or 0)
+        if count >= _HASH_BATCH_FILES or size >= _HASH_BATCH_BYTES:
+            lines.append("\n")
+            count = size = 0
+    return "".join(lines).encode("utf-8", "surrogateescape")
+
+
+class PullInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGTERM, SIGHUP) during a pull's stream, once the files verified by then are kept: KEPT of them."""
+
+    def __init__(self, kept: int) -> None:
+        super().__init__(kept)
+        self.kept = kept
+
+
+def _keep_verified(arrived: dict[str, tuple[str, str, str]], hashed: dict[str, str]) -> int:
+    """On an interrupt: the parts that arrived whole and whose hash the pod has already sent, the same, put on disk
+    and renamed to their names as the normal end does (fsync, replace, each directory fsynced); how many. A
+    second interrupt meanwhile stops it (the caller removes the parts left): nothing waits on the cluster here."""
+    agreed = [
+        (Path(part), Path(final)) for name, (part, final, digest) in sorted(arrived.items())
+        if digest and digest == hashed.get(name)
+    ]
+    with contextlib.suppress(KeyboardInterrupt):
+        waiting = [(part, final) for part, final in agreed if part.exists()]  # not renamed by the normal end
+        for part, _final in waiting:
+            fsync_file(part)
+        publish_synced(waiting)
+    return sum(1 for part, _final in agreed if not part.exists())  # renamed (the parts left are removed after)
+
+
+class _Stopped(Exception):
+    """Ends the pod's hashing exec once an interrupted pull no longer reads it."""
+
+
+class _HashLines:
+    """A sink for `sha256sum`'s output: each whole line, as it arrives, into HASHED (name -> SHA-256); raises once
+    STOP is set, which ends the exec (an interrupted pull no longer needs it)."""
+
+    def __init__(self, hashed: dict[str, str], stop: Any) -> None:
+        self.hashed, self.stop, self.rest = hashed, stop, b""
+
+    def __call__(self, data: bytes) -> None:
+        if self.stop.is_set():
+            raise _Stopped
+        whole, newline, self.rest = (self.rest + data).rpartition(b"\n")
+        if newline:
+            self._take(whole)
+
+    def end(self) -> None:
+        self._take(self.rest)
+        self.rest = b""
+
+    def _take(self, lines: bytes) -> None:
+        text = lines.decode("utf-8", errors="replace")
+        self.hashed.update((n, f.sha256) for n, f in volumecopy.parse_listing(text).items() if f.sha256)
 
 
 def _said(stderr: str) -> str:

@@ -143,3 +143,21 @@ def test_results_env_file_is_checked_as_submits_and_not_given_with_env_secret(
     code, _, err = cli("results", rid, "--env-file", "-", "--env-secret", "my-s3", stdin="A=b\n")
     assert code == 2 and "--env-file and --env-secret both name the S3 credentials: give one" in err
     assert not [c for c in fake_kubectl.calls if c.argv[0] == "create"]
+
+
+def test_ctrl_c_mid_pull_exits_130_in_one_line_saying_how_many_verified_files_are_kept(
+    cli: Any, fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_tao.volumes import results
+
+    rid = _claim_job(fake_kubectl, monkeypatch)
+
+    def interrupted(*_args: Any, **_kwargs: Any) -> int:
+        raise results.PullInterrupted(2)
+
+    monkeypatch.setattr(results, "_receive", interrupted)
+    code, out, err = cli("results", "pull", rid, "--dest", "out")
+    assert code == 130 and out == ""
+    assert err == ("error: interrupted; 2 file(s) that arrived whole and verified are kept, no partial file: pull "
+                   "again to resume (they are skipped)\n")
+    assert [c.argv[:2] for c in fake_kubectl.calls if c.argv[0] == "delete"] == [["delete", "--raw"]]

@@ -6,7 +6,7 @@ import pytest
 
 from kubectl_tao.core.errors import UsageError
 from kubectl_tao.store.jobrecord import JobRecord, K8sRecord
-from kubectl_tao.volumes import results, resultsview
+from kubectl_tao.volumes import results, resultsview, volumecopy
 from kubectl_tao.volumes.resultsview import Entry
 
 LISTING = """\
@@ -291,13 +291,18 @@ def test_a_pull_sends_the_file_names_on_stdin_never_on_the_command_line(
                           image="busybox:1.37.0", timeout=5)
     assert (pulled.pulled, pulled.skipped, pulled.verified) == (count + 1, 1, count + 1)
     assert all((dest / name).read_text() == f"content of {name}" for name in names)
-    hashing = [(args, stdin) for script, args, stdin in pod.calls if script == results._HASH_SCRIPT]
+    (skipping,) = [(args, stdin) for script, args, stdin in pod.calls if script == results._HASH_SCRIPT]
+    (hashing,) = [(args, stdin) for script, args, stdin in pod.calls if script == results._HASH_STREAM_SCRIPT]
     (tarring,) = [(args, stdin) for script, args, stdin in pod.calls if script == results._TAR_SCRIPT]
-    assert [args for args, _ in hashing] == [[str(run)]] * 2 and tarring[0] == [str(run)]  # the directory alone
+    assert skipping[0] == hashing[0] == tarring[0] == [str(run)]  # the directory alone
     # first the file this side has at the same size (the skip check), then, beside the stream, the files it sends
-    assert hashing[0][1].decode().splitlines() == ["./train/status.json"]
+    assert skipping[1].decode().splitlines() == ["./train/status.json"]
     sent = sorted(f"./{n}" for n in names if n != "train/status.json")
-    assert sorted(hashing[1][1].decode().splitlines()) == sorted(tarring[1].decode().splitlines()) == sent
+    batches = hashing[1].decode().split("\n\n")  # small files: up to _HASH_BATCH_FILES names a sha256sum
+    size = results._HASH_BATCH_FILES
+    assert [len(b.splitlines()) for b in batches] == [size] * (len(sent) // size) + [len(sent) % size]
+    hashed = [line for line in hashing[1].decode().splitlines() if line]
+    assert sorted(hashed) == sorted(tarring[1].decode().splitlines()) == sent
 
 
 def test_a_pulled_file_whose_hash_in_the_pod_differs_is_not_renamed_and_no_part_file_is_left(
@@ -312,7 +317,7 @@ def test_a_pulled_file_whose_hash_in_the_pod_differs_is_not_renamed_and_no_part_
     pod = ShellPod()
 
     def pipe(_kc: Kubectl, args: list[str], **kwargs: Any) -> Completed:
-        if results._HASH_SCRIPT in args:  # the pod's hash of a file the job rewrote meanwhile
+        if results._HASH_STREAM_SCRIPT in args:  # the pod's hash of a file the job rewrote meanwhile
             kwargs["sink"](f"{'0' * 64}  ./train/model_epoch_1.pth\n".encode())
             return Completed("", "", 0)
         return pod.pipe(args, **kwargs)
@@ -363,6 +368,128 @@ def test_a_pull_cut_mid_stream_keeps_the_files_that_arrived_whole_and_verified_a
         results.pull(Kubectl(ClusterOptions()), source, paths=[], dest=str(dest), latest=False,
                      image="busybox:1.37.0", timeout=5)
     assert sorted(p.name for p in dest.iterdir()) == ["a.bin"] and (dest / "a.bin").read_bytes() == b"a" * 1000
+
+
+def _interrupted_pull(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> tuple[Any, Any, Any]:
+    """A pull of a.bin, b.bin, d.bin and c.bin, interrupted (Ctrl-C) once a, b and d arrived whole and c half,
+    while the pod's hashing exec still runs and has sent the hash of a (the same), d (another: the job rewrote
+    it) and c, not yet of b. Returns the pull to call, the destination and the event that ends the hashing."""
+    import hashlib
+    import io
+    import tarfile
+    import threading
+
+    from support.shell_pod import ShellPod
+
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl
+
+    contents = {"a.bin": b"a" * 1000, "b.bin": b"b" * 5000, "d.bin": b"d" * 2000, "c.bin": b"c" * 9000}
+    run = tmp_path / "volume" / "results" / "j"
+    run.mkdir(parents=True)
+    for name, data in contents.items():
+        (run / name).write_bytes(data)
+    pod = ShellPod()
+    hashes_sent, release = threading.Event(), threading.Event()
+
+    def pipe(_kc: Kubectl, args: list[str], **kwargs: Any) -> Completed:
+        if results._HASH_STREAM_SCRIPT in args:
+            kwargs["feed"](io.BytesIO())
+            lines = [f"{hashlib.sha256(contents['a.bin']).hexdigest()}  ./a.bin",
+                     f"{'0' * 64}  ./d.bin", f"{hashlib.sha256(contents['c.bin']).hexdigest()}  ./c.bin"]
+            kwargs["sink"](("\n".join(lines) + "\n").encode())
+            hashes_sent.set()
+            release.wait(30)  # the pod still hashes b.bin
+            return Completed("", "", 0)
+        if results._TAR_SCRIPT not in args:
+            return pod.pipe(args, **kwargs)
+        whole = io.BytesIO()
+        with tarfile.open(fileobj=whole, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+            for name in ("a.bin", "b.bin", "d.bin", "c.bin"):
+                info = tarfile.TarInfo(f"./{name}")
+                info.size = len(contents[name])
+                tar.addfile(info, io.BytesIO(contents[name]))
+        cut = whole.getvalue().index(b"c" * 512) + 4096  # inside c.bin
+        hashes_sent.wait(30)
+        kwargs["reader"](io.BytesIO(whole.getvalue()[:cut]))
+        raise KeyboardInterrupt  # as kubectl.pipe raises it: kubectl stopped, the caller interrupted
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    dest = tmp_path / "out"
+    source = results.ResultsSource("j", "ns", "tao-data", str(tmp_path / "volume"), str(run), {}, [])
+
+    def pull() -> Any:
+        return results.pull(Kubectl(ClusterOptions()), source, paths=[], dest=str(dest), latest=False,
+                            image="busybox:1.37.0", timeout=5)
+
+    return pull, dest, release
+
+
+def test_ctrl_c_mid_pull_keeps_exactly_the_files_both_hashes_verified_and_no_part(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    _tensorboard_pod(fake_kubectl)
+    pull, dest, release = _interrupted_pull(monkeypatch, tmp_path)
+    try:
+        with pytest.raises(results.PullInterrupted) as raised:
+            pull()
+    finally:
+        release.set()
+    assert raised.value.kept == 1
+    # a: both hashes agree; b: whole, the pod's hash not there yet; d: the pod's hash differs; c: half arrived
+    assert sorted(p.name for p in dest.rglob("*")) == ["a.bin"] and (dest / "a.bin").read_bytes() == b"a" * 1000
+    assert [c.argv[:2] for c in fake_kubectl.calls if c.argv[0] == "delete"] == [["delete", "--raw"]]
+
+
+def test_a_second_ctrl_c_while_the_verified_files_are_kept_keeps_none_and_leaves_no_part(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import os
+    import signal
+    import threading
+
+    _tensorboard_pod(fake_kubectl)
+    pull, dest, release = _interrupted_pull(monkeypatch, tmp_path)
+    fsynced = results.fsync_file
+
+    def second_ctrl_c(path: Any) -> None:
+        if threading.current_thread() is threading.main_thread():  # the interrupt's own fsync, not the thread's
+            os.kill(os.getpid(), signal.SIGINT)
+        fsynced(path)
+
+    monkeypatch.setattr(results, "fsync_file", second_ctrl_c)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(results.PullInterrupted) as raised:
+            pull()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        release.set()
+    assert raised.value.kept == 0
+    assert list(dest.rglob("*")) == []  # nothing renamed, no part left
+    assert [c.argv[:2] for c in fake_kubectl.calls if c.argv[0] == "delete"] == [["delete", "--raw"]]
+
+
+def test_the_pods_hashes_come_a_batch_at_a_time_a_big_file_alone_and_a_missing_one_fails_the_script(
+    tmp_path: Any,
+) -> None:
+    import hashlib
+
+    from support.shell_pod import ShellPod
+
+    big = results._HASH_BATCH_BYTES
+    entries = [Entry("a", 3, 0), Entry("huge.pth", big, 0), Entry("b", 3, 0), Entry("c d", 3, 0),
+               Entry("gone", 3, 0)]
+    names = results._hash_batches(entries).decode()
+    assert names.split("\n\n") == ["./a", "./huge.pth", "./b\n./c d\n./gone\n"]
+    for name in ("a", "huge.pth", "b", "c d"):
+        (tmp_path / name).write_bytes(name.encode())
+    pod = ShellPod()
+    lines: list[bytes] = []
+    done = pod.pipe(["exec", "-i", "p", "--", "sh", "-c", results._HASH_STREAM_SCRIPT, "sh", str(tmp_path)],
+                    feed=lambda pipe: pipe.write(names.encode()), sink=lines.append)
+    assert done.returncode != 0 and "gone" in done.stderr  # the others are still hashed
+    listed = {n: f.sha256 for n, f in volumecopy.parse_listing(b"".join(lines).decode()).items()}
+    assert listed == {n: hashlib.sha256(n.encode()).hexdigest() for n in ("a", "huge.pth", "b", "c d")}
 
 
 def test_directories_are_listed_with_the_total_size_and_count_of_the_files_under_them() -> None:
