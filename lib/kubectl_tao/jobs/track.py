@@ -137,11 +137,11 @@ class Observation(Value):
             "namespace": self.tracked.namespace,
             "job": self.tracked.job_name,
             "backend_ref": job.backend_ref,
-            "image": job.image,
+            "image": job.image or None,  # null when the record has none, as stored
             "gpus": k8s.gpus,
             "nodes": k8s.nodes,
-            "submitted_at": job.submitted_at,
-            "results_dir": job.results_dir,
+            "submitted_at": job.submitted_at or None,  # null when the record has none, as stored
+            "results_dir": job.results_dir or None,  # null when the record has none, as stored
             "live": self.live,
             "history": _stored(k8s.history),
             "notes": self.notes,

@@ -108,8 +108,11 @@ def source_of(
     record_id = tracked.id
     results_dir = tracked.job.results_dir
     flags = tracked.k8s.flags
-    selector, tolerating = _placement(flags, node_selector, tolerations)
     if results_dir.startswith("s3://"):
+        # No claim to follow and no GPU to use: the job's node selector and tolerations (the nodes its S3 access
+        # came from), without its GPU product selector and GPU toleration.
+        placed = {key: value for key, value in flags.items() if key not in ("gpu_product", "gpus")}
+        selector, tolerating = _placement(placed, node_selector, tolerations)
         source = _s3_source(tracked, results_dir, flags, selector, tolerating)
         if s3_tools_image:
             from kubectl_tao.core.names import validate_image
@@ -119,6 +122,7 @@ def source_of(
             source = source.replaced(secret=names.validate_dns_subdomain(env_secret, "--env-secret"),
                                      secret_of_job=False)
         return source
+    selector, tolerating = _placement(flags, node_selector, tolerations)
     for given, flag in ((s3_tools_image, "--s3-tools-image"), (env_secret, "--env-secret"), (env_file, "--env-file")):
         if given:
             raise UsageError(
@@ -547,6 +551,8 @@ def _receive(
 
     written: queue.Queue[str | None] = queue.Queue()
 
+    synced: set[str] = set()
+
     def sync() -> None:
         while (part := written.get()) is not None:
             try:
@@ -554,6 +560,7 @@ def _receive(
             except BaseException as exc:  # raised in the caller once the stream is read
                 failed.append(exc)
                 return
+            synced.add(part)
 
     def read(stream: Any) -> None:
         # a stream cut mid-file: that file stays unverified; kubectl's exit code says why the stream ended
@@ -596,17 +603,19 @@ def _receive(
             written.put(None)  # an interrupt does not wait for it: the verified parts are fsynced as they are kept
         syncer.join()
         hasher.join()  # a cut stream too: the files that arrived whole and match are kept for the next pull
-        if failed and sent.returncode == 0:
-            raise failed[0]
+        # Only a part on disk (fsynced) whose two hashes agree is published, also when the pod's hashing or an
+        # fsync failed: what was verified is kept for the next pull, and the failure is raised after.
         verified: list[tuple[Path, Path]] = []
         for name in sorted(arrived):
             part, final, digest = arrived[name]
-            if digest and digest == hashed.get(name):
+            if digest and digest == hashed.get(name) and part in synced:
                 verified.append((Path(part), Path(final)))
                 done.append(name)
-            elif digest and sent.returncode == 0:
+            elif digest and sent.returncode == 0 and not failed:
                 problems.append(f"{name}: its SHA-256 changed while it was pulled (the job still writes it?)")
         publish_synced(verified)
+        if failed and sent.returncode == 0:
+            raise failed[0]
         if sent.returncode != 0:
             raise TaoError(f"the copy from the volume stopped: {_said(sent.stderr)}; {len(done)} file(s) that "
                            "arrived whole and verified are kept, pull again to resume")

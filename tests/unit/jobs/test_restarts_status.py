@@ -144,3 +144,8 @@ def test_logs_attempt_says_where_an_earlier_attempts_output_is_and_refuses_attem
         _check_attempt(t, [pod("j-0", 0)], None, True)
     with pytest.raises(UsageError, match="was not submitted with --max-restarts"):
         _check_attempt(tracked({}), pods, 1, False)
+
+
+def test_status_json_gives_null_for_a_record_field_the_record_does_not_have() -> None:
+    data = Observation(tracked({}), "RUNNING", "", "", None, {"ranks": []}).to_dict()
+    assert (data["image"], data["results_dir"], data["submitted_at"]) == (None, None, "2026-12-05T07:00:00Z")

@@ -566,3 +566,35 @@ def test_the_listening_probe_is_silent_so_kubectl_never_reads_as_unreachable() -
     assert (closed.returncode, closed.stderr) == (1, "")
     assert kubectl_error_kind(closed.stderr + "command terminated with exit code 1\n") != "Unreachable"
     assert listening.returncode == 0
+
+
+def test_a_pull_whose_hashing_in_the_pod_fails_keeps_the_files_already_verified_and_no_part(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import hashlib
+
+    from support.shell_pod import ShellPod
+
+    from kubectl_tao.core.errors import TaoError
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl
+
+    _tensorboard_pod(fake_kubectl)
+    pod = ShellPod()
+
+    def pipe(_kc: Kubectl, args: list[str], **kwargs: Any) -> Completed:
+        if results._HASH_STREAM_SCRIPT in args:  # a.bin hashed, then the connection of the hashing exec drops
+            kwargs["sink"](f"{hashlib.sha256(b'a' * 1000).hexdigest()}  ./a.bin\n".encode())
+            return Completed("", "error: lost connection to pod\n", 1)
+        return pod.pipe(args, **kwargs)
+
+    monkeypatch.setattr(Kubectl, "pipe", pipe)
+    run = tmp_path / "volume" / "results" / "j"
+    run.mkdir(parents=True)
+    (run / "a.bin").write_bytes(b"a" * 1000)
+    (run / "b.bin").write_bytes(b"b" * 5000)
+    dest = tmp_path / "out"
+    source = results.ResultsSource("j", "ns", "tao-data", str(tmp_path / "volume"), str(run), {}, [])
+    with pytest.raises(TaoError, match=r"hashing the results failed: error: lost connection to pod"):
+        results.pull(Kubectl(ClusterOptions()), source, paths=[], dest=str(dest), latest=False,
+                     image="busybox:1.37.0", timeout=5)
+    assert sorted(p.name for p in dest.iterdir()) == ["a.bin"] and (dest / "a.bin").read_bytes() == b"a" * 1000

@@ -362,3 +362,18 @@ def test_a_job_submitted_with_its_users_secret_is_read_with_that_secret_and_told
                                          r"give the S3 credentials .* again with --env-file FILE") as got:
         results.list_results(Kubectl(ClusterOptions()), source, image="busybox:1.37.0", timeout=5)
     assert got.value.exit_code == 2
+
+
+def test_a_tier_c_helper_pod_keeps_the_jobs_node_selector_but_not_its_gpu_placement() -> None:
+    from kubectl_tao.core import contract
+
+    tracked = _Tracked()
+    tracked.k8s = K8sRecord.from_stored({"secret_names": ["tao-creds-job-1"], "request": {"flags": {
+        "storage_tier": "C", "gpus": 8, "gpu_product": "NVIDIA-H100-80GB-HBM3", "node_selector": ["pool=a"],
+        "toleration": ["pool=a:NoSchedule"]}}})
+    source = results.source_of(tracked)
+    assert source.node_selector == {"pool": "a"}  # no GPU product selector: the copy needs no GPU node
+    assert contract.GPU_TOLERATION not in source.tolerations
+    assert [t["key"] for t in source.tolerations] == ["pool"]
+    given = results.source_of(tracked, node_selector=["zone=b"])
+    assert (given.node_selector, given.tolerations) == ({"zone": "b"}, [])
