@@ -335,6 +335,20 @@ def test_a_pulled_file_whose_hash_in_the_pod_differs_is_not_renamed_and_no_part_
     assert [p.name for p in dest.rglob("*") if p.is_file()] == []  # neither the file nor its part name
 
 
+def _pull_a_and_b(tmp_path: Any) -> None:
+    """`results pull` of a volume's results/j holding a.bin (1,000 bytes of a) and b.bin (5,000 of b) into
+    TMP_PATH/out, through whatever Kubectl.pipe the test put in place."""
+    from kubectl_tao.k8s.kubectl import ClusterOptions, Kubectl
+
+    run = tmp_path / "volume" / "results" / "j"
+    run.mkdir(parents=True)
+    (run / "a.bin").write_bytes(b"a" * 1000)
+    (run / "b.bin").write_bytes(b"b" * 5000)
+    source = results.ResultsSource("j", "ns", "tao-data", str(tmp_path / "volume"), str(run), {}, [])
+    results.pull(Kubectl(ClusterOptions()), source, paths=[], dest=str(tmp_path / "out"), latest=False,
+                 image="busybox:1.37.0", timeout=5)
+
+
 def test_a_pull_cut_mid_stream_keeps_the_files_that_arrived_whole_and_verified_and_no_part(
     fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
@@ -343,7 +357,7 @@ def test_a_pull_cut_mid_stream_keeps_the_files_that_arrived_whole_and_verified_a
     from support.shell_pod import ShellPod
 
     from kubectl_tao.core.errors import TaoError
-    from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl
+    from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
     _tensorboard_pod(fake_kubectl)
     pod = ShellPod()
@@ -357,16 +371,10 @@ def test_a_pull_cut_mid_stream_keeps_the_files_that_arrived_whole_and_verified_a
         return Completed("", "error: lost connection to pod\n", 1)
 
     monkeypatch.setattr(Kubectl, "pipe", pipe)
-    run = tmp_path / "volume" / "results" / "j"
-    run.mkdir(parents=True)
-    (run / "a.bin").write_bytes(b"a" * 1000)
-    (run / "b.bin").write_bytes(b"b" * 5000)
-    dest = tmp_path / "out"
-    source = results.ResultsSource("j", "ns", "tao-data", str(tmp_path / "volume"), str(run), {}, [])
     with pytest.raises(TaoError, match=r"the copy from the volume stopped: error: lost connection to pod; 1 "
                                        r"file\(s\) that arrived whole and verified are kept, pull again to resume"):
-        results.pull(Kubectl(ClusterOptions()), source, paths=[], dest=str(dest), latest=False,
-                     image="busybox:1.37.0", timeout=5)
+        _pull_a_and_b(tmp_path)
+    dest = tmp_path / "out"
     assert sorted(p.name for p in dest.iterdir()) == ["a.bin"] and (dest / "a.bin").read_bytes() == b"a" * 1000
 
 
@@ -576,7 +584,7 @@ def test_a_pull_whose_hashing_in_the_pod_fails_keeps_the_files_already_verified_
     from support.shell_pod import ShellPod
 
     from kubectl_tao.core.errors import TaoError
-    from kubectl_tao.k8s.kubectl import ClusterOptions, Completed, Kubectl
+    from kubectl_tao.k8s.kubectl import Completed, Kubectl
 
     _tensorboard_pod(fake_kubectl)
     pod = ShellPod()
@@ -588,13 +596,7 @@ def test_a_pull_whose_hashing_in_the_pod_fails_keeps_the_files_already_verified_
         return pod.pipe(args, **kwargs)
 
     monkeypatch.setattr(Kubectl, "pipe", pipe)
-    run = tmp_path / "volume" / "results" / "j"
-    run.mkdir(parents=True)
-    (run / "a.bin").write_bytes(b"a" * 1000)
-    (run / "b.bin").write_bytes(b"b" * 5000)
-    dest = tmp_path / "out"
-    source = results.ResultsSource("j", "ns", "tao-data", str(tmp_path / "volume"), str(run), {}, [])
     with pytest.raises(TaoError, match=r"hashing the results failed: error: lost connection to pod"):
-        results.pull(Kubectl(ClusterOptions()), source, paths=[], dest=str(dest), latest=False,
-                     image="busybox:1.37.0", timeout=5)
+        _pull_a_and_b(tmp_path)
+    dest = tmp_path / "out"
     assert sorted(p.name for p in dest.iterdir()) == ["a.bin"] and (dest / "a.bin").read_bytes() == b"a" * 1000
