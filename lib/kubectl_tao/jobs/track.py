@@ -32,23 +32,23 @@ class Tracked(Value):
     record: dict[str, Any]
     extra: dict[str, Any]
 
+    def _typed(self, key: str, stored: dict[str, Any], kind: Any) -> Any:
+        """STORED read as KIND once, and again only after the dict it came from is replaced."""
+        cached = self.__dict__.get(key)
+        if cached is None or cached[0] is not stored:
+            cached = (stored, kind.from_stored(stored))
+            self.__dict__[key] = cached
+        return cached[1]
+
     @property
     def job(self) -> JobRecord:
         """The record, typed (read again after `record` is replaced)."""
-        cached = self.__dict__.get("_job")
-        if cached is None or cached[0] is not self.record:
-            cached = (self.record, JobRecord.from_stored(self.record))
-            self.__dict__["_job"] = cached
-        return cached[1]
+        return self._typed("_job", self.record, JobRecord)
 
     @property
     def k8s(self) -> K8sRecord:
         """kubectl-tao's additions, typed (read again after `extra` is replaced)."""
-        cached = self.__dict__.get("_k8s")
-        if cached is None or cached[0] is not self.extra:
-            cached = (self.extra, K8sRecord.from_stored(self.extra))
-            self.__dict__["_k8s"] = cached
-        return cached[1]
+        return self._typed("_k8s", self.extra, K8sRecord)
 
     @property
     def id(self) -> str:
