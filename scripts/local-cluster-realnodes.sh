@@ -56,7 +56,8 @@ real_preflight() {
   done
   [ -x "$real_cni_dir/bridge" ] && [ -x "$real_cni_dir/host-local" ] && [ -x "$real_cni_dir/loopback" ] ||
     die "real nodes need the CNI plugins in $real_cni_dir; install them with: scripts/install-cluster-deps"
-  [ "$prebuilt" = 1 ] || [ -x /bin/busybox ] || die "real nodes need /bin/busybox (busybox-static) for their images; install it with: scripts/install-cluster-deps"
+  [ "$prebuilt" = 1 ] || "$repo/scripts/build-node-images" --check || "$repo/scripts/fetch-image-busybox" >/dev/null ||
+    die "real nodes build their images from Debian trixie's busybox-static; fetching it failed (above); retry with: scripts/fetch-image-busybox"
   [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ] ||
     die "real nodes need cgroups mounted under /sys/fs/cgroup"
   if ip link show "$real_bridge" >/dev/null 2>&1; then
