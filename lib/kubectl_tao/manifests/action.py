@@ -30,8 +30,8 @@ from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.manifests import actionfields, kubelet_text
 from kubectl_tao.manifests.tomlwriter import toml_dumps
 
-REQUEST_SCHEMA = "action-request.v1"
-STAGING_SCHEMA = "staging-map.v1"
+REQUEST_SCHEMA = actionfields.REQUEST_SCHEMA
+STAGING_SCHEMA = actionfields.STAGING_SCHEMA
 TEMPLATE = "action-job.yaml.tmpl"
 CONFIG_MOUNT_DIR = "/tao-action-config"
 CONFIG_FILE_PREFIX = "tao-action-config-"
@@ -355,12 +355,10 @@ def render_action_objects(
         check_placement,
     )
 
-    validate_request(request)
-    validate_staging_map(staging_map)
-    job_name = names.kubernetes_job_name(job_id)
     actionfields.check(
         request,
         staging_map,
+        job_id=job_id,
         namespace=namespace,
         pvc_claim=pvc_claim,
         credential_secret=credential_secret,
@@ -379,6 +377,7 @@ def render_action_objects(
     extra = placement or Placement()
     check_metadata(extra.labels, extra.annotations)
     check_placement(extra.node_selector, extra.tolerations, extra.active_deadline_seconds, extra.queue_name)
+    job_name = names.kubernetes_job_name(job_id)
     labels = {MANAGED_BY_LABEL: MANAGED_BY, JOB_LABEL: job_name}
     if names.is_label_value(job_id):
         labels[RECORD_ID_KEY] = job_id

@@ -1,6 +1,7 @@
-"""An action request's fields, each beside the rule that checks it: one table (`rules`), checked in one pass
-(`check`) before the renderer builds anything from them. A rule is a core validator (or a bound of the
-renderer's own) called as `rule(value, field)`: it raises UsageError naming the field, or returns."""
+"""What an action request, its staging map and the render options must meet, each beside the rule that checks
+it: one table (`rules`: the two schemas first, then every field), checked in one pass (`check`) before the
+renderer builds anything from them. A rule is a core validator (or a bound of the renderer's own) called as
+`rule(value, field)`: it raises UsageError naming the field, or returns."""
 
 from __future__ import annotations
 
@@ -10,13 +11,22 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from kubectl_tao.core import names, quantities
+from kubectl_tao.core import names, quantities, schemas
 from kubectl_tao.core.errors import UsageError
 
+REQUEST_SCHEMA = "action-request.v1"
+STAGING_SCHEMA = "staging-map.v1"
 MAX_TTL_SECONDS = 604800
 
 Rule = Callable[[Any, str], object]
 Row = tuple[Rule, object, str]
+
+
+def _matching(schema_name: str) -> Rule:
+    def rule(value: object, field: str) -> None:
+        schemas.validate(value, schema_name, what=field)
+
+    return rule
 
 
 def _ttl(ttl_seconds: object, field: str) -> None:
@@ -46,6 +56,7 @@ def rules(
     request: dict[str, Any],
     staging_map: dict[str, Any],
     *,
+    job_id: str,
     namespace: str,
     pvc_claim: str,
     credential_secret: str | None,
@@ -54,8 +65,11 @@ def rules(
     ttl_seconds: int | None,
     shm_size: str,
 ) -> Iterator[Row]:
-    """(rule, value, field) for every field of a schema-valid REQUEST and STAGING_MAP and the render options, in
-    the order the renderer uses them."""
+    """(rule, value, field): REQUEST and STAGING_MAP against their schemas, then (the rows read what the schemas
+    made sure of) every field of theirs and every render option, in the order the renderer uses them."""
+    yield _matching(REQUEST_SCHEMA), request, "action request"
+    yield _matching(STAGING_SCHEMA), staging_map, "staging map"
+    yield names.require_string, job_id, "job id"
     yield names.validate_dns_label, namespace, "namespace"
     yield names.validate_dns_subdomain, pvc_claim, "PVC claim"
     if credential_secret is not None:
