@@ -164,14 +164,6 @@ def read_credentials(
     return map_legacy_s3_names(creds) if creds else creds
 
 
-def _load_json(path: str | None, flag: str) -> dict[str, Any]:
-    from kubectl_tao.manifests.action import load_json_object
-
-    if not path:
-        raise UsageError(f"{flag} is required with --action-request")
-    return load_json_object(Path(path), flag.lstrip("-").replace("-", " "))
-
-
 Objects = list[dict[str, Any]]
 
 
@@ -534,14 +526,11 @@ def _refuse_flags_the_request_decides(job: JobRequest) -> None:
             raise UsageError(f"{flag} does not apply to --action-request (set by {instead}); drop {flag}")
 
 
-def _request_results_dir(request: dict[str, Any], raw: str | None) -> str:
-    """--results-dir of an action request: on a writable mount of the request (container path) or s3://."""
+def _request_results_dir(request: dict[str, Any], results_dir: str) -> str:
+    """--results-dir of an action request (normalized): on a writable mount of the request (container path) or
+    s3://."""
     from kubectl_tao.core.names import is_under, validate_abs_path
-    from kubectl_tao.store.recordfields import normalize_results_dir
 
-    if not raw:
-        raise UsageError("--action-request needs --results-dir (a writable mount target of the request or s3://)")
-    results_dir = normalize_results_dir(raw)
     if results_dir.startswith("s3://"):
         return results_dir
     # the targets are checked here too: a bad one must be refused as itself, not echoed in this message
@@ -638,7 +627,8 @@ def _placement(job: JobRequest, gpus: int) -> Any:
 
 def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -> Job:
     from kubectl_tao.core.names import kubernetes_job_name, secret_name_for
-    from kubectl_tao.manifests.action import render_action_objects, validate_request
+    from kubectl_tao.manifests.action import load_json_object, render_action_objects, validate_request
+    from kubectl_tao.store.recordfields import normalize_results_dir
     from kubectl_tao.store.recordids import preview_id
 
     _common_checks(job)
@@ -647,9 +637,15 @@ def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -
     _refuse_flags_the_request_decides(job)
     if not job.pvc:
         raise UsageError("--action-request needs --pvc (the claim holding the staged sources)")
+    if not job.results_dir:
+        raise UsageError("--action-request needs --results-dir (a writable mount target of the request or s3://)")
     given = _given(job)
-    request = _load_json(job.action_request, "--action-request")
-    staging = _load_json(job.staging_map, "--staging-map")
+    results_flag = normalize_results_dir(job.results_dir)
+    probe = preview_id(job.network_arch, job.action)
+    request = load_json_object(Path(str(job.action_request)), "action request")
+    if not job.staging_map:
+        raise UsageError("--staging-map is required with --action-request")
+    staging = load_json_object(Path(job.staging_map), "staging map")
     validate_request(request)
     forward = list(request.get("forward_env") or [])
     existing_secret = job.env_secret
@@ -665,7 +661,7 @@ def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -
     bundle = request.get("spec_bundle") or {}
     image = str(bundle.get("image") or "")
     gpus = int((bundle.get("compute_shape") or {}).get("gpus") or 0)
-    results_dir = _request_results_dir(request, job.results_dir)
+    results_dir = _request_results_dir(request, results_flag)
     ttl = None if job.keep_until_captured else job.ttl_seconds
     placement = _placement(job, gpus)
 
@@ -687,7 +683,6 @@ def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -
             raise UsageError(f"action renderer named the Job {objects[0]['metadata']['name']}, expected {job_name}")
         return objects
 
-    probe = preview_id(job.network_arch, job.action)
     render_objects(kubernetes_job_name(probe), probe, secret_name_for(kubernetes_job_name(probe)) if creds else None)
     if placement.queue_name is not None:
         warnings.append(f"the Job is created suspended; Kueue starts it when queue {placement.queue_name!r} admits it")
