@@ -284,9 +284,12 @@ class _Parsed(Value):
     results_dir: str | None  # --results-dir, normalized
     results_root: str | None  # without --results-dir: each record's results go to <root>/<record id>
     preview_id: str  # an id of the shape a record gets: the spec checked before submit is named after it
+    preview_name: str  # the Job name of that id
+    preview_secret: str  # the credential Secret's name of that Job (used where the job has credentials)
     gang_mode: str  # --gang, checked (gang.py)
     topology: Any  # topology.Topology of --topology (None: anywhere)
     topology_warning: str  # '' for none
+    topology_annotations: dict[str, str] | None  # what asks Kueue to place the gang so (with --queue only)
     nccl: Any  # core.nccl.Nccl: the flags', with (multi-node) a cached probe's
     stall_timeout_seconds: int  # --stall-timeout in whole seconds (0: off)
     s3_tools_image: str | None  # --s3-tools-image: tier C's fetch step (None: render's default image)
@@ -299,7 +302,7 @@ def _parsed(job: JobRequest, probed: tuple[dict[str, str], str]) -> _Parsed:
     known). PROBED: the NCCL settings this cluster's last probe passed with, and when."""
     from kubectl_tao.core import nccl, topology
     from kubectl_tao.core.durations import whole_seconds
-    from kubectl_tao.core.names import is_under
+    from kubectl_tao.core.names import is_under, kubernetes_job_name, secret_name_for
     from kubectl_tao.k8s.gang import check_mode
     from kubectl_tao.manifests.render import MAX_STALL_TIMEOUT, MIN_STALL_TIMEOUT
     from kubectl_tao.store.recordfields import normalize_results_dir
@@ -321,6 +324,7 @@ def _parsed(job: JobRequest, probed: tuple[dict[str, str], str]) -> _Parsed:
             "prefix, so results survive the pod"
         )
     preview = preview_id(job.network_arch, job.action)
+    preview_name = kubernetes_job_name(preview)
     gang_mode = check_mode(job.gang, nodes=job.nodes, queue=job.queue)
     placed = topology.parse(job.topology)
     settings = nccl.settings(job.nccl_socket_ifname, job.nccl_ib_hca, job.nccl_env, job.nodes, probed)
@@ -334,9 +338,12 @@ def _parsed(job: JobRequest, probed: tuple[dict[str, str], str]) -> _Parsed:
         results_dir=results_dir,
         results_root=results_root,
         preview_id=preview,
+        preview_name=preview_name,
+        preview_secret=secret_name_for(preview_name),
         gang_mode=gang_mode,
         topology=placed,
         topology_warning=topology.unplaced_warning(placed, queue=job.queue, nodes=job.nodes),
+        topology_annotations=placed.annotations() if placed is not None and job.queue else None,
         nccl=settings,
         stall_timeout_seconds=stall,
         s3_tools_image=str(job.s3_tools_image) if job.s3_tools_image else None,
@@ -389,7 +396,7 @@ def job_spec(job: JobRequest, namespace: str, *, parsed: _Parsed | None = None, 
         nccl_env=flags.nccl.env,
         node_selector=node_selector,
         tolerations=tolerations,
-        topology=flags.topology.annotations() if flags.topology is not None and job.queue else None,
+        topology=flags.topology_annotations,
         flight_recorder=not job.no_flight_recorder,
         stall_timeout_seconds=flags.stall_timeout_seconds,
     )
@@ -407,7 +414,6 @@ def _spec_plan(
     probed: tuple[dict[str, str], str],
     finish: Callable[[Objects], Objects] | None = None,
 ) -> Job:
-    from kubectl_tao.core.names import kubernetes_job_name, secret_name_for
     from kubectl_tao.manifests import render
 
     _common_checks(job)
@@ -431,15 +437,14 @@ def _spec_plan(
         # Tier C uploads to <s3-output>/<record id>/ on its own; the spec takes the prefix, not a results dir.
         return None if tier == "C" and not results_dir else results_dir or f"{results_root}/{record_id}"
 
-    probe_name = kubernetes_job_name(parsed.preview_id)
     spec = job_spec(
         job,
         namespace,
         parsed=parsed,
-        name=probe_name,
+        name=parsed.preview_name,
         record_id=parsed.preview_id,
         results_dir=spec_results(parsed.preview_id),
-        env_secret=existing_secret or (secret_name_for(probe_name) if credentials else None),
+        env_secret=existing_secret or (parsed.preview_secret if credentials else None),
     )
     warnings = render.warnings_for(spec) + ([parsed.topology_warning] if parsed.topology_warning else [])
 
