@@ -600,39 +600,10 @@ def _forwarded(forward: list[str], credentials: dict[str, str]) -> dict[str, str
     return creds
 
 
-def targeting(
-    node_selector: Sequence[str], tolerations: Sequence[str], gpu_product: str | None
-) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """The node selector (--node-selector, --gpu-product) and the tolerations (--toleration) of the job
-    flags, parsed: what every verb that places pods (submit, probe nccl) applies."""
-    from kubectl_tao.core.flagvalues import parse_key_values, parse_toleration
-
-    selector = list(node_selector)
-    if gpu_product:
-        selector.append(contract.gpu_product_selector(gpu_product))
-    return parse_key_values(selector, "node selector"), [parse_toleration(t) for t in tolerations]
-
-
-def _placement(job: JobRequest, gpus: int) -> Any:
-    from kubectl_tao.core.flagvalues import parse_key_values
-    from kubectl_tao.manifests.action import Placement
-
-    node_selector, tolerations = targeting(job.node_selector, job.toleration, job.gpu_product)
-    if gpus > 0:
-        tolerations.append(GPU_TOLERATION)
-    return Placement(
-        labels=parse_key_values(list(job.label), "label"),
-        annotations=parse_key_values(list(job.annotation), "annotation"),
-        node_selector=node_selector,
-        tolerations=tuple(tolerations),
-        active_deadline_seconds=job.active_deadline,
-        queue_name=job.queue,
-    )
-
-
 def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -> Job:
+    from kubectl_tao.core.flagvalues import parse_key_values, targeting
     from kubectl_tao.core.names import kubernetes_job_name, secret_name_for
-    from kubectl_tao.manifests.action import load_json_object, render_action_objects, validate_request
+    from kubectl_tao.manifests.action import Placement, load_json_object, render_action_objects, validate_request
     from kubectl_tao.store.recordfields import normalize_results_dir
     from kubectl_tao.store.recordids import preview_id
 
@@ -652,6 +623,19 @@ def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -
         raise UsageError("--staging-map is required with --action-request")
     staging = load_json_object(Path(job.staging_map), "staging map")
     validate_request(request)
+    bundle = request.get("spec_bundle") or {}
+    image = str(bundle.get("image") or "")
+    gpus = int((bundle.get("compute_shape") or {}).get("gpus") or 0)
+    # The placement flags are read with the files, before anything is decided from them.
+    node_selector, tolerations = targeting(job.node_selector, job.toleration, job.gpu_product)
+    placement = Placement(
+        labels=parse_key_values(list(job.label), "label"),
+        annotations=parse_key_values(list(job.annotation), "annotation"),
+        node_selector=node_selector,
+        tolerations=(*tolerations, GPU_TOLERATION) if gpus > 0 else tuple(tolerations),
+        active_deadline_seconds=job.active_deadline,
+        queue_name=job.queue,
+    )
     forward = list(request.get("forward_env") or [])
     existing_secret = job.env_secret
     if existing_secret:
@@ -663,12 +647,8 @@ def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -
     else:
         creds = _forwarded(forward, credentials)
     warnings = _unforwarded(job, forward, credentials)
-    bundle = request.get("spec_bundle") or {}
-    image = str(bundle.get("image") or "")
-    gpus = int((bundle.get("compute_shape") or {}).get("gpus") or 0)
     results_dir = _request_results_dir(request, results_flag)
     ttl = None if job.keep_until_captured else job.ttl_seconds
-    placement = _placement(job, gpus)
 
     def render_objects(job_name: str, record_id: str, secret: str | None) -> list[dict[str, Any]]:
         objects = render_action_objects(
