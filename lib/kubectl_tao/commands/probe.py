@@ -51,7 +51,7 @@ NCCL_ENV_OPTION = typer.Option(
 )
 # Hidden: pod annotations, for tests that steer simulated pods (kwok.kubectl-tao.io/...).
 ANNOTATION_OPTION = typer.Option(None, "--annotation", hidden=True, help="KEY=VALUE pod annotation (repeat).")
-# Where the ranks may run: submit's own options, parsed the same way (plan.targeting).
+# Where the ranks may run: submit's own options, parsed the same way (flagvalues.targeting).
 NODE_SELECTOR_OPTION = typer_option("node_selector")
 TOLERATION_OPTION = typer_option("toleration")
 GPU_PRODUCT_OPTION = typer_option("gpu_product")
@@ -83,8 +83,7 @@ def nccl(
 ) -> int:
     """Run a 2-node all_reduce job and report pass, fail or hang (cached per cluster)."""
     from kubectl_tao.cli.output import check_format, emit, emit_data, info
-    from kubectl_tao.core.flagvalues import parse_key_values
-    from kubectl_tao.jobs.plan import targeting
+    from kubectl_tao.core.flagvalues import parse_key_values, targeting
     from kubectl_tao.jobs.probe import DEFAULT_IMAGE, PASS, ProbeOptions, describe, parse_duration, run_probe
     from kubectl_tao.store.probecache import cache_path
 

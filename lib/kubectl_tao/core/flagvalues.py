@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubectl_tao.core import names
+from kubectl_tao.core import contract, names
 from kubectl_tao.core.errors import UsageError
 
 # The bounds of a job's shape, the same for submit, render and fit: GPUs per node (rank) and nodes (ranks).
@@ -92,3 +92,14 @@ def parse_toleration(text: str) -> dict[str, Any]:
     if effect:
         toleration["effect"] = effect
     return toleration
+
+
+def targeting(
+    node_selector: Iterable[str], tolerations: Iterable[str], gpu_product: str | None
+) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """The node selector (--node-selector, --gpu-product) and the tolerations (--toleration) of the job
+    flags, parsed: what every verb that places pods (submit, probe nccl) applies."""
+    selector = list(node_selector)
+    if gpu_product:
+        selector.append(contract.gpu_product_selector(gpu_product))
+    return parse_key_values(selector, "node selector"), [parse_toleration(t) for t in tolerations]

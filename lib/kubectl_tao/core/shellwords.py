@@ -33,7 +33,7 @@ class ShellWordsError(ValueError):
         self.what, self.position = what, position
 
 
-def split(text: str) -> list[str]:
+def split_words(text: str) -> list[str]:
     """The words of TEXT (see the module's docstring); ShellWordsError for what needs a shell."""
     words: list[str] = []
     word: list[str] = []

@@ -23,7 +23,7 @@ MARKER_RE = re.compile(r"@@([A-Z][A-Z0-9_]*)@@")
 _YAML_UNSAFE_RE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
 
 
-def dumps(value: Any, *, indent: int | None = None) -> str:
+def yaml_safe_json(value: Any, *, indent: int | None = None) -> str:
     """JSON text that reads back identically as YAML 1.1 and 1.2 (and as JSON)."""
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, indent=indent, separators=_separators(indent))
     return _YAML_UNSAFE_RE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
@@ -34,7 +34,7 @@ def _separators(indent: int | None) -> tuple[str, str]:
 
 
 def fill(template_text: str, values: dict[str, Any]) -> str:
-    """Replace each `@@NAME@@` with `dumps(values[NAME])`; every marker and every value must be used."""
+    """Replace each `@@NAME@@` with `yaml_safe_json(values[NAME])`; every marker and every value must be used."""
     used: set[str] = set()
     missing: set[str] = set()
 
@@ -44,7 +44,7 @@ def fill(template_text: str, values: dict[str, Any]) -> str:
             missing.add(name)
             return match.group(0)
         used.add(name)
-        return dumps(values[name])
+        return yaml_safe_json(values[name])
 
     rendered = MARKER_RE.sub(substitute, template_text)
     _check_markers(missing, set(values) - used)
@@ -128,7 +128,7 @@ def render_template(name: str, values: dict[str, Any]) -> list[dict[str, Any]]:
             return node
         used.add(marker.group(1))
         # The value as the text path reads it back: JSON is YAML flow, so this is what the parser would make.
-        return json.loads(dumps(values[marker.group(1)]))
+        return json.loads(yaml_safe_json(values[marker.group(1)]))
 
     documents = [filled(doc) for doc in skeleton]
     _check_markers(missing, set(values) - used)

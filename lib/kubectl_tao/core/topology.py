@@ -64,6 +64,18 @@ def parse(text: str | None, flag: str = "--topology") -> Topology | None:
     return Topology(label, mode == REQUIRED)
 
 
+def unplaced_warning(topology: Topology | None, *, queue: str | None, nodes: int) -> str:
+    """The warning a preferred --topology without --queue gets ('' for none): with --queue Kueue places the
+    gang; a required one without it is kept by a native gang (or refused once the server is known); one rank
+    is always in one domain."""
+    if topology is None or queue or topology.required or nodes < 2:
+        return ""
+    return (
+        f"--topology {topology.text()} without --queue: nothing places the ranks close together (Kueue's "
+        "topology-aware scheduling needs --queue); the scheduler spreads them as it likes"
+    )
+
+
 def is_label_key(text: str) -> bool:
     """TEXT is a whole node label key (`[prefix/]name`), nothing before or after it, not even a newline."""
     return len(text) <= 316 and _LABEL.fullmatch(text) is not None

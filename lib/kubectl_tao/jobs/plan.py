@@ -164,14 +164,6 @@ def read_credentials(
     return map_legacy_s3_names(creds) if creds else creds
 
 
-def _load_json(path: str | None, flag: str) -> dict[str, Any]:
-    from kubectl_tao.manifests.action import load_json_object
-
-    if not path:
-        raise UsageError(f"{flag} is required with --action-request")
-    return load_json_object(Path(path), flag.lstrip("-").replace("-", " "))
-
-
 Objects = list[dict[str, Any]]
 
 
@@ -191,7 +183,8 @@ def build(
         if finish is not None:
             raise ValueError("finish applies to a job of --image/--command: an action request's objects are its own")
         return _action_plan(job, namespace, credentials)
-    return _spec_plan(job, namespace, credentials, _probe_settings(job, server), finish)
+    probed = _probe_settings(job, server)
+    return _spec_plan(job, namespace, credentials, probed, finish)
 
 
 def shape(
@@ -283,61 +276,78 @@ def _check_restarts(job: JobRequest) -> None:
         )
 
 
-def _stall_timeout(job: JobRequest) -> int:
-    """--stall-timeout in whole seconds (0: off), named as the flag when it is refused."""
-    if job.stall_timeout is None:
-        return 0
+@record(frozen=True)
+class _Parsed(Value):
+    """The job flags of a --image/--command job that take parsing, parsed and checked in one pass (`_parsed`)."""
+
+    tier: str
+    results_dir: str | None  # --results-dir, normalized
+    results_root: str | None  # without --results-dir: each record's results go to <root>/<record id>
+    preview_id: str  # an id of the shape a record gets: the spec checked before submit is named after it
+    preview_name: str  # the Job name of that id
+    preview_secret: str  # the credential Secret's name of that Job (used where the job has credentials)
+    gang_mode: str  # --gang, checked (gang.py)
+    topology: Any  # topology.Topology of --topology (None: anywhere)
+    topology_warning: str  # '' for none
+    topology_annotations: dict[str, str] | None  # what asks Kueue to place the gang so (with --queue only)
+    nccl: Any  # core.nccl.Nccl: the flags', with (multi-node) a cached probe's
+    stall_timeout_seconds: int  # --stall-timeout in whole seconds (0: off)
+    s3_tools_image: str | None  # --s3-tools-image: tier C's fetch step (None: render's default image)
+
+
+def _parsed(job: JobRequest, probed: tuple[dict[str, str], str]) -> _Parsed:
+    """The flags of JOB that take parsing, each refused as its flag. --topology LABEL[:preferred]: with --queue
+    Kueue places the gang (the queue gate checks its ResourceFlavor); without it a required one is kept by a
+    native gang whose server keeps Job topology constraints, else refused (gang.choose, once the server is
+    known). PROBED: the NCCL settings this cluster's last probe passed with, and when."""
+    from kubectl_tao.core import nccl, topology
     from kubectl_tao.core.durations import whole_seconds
+    from kubectl_tao.core.names import is_under, kubernetes_job_name, secret_name_for
+    from kubectl_tao.k8s.gang import check_mode
     from kubectl_tao.manifests.render import MAX_STALL_TIMEOUT, MIN_STALL_TIMEOUT
+    from kubectl_tao.store.recordfields import normalize_results_dir
+    from kubectl_tao.store.recordids import preview_id
 
-    return whole_seconds(job.stall_timeout, "--stall-timeout", MIN_STALL_TIMEOUT, MAX_STALL_TIMEOUT)
-
-
-@record
-class _Nccl(Value):
-    socket_ifname: str | None
-    ib_hca: str | None
-    env: dict[str, str]
-    notes: list[str]
-
-
-def _nccl_settings(job: JobRequest, nodes: int, probed: tuple[dict[str, str], str]) -> _Nccl:
-    """The NCCL settings of a job: the flags, plus (multi-node) the settings this cluster's last probe passed
-    with (PROBED: settings and when they were checked), where no flag sets the same variable."""
-    from kubectl_tao.core.flagvalues import parse_key_values
-
-    env = parse_key_values(list(job.nccl_env), "--nccl-env")
-    result = _Nccl(job.nccl_socket_ifname, job.nccl_ib_hca, env, [])
-    cached, checked_at = probed
-    if nodes <= 1 or not cached:
-        return result
-    applied = []
-    for key, value in cached.items():
-        if key == "NCCL_SOCKET_IFNAME" and result.socket_ifname is None:
-            result.socket_ifname = value
-        elif key == "NCCL_IB_HCA" and result.ib_hca is None:
-            result.ib_hca = value
-        elif key not in ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA") and key not in result.env:
-            result.env[key] = value
-        else:
-            continue
-        applied.append(f"{key}={value}")
-    if applied:
-        result.notes.append(
-            f"applying the NCCL settings this cluster's probe passed with ({checked_at}): {' '.join(applied)}; "
-            "override with --nccl-socket-ifname, --nccl-ib-hca or --nccl-env NAME=VALUE"
+    tier = job.storage_tier.upper()
+    mount = job.mount_path or "/workspace"
+    results_dir = normalize_results_dir(job.results_dir) if job.results_dir else None
+    results_root = None
+    if results_dir is None and tier == "C":
+        if not job.s3_output:
+            raise UsageError("--storage-tier C needs --s3-output s3://BUCKET/PREFIX (or --results-dir s3://...)")
+        results_root = str(job.s3_output).rstrip("/")
+    elif results_dir is None:
+        results_root = mount.rstrip("/") + "/results"
+    if results_dir and tier == "A" and not results_dir.startswith("s3://") and not is_under(results_dir, mount):
+        raise UsageError(
+            f"--results-dir {results_dir}: must be on the mounted volume (under --mount-path {mount}) or an s3:// "
+            "prefix, so results survive the pod"
         )
-    return result
-
-
-def _s3_tools_image(job: JobRequest, tier: str) -> dict[str, str]:
-    """--s3-tools-image, which only tier C's fetch step uses (absent: render's default image)."""
-    image = job.s3_tools_image
-    if not image:
-        return {}
-    if tier != "C":
+    preview = preview_id(job.network_arch, job.action)
+    preview_name = kubernetes_job_name(preview)
+    gang_mode = check_mode(job.gang, nodes=job.nodes, queue=job.queue)
+    placed = topology.parse(job.topology)
+    settings = nccl.settings(job.nccl_socket_ifname, job.nccl_ib_hca, job.nccl_env, job.nodes, probed)
+    if job.s3_tools_image and tier != "C":
         raise UsageError("--s3-tools-image is the image of tier C's fetch step: it needs --storage-tier C")
-    return {"s3_tools_image": str(image)}
+    stall = 0
+    if job.stall_timeout is not None:
+        stall = whole_seconds(job.stall_timeout, "--stall-timeout", MIN_STALL_TIMEOUT, MAX_STALL_TIMEOUT)
+    return _Parsed(
+        tier=tier,
+        results_dir=results_dir,
+        results_root=results_root,
+        preview_id=preview,
+        preview_name=preview_name,
+        preview_secret=secret_name_for(preview_name),
+        gang_mode=gang_mode,
+        topology=placed,
+        topology_warning=topology.unplaced_warning(placed, queue=job.queue, nodes=job.nodes),
+        topology_annotations=placed.annotations() if placed is not None and job.queue else None,
+        nccl=settings,
+        stall_timeout_seconds=stall,
+        s3_tools_image=str(job.s3_tools_image) if job.s3_tools_image else None,
+    )
 
 
 # The job flags a JobSpec field of another name takes as they are; a flag whose name is a JobSpec field's is taken
@@ -356,45 +366,43 @@ _SPEC_NAMES = {
 }
 
 
-def job_spec(job: JobRequest, namespace: str, *, nccl: _Nccl | None = None, **own: Any) -> JobSpec:
+def job_spec(job: JobRequest, namespace: str, *, parsed: _Parsed | None = None, **own: Any) -> JobSpec:
     """The render.JobSpec of the request JOB in NAMESPACE, validated (render.spec_from_options): the one
     derivation of a JobSpec from the job flags. OWN: what the request does not say (name, record id, results
-    directory, Secret; render_job's backoff limit and TTL), given last. NCCL: the NCCL settings (_nccl_settings:
-    with a cached probe's); else the flags'."""
+    directory, Secret; render_job's backoff limit and TTL), given last. PARSED: the flags that take parsing
+    (`_parsed`, with a cached probe's NCCL settings); else parsed here without a probe's."""
     from kubectl_tao.manifests import render
 
+    flags = parsed or _parsed(job, ({}, ""))
     fields = set(render.JobSpec._fields)
     taken = {
         _SPEC_NAMES.get(key, key): getattr(job, key)
         for key in job._fields
         if _SPEC_NAMES.get(key, key) in fields
     }
-    tier = job.storage_tier.upper()
-    if nccl is None:
-        nccl = _nccl_settings(job, job.nodes, ({}, ""))
     node_selector = list(job.node_selector)
     if job.gpu_product:
         node_selector.append(contract.gpu_product_selector(job.gpu_product))
     tolerations: list[Any] = list(job.toleration)
     if job.gpus > 0:
         tolerations.append(GPU_TOLERATION)
-    topology, _ = _topology(job)
     derived = dict(
         namespace=namespace,
-        storage_tier=tier,
+        storage_tier=flags.tier,
         mount_path=job.mount_path or render.DEFAULT_MOUNT_PATH,
         ttl_seconds=None if job.keep_until_captured else job.ttl_seconds,
-        **_s3_tools_image(job, tier),
-        nccl_socket_ifname=nccl.socket_ifname,
-        nccl_ib_hca=nccl.ib_hca,
-        nccl_env=nccl.env,
+        nccl_socket_ifname=flags.nccl.socket_ifname,
+        nccl_ib_hca=flags.nccl.ib_hca,
+        nccl_env=flags.nccl.env,
         node_selector=node_selector,
         tolerations=tolerations,
-        topology=topology.annotations() if topology is not None and job.queue else None,
+        topology=flags.topology_annotations,
         flight_recorder=not job.no_flight_recorder,
-        stall_timeout_seconds=_stall_timeout(job),
+        stall_timeout_seconds=flags.stall_timeout_seconds,
     )
-    if "s3_tools_image" not in derived:
+    if flags.s3_tools_image is not None:
+        derived["s3_tools_image"] = flags.s3_tools_image
+    else:
         taken.pop("s3_tools_image")  # render's default image
     return render.spec_from_options(**{**taken, **derived, **own})
 
@@ -406,10 +414,7 @@ def _spec_plan(
     probed: tuple[dict[str, str], str],
     finish: Callable[[Objects], Objects] | None = None,
 ) -> Job:
-    from kubectl_tao.core.names import is_under, kubernetes_job_name, secret_name_for
     from kubectl_tao.manifests import render
-    from kubectl_tao.store.recordfields import normalize_results_dir
-    from kubectl_tao.store.recordids import preview_id
 
     _common_checks(job)
     _check_restarts(job)
@@ -420,52 +425,28 @@ def _spec_plan(
         raise UsageError("--image is required (or --action-request)")
     if not job.command:
         raise UsageError("--command is required (or --action-request)")
-    tier = job.storage_tier.upper()
-    nodes = job.nodes
-    from kubectl_tao.k8s.gang import check_mode
-
-    gang_mode = check_mode(job.gang, nodes=nodes, queue=job.queue)
-    topology, topology_warning = _topology(job)
     existing_secret = job.env_secret
     if existing_secret and credentials:
         raise UsageError("--env-secret names an existing Secret: give it or --env-file/--env, not both")
-    mount = job.mount_path or "/workspace"
-    results_dir = job.results_dir
-    results_root = None
-    if results_dir:
-        results_dir = normalize_results_dir(results_dir)
-    elif tier == "C":
-        if not job.s3_output:
-            raise UsageError("--storage-tier C needs --s3-output s3://BUCKET/PREFIX (or --results-dir s3://...)")
-        results_root = str(job.s3_output).rstrip("/")
-    else:
-        results_root = mount.rstrip("/") + "/results"
-    if results_dir and tier == "A" and not results_dir.startswith("s3://") and not is_under(results_dir, mount):
-        raise UsageError(
-            f"--results-dir {results_dir}: must be on the mounted volume (under --mount-path {mount}) or an s3:// "
-            "prefix, so results survive the pod"
-        )
-    probe_id = preview_id(job.network_arch, job.action)
-
-    def results_for(record_id: str) -> str:
-        return results_dir or f"{results_root}/{record_id}"
+    given = _given(job)
+    min_version, feature = _min_version(job.nodes, job.retries_per_index)
+    parsed = _parsed(job, probed)
+    tier, results_dir, results_root = parsed.tier, parsed.results_dir, parsed.results_root
 
     def spec_results(record_id: str) -> str | None:
         # Tier C uploads to <s3-output>/<record id>/ on its own; the spec takes the prefix, not a results dir.
-        return None if tier == "C" and not results_dir else results_for(record_id)
+        return None if tier == "C" and not results_dir else results_dir or f"{results_root}/{record_id}"
 
-    nccl = _nccl_settings(job, nodes, probed)
-    probe_name = kubernetes_job_name(probe_id)
     spec = job_spec(
         job,
         namespace,
-        nccl=nccl,
-        name=probe_name,
-        record_id=probe_id,
-        results_dir=spec_results(probe_id),
-        env_secret=existing_secret or (secret_name_for(probe_name) if credentials else None),
+        parsed=parsed,
+        name=parsed.preview_name,
+        record_id=parsed.preview_id,
+        results_dir=spec_results(parsed.preview_id),
+        env_secret=existing_secret or (parsed.preview_secret if credentials else None),
     )
-    warnings = render.warnings_for(spec) + ([topology_warning] if topology_warning else [])
+    warnings = render.warnings_for(spec) + ([parsed.topology_warning] if parsed.topology_warning else [])
 
     def render_objects(job_name: str, record_id: str, secret: str | None) -> list[dict[str, Any]]:
         final = spec.replaced(
@@ -477,7 +458,6 @@ def _spec_plan(
         objects = render.render(final)  # which validates the spec, once
         return finish(objects) if finish is not None else objects
 
-    min_version, feature = _min_version(nodes, job.retries_per_index)
     record = {
         "platform": "kubernetes",
         "image": job.image,
@@ -490,8 +470,7 @@ def _spec_plan(
         record["results_dir"] = results_dir
     else:
         record["results_root"] = results_root
-    return _job(
-        job,
+    decided = dict(
         record=record,
         render=render_objects,
         credentials=credentials,
@@ -503,34 +482,18 @@ def _spec_plan(
         min_version_feature=feature,
         warnings=warnings,
         patches_job=bool(job.keep_until_captured),
-        notes=nccl.notes,
-        gang_mode=gang_mode,
-        topology=topology,
+        notes=parsed.nccl.notes,
+        gang_mode=parsed.gang_mode,
+        topology=parsed.topology,
     )
-
-
-def _job(request: JobRequest, **decided: Any) -> Job:
-    """The Job of REQUEST: each flag of a Job field's name as given (image, GPUs, nodes, claim, pull Secret, GPU
-    product, queue, restarts), then what build DECIDED (parsed, checked, or the action request's own)."""
-    given = {name: getattr(request, name) for name in Job._fields if name in request._fields}
     return Job(**{**given, **decided})
 
 
-def _topology(job: JobRequest) -> tuple[Any, str]:
-    """--topology LABEL[:preferred], checked: with --queue Kueue places the gang (the queue's ResourceFlavor is
-    checked by the queue gate); without it a required one is kept by a native gang whose server keeps Job
-    topology constraints, else refused (gang.choose, once the server is known), and a preferred one is warned
-    about (only Kueue has a preference). One rank is always in one domain. Returns the topology.Topology (or
-    None) and the warning ('' for none)."""
-    from kubectl_tao.core.topology import parse
-
-    topology = parse(job.topology)
-    if topology is None or job.queue or topology.required or job.nodes < 2:
-        return topology, ""
-    return topology, (
-        f"--topology {topology.text()} without --queue: nothing places the ranks close together (Kueue's "
-        "topology-aware scheduling needs --queue); the scheduler spreads them as it likes"
-    )
+def _given(request: JobRequest) -> dict[str, Any]:
+    """Each flag of a Job field's name as given (image, GPUs, nodes, claim, pull Secret, GPU product, queue,
+    restarts): the Job of REQUEST takes them, then what build decided (parsed, checked, or the action
+    request's own) over them."""
+    return {name: getattr(request, name) for name in Job._fields if name in request._fields}
 
 
 # Job flags an action request cannot take (the request decides these): flag, what decides instead.
@@ -568,14 +531,11 @@ def _refuse_flags_the_request_decides(job: JobRequest) -> None:
             raise UsageError(f"{flag} does not apply to --action-request (set by {instead}); drop {flag}")
 
 
-def _request_results_dir(request: dict[str, Any], raw: str | None) -> str:
-    """--results-dir of an action request: on a writable mount of the request (container path) or s3://."""
+def _request_results_dir(request: dict[str, Any], results_dir: str) -> str:
+    """--results-dir of an action request (normalized): on a writable mount of the request (container path) or
+    s3://."""
     from kubectl_tao.core.names import is_under, validate_abs_path
-    from kubectl_tao.store.recordfields import normalize_results_dir
 
-    if not raw:
-        raise UsageError("--action-request needs --results-dir (a writable mount target of the request or s3://)")
-    results_dir = normalize_results_dir(raw)
     if results_dir.startswith("s3://"):
         return results_dir
     # the targets are checked here too: a bad one must be refused as itself, not echoed in this message
@@ -640,39 +600,11 @@ def _forwarded(forward: list[str], credentials: dict[str, str]) -> dict[str, str
     return creds
 
 
-def targeting(
-    node_selector: Sequence[str], tolerations: Sequence[str], gpu_product: str | None
-) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """The node selector (--node-selector, --gpu-product) and the tolerations (--toleration) of the job
-    flags, parsed: what every verb that places pods (submit, probe nccl) applies."""
-    from kubectl_tao.core.flagvalues import parse_key_values, parse_toleration
-
-    selector = list(node_selector)
-    if gpu_product:
-        selector.append(contract.gpu_product_selector(gpu_product))
-    return parse_key_values(selector, "node selector"), [parse_toleration(t) for t in tolerations]
-
-
-def _placement(job: JobRequest, gpus: int) -> Any:
-    from kubectl_tao.core.flagvalues import parse_key_values
-    from kubectl_tao.manifests.action import Placement
-
-    node_selector, tolerations = targeting(job.node_selector, job.toleration, job.gpu_product)
-    if gpus > 0:
-        tolerations.append(GPU_TOLERATION)
-    return Placement(
-        labels=parse_key_values(list(job.label), "label"),
-        annotations=parse_key_values(list(job.annotation), "annotation"),
-        node_selector=node_selector,
-        tolerations=tuple(tolerations),
-        active_deadline_seconds=job.active_deadline,
-        queue_name=job.queue,
-    )
-
-
 def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -> Job:
+    from kubectl_tao.core.flagvalues import parse_key_values, targeting
     from kubectl_tao.core.names import kubernetes_job_name, secret_name_for
-    from kubectl_tao.manifests.action import render_action_objects, validate_request
+    from kubectl_tao.manifests.action import Placement, load_json_object, render_action_objects, validate_request
+    from kubectl_tao.store.recordfields import normalize_results_dir
     from kubectl_tao.store.recordids import preview_id
 
     _common_checks(job)
@@ -681,9 +613,29 @@ def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -
     _refuse_flags_the_request_decides(job)
     if not job.pvc:
         raise UsageError("--action-request needs --pvc (the claim holding the staged sources)")
-    request = _load_json(job.action_request, "--action-request")
-    staging = _load_json(job.staging_map, "--staging-map")
+    if not job.results_dir:
+        raise UsageError("--action-request needs --results-dir (a writable mount target of the request or s3://)")
+    given = _given(job)
+    results_flag = normalize_results_dir(job.results_dir)
+    probe = preview_id(job.network_arch, job.action)
+    request = load_json_object(Path(str(job.action_request)), "action request")
+    if not job.staging_map:
+        raise UsageError("--staging-map is required with --action-request")
+    staging = load_json_object(Path(job.staging_map), "staging map")
     validate_request(request)
+    bundle = request.get("spec_bundle") or {}
+    image = str(bundle.get("image") or "")
+    gpus = int((bundle.get("compute_shape") or {}).get("gpus") or 0)
+    # The placement flags are read with the files, before anything is decided from them.
+    node_selector, tolerations = targeting(job.node_selector, job.toleration, job.gpu_product)
+    placement = Placement(
+        labels=parse_key_values(list(job.label), "label"),
+        annotations=parse_key_values(list(job.annotation), "annotation"),
+        node_selector=node_selector,
+        tolerations=(*tolerations, GPU_TOLERATION) if gpus > 0 else tuple(tolerations),
+        active_deadline_seconds=job.active_deadline,
+        queue_name=job.queue,
+    )
     forward = list(request.get("forward_env") or [])
     existing_secret = job.env_secret
     if existing_secret:
@@ -695,12 +647,8 @@ def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -
     else:
         creds = _forwarded(forward, credentials)
     warnings = _unforwarded(job, forward, credentials)
-    bundle = request.get("spec_bundle") or {}
-    image = str(bundle.get("image") or "")
-    gpus = int((bundle.get("compute_shape") or {}).get("gpus") or 0)
-    results_dir = _request_results_dir(request, job.results_dir)
+    results_dir = _request_results_dir(request, results_flag)
     ttl = None if job.keep_until_captured else job.ttl_seconds
-    placement = _placement(job, gpus)
 
     def render_objects(job_name: str, record_id: str, secret: str | None) -> list[dict[str, Any]]:
         objects = render_action_objects(
@@ -720,12 +668,10 @@ def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -
             raise UsageError(f"action renderer named the Job {objects[0]['metadata']['name']}, expected {job_name}")
         return objects
 
-    probe = preview_id(job.network_arch, job.action)
     render_objects(kubernetes_job_name(probe), probe, secret_name_for(kubernetes_job_name(probe)) if creds else None)
     if placement.queue_name is not None:
         warnings.append(f"the Job is created suspended; Kueue starts it when queue {placement.queue_name!r} admits it")
-    return _job(
-        job,
+    decided = dict(
         record={
             "platform": "kubernetes",
             "image": image,
@@ -745,3 +691,4 @@ def _action_plan(job: JobRequest, namespace: str, credentials: dict[str, str]) -
         tolerations=[dict(t) for t in placement.tolerations],
         warnings=warnings,
     )
+    return Job(**{**given, **decided})

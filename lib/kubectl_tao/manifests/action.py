@@ -23,15 +23,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kubectl_tao.core import contract, names, quantities, schemas, templates
+from kubectl_tao.core import contract, names, schemas, templates
 from kubectl_tao.core.atomicwrite import write_atomically
 from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.valueclass import Factory, Value, record
-from kubectl_tao.manifests import kubelet_text
+from kubectl_tao.manifests import actionfields, kubelet_text
 from kubectl_tao.manifests.tomlwriter import toml_dumps
 
-REQUEST_SCHEMA = "action-request.v1"
-STAGING_SCHEMA = "staging-map.v1"
+REQUEST_SCHEMA = actionfields.REQUEST_SCHEMA
+STAGING_SCHEMA = actionfields.STAGING_SCHEMA
 TEMPLATE = "action-job.yaml.tmpl"
 CONFIG_MOUNT_DIR = "/tao-action-config"
 CONFIG_FILE_PREFIX = "tao-action-config-"
@@ -40,7 +40,6 @@ CONFIG_PATH_TOKEN = "{config_path}"  # noqa: S105 - a placeholder, not a credent
 # A config-mode command containing any of these is a shell script: it runs under /bin/sh -c as written.
 SHELL_SYNTAX = ("\n", ";", "&&", "||", "$(", "`", "|", ">", "<")
 SHM_TARGET = "/dev/shm"
-MAX_TTL_SECONDS = 604800
 
 kubernetes_job_name = names.kubernetes_job_name
 
@@ -172,9 +171,8 @@ def _staged_sources(staging_map: dict[str, Any]) -> dict[str, str]:
     """source -> subPath, refusing a repeated source or one subPath for two sources."""
     staged: dict[str, str] = {}
     owner_of: dict[str, str] = {}
-    for index, row in enumerate(staging_map["sources"]):
-        source = names.validate_abs_path(row["source"], f"staging map sources[{index}].source")
-        sub_path = names.validate_sub_path(row["sub_path"], f"staging map sources[{index}].sub_path")
+    for row in staging_map["sources"]:
+        source, sub_path = row["source"], row["sub_path"]
         if source in staged:
             raise UsageError(f"staging map stages source {source} twice; keep one row per source")
         if sub_path in owner_of:
@@ -201,7 +199,7 @@ def _config_mount(
             "spec_bundle.mode=config needs --config-source: run materialize-config, stage the file it "
             "prints, then render with --config-source <that file>"
         )
-    source = names.validate_abs_path(os.path.expanduser(str(config_source)), "config source")
+    source = actionfields.config_source_path(config_source)
     content, extension, digest = config_document(bundle)
     if _read_regular_file(Path(source), "config source") != content.encode("utf-8"):
         raise UsageError(
@@ -216,11 +214,9 @@ def _config_mount(
 def _command(request: dict[str, Any], config_target: str | None) -> tuple[list[str], list[str]]:
     """(container command, container args)."""
     bundle = request["spec_bundle"]
-    text = names.require_string(bundle["command"], "spec_bundle.command")
+    text = bundle["command"]
     if bundle["mode"] == "args":
-        args = [
-            names.require_string(a, f"spec_bundle.args[{i}]", allow_empty=True) for i, a in enumerate(bundle["args"])
-        ]
+        args = list(bundle["args"])
     else:
         if CONFIG_PATH_TOKEN not in text:
             raise UsageError(
@@ -237,7 +233,7 @@ def _command(request: dict[str, Any], config_target: str | None) -> tuple[list[s
 
 def _image_and_gpus(request: dict[str, Any]) -> tuple[str, int]:
     bundle = request["spec_bundle"]
-    image = names.validate_image(bundle["image"], "spec_bundle.image")
+    image = bundle["image"]
     workload_image = request.get("workload_image")
     if workload_image is not None and workload_image != image:
         raise UsageError("workload_image differs from spec_bundle.image; they must name the same image")
@@ -262,13 +258,7 @@ def _volume_mounts(
     used: set[str] = set()
     modes: list[tuple[PurePosixPath, bool]] = []
     for index, row in enumerate(request["mounts"]):
-        source = names.validate_abs_path(row["source"], f"mounts[{index}].source")
-        target = names.validate_abs_path(row["target"], f"mounts[{index}].target")
-        if names.covers_token_dir(target):
-            raise UsageError(
-                f"mounts[{index}].target {target} would cover the service-account token the kubelet mounts under "
-                "/var/run/secrets; mount it elsewhere"
-            )
+        source, target = row["source"], row["target"]
         if source not in staged:
             raise UsageError(f"mounts[{index}].source {source} is not in the staging map; stage it first")
         if target in targets:
@@ -297,7 +287,7 @@ def _volume_mounts(
 
 def _check_fresh_outputs(request: dict[str, Any], modes: list[tuple[PurePosixPath, bool]]) -> None:
     for index, raw in enumerate(request.get("fresh_outputs", [])):
-        output = PurePosixPath(names.validate_abs_path(raw, f"fresh_outputs[{index}]"))
+        output = PurePosixPath(raw)
         if not any(not read_only and output.is_relative_to(source) for source, read_only in modes):
             raise UsageError(
                 f"fresh_outputs[{index}] {output} is not inside a writable mount; declare a mount of a "
@@ -308,10 +298,7 @@ def _check_fresh_outputs(request: dict[str, Any], modes: list[tuple[PurePosixPat
 def _environment(request: dict[str, Any], credential_secret: str | None) -> list[dict[str, Any]]:
     environment = request.get("environment", {})
     forward = request.get("forward_env", [])
-    env = [
-        {"name": name, "value": names.require_string(environment[name], f"environment.{name}", allow_empty=True)}
-        for name in sorted(environment)
-    ]
+    env = [{"name": name, "value": environment[name]} for name in sorted(environment)]
     for name in forward:
         if name in environment:
             raise UsageError(
@@ -325,14 +312,6 @@ def _environment(request: dict[str, Any], credential_secret: str | None) -> list
         {"name": name, "valueFrom": {"secretKeyRef": {"name": credential_secret, "key": name}}} for name in forward
     )
     return env
-
-
-def _check_ttl(ttl_seconds: Any) -> int | None:
-    if ttl_seconds is None:  # kept until deleted (--keep-until-captured sets the TTL after capture)
-        return None
-    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or not 0 <= ttl_seconds <= MAX_TTL_SECONDS:
-        raise UsageError(f"ttl seconds must be a whole number from 0 to {MAX_TTL_SECONDS}, got {ttl_seconds!r}")
-    return ttl_seconds
 
 
 # --------------------------------------------------------------------------- rendering
@@ -376,17 +355,18 @@ def render_action_objects(
         check_placement,
     )
 
-    validate_request(request)
-    validate_staging_map(staging_map)
-    job_name = names.kubernetes_job_name(job_id)
-    names.validate_dns_label(namespace, "namespace")
-    names.validate_dns_subdomain(pvc_claim, "PVC claim")
-    if credential_secret is not None:
-        names.validate_dns_subdomain(credential_secret, "credential secret")
-    if image_pull_secret is not None:
-        names.validate_dns_subdomain(image_pull_secret, "image pull secret")
-    _check_ttl(ttl_seconds)
-    quantities.validate_binary_quantity(shm_size, "shm size")
+    actionfields.check(
+        request,
+        staging_map,
+        job_id=job_id,
+        namespace=namespace,
+        pvc_claim=pvc_claim,
+        credential_secret=credential_secret,
+        image_pull_secret=image_pull_secret,
+        config_source=config_source,
+        ttl_seconds=ttl_seconds,
+        shm_size=shm_size,
+    )
     staged = _staged_sources(staging_map)
     config_mount = _config_mount(request, staged, config_source)
     command, args = _command(request, config_mount[1] if config_mount else None)
@@ -397,6 +377,7 @@ def render_action_objects(
     extra = placement or Placement()
     check_metadata(extra.labels, extra.annotations)
     check_placement(extra.node_selector, extra.tolerations, extra.active_deadline_seconds, extra.queue_name)
+    job_name = names.kubernetes_job_name(job_id)
     labels = {MANAGED_BY_LABEL: MANAGED_BY, JOB_LABEL: job_name}
     if names.is_label_value(job_id):
         labels[RECORD_ID_KEY] = job_id

@@ -431,10 +431,10 @@ def split_command(text: str, field: str, into: str, missing: str) -> list[str]:
 def _torchrun_argv(command: str) -> list[str]:
     """--command split into torchrun's arguments as a POSIX shell splits words, comments included, or refused
     where only a shell could run it as written (core/shellwords.py)."""
-    from kubectl_tao.core.shellwords import ShellWordsError, split
+    from kubectl_tao.core.shellwords import ShellWordsError, split_words
 
     try:
-        argv = split(command)
+        argv = split_words(command)
     except ShellWordsError as exc:
         raise UsageError(
             f"command cannot be split into torchrun arguments: {exc}; with --launcher torchrun the words are "

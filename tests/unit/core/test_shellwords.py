@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubectl_tao.core.shellwords import ShellWordsError, split
+from kubectl_tao.core.shellwords import ShellWordsError, split_words
 
 
 def shell_words(text: str) -> list[str]:
@@ -45,7 +45,7 @@ def shell_words(text: str) -> list[str]:
     ],
 )
 def test_words_are_what_a_shell_makes_of_them(text: str, words: list[str]) -> None:
-    assert split(text) == words
+    assert split_words(text) == words
     assert shell_words(text) == words
 
 
@@ -71,14 +71,15 @@ def test_words_are_what_a_shell_makes_of_them(text: str, words: list[str]) -> No
 )
 def test_what_only_a_shell_could_do_is_refused_naming_the_character(text: str, what: str, position: int) -> None:
     with pytest.raises(ShellWordsError) as info:
-        split(text)
+        split_words(text)
     assert (info.value.what, info.value.position) == (what, position)
     assert str(info.value) == f"{what} at character {position}"
 
 
 def test_quoting_makes_each_of_them_a_literal() -> None:
     text = "train.py ';' '&&' '$HOME' '*.jpg' '~/x' '`id`' \"a;b|c\" 'A=1'"
-    assert split(text) == shell_words(text) == ["train.py", ";", "&&", "$HOME", "*.jpg", "~/x", "`id`", "a;b|c", "A=1"]
+    literal = ["train.py", ";", "&&", "$HOME", "*.jpg", "~/x", "`id`", "a;b|c", "A=1"]
+    assert split_words(text) == shell_words(text) == literal
 
 
 WORDISH = st.text(st.sampled_from(list("ab-_.=/:,@%+#'\"\\ \t\n")), max_size=30)
@@ -88,7 +89,7 @@ WORDISH = st.text(st.sampled_from(list("ab-_.=/:,@%+#'\"\\ \t\n")), max_size=30)
 @given(WORDISH)
 def test_whatever_is_accepted_splits_as_the_shell_splits_it(text: str) -> None:
     try:
-        words = split(text)
+        words = split_words(text)
     except ShellWordsError:
         return
     assert words == shell_words(text)

@@ -53,8 +53,8 @@ def test_any_json_value_parses_back_identically_in_yaml_1_1_and_1_2(value):
 
 
 def test_dumps_escapes_characters_yaml_would_change():
-    assert templates.dumps("a\u2028b\x85c\x7fd\ufeff") == '"a\\u2028b\\u0085c\\u007fd\\ufeff"'
-    assert templates.dumps("\U0001f680é") == '"\U0001f680é"'
+    assert templates.yaml_safe_json("a\u2028b\x85c\x7fd\ufeff") == '"a\\u2028b\\u0085c\\u007fd\\ufeff"'
+    assert templates.yaml_safe_json("\U0001f680é") == '"\U0001f680é"'
 
 
 def test_prune_nulls_drops_null_keys_at_every_depth():

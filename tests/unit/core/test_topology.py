@@ -9,7 +9,7 @@ import pytest
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import UsageError
-from kubectl_tao.core.topology import Topology, check_label_key, flavor_problem, is_label_key, parse
+from kubectl_tao.core.topology import Topology, check_label_key, flavor_problem, is_label_key, parse, unplaced_warning
 from kubectl_tao.gates import gpufit, gpuinventory
 
 RACK = "example.com/rack"
@@ -163,3 +163,15 @@ def test_a_label_key_is_the_whole_text(text: str) -> None:
     assert caught.value.message.startswith(f"--by {text!r}: not a node label key")
     assert "\n" not in caught.value.message
     assert check_label_key(RACK, "--by") == RACK
+
+
+def test_only_a_preferred_topology_across_nodes_without_a_queue_is_warned_about() -> None:
+    preferred = Topology(RACK, required=False)
+    assert unplaced_warning(preferred, queue=None, nodes=2) == (
+        f"--topology {RACK}:preferred without --queue: nothing places the ranks close together (Kueue's "
+        "topology-aware scheduling needs --queue); the scheduler spreads them as it likes"
+    )
+    assert unplaced_warning(preferred, queue="gpu-queue", nodes=2) == ""
+    assert unplaced_warning(preferred, queue=None, nodes=1) == ""
+    assert unplaced_warning(Topology(RACK), queue=None, nodes=2) == ""
+    assert unplaced_warning(None, queue=None, nodes=2) == ""

@@ -175,6 +175,22 @@ def test_an_env_name_the_request_does_not_forward_is_refused(files: dict[str, st
         build(flags(files, env=["HF_TOKEN", "NGC_KEY"]), "ns", {**CREDS, "NGC_KEY": "x"})
 
 
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"label": ["team"]}, r"^label #1 must look like KEY=VALUE"),
+        ({"node_selector": ["pool"]}, r"^node selector #1 must look like KEY=VALUE"),
+        ({"toleration": [":NoSchedule"]}, r"^--toleration: the key is empty"),
+    ],
+)
+def test_a_malformed_placement_flag_is_refused_before_the_credentials_are_decided(
+    files: dict[str, str], over: dict[str, Any], message: str
+) -> None:
+    # No credentials at all would be refused as well (forward_env needs them): the flag is read first.
+    with pytest.raises(UsageError, match=message):
+        build(flags(files, **over), "ns", {})
+
+
 def test_env_file_keys_the_request_does_not_forward_are_named_in_a_warning(files: dict[str, str]) -> None:
     plan = build(flags(files), "ns", {**CREDS, "NGC_KEY": "x", "WANDB_API_KEY": "y"})
     assert sorted(plan.credentials) == ["AWS_ACCESS_KEY_ID", "HF_TOKEN"]
