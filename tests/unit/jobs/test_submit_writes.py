@@ -18,14 +18,16 @@ def test_a_submit_writes_the_record_twice_after_opening_it(
     cli: Any, fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     writes: list[str] = []
-    for method in ("open", "mark", "update_extra"):
+    for method in ("open", "mark", "update_k8s", "merge_k8s"):
         real = getattr(RecordStore, method)
 
         def spy(self: RecordStore, *args: Any, _real: Any = real, _name: str = method, **kwargs: Any) -> Any:
-            if _name == "update_extra":
+            if _name == "update_k8s":
                 writes.append(str(kwargs.get("submit_phase")))
-            elif _name == "mark" and kwargs.get("extra"):
-                writes.append(f"mark+{kwargs['extra'].get('submit_phase')}")
+            elif _name == "merge_k8s":
+                writes.append(str(args[1].submit_phase))
+            elif _name == "mark" and kwargs.get("k8s"):
+                writes.append(f"mark+{kwargs['k8s'].submit_phase}")
             else:
                 writes.append(_name)
             return _real(self, *args, **kwargs)
