@@ -293,3 +293,31 @@ def test_a_value_kept_as_stored_is_replaced_by_a_typed_one_in_its_place() -> Non
     assert k8s.changed(nodes=2).to_stored() == {"schema_version": 1, "id": "x", "nodes": 2, "gpus": 1}
     assert k8s.merged(K8sRecord.from_stored({"gpus": "8"})).to_stored() == {
         "schema_version": 1, "id": "x", "nodes": "2", "gpus": "8"}
+
+
+def test_a_captured_history_is_written_as_the_dict_capture_wrote_it(tmp_path: Path) -> None:
+    from kubectl_tao.core.redact import redact_text
+    from kubectl_tao.jobs.track import Observation, Tracked, capture_history
+    from kubectl_tao.progress.kept import ended
+
+    sibling = {**_fixture("v1-k8s.json"), "ttl_hold": "wait"}
+    store = _store(tmp_path, _running(), sibling)
+    tracked = Tracked(store.show(RID), store.get_extra(RID))
+    live = {"first_failed_rank": 1, "ranks": [
+        {"rank": 0, "pod": "p-0", "node": "gpu-1", "phase": "Succeeded", "exit_code": 0, "reason": "Completed"},
+        {"rank": 1, "pod": "p-1", "node": None, "phase": "Failed", "exit_code": 137, "reason": "OOMKilled"},
+    ]}
+    obs = Observation(tracked, "ERROR", "OOMKilled", "rank 1 was killed", "ERR_INFRA", live)
+    capture_history(None, store, tracked, obs, [])  # type: ignore[arg-type]  # no pods: no kubectl call
+    now = json.loads(store.extra_path(RID).read_bytes())["history"]["captured_at"]
+    ranks = [{"rank": r["rank"], "pod": r["pod"], "node": r["node"], "phase": r["phase"], "exit_code": r["exit_code"],
+              "reason": r["reason"], "log_tail": [], "captured_at": now} for r in live["ranks"]]
+    history = {"state": "ERROR", "reason": "OOMKilled", "message": redact_text("rank 1 was killed"),
+               "err_class": "ERR_INFRA", "first_failed_rank": 1, "ranks": ranks, "captured_at": now}
+    fields: dict[str, Any] = {"history": history}
+    progress = ended(sibling["progress"], None)
+    if progress is not None:
+        fields["progress"] = progress
+    fields["ttl_hold"] = None
+    assert store.extra_path(RID).read_bytes() == _bytes(_Dicts.merge_extra(copy.deepcopy(sibling), fields))
+    assert tracked.extra == json.loads(store.extra_path(RID).read_bytes())  # the caller holds what was written
