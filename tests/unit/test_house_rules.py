@@ -426,3 +426,96 @@ def test_the_record_read_check_finds_a_planted_read() -> None:
     planted = ast.parse('a = tracked.extra.get("nodes")\nb = record["id"]\nrecord["x"] = 1\nc = rec.get(key)\n'
                         'd = row.get("id")\n')
     assert [text for _line, text in _record_key_reads(planted)] == ['….extra.get("nodes")', 'record["id"]']
+
+
+# A job record is written through its typed values too: outside store/, a write builds or changes a JobRecord /
+# K8sRecord (or a part of one: `K8sRecord.partial(...)`, `.changed(...)`) and the store writes its `to_stored()`.
+# A new dict writer is code that, outside store/, sets or deletes a key of a record name (`record["k"] = v`),
+# calls a dict method that changes one (`extra.update(...)`), calls the store's stored-form writer
+# `update_extra` (for tests and tools), hands a dict display to a store write (`.mark`, `.update_k8s`,
+# `.merge_k8s`, `.open`) or to an `extra=` / `k8s=` / `extra_fields=` argument, or puts one into `….record` /
+# `….extra`. Each module allowed one says why.
+RECORD_WRITES_ALLOWED = {
+    "jobs/plan.py": "`record` is the fields a record is opened with (store.open's keyword arguments, checked by "
+                    "store/recordfields.open_fields), built before any record exists",
+}
+_DICT_METHODS = {"setdefault", "update", "pop", "popitem", "clear"}
+_STORE_WRITES = {"mark", "update_k8s", "merge_k8s", "open"}
+_PART_KEYWORDS = {"extra", "k8s", "extra_fields"}
+
+
+def _record_dict_writes(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, text) of each place that writes a record as a dict (see above)."""
+
+    def named(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Name) and node.id in RECORD_NAMES:
+            return node.id
+        if isinstance(node, ast.Attribute) and node.attr in RECORD_NAMES:
+            return f"….{node.attr}"
+        return None
+
+    def a_dict(node: ast.AST) -> bool:
+        if isinstance(node, ast.IfExp):
+            return a_dict(node.body) or a_dict(node.orelse)
+        return isinstance(node, (ast.Dict, ast.DictComp)) or (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict")
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)) and named(node.value):
+            found.append((node.lineno, f"{named(node.value)}[…] set"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            method = node.func.attr
+            if method in _DICT_METHODS and named(node.func.value):
+                found.append((node.lineno, f"{named(node.func.value)}.{method}(…)"))
+            elif method == "update_extra":
+                found.append((node.lineno, "….update_extra(…)"))
+            elif method in _STORE_WRITES and (any(a_dict(arg) for arg in node.args) or any(
+                    a_dict(kw.value) for kw in node.keywords if kw.arg not in _PART_KEYWORDS)):
+                found.append((node.lineno, f"….{method}(a dict)"))
+        if isinstance(node, ast.Call):
+            found += [(node.lineno, f"{kw.arg}=a dict") for kw in node.keywords
+                      if kw.arg in _PART_KEYWORDS and a_dict(kw.value)]
+        if isinstance(node, ast.Assign) and a_dict(node.value):
+            found += [(node.lineno, f"{named(target)} = a dict") for target in node.targets
+                      if isinstance(target, ast.Attribute) and named(target)]
+    return sorted(found)
+
+
+def test_records_are_written_typed_outside_the_store() -> None:
+    offenders, used = [], set()
+    for path in sorted(LIB.rglob("*.py")):
+        relative = path.relative_to(LIB).as_posix()
+        if relative.startswith("store/"):
+            continue
+        writes = _record_dict_writes(ast.parse(path.read_text(encoding="utf-8")))
+        if writes and relative in RECORD_WRITES_ALLOWED:
+            used.add(relative)
+            continue
+        offenders += [f"{relative}:{line}: {text}" for line, text in writes]
+    assert offenders == [], "write the record typed: K8sRecord.partial / .changed, store.update_k8s / merge_k8s"
+    assert used == set(RECORD_WRITES_ALLOWED), "an allowed module no longer writes a dict: drop it from the list"
+
+
+def test_the_record_write_check_finds_a_planted_write() -> None:
+    planted = ast.parse(
+        'record["x"] = 1\n'
+        'del tracked.extra["y"]\n'
+        'extra.setdefault("history", {})\n'
+        'store.update_extra(rid, job_uid=uid)\n'
+        'store.mark(rid, "ERROR", extra={"left_behind": left})\n'
+        'store.mark(rid, "ERROR", k8s={"left_behind": left} if left else None)\n'
+        'store.update_k8s(rid, **{"ttl_hold": None})\n'
+        'launch(kc, plan, k8s=dict(submit_phase="x"))\n'
+        'tracked.extra = {**tracked.extra, **fields}\n'
+        # typed writes and reads, and other dicts, pass
+        'store.update_k8s(rid, ttl_hold=None)\n'
+        'store.mark(rid, "ERROR", k8s=K8sRecord.partial(left_behind=()))\n'
+        'row["x"] = 1\n'
+        'value = record["id"]\n'
+        'f.open(mode)\n'
+    )
+    assert [text for _line, text in _record_dict_writes(planted)] == [
+        "record[…] set", "….extra[…] set", "extra.setdefault(…)", "….update_extra(…)", "extra=a dict",
+        "k8s=a dict", "….update_k8s(a dict)", "k8s=a dict", "….extra = a dict",
+    ]

@@ -215,8 +215,8 @@ def _ordered_run(monkeypatch: Any, queues: dict[str, str | None], fail_on: str |
             raise GateError(f"refused {event}")
 
     def launch(_kc: Any, _plan: Any, _ready: Any, _store: Any, **kw: Any) -> Any:
-        happen(("job", kw["extra"]["workflow_step"]))
-        return types.SimpleNamespace(job_uid=f"u-{kw['extra']['workflow_step']}")
+        happen(("job", kw["extra"].workflow_step))
+        return types.SimpleNamespace(job_uid=f"u-{kw['extra'].workflow_step}")
 
     def workloads(_kc: Any, _wf: Any, _run: str, _ns: str, steps: list[Any], uids: dict[str, str],
                   priority: Any) -> None:

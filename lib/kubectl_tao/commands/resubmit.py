@@ -65,8 +65,8 @@ def resubmit(
     def link(new_id: str) -> None:
         from kubectl_tao.store.jobrecord import K8sRecord
 
-        earlier = list(K8sRecord.from_stored(store.get_extra(tracked.id)).resubmitted_as)
-        store.update_extra(tracked.id, resubmitted_as=[*earlier, new_id])
+        earlier = K8sRecord.from_stored(store.get_extra(tracked.id)).resubmitted_as
+        store.update_k8s(tracked.id, resubmitted_as=(*earlier, new_id))
 
     return run_submit(
         request, dry_run=dry_run, wait=wait, timeout=timeout, fmt=fmt,

@@ -12,6 +12,7 @@ from kubectl_tao.commands.jobflags import JobCommand, request_of
 
 if TYPE_CHECKING:
     from kubectl_tao.jobs.plan import JobRequest
+    from kubectl_tao.store.jobrecord import K8sRecord
 
 EPILOG = """\b
 Examples:
@@ -82,7 +83,7 @@ def run_submit(
     image_pull_timeout: float | None = None,
     require_fit_now: bool = False,
     fmt: str = "table",
-    extra_fields: dict[str, Any] | None = None,
+    extra_fields: K8sRecord | None = None,
     on_created: Callable[[str], None] | None = None,
     namespace: str | None = None,
     record_fields: dict[str, Any] | None = None,

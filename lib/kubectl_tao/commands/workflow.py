@@ -415,6 +415,7 @@ def resume(
     from kubectl_tao.core.names import kubernetes_job_name
     from kubectl_tao.jobs import plan as planning
     from kubectl_tao.jobs.resubmit import request_from_record
+    from kubectl_tao.store.jobrecord import K8sRecord
     from kubectl_tao.store.recordids import preview_id
     from kubectl_tao.workflows import runs
     from kubectl_tao.workflows.objects import wrap_command
@@ -449,7 +450,7 @@ def resume(
     created = runs.run(sess.kubectl(), workflow, steps, namespace=namespace, server=target.server,
                             context=target.context, store_factory=store,
                             source=rows[0][1].workflow_file or "", on_progress=info,
-                            extra_fields={"resumed_from": name}, results=results)
+                            extra_fields=K8sRecord.partial(resumed_from=name), results=results)
     if fmt == "name":
         emit(f"workflow/{created['name']}\n")
     elif not emit_data(fmt, created):

@@ -27,6 +27,7 @@ from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.progress.execread import exec_call, exec_target
 from kubectl_tao.progress.kept import clean, from_log
 from kubectl_tao.progress.model import SOURCE_LOG, Progress, final, from_stored, rfc3339, stored
+from kubectl_tao.store.jobrecord import K8sRecord, ProgressRead
 
 LOG_TAIL_LINES = 100  # lines of rank 0's log read when status.json cannot be
 RETRY_EXEC_SECONDS = 300  # a look that found no status.json: the log answers for at most this long ...
@@ -101,7 +102,7 @@ def parse_exec(stdout: str) -> tuple[Progress | None, str] | None:
     return read_status_json(clean(tail)), clean(path)[:200]
 
 
-def _hint(tracked: Tracked, now: datetime) -> dict[str, Any] | None:
+def _hint(tracked: Tracked, now: datetime) -> ProgressRead | None:
     """The record's note that rank 0's log answers (exec refused or failed; no status.json, for a while)."""
     hint = tracked.k8s.progress_read
     if hint is None or hint.from_ != FROM_LOG:
@@ -113,7 +114,7 @@ def _hint(tracked: Tracked, now: datetime) -> dict[str, Any] | None:
             until = at + timedelta(seconds=RETRY_EXEC_SECONDS)
         if until is None or now >= until:
             return None
-    return hint.to_stored()
+    return hint
 
 
 def read(kc: Kubectl, store: Any, obs: Observation, *, update: bool = True, now: datetime | None = None) -> None:
@@ -128,7 +129,7 @@ def read(kc: Kubectl, store: Any, obs: Observation, *, update: bool = True, now:
     pod = str(rank["pod"])
     now = now or datetime.now(UTC)
     hint = _hint(tracked, now)
-    new_hint: dict[str, Any] | None = None
+    new_hint: ProgressRead | None = None
     progress: Progress | None = None
     where: str | None = None
     found = None
@@ -158,7 +159,7 @@ def read(kc: Kubectl, store: Any, obs: Observation, *, update: bool = True, now:
         keep(store, tracked, obs.progress, obs.progress_where, hint=new_hint)
 
 
-def _fallback(kc: Kubectl, result: Any, rank: dict[str, Any], now: datetime, obs: Observation) -> dict[str, Any]:
+def _fallback(kc: Kubectl, result: Any, rank: dict[str, Any], now: datetime, obs: Observation) -> ProgressRead:
     """The record's note when the exec did not give a status.json: none there (tried again after
     retry_after), the exec refused (Forbidden: said once, never tried again), or the exec failed (rank 0 ending,
     an image without /bin/sh: tried again after retry_after)."""
@@ -169,20 +170,20 @@ def _fallback(kc: Kubectl, result: Any, rank: dict[str, Any], now: datetime, obs
         why = WHY_FORBIDDEN if isinstance(error, KubectlError) and error.reason == "Forbidden" else WHY_EXEC_FAILED
     if why == WHY_FORBIDDEN:
         obs.notes.append("progress read from rank 0's log: kubectl may not exec into pods (Forbidden)")
-        return {"from": FROM_LOG, "why": why, "at": rfc3339(now)}
+        return ProgressRead.partial(from_=FROM_LOG, why=why, at=rfc3339(now))
     until = now + timedelta(seconds=retry_after(rank.get("started_at"), now))
-    return {"from": FROM_LOG, "why": why, "at": rfc3339(now), "retry_at": rfc3339(until)}
+    return ProgressRead.partial(from_=FROM_LOG, why=why, at=rfc3339(now), retry_at=rfc3339(until))
 
 
 def keep(store: Any, tracked: Tracked, progress: Progress | None, where: str | None, *,
-         hint: dict[str, Any] | None = None) -> None:
+         hint: ProgressRead | None = None) -> None:
     """Write PROGRESS (and the note HINT) into the record's kubectl-tao data, when they changed."""
-    fields: dict[str, Any] = {}
+    part = K8sRecord.partial()
     if progress is not None:
         value = stored(progress, where)
         if value != tracked.k8s.progress:
-            fields["progress"] = value
+            part = part.changed(progress=value)
     if hint is not None:
-        fields["progress_read"] = hint
-    if fields:
-        tracked.extra = store.update_extra(tracked.id, **fields)
+        part = part.changed(progress_read=hint)
+    if part.order:
+        tracked.extra = store.merge_k8s(tracked.id, part)

@@ -36,6 +36,7 @@ from kubectl_tao.core.valueclass import Value, record
 from kubectl_tao.jobs.plan import Job
 from kubectl_tao.k8s import objects
 from kubectl_tao.k8s.kubectl import Kubectl
+from kubectl_tao.store.jobrecord import K8sRecord
 
 if TYPE_CHECKING:
     from kubectl_tao.gates.checks import Gates
@@ -120,7 +121,7 @@ def submit_request(
     dry_run: str = "none",
     wait: bool = False,
     require_fit_now: bool = False,
-    extra_fields: dict[str, Any] | None = None,
+    extra_fields: K8sRecord | None = None,
     record_fields: dict[str, Any] | None = None,
 ) -> Outcome:
     """`submit` (and `resubmit`) once the flags are read: plan the request, then `execute`. The record keeps the
@@ -129,8 +130,11 @@ def submit_request(
     outcome before it is seen."""
     from kubectl_tao.jobs import plan as planning
 
-    kept = {"request": planning.stored(job), **({"max_restarts": job.max_restarts} if job.max_restarts else {}),
-            **(extra_fields or {})}
+    kept = K8sRecord.partial(request=planning.stored(job))
+    if job.max_restarts:
+        kept = kept.changed(max_restarts=job.max_restarts)
+    if extra_fields is not None:
+        kept = kept.merged(extra_fields)
     held = None
     if wait and dry_run == "none" and not job.keep_until_captured:
         job = job.replaced(keep_until_captured=True)
@@ -150,11 +154,8 @@ def submit_request(
         dry_run=dry_run,
         store_factory=store_factory,
         on_progress=on_progress,
-        extra={
-            **kept,
-            **({"keep_until_captured": True, "ttl_seconds": job.ttl_seconds, "ttl_hold": held}
-               if job.keep_until_captured else {}),
-        },
+        extra=kept.changed(keep_until_captured=True, ttl_seconds=job.ttl_seconds, ttl_hold=held)
+        if job.keep_until_captured else kept,
     )
 
 
@@ -169,7 +170,7 @@ def execute(
     store_factory: Callable[[], Any],
     on_progress: Callable[[str], None] = lambda _msg: None,
     name: str | None = None,
-    extra: dict[str, Any] | None = None,
+    extra: K8sRecord | None = None,
 ) -> Outcome:
     """Run the submit sequence. dry_run: none | client | server. `extra` goes into the record's kubectl-tao
     data before the Job is created (so whoever first sees the Job end knows, e.g., that its TTL is held).
@@ -278,7 +279,7 @@ def launch(
     target_server: str,
     target_context: str,
     on_progress: Callable[[str], None] = lambda _msg: None,
-    extra: dict[str, Any] | None = None,
+    extra: K8sRecord | None = None,
 ) -> Outcome:
     """execute()'s second half, once prepare() passed: open the record, create, mark RUNNING (STORE None: the
     server dry run ends here). Stops the prepared gates."""
@@ -305,7 +306,7 @@ def _launch(
     target_server: str,
     target_context: str,
     on_progress: Callable[[str], None],
-    extra: dict[str, Any] | None,
+    extra: K8sRecord | None,
 ) -> Outcome:
     """execute() once the gates passed: open the record, create, mark RUNNING (a server dry run stops before)."""
     if store is None:  # a server dry run creates nothing: the DRA GPUs are counted at once
@@ -330,21 +331,20 @@ def _launch(
     on_progress(f"record {record_id} opened (Kubernetes name {namespace}/{job_name})")
     created_any = False
     try:
-        store.update_extra(
-            record_id,
+        names = K8sRecord.partial(
             api_server=target_server,
             context=target_context,
             namespace=namespace,
             job_name=job_name,
-            secret_names=[secret] if secret else [],
+            secret_names=(secret,) if secret else (),
             service_name=job_name if plan.nodes > 1 else None,
             gpus=plan.gpus,
             nodes=plan.nodes,
             gang=mechanism.kind,
             submit_phase="dry-run",
-            warnings=warnings,
-            **(extra or {}),
+            warnings=tuple(warnings),
         )
+        store.merge_k8s(record_id, names if extra is None else names.merged(extra))
         # Still submit_phase "dry-run" while creating and adopting: a cut-off submit is settled from the
         # cluster (see the docstring), so the record is not written again until the Job is whole.
         created_any = True
@@ -358,13 +358,14 @@ def _launch(
         added = gated.settle()
         for warning in added:
             on_progress(f"warning: {warning}")
+        pinned = K8sRecord.partial(job_uid=uid, submit_phase="created")
         store.mark(
             record_id,
             "RUNNING",
             message=f"applied Job {namespace}/{job_name}",
             source="agent",
             backend_ref=f"{namespace}/{job_name}",
-            extra={"job_uid": uid, "submit_phase": "created", **({"warnings": warnings} if added else {})},
+            k8s=pinned.changed(warnings=tuple(warnings)) if added else pinned,
         )
     except ClusterUnreachableError as exc:
         if created_any:
@@ -457,7 +458,7 @@ def roll_back(
             message=message + (f"; {note}" if note else ""),
             source="agent",
             err_class=err_class,
-            extra={"left_behind": left} if left else None,
+            k8s=K8sRecord.partial(left_behind=tuple(left)) if left else None,
         )
         return f"record {record_id} marked ERROR; {note or 'nothing left running'}"
     store.mark(
@@ -466,8 +467,8 @@ def roll_back(
         message=f"{message}; the API server stopped answering before the rollback finished: {note}",
         source="agent",
         backend_ref=f"{namespace}/{job_name}",
-        extra={"left_behind": left, "submit_phase": ROLLING_BACK,
-               "rollback": {"message": message, "err_class": err_class}},
+        k8s=K8sRecord.partial(left_behind=tuple(left), submit_phase=ROLLING_BACK,
+                              rollback={"message": message, "err_class": err_class}),
     )
     return (
         f"record {record_id} is UNKNOWN: the API server stopped answering before the rollback finished ({note}); "

@@ -16,7 +16,7 @@ from kubectl_tao.core.errors import GateError, TaoError
 from kubectl_tao.core.valueclass import Factory, Value, record
 from kubectl_tao.k8s.kubectl import Kubectl
 from kubectl_tao.restarts import history
-from kubectl_tao.store.jobrecord import JobRecord, K8sRecord
+from kubectl_tao.store.jobrecord import CapturedHistory, JobRecord, K8sRecord, RankCapture
 from kubectl_tao.store.records import INCOMPLETE_SUBMIT_PHASES, ROLLING_BACK
 
 LOG_TAIL_LINES = 50
@@ -26,8 +26,8 @@ DEFAULT_TTL_SECONDS = 3600
 @record
 class Tracked(Value):
     """A record with what kubectl-tao knows about its Kubernetes objects. `record` and `extra` are the two
-    files as the store read them (what it writes back); `job` and `k8s` are the same, typed
-    (store/jobrecord.py), and are what every reader uses."""
+    files as the store last read or wrote them; `job` and `k8s` are the same, typed (store/jobrecord.py), and
+    are what every reader uses. A write goes through the store, typed (`update_k8s`, `merge_k8s`, `mark`)."""
 
     record: dict[str, Any]
     extra: dict[str, Any]
@@ -402,7 +402,7 @@ def observe(
         from kubectl_tao.k8s import objects
 
         objects.adopt_orphans(kc, job, tracked.namespace or "default", tracked.id)
-        tracked.extra = store.update_extra(tracked.id, job_uid=job["metadata"]["uid"], submit_phase="created")
+        tracked.extra = store.update_k8s(tracked.id, job_uid=job["metadata"]["uid"], submit_phase="created")
     if update:
         _write_back(kc, store, tracked, obs, pods)
     return obs
@@ -427,7 +427,7 @@ def observe_restarts(kc: Kubectl, store: Any, tracked: Tracked, pods: list[dict[
         said = "\n".join(redact_log_line(line) for line in result.stdout.split("\n"))  # redacted as it is read
         found = found.with_said([said])
     if store is not None and found.changed:
-        tracked.extra = store.update_extra(tracked.id, attempts=found.stored())
+        tracked.extra = store.update_k8s(tracked.id, attempts=tuple(found.stored()))
     return found
 
 
@@ -516,7 +516,7 @@ def finish_rollback(kc: Kubectl, store: Any, tracked: Tracked) -> Observation:
     store.mark(
         tracked.id, "ERROR", message=message, source="poller",
         err_class=str(rollback.get("err_class") or "ERR_INFRA"),
-        extra={"submit_phase": "rolled-back", "left_behind": []},
+        k8s=K8sRecord.partial(submit_phase="rolled-back", left_behind=()),
     )
     tracked.record, tracked.extra = store.show(tracked.id), store.get_extra(tracked.id)
     return Observation(tracked, "ERROR", "NotLaunched", message, tracked.job.err_class, None, [])
@@ -572,48 +572,47 @@ def capture_history(kc: Kubectl, store: Any, tracked: Tracked, obs: Observation,
     from kubectl_tao.core.redact import redact_log_line, redact_text
 
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    ranks = []
+    ranks: list[RankCapture] = []
     for rank in (obs.live or {}).get("ranks", []):
         text = texts.get(str(rank.get("pod")))
-        ranks.append(
-            {
-                "rank": rank.get("rank"),
-                "pod": rank.get("pod"),
-                "node": rank.get("node"),
-                "phase": rank.get("phase"),
-                "exit_code": rank.get("exit_code"),
-                "reason": rank.get("reason"),
-                "log_tail": [redact_log_line(line) for line in ranklogs.tail(text)] if text else [],
-                "captured_at": now,
-            }
+        captured = RankCapture.partial(
+            rank=rank.get("rank"),
+            pod=rank.get("pod"),
+            node=rank.get("node"),
+            phase=rank.get("phase"),
+            exit_code=rank.get("exit_code"),
+            reason=rank.get("reason"),
+            log_tail=tuple(redact_log_line(line) for line in ranklogs.tail(text)) if text else (),
+            captured_at=now,
         )
         if text and obs.state == "ERROR":
-            ranks[-1]["errors"] = ranklogs.first_errors(text, rank.get("rank"), per_pod)
+            captured = captured.changed(errors=tuple(ranklogs.first_errors(text, rank.get("rank"), per_pod)))
+        ranks.append(captured)
     if found is not None and causes.names_a_cause(found):
         obs.reason, obs.err_class, obs.message = found.cause, found.err_class, ranklogs.message(found)
-    history = {
-        "state": obs.state,
-        "reason": obs.reason,
-        "message": redact_text(obs.message),
-        "err_class": obs.err_class,
-        "first_failed_rank": (obs.live or {}).get("first_failed_rank"),
-        "ranks": ranks,
-        "captured_at": now,
-    }
+    captured_history = CapturedHistory.partial(
+        state=obs.state,
+        reason=obs.reason,
+        message=redact_text(obs.message),
+        err_class=obs.err_class,
+        first_failed_rank=(obs.live or {}).get("first_failed_rank"),
+        ranks=tuple(ranks),
+        captured_at=now,
+    )
     if found is not None:
-        history["diagnosis"] = found.to_dict()
+        captured_history = captured_history.changed(diagnosis=found.to_dict())
     held = bool(tracked.k8s.keep_until_captured)
-    fields: dict[str, Any] = {"history": history}
     from kubectl_tao.progress.kept import ended
 
-    rank0 = next((r for r in ranks if r.get("rank") in (0, None)), None)
-    progress = ended(tracked.k8s.progress, texts.get(str(rank0.get("pod"))) if rank0 else None)
+    rank0 = next((r for r in ranks if r.rank in (0, None)), None)
+    progress = ended(tracked.k8s.progress, texts.get(str(rank0.pod)) if rank0 else None)
+    part = K8sRecord.partial(history=captured_history)
     if progress is not None:
-        fields["progress"] = progress  # the final progress: `status` and `list -o wide` show it once the Job is gone
+        # the final progress: `status` and `list -o wide` show it once the Job is gone
+        part = part.changed(progress=progress)
     if tracked.k8s.ttl_hold:
-        fields["ttl_hold"] = None  # captured: a waiter leaving now has nothing to give back
-    store.update_extra(tracked.id, **fields)
-    tracked.extra = {**tracked.extra, **fields}
+        part = part.changed(ttl_hold=None)  # captured: a waiter leaving now has nothing to give back
+    tracked.extra = store.merge_k8s(tracked.id, part)
     if held:
         # The history is safe in the record now: let ttlSecondsAfterFinished remove the Job.
         set_ttl(kc, tracked, held_ttl(tracked))
@@ -640,11 +639,11 @@ def hold_ttl(kc: Kubectl, store: Any, tracked: Tracked, ttl: int, holder: str) -
         return False
     ours = not tracked.k8s.keep_until_captured  # else already held (--wait, --keep-until-captured)
     if ours:
-        tracked.extra = store.update_extra(tracked.id, keep_until_captured=True, ttl_seconds=ttl, ttl_hold=holder)
+        tracked.extra = store.update_k8s(tracked.id, keep_until_captured=True, ttl_seconds=ttl, ttl_hold=holder)
     if set_ttl(kc, tracked, None):
         return True
     if ours:
-        tracked.extra = store.update_extra(tracked.id, keep_until_captured=False, ttl_hold=None)
+        tracked.extra = store.update_k8s(tracked.id, keep_until_captured=False, ttl_hold=None)
     return False
 
 
@@ -653,4 +652,4 @@ def release_ttl(kc: Kubectl, store: Any, tracked: Tracked) -> None:
     if not tracked.k8s.ttl_hold:
         return
     set_ttl(kc, tracked, held_ttl(tracked))
-    tracked.extra = store.update_extra(tracked.id, keep_until_captured=False, ttl_hold=None)
+    tracked.extra = store.update_k8s(tracked.id, keep_until_captured=False, ttl_hold=None)

@@ -2,9 +2,12 @@
 frozen values with a typed field for each property their schemas name, and the typed parts inside them
 (`Transition`, the captured `CapturedHistory` with its `RankCapture`s, `ProgressRead`, `WorkflowLink`).
 
-The files keep their JSON form (schemas/job-record*.schema.json, schema_version 1): the store validates,
-redacts and writes dicts, and everything that reads a record reads it through these values (`Tracked.job`,
-`Tracked.k8s` in jobs/track.py). `from_stored(data)` reads every shape a release has written:
+The files keep their JSON form (schemas/job-record*.schema.json, schema_version 1). Everything that reads a
+record reads it through these values (`Tracked.job`, `Tracked.k8s` in jobs/track.py), and everything that
+writes one builds or changes them: `partial(...)` makes a part in code (a transition, a change of the sibling
+file), `changed(...)` sets fields, `merged(part)` takes a part's keys; the store writes `to_stored()`, which
+keeps the bytes a dict writer wrote for the same content (a key stored keeps its place, a new one follows in
+the order set). `from_stored(data)` reads every shape a release has written:
 
 - schema_version 1, the only version there is (`READABLE_VERSIONS`); a newer one is refused with one line;
 - a sibling file that does not exist yet (`{}`: every field at its default);
@@ -130,6 +133,63 @@ class Stored:
             else:
                 fields[spec[0]] = typed  # type: ignore[index]
         return cls(**fields, other=other, order=tuple(data))
+
+    @classmethod
+    def partial(cls, **fields: Any) -> Any:
+        """A value whose stored form holds FIELDS (field=typed value) alone, in the order given: a part made in
+        code (a transition, a change of the sibling file for `merged`) whose unset keys are not written."""
+        return cls(other={}, order=()).changed(**fields)
+
+    def changed(self, **fields: Any) -> Any:
+        """A copy with FIELDS (field=typed value) set, as a dict update sets their keys: a key stored already keeps
+        its place, a new one is written after the others in the order given, even with its default value.
+        TypeError (a bug, not bad input) for a field the class lacks or a value of a type the field does not take."""
+        names = {spec[0]: key for key, spec in self.KEYS.items()}
+        entries = []
+        for name, value in fields.items():
+            key = names.get(name)
+            if key is None:
+                raise TypeError(f"{type(self).__name__} has no field {name!r}")
+            entries.append((key, False, value))
+        return self._set(entries)
+
+    def merged(self, part: Any) -> Any:
+        """This value with every key PART's stored form holds set to PART's value (typed, or as PART stored it)."""
+        part_other: dict[str, Any] = getattr(part, "other")  # noqa: B009 - every subclass has the field
+        entries = []
+        for key in part.to_stored():
+            if key in part_other:
+                entries.append((key, True, part_other[key]))
+            else:
+                entries.append((key, False, getattr(part, self.KEYS[key][0])))
+        return self._set(entries)
+
+    def _set(self, entries: list[tuple[str, bool, Any]]) -> Any:
+        """(stored key, raw, value) set in order: RAW a value kept as stored (in `other`), else a typed value."""
+        other = dict(getattr(self, "other"))  # noqa: B009
+        order: tuple[str, ...] | None = getattr(self, "order")  # noqa: B009
+        keys = None if order is None else list(order)
+        typed: dict[str, Any] = {}
+        for key, raw, value in entries:
+            spec = self.KEYS.get(key)
+            if raw or spec is None:
+                other[key] = value
+                if spec is not None:  # the typed field goes back to its default, so `other` alone is written
+                    typed[spec[0]] = getattr(type(self)(other={}, order=None), spec[0])
+            else:
+                name, read, write = spec
+                try:
+                    back = read(write(value))
+                except (AttributeError, TypeError):
+                    back = _BAD
+                if back is _BAD:
+                    raise TypeError(f"{type(self).__name__}.{name} cannot hold {type(value).__name__} {value!r:.80}")
+                typed[name] = back
+                other.pop(key, None)
+            if keys is not None and key not in keys:
+                keys.append(key)
+        made: Any = self.replaced(**typed, other=other, order=None if keys is None else tuple(keys))
+        return made
 
     def to_stored(self) -> dict[str, Any]:
         """The JSON object this value was read from (or, made in code, every field under its stored key)."""
@@ -446,7 +506,7 @@ class K8sRecord(Stored, Value):
         "rollback": ("rollback", _mapping_or_none, _as_is),
         "left_behind": ("left_behind", _texts, _listed),
         "max_restarts": ("max_restarts", _int_or_none, _as_is),
-        "attempts": ("attempts", lambda v: () if v is None else _mappings(v), _listed),
+        "attempts": ("attempts", _mappings, _listed),
         "keep_until_captured": ("keep_until_captured", _flag_or_none, _as_is),
         "ttl_hold": ("ttl_hold", _text_or_none, _as_is),
         "ttl_seconds": ("ttl_seconds", _int_or_none, _as_is),

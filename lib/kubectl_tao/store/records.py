@@ -22,6 +22,7 @@ from kubectl_tao.core.atomicwrite import write_atomically
 from kubectl_tao.core.errors import TaoError, UsageError
 from kubectl_tao.core.templates import data_dir
 from kubectl_tao.store import recordfields, safefile, transitions
+from kubectl_tao.store.jobrecord import CapturedHistory, JobRecord, K8sRecord
 from kubectl_tao.store.locking import exclusive
 from kubectl_tao.store.recordfields import SCHEMA_VERSION, STORAGE_TIERS
 from kubectl_tao.store.recordids import ID_RE, make_id, validate_id
@@ -195,15 +196,9 @@ def _read_json_if_there(path: Path, what: str) -> dict[str, Any] | None:
         raise TaoError(f"{exc.message}; restore it or move it aside") from None
 
 
-def _cap_log_tail(tail: object) -> object:
+def _cap_log_tail(tail: str | tuple[str, ...]) -> str | tuple[str, ...]:
     """The last LOG_TAIL_MAX_LINES lines and LOG_TAIL_MAX_BYTES bytes of a log tail."""
-    if isinstance(tail, str):
-        lines: list[str] = tail.splitlines()
-        as_text = True
-    elif isinstance(tail, list) and all(isinstance(x, str) for x in tail):
-        lines, as_text = list(tail), False
-    else:
-        return tail
+    lines = tail.splitlines() if isinstance(tail, str) else list(tail)
     lines = lines[-LOG_TAIL_MAX_LINES:]
     while lines and len("\n".join(lines).encode("utf-8")) > LOG_TAIL_MAX_BYTES:
         if len(lines) == 1:
@@ -211,17 +206,21 @@ def _cap_log_tail(tail: object) -> object:
             lines = [raw.decode("utf-8", errors="ignore")]
             break
         lines = lines[1:]
-    return "\n".join(lines) if as_text else lines
+    return "\n".join(lines) if isinstance(tail, str) else tuple(lines)
 
 
-def _cap_history(history: object) -> object:
-    if isinstance(history, dict) and isinstance(history.get("ranks"), list):
-        return {**history, "ranks": [_cap_history(r) for r in history["ranks"]]}
-    if isinstance(history, list):
-        return [_cap_history(r) for r in history]
-    if isinstance(history, dict) and "log_tail" in history:
-        return {**history, "log_tail": _cap_log_tail(history["log_tail"])}
-    return history
+def _cap_history(history: CapturedHistory) -> CapturedHistory:
+    """HISTORY with each rank's log tail capped."""
+    ranks = tuple(
+        rank if rank.log_tail is None else rank.changed(log_tail=_cap_log_tail(rank.log_tail))
+        for rank in history.ranks
+    )
+    if ranks == history.ranks:
+        return history
+    if history.listed:
+        return history.replaced(ranks=ranks)
+    capped: CapturedHistory = history.changed(ranks=ranks)
+    return capped
 
 
 # --------------------------------------------------------------------------------------------------
@@ -307,7 +306,7 @@ class RecordStore:
         given = record_id
         for _ in range(1 if given else _OPEN_ATTEMPTS):
             record_id = validate_id(given) if given else make_id(network_arch, action)
-            record = transitions.new_record(record_id, fields)
+            record = transitions.new_record(record_id, fields).to_stored()
             redacted = redact_obj(record)
             assert isinstance(redacted, dict)
             recordfields.refuse_credential_in_identity(record, redacted)
@@ -327,27 +326,30 @@ class RecordStore:
         backend_ref: str | None = None,
         err_class: str | None = None,
         *,
-        extra: Mapping[str, Any] | None = None,
+        k8s: K8sRecord | None = None,
     ) -> Record:
-        """Append a transition under the record's lock; see the module docstring for the rules. `extra` is
-        merged into kubectl-tao's additions under the same lock (as `update_extra`), before the transition."""
+        """Append a transition under the record's lock; see the module docstring for the rules. `k8s`, a part
+        of kubectl-tao's additions (`K8sRecord.partial(...)`), is merged into them under the same lock (as
+        `update_k8s`), before the transition."""
         from kubectl_tao.core.redact import redact_obj, redact_text
 
         transitions.check_mark_args(state, source, err_class, message)
         path = self.path(record_id)
         with self.lock(record_id):
             record = _read_record(path, record_id, self.list_hint)
+            job = JobRecord.from_stored(record)
             if backend_ref is not None:
-                backend_ref = recordfields.validate_backend_ref(backend_ref, str(record.get("platform", "")))
+                backend_ref = recordfields.validate_backend_ref(backend_ref, job.platform)
                 if redact_text(backend_ref) != backend_ref:
                     raise UsageError("--backend-ref looks like it contains a credential; give namespace/name")
-            changed = transitions.apply_mark(record, state, redact_text(message), source, backend_ref, err_class)
-            redacted = redact_obj(record)
-            if changed or redacted != record:
+            job, changed = transitions.apply_mark(job, state, redact_text(message), source, backend_ref, err_class)
+            stored = job.to_stored() if changed else record
+            redacted = redact_obj(stored)
+            if changed or redacted != stored:
                 _require_valid(redacted, "job-record", f"job record {record_id}")
-            if extra:
-                self._merge_extra(record_id, dict(extra))
-            if changed or redacted != record:
+            if k8s is not None:
+                self._merge_extra(record_id, k8s)
+            if changed or redacted != stored:
                 _replace_atomically(path, redacted)
             assert isinstance(redacted, dict)
             return Record(redacted)
@@ -398,26 +400,42 @@ class RecordStore:
             raise TaoError(f"no job record {record_id} in {self.jobs_dir}; {self.list_hint} shows the records")
         return _read_json_if_there(self.extra_path(record_id), "kubectl-tao data") or {}
 
-    def update_extra(self, record_id: str, **fields: Any) -> dict[str, Any]:
-        """Merge ``fields`` (top-level keys replace) into the additions, under the record's lock."""
+    def update_k8s(self, record_id: str, **fields: Any) -> dict[str, Any]:
+        """Set FIELDS (K8sRecord's fields, typed values: a CapturedHistory, a ProgressRead, ...) in kubectl-tao's
+        additions under the record's lock; what was written (redacted), the dict `Tracked.extra` holds."""
+        return self.merge_k8s(record_id, K8sRecord.partial(**fields))
+
+    def merge_k8s(self, record_id: str, part: K8sRecord) -> dict[str, Any]:
+        """As update_k8s, with the fields a part holds (`K8sRecord.partial(...)`, built up with `changed`)."""
         with self.lock(record_id):
             if not self.path(record_id).is_file():
                 raise TaoError(f"no job record {record_id} in {self.jobs_dir}; {self.list_hint} shows the records")
-            return self._merge_extra(record_id, fields)
+            return self._merge_extra(record_id, part)
 
-    def _merge_extra(self, record_id: str, fields: dict[str, Any]) -> dict[str, Any]:
-        """update_extra's write; the caller holds the record's lock."""
+    def update_extra(self, record_id: str, **stored: Any) -> dict[str, Any]:
+        """As update_k8s, from the stored form (JSON keys and values, read as a sibling file is read: a value of
+        the wrong type is written as given, for the schema check to refuse): for tests and tools that plant a
+        shape some release wrote. The package writes through update_k8s (tests/unit/test_house_rules.py)."""
+        _refuse_reserved(stored)
+        return self.merge_k8s(record_id, K8sRecord.from_stored(stored))
+
+    def _merge_extra(self, record_id: str, part: K8sRecord) -> dict[str, Any]:
+        """The additions with PART merged in, written; the caller holds the record's lock."""
         from kubectl_tao.core.redact import redact_obj
 
-        reserved = _RESERVED_EXTRA_KEYS.intersection(fields)
-        if reserved:
-            raise UsageError(f"{', '.join(sorted(reserved))} of the kubectl-tao data cannot be changed")
+        _refuse_reserved(part.to_stored())
         path = self.extra_path(record_id)
         current = _read_json_if_there(path, "kubectl-tao data") or {"schema_version": SCHEMA_VERSION, "id": record_id}
-        if "history" in fields:
-            fields["history"] = _cap_history(fields["history"])
-        merged = redact_obj({**current, **fields})
+        if part.history is not None:
+            part = part.changed(history=_cap_history(part.history))
+        merged = redact_obj(K8sRecord.from_stored(current).merged(part).to_stored())
         assert isinstance(merged, dict)
         _require_valid(merged, "job-record-k8s", f"kubectl-tao data for {record_id}")
         _replace_atomically(path, merged)
         return merged
+
+
+def _refuse_reserved(keys: Iterable[str]) -> None:
+    reserved = _RESERVED_EXTRA_KEYS.intersection(keys)
+    if reserved:
+        raise UsageError(f"{', '.join(sorted(reserved))} of the kubectl-tao data cannot be changed")

@@ -1,5 +1,5 @@
 """The record's state machine: its states, which transitions a mark may make, and how a mark changes a
-record (pure: a dict in, the same dict changed in place).
+record (pure: a typed JobRecord in, the changed JobRecord out; the store writes its `to_stored()`).
 
 States: PENDING RUNNING COMPLETE ERROR CANCELED UNKNOWN.  COMPLETE, ERROR and CANCELED are terminal
 and final.  Allowed transitions (``ALLOWED_TRANSITIONS``):
@@ -32,6 +32,7 @@ from typing import Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import TaoError, UsageError
+from kubectl_tao.store.jobrecord import JobRecord, Transition
 from kubectl_tao.store.recordfields import SCHEMA_VERSION
 
 STATES = contract.STATES
@@ -94,31 +95,30 @@ def effective_state(record: Mapping[str, Any]) -> str:
     return state
 
 
-def new_record(record_id: str, fields: Mapping[str, Any]) -> dict[str, Any]:
-    """A record of `recordfields.open_fields`, PENDING "record opened before launch"."""
+def new_record(record_id: str, fields: Mapping[str, Any]) -> JobRecord:
+    """A record of `recordfields.open_fields`, PENDING "record opened before launch" (retry_of and parent_job
+    stored only when given)."""
     now = utc_now()
     results_dir = fields["results_dir"] or f"{fields['results_root']}/{record_id}"
-    record: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "id": record_id,
-        "platform": fields["platform"],
-        "backend_ref": None,
-        "image": fields["image"],
-        "network_arch": fields["network_arch"],
-        "action": fields["action"],
-        "results_dir": results_dir,
-        "storage_tier": fields["storage_tier"],
-        "submitted_at": now,
-        "transitions": [{"ts": now, "state": "PENDING", "message": OPENING_MESSAGE, "source": "agent"}],
-        "terminal_state": None,
-        "redacted": True,
-        "upload_excludes": list(fields["upload_excludes"]),
-    }
-    if fields["retry_of"] is not None:
-        record["retry_of"] = fields["retry_of"]
-    if fields["parent_job"] is not None:
-        record["parent_job"] = fields["parent_job"]
-    return record
+    links = {name: fields[name] for name in ("retry_of", "parent_job") if fields[name] is not None}
+    made: JobRecord = JobRecord.partial(
+        schema_version=SCHEMA_VERSION,
+        id=record_id,
+        platform=fields["platform"],
+        backend_ref=None,
+        image=fields["image"],
+        network_arch=fields["network_arch"],
+        action=fields["action"],
+        results_dir=results_dir,
+        storage_tier=fields["storage_tier"],
+        submitted_at=now,
+        transitions=(Transition.partial(ts=now, state="PENDING", message=OPENING_MESSAGE, source="agent"),),
+        terminal_state=None,
+        redacted=True,
+        upload_excludes=tuple(fields["upload_excludes"]),
+        **links,
+    )
+    return made
 
 
 def check_mark_args(state: str, source: str, err_class: str | None, message: str) -> None:
@@ -138,61 +138,56 @@ def check_mark_args(state: str, source: str, err_class: str | None, message: str
 
 
 def apply_mark(
-    record: dict[str, Any],
+    job: JobRecord,
     state: str,
     message: str,
     source: str,
     backend_ref: str | None,
     err_class: str | None,
-) -> bool:
-    """Apply one mark to ``record`` in place; True when something changed."""
-    record_id = record.get("id")
-    current = last_state(record)
+) -> tuple[JobRecord, bool]:
+    """The record with one mark applied, and whether anything changed."""
+    current = job.state
     if current in TERMINAL_STATES:
         if state != current:
             raise TaoError(
-                f"illegal transition {current} -> {state}: job record {record_id} is final; "
-                f"open a new record with --retry-of {record_id} to run it again"
+                f"illegal transition {current} -> {state}: job record {job.id} is final; "
+                f"open a new record with --retry-of {job.id} to run it again"
             )
-        return _fill_terminal(record, backend_ref, err_class)
+        return _fill_terminal(job, backend_ref, err_class)
     if state not in ALLOWED_TRANSITIONS.get(current, frozenset()):
-        raise TaoError(f"illegal transition {current} -> {state} for job record {record_id}")
-    changed = _set_backend_ref(record, backend_ref)
+        raise TaoError(f"illegal transition {current} -> {state} for job record {job.id}")
+    job, changed = _set_backend_ref(job, backend_ref)
     message = message[:MAX_MESSAGE_CHARS]
-    transitions = record.setdefault("transitions", [])
-    last = transitions[-1] if transitions else {}
-    if state == current and last.get("message") == message and state not in TERMINAL_STATES:
-        return changed
-    transitions.append({"ts": utc_now(), "state": state, "message": message, "source": source})
+    last = job.last
+    if state == current and last is not None and last.message == message and state not in TERMINAL_STATES:
+        return job, changed
+    step = Transition.partial(ts=utc_now(), state=state, message=message, source=source)
+    job = job.changed(transitions=(*job.transitions, step))
     if state in TERMINAL_STATES:
-        record["terminal_state"] = state
-        record["terminal_write_by"] = source
+        job = job.changed(terminal_state=state, terminal_write_by=source)
         if err_class is not None:
-            record["err_class"] = err_class
-    return True
+            job = job.changed(err_class=err_class)
+    return job, True
 
 
-def _fill_terminal(record: dict[str, Any], backend_ref: str | None, err_class: str | None) -> bool:
-    changed = _set_backend_ref(record, backend_ref)
+def _fill_terminal(job: JobRecord, backend_ref: str | None, err_class: str | None) -> tuple[JobRecord, bool]:
+    job, changed = _set_backend_ref(job, backend_ref)
     if err_class is not None:
-        if record.get("err_class") in (None, ""):
-            record["err_class"] = err_class
-            changed = True
-        elif record["err_class"] != err_class:
+        if job.err_class in (None, ""):
+            return job.changed(err_class=err_class), True
+        if job.err_class != err_class:
             raise TaoError(
-                f"job record {record.get('id')} is final with err_class {record['err_class']}; "
-                f"it cannot become {err_class}"
+                f"job record {job.id} is final with err_class {job.err_class}; it cannot become {err_class}"
             )
-    return changed
+    return job, changed
 
 
-def _set_backend_ref(record: dict[str, Any], backend_ref: str | None) -> bool:
-    if backend_ref is None or record.get("backend_ref") == backend_ref:
-        return False
-    if record.get("backend_ref"):
+def _set_backend_ref(job: JobRecord, backend_ref: str | None) -> tuple[JobRecord, bool]:
+    if backend_ref is None or job.backend_ref == backend_ref:
+        return job, False
+    if job.backend_ref:
         raise TaoError(
-            f"job record {record.get('id')} already names {record['backend_ref']}; a record follows one "
-            f"launch: open a new record (with --retry-of {record.get('id')}) for {backend_ref}"
+            f"job record {job.id} already names {job.backend_ref}; a record follows one "
+            f"launch: open a new record (with --retry-of {job.id}) for {backend_ref}"
         )
-    record["backend_ref"] = backend_ref
-    return True
+    return job.changed(backend_ref=backend_ref), True

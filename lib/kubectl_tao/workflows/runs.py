@@ -114,12 +114,11 @@ def run(
     store_factory: Callable[[], Any],
     source: str,
     on_progress: Callable[[str], None] = lambda _msg: None,
-    extra_fields: dict[str, Any] | None = None,
+    extra_fields: K8sRecord | None = None,
     results: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Check every step, then create the run; what was created (run id, each step's record and Job).
     EXTRA_FIELDS go into every step's record additions (`resume`: the run it resumes)."""
-    from kubectl_tao.jobs import plan as planning
     from kubectl_tao.jobs.submit import launch
     from kubectl_tao.k8s import objects
 
@@ -156,18 +155,10 @@ def run(
             if early and step.name == first[0].name:
                 _create_workloads(kc, workflow, run_id, namespace, early, uids, priority)
             index = [s.name for s in workflow.steps].index(step.name)
-            spec = workflow.step(step.name)
             outcome = launch(
                 kc, step.plan, prepared.pop(step.name), store, namespace=namespace, target_server=server,
                 target_context=context, on_progress=on_progress,
-                extra={"workflow": run_id, "workflow_name": workflow.name, "workflow_step": step.name,
-                       "workflow_index": index, "workflow_after": spec.after,
-                       "workflow_when": spec.when.text() if spec.when else None, "workflow_file": source,
-                       "results_seen_as": step.results,
-                       **({"keep_until_captured": True, "ttl_seconds": step.request.ttl_seconds, "ttl_hold": None}
-                          if step.plan.patches_job and step.request is not None else {}),
-                       **({"request": planning.stored(step.request)} if step.request is not None else {}),
-                       **(extra_fields or {})},
+                extra=_step_fields(workflow, run_id, step, index, source, extra_fields),
             )
             created.append(step)
             uids[step.job_name] = str(outcome.job_uid)
@@ -192,6 +183,24 @@ def run(
         "steps": [{"name": step.name, "id": step.record_id, "job": f"{namespace}/{step.job_name}",
                    "held": workflow.step(step.name).after is not None} for step in made],
     }
+
+
+def _step_fields(workflow: Workflow, run_id: str, step: StepPlan, index: int, source: str,
+                 extra_fields: K8sRecord | None) -> K8sRecord:
+    """What a step's record additions hold of its run: its place in it, its TTL hold and kept request."""
+    from kubectl_tao.jobs import plan as planning
+
+    spec = workflow.step(step.name)
+    part = K8sRecord.partial(
+        workflow=run_id, workflow_name=workflow.name, workflow_step=step.name, workflow_index=index,
+        workflow_after=spec.after, workflow_when=spec.when.text() if spec.when else None, workflow_file=source,
+        results_seen_as=step.results,
+    )
+    if step.plan.patches_job and step.request is not None:
+        part = part.changed(keep_until_captured=True, ttl_seconds=step.request.ttl_seconds, ttl_hold=None)
+    if step.request is not None:
+        part = part.changed(request=planning.stored(step.request))
+    return part if extra_fields is None else part.merged(extra_fields)
 
 
 def gate_steps(
@@ -604,8 +613,9 @@ def status(kc: Kubectl, store: Any, run_id: str, *, server: str = "") -> dict[st
         if removed and step["state"] == NOT_RUN and step["job"] not in jobs and not rec.terminal:
             why = step["reason"] or seen["reason"] or "the workflow ended before it"
             ended = GATE_FAILED if seen["state"] == GATE_FAILED else ERROR
+            not_run = {"reason": why, "run_state": ended, "run_reason": seen["reason"]}
             store.mark(rec.id, "CANCELED", message=f"not run: {why}"[:300], source="agent",
-                       extra={"workflow_not_run": {"reason": why, "run_state": ended, "run_reason": seen["reason"]}})
+                       k8s=K8sRecord.partial(workflow_not_run=not_run))
     return seen
 
 

@@ -30,8 +30,10 @@ class Store:
     def __init__(self) -> None:
         self.extra: dict[str, Any] = {"max_restarts": 3}
 
-    def update_extra(self, _record_id: str, **fields: Any) -> dict[str, Any]:
-        self.extra.update(fields)
+    def update_k8s(self, _record_id: str, **fields: Any) -> dict[str, Any]:
+        from kubectl_tao.store.jobrecord import K8sRecord
+
+        self.extra = K8sRecord.from_stored(self.extra).changed(**fields).to_stored()
         return dict(self.extra)
 
 

@@ -133,6 +133,13 @@ def test_resume_runs_again_only_the_steps_that_did_not_complete_into_their_resul
         old = json.loads((state / f"{ids[step['name']]}.json").read_text())
         assert extra["resumed_from"] == first["name"] and extra["workflow"] == again["name"]
         assert extra["request"]["flags"]["results_dir"] == old["results_dir"]
+        # the keys in the order the dict writers wrote them (the typed writes keep the file's bytes)
+        assert list(extra) == [
+            "schema_version", "id", "api_server", "context", "namespace", "job_name", "secret_names", "service_name",
+            "gpus", "nodes", "gang", "submit_phase", "warnings", "workflow", "workflow_name", "workflow_step",
+            "workflow_index", "workflow_after", "workflow_when", "workflow_file", "results_seen_as",
+            "keep_until_captured", "ttl_seconds", "ttl_hold", "request", "resumed_from", "job_uid",
+        ]
 
 
 def test_resume_is_refused_while_running_and_after_a_failed_gate(
