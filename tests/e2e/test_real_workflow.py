@@ -30,10 +30,13 @@ from .test_real_pods import REAL_NODE_LABEL, images, real  # noqa: F401
 pytestmark = pytest.mark.e2e
 
 # A TAO-shaped step: reads the checkpoint named in argv[2] (if any), writes <results>/train/status.json with
-# the KPI argv[3] and a checkpoint, and exits argv[4].
+# the KPI argv[3] and a checkpoint, and exits argv[4]; given argv[5], it first waits until that file exists (a step
+# the test holds running, so the steps after it are seen held however fast the nodes start pods).
 STEP = """\
-import json, os, sys
+import json, os, sys, time
 results, previous, kpi, code = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+while len(sys.argv) > 5 and not os.path.exists(sys.argv[5]):
+    time.sleep(0.2)
 os.makedirs(results + "/train", exist_ok=True)
 seen = open(previous).read().strip() if previous != "-" else "none"
 print("read checkpoint:", seen, flush=True)
@@ -46,8 +49,11 @@ sys.exit(code)
 """
 
 
-def workflow_file(t: Tao, image: str, *, gate: float = 0.5, middle_exit: int = 0) -> Path:
+def workflow_file(t: Tao, image: str, *, gate: float = 0.5, middle_exit: int = 0, hold_train: bool = False) -> Path:
+    """The chain's file; HOLD_TRAIN: the first step runs until the test cancels the run (it waits for a file that
+    is never made)."""
     volume: Path = t.volume  # type: ignore[attr-defined]
+    hold = " /workspace/never-made" if hold_train else ""
     (volume / "step.py").write_text(STEP)
     text = f"""\
 apiVersion: kubectl-tao/v1
@@ -63,7 +69,7 @@ defaults:
 steps:
 - name: train
   action: train
-  command: python3 /workspace/step.py ${{train.results}} - 0.7 0
+  command: python3 /workspace/step.py ${{train.results}} - 0.7 0{hold}
 - name: evaluate
   when: train.val_mAP >= {gate}
   action: evaluate
@@ -104,7 +110,7 @@ def pods_can_reach_the_api_server(t: Tao, image: str) -> tuple[bool, str]:
 def test_run_creates_every_step_held_behind_the_first_and_cancel_leaves_nothing(
     real: Tao, images: dict[str, str]  # noqa: F811
 ) -> None:
-    path = workflow_file(real, images["TORCH_IMAGE"])
+    path = workflow_file(real, images["TORCH_IMAGE"], hold_train=True)
     created = run_workflow(real, path)
     name = created["name"]
     assert [s["name"] for s in created["steps"]] == ["train", "evaluate", "export"]
