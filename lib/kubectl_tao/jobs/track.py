@@ -438,18 +438,24 @@ def diagnosis_of(tracked: Tracked) -> dict[str, Any] | None:
 
 def cause_told(tracked: Tracked) -> dict[str, Any] | None:
     """diagnosis_of, when it names a cause (not only the last lines of output no sign matched)."""
-    from kubectl_tao.diagnosis.causes import names_a_cause
-
     found = diagnosis_of(tracked)
-    return found if found is not None and names_a_cause(found) else None
+    if found is None:
+        return None
+    from kubectl_tao.diagnosis.causes import names_a_cause  # its table of signs: only when there is a cause
+
+    return found if names_a_cause(found) else None
 
 
 def _told_by_logs(obs: Observation) -> None:
     """A failed job whose ending was captured shows the cause its logs showed, not `ExitCode`."""
+    if obs.state != "ERROR":
+        return  # nothing to override: status of a running or finished job imports no diagnosis
+    found = cause_told(obs.tracked)
+    if found is None:
+        return
     from kubectl_tao.diagnosis.ranklogs import OVERRIDDEN_REASONS
 
-    found = cause_told(obs.tracked)
-    if found is not None and obs.state == "ERROR" and obs.reason in OVERRIDDEN_REASONS:
+    if obs.reason in OVERRIDDEN_REASONS:
         obs.reason = str(found["cause"])
         obs.err_class = found.get("err_class") or obs.err_class
         kept = obs.tracked.k8s.history
