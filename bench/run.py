@@ -40,7 +40,8 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
 - top (two real nodes): `top JOB -o json` of an 8-rank Indexed Job on the real nodes (one fake GPU and a stand-in
   nvidia-smi a rank; a Job made by hand and tracked by `record open` + `record mark`, since kubectl-tao's own
   multi-node Jobs put one rank on each node) vs the same 8 bare `kubectl exec POD -- nvidia-smi --query-gpu=...`
-  calls run at once, its wall time, and whether the machine was idle (1-min load average);
+  calls run at once, its wall time, and whether the machine was idle (1-min load average; with who used the CPU:
+  the cluster, the bench, the rest, from /proc, as for submit, status and explain);
 - workflow: `workflow run` of a 5-step workflow (every step's gates, the release RBAC, 5 held-or-running Jobs) vs
   the bare `kubectl create -f` calls of the objects it renders, one after the other; on the real nodes, the
   release latency (a step's command ending to its successor's pod created) over 10 two-step runs, median and max;
@@ -59,6 +60,7 @@ not up (for `--only capacity`: when kubectl is not built) or the results file ca
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -425,10 +427,50 @@ def import_rows(rows: list[bl.Row], phase: str, verb: str, argv: Sequence[str], 
                            reference=", ".join(f"{name} {ms:.0f} ms" for name, ms in top[:5])))
 
 
-def machine_idle_row(rows: list[bl.Row], phase: str, loads: Sequence[float]) -> None:
-    idle = max(loads) < IDLE_LOAD
+def cluster_roots() -> set[int]:
+    """The local cluster's own processes: the pids scripts/local-cluster recorded, and every process in a real
+    node's cgroup tree (its containers, whose shims are not the kubelet's children)."""
+    roots: set[int] = set()
+    for pid_file in (_data_dir() / "pids").glob("*.pid"):
+        with contextlib.suppress(OSError, ValueError):
+            roots.add(int(pid_file.read_text().strip()))
+    for base in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory", "/sys/fs/cgroup"):
+        for node in Path(base).glob("kubectl-tao-*"):
+            for folder, _, files in os.walk(node):
+                if "cgroup.procs" in files:
+                    with contextlib.suppress(OSError, ValueError):
+                        roots.update(int(x) for x in Path(folder, "cgroup.procs").read_text().split())
+    return roots
+
+
+def cpu_sample() -> bl.CpuSample:
+    """What the machine's CPU has done so far (/proc), for the conditions a phase was timed under."""
+    total, idle = bl.stat_jiffies(Path("/proc/stat").read_text())
+    ticks = os.sysconf("SC_CLK_TCK")
+    uptime = round(float(Path("/proc/uptime").read_text().split()[0]) * ticks)
+    parents: dict[int, int] = {}
+    used: dict[int, tuple[int, int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                parent, started, cpu = bl.proc_stat(Path(entry.path, "stat").read_text())
+            except (OSError, ValueError, IndexError):  # gone since the listing
+                continue
+            parents[int(entry.name)], used[int(entry.name)] = parent, (started, cpu)
+    own = os.times()
+    return bl.CpuSample(total, idle, uptime, {pid: used[pid] for pid in bl.descendants(parents, cluster_roots())},
+                        own.user + own.system + own.children_user + own.children_system, os.getloadavg()[0])
+
+
+def machine_idle_row(rows: list[bl.Row], phase: str, before: bl.CpuSample, after: bl.CpuSample) -> None:
+    """Whether the machine was idle while PHASE was timed (the 1-min load average), and who used the CPU then:
+    with the local cluster up the load stays near 1, so the shares say how much of the machine the measurement
+    had."""
+    idle = max(before.load, after.load) < IDLE_LOAD
     rows.append(bl.Row(phase, f"machine idle while {phase} was timed (1-min load average below {IDLE_LOAD:g})",
-                       "yes" if idle else "no", reference="load " + "/".join(f"{x:.2f}" for x in loads)))
+                       "yes" if idle else "no",
+                       reference=bl.conditions(before, after, ticks_per_second=os.sysconf("SC_CLK_TCK"),
+                                               cores=os.cpu_count() or 1)))
 
 
 def imports_of(argv: Sequence[str], env: dict[str, str], watched: Sequence[str]) -> tuple[list[str], float]:
@@ -1139,7 +1181,7 @@ def bench_submit(b: Bench, rows: list[bl.Row], ns: str, state: Path, gpus: int, 
         (bare_tuned if tuned else bare).append(time.perf_counter() - started)
 
     bare_tuned: list[float] = []  # the same calls with the Go settings the plugin gives its short kubectl calls
-    load_before = os.getloadavg()[0]
+    sample_before = cpu_sample()
     run_tao()  # warm-up (bytecode cache, API server caches); not counted
     run_bare(0)
     tao.clear(), busy.clear(), calls.clear(), bare.clear(), before.clear()
@@ -1152,7 +1194,7 @@ def bench_submit(b: Bench, rows: list[bl.Row], ns: str, state: Path, gpus: int, 
             run_bare(index, tuned=True)
             run_bare(index)
             run_tao()
-    load_after = os.getloadavg()[0]
+    sample_after = cpu_sample()
     value, reference = bl.median(tao), bl.median(bare)
     r = bl.ratio(value, reference)
     rows.append(bl.Row("submit", f"kubectl tao submit --gpus {gpus} (tier A, PVC)", bl.fmt_seconds(value),
@@ -1174,7 +1216,7 @@ def bench_submit(b: Bench, rows: list[bl.Row], ns: str, state: Path, gpus: int, 
                        bl.fmt_seconds(kubectl_busy), reference="", ratio="", target=""))
     rows.append(bl.Row("submit", "  of which Python (start-up + validation, record, render, lint)",
                        bl.fmt_seconds(max(value - kubectl_busy, 0.0))))
-    machine_idle_row(rows, "submit", (load_before, load_after))
+    machine_idle_row(rows, "submit", sample_before, sample_after)
     submit_argv = ["submit", *job_args(gpus, RUN_SECONDS)]
     import_rows(rows, "submit", f"submit --gpus {gpus}", [str(PLUGIN), *submit_argv], b.tao_env(ns, state),
                 before_argv=[str(BEFORE / "kubectl-tao"), *submit_argv] if BEFORE is not None else None)
@@ -1198,7 +1240,7 @@ def bench_status(b: Bench, rows: list[bl.Row], ns: str, state: Path) -> str:
     calls: list[int] = []
     before: list[float] = []
     before_argv = [str(BEFORE / "kubectl-tao"), "status", record_id] if BEFORE is not None else None
-    load_before = os.getloadavg()[0]
+    sample_before = cpu_sample()
     for _ in range(b.repeat):
         trace = b.trace_file()
         tao.append(timed(argv, b.tao_env(ns, state, trace))[0])
@@ -1207,7 +1249,7 @@ def bench_status(b: Bench, rows: list[bl.Row], ns: str, state: Path) -> str:
             before.append(timed(before_argv, b.tao_env(ns, state))[0])
         bare.append(timed([b.kubectl, "get", "job", job, "-n", ns], b.env)[0])
         bare_tuned.append(timed([b.kubectl, "get", "job", job, "-n", ns], {**b.env, **SHORT_CALL_GO_ENV})[0])
-    load_after = os.getloadavg()[0]
+    sample_after = cpu_sample()
     value, reference, tuned = bl.median(tao), bl.median(bare), bl.median(bare_tuned)
     watched = HEAVY_MODULES
     loaded, total_ms = imports_of(argv, b.tao_env(ns, state), watched)
@@ -1230,7 +1272,7 @@ def bench_status(b: Bench, rows: list[bl.Row], ns: str, state: Path) -> str:
     rows.append(bl.Row("status", f"  the same against kubectl get job run with {go_env}, as the plugin runs it",
                        bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(tuned)} kubectl get job",
                        ratio=f"{bl.ratio(value, tuned):.2f}x", target=""))
-    machine_idle_row(rows, "status", (load_before, load_after))
+    machine_idle_row(rows, "status", sample_before, sample_after)
     import_rows(rows, "status", "status JOB", argv, b.tao_env(ns, state), before_argv=before_argv)
     return record_id
 
@@ -1281,7 +1323,7 @@ def bench_explain(b: Bench, rows: list[bl.Row]) -> None:
     bare: list[float] = []
     calls: list[int] = []
     said = ""
-    load_before = os.getloadavg()[0]
+    sample_before = cpu_sample()
     for _ in range(b.repeat):
         restore()
         trace = b.trace_file()
@@ -1290,7 +1332,7 @@ def bench_explain(b: Bench, rows: list[bl.Row]) -> None:
         calls.append(sum(1 for line in read_lines(trace) if "logs" in json.loads(line)["argv"]))
         said = out.stdout
         bare.append(timed([b.kubectl, "logs", pod, "-n", ns, "-c", "tao", "--tail=300"], b.env)[0])
-    load_after = os.getloadavg()[0]
+    sample_after = cpu_sample()
     if "(ProgramError, ERR_PROGRAM)" not in said:
         raise BenchError(f"explain did not name the cause: {said.strip()[-300:]}")
     restore()
@@ -1308,7 +1350,7 @@ def bench_explain(b: Bench, rows: list[bl.Row]) -> None:
     rows.append(bl.Row("explain", "  the same once the record holds the cause (no log read)",
                        bl.fmt_seconds(bl.median(kept)), reference=f"{bl.fmt_seconds(reference)} kubectl logs",
                        ratio=f"{bl.ratio(bl.median(kept), reference):.2f}x"))
-    machine_idle_row(rows, "explain", (load_before, load_after))
+    machine_idle_row(rows, "explain", sample_before, sample_after)
     b.drop_namespace(ns, wait=False)
 
 
@@ -1556,7 +1598,7 @@ def bench_top(b: Bench, rows: list[bl.Row]) -> None:
     tuned_env = {**b.env, **SHORT_CALL_GO_ENV}
     timed(argv, env)  # warm-up
     bare_once(b.env)
-    load_before = os.getloadavg()[0]
+    sample_before = cpu_sample()
     tao: list[float] = []
     bare: list[float] = []
     bare_tuned: list[float] = []
@@ -1574,7 +1616,7 @@ def bench_top(b: Bench, rows: list[bl.Row]) -> None:
                 before_exec.append(bl.seconds_before(lines, "exec") or 0.0)
             else:
                 (bare if step == 1 else bare_tuned).append(bare_once(b.env if step == 1 else tuned_env))
-    load_after = os.getloadavg()[0]
+    sample_after = cpu_sample()
     value, reference, tuned = bl.median(tao), bl.median(bare), bl.median(bare_tuned)
     where = f"{TOP_RANKS} ranks on {len(nodes)} real node(s)"
     rows.append(bl.Row("top", f"kubectl calls per `top` ({where}; job, pods, exporter look-ups, execs)",
@@ -1589,11 +1631,7 @@ def bench_top(b: Bench, rows: list[bl.Row]) -> None:
                kubectl="the Job, pods and exporter reads, then the execs at once",
                python="start-up, the reads' answers, the table",
                gap="from the first read's start (Job, pods, exporter look-ups) to the first exec's")
-    cores = os.cpu_count() or 1
-    idle = max(load_before, load_after) < IDLE_LOAD
-    rows.append(bl.Row("top", "machine idle while top was timed (1-min load average below "
-                       f"{IDLE_LOAD:g})", "yes" if idle else "no",
-                       reference=f"load {load_before:.2f} before, {load_after:.2f} after, {cores} cores"))
+    machine_idle_row(rows, "top", sample_before, sample_after)
     b.drop_namespace(ns, wait=False)
 
 
