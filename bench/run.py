@@ -12,8 +12,8 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
   and (unless --no-big-cluster) `kubectl tao fit` with its peak RSS against a separate local API server holding
   those nodes and pods, next to the bare kubectl reads (`--only capacity` needs the built kubectl, not the running
   cluster: with the cluster down nothing else takes CPU from the measurement);
-- with --before CHECKOUT: the same start-up, submit and status runs of CHECKOUT/kubectl-tao, interleaved with
-  this checkout's, and the difference ("cost") of each;
+- with --before CHECKOUT: the same start-up, submit, status (running and finished) and explain runs of
+  CHECKOUT/kubectl-tao, interleaved with this checkout's, and the difference ("cost") of each;
 - CLI start-up: `--help` and `version` through ./kubectl-tao and the virtualenv's console script, plus a
   -X importtime check that jsonschema, ruamel.yaml and sh stay out of start-up;
 - instructions (when valgrind is installed): what the plugin's Python process executes for `status JOB` with a
@@ -88,7 +88,7 @@ import benchlib as bl  # noqa: E402
 from kubectl_tao.k8s.kubectl import SHORT_CALL_GO_ENV  # noqa: E402  (the Go settings of the plugin's short calls)
 
 PLUGIN = ROOT / "kubectl-tao"
-# --before CHECKOUT: another checkout's entrypoint, timed beside this one (start-up, submit, status) so the
+# --before CHECKOUT: another checkout's entrypoint, timed beside this one (start-up, submit, status, explain) so the
 # bench reports what a change cost; it needs its own `make venv`.
 BEFORE: Path | None = None
 CONSOLE_SCRIPT = ROOT / ".venv" / "bin" / "kubectl-tao"
@@ -1321,8 +1321,10 @@ def bench_explain(b: Bench, rows: list[bl.Row]) -> None:
     timed(argv, b.tao_env(ns, state), ok=(1,))  # warm-up
     tao: list[float] = []
     bare: list[float] = []
+    before: list[float] = []
     calls: list[int] = []
     said = ""
+    before_argv = [str(BEFORE / "kubectl-tao"), "explain", record_id] if BEFORE is not None else None
     sample_before = cpu_sample()
     for _ in range(b.repeat):
         restore()
@@ -1331,13 +1333,16 @@ def bench_explain(b: Bench, rows: list[bl.Row]) -> None:
         tao.append(elapsed)
         calls.append(sum(1 for line in read_lines(trace) if "logs" in json.loads(line)["argv"]))
         said = out.stdout
+        if before_argv is not None:
+            restore()
+            before.append(timed(before_argv, b.tao_env(ns, state), ok=(1,))[0])
         bare.append(timed([b.kubectl, "logs", pod, "-n", ns, "-c", "tao", "--tail=300"], b.env)[0])
     sample_after = cpu_sample()
     if "(ProgramError, ERR_PROGRAM)" not in said:
         raise BenchError(f"explain did not name the cause: {said.strip()[-300:]}")
     restore()
     import_rows(rows, "explain", "explain JOB (failed, every rank's log read)", argv, b.tao_env(ns, state), ok=(1,),
-                before_argv=[str(BEFORE / "kubectl-tao"), "explain", record_id] if BEFORE is not None else None)
+                before_argv=before_argv)
     timed([str(PLUGIN), "status", record_id], b.tao_env(ns, state))  # captures the ending and the cause
     kept = [timed(argv, b.tao_env(ns, state), ok=(1,))[0] for _ in range(b.repeat)]
     value, reference = bl.median(tao), bl.median(bare)
@@ -1347,6 +1352,7 @@ def bench_explain(b: Bench, rows: list[bl.Row]) -> None:
                        bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(reference)} kubectl logs --tail=300",
                        ratio=f"{bl.ratio(value, reference):.2f}x", target=f"<= {EXPLAIN_TARGET:g}x",
                        result=bl.verdict(bl.ratio(value, reference), EXPLAIN_TARGET)))
+    before_rows(rows, "explain", value, before, reference, "kubectl logs --tail=300")
     rows.append(bl.Row("explain", "  the same once the record holds the cause (no log read)",
                        bl.fmt_seconds(bl.median(kept)), reference=f"{bl.fmt_seconds(reference)} kubectl logs",
                        ratio=f"{bl.ratio(bl.median(kept), reference):.2f}x"))
@@ -1497,12 +1503,17 @@ def bench_progress_status(b: Bench, rows: list[bl.Row]) -> None:
     shown = json.loads(timed([*argv, "-o", "json"], env)[1].stdout)
     if shown.get("state") != "COMPLETE" or not shown.get("progress"):
         raise BenchError(f"status of the finished job kept no progress: {json.dumps(shown)[-400:]}")
-    tao, bare, calls = [], [], []
+    tao, bare, calls, before = [], [], [], []
+    before_argv = [str(BEFORE / "kubectl-tao"), *argv[1:]] if BEFORE is not None else None
+    sample_before = cpu_sample()
     for _ in range(b.repeat):
         trace = b.trace_file()
         tao.append(timed(argv, b.tao_env(ns, state, trace))[0])
         calls.append(len(read_lines(trace)))
+        if before_argv is not None:
+            before.append(timed(before_argv, env)[0])
         bare.append(timed(get_job, b.env)[0])
+    sample_after = cpu_sample()
     value, reference = bl.median(tao), bl.median(bare)
     rows.append(bl.Row("progress-status", "kubectl calls per `status` of the finished job", "/".join(map(str, calls)),
                        target="<= 1", result=bl.MET if max(calls) <= 1 else bl.MISSED))
@@ -1510,7 +1521,22 @@ def bench_progress_status(b: Bench, rows: list[bl.Row]) -> None:
                        bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(reference)} kubectl get job",
                        ratio=f"{bl.ratio(value, reference):.2f}x", target=f"<= {STATUS_TARGET:g}x",
                        result=bl.verdict(bl.ratio(value, reference), STATUS_TARGET)))
+    before_rows(rows, "progress-status", value, before, reference, "kubectl get job")
+    machine_idle_row(rows, "progress-status", sample_before, sample_after)
+    import_rows(rows, "progress-status", "status JOB (finished)", argv, env, before_argv=before_argv)
     b.drop_namespace(ns, wait=False)
+
+
+def before_rows(rows: list[bl.Row], phase: str, value: float, before: Sequence[float], reference: float,
+                bare: str) -> None:
+    """With --before: the same runs of the other checkout, timed in the same loop, and what this one costs over
+    it (nothing without --before)."""
+    if not before:
+        return
+    then = bl.median(before)
+    rows.append(bl.Row(phase, f"  the same with --before {BEFORE}", bl.fmt_seconds(then),
+                       reference=f"{bl.fmt_seconds(reference)} {bare}", ratio=f"{bl.ratio(then, reference):.2f}x"))
+    rows.append(bl.Row(phase, "  cost of this checkout over --before", f"{(value - then) * 1000:+.0f} ms"))
 
 
 # ----------------------------------------------------------------------------------------------- top
@@ -2394,8 +2420,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--capacity-sizes", default="1000x5000,5000x50000",
                         help="NODESxPODS of the synthetic clusters (default 1000x5000,5000x50000)")
     parser.add_argument("--before", metavar="CHECKOUT",
-                        help="another checkout (with its own .venv) timed beside this one at start-up, submit and "
-                             "status; the bench reports the difference")
+                        help="another checkout (with its own .venv) timed beside this one at start-up, submit, "
+                             "status and explain; the bench reports the difference")
     parser.add_argument("--data-files", type=int, default=1000, help="files in the data phase's tree (default 1000)")
     parser.add_argument("--data-mib", type=int, default=1024, help="MiB in the data phase's tree (default 1024)")
     parser.add_argument("--only", default=",".join(PHASES),
