@@ -362,6 +362,8 @@ def observe(
         return _from_record(tracked, ["canceled; the Job was deleted by `kubectl tao cancel`"])
     if not tracked.job_name:
         return _from_record(tracked, ["never launched: the record has no backend_ref"])
+    from kubectl_tao.diagnosis.jobstate import job_status  # here: imported while status's kubectl runs
+
     groups = None
     if not fetched:
         job, pods, groups = (started or Fetching(kc, tracked)).result()
@@ -375,8 +377,6 @@ def observe(
         tracked.record, tracked.extra = store.show(tracked.id), store.get_extra(tracked.id)
     if job is None and tracked.terminal:
         return _from_record(tracked, ["the Job is gone (ttlSecondsAfterFinished); showing the record"])
-    from kubectl_tao.diagnosis.jobstate import job_status  # here, not above: imported while status's kubectl runs
-
     status = job_status(job, pods, [])
     if not fetched and status.reason == "Suspended":
         status = job_status(job, pods, [], admission=read_admission(kc, job))
