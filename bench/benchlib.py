@@ -358,3 +358,87 @@ def current_figures(results: dict[str, Any], order: Sequence[str], source: str =
         if record["notes"]:
             out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+# ------------------------------------------------------------------------------------- measurement conditions
+# The "idle" row says whether the 1-min load average was below a bound. With the local cluster up, its own control
+# loops keep a 2-core machine near a load of 1, so the row says "no" whatever else ran: it also gives who used the
+# CPU while the phase was timed, read from /proc (the parsers here; bench/run.py reads the files).
+
+
+def stat_jiffies(text: str) -> tuple[int, int]:
+    """/proc/stat's first line (every CPU together) -> (all jiffies, idle + iowait jiffies)."""
+    fields = text.split("\n", 1)[0].split()
+    if not fields or fields[0] != "cpu":
+        raise ValueError("not /proc/stat: its first line is not the `cpu` line")
+    values = [int(x) for x in fields[1:]]
+    # user nice system idle iowait irq softirq steal (guest and guest_nice are counted in user and nice already)
+    return sum(values[:8]), values[3] + values[4]
+
+
+def proc_stat(text: str) -> tuple[int, int, int]:
+    """/proc/PID/stat -> (parent pid, start time in clock ticks since boot, user + system clock ticks). The
+    command name (field 2) is in parentheses and may hold spaces and parentheses: fields are counted after the
+    last ')'."""
+    rest = text[text.rindex(")") + 2:].split()
+    # rest[0] is field 3 (state): ppid is field 4, utime 14, stime 15, starttime 22
+    return int(rest[1]), int(rest[19]), int(rest[11]) + int(rest[12])
+
+
+def descendants(parents: dict[int, int], roots: Iterable[int]) -> set[int]:
+    """ROOTS (those that are in PARENTS: pid -> parent pid) and every process below them."""
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    found: set[int] = set()
+    todo = [pid for pid in roots if pid in parents]
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo.extend(children.get(pid, ()))
+    return found
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """What the machine's CPU had done by one moment: jiffies of every CPU and of them idle, the clock ticks
+    since boot, the cluster's processes (pid -> (start time, user + system ticks)), this process's CPU seconds
+    with its reaped children's (what it ran: the plugin, kubectl), and the 1-min load average."""
+
+    total: int
+    idle: int
+    uptime_ticks: int
+    cluster: dict[int, tuple[int, int]]
+    own_seconds: float
+    load: float
+
+
+def cluster_ticks(before: CpuSample, after: CpuSample) -> int:
+    """Ticks the cluster's processes used between the samples: those alive at both, and those started since the
+    first (whole). A process that ended in between is not counted (it is in `other`)."""
+    used = 0
+    for pid, (started, ticks) in after.cluster.items():
+        if pid in before.cluster and before.cluster[pid][0] == started:
+            used += ticks - before.cluster[pid][1]
+        elif started >= before.uptime_ticks:
+            used += ticks
+    return used
+
+
+def conditions(before: CpuSample, after: CpuSample, *, ticks_per_second: int, cores: int) -> str:
+    """Who used the CPU between the samples, as shares of the whole machine (every core): busy, of which the
+    cluster's processes, this benchmark with what it ran, and the rest (other work on the machine)."""
+    total = after.total - before.total
+    if total <= 0:
+        return f"load {before.load:.2f}/{after.load:.2f}"
+    busy = total - (after.idle - before.idle)
+    cluster = min(cluster_ticks(before, after), busy)
+    own = min(round((after.own_seconds - before.own_seconds) * ticks_per_second), busy - cluster)
+    other = max(busy - cluster - own, 0)
+
+    def pct(part: int) -> str:
+        return f"{100 * part / total:.0f}%"
+
+    return (f"load {before.load:.2f}/{after.load:.2f}; CPU busy {pct(busy)} of {cores} cores: cluster {pct(cluster)}, "
+            f"bench and what it ran {pct(own)}, other {pct(other)}")

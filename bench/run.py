@@ -12,8 +12,8 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
   and (unless --no-big-cluster) `kubectl tao fit` with its peak RSS against a separate local API server holding
   those nodes and pods, next to the bare kubectl reads (`--only capacity` needs the built kubectl, not the running
   cluster: with the cluster down nothing else takes CPU from the measurement);
-- with --before CHECKOUT: the same start-up, submit and status runs of CHECKOUT/kubectl-tao, interleaved with
-  this checkout's, and the difference ("cost") of each;
+- with --before CHECKOUT: the same start-up, submit, status (running and finished) and explain runs of
+  CHECKOUT/kubectl-tao, interleaved with this checkout's, and the difference ("cost") of each;
 - CLI start-up: `--help` and `version` through ./kubectl-tao and the virtualenv's console script, plus a
   -X importtime check that jsonschema, ruamel.yaml and sh stay out of start-up;
 - instructions (when valgrind is installed): what the plugin's Python process executes for `status JOB` with a
@@ -40,7 +40,8 @@ Measures, each several times (--repeat, default 5), and prints medians, ratios, 
 - top (two real nodes): `top JOB -o json` of an 8-rank Indexed Job on the real nodes (one fake GPU and a stand-in
   nvidia-smi a rank; a Job made by hand and tracked by `record open` + `record mark`, since kubectl-tao's own
   multi-node Jobs put one rank on each node) vs the same 8 bare `kubectl exec POD -- nvidia-smi --query-gpu=...`
-  calls run at once, its wall time, and whether the machine was idle (1-min load average);
+  calls run at once, its wall time, and whether the machine was idle (1-min load average; with who used the CPU:
+  the cluster, the bench, the rest, from /proc, as for submit, status and explain);
 - workflow: `workflow run` of a 5-step workflow (every step's gates, the release RBAC, 5 held-or-running Jobs) vs
   the bare `kubectl create -f` calls of the objects it renders, one after the other; on the real nodes, the
   release latency (a step's command ending to its successor's pod created) over 10 two-step runs, median and max;
@@ -59,6 +60,7 @@ not up (for `--only capacity`: when kubectl is not built) or the results file ca
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -86,7 +88,7 @@ import benchlib as bl  # noqa: E402
 from kubectl_tao.k8s.kubectl import SHORT_CALL_GO_ENV  # noqa: E402  (the Go settings of the plugin's short calls)
 
 PLUGIN = ROOT / "kubectl-tao"
-# --before CHECKOUT: another checkout's entrypoint, timed beside this one (start-up, submit, status) so the
+# --before CHECKOUT: another checkout's entrypoint, timed beside this one (start-up, submit, status, explain) so the
 # bench reports what a change cost; it needs its own `make venv`.
 BEFORE: Path | None = None
 CONSOLE_SCRIPT = ROOT / ".venv" / "bin" / "kubectl-tao"
@@ -425,10 +427,50 @@ def import_rows(rows: list[bl.Row], phase: str, verb: str, argv: Sequence[str], 
                            reference=", ".join(f"{name} {ms:.0f} ms" for name, ms in top[:5])))
 
 
-def machine_idle_row(rows: list[bl.Row], phase: str, loads: Sequence[float]) -> None:
-    idle = max(loads) < IDLE_LOAD
+def cluster_roots() -> set[int]:
+    """The local cluster's own processes: the pids scripts/local-cluster recorded, and every process in a real
+    node's cgroup tree (its containers, whose shims are not the kubelet's children)."""
+    roots: set[int] = set()
+    for pid_file in (_data_dir() / "pids").glob("*.pid"):
+        with contextlib.suppress(OSError, ValueError):
+            roots.add(int(pid_file.read_text().strip()))
+    for base in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory", "/sys/fs/cgroup"):
+        for node in Path(base).glob("kubectl-tao-*"):
+            for folder, _, files in os.walk(node):
+                if "cgroup.procs" in files:
+                    with contextlib.suppress(OSError, ValueError):
+                        roots.update(int(x) for x in Path(folder, "cgroup.procs").read_text().split())
+    return roots
+
+
+def cpu_sample() -> bl.CpuSample:
+    """What the machine's CPU has done so far (/proc), for the conditions a phase was timed under."""
+    total, idle = bl.stat_jiffies(Path("/proc/stat").read_text())
+    ticks = os.sysconf("SC_CLK_TCK")
+    uptime = round(float(Path("/proc/uptime").read_text().split()[0]) * ticks)
+    parents: dict[int, int] = {}
+    used: dict[int, tuple[int, int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                parent, started, cpu = bl.proc_stat(Path(entry.path, "stat").read_text())
+            except (OSError, ValueError, IndexError):  # gone since the listing
+                continue
+            parents[int(entry.name)], used[int(entry.name)] = parent, (started, cpu)
+    own = os.times()
+    return bl.CpuSample(total, idle, uptime, {pid: used[pid] for pid in bl.descendants(parents, cluster_roots())},
+                        own.user + own.system + own.children_user + own.children_system, os.getloadavg()[0])
+
+
+def machine_idle_row(rows: list[bl.Row], phase: str, before: bl.CpuSample, after: bl.CpuSample) -> None:
+    """Whether the machine was idle while PHASE was timed (the 1-min load average), and who used the CPU then:
+    with the local cluster up the load stays near 1, so the shares say how much of the machine the measurement
+    had."""
+    idle = max(before.load, after.load) < IDLE_LOAD
     rows.append(bl.Row(phase, f"machine idle while {phase} was timed (1-min load average below {IDLE_LOAD:g})",
-                       "yes" if idle else "no", reference="load " + "/".join(f"{x:.2f}" for x in loads)))
+                       "yes" if idle else "no",
+                       reference=bl.conditions(before, after, ticks_per_second=os.sysconf("SC_CLK_TCK"),
+                                               cores=os.cpu_count() or 1)))
 
 
 def imports_of(argv: Sequence[str], env: dict[str, str], watched: Sequence[str]) -> tuple[list[str], float]:
@@ -1139,7 +1181,7 @@ def bench_submit(b: Bench, rows: list[bl.Row], ns: str, state: Path, gpus: int, 
         (bare_tuned if tuned else bare).append(time.perf_counter() - started)
 
     bare_tuned: list[float] = []  # the same calls with the Go settings the plugin gives its short kubectl calls
-    load_before = os.getloadavg()[0]
+    sample_before = cpu_sample()
     run_tao()  # warm-up (bytecode cache, API server caches); not counted
     run_bare(0)
     tao.clear(), busy.clear(), calls.clear(), bare.clear(), before.clear()
@@ -1152,7 +1194,7 @@ def bench_submit(b: Bench, rows: list[bl.Row], ns: str, state: Path, gpus: int, 
             run_bare(index, tuned=True)
             run_bare(index)
             run_tao()
-    load_after = os.getloadavg()[0]
+    sample_after = cpu_sample()
     value, reference = bl.median(tao), bl.median(bare)
     r = bl.ratio(value, reference)
     rows.append(bl.Row("submit", f"kubectl tao submit --gpus {gpus} (tier A, PVC)", bl.fmt_seconds(value),
@@ -1174,7 +1216,7 @@ def bench_submit(b: Bench, rows: list[bl.Row], ns: str, state: Path, gpus: int, 
                        bl.fmt_seconds(kubectl_busy), reference="", ratio="", target=""))
     rows.append(bl.Row("submit", "  of which Python (start-up + validation, record, render, lint)",
                        bl.fmt_seconds(max(value - kubectl_busy, 0.0))))
-    machine_idle_row(rows, "submit", (load_before, load_after))
+    machine_idle_row(rows, "submit", sample_before, sample_after)
     submit_argv = ["submit", *job_args(gpus, RUN_SECONDS)]
     import_rows(rows, "submit", f"submit --gpus {gpus}", [str(PLUGIN), *submit_argv], b.tao_env(ns, state),
                 before_argv=[str(BEFORE / "kubectl-tao"), *submit_argv] if BEFORE is not None else None)
@@ -1198,7 +1240,7 @@ def bench_status(b: Bench, rows: list[bl.Row], ns: str, state: Path) -> str:
     calls: list[int] = []
     before: list[float] = []
     before_argv = [str(BEFORE / "kubectl-tao"), "status", record_id] if BEFORE is not None else None
-    load_before = os.getloadavg()[0]
+    sample_before = cpu_sample()
     for _ in range(b.repeat):
         trace = b.trace_file()
         tao.append(timed(argv, b.tao_env(ns, state, trace))[0])
@@ -1207,7 +1249,7 @@ def bench_status(b: Bench, rows: list[bl.Row], ns: str, state: Path) -> str:
             before.append(timed(before_argv, b.tao_env(ns, state))[0])
         bare.append(timed([b.kubectl, "get", "job", job, "-n", ns], b.env)[0])
         bare_tuned.append(timed([b.kubectl, "get", "job", job, "-n", ns], {**b.env, **SHORT_CALL_GO_ENV})[0])
-    load_after = os.getloadavg()[0]
+    sample_after = cpu_sample()
     value, reference, tuned = bl.median(tao), bl.median(bare), bl.median(bare_tuned)
     watched = HEAVY_MODULES
     loaded, total_ms = imports_of(argv, b.tao_env(ns, state), watched)
@@ -1230,7 +1272,7 @@ def bench_status(b: Bench, rows: list[bl.Row], ns: str, state: Path) -> str:
     rows.append(bl.Row("status", f"  the same against kubectl get job run with {go_env}, as the plugin runs it",
                        bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(tuned)} kubectl get job",
                        ratio=f"{bl.ratio(value, tuned):.2f}x", target=""))
-    machine_idle_row(rows, "status", (load_before, load_after))
+    machine_idle_row(rows, "status", sample_before, sample_after)
     import_rows(rows, "status", "status JOB", argv, b.tao_env(ns, state), before_argv=before_argv)
     return record_id
 
@@ -1279,9 +1321,11 @@ def bench_explain(b: Bench, rows: list[bl.Row]) -> None:
     timed(argv, b.tao_env(ns, state), ok=(1,))  # warm-up
     tao: list[float] = []
     bare: list[float] = []
+    before: list[float] = []
     calls: list[int] = []
     said = ""
-    load_before = os.getloadavg()[0]
+    before_argv = [str(BEFORE / "kubectl-tao"), "explain", record_id] if BEFORE is not None else None
+    sample_before = cpu_sample()
     for _ in range(b.repeat):
         restore()
         trace = b.trace_file()
@@ -1289,13 +1333,16 @@ def bench_explain(b: Bench, rows: list[bl.Row]) -> None:
         tao.append(elapsed)
         calls.append(sum(1 for line in read_lines(trace) if "logs" in json.loads(line)["argv"]))
         said = out.stdout
+        if before_argv is not None:
+            restore()
+            before.append(timed(before_argv, b.tao_env(ns, state), ok=(1,))[0])
         bare.append(timed([b.kubectl, "logs", pod, "-n", ns, "-c", "tao", "--tail=300"], b.env)[0])
-    load_after = os.getloadavg()[0]
+    sample_after = cpu_sample()
     if "(ProgramError, ERR_PROGRAM)" not in said:
         raise BenchError(f"explain did not name the cause: {said.strip()[-300:]}")
     restore()
     import_rows(rows, "explain", "explain JOB (failed, every rank's log read)", argv, b.tao_env(ns, state), ok=(1,),
-                before_argv=[str(BEFORE / "kubectl-tao"), "explain", record_id] if BEFORE is not None else None)
+                before_argv=before_argv)
     timed([str(PLUGIN), "status", record_id], b.tao_env(ns, state))  # captures the ending and the cause
     kept = [timed(argv, b.tao_env(ns, state), ok=(1,))[0] for _ in range(b.repeat)]
     value, reference = bl.median(tao), bl.median(bare)
@@ -1305,10 +1352,11 @@ def bench_explain(b: Bench, rows: list[bl.Row]) -> None:
                        bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(reference)} kubectl logs --tail=300",
                        ratio=f"{bl.ratio(value, reference):.2f}x", target=f"<= {EXPLAIN_TARGET:g}x",
                        result=bl.verdict(bl.ratio(value, reference), EXPLAIN_TARGET)))
+    before_rows(rows, "explain", value, before, reference, "kubectl logs --tail=300")
     rows.append(bl.Row("explain", "  the same once the record holds the cause (no log read)",
                        bl.fmt_seconds(bl.median(kept)), reference=f"{bl.fmt_seconds(reference)} kubectl logs",
                        ratio=f"{bl.ratio(bl.median(kept), reference):.2f}x"))
-    machine_idle_row(rows, "explain", (load_before, load_after))
+    machine_idle_row(rows, "explain", sample_before, sample_after)
     b.drop_namespace(ns, wait=False)
 
 
@@ -1455,12 +1503,17 @@ def bench_progress_status(b: Bench, rows: list[bl.Row]) -> None:
     shown = json.loads(timed([*argv, "-o", "json"], env)[1].stdout)
     if shown.get("state") != "COMPLETE" or not shown.get("progress"):
         raise BenchError(f"status of the finished job kept no progress: {json.dumps(shown)[-400:]}")
-    tao, bare, calls = [], [], []
+    tao, bare, calls, before = [], [], [], []
+    before_argv = [str(BEFORE / "kubectl-tao"), *argv[1:]] if BEFORE is not None else None
+    sample_before = cpu_sample()
     for _ in range(b.repeat):
         trace = b.trace_file()
         tao.append(timed(argv, b.tao_env(ns, state, trace))[0])
         calls.append(len(read_lines(trace)))
+        if before_argv is not None:
+            before.append(timed(before_argv, env)[0])
         bare.append(timed(get_job, b.env)[0])
+    sample_after = cpu_sample()
     value, reference = bl.median(tao), bl.median(bare)
     rows.append(bl.Row("progress-status", "kubectl calls per `status` of the finished job", "/".join(map(str, calls)),
                        target="<= 1", result=bl.MET if max(calls) <= 1 else bl.MISSED))
@@ -1468,7 +1521,22 @@ def bench_progress_status(b: Bench, rows: list[bl.Row]) -> None:
                        bl.fmt_seconds(value), reference=f"{bl.fmt_seconds(reference)} kubectl get job",
                        ratio=f"{bl.ratio(value, reference):.2f}x", target=f"<= {STATUS_TARGET:g}x",
                        result=bl.verdict(bl.ratio(value, reference), STATUS_TARGET)))
+    before_rows(rows, "progress-status", value, before, reference, "kubectl get job")
+    machine_idle_row(rows, "progress-status", sample_before, sample_after)
+    import_rows(rows, "progress-status", "status JOB (finished)", argv, env, before_argv=before_argv)
     b.drop_namespace(ns, wait=False)
+
+
+def before_rows(rows: list[bl.Row], phase: str, value: float, before: Sequence[float], reference: float,
+                bare: str) -> None:
+    """With --before: the same runs of the other checkout, timed in the same loop, and what this one costs over
+    it (nothing without --before)."""
+    if not before:
+        return
+    then = bl.median(before)
+    rows.append(bl.Row(phase, f"  the same with --before {BEFORE}", bl.fmt_seconds(then),
+                       reference=f"{bl.fmt_seconds(reference)} {bare}", ratio=f"{bl.ratio(then, reference):.2f}x"))
+    rows.append(bl.Row(phase, "  cost of this checkout over --before", f"{(value - then) * 1000:+.0f} ms"))
 
 
 # ----------------------------------------------------------------------------------------------- top
@@ -1556,7 +1624,7 @@ def bench_top(b: Bench, rows: list[bl.Row]) -> None:
     tuned_env = {**b.env, **SHORT_CALL_GO_ENV}
     timed(argv, env)  # warm-up
     bare_once(b.env)
-    load_before = os.getloadavg()[0]
+    sample_before = cpu_sample()
     tao: list[float] = []
     bare: list[float] = []
     bare_tuned: list[float] = []
@@ -1574,7 +1642,7 @@ def bench_top(b: Bench, rows: list[bl.Row]) -> None:
                 before_exec.append(bl.seconds_before(lines, "exec") or 0.0)
             else:
                 (bare if step == 1 else bare_tuned).append(bare_once(b.env if step == 1 else tuned_env))
-    load_after = os.getloadavg()[0]
+    sample_after = cpu_sample()
     value, reference, tuned = bl.median(tao), bl.median(bare), bl.median(bare_tuned)
     where = f"{TOP_RANKS} ranks on {len(nodes)} real node(s)"
     rows.append(bl.Row("top", f"kubectl calls per `top` ({where}; job, pods, exporter look-ups, execs)",
@@ -1589,11 +1657,7 @@ def bench_top(b: Bench, rows: list[bl.Row]) -> None:
                kubectl="the Job, pods and exporter reads, then the execs at once",
                python="start-up, the reads' answers, the table",
                gap="from the first read's start (Job, pods, exporter look-ups) to the first exec's")
-    cores = os.cpu_count() or 1
-    idle = max(load_before, load_after) < IDLE_LOAD
-    rows.append(bl.Row("top", "machine idle while top was timed (1-min load average below "
-                       f"{IDLE_LOAD:g})", "yes" if idle else "no",
-                       reference=f"load {load_before:.2f} before, {load_after:.2f} after, {cores} cores"))
+    machine_idle_row(rows, "top", sample_before, sample_after)
     b.drop_namespace(ns, wait=False)
 
 
@@ -2356,8 +2420,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--capacity-sizes", default="1000x5000,5000x50000",
                         help="NODESxPODS of the synthetic clusters (default 1000x5000,5000x50000)")
     parser.add_argument("--before", metavar="CHECKOUT",
-                        help="another checkout (with its own .venv) timed beside this one at start-up, submit and "
-                             "status; the bench reports the difference")
+                        help="another checkout (with its own .venv) timed beside this one at start-up, submit, "
+                             "status and explain; the bench reports the difference")
     parser.add_argument("--data-files", type=int, default=1000, help="files in the data phase's tree (default 1000)")
     parser.add_argument("--data-mib", type=int, default=1024, help="MiB in the data phase's tree (default 1024)")
     parser.add_argument("--only", default=",".join(PHASES),

@@ -421,3 +421,42 @@ def test_the_workflow_phase_creates_bare_what_workflow_render_prints(
     code, out, err = cli("workflow", "render", str(release), "-o", "json")
     assert code == 0, err
     assert "step-end" in out
+
+
+STAT = "cpu  100 5 50 800 20 3 2 0 7 0\ncpu0 50 2 25 400 10 1 1 0 0 0\nintr 1\n"
+
+
+def test_stat_jiffies_sums_the_cpu_line_without_counting_guest_time_twice() -> None:
+    assert bl.stat_jiffies(STAT) == (980, 820)
+    with pytest.raises(ValueError, match="cpu"):
+        bl.stat_jiffies("intr 1\n")
+
+
+def test_proc_stat_reads_parent_start_and_cpu_ticks_past_a_command_name_with_parentheses() -> None:
+    fields = ["S", "41", *["0"] * 9, "30", "12", *["0"] * 6, "5000", "0"]  # fields 3.. of /proc/PID/stat
+    assert bl.proc_stat("77 (kube (api) server) " + " ".join(fields)) == (41, 5000, 42)
+
+
+def test_descendants_follow_children_of_the_roots_only() -> None:
+    parents = {1: 0, 10: 1, 11: 10, 12: 11, 20: 1, 21: 20}
+    assert bl.descendants(parents, [10, 99]) == {10, 11, 12}
+
+
+def _sample(total: int, idle: int, uptime: int, cluster: dict[int, tuple[int, int]], own: float,
+            load: float) -> bl.CpuSample:
+    return bl.CpuSample(total, idle, uptime, cluster, own, load)
+
+
+def test_conditions_split_the_busy_cpu_between_the_cluster_the_bench_and_the_rest() -> None:
+    before = _sample(1000, 600, 5000, {7: (100, 50), 8: (200, 10), 9: (300, 5)}, 1.0, 1.1)
+    # 1000 jiffies pass, 400 idle: 600 busy. pid 7 used 100; pid 8 ended; pid 9 is a new process under an old
+    # pid (another start time, before the first sample: not counted); pid 10 started since (its 50 counted).
+    after = _sample(2000, 1000, 5500, {7: (100, 150), 9: (4000, 30), 10: (5200, 50)}, 3.0, 1.4)
+    assert bl.cluster_ticks(before, after) == 150
+    text = bl.conditions(before, after, ticks_per_second=100, cores=2)
+    assert text == "load 1.10/1.40; CPU busy 60% of 2 cores: cluster 15%, bench and what it ran 20%, other 25%"
+
+
+def test_conditions_without_time_passing_give_the_load_alone() -> None:
+    same = _sample(1000, 600, 5000, {}, 1.0, 0.5)
+    assert bl.conditions(same, same, ticks_per_second=100, cores=2) == "load 0.50/0.50"

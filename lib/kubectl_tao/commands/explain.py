@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+from typing import TYPE_CHECKING
+
 import typer
 
-from kubectl_tao.commands.common import DATA_FORMATS, VerbCommand, output_option, record_store, session
+from kubectl_tao.commands.common import DATA_FORMATS, Session, VerbCommand, output_option, record_store, session
+
+if TYPE_CHECKING:
+    from kubectl_tao.diagnosis.explain import Explanation
 
 EPILOG = """\b
 Examples:
@@ -52,6 +58,25 @@ def _text(explanation: object) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _explain(sess: Session, job: str, force: bool) -> Explanation:
+    """JOB explained. Its first round of kubectl reads starts first, guessed from the raw record files
+    (jobs/early_read.py), so kubectl runs while the record is loaded and checked and the diagnosis imported."""
+    from kubectl_tao.core.errors import TaoError
+    from kubectl_tao.jobs import early_read
+    from kubectl_tao.k8s.kubectl import discard_prestarted
+
+    with contextlib.suppress(TaoError):  # a kubeconfig that cannot be read: no guess; its error comes in turn
+        early_read.start_explain(job, sess.options, sess.target().server, force=force)
+    try:
+        from kubectl_tao.diagnosis.explain import explain_job
+        from kubectl_tao.jobs import track as tracking
+
+        tracked = tracking.load(record_store(), job)
+        return explain_job(sess.kubectl(), tracked, server=sess.target().server, force=force)
+    finally:
+        discard_prestarted()
+
+
 def register(app: typer.Typer) -> None:
     @app.command("explain", epilog=EPILOG, cls=VerbCommand)
     def explain(
@@ -60,15 +85,14 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Look even if kubectl points at another cluster or Job UID."),
     ) -> int:
         """Explain why a job is pending or failed: cause, evidence, fix."""
-        from kubectl_tao.cli.output import check_format, emit, emit_data, info
-        from kubectl_tao.core.sanitize import sanitize as one
-        from kubectl_tao.diagnosis.explain import explain_job
-        from kubectl_tao.jobs import track as tracking
+        from kubectl_tao.cli.output import check_format
 
         fmt = check_format(output, DATA_FORMATS)
         sess = session()
-        tracked = tracking.load(record_store(), job)
-        result = explain_job(sess.kubectl(), tracked, server=sess.target().server, force=force)
+        result = _explain(sess, job, force)
+        from kubectl_tao.cli.output import emit, emit_data, info
+        from kubectl_tao.core.sanitize import sanitize as one
+
         if not emit_data(fmt, result.to_dict()):
             for note in result.notes:
                 info(f"note: {one(note)}")

@@ -111,6 +111,11 @@ def job_objects_read(namespace: str, job_name: str) -> list[str]:
     return ["get", "jobs,pods", "-n", namespace, "-l", pod_selector(job_name), "-o", "json"]
 
 
+def events_read(namespace: str) -> list[str]:
+    """The one kubectl read of a namespace's events (explain filters them to its Job and pods; namespaced=False)."""
+    return ["get", "events", "-n", namespace, "-o", "json"]
+
+
 def rank_selector(selector: str, rank: int) -> str:
     """`selector` narrowed to the pod of one rank of an Indexed Job."""
     return f"{selector},{COMPLETION_INDEX_ANNOTATION}={rank}"

@@ -2,28 +2,33 @@
 
 Round trip 1 (two processes at once, three for a job submitted with native gang scheduling): the Job and its
 pods (one call, by label, as tracking.fetch does), the namespace's events (filtered here to the Job and its pods)
-and the namespace's PodGroups and Workloads (gang.py). Round trip 2, only when the scheduler has
-refused a pod: nodes and pods of every namespace, and the DRA devices and claims (two processes at once),
-so that "no GPUs anywhere" (the GPU Operator is missing) is told from "GPUs busy". A Job that is gone is
-explained from the history the record captured at its end.
+and the namespace's PodGroups and Workloads (gang.py); `explain` prestarts the first two from the raw record
+(jobs/early_read.py). Round trip 2, when the scheduler has refused a pod: nodes and pods of every namespace, and
+the DRA devices and claims (two processes at once), so that "no GPUs anywhere" (the GPU Operator is missing) is
+told from "GPUs busy"; when the job failed: the nodes its pods ran on and, unless they rode in round 1 or the
+record kept their cause, the ranks' logs (two processes at once). A Job that is gone is explained from the
+history the record captured at its end.
 Nothing here writes to the record: explain only reads.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import TaoError
 from kubectl_tao.core.valueclass import Factory, Value, record
-from kubectl_tao.diagnosis import jobstate as st
-from kubectl_tao.diagnosis import kueue
-from kubectl_tao.diagnosis.causes import names_a_cause
-from kubectl_tao.diagnosis.diagnose import Finding
 from kubectl_tao.jobs.track import Tracked, check_pin, check_uid, diagnosis_of, reads_gang
-from kubectl_tao.k8s import gang
-from kubectl_tao.k8s.kubectl import Completed, Kubectl
+from kubectl_tao.k8s.kubectl import Batch, Completed, Kubectl
+
+if TYPE_CHECKING:
+    from kubectl_tao.diagnosis import jobstate as st
+    from kubectl_tao.diagnosis.diagnose import Finding
+
+# What reads the answers (diagnosis/diagnose.py, causes.py and its table of signs, jobstate, kueue, k8s/gang.py) is
+# imported inside the functions, after explain's first round of kubectl calls has started: the import then
+# overlaps kubectl instead of delaying it.
 
 
 @record
@@ -63,6 +68,7 @@ def redacted(e: Explanation) -> Explanation:
     record's last message, the attempts' ends) through the redactor: explain prints them as evidence. The
     diagnosis was derived from log lines redacted as they were read (diagnosis/ranklogs.py)."""
     from kubectl_tao.core.redact import redact_cluster_text as redact_text
+    from kubectl_tao.diagnosis.diagnose import Finding
 
     findings = [
         Finding(redact_text(f.cause), redact_text(f.evidence), redact_text(f.fix), f.code) for f in e.findings
@@ -87,7 +93,9 @@ def _loads(result: Completed) -> Any:
 
 def from_history(tracked: Tracked) -> Explanation:
     """Explain a job whose Job object is gone (or was never created) from what its record kept."""
-    from kubectl_tao.diagnosis.diagnose import explain
+    from kubectl_tao.diagnosis import jobstate as st
+    from kubectl_tao.diagnosis.causes import names_a_cause
+    from kubectl_tao.diagnosis.diagnose import Finding, explain
 
     rid, ns, name = tracked.id, tracked.namespace, tracked.job_name
     state = tracked.record_state
@@ -152,11 +160,14 @@ def _nodes_ran_on(kc: Kubectl, pods: list[Any], notes: list[str]) -> Any:
     items = listed.get("items", [listed] if listed.get("kind") == "Node" else []) if isinstance(listed, dict) else []
     from kubectl_tao.gates import gatelists
 
-    reduced = gatelists.reduce(json.dumps({"items": items}), "nodes", signals=signals).items
+    # json.loads: for the few nodes a job ran on, importing the typed decoders would cost more than they save
+    reduced = gatelists.reduce(json.dumps({"items": items}), "nodes", fast=False, signals=signals).items
     return gpufit.node_gpus({"items": reduced}, {"items": []})
 
 
 def _needs_nodes(status: st.JobStatus, events: list[Any]) -> bool:
+    from kubectl_tao.diagnosis import jobstate as st
+
     if status.state not in (st.PENDING, st.RUNNING):
         return False
     if status.reason in ("Unschedulable", contract.INSUFFICIENT_GPU):
@@ -168,6 +179,7 @@ def _kueue_view(kc: Kubectl, ns: str, job: dict[str, Any], notes: list[str]) -> 
     """Round trip 2 for a Job Kueue holds suspended (three reads at once): its Workload, its LocalQueue and
     the ClusterQueues. Returns (kueue.Admission | None, quota.QueueQuota | None); what cannot be read
     becomes a note (a namespace user may not read ClusterQueues, which are cluster-scoped)."""
+    from kubectl_tao.diagnosis import kueue
     from kubectl_tao.gates.queues import CLUSTERQUEUES, LOCALQUEUES
     from kubectl_tao.gates.quota import queue_quota
 
@@ -224,9 +236,6 @@ def _restarts_said(kc: Kubectl, tracked: Tracked, found: Explanation) -> list[st
 
 
 def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = False) -> Explanation:
-    from kubectl_tao.diagnosis.diagnose import explain
-    from kubectl_tao.gates import capacity, gpuinventory
-
     if not tracked.on_kubernetes:
         result = from_history(tracked)
         result.notes.append(f"platform {tracked.platform or '?'}: explained from the record only")
@@ -235,18 +244,29 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
     ns, name = tracked.namespace, tracked.job_name
     if tracked.record_state == "CANCELED" or not ns or not name:
         return from_history(tracked)
-    calls = {"events": ["get", "events", "-n", ns]}
+    # The events and (for a Job kubectl-tao launched) the Job with its pods: the reads jobs/early_read.py prestarts
+    calls = {"events": contract.events_read(ns)}
     if tracked.launched_here:
-        calls["objects"] = ["get", "jobs,pods", "-n", ns, "-l", tracked.pod_selector]
+        calls["objects"] = contract.job_objects_read(ns, name)
     else:  # a Job launched another way: by its name, its pods by job-name=
-        calls["objects"] = ["get", "job", name, "-n", ns, "--ignore-not-found"]
-        calls["pods"] = ["get", "pods", "-n", ns, "-l", tracked.pod_selector]
-    requests = {key: ([*args, "-o", "json"], {"namespaced": False}) for key, args in calls.items()}
+        calls["objects"] = ["get", "job", name, "-n", ns, "--ignore-not-found", "-o", "json"]
+        calls["pods"] = ["get", "pods", "-n", ns, "-l", tracked.pod_selector, "-o", "json"]
+    requests = {key: (args, {"namespaced": False}) for key, args in calls.items()}
     if reads_gang(tracked):
-        requests["groups"] = gang.groups_call(ns)
+        from kubectl_tao.k8s.gang import groups_call
+
+        requests["groups"] = groups_call(ns)
     if tracked.record_state == "ERROR" and diagnosis_of(tracked) is None:
         requests["logs"] = _logs_call(tracked)  # known failed: its logs ride in the first round
-    results = kc.run_many(requests)
+    first_round = kc.start_many(requests)
+    from kubectl_tao.diagnosis import jobstate as st
+    from kubectl_tao.diagnosis import kueue
+    from kubectl_tao.diagnosis.causes import names_a_cause
+    from kubectl_tao.diagnosis.diagnose import explain
+    from kubectl_tao.gates import capacity, gpuinventory
+    from kubectl_tao.k8s import gang
+
+    results = first_round.results()
     items: list[Any] = []
     for key in ("objects", "pods"):
         answer = results.get(key)
@@ -294,7 +314,10 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
             node_list = gpuinventory.fit_nodes(seen.nodes, seen.pods, dra)
             hint = gpuinventory.no_gpu_hint(dra)
     elif status.state == st.ERROR:
-        node_list = _nodes_ran_on(kc, pods, notes)
+        reading = None if "logs" in results else _start_logs(kc, tracked, status)
+        node_list = _nodes_ran_on(kc, pods, notes)  # while the logs, when they are read now, come in
+        if reading is not None:
+            results = {**results, "logs": reading.result("logs")}
     cause = _log_diagnosis(kc, tracked, status, results.get("logs"), notes, pods)
     found = explain(
         status, events, pods, nodes=node_list, job=tracked.id, namespace=ns, job_name=name, no_gpu_hint=hint,
@@ -310,6 +333,16 @@ def _explain_job(kc: Kubectl, tracked: Tracked, *, server: str, force: bool = Fa
     )
 
 
+def _start_logs(kc: Kubectl, tracked: Tracked, status: st.JobStatus) -> Batch | None:
+    """The ranks' logs of a job the first round found failed, started now when _log_diagnosis will read them (no
+    cause kept in the record), so that they come in beside the nodes' read; None: no read."""
+    from kubectl_tao.diagnosis.ranklogs import OVERRIDDEN_REASONS
+
+    if status.reason not in OVERRIDDEN_REASONS or diagnosis_of(tracked) is not None:
+        return None
+    return kc.start_many({"logs": _logs_call(tracked)})
+
+
 def _logs_call(tracked: Tracked) -> tuple[list[str], dict[str, Any]]:
     from kubectl_tao.diagnosis import ranklogs
 
@@ -323,6 +356,7 @@ def _log_diagnosis(
 ) -> dict[str, Any] | None:
     """What the ranks printed, for a program that failed: the record's (captured at the end), else read now
     (already read in the first round when the record knew the job had failed)."""
+    from kubectl_tao.diagnosis import jobstate as st
     from kubectl_tao.diagnosis import ranklogs
 
     if status.state != st.ERROR or status.reason not in ranklogs.OVERRIDDEN_REASONS:

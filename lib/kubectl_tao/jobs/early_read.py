@@ -98,10 +98,35 @@ def guess_progress(record_id: str, state_dir: str) -> list[str] | None:
                      launched_here=True)
 
 
+def guess_explain(record_id: str, state_dir: str, server: str, *, force: bool = False) -> list[list[str]]:
+    """The first round `explain RECORD_ID` will make (diagnosis/explain.py): the namespace's events and the Job
+    with its pods, from the raw files under STATE_DIR; []: no guess, nor for a record pinned to a cluster other
+    than SERVER (unless FORCE), which explain refuses before any call (jobs/track.check_pin)."""
+    found = _files(record_id, state_dir)
+    if found is None:
+        return []
+    pinned = found[1].get("api_server")
+    if not (force or not pinned or not server or pinned == server):
+        return []
+    namespace, name = str(found[1]["namespace"]), str(found[1]["job_name"])
+    return [contract.events_read(namespace), contract.job_objects_read(namespace, name)]
+
+
+def _state_dir() -> str:
+    return os.environ.get("TAO_STATE_DIR") or os.path.join(os.path.expanduser("~"), ".tao")
+
+
 def start(record_id: str, options: ClusterOptions) -> None:
     """Prestart `status RECORD_ID`'s read, and its status.json read, when they can be guessed (best effort:
     never raises)."""
-    state_dir = os.environ.get("TAO_STATE_DIR") or os.path.join(os.path.expanduser("~"), ".tao")
+    state_dir = _state_dir()
     for args in (guess(record_id, state_dir), guess_progress(record_id, state_dir)):
         if args is not None:
             prestart(options, args, namespaced=False)
+
+
+def start_explain(record_id: str, options: ClusterOptions, server: str, *, force: bool = False) -> None:
+    """Prestart `explain RECORD_ID`'s first round, against SERVER (the cluster kubectl points at), when it can be
+    guessed (best effort: never raises)."""
+    for args in guess_explain(record_id, _state_dir(), server, force=force):
+        prestart(options, args, namespaced=False)

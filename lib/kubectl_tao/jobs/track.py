@@ -362,6 +362,8 @@ def observe(
         return _from_record(tracked, ["canceled; the Job was deleted by `kubectl tao cancel`"])
     if not tracked.job_name:
         return _from_record(tracked, ["never launched: the record has no backend_ref"])
+    from kubectl_tao.diagnosis.jobstate import job_status  # here: imported while status's kubectl runs
+
     groups = None
     if not fetched:
         job, pods, groups = (started or Fetching(kc, tracked)).result()
@@ -375,8 +377,6 @@ def observe(
         tracked.record, tracked.extra = store.show(tracked.id), store.get_extra(tracked.id)
     if job is None and tracked.terminal:
         return _from_record(tracked, ["the Job is gone (ttlSecondsAfterFinished); showing the record"])
-    from kubectl_tao.diagnosis.jobstate import job_status  # here, not above: imported while status's kubectl runs
-
     status = job_status(job, pods, [])
     if not fetched and status.reason == "Suspended":
         status = job_status(job, pods, [], admission=read_admission(kc, job))
@@ -438,18 +438,24 @@ def diagnosis_of(tracked: Tracked) -> dict[str, Any] | None:
 
 def cause_told(tracked: Tracked) -> dict[str, Any] | None:
     """diagnosis_of, when it names a cause (not only the last lines of output no sign matched)."""
-    from kubectl_tao.diagnosis.causes import names_a_cause
-
     found = diagnosis_of(tracked)
-    return found if found is not None and names_a_cause(found) else None
+    if found is None:
+        return None
+    from kubectl_tao.diagnosis.causes import names_a_cause  # its table of signs: only when there is a cause
+
+    return found if names_a_cause(found) else None
 
 
 def _told_by_logs(obs: Observation) -> None:
     """A failed job whose ending was captured shows the cause its logs showed, not `ExitCode`."""
+    if obs.state != "ERROR":
+        return  # nothing to override: status of a running or finished job imports no diagnosis
+    found = cause_told(obs.tracked)
+    if found is None:
+        return
     from kubectl_tao.diagnosis.ranklogs import OVERRIDDEN_REASONS
 
-    found = cause_told(obs.tracked)
-    if found is not None and obs.state == "ERROR" and obs.reason in OVERRIDDEN_REASONS:
+    if obs.reason in OVERRIDDEN_REASONS:
         obs.reason = str(found["cause"])
         obs.err_class = found.get("err_class") or obs.err_class
         kept = obs.tracked.k8s.history

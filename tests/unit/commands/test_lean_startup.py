@@ -122,6 +122,31 @@ def test_status_imports_neither_ruamel_jsonschema_nor_sh(
     assert _verbs(modules) == {"kubectl_tao.commands.status", "kubectl_tao.commands.present"}
 
 
+def test_status_of_a_finished_job_imports_no_diagnosis_of_its_logs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job that completed has no cause to show: the table of causes (compiled at import) stays unloaded."""
+    (tmp_path / "kubeconfig").write_text(KUBECTL_WRITTEN)
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps({"kind": "List", "items": [fixture_json("complete.job.json"),
+                                                            *fixture_json("complete.pods.json")["items"]]}))
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(f"#!/bin/sh\ncat '{answer}'\n")
+    kubectl.chmod(0o755)
+    monkeypatch.setenv("TAO_STATE_DIR", str(tmp_path / "state"))
+    store = RecordStore()
+    record = store.open(platform="kubernetes", image="busybox", network_arch="dino", action="train",
+                        storage_tier="A", results_dir="/workspace/results/x")
+    name = fixture_json("complete.job.json")["metadata"]["name"]
+    store.mark(record.id, "RUNNING", message="applied", backend_ref=f"tao-jobs/{name}")
+    store.update_extra(record.id, namespace="tao-jobs", job_name=name)
+    _run(tmp_path, "status", record.id, KUBECTL_TAO_KUBECTL=str(kubectl))  # captures the ending
+    assert store.show(record.id)["terminal_state"] == "COMPLETE"
+    code, modules, out = _run(tmp_path, "status", record.id, KUBECTL_TAO_KUBECTL=str(kubectl))
+    assert code == 0 and "COMPLETE" in out
+    assert {"kubectl_tao.diagnosis.causes", "kubectl_tao.diagnosis.ranklogs"} & modules == set()
+
+
 def test_submit_imports_neither_ruamel_jsonschema_nor_sh(tmp_path: Path) -> None:
     (tmp_path / "kubeconfig").write_text(KUBECTL_WRITTEN)
     job = ["submit", "--image", "busybox", "--command", "true", "--pvc", "data"]

@@ -1,9 +1,10 @@
-"""status's prestarted read (jobs/early_read.py): what it guesses from the raw files, when it guesses nothing,
-and that the verb takes it over, or kills it unread, whatever the guess."""
+"""status's and explain's prestarted reads (jobs/early_read.py): what they guess from the raw files, when they guess
+nothing, and that the verb takes them over, or kills them unread, whatever the guess."""
 
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +149,75 @@ def test_a_pending_job_kills_the_prestarted_status_json_read_unread(cli: Any, fa
     assert code == 0, err
     assert "PENDING" in out
     assert fake_kubectl.killed() == [PROGRESS] and PROGRESS not in fake_kubectl.argvs()
+
+
+# explain's first round (diagnosis/explain.py): the namespace's events and the Job with its pods
+
+EVENTS = ["get", "events", "-n", "tao-jobs", "-o", "json"]
+SERVER = "https://127.0.0.1:6443"  # the fake kubeconfig's cluster
+
+
+def test_explain_guesses_its_first_round_for_a_record_of_this_cluster(tao_env: Path) -> None:
+    assert early_read.guess_explain(_record(api_server=SERVER), _state(tao_env), SERVER) == [EVENTS, READ]
+    assert early_read.guess_explain(_record(), _state(tao_env), SERVER) == [EVENTS, READ]  # a record pinned nowhere
+
+
+def test_explain_guesses_nothing_for_a_record_of_another_cluster_unless_forced(tao_env: Path) -> None:
+    record_id = _record(api_server="https://elsewhere:6443")
+    assert early_read.guess_explain(record_id, _state(tao_env), SERVER) == []
+    assert early_read.guess_explain(record_id, _state(tao_env), SERVER, force=True) == [EVENTS, READ]
+
+
+def test_explain_guesses_nothing_where_status_guesses_nothing(tao_env: Path) -> None:
+    canceled = _record()
+    _rewrite(tao_env / "state" / "jobs" / f"{canceled}.json", terminal_state="CANCELED")
+    assert early_read.guess_explain(canceled, _state(tao_env), SERVER) == []
+    assert early_read.guess_explain("../x", _state(tao_env), SERVER) == []
+
+
+def _failed(fake: FakeKubectl) -> None:
+    """The exit-code fixture's failed one-pod Job under JOB's name, its events, its node and its rank's log."""
+    job, pods = fixture_json("exit-code.job.json"), fixture_json("exit-code.pods.json")["items"]
+    job["metadata"]["name"] = JOB
+    for pod in pods:
+        pod["metadata"]["labels"]["tao-job"] = JOB
+    node = next(n for n in fixture_json("nodes-2x8.json")["items"] if n["metadata"]["name"] == "gpu-node-1")
+    fake.on("get", "jobs,pods", data={"kind": "List", "items": [job, *pods]})
+    fake.on("get", "events", data={"kind": "List", "items": []})
+    fake.on("get", "nodes", "gpu-node-1", data=node)
+    name = pods[0]["metadata"]["name"]
+    fake.on("logs", stdout=f"[pod/{name}/tao] Traceback (most recent call last):\n"
+                           f"[pod/{name}/tao] ValueError: corrupt record in shard 0\n")
+
+
+def test_explain_takes_its_prestarted_first_round_over(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    _failed(fake_kubectl)
+    code, out, _ = cli("explain", _record(api_server=SERVER))
+    assert code == 1 and "ValueError: corrupt record in shard 0" in out
+    assert [call.argv for call in fake_kubectl.calls][:2] == [EVENTS, READ] and fake_kubectl.killed() == []
+
+
+def test_explain_reads_a_failed_jobs_logs_in_the_same_round_as_its_nodes(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    """The record did not know the job failed, so its logs were not in the first round: they are read beside the
+    nodes its pods ran on. The nodes' answer waits for the logs' call to start (a read made after the nodes'
+    would never start in time)."""
+    _failed(fake_kubectl)
+    logs_started = threading.Event()
+    seen_by_nodes: list[bool] = []
+    spawn, settled = fake_kubectl.spawn, fake_kubectl.settled
+
+    def spawn_noted(kc: Any, args: list[str], *rest: Any) -> Any:
+        if args[:1] == ["logs"]:
+            logs_started.set()
+        return spawn(kc, args, *rest)
+
+    def settled_noted(kc: Any, args: list[str], **kwargs: Any) -> Any:
+        if args[:2] == ["get", "nodes"]:
+            seen_by_nodes.append(logs_started.wait(timeout=30))  # the timeout only stops a hang
+        return settled(kc, args, **kwargs)
+
+    fake_kubectl.spawn, fake_kubectl.settled = spawn_noted, settled_noted  # type: ignore[method-assign]
+    code, out, _ = cli("explain", _record(api_server=SERVER))
+    assert code == 1 and "ValueError: corrupt record in shard 0" in out
+    assert seen_by_nodes == [True]
+    assert len([argv for argv in fake_kubectl.argvs() if argv[:1] == ["logs"]]) == 1
