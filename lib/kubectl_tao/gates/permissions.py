@@ -88,16 +88,16 @@ def optional() -> list[Permission]:
     a WebSocket (authorized as `get`) and falls back to SPDY (`create`); from Kubernetes 1.35 the API server
     asks for `create` on the WebSocket too (AuthorizePodWebsocketUpgradeCreatePermission), so both are asked.
     `results` and `results pull` of a storage tier C job check that its credential Secret is still there (`get`)
-    or, given `--env-file`, create a Secret for the helper pod, make the pod its owner and delete it (`create`,
-    `patch`, `delete`)."""
+    or, given `--env-file`, create a Secret owned by the helper pod and delete it (`create`, `delete`), and lift
+    the pod's scheduling gate once the Secret exists (`patch` on pods)."""
     return [
         Permission("create", "pods"),
         Permission("get", "pods"),
+        Permission("patch", "pods"),
         Permission("delete", "pods"),
         Permission("list", "events"),
         Permission("create", "secrets"),
         Permission("get", "secrets"),
-        Permission("patch", "secrets"),
         Permission("delete", "secrets"),
         Permission("create", "pods/exec"),
         Permission("get", "pods/exec"),

@@ -316,20 +316,21 @@ def remove_helper_secret(kc: Kubectl, namespace: str, name: str, uid: str | None
     return _remove_raw(kc, f"/api/v1/namespaces/{namespace}/secrets/{name}", uid)
 
 
-def own_by_pod(kc: Kubectl, namespace: str, pod: str, pod_uid: str, secrets: list[str]) -> bool:
-    """Make SECRETS children of the helper pod (one patch call), so the garbage collector removes them with it
-    should this process be killed before it deletes them; False when the patch was refused (they are still
-    deleted on every way out)."""
-    owner = [{"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": pod_uid}]
-    targets = [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace}}
-               for name in secrets]
-    done = kc.run(
-        ["patch", "-f", "-", "--type=merge", "-p", json.dumps({"metadata": {"ownerReferences": owner}}), "-o", "name"],
-        stdin=stream(targets),
-        namespaced=False,
-        check=False,
-    )
-    return done.returncode == 0
+def owned_by_pod(obj: dict[str, Any], pod: str, pod_uid: str) -> dict[str, Any]:
+    """OBJ (a helper pod's Secret) created as a child of the helper pod: the garbage collector removes it with the
+    pod, whoever deletes the pod and whenever (a killed kubectl-tao included)."""
+    meta = dict(obj["metadata"], ownerReferences=[{"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": pod_uid}])
+    return dict(obj, metadata=meta)
+
+
+def lift_scheduling_gates(kc: Kubectl, namespace: str, pod: str, pod_uid: str) -> None:
+    """Empty the pod's `spec.schedulingGates` (allowed on a live pod), so it is scheduled; one JSON patch whose
+    first step tests the pod's UID (another pod of that name is left alone: the patch fails). KubectlError when
+    the cluster refuses it."""
+    steps = [{"op": "test", "path": "/metadata/uid", "value": pod_uid},
+             {"op": "replace", "path": "/spec/schedulingGates", "value": []}]
+    kc.run(["patch", "pod", pod, "-n", namespace, "--type=json", "-p", json.dumps(steps), "-o", "name"],
+           namespaced=False)
 
 
 def _remove_raw(kc: Kubectl, path: str, uid: str | None) -> str | None:

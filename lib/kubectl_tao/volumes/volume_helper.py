@@ -192,35 +192,41 @@ def is_running(pod: dict[str, Any]) -> bool:
     return any((c.get("state") or {}).get("running") is not None for c in status.get("containerStatuses") or [])
 
 
+def _gated(manifest: dict[str, Any]) -> dict[str, Any]:
+    """MANIFEST held by the credentials scheduling gate: no container starts until its Secret exists."""
+    spec = dict(manifest["spec"], schedulingGates=[{"name": contract.HELPER_CREDENTIALS_GATE}])
+    return dict(manifest, spec=spec)
+
+
 class HelperPod:
     """One helper pod: `start` creates it and waits until it runs, `exec` streams a command in it, `remove`
     deletes it (UID-pinned; safe to call twice). SECRETS are short-lived Secrets the pod reads (credentials given
-    for this one run): created with it in the same `kubectl create -f -` (their values only on stdin), made its
-    children (gone with it should this process be killed), and deleted after it on every way out."""
+    for this one run): the pod is created first, held by a scheduling gate, then the Secrets already carrying an
+    owner reference to its UID (their values only on kubectl's stdin), then the gate is lifted. Killed at any
+    point (SIGKILL, which no handler sees), this process leaves at most a pod that owns its Secrets: the garbage
+    collector removes them with it. They are deleted after it on every way out."""
 
     def __init__(self, kc: Kubectl, manifest: dict[str, Any], image_flag: str = "--helper-image",
                  secrets: list[dict[str, Any]] | None = None) -> None:
         self.kc = kc
-        self.manifest = manifest
         self.secrets = list(secrets or [])
+        self.manifest = _gated(manifest) if self.secrets else manifest
         self.secret_uids: dict[str, str | None] = {s["metadata"]["name"]: None for s in self.secrets}
         self.image_flag = image_flag  # the verb's flag that picks the image, named when the pod cannot start
         self.name: str = manifest["metadata"]["name"]
         self.namespace: str = manifest["metadata"]["namespace"]
         self.uid: str | None = None
         self.created = False
+        self.secrets_sent = False  # their create was started: from here on a way out deletes them
         self.removed = False
         self.not_removed: str | None = None  # why the delete failed, when it did
 
     def start(self, timeout: float) -> None:
         self.created = True  # from here on, a way out removes it (by name while the UID is not known yet)
-        made = objects.create(self.kc, [*self.secrets, self.manifest], self.namespace)
+        made = objects.create(self.kc, [self.manifest], self.namespace)
         self.uid = next((o["metadata"]["uid"] for o in made if o.get("kind") == "Pod"), None)
-        for obj in made:
-            if obj.get("kind") == "Secret" and obj["metadata"]["name"] in self.secret_uids:
-                self.secret_uids[obj["metadata"]["name"]] = obj["metadata"]["uid"]
-        if self.secrets and self.uid:
-            objects.own_by_pod(self.kc, self.namespace, self.name, self.uid, list(self.secret_uids))
+        if self.secrets:
+            self._give_secrets()
         deadline = time.monotonic() + timeout
         polls = 0
         while True:
@@ -240,6 +246,24 @@ class HelperPod:
                 )
             polls += 1
             time.sleep(0.5)
+
+    def _give_secrets(self) -> None:
+        """The gated pod's Secrets, created as its children, then its gate lifted."""
+        if not self.uid or not objects.UID_RE.fullmatch(self.uid):
+            raise TaoError(f"kubectl create returned no UID for the volume helper pod {self.namespace}/{self.name}; "
+                           "its credential Secret was not created: run again")
+        self.secrets_sent = True
+        owned = [objects.owned_by_pod(secret, self.name, self.uid) for secret in self.secrets]
+        for obj in objects.create(self.kc, owned, self.namespace):
+            if obj.get("kind") == "Secret" and obj["metadata"]["name"] in self.secret_uids:
+                self.secret_uids[obj["metadata"]["name"]] = obj["metadata"]["uid"]
+        try:
+            objects.lift_scheduling_gates(self.kc, self.namespace, self.name, self.uid)
+        except KubectlError as exc:
+            raise TaoError(
+                f"could not lift the scheduling gate of the volume helper pod {self.namespace}/{self.name}: "
+                f"{_one_line(exc.message)}; --env-file needs `patch` on pods"
+            ) from None
 
     def events(self) -> list[dict[str, Any]]:
         selector = f"involvedObject.kind=Pod,involvedObject.name={self.name}"
@@ -285,7 +309,7 @@ class HelperPod:
             self.removed = True
             failed = objects.remove_helper_pod(self.kc, self.namespace, self.name, self.uid)
             left = [f"pod/{self.name}"] if failed is not None else []
-            for secret, uid in self.secret_uids.items():
+            for secret, uid in self.secret_uids.items() if self.secrets_sent else ():
                 gone = objects.remove_helper_secret(self.kc, self.namespace, secret, uid)
                 if gone is not None:
                     failed = failed or gone
