@@ -16,7 +16,7 @@ from typing import Any
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import GateError, KubectlError, TaoError
 from kubectl_tao.core.valueclass import Value, record
-from kubectl_tao.k8s.kubectl import Kubectl, first_error_line, kubectl_error_kind
+from kubectl_tao.k8s.kubectl import Kubectl, Running, first_error_line, kubectl_error_kind
 
 UID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Kind, name and UID of each created object: the go-template keeps Secret data out of this process.
@@ -333,17 +333,23 @@ def lift_scheduling_gates(kc: Kubectl, namespace: str, pod: str, pod_uid: str) -
            namespaced=False)
 
 
-def _remove_raw(kc: Kubectl, path: str, uid: str | None) -> str | None:
+def remove_left_helper_pods(kc: Kubectl, namespace: str, pods: list[tuple[str, str]]) -> list[str]:
+    """Delete the helper pods (name, UID) a killed kubectl-tao left, all at once, each UID-pinned with no grace
+    period; the names this call removed (one gone already, renamed or refused is left out, silently)."""
+    started = [(name, _start_remove(kc, f"/api/v1/namespaces/{namespace}/pods/{name}", uid)) for name, uid in pods]
+    return [name for name, running in started if running.wait(check=False, best_effort=True).returncode == 0]
+
+
+def _start_remove(kc: Kubectl, path: str, uid: str | None) -> Running:
+    """The delete of a helper's object at PATH (UID-pinned when UID is known, no grace period), started."""
     body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
     if uid:
         body["preconditions"] = {"uid": uid}
-    result = kc.run(
-        ["delete", "--raw", path, "-f", "-"],
-        stdin=json.dumps(body),
-        namespaced=False,
-        check=False,
-        best_effort=True,
-    )
+    return kc.start(["delete", "--raw", path, "-f", "-"], stdin=json.dumps(body), namespaced=False)
+
+
+def _remove_raw(kc: Kubectl, path: str, uid: str | None) -> str | None:
+    result = _start_remove(kc, path, uid).wait(check=False, best_effort=True)
     if result.returncode == 0 or kubectl_error_kind(result.stderr) in ("NotFound", "Conflict"):
         return None  # deleted; or gone already; or the UID precondition failed (another pod of that name)
     return first_error_line(result.stderr) or f"kubectl exited with {result.returncode}"
