@@ -14,12 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import shutil
-import signal
 from pathlib import Path
 
 import pytest
-from support.cluster import Cluster, Tao, wait_for
+from support.cluster import Cluster, Tao, killed_at, wait_for
 
 from .test_real_pods import images, real, real_images  # noqa: F401
 from .test_real_tier_c import BUCKET, Store, store, submit_tier_c, tools_image  # noqa: F401
@@ -129,24 +127,7 @@ def test_a_tier_c_job_whose_secret_is_gone_is_refused_then_read_with_the_credent
         assert all(value not in text for text in kept)  # no record file holds it
 
 
-KILL_KUBECTL = Path(__file__).resolve().parent / "kill-plugin-kubectl"
 GATE = "kubectl-tao.io/credentials"
-
-
-def _killed_at_the_gate(tao: Tao, tmp_path: Path, *args: str, input: str | None = None) -> str:
-    """`kubectl tao ARGS` SIGKILLed (tests/e2e/kill-plugin-kubectl) right before it lifts its helper pod's
-    scheduling gate, i.e. right after it created the pod's credential Secret; the argv of the call it never made."""
-    fired = tmp_path / "fired"
-    saved = dict(tao.env)
-    tao.env.update(KUBECTL_TAO_KUBECTL=str(KILL_KUBECTL), KILL_FIRED=str(fired), KILL_MATCH=" patch pod tao-volume-",
-                   KILL_REAL_KUBECTL=shutil.which("kubectl", path=tao.env.get("PATH")) or "kubectl")
-    try:
-        killed = tao(*args, input=input, timeout=300)
-    finally:
-        tao.env.clear()
-        tao.env.update(saved)
-    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
-    return fired.read_text()
 
 
 def test_a_plugin_killed_after_creating_its_helpers_secret_leaves_it_owned_by_a_pod_the_next_verb_removes(
@@ -160,7 +141,9 @@ def test_a_plugin_killed_after_creating_its_helpers_secret_leaves_it_owned_by_a_
     record_id = submitted.stdout.strip().splitlines()[-1]
     env_file = str(store.env_file)
 
-    never_made = _killed_at_the_gate(real, tmp_path, "results", record_id, "--env-file", env_file)
+    # Killed right before it lifts its helper pod's scheduling gate, i.e. right after it created the pod's Secret.
+    never_made = killed_at(real, " patch pod tao-volume-", tmp_path / "fired", "results", record_id, "--env-file",
+                           env_file)
     (pod,) = json.loads(real.kubectl("get", "pods", "-l", HELPER_SELECTOR, "-o", "json").stdout)["items"]
     name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
     assert f"patch pod {name} " in never_made
