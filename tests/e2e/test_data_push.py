@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.cluster import TAO, Cluster, Tao, claim_on_real_nodes, kubectl, wait_for
+from support.cluster import TAO, Cluster, Tao, claim_on_real_nodes, killed_at, kubectl, wait_for
 
 from .test_real_pods import ON_REAL_NODES, REAL_NODE_LABEL, real_images
 
@@ -302,3 +302,30 @@ def test_sigint_mid_pull_removes_the_helper_pod_keeps_the_verified_files_and_no_
     assert (summary["skipped"], summary["pulled"]) == (len(kept), 6 - len(kept))  # the kept files do not travel
     assert _tree(dest / "big") == _tree(big)
     assert _helpers(t) == []
+
+
+def test_a_push_sigkilled_mid_run_leaves_a_helper_pod_the_next_push_removes_once_past_its_lifetime(
+    claim: tuple[Tao, Path, str], tmp_path: Path
+) -> None:
+    t, _volume, busybox = claim
+    (tmp_path / "a.txt").write_text("a\n")
+    args = ("data", "push", str(tmp_path / "a.txt"), "--to", "killed", "--pvc", "tao-data", "--helper-image",
+            busybox, *ON_REAL_NODES)
+    never_made = killed_at(t, " exec -i tao-volume-", tmp_path / "fired", *args, timeout=240)  # its first exec
+    (name,) = [n.removeprefix("pod/") for n in _helpers(t)]
+    assert f"exec -i {name} " in never_made
+    pod = json.loads(t.kubectl("get", "pod", name, "-o", "json").stdout)
+    assert pod["status"]["phase"] == "Running" and "schedulingGates" not in pod["spec"]  # no credentials: no gate
+
+    kept = _push(t, busybox, str(tmp_path / "a.txt"), "--to", "kept")  # within its lifetime: maybe a live push's
+    assert kept.returncode == 0 and "killed kubectl-tao left" not in kept.stderr, kept.stderr
+    wait_for(lambda: _helpers(t) == [f"pod/{name}"], 60, message="the second push's own helper pod to go")
+
+    # Its lifetime over (activeDeadlineSeconds lowered, as six hours passing would): the next push removes it.
+    t.kubectl("patch", "pod", name, "--type=json",
+              "-p", '[{"op": "replace", "path": "/spec/activeDeadlineSeconds", "value": 1}]')
+    swept = _push(t, busybox, str(tmp_path / "a.txt"), "--to", "swept")
+    assert swept.returncode == 0, swept.stderr
+    assert swept.stderr.count("a killed kubectl-tao left") == 1
+    assert f"removed the volume helper pod {t.namespace}/{name} a killed kubectl-tao left\n" in swept.stderr
+    wait_for(lambda: _helpers(t) == [], 60, message="the helper pods to go")

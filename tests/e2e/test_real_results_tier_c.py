@@ -3,7 +3,8 @@ to the cluster's real S3 store (versitygw), then the helper pod's S3 container (
 credential Secret as its environment) lists and downloads the prefix and the plugin lists and pulls it as from a
 claim. The credential appears in no output, no command line and no manifest; no helper pod is left. A job whose
 Secret went with its Job is read with the credentials given again (`--env-file`): a Secret the helper pod owns,
-removed with it.
+removed with it. A plugin SIGKILLed right after it created that Secret leaves it owned by its (gated) helper pod,
+which the next helper verb removes once past its lifetime, the Secret going with it.
 
 Skipped when the cluster has no real nodes (KUBECTL_TAO_REAL_NODES=0).
 """
@@ -16,7 +17,7 @@ import secrets
 from pathlib import Path
 
 import pytest
-from support.cluster import Cluster, Tao, wait_for
+from support.cluster import Cluster, Tao, killed_at, wait_for
 
 from .test_real_pods import images, real, real_images  # noqa: F401
 from .test_real_tier_c import BUCKET, Store, store, submit_tier_c, tools_image  # noqa: F401
@@ -124,3 +125,49 @@ def test_a_tier_c_job_whose_secret_is_gone_is_refused_then_read_with_the_credent
         assert value not in said
         assert all(value not in " ".join(call) for call in real.kubectl_calls())
         assert all(value not in text for text in kept)  # no record file holds it
+
+
+GATE = "kubectl-tao.io/credentials"
+
+
+def test_a_plugin_killed_after_creating_its_helpers_secret_leaves_it_owned_by_a_pod_the_next_verb_removes(
+    real: Tao, store: Store, tools_image: str, cluster: Cluster, tmp_path: Path  # noqa: F811
+) -> None:
+    real.env["KUBECTL_TAO_HELPER_IMAGE"] = real_images(cluster)["BUSYBOX_IMAGE"]
+    prefix = f"e2e/{real.namespace}/killed-{secrets.token_hex(4)}"
+    submitted = submit_tier_c(real, store, tools_image, 'echo x > "$TAO_RESULTS_ROOT/x.txt"', "--s3-output",
+                              f"s3://{BUCKET}/{prefix}")
+    assert submitted.returncode == 0, submitted.stderr + submitted.stdout
+    record_id = submitted.stdout.strip().splitlines()[-1]
+    env_file = str(store.env_file)
+
+    # Killed right before it lifts its helper pod's scheduling gate, i.e. right after it created the pod's Secret.
+    never_made = killed_at(real, " patch pod tao-volume-", tmp_path / "fired", "results", record_id, "--env-file",
+                           env_file)
+    (pod,) = json.loads(real.kubectl("get", "pods", "-l", HELPER_SELECTOR, "-o", "json").stdout)["items"]
+    name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
+    assert f"patch pod {name} " in never_made
+    assert pod["spec"]["schedulingGates"] == [{"name": GATE}] and pod["status"]["phase"] == "Pending"
+    owners = real.kubectl("get", "secret", f"{name}-s3", "-o", "jsonpath={.metadata.ownerReferences}").stdout
+    assert json.loads(owners) == [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid}]
+
+    # The next helper verb keeps the killed plugin's pod while it is within its lifetime (it could be a live
+    # plugin's between its creates), and works with a pod of its own.
+    listed = real("results", record_id, "--env-file", env_file, "-o", "json", timeout=300)
+    assert listed.returncode == 0, listed.stderr
+    assert [f["path"] for f in json.loads(listed.stdout)["files"]] == ["x.txt"]
+    assert "killed kubectl-tao left" not in listed.stderr
+    wait_for(lambda: _helpers(real) == [f"pod/{name}"], 60, message="the verb's own helper pod to go")
+
+    # Past its lifetime (its deadline lowered, as six hours passing would), the next verb removes it, and the
+    # garbage collector its Secret with it.
+    real.kubectl("patch", "pod", name, "--type=json",
+                 "-p", '[{"op": "replace", "path": "/spec/activeDeadlineSeconds", "value": 1}]')
+    swept = real("results", record_id, "--env-file", env_file, timeout=300)
+    assert swept.returncode == 0, swept.stderr
+    assert f"removed the volume helper pod {real.namespace}/{name} a killed kubectl-tao left\n" in swept.stderr
+    wait_for(lambda: _helpers(real) == [], 60, message="the helper pods to go")
+    wait_for(lambda: real.kubectl("get", "secrets", "-l", HELPER_SELECTOR, "-o", "name").stdout.split() == [], 60,
+             message="the killed plugin's Secret to go with its pod")
+    secret_value = store.creds["AWS_SECRET_ACCESS_KEY"]
+    assert secret_value not in never_made + listed.stdout + listed.stderr + swept.stdout + swept.stderr

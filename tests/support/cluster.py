@@ -121,6 +121,28 @@ class Tao:
         return [json.loads(line)["argv"] for line in self.trace.read_text().splitlines() if line.strip()]
 
 
+KILL_KUBECTL = REPO / "tests" / "support" / "kill-plugin-kubectl"
+
+
+def killed_at(tao: Tao, match: str, fired: Path, *args: str, input: str | None = None, timeout: float = 300) -> str:
+    """`kubectl tao ARGS` SIGKILLed (tests/support/kill-plugin-kubectl, as KUBECTL_TAO_KUBECTL) at its first kubectl
+    call whose space-joined argv matches the regex MATCH, a call it never makes; that call's argv. FIRED: a path
+    of the test's own (it must not exist yet)."""
+    import shutil
+    import signal
+
+    saved = dict(tao.env)
+    tao.env.update(KUBECTL_TAO_KUBECTL=str(KILL_KUBECTL), KILL_FIRED=str(fired), KILL_MATCH=match,
+                   KILL_REAL_KUBECTL=shutil.which("kubectl", path=tao.env.get("PATH")) or "kubectl")
+    try:
+        killed = tao(*args, input=input, timeout=timeout)
+    finally:
+        tao.env.clear()
+        tao.env.update(saved)
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    return fired.read_text()
+
+
 def submitted_id(result: subprocess.CompletedProcess[str]) -> str:
     assert result.returncode == 0, result.stderr
     return result.stdout.strip().splitlines()[-1]

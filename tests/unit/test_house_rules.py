@@ -337,8 +337,8 @@ def test_the_contract_check_finds_a_planted_label() -> None:
 
 def test_one_teardown_removes_a_jobs_objects() -> None:
     """Only k8s/objects.py deletes, and there only `teardown` (with its helper for the Job by name) and the
-    removal of a volume helper pod and its short-lived Secret (`_remove_raw`, by name and UID: not a job's
-    objects)."""
+    removal of a volume helper pod and its short-lived Secret (`_start_remove`, by name and UID: not a job's
+    objects), for this run's own (`_remove_raw`) or those a killed kubectl-tao left (`remove_left_helper_pods`)."""
     deleting: list[str] = []
     for path in sorted(LIB.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -349,16 +349,16 @@ def test_one_teardown_removes_a_jobs_objects() -> None:
                 if isinstance(node, ast.List) and node.elts and getattr(node.elts[0], "value", None) == "delete":
                     deleting.append(f"{path.relative_to(LIB)}:{func.name}")
     assert sorted(set(deleting)) == [
-        "k8s/objects.py:_delete_job", "k8s/objects.py:_remove_raw", "k8s/objects.py:teardown"
+        "k8s/objects.py:_delete_job", "k8s/objects.py:_start_remove", "k8s/objects.py:teardown"
     ]
     raw_callers = {
         func.name
         for func in ast.walk(ast.parse((LIB / "k8s" / "objects.py").read_text(encoding="utf-8")))
         if isinstance(func, ast.FunctionDef)
         for node in ast.walk(func)
-        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "_remove_raw"
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("_remove_raw", "_start_remove")
     }
-    assert raw_callers == {"remove_helper_pod", "remove_helper_secret"}
+    assert raw_callers == {"remove_helper_pod", "remove_helper_secret", "_remove_raw", "remove_left_helper_pods"}
     objects_tree = ast.parse((LIB / "k8s" / "objects.py").read_text(encoding="utf-8"))
     callers = {
         func.name

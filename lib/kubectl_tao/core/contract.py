@@ -24,6 +24,9 @@ WORKFLOW_GATE_ANNOTATION = "kubectl-tao.io/workflow-gate"  # on a step's Job: th
 OWN_KEY_PREFIX = "kubectl-tao.io/"
 # The short-lived pod `data push` and `results` start to reach a volume: managed-by plus this component.
 VOLUME_HELPER_COMPONENT = "volume-helper"
+# The scheduling gate a helper pod with a credential Secret is created with: lifted once the Secret exists, owned by
+# the pod (so no moment leaves the Secret without an owner, and no container starts before it exists).
+HELPER_CREDENTIALS_GATE = "kubectl-tao.io/credentials"
 
 # ---------------------------------------------------------------- labels and annotations Kubernetes sets
 POD_JOB_LABEL = "job-name"  # the Job controller's label on every pod of a Job (how Jobs made elsewhere are found)

@@ -16,7 +16,7 @@ from typing import Any
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import GateError, KubectlError, TaoError
 from kubectl_tao.core.valueclass import Value, record
-from kubectl_tao.k8s.kubectl import Kubectl, first_error_line, kubectl_error_kind
+from kubectl_tao.k8s.kubectl import Kubectl, Running, first_error_line, kubectl_error_kind
 
 UID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Kind, name and UID of each created object: the go-template keeps Secret data out of this process.
@@ -316,33 +316,40 @@ def remove_helper_secret(kc: Kubectl, namespace: str, name: str, uid: str | None
     return _remove_raw(kc, f"/api/v1/namespaces/{namespace}/secrets/{name}", uid)
 
 
-def own_by_pod(kc: Kubectl, namespace: str, pod: str, pod_uid: str, secrets: list[str]) -> bool:
-    """Make SECRETS children of the helper pod (one patch call), so the garbage collector removes them with it
-    should this process be killed before it deletes them; False when the patch was refused (they are still
-    deleted on every way out)."""
-    owner = [{"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": pod_uid}]
-    targets = [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace}}
-               for name in secrets]
-    done = kc.run(
-        ["patch", "-f", "-", "--type=merge", "-p", json.dumps({"metadata": {"ownerReferences": owner}}), "-o", "name"],
-        stdin=stream(targets),
-        namespaced=False,
-        check=False,
-    )
-    return done.returncode == 0
+def owned_by_pod(obj: dict[str, Any], pod: str, pod_uid: str) -> dict[str, Any]:
+    """OBJ (a helper pod's Secret) created as a child of the helper pod: the garbage collector removes it with the
+    pod, whoever deletes the pod and whenever (a killed kubectl-tao included)."""
+    meta = dict(obj["metadata"], ownerReferences=[{"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": pod_uid}])
+    return dict(obj, metadata=meta)
 
 
-def _remove_raw(kc: Kubectl, path: str, uid: str | None) -> str | None:
+def lift_scheduling_gates(kc: Kubectl, namespace: str, pod: str, pod_uid: str) -> None:
+    """Empty the pod's `spec.schedulingGates` (allowed on a live pod), so it is scheduled; one JSON patch whose
+    first step tests the pod's UID (another pod of that name is left alone: the patch fails). KubectlError when
+    the cluster refuses it."""
+    steps = [{"op": "test", "path": "/metadata/uid", "value": pod_uid},
+             {"op": "replace", "path": "/spec/schedulingGates", "value": []}]
+    kc.run(["patch", "pod", pod, "-n", namespace, "--type=json", "-p", json.dumps(steps), "-o", "name"],
+           namespaced=False)
+
+
+def remove_left_helper_pods(kc: Kubectl, namespace: str, pods: list[tuple[str, str]]) -> list[str]:
+    """Delete the helper pods (name, UID) a killed kubectl-tao left, all at once, each UID-pinned with no grace
+    period; the names this call removed (one gone already, renamed or refused is left out, silently)."""
+    started = [(name, _start_remove(kc, f"/api/v1/namespaces/{namespace}/pods/{name}", uid)) for name, uid in pods]
+    return [name for name, running in started if running.wait(check=False, best_effort=True).returncode == 0]
+
+
+def _start_remove(kc: Kubectl, path: str, uid: str | None) -> Running:
+    """The delete of a helper's object at PATH (UID-pinned when UID is known, no grace period), started."""
     body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
     if uid:
         body["preconditions"] = {"uid": uid}
-    result = kc.run(
-        ["delete", "--raw", path, "-f", "-"],
-        stdin=json.dumps(body),
-        namespaced=False,
-        check=False,
-        best_effort=True,
-    )
+    return kc.start(["delete", "--raw", path, "-f", "-"], stdin=json.dumps(body), namespaced=False)
+
+
+def _remove_raw(kc: Kubectl, path: str, uid: str | None) -> str | None:
+    result = _start_remove(kc, path, uid).wait(check=False, best_effort=True)
     if result.returncode == 0 or kubectl_error_kind(result.stderr) in ("NotFound", "Conflict"):
         return None  # deleted; or gone already; or the UID precondition failed (another pod of that name)
     return first_error_line(result.stderr) or f"kubectl exited with {result.returncode}"

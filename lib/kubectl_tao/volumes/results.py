@@ -221,8 +221,9 @@ def s3_manifest(source: ResultsSource, image: str) -> dict[str, Any]:
 
 def run_secret(pod: dict[str, Any], credentials: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The tier C pod reading CREDENTIALS (an env-file given for this run) instead of the job's Secret: a Secret of
-    its own (named after the pod, labelled as the helper's, created with it from stdin and deleted with it) as the
-    S3 container's environment. The Secret object carries the values: it only ever travels on kubectl's stdin."""
+    its own (named after the pod, labelled as the helper's; `HelperPod` creates it from stdin as the pod's child,
+    before the pod may start, and deletes it with the pod) as the S3 container's environment. The Secret object
+    carries the values: it only ever travels on kubectl's stdin."""
     import copy
 
     name = f"{pod['metadata']['name']}-s3"

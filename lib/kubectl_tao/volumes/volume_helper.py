@@ -4,11 +4,14 @@ verbs) reach the volume with nothing but kubectl (`exec -i` streams).
 The pod runs as a fixed non-root user with no service-account token, no privilege escalation and every
 capability dropped; it only sleeps, and ends by itself after `lifetime` seconds should kubectl-tao be killed
 outright. It is deleted on every way out (an error, Ctrl-C, SIGTERM, SIGHUP): by name, with its UID as the
-precondition. A pod that cannot start is reported in one line with the reason the cluster gave.
+precondition. A pod that cannot start is reported in one line with the reason the cluster gave. Before a verb starts
+its pod, it removes the helper pods of this namespace a killed kubectl-tao left (`sweep`): ended, or past their
+lifetime; never one a live kubectl-tao may still use.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 import signal
 import time
@@ -192,35 +195,98 @@ def is_running(pod: dict[str, Any]) -> bool:
     return any((c.get("state") or {}).get("running") is not None for c in status.get("containerStatuses") or [])
 
 
+def _gated(manifest: dict[str, Any]) -> dict[str, Any]:
+    """MANIFEST held by the credentials scheduling gate: no container starts until its Secret exists."""
+    spec = dict(manifest["spec"], schedulingGates=[{"name": contract.HELPER_CREDENTIALS_GATE}])
+    return dict(manifest, spec=spec)
+
+
+def _seconds(stamp: Any) -> float | None:
+    """An API server timestamp (RFC 3339, `2026-12-07T01:20:00Z`) as seconds since the epoch, or None."""
+    import datetime
+
+    if not isinstance(stamp, str):
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when.timestamp() if when.tzinfo is not None else None
+
+
+def left_behind(pods: list[dict[str, Any]], now: float) -> list[tuple[str, str]]:
+    """Name and UID of the helper pods among PODS (kubectl's JSON) a killed kubectl-tao left: ended (Succeeded,
+    Failed), or past their own lifetime (`activeDeadlineSeconds` from their start, else from their creation: a pod
+    whose scheduling gate was never lifted never starts) at NOW (seconds since the epoch). A pod within its
+    lifetime may be a live kubectl-tao's and is kept; so is one already being deleted, or not labelled a helper."""
+    wanted = contract.volume_helper_labels()
+    out = []
+    for pod in pods:
+        meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+        labels = meta.get("labels") or {}
+        name, uid = meta.get("name"), meta.get("uid")
+        if any(labels.get(k) != v for k, v in wanted.items()) or meta.get("deletionTimestamp") or not name or not uid:
+            continue
+        if status.get("phase") in ("Succeeded", "Failed"):
+            out.append((str(name), str(uid)))
+            continue
+        lifetime = spec.get("activeDeadlineSeconds")
+        since = [t for t in (_seconds(meta.get("creationTimestamp")), _seconds(status.get("startTime"))) if t]
+        if isinstance(lifetime, int) and since and max(since) + lifetime < now:
+            out.append((str(name), str(uid)))
+    return out
+
+
+def sweep(kc: Kubectl, namespace: str, out: TextIO) -> list[str]:
+    """Remove the helper pods of NAMESPACE a killed kubectl-tao left (`left_behind`), each UID-pinned, with one
+    line on OUT for each; the names removed. A listing or delete refused (RBAC) or failed says nothing: the verb
+    goes on."""
+    listed = kc.run(["get", "pods", "-n", namespace, "-l", contract.volume_helper_selector(), "-o", "json"],
+                    namespaced=False, check=False, best_effort=True)
+    if listed.returncode != 0:
+        return []
+    try:
+        pods = (json.loads(listed.stdout) or {}).get("items") or []
+    except (ValueError, AttributeError):
+        return []
+    stale = left_behind(list(pods), time.time())
+    removed = objects.remove_left_helper_pods(kc, namespace, stale) if stale else []
+    for name in removed:
+        out.write(f"removed the volume helper pod {namespace}/{name} a killed kubectl-tao left\n")
+    if removed:
+        out.flush()
+    return removed
+
+
 class HelperPod:
     """One helper pod: `start` creates it and waits until it runs, `exec` streams a command in it, `remove`
     deletes it (UID-pinned; safe to call twice). SECRETS are short-lived Secrets the pod reads (credentials given
-    for this one run): created with it in the same `kubectl create -f -` (their values only on stdin), made its
-    children (gone with it should this process be killed), and deleted after it on every way out."""
+    for this one run): the pod is created first, held by a scheduling gate, then the Secrets already carrying an
+    owner reference to its UID (their values only on kubectl's stdin), then the gate is lifted. Killed at any
+    point (SIGKILL, which no handler sees), this process leaves at most a pod that owns its Secrets: the garbage
+    collector removes them with it. They are deleted after it on every way out."""
 
     def __init__(self, kc: Kubectl, manifest: dict[str, Any], image_flag: str = "--helper-image",
                  secrets: list[dict[str, Any]] | None = None) -> None:
         self.kc = kc
-        self.manifest = manifest
         self.secrets = list(secrets or [])
+        self.manifest = _gated(manifest) if self.secrets else manifest
         self.secret_uids: dict[str, str | None] = {s["metadata"]["name"]: None for s in self.secrets}
         self.image_flag = image_flag  # the verb's flag that picks the image, named when the pod cannot start
         self.name: str = manifest["metadata"]["name"]
         self.namespace: str = manifest["metadata"]["namespace"]
         self.uid: str | None = None
         self.created = False
+        self.secrets_sent = False  # their create was started: from here on a way out deletes them
         self.removed = False
         self.not_removed: str | None = None  # why the delete failed, when it did
 
     def start(self, timeout: float) -> None:
         self.created = True  # from here on, a way out removes it (by name while the UID is not known yet)
-        made = objects.create(self.kc, [*self.secrets, self.manifest], self.namespace)
+        made = objects.create(self.kc, [self.manifest], self.namespace)
         self.uid = next((o["metadata"]["uid"] for o in made if o.get("kind") == "Pod"), None)
-        for obj in made:
-            if obj.get("kind") == "Secret" and obj["metadata"]["name"] in self.secret_uids:
-                self.secret_uids[obj["metadata"]["name"]] = obj["metadata"]["uid"]
-        if self.secrets and self.uid:
-            objects.own_by_pod(self.kc, self.namespace, self.name, self.uid, list(self.secret_uids))
+        if self.secrets:
+            self._give_secrets()
         deadline = time.monotonic() + timeout
         polls = 0
         while True:
@@ -240,6 +306,24 @@ class HelperPod:
                 )
             polls += 1
             time.sleep(0.5)
+
+    def _give_secrets(self) -> None:
+        """The gated pod's Secrets, created as its children, then its gate lifted."""
+        if not self.uid or not objects.UID_RE.fullmatch(self.uid):
+            raise TaoError(f"kubectl create returned no UID for the volume helper pod {self.namespace}/{self.name}; "
+                           "its credential Secret was not created: run again")
+        self.secrets_sent = True
+        owned = [objects.owned_by_pod(secret, self.name, self.uid) for secret in self.secrets]
+        for obj in objects.create(self.kc, owned, self.namespace):
+            if obj.get("kind") == "Secret" and obj["metadata"]["name"] in self.secret_uids:
+                self.secret_uids[obj["metadata"]["name"]] = obj["metadata"]["uid"]
+        try:
+            objects.lift_scheduling_gates(self.kc, self.namespace, self.name, self.uid)
+        except KubectlError as exc:
+            raise TaoError(
+                f"could not lift the scheduling gate of the volume helper pod {self.namespace}/{self.name}: "
+                f"{_one_line(exc.message)}; --env-file needs `patch` on pods"
+            ) from None
 
     def events(self) -> list[dict[str, Any]]:
         selector = f"involvedObject.kind=Pod,involvedObject.name={self.name}"
@@ -285,7 +369,7 @@ class HelperPod:
             self.removed = True
             failed = objects.remove_helper_pod(self.kc, self.namespace, self.name, self.uid)
             left = [f"pod/{self.name}"] if failed is not None else []
-            for secret, uid in self.secret_uids.items():
+            for secret, uid in self.secret_uids.items() if self.secrets_sent else ():
                 gone = objects.remove_helper_secret(self.kc, self.namespace, secret, uid)
                 if gone is not None:
                     failed = failed or gone
@@ -338,13 +422,18 @@ def helper_pod(
     out: TextIO | None = None,
     secrets: list[dict[str, Any]] | None = None,
 ) -> Iterator[HelperPod]:
-    """A started helper pod for the body of the `with`; removed afterwards whatever happened (SIGTERM and SIGHUP
-    are turned into the Ctrl-C path meanwhile, and the removal itself is not interrupted by them). A removal that
-    fails is told in one line on OUT (stderr), with the command that removes the pod."""
+    """A started helper pod for the body of the `with` (the namespace's helper pods a killed kubectl-tao left swept
+    first); removed afterwards whatever happened (SIGTERM and SIGHUP are turned into the Ctrl-C path meanwhile,
+    and the removal itself is not interrupted by them). A removal that fails is told in one line on OUT (stderr),
+    with the command that removes the pod; so is each leftover pod swept."""
+    import sys
+
     pod = HelperPod(kc, manifest, image_flag, secrets)
     watched = (signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.signal(sig, _interrupted) for sig in watched}
+    stream = out if out is not None else sys.stderr
     try:
+        sweep(kc, pod.namespace, stream)
         pod.start(timeout)
         yield pod
     finally:
@@ -352,9 +441,6 @@ def helper_pod(
             with signals_held():
                 failed = pod.remove()
             if failed is not None:
-                import sys
-
-                stream = out if out is not None else sys.stderr
                 stream.write(failed + "\n")
                 stream.flush()
         finally:

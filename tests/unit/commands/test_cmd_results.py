@@ -98,7 +98,7 @@ def _tier_c_job(fake: FakeKubectl, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(volume_helper, "helper_name", lambda: "tao-volume-x")
     fake.on("get", "secret", stderr='Error from server (NotFound): secrets "tao-creds-gone-job" not found', rc=1)
     fake.on("create", stdout=f"Secret tao-volume-x-s3 {UID}\nPod tao-volume-x {UID}\n")
-    fake.on("patch", stdout="secret/tao-volume-x-s3\n")
+    fake.on("patch", "pod", stdout="pod/tao-volume-x\n")  # the credentials gate lifted
     fake.on("get", "pod", data={"status": {"phase": "Running", "containerStatuses": [
         {"name": "helper", "state": {"running": {}}}, {"name": "s3", "state": {"running": {}}}]}})
     fake.on("delete", "--raw")
@@ -123,8 +123,9 @@ def test_env_file_on_stdin_reads_a_tier_c_job_whose_secret_is_gone(
                          stdin=f"export ACCESS_KEY=AKIAIOSFODNN7EXAMPLE\nSECRET_KEY={S3_SECRET}\n")
     assert code == 0, err
     assert [f["path"] for f in json.loads(out)["files"]] == ["log.txt"]
-    (create,) = [c for c in fake_kubectl.calls if c.argv[0] == "create"]
-    secret = json.loads(create.stdin or "")["items"][0]
+    pod_create, create = [c for c in fake_kubectl.calls if c.argv[0] == "create"]  # the gated pod, then its Secret
+    assert [i["kind"] for i in json.loads(pod_create.stdin or "")["items"]] == ["Pod"]
+    (secret,) = json.loads(create.stdin or "")["items"]
     assert secret["stringData"] == {"AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE", "AWS_SECRET_ACCESS_KEY": S3_SECRET}
     assert S3_SECRET not in out + err + refused[1] + refused[2]
     assert all(S3_SECRET not in " ".join(c.argv) for c in fake_kubectl.calls)

@@ -79,8 +79,8 @@ def test_preflight_asks_with_access_reviews_as_submit_does_never_auth_can_i(
     assert preflight_lines(out, "permissions") == [
         "OK: permissions: you may create, get, list and delete jobs.batch; list pods; create, patch, list and delete "
         "secrets in namespace tao-jobs",
-        "OK: permissions: optional: you may create, get and delete pods; list events; create, get, patch and delete "
-        "secrets; create and get pods/exec; create and get pods/portforward; get services/proxy in namespace "
+        "OK: permissions: optional: you may create, get, list, patch and delete pods; list events; create, get and "
+        "delete secrets; create and get pods/exec; create and get pods/portforward; get services/proxy in namespace "
         "tao-jobs",
     ]
 

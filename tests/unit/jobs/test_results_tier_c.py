@@ -246,8 +246,9 @@ def _run_secret_pod(fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch) -> Shell
     monkeypatch.setattr(volume_helper, "helper_name", lambda: "tao-volume-x")
     fake_kubectl.on("get", "secret", stderr='Error from server (NotFound): secrets "tao-creds-job-1" not found',
                     rc=1)
+    # Both creates (the gated pod, then its Secret) get this answer: each reads the line of its own kind.
     fake_kubectl.on("create", stdout=f"Secret tao-volume-x-s3 {SECRET_UID}\nPod tao-volume-x {UID}\n")
-    fake_kubectl.on("patch", stdout="secret/tao-volume-x-s3\n")
+    fake_kubectl.on("patch", "pod", stdout="pod/tao-volume-x\n")
     fake_kubectl.on("get", "pod", data=BOTH_RUNNING)
     fake_kubectl.on("get", "events", data={"items": []})
     fake_kubectl.on("delete", "--raw")
@@ -269,26 +270,124 @@ def test_given_credentials_read_a_job_whose_secret_is_gone_through_a_secret_the_
                           image="busybox:1.37.0", timeout=5, credentials=GIVEN)
     assert (pulled.pulled, pulled.verified) == (1, 1)
     assert not [c for c in fake_kubectl.calls if c.argv[:2] == ["get", "secret"]]  # the job's Secret is not asked
-    (create,) = [c for c in fake_kubectl.calls if c.argv[0] == "create"]
-    secret, pod = json.loads(create.stdin or "")["items"]
-    assert (secret["kind"], secret["metadata"]["name"], secret["stringData"]) == ("Secret", "tao-volume-x-s3", GIVEN)
-    assert secret["metadata"]["labels"]["app.kubernetes.io/component"] == "volume-helper"
+    made, gave, lifted = _start_calls(fake_kubectl)
+    (pod,) = json.loads(made.stdin or "")["items"]  # first the pod alone, held by the gate
+    assert pod["kind"] == "Pod" and pod["spec"]["schedulingGates"] == [{"name": "kubectl-tao.io/credentials"}]
     assert [c["envFrom"] for c in pod["spec"]["containers"] if c["name"] == "s3"] == [
         [{"secretRef": {"name": "tao-volume-x-s3", "optional": False}}]]
-    assert "tao-creds-job-1" not in json.dumps(pod)
-    (patch,) = [c for c in fake_kubectl.calls if c.argv[0] == "patch"]  # the pod owns it: gone with it
-    owner = json.loads(patch.argv[patch.argv.index("-p") + 1])["metadata"]["ownerReferences"]
-    assert owner == [{"apiVersion": "v1", "kind": "Pod", "name": "tao-volume-x", "uid": UID}]
-    assert json.loads(patch.stdin or "")["items"][0]["metadata"]["name"] == "tao-volume-x-s3"
+    assert "tao-creds-job-1" not in json.dumps(pod) and "stringData" not in json.dumps(pod)
+    (secret,) = json.loads(gave.stdin or "")["items"]  # then the Secret, a child of that pod from its creation
+    assert (secret["kind"], secret["metadata"]["name"], secret["stringData"]) == ("Secret", "tao-volume-x-s3", GIVEN)
+    assert secret["metadata"]["labels"]["app.kubernetes.io/component"] == "volume-helper"
+    assert secret["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Pod", "name": "tao-volume-x", "uid": UID}]
+    assert lifted.argv[:6] == ["patch", "pod", "tao-volume-x", "-n", "ns", "--type=json"]  # then the gate lifted
+    assert json.loads(lifted.argv[lifted.argv.index("-p") + 1]) == [  # on that pod only (its UID tested)
+        {"op": "test", "path": "/metadata/uid", "value": UID},
+        {"op": "replace", "path": "/spec/schedulingGates", "value": []}]
+    assert not [c for c in fake_kubectl.calls if c.argv[:2] == ["patch", "-f"]]  # no owner patch of the Secret
     assert _deletes(fake_kubectl) == [  # then removed, each pinned to its own UID: the pod first
         ("/api/v1/namespaces/ns/pods/tao-volume-x",
          {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0, "preconditions": {"uid": UID}}),
         ("/api/v1/namespaces/ns/secrets/tao-volume-x-s3",
          {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0, "preconditions": {"uid": SECRET_UID}}),
     ]
-    for value in GIVEN.values():  # the values only ever travel on the create's stdin
+    for value in GIVEN.values():  # the values only ever travel on the Secret's create's stdin
         assert all(value not in " ".join(c.argv) for c in fake_kubectl.calls)
-        assert [c for c in fake_kubectl.calls if value in (c.stdin or "")] == [create]
+        assert [c for c in fake_kubectl.calls if value in (c.stdin or "")] == [gave]
+
+
+def _start_calls(fake_kubectl: Any) -> tuple[Any, Any, Any]:
+    """The pod's create, the Secret's create and the gate's patch, checked to come in that order, each once,
+    before the pod is first looked at."""
+    calls = fake_kubectl.calls
+    creates = [i for i, c in enumerate(calls) if c.argv[0] == "create"]
+    patches = [i for i, c in enumerate(calls) if c.argv[:2] == ["patch", "pod"]]
+    first_look = next(i for i, c in enumerate(calls) if c.argv[:2] == ["get", "pod"])
+    assert len(creates) == 2 and len(patches) == 1
+    assert creates[0] < creates[1] < patches[0] < first_look
+    return calls[creates[0]], calls[creates[1]], calls[patches[0]]
+
+
+def test_a_helper_without_given_credentials_has_no_gate_and_one_create(
+    s3: Path, fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _pod(fake_kubectl, monkeypatch)
+    (s3 / "train" / "model_epoch_1.pth").write_bytes(b"x")
+    results.list_results(Kubectl(ClusterOptions()), _source(), image="busybox:1.37.0", timeout=5)
+    (create,) = [c for c in fake_kubectl.calls if c.argv[0] == "create"]
+    (pod,) = json.loads(create.stdin or "")["items"]
+    assert pod["kind"] == "Pod" and "schedulingGates" not in pod["spec"]
+    assert not [c for c in fake_kubectl.calls if c.argv[0] == "patch"]
+
+
+@pytest.mark.parametrize("where", ["secret", "gate"])
+def test_ctrl_c_while_the_secret_is_given_removes_the_pod_and_the_secret_it_may_have(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    from kubectl_tao.k8s import objects
+
+    _run_secret_pod(fake_kubectl, monkeypatch)
+    creates = []
+    real_create = objects.create
+
+    def create(kc: Any, made: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
+        creates.append(made[0]["kind"])
+        if where == "secret" and made[0]["kind"] == "Secret":
+            raise KeyboardInterrupt  # while the Secret's create runs: it may or may not exist
+        return real_create(kc, made, namespace)
+
+    def lift(*_args: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(objects, "create", create)
+    monkeypatch.setattr(objects, "lift_scheduling_gates", lift)
+    with pytest.raises(KeyboardInterrupt):
+        results.list_results(Kubectl(ClusterOptions()), _source(), image="busybox:1.37.0", timeout=5,
+                             credentials=GIVEN)
+    assert creates == ["Pod", "Secret"]
+    secret_uid = None if where == "secret" else SECRET_UID  # unknown: by its name, a random one this run chose
+    assert [(path, body.get("preconditions")) for path, body in _deletes(fake_kubectl)] == [
+        ("/api/v1/namespaces/ns/pods/tao-volume-x", {"uid": UID}),
+        ("/api/v1/namespaces/ns/secrets/tao-volume-x-s3", {"uid": secret_uid} if secret_uid else None)]
+
+
+def test_ctrl_c_before_the_secret_is_created_removes_the_pod_and_asks_for_no_secret(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_tao.k8s import objects
+
+    _run_secret_pod(fake_kubectl, monkeypatch)
+    real_create = objects.create
+
+    def create(kc: Any, made: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
+        real_create(kc, made, namespace)
+        raise KeyboardInterrupt  # the pod's create answered (its UID not read yet), nothing else started
+
+    monkeypatch.setattr(objects, "create", create)
+    with pytest.raises(KeyboardInterrupt):
+        results.list_results(Kubectl(ClusterOptions()), _source(), image="busybox:1.37.0", timeout=5,
+                             credentials=GIVEN)
+    assert [path for path, _ in _deletes(fake_kubectl)] == ["/api/v1/namespaces/ns/pods/tao-volume-x"]
+    assert not [c for c in fake_kubectl.calls if GIVEN["AWS_SECRET_ACCESS_KEY"] in (c.stdin or "")]
+
+
+def test_a_gate_the_cluster_will_not_lift_fails_in_one_line_naming_the_permission_and_removes_both(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_kubectl.on("patch", "pod", stderr='Error from server (Forbidden): pods "tao-volume-x" is forbidden: User '
+                    '"alice" cannot patch resource "pods" in API group "" in the namespace "ns"', rc=1)
+    _run_secret_pod(fake_kubectl, monkeypatch)
+    with pytest.raises(TaoError) as raised:
+        results.list_results(Kubectl(ClusterOptions()), _source(), image="busybox:1.37.0", timeout=5,
+                             credentials=GIVEN)
+    said = raised.value.message
+    assert said.startswith("could not lift the scheduling gate of the volume helper pod ns/tao-volume-x: ")
+    assert said.endswith("; --env-file needs `patch` on pods") and "\n" not in said
+    assert raised.value.exit_code == 1
+    assert [path for path, _ in _deletes(fake_kubectl)] == [
+        "/api/v1/namespaces/ns/pods/tao-volume-x", "/api/v1/namespaces/ns/secrets/tao-volume-x-s3"]
+    assert not [c for c in fake_kubectl.calls if c.argv[:2] == ["get", "pod"]]  # never waited for
 
 
 def test_ctrl_c_while_listing_with_given_credentials_still_removes_the_pod_and_its_secret(

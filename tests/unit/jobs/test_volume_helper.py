@@ -189,6 +189,115 @@ def test_a_helper_that_cannot_pull_its_image_fails_in_one_line_and_is_removed(fa
     assert len(_deletes(fake_kubectl)) == 1
 
 
+NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+LIFETIME = volume_helper.HELPER_LIFETIME
+
+
+def _stamp(seconds_before_now: float) -> str:
+    import datetime
+
+    when = datetime.datetime.fromtimestamp(NOW - seconds_before_now, datetime.UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _left(name: str, *, age: float, phase: str = "Running", started: float | None = None,
+          labels: dict[str, str] | None = None, gated: bool = False, **meta: Any) -> dict[str, Any]:
+    """A pod as `kubectl get pods -o json` lists it: created AGE seconds ago, started STARTED seconds ago (None: the
+    same moment; a gated pod never starts)."""
+    pod = _manifest(read_only=False)
+    pod["metadata"].update(name=name, uid=f"{name}-uid", creationTimestamp=_stamp(age), **meta)
+    if labels is not None:
+        pod["metadata"]["labels"] = labels
+    pod["status"] = {"phase": "Pending" if gated else phase}
+    if gated:
+        pod["spec"]["schedulingGates"] = [{"name": contract.HELPER_CREDENTIALS_GATE}]
+    else:
+        pod["status"]["startTime"] = _stamp(age if started is None else started)
+    return pod
+
+
+LEFT_PODS = [
+    _left("succeeded", age=60, phase="Succeeded"),
+    _left("failed", age=LIFETIME + 5, phase="Failed"),  # the kubelet ended it at its deadline
+    _left("past-deadline", age=LIFETIME + 5),  # still Running: a kubelet that has not ended it yet
+    _left("gated-past-deadline", age=LIFETIME + 5, gated=True),  # its plugin was killed before it lifted the gate
+    _left("young", age=60),  # a live kubectl-tao's
+    _left("young-gated", age=5, gated=True),  # a live kubectl-tao between its creates and the gate
+    _left("started-late", age=LIFETIME + 5, started=LIFETIME - 60),  # its lifetime counts from its start
+    _left("another-label", age=LIFETIME + 5, phase="Failed",
+          labels={contract.MANAGED_BY_LABEL: contract.MANAGED_BY, contract.JOB_LABEL: "job-1"}),
+    _left("going", age=LIFETIME + 5, phase="Failed", deletionTimestamp=_stamp(1)),
+]
+
+
+def test_the_sweep_takes_ended_and_past_deadline_helpers_and_keeps_live_ones_and_other_pods() -> None:
+    taken = volume_helper.left_behind(LEFT_PODS, NOW)
+    assert taken == [(n, f"{n}-uid") for n in ("succeeded", "failed", "past-deadline", "gated-past-deadline")]
+    assert volume_helper.left_behind([_left("just-in-time", age=LIFETIME - 1)], NOW) == []
+    untimed = _left("untimed", age=LIFETIME + 5)
+    del untimed["metadata"]["creationTimestamp"], untimed["status"]["startTime"]
+    assert volume_helper.left_behind([untimed], NOW) == []  # no time to judge by: kept
+
+
+def _sweep_answers(fake: FakeKubectl, monkeypatch: pytest.MonkeyPatch, *, listing: dict[str, Any] | None = None,
+                   stderr: str = "") -> None:
+    monkeypatch.setattr(volume_helper.time, "time", lambda: NOW)
+    selector = contract.volume_helper_selector()
+    if listing is None:
+        fake.on("get", "pods", "-n", "ns", "-l", selector, stderr=stderr, rc=1)
+    else:
+        fake.on("get", "pods", "-n", "ns", "-l", selector, data=listing)
+
+
+def test_a_helper_verb_first_removes_the_helpers_a_killed_plugin_left_each_pinned_to_its_uid(
+    fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    _sweep_answers(fake_kubectl, monkeypatch, listing={"kind": "List", "items": LEFT_PODS})
+    _answer_start(fake_kubectl, _pod("Running", containerStatuses=[{"state": {"running": {}}}]))
+    said = io.StringIO()
+    with volume_helper.helper_pod(Kubectl(ClusterOptions()), _manifest(read_only=False), timeout=5, out=said):
+        pass
+    (listed,) = [c.argv for c in fake_kubectl.calls if c.argv[:2] == ["get", "pods"]]
+    assert listed == ["get", "pods", "-n", "ns", "-l", contract.volume_helper_selector(), "-o", "json"]
+    swept = ["succeeded", "failed", "past-deadline", "gated-past-deadline"]
+    pinned = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
+    assert _deletes(fake_kubectl)[:-1] == [
+        (["delete", "--raw", f"/api/v1/namespaces/ns/pods/{name}", "-f", "-"], {**pinned, "preconditions": {
+            "uid": f"{name}-uid"}})
+        for name in swept
+    ]
+    assert _deletes(fake_kubectl)[-1][0][2] == "/api/v1/namespaces/ns/pods/tao-volume-1"  # its own, at its end
+    first_create = next(i for i, c in enumerate(fake_kubectl.calls) if c.argv[0] == "create")
+    assert all(i < first_create for i, c in enumerate(fake_kubectl.calls) if c.argv[:2] == ["get", "pods"]
+               or (c.argv[0] == "delete" and "tao-volume-1" not in c.argv[2]))  # swept before its own pod
+    assert said.getvalue() == "".join(
+        f"removed the volume helper pod ns/{name} a killed kubectl-tao left\n" for name in swept)
+
+
+@pytest.mark.parametrize("refused", ["list", "delete"])
+def test_a_sweep_the_cluster_refuses_says_nothing_and_the_verb_goes_on(
+    fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch, refused: str
+) -> None:
+    import io
+
+    forbidden = ('Error from server (Forbidden): pods is forbidden: User "alice" cannot {} resource "pods" in API '
+                 'group "" in the namespace "ns"')
+    if refused == "list":
+        _sweep_answers(fake_kubectl, monkeypatch, stderr=forbidden.format("list"))
+    else:
+        _sweep_answers(fake_kubectl, monkeypatch, listing={"kind": "List", "items": LEFT_PODS[:1]})
+        fake_kubectl.on("delete", "--raw", "/api/v1/namespaces/ns/pods/succeeded", stderr=forbidden.format("delete"),
+                        rc=1)
+    _answer_start(fake_kubectl, _pod("Running", containerStatuses=[{"state": {"running": {}}}]))
+    said = io.StringIO()
+    with volume_helper.helper_pod(Kubectl(ClusterOptions()), _manifest(read_only=False), timeout=5, out=said) as pod:
+        assert pod.uid == UID  # its own pod started all the same
+    assert said.getvalue() == ""
+    assert len([c for c in fake_kubectl.calls if c.argv[0] == "create"]) == 1
+
+
 @pytest.mark.parametrize(
     ("answer", "said"),
     [
