@@ -20,6 +20,12 @@ setup() {
   assert_equal "${stderr_lines[0]}" "fetch-image-busybox: unknown argument: --bogus"
 }
 
+@test "two options are refused with exit 2 and one line" {
+  run --separate-stderr "$FETCH" --cached --refresh
+  assert_failure 2
+  assert_equal "$stderr" "fetch-image-busybox: one option at most (--cached or --refresh), got: --cached --refresh"
+}
+
 @test "--cached with nothing cached exits 1 with one line naming the fix" {
   run --separate-stderr "$FETCH" --cached
   assert_failure 1
@@ -60,4 +66,10 @@ setup() {
   run --separate-stderr "$FETCH" --cached
   assert_success
   assert_output "$bin"
+  # --refresh fetches again, and removes what a killed fetch left.
+  mkdir "$KUBECTL_TAO_CACHE/image-busybox/.fetch.killed"
+  run --separate-stderr "$FETCH" --refresh
+  assert_success
+  assert_output "$bin"
+  [ ! -e "$KUBECTL_TAO_CACHE/image-busybox/.fetch.killed" ]
 }
