@@ -295,11 +295,12 @@ class _Parsed(Value):
     s3_tools_image: str | None  # --s3-tools-image: tier C's fetch step (None: render's default image)
 
 
-def _parsed(job: JobRequest, probed: tuple[dict[str, str], str]) -> _Parsed:
+def _parsed(job: JobRequest, probed: tuple[dict[str, str], str], *, with_credentials: bool = False) -> _Parsed:
     """The flags of JOB that take parsing, each refused as its flag. --topology LABEL[:preferred]: with --queue
     Kueue places the gang (the queue gate checks its ResourceFlavor); without it a required one is kept by a
     native gang whose server keeps Job topology constraints, else refused (gang.choose, once the server is
-    known). PROBED: the NCCL settings this cluster's last probe passed with, and when."""
+    known). PROBED: the NCCL settings this cluster's last probe passed with, and when. WITH_CREDENTIALS: the job
+    has --env-file/--env credentials (then --env-secret is refused)."""
     from kubectl_tao.core import nccl, topology
     from kubectl_tao.core.durations import whole_seconds
     from kubectl_tao.core.names import is_under, kubernetes_job_name, secret_name_for
@@ -308,9 +309,15 @@ def _parsed(job: JobRequest, probed: tuple[dict[str, str], str]) -> _Parsed:
     from kubectl_tao.store.recordfields import normalize_results_dir
     from kubectl_tao.store.recordids import preview_id
 
+    # The flags read alone come first, so a typo is named as itself before a check that combines flags (the
+    # Secret with the credentials, the storage tier with its output, --results-dir with the mount) can hide it.
+    results_dir = normalize_results_dir(job.results_dir) if job.results_dir else None
+    gang_mode = check_mode(job.gang, nodes=job.nodes, queue=job.queue)
+    placed = topology.parse(job.topology)
+    if job.env_secret and with_credentials:
+        raise UsageError("--env-secret names an existing Secret: give it or --env-file/--env, not both")
     tier = job.storage_tier.upper()
     mount = job.mount_path or "/workspace"
-    results_dir = normalize_results_dir(job.results_dir) if job.results_dir else None
     results_root = None
     if results_dir is None and tier == "C":
         if not job.s3_output:
@@ -325,8 +332,6 @@ def _parsed(job: JobRequest, probed: tuple[dict[str, str], str]) -> _Parsed:
         )
     preview = preview_id(job.network_arch, job.action)
     preview_name = kubernetes_job_name(preview)
-    gang_mode = check_mode(job.gang, nodes=job.nodes, queue=job.queue)
-    placed = topology.parse(job.topology)
     settings = nccl.settings(job.nccl_socket_ifname, job.nccl_ib_hca, job.nccl_env, job.nodes, probed)
     if job.s3_tools_image and tier != "C":
         raise UsageError("--s3-tools-image is the image of tier C's fetch step: it needs --storage-tier C")
@@ -426,11 +431,9 @@ def _spec_plan(
     if not job.command:
         raise UsageError("--command is required (or --action-request)")
     existing_secret = job.env_secret
-    if existing_secret and credentials:
-        raise UsageError("--env-secret names an existing Secret: give it or --env-file/--env, not both")
     given = _given(job)
     min_version, feature = _min_version(job.nodes, job.retries_per_index)
-    parsed = _parsed(job, probed)
+    parsed = _parsed(job, probed, with_credentials=bool(credentials))
     tier, results_dir, results_root = parsed.tier, parsed.results_dir, parsed.results_root
 
     def spec_results(record_id: str) -> str | None:

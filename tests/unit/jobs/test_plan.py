@@ -189,6 +189,39 @@ def test_preferred_topology_without_a_queue_warns_and_sets_nothing() -> None:
 def test_a_bad_topology_label_is_refused_before_anything() -> None:
     with pytest.raises(UsageError, match=r"^--topology 'a b': not a node label key"):
         build(flags(nodes=2, queue="team", topology="a b"), "ns", {})
+
+
+@pytest.mark.parametrize(
+    ("typo", "typo_message", "combined", "credentials", "combined_message"),
+    [
+        ({"gang": "bogus"}, r"^--gang 'bogus': ", {"storage_tier": "C", "pvc": None}, {}, r"^--storage-tier C needs"),
+        (
+            {"topology": "bad key!", "nodes": 2, "queue": "team"},
+            r"^--topology 'bad key!': not a node label key",
+            {"env_secret": "s"},
+            {"HF_TOKEN": "x"},
+            r"^--env-secret names an existing Secret",
+        ),
+        (
+            {"gang": "bogus"},
+            r"^--gang 'bogus': ",
+            {"results_dir": "/elsewhere"},
+            {},
+            r"^--results-dir /elsewhere: must be on the mounted volume",
+        ),
+    ],
+)
+def test_a_typo_in_one_flag_is_named_before_a_check_that_combines_flags(
+    typo: dict[str, Any],
+    typo_message: str,
+    combined: dict[str, Any],
+    credentials: dict[str, str],
+    combined_message: str,
+) -> None:
+    with pytest.raises(UsageError, match=combined_message):  # the second fault is refused on its own
+        build(flags(**combined), "ns", credentials)
+    with pytest.raises(UsageError, match=typo_message):
+        build(flags(**typo, **combined), "ns", credentials)
 # ---------------------------------------------------------------- --max-restarts, --termination-grace-period
 
 
