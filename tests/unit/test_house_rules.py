@@ -6,6 +6,7 @@ import ast
 import os
 import re
 import subprocess
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from support import ROOT as REPO_ROOT
@@ -407,17 +408,27 @@ def _record_key_reads(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
-def test_records_are_read_typed_outside_the_store() -> None:
-    offenders, used = [], set()
+def _outside_the_store(
+    find: Callable[[ast.AST], list[tuple[int, str]]], allowed: Collection[str]
+) -> tuple[list[str], set[str]]:
+    """What FIND reports in each package module outside store/ ("path:line: text"), the ALLOWED modules aside;
+    and which allowed modules still had something to report."""
+    offenders: list[str] = []
+    used: set[str] = set()
     for path in sorted(LIB.rglob("*.py")):
         relative = path.relative_to(LIB).as_posix()
         if relative.startswith("store/"):
             continue
-        reads = _record_key_reads(ast.parse(path.read_text(encoding="utf-8")))
-        if reads and relative in RECORD_READS_ALLOWED:
+        found = find(ast.parse(path.read_text(encoding="utf-8")))
+        if found and relative in allowed:
             used.add(relative)
             continue
-        offenders += [f"{relative}:{line}: {text}" for line, text in reads]
+        offenders += [f"{relative}:{line}: {text}" for line, text in found]
+    return offenders, used
+
+
+def test_records_are_read_typed_outside_the_store() -> None:
+    offenders, used = _outside_the_store(_record_key_reads, RECORD_READS_ALLOWED)
     assert offenders == [], "read the record through Tracked.job / Tracked.k8s (store/jobrecord.py)"
     assert used == set(RECORD_READS_ALLOWED), "an allowed module no longer reads keys: drop it from the list"
 
@@ -483,16 +494,7 @@ def _record_dict_writes(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def test_records_are_written_typed_outside_the_store() -> None:
-    offenders, used = [], set()
-    for path in sorted(LIB.rglob("*.py")):
-        relative = path.relative_to(LIB).as_posix()
-        if relative.startswith("store/"):
-            continue
-        writes = _record_dict_writes(ast.parse(path.read_text(encoding="utf-8")))
-        if writes and relative in RECORD_WRITES_ALLOWED:
-            used.add(relative)
-            continue
-        offenders += [f"{relative}:{line}: {text}" for line, text in writes]
+    offenders, used = _outside_the_store(_record_dict_writes, RECORD_WRITES_ALLOWED)
     assert offenders == [], "write the record typed: K8sRecord.partial / .changed, store.update_k8s / merge_k8s"
     assert used == set(RECORD_WRITES_ALLOWED), "an allowed module no longer writes a dict: drop it from the list"
 

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import ROOT
@@ -97,13 +98,15 @@ users:
 """
 
 
-def test_status_imports_neither_ruamel_jsonschema_nor_sh(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _job_answered_by(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixture: str
+) -> tuple[RecordStore, Any, Path]:
+    """A store with one opened record, and a kubectl that answers every call with the FIXTURE job and its pods
+    (`<fixture>.job.json`, `<fixture>.pods.json`)."""
     (tmp_path / "kubeconfig").write_text(KUBECTL_WRITTEN)
     answer = tmp_path / "answer.json"
-    answer.write_text(json.dumps({"kind": "List", "items": [fixture_json("running.job.json"),
-                                                            *fixture_json("running.pods.json")["items"]]}))
+    answer.write_text(json.dumps({"kind": "List", "items": [fixture_json(f"{fixture}.job.json"),
+                                                            *fixture_json(f"{fixture}.pods.json")["items"]]}))
     kubectl = tmp_path / "kubectl"
     kubectl.write_text(f"#!/bin/sh\ncat '{answer}'\n")
     kubectl.chmod(0o755)
@@ -111,6 +114,13 @@ def test_status_imports_neither_ruamel_jsonschema_nor_sh(
     store = RecordStore()
     record = store.open(platform="kubernetes", image="busybox", network_arch="dino", action="train",
                         storage_tier="A", results_dir="/workspace/results/x")
+    return store, record, kubectl
+
+
+def test_status_imports_neither_ruamel_jsonschema_nor_sh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, record, kubectl = _job_answered_by(tmp_path, monkeypatch, "running")
     store.mark(record.id, "RUNNING", message="applied", backend_ref="tao-jobs/dino-train-3f9a1c")
     store.update_extra(record.id, namespace="tao-jobs", job_name="dino-train-3f9a1c")
     _run(tmp_path, "status", record.id, KUBECTL_TAO_KUBECTL=str(kubectl))  # writes the state it saw (validated)
@@ -126,17 +136,7 @@ def test_status_of_a_finished_job_imports_no_diagnosis_of_its_logs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A job that completed has no cause to show: the table of causes (compiled at import) stays unloaded."""
-    (tmp_path / "kubeconfig").write_text(KUBECTL_WRITTEN)
-    answer = tmp_path / "answer.json"
-    answer.write_text(json.dumps({"kind": "List", "items": [fixture_json("complete.job.json"),
-                                                            *fixture_json("complete.pods.json")["items"]]}))
-    kubectl = tmp_path / "kubectl"
-    kubectl.write_text(f"#!/bin/sh\ncat '{answer}'\n")
-    kubectl.chmod(0o755)
-    monkeypatch.setenv("TAO_STATE_DIR", str(tmp_path / "state"))
-    store = RecordStore()
-    record = store.open(platform="kubernetes", image="busybox", network_arch="dino", action="train",
-                        storage_tier="A", results_dir="/workspace/results/x")
+    store, record, kubectl = _job_answered_by(tmp_path, monkeypatch, "complete")
     name = fixture_json("complete.job.json")["metadata"]["name"]
     store.mark(record.id, "RUNNING", message="applied", backend_ref=f"tao-jobs/{name}")
     store.update_extra(record.id, namespace="tao-jobs", job_name=name)

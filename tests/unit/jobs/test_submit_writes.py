@@ -14,6 +14,16 @@ SUBMIT = ["submit", "--image", "busybox", "--command", "true", "--storage-tier",
           "--gpus", "0"]
 
 
+def _submitted(cli: Any, fake_kubectl: FakeKubectl) -> None:
+    """One SUBMIT that the review grants and the server creates (UID 0b9b6c1e-...)."""
+    review, granted = review_answer()
+    fake_kubectl.on(*review, stdout=granted)
+    fake_kubectl.on("create", "--dry-run=server", stdout="job.batch/x created (server dry run)\n")
+    fake_kubectl.on("create", "-f", stdout="Job x 0b9b6c1e-1111-2222-3333-444455556666\n")
+    code, _, err = cli(*SUBMIT)
+    assert code == 0, err
+
+
 def test_a_submit_writes_the_record_twice_after_opening_it(
     cli: Any, fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -33,12 +43,7 @@ def test_a_submit_writes_the_record_twice_after_opening_it(
             return _real(self, *args, **kwargs)
 
         monkeypatch.setattr(RecordStore, method, spy)
-    review, granted = review_answer()
-    fake_kubectl.on(*review, stdout=granted)
-    fake_kubectl.on("create", "--dry-run=server", stdout="job.batch/x created (server dry run)\n")
-    fake_kubectl.on("create", "-f", stdout="Job x 0b9b6c1e-1111-2222-3333-444455556666\n")
-    code, _, err = cli(*SUBMIT)
-    assert code == 0, err
+    _submitted(cli, fake_kubectl)
     assert writes == ["open", "dry-run", "mark+created"]
 
 
@@ -49,12 +54,7 @@ def test_a_submits_record_files_hold_their_keys_in_the_order_the_dict_writers_wr
     the kept request, then the UID pin the RUNNING mark merged in (its submit_phase replaced in place)."""
     import json
 
-    review, granted = review_answer()
-    fake_kubectl.on(*review, stdout=granted)
-    fake_kubectl.on("create", "--dry-run=server", stdout="job.batch/x created (server dry run)\n")
-    fake_kubectl.on("create", "-f", stdout="Job x 0b9b6c1e-1111-2222-3333-444455556666\n")
-    code, _, err = cli(*SUBMIT)
-    assert code == 0, err
+    _submitted(cli, fake_kubectl)
     store = RecordStore()
     [record] = store.list()
     written = store.extra_path(record.id).read_bytes()
