@@ -321,9 +321,12 @@ def test_a_push_sigkilled_mid_run_leaves_a_helper_pod_the_next_push_removes_once
     assert kept.returncode == 0 and "killed kubectl-tao left" not in kept.stderr, kept.stderr
     wait_for(lambda: _helpers(t) == [f"pod/{name}"], 60, message="the second push's own helper pod to go")
 
-    # Its lifetime over (activeDeadlineSeconds lowered, as six hours passing would): the next push removes it.
+    # Its lifetime over (activeDeadlineSeconds lowered, as six hours passing would), its kubelet ends it, and the
+    # next push removes it.
     t.kubectl("patch", "pod", name, "--type=json",
               "-p", '[{"op": "replace", "path": "/spec/activeDeadlineSeconds", "value": 1}]')
+    wait_for(lambda: t.kubectl("get", "pod", name, "-o", "jsonpath={.status.phase}").stdout == "Failed", 60,
+             message="the kubelet to end the pod at its deadline")
     swept = _push(t, busybox, str(tmp_path / "a.txt"), "--to", "swept")
     assert swept.returncode == 0, swept.stderr
     assert swept.stderr.count("a killed kubectl-tao left") == 1

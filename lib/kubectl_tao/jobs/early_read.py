@@ -8,8 +8,9 @@ name and namespace make the one read a launched job needs (contract.job_objects_
 nothing: the verb loads, validates and redacts the record, refuses the wrong cluster, and asks for its read
 as before; `Kubectl.start` takes the prestarted process over only when that read is the very same command
 line, and the rest is killed unread (k8s.kubectl.prestart). Only Kubernetes names (DNS labels) are put on a
-command line this early, and nothing is guessed for another platform's record, a canceled one, a job made
-elsewhere or a native gang (which reads its PodGroups too).
+command line this early, and `status` guesses nothing for another platform's record, a canceled one, a job made
+elsewhere or a native gang (which reads its PodGroups too). `explain` has its own guess (`guess_explain`): its
+first round's events and Job reads, a native gang's included (its PodGroups are read beside them, unguessed).
 """
 
 from __future__ import annotations

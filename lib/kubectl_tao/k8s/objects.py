@@ -323,21 +323,30 @@ def owned_by_pod(obj: dict[str, Any], pod: str, pod_uid: str) -> dict[str, Any]:
     return dict(obj, metadata=meta)
 
 
-def lift_scheduling_gates(kc: Kubectl, namespace: str, pod: str, pod_uid: str) -> None:
-    """Empty the pod's `spec.schedulingGates` (allowed on a live pod), so it is scheduled; one JSON patch whose
-    first step tests the pod's UID (another pod of that name is left alone: the patch fails). KubectlError when
-    the cluster refuses it."""
+def lift_scheduling_gate(kc: Kubectl, namespace: str, pod: str, pod_uid: str, gate: str) -> None:
+    """Remove GATE, the pod's first scheduling gate (the one it was created with; a gate an admission webhook
+    added after it stays), so nothing of kubectl-tao holds it back; one JSON patch whose steps first test the pod's
+    UID (another pod of that name is left alone) and that the first gate is GATE. KubectlError when the cluster
+    refuses it."""
     steps = [{"op": "test", "path": "/metadata/uid", "value": pod_uid},
-             {"op": "replace", "path": "/spec/schedulingGates", "value": []}]
+             {"op": "test", "path": "/spec/schedulingGates/0/name", "value": gate},
+             {"op": "remove", "path": "/spec/schedulingGates/0"}]
     kc.run(["patch", "pod", pod, "-n", namespace, "--type=json", "-p", json.dumps(steps), "-o", "name"],
            namespaced=False)
 
 
+_REMOVALS_AT_ONCE = 8  # a namespace that piled up hundreds of leftovers must not start hundreds of kubectls
+
+
 def remove_left_helper_pods(kc: Kubectl, namespace: str, pods: list[tuple[str, str]]) -> list[str]:
-    """Delete the helper pods (name, UID) a killed kubectl-tao left, all at once, each UID-pinned with no grace
+    """Delete the helper pods (name, UID) a killed kubectl-tao left, a few at once, each UID-pinned with no grace
     period; the names this call removed (one gone already, renamed or refused is left out, silently)."""
-    started = [(name, _start_remove(kc, f"/api/v1/namespaces/{namespace}/pods/{name}", uid)) for name, uid in pods]
-    return [name for name, running in started if running.wait(check=False, best_effort=True).returncode == 0]
+    removed: list[str] = []
+    for first in range(0, len(pods), _REMOVALS_AT_ONCE):
+        started = [(name, _start_remove(kc, f"/api/v1/namespaces/{namespace}/pods/{name}", uid))
+                   for name, uid in pods[first:first + _REMOVALS_AT_ONCE]]
+        removed += [name for name, running in started if running.wait(check=False, best_effort=True).returncode == 0]
+    return removed
 
 
 def _start_remove(kc: Kubectl, path: str, uid: str | None) -> Running:

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from kubectl_tao.core import contract
 from kubectl_tao.core.errors import KubectlError, TaoError, UsageError
 from kubectl_tao.k8s import objects
-from kubectl_tao.k8s.kubectl import Completed, Kubectl
+from kubectl_tao.k8s.kubectl import Completed, Kubectl, kubectl_error_kind
 
 # A small image with sh, tar, find, stat and sha256sum (busybox); --helper-image or KUBECTL_TAO_HELPER_IMAGE
 # replace it (an air-gapped registry's copy).
@@ -214,11 +214,20 @@ def _seconds(stamp: Any) -> float | None:
     return when.timestamp() if when.tzinfo is not None else None
 
 
+# A pod still held by its credential gate this long was left by a killed kubectl-tao: a live one lifts the gate (or
+# removes the pod) within a few calls of creating it.
+GATED_FOR_SECONDS = 900
+# Beyond a pod's own lifetime, the age a pod that the kubelet does not end by itself (never started, or on a lost
+# node) must reach before another kubectl-tao removes it: a margin for this machine's clock against the API server's.
+CLOCK_MARGIN_SECONDS = 3600
+
+
 def left_behind(pods: list[dict[str, Any]], now: float) -> list[tuple[str, str]]:
-    """Name and UID of the helper pods among PODS (kubectl's JSON) a killed kubectl-tao left: ended (Succeeded,
-    Failed), or past their own lifetime (`activeDeadlineSeconds` from their start, else from their creation: a pod
-    whose scheduling gate was never lifted never starts) at NOW (seconds since the epoch). A pod within its
-    lifetime may be a live kubectl-tao's and is kept; so is one already being deleted, or not labelled a helper."""
+    """Name and UID of the helper pods among PODS (kubectl's JSON) a killed kubectl-tao left, at NOW (seconds since
+    the epoch): ended (Succeeded, Failed: a started pod's `activeDeadlineSeconds` is enforced by its kubelet, which
+    fails it); still held by the credential gate GATED_FOR_SECONDS after its creation; or, the kubelet not ending
+    it (never started, or on a lost node), past its own lifetime by CLOCK_MARGIN_SECONDS. A pod within its lifetime
+    may be a live kubectl-tao's and is kept; so is one already being deleted, or not labelled a helper."""
     wanted = contract.volume_helper_labels()
     out = []
     for pod in pods:
@@ -227,30 +236,34 @@ def left_behind(pods: list[dict[str, Any]], now: float) -> list[tuple[str, str]]
         name, uid = meta.get("name"), meta.get("uid")
         if any(labels.get(k) != v for k, v in wanted.items()) or meta.get("deletionTimestamp") or not name or not uid:
             continue
-        if status.get("phase") in ("Succeeded", "Failed"):
-            out.append((str(name), str(uid)))
-            continue
+        created = _seconds(meta.get("creationTimestamp"))
+        gates = spec.get("schedulingGates") or []
+        gated = any((g or {}).get("name") == contract.HELPER_CREDENTIALS_GATE for g in gates)
         lifetime = spec.get("activeDeadlineSeconds")
-        since = [t for t in (_seconds(meta.get("creationTimestamp")), _seconds(status.get("startTime"))) if t]
-        if isinstance(lifetime, int) and since and max(since) + lifetime < now:
+        since = [t for t in (created, _seconds(status.get("startTime"))) if t]
+        if (
+            status.get("phase") in ("Succeeded", "Failed")
+            or (gated and created is not None and created + GATED_FOR_SECONDS < now)
+            or (isinstance(lifetime, int) and since and max(since) + lifetime + CLOCK_MARGIN_SECONDS < now)
+        ):
             out.append((str(name), str(uid)))
     return out
 
 
 def sweep(kc: Kubectl, namespace: str, out: TextIO) -> list[str]:
     """Remove the helper pods of NAMESPACE a killed kubectl-tao left (`left_behind`), each UID-pinned, with one
-    line on OUT for each; the names removed. A listing or delete refused (RBAC) or failed says nothing: the verb
-    goes on."""
-    listed = kc.run(["get", "pods", "-n", namespace, "-l", contract.volume_helper_selector(), "-o", "json"],
-                    namespaced=False, check=False, best_effort=True)
-    if listed.returncode != 0:
-        return []
+    line on OUT for each; the names removed. A listing or delete refused (RBAC) or failed, kubectl itself not
+    starting included, says nothing: the verb goes on."""
     try:
+        listed = kc.run(["get", "pods", "-n", namespace, "-l", contract.volume_helper_selector(), "-o", "json"],
+                        namespaced=False, check=False, best_effort=True)
+        if listed.returncode != 0:
+            return []
         pods = (json.loads(listed.stdout) or {}).get("items") or []
-    except (ValueError, AttributeError):
+        stale = left_behind(list(pods), time.time())
+        removed = objects.remove_left_helper_pods(kc, namespace, stale) if stale else []
+    except (ValueError, AttributeError, TaoError):
         return []
-    stale = left_behind(list(pods), time.time())
-    removed = objects.remove_left_helper_pods(kc, namespace, stale) if stale else []
     for name in removed:
         out.write(f"removed the volume helper pod {namespace}/{name} a killed kubectl-tao left\n")
     if removed:
@@ -318,11 +331,14 @@ class HelperPod:
             if obj.get("kind") == "Secret" and obj["metadata"]["name"] in self.secret_uids:
                 self.secret_uids[obj["metadata"]["name"]] = obj["metadata"]["uid"]
         try:
-            objects.lift_scheduling_gates(self.kc, self.namespace, self.name, self.uid)
+            objects.lift_scheduling_gate(self.kc, self.namespace, self.name, self.uid, contract.HELPER_CREDENTIALS_GATE)
         except KubectlError as exc:
+            why = ("--env-file needs `patch` on pods" if kubectl_error_kind(exc.message) == "Forbidden" else
+                   "the pod was deleted or replaced meanwhile, or this cluster dropped its scheduling gate "
+                   "(Kubernetes before 1.27); run again")
             raise TaoError(
                 f"could not lift the scheduling gate of the volume helper pod {self.namespace}/{self.name}: "
-                f"{_one_line(exc.message)}; --env-file needs `patch` on pods"
+                f"{_one_line(exc.message)}; {why}"
             ) from None
 
     def events(self) -> list[dict[str, Any]]:

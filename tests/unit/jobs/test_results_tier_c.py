@@ -284,7 +284,8 @@ def test_given_credentials_read_a_job_whose_secret_is_gone_through_a_secret_the_
     assert lifted.argv[:6] == ["patch", "pod", "tao-volume-x", "-n", "ns", "--type=json"]  # then the gate lifted
     assert json.loads(lifted.argv[lifted.argv.index("-p") + 1]) == [  # on that pod only (its UID tested)
         {"op": "test", "path": "/metadata/uid", "value": UID},
-        {"op": "replace", "path": "/spec/schedulingGates", "value": []}]
+        {"op": "test", "path": "/spec/schedulingGates/0/name", "value": "kubectl-tao.io/credentials"},
+        {"op": "remove", "path": "/spec/schedulingGates/0"}]  # its own gate only: one a webhook added stays
     assert not [c for c in fake_kubectl.calls if c.argv[:2] == ["patch", "-f"]]  # no owner patch of the Secret
     assert _deletes(fake_kubectl) == [  # then removed, each pinned to its own UID: the pod first
         ("/api/v1/namespaces/ns/pods/tao-volume-x",
@@ -341,7 +342,7 @@ def test_ctrl_c_while_the_secret_is_given_removes_the_pod_and_the_secret_it_may_
         raise KeyboardInterrupt
 
     monkeypatch.setattr(objects, "create", create)
-    monkeypatch.setattr(objects, "lift_scheduling_gates", lift)
+    monkeypatch.setattr(objects, "lift_scheduling_gate", lift)
     with pytest.raises(KeyboardInterrupt):
         results.list_results(Kubectl(ClusterOptions()), _source(), image="busybox:1.37.0", timeout=5,
                              credentials=GIVEN)
@@ -388,6 +389,25 @@ def test_a_gate_the_cluster_will_not_lift_fails_in_one_line_naming_the_permissio
     assert [path for path, _ in _deletes(fake_kubectl)] == [
         "/api/v1/namespaces/ns/pods/tao-volume-x", "/api/v1/namespaces/ns/secrets/tao-volume-x-s3"]
     assert not [c for c in fake_kubectl.calls if c.argv[:2] == ["get", "pod"]]  # never waited for
+
+
+def test_a_gate_that_is_not_there_to_lift_says_why_without_blaming_permissions(
+    fake_kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pod replaced meanwhile, or a cluster before 1.27 that dropped the gate on create: the patch's test step
+    fails (Invalid), which no permission would change."""
+    fake_kubectl.on("patch", "pod", stderr='The request is invalid: the server rejected our request due to an error '
+                    'in our request', rc=1)
+    _run_secret_pod(fake_kubectl, monkeypatch)
+    with pytest.raises(TaoError) as raised:
+        results.list_results(Kubectl(ClusterOptions()), _source(), image="busybox:1.37.0", timeout=5,
+                             credentials=GIVEN)
+    said = raised.value.message
+    assert said.startswith("could not lift the scheduling gate of the volume helper pod ns/tao-volume-x: ")
+    assert said.endswith("; the pod was deleted or replaced meanwhile, or this cluster dropped its scheduling gate "
+                         "(Kubernetes before 1.27); run again") and "\n" not in said
+    assert [path for path, _ in _deletes(fake_kubectl)] == [
+        "/api/v1/namespaces/ns/pods/tao-volume-x", "/api/v1/namespaces/ns/secrets/tao-volume-x-s3"]
 
 
 def test_ctrl_c_while_listing_with_given_credentials_still_removes_the_pod_and_its_secret(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import types
 from pathlib import Path
 from typing import Any
 
@@ -216,14 +217,20 @@ def _left(name: str, *, age: float, phase: str = "Running", started: float | Non
     return pod
 
 
+MARGIN = volume_helper.CLOCK_MARGIN_SECONDS
+GATED = volume_helper.GATED_FOR_SECONDS
+
 LEFT_PODS = [
     _left("succeeded", age=60, phase="Succeeded"),
     _left("failed", age=LIFETIME + 5, phase="Failed"),  # the kubelet ended it at its deadline
-    _left("past-deadline", age=LIFETIME + 5),  # still Running: a kubelet that has not ended it yet
-    _left("gated-past-deadline", age=LIFETIME + 5, gated=True),  # its plugin was killed before it lifted the gate
+    _left("lost", age=LIFETIME + MARGIN + 5),  # still Running long past it: a node that is gone
+    _left("gated-left", age=GATED + 5, gated=True),  # its plugin was killed before it lifted the gate
     _left("young", age=60),  # a live kubectl-tao's
     _left("young-gated", age=5, gated=True),  # a live kubectl-tao between its creates and the gate
-    _left("started-late", age=LIFETIME + 5, started=LIFETIME - 60),  # its lifetime counts from its start
+    _left("started-late", age=LIFETIME + MARGIN + 5, started=LIFETIME - 60),  # its lifetime counts from its start
+    # Running just past its lifetime by this machine's clock: the kubelet ends it; a clock hours ahead of the API
+    # server's must not make another kubectl-tao remove a live one.
+    _left("past-deadline-by-this-clock", age=LIFETIME + 5),
     _left("another-label", age=LIFETIME + 5, phase="Failed",
           labels={contract.MANAGED_BY_LABEL: contract.MANAGED_BY, contract.JOB_LABEL: "job-1"}),
     _left("going", age=LIFETIME + 5, phase="Failed", deletionTimestamp=_stamp(1)),
@@ -232,9 +239,10 @@ LEFT_PODS = [
 
 def test_the_sweep_takes_ended_and_past_deadline_helpers_and_keeps_live_ones_and_other_pods() -> None:
     taken = volume_helper.left_behind(LEFT_PODS, NOW)
-    assert taken == [(n, f"{n}-uid") for n in ("succeeded", "failed", "past-deadline", "gated-past-deadline")]
-    assert volume_helper.left_behind([_left("just-in-time", age=LIFETIME - 1)], NOW) == []
-    untimed = _left("untimed", age=LIFETIME + 5)
+    assert taken == [(n, f"{n}-uid") for n in ("succeeded", "failed", "lost", "gated-left")]
+    assert volume_helper.left_behind([_left("just-in-time", age=LIFETIME + MARGIN - 1)], NOW) == []
+    assert volume_helper.left_behind([_left("gated-a-while", age=GATED - 1, gated=True)], NOW) == []
+    untimed = _left("untimed", age=LIFETIME + MARGIN + 5)
     del untimed["metadata"]["creationTimestamp"], untimed["status"]["startTime"]
     assert volume_helper.left_behind([untimed], NOW) == []  # no time to judge by: kept
 
@@ -261,7 +269,7 @@ def test_a_helper_verb_first_removes_the_helpers_a_killed_plugin_left_each_pinne
         pass
     (listed,) = [c.argv for c in fake_kubectl.calls if c.argv[:2] == ["get", "pods"]]
     assert listed == ["get", "pods", "-n", "ns", "-l", contract.volume_helper_selector(), "-o", "json"]
-    swept = ["succeeded", "failed", "past-deadline", "gated-past-deadline"]
+    swept = ["succeeded", "failed", "lost", "gated-left"]
     pinned = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
     assert _deletes(fake_kubectl)[:-1] == [
         (["delete", "--raw", f"/api/v1/namespaces/ns/pods/{name}", "-f", "-"], {**pinned, "preconditions": {
@@ -274,6 +282,46 @@ def test_a_helper_verb_first_removes_the_helpers_a_killed_plugin_left_each_pinne
                or (c.argv[0] == "delete" and "tao-volume-1" not in c.argv[2]))  # swept before its own pod
     assert said.getvalue() == "".join(
         f"removed the volume helper pod ns/{name} a killed kubectl-tao left\n" for name in swept)
+
+
+def test_a_namespace_full_of_leftovers_is_swept_a_few_deletes_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubectl_tao.k8s import objects
+
+    flight = {"now": 0, "most": 0}
+
+    class Started:
+        def wait(self, **_kwargs: Any) -> Any:
+            flight["now"] -= 1
+            return types.SimpleNamespace(returncode=0)
+
+    def start(_kc: Any, _path: str, _uid: str | None) -> Started:
+        flight["now"] += 1
+        flight["most"] = max(flight["most"], flight["now"])
+        return Started()
+
+    monkeypatch.setattr(objects, "_start_remove", start)
+    pods = [(f"old-{i:02d}", f"uid-{i}") for i in range(19)]
+    removed = objects.remove_left_helper_pods(Kubectl(ClusterOptions()), "ns", pods)
+    assert removed == [name for name, _ in pods]
+    assert flight == {"now": 0, "most": objects._REMOVALS_AT_ONCE}  # never more kubectls at once than that
+
+
+def test_a_sweep_whose_kubectl_cannot_start_says_nothing_and_the_verb_goes_on(
+    fake_kubectl: FakeKubectl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from kubectl_tao.k8s import objects
+
+    _sweep_answers(fake_kubectl, monkeypatch, listing={"kind": "List", "items": LEFT_PODS[:1]})
+
+    def no_processes(*_args: Any) -> list[str]:
+        raise TaoError("could not run kubectl: OSError")
+
+    monkeypatch.setattr(objects, "remove_left_helper_pods", no_processes)
+    said = io.StringIO()
+    assert volume_helper.sweep(Kubectl(ClusterOptions()), "ns", said) == []
+    assert said.getvalue() == ""
 
 
 @pytest.mark.parametrize("refused", ["list", "delete"])
