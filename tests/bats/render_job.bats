@@ -94,12 +94,12 @@ setup() {
 
 @test "a results dir off the mounted volume exits 2" {
   run --separate-stderr -2 "$RENDER_JOB" --name a --image busybox --command x --pvc d --results-dir /tmp/out
-  assert_equal "$stderr" "ERROR: results dir '/tmp/out' is not on the mounted volume: use a path under the mount path '/workspace' (or an s3:// prefix), so results outlive the pod"
+  assert_equal "$stderr" "ERROR: --results-dir /tmp/out: must be on the mounted volume (under --mount-path /workspace) or an s3:// prefix, so results survive the pod"
 }
 
 @test "tier C without an output exits 2" {
   run --separate-stderr -2 "$RENDER_JOB" --name a --image busybox --command x --storage-tier C
-  assert_equal "$stderr" "ERROR: storage tier C needs --s3-output (or an s3:// --results-dir) to upload the results to"
+  assert_equal "$stderr" "ERROR: --storage-tier C needs --s3-output s3://BUCKET/PREFIX (or --results-dir s3://...)"
 }
 
 @test "a multi-node name that starts with a digit exits 2" {
