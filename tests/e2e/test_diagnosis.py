@@ -92,14 +92,16 @@ import datetime
 import time
 import torch
 import torch.distributed as dist
-dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=10))
+# Joining waits as long as a loaded node needs to start the other rank; only the collectives time out after 10 s.
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=240))
+group = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=10))
 rank = dist.get_rank()
 print("{SHOWN_TOKEN}", flush=True)
 weights = torch.zeros(4)
 for step in range(100):
     if rank == 1 and step == 3:
         time.sleep(60)  # a data read that never returns in time
-    dist.all_reduce(weights)
+    dist.all_reduce(weights, group=group)
     print(f"step {{step}} rank {{rank}} loss 0.5", flush=True)
 """
 
