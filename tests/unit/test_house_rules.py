@@ -385,16 +385,20 @@ RECORD_READS_ALLOWED = {
 }
 
 
+def _record_named(node: ast.AST) -> str | None:
+    """NODE as the house rules print a record name: the name itself, or `….attr` for an attribute of that name."""
+    if isinstance(node, ast.Name) and node.id in RECORD_NAMES:
+        return node.id
+    if isinstance(node, ast.Attribute) and node.attr in RECORD_NAMES:
+        return f"….{node.attr}"
+    return None
+
+
 def _record_key_reads(tree: ast.AST) -> list[tuple[int, str]]:
     """(line, text) of each string-key read of a record: NAME["key"] or NAME.get("key"), NAME a record name or
     an attribute of that name; writes (a subscript assigned to) are not reads."""
 
-    def named(node: ast.AST) -> str | None:
-        if isinstance(node, ast.Name) and node.id in RECORD_NAMES:
-            return node.id
-        if isinstance(node, ast.Attribute) and node.attr in RECORD_NAMES:
-            return f"….{node.attr}"
-        return None
+    named = _record_named
 
     found = []
     for node in ast.walk(tree):
@@ -458,12 +462,7 @@ _PART_KEYWORDS = {"extra", "k8s", "extra_fields"}
 def _record_dict_writes(tree: ast.AST) -> list[tuple[int, str]]:
     """(line, text) of each place that writes a record as a dict (see above)."""
 
-    def named(node: ast.AST) -> str | None:
-        if isinstance(node, ast.Name) and node.id in RECORD_NAMES:
-            return node.id
-        if isinstance(node, ast.Attribute) and node.attr in RECORD_NAMES:
-            return f"….{node.attr}"
-        return None
+    named = _record_named
 
     def a_dict(node: ast.AST) -> bool:
         if isinstance(node, ast.IfExp):
